@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Make the repository importable as ansible_collections/gpuvirt/provision.
+#   link: .build/collections/ansible_collections/gpuvirt/provision -> repo root (for ansible,
+#         molecule, pytest: edits are seen at once)
+#   copy: .build/sanity/ansible_collections/gpuvirt/provision (ansible-test resolves symlinks
+#         and needs the real path to sit under ansible_collections/; it gets the files git knows
+#         about, tracked or not ignored)
+set -euo pipefail
+mode=${1:?usage: stage-collection.sh link|copy}
+root=$(cd "$(dirname "$0")/.." && pwd)
+case "$mode" in
+  link)
+    dest="$root/.build/collections/ansible_collections/gpuvirt"
+    mkdir -p "$dest"
+    ln -sfn "$root" "$dest/provision"
+    ;;
+  copy)
+    dest="$root/.build/sanity/ansible_collections/gpuvirt/provision"
+    rm -rf "$dest"
+    mkdir -p "$dest"
+    (cd "$root" && git ls-files -co --exclude-standard -z) \
+      | rsync -a --from0 --ignore-missing-args --files-from=- "$root/" "$dest/"
+    echo "$dest"
+    ;;
+  *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
