@@ -50,7 +50,8 @@ unit: venv collection
 
 sanity: venv
 	@tools/ansible-test-offline.sh $(PY) >/dev/null
-	dest=$$(tools/stage-collection.sh copy) && cd "$$dest" && \
+	dest=$$(tools/stage-collection.sh copy); run=$${dest%/ansible_collections/*}; \
+	  trap 'rm -rf "$$run"' EXIT; cd "$$dest" && \
 	  $(BIN)/ansible-test sanity --local --python $(PYVER) --color no
 
 lint: venv collection

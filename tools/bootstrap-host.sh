@@ -11,6 +11,7 @@ PACKAGES=(
   qemu-system-x86 qemu-utils fdisk e2fsprogs   # the VM lab
   docker-registry apache2-utils openssl        # a real registry with htpasswd auth and TLS
   rsync psmisc openssh-client
+  shellcheck          # ansible-test sanity checks our shell scripts with it
 )
 
 missing=()

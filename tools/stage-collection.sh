@@ -2,7 +2,7 @@
 # Make the repository importable as ansible_collections/gpuvirt/provision.
 #   link: .build/collections/ansible_collections/gpuvirt/provision -> repo root (for ansible,
 #         molecule, pytest: edits are seen at once)
-#   copy: .build/sanity/ansible_collections/gpuvirt/provision (ansible-test resolves symlinks
+#   copy: .build/sanity/run.XXXXXX/ansible_collections/gpuvirt/provision (ansible-test resolves symlinks
 #         and needs the real path to sit under ansible_collections/; it gets the files git knows
 #         about, tracked or not ignored, in a git repository of its own)
 set -euo pipefail
@@ -15,8 +15,9 @@ case "$mode" in
     ln -sfn "$root" "$dest/provision"
     ;;
   copy)
-    dest="$root/.build/sanity/ansible_collections/gpuvirt/provision"
-    rm -rf "$dest"
+    # one directory per run, so concurrent runs (developers, helpers) never share a tree
+    mkdir -p "$root/.build/sanity"
+    dest="$(mktemp -d "$root/.build/sanity/run.XXXXXX")/ansible_collections/gpuvirt/provision"
     mkdir -p "$dest"
     (cd "$root" && git ls-files -co --exclude-standard -z) \
       | rsync -a --from0 --ignore-missing-args --files-from=- "$root/" "$dest/"
