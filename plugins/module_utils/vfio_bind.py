@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Runtime vfio-pci binding through sysfs, pure Python (no Ansible imports).
+
+The kernel's documented sequence: write the driver name to ``driver_override`` (so only that driver may
+claim the device), unbind from the current driver, then ask the PCI core to probe the device again
+(``drivers_probe``). Every path hangs off ``sysfs_root`` so tests run on a temporary tree.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+BDF_RE = re.compile(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
+
+
+class BindError(Exception):
+    """A device cannot be bound; the message names the device and the fix."""
+
+
+def validate_bdf(bdf):
+    if not isinstance(bdf, str) or not BDF_RE.match(bdf):
+        raise BindError("%r is not a PCI address: use the full form with domain, e.g. 0000:41:00.0" % (bdf,))
+
+
+def device_dir(sysfs_root, bdf):
+    return os.path.join(sysfs_root, 'bus', 'pci', 'devices', bdf)
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except (IOError, OSError):
+        return None
+
+
+def _write(path, value):
+    with open(path, 'w') as f:
+        f.write(value)
+
+
+def _link_name(path):
+    return os.path.basename(os.path.realpath(path)) if os.path.islink(path) else None
+
+
+def state(sysfs_root, bdf):
+    """What sysfs says about one device: exists, driver, driver_override, iommu_group."""
+    d = device_dir(sysfs_root, bdf)
+    if not os.path.isdir(d):
+        return {'bdf': bdf, 'exists': False, 'driver': None, 'driver_override': None, 'iommu_group': None}
+    override = _read(os.path.join(d, 'driver_override'))
+    return {
+        'bdf': bdf,
+        'exists': True,
+        'driver': _link_name(os.path.join(d, 'driver')),
+        'driver_override': None if override in (None, '', '(null)') else override,
+        'iommu_group': _link_name(os.path.join(d, 'iommu_group')),
+    }
+
+
+def plan(st, driver='vfio-pci'):
+    """Steps needed to bind one device: a subset of ['override', 'unbind', 'probe'] (empty: nothing to do)."""
+    steps = []
+    if st['driver_override'] != driver:
+        steps.append('override')
+    if st['driver'] != driver:
+        if st['driver'] is not None:
+            steps.append('unbind')
+        steps.append('probe')
+    return steps
+
+
+def check_bindable(st, driver='vfio-pci'):
+    if not st['exists']:
+        raise BindError("PCI device %s does not exist on this host" % st['bdf'])
+    if driver == 'vfio-pci' and st['iommu_group'] is None:
+        raise BindError("PCI device %s has no IOMMU group: the IOMMU is off. Turn it on (kernel_args role) "
+                        "and reboot before binding to vfio-pci" % st['bdf'])
+
+
+def apply(sysfs_root, st, steps, driver='vfio-pci'):
+    d = device_dir(sysfs_root, st['bdf'])
+    if 'override' in steps:
+        _write(os.path.join(d, 'driver_override'), driver)
+    if 'unbind' in steps:
+        _write(os.path.join(d, 'driver', 'unbind'), st['bdf'])
+    if 'probe' in steps:
+        _write(os.path.join(sysfs_root, 'bus', 'pci', 'drivers_probe'), st['bdf'])

@@ -1,0 +1,280 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: kernel_cmdline
+short_description: Ensure kernel arguments in the boot loader and report whether a reboot is pending
+version_added: 0.1.0
+description:
+  - Ensures kernel arguments are present and removes arguments matching patterns, in the boot loader
+    configuration of the host, then compares the wanted arguments with the running kernel's C(/proc/cmdline).
+  - C(grub_dropin) (Debian, Ubuntu) writes a drop-in under C(/etc/default/grub.d/) that filters and extends
+    C(GRUB_CMDLINE_LINUX) when C(update-grub) runs; the user's C(/etc/default/grub) is never rewritten.
+  - C(grub_default) (EL8) edits only the managed arguments inside C(GRUB_CMDLINE_LINUX) of
+    C(/etc/default/grub) and runs C(grub2-mkconfig).
+  - C(grubby) (EL9 and later) runs C(grubby --update-kernel=ALL) with the arguments to add and remove.
+  - Ensuring C(key=value) removes every other value of C(key) (for example C(intel_iommu=off)).
+  - When the boot loader update command fails the configuration file is restored, so a later run retries.
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  args:
+    description:
+      - Kernel arguments that must be present, such as C(intel_iommu=on).
+      - "Only letters, digits and C(_ . , : = + / @ % -) are accepted; anything else fails before any change."
+    type: list
+    elements: str
+    default: []
+  remove:
+    description:
+      - Shell-style glob patterns; an argument is removed when the pattern matches the whole argument or its key.
+    type: list
+    elements: str
+    default: []
+  backend:
+    description:
+      - How the boot loader is configured. C(auto) picks C(grub_dropin) when C(/etc/default/grub.d) and
+        C(update-grub) exist, else C(grubby), else C(grub_default).
+      - C(none) changes nothing and only compares with O(proc_cmdline).
+    type: str
+    choices: [auto, grub_dropin, grub_default, grubby, none]
+    default: auto
+  dropin_path:
+    description: Drop-in file written by the C(grub_dropin) backend.
+    type: path
+    default: /etc/default/grub.d/90-gpuvirt-kernel-args.cfg
+  grub_default_path:
+    description: Defaults file edited by the C(grub_default) backend.
+    type: path
+    default: /etc/default/grub
+  grub_config:
+    description: Output of C(grub2-mkconfig) for the C(grub_default) backend.
+    type: path
+    default: /boot/grub2/grub.cfg
+  update_bootloader:
+    description:
+      - Run C(update-grub) or C(grub2-mkconfig) after the file changed. Set to V(false) only where no boot
+        loader is installed (containers); the result then says the boot loader is stale.
+    type: bool
+    default: true
+  proc_cmdline:
+    description: The running kernel's command line.
+    type: path
+    default: /proc/cmdline
+attributes:
+  check_mode:
+    description: Reports what would change and the commands that would run, and writes nothing.
+    support: full
+  diff_mode:
+    description: Shows the boot loader file before and after (or the grubby arguments added and removed).
+    support: full
+notes:
+  - Does not reboot. Use RV(reboot_required) to decide.
+'''
+
+EXAMPLES = r'''
+- name: Turn the Intel IOMMU on in pass-through mode
+  gpuvirt.provision.kernel_cmdline:
+    args: [intel_iommu=on, iommu=pt]
+    remove: [nomodeset]
+  register: cmdline
+
+- name: Only report whether the running kernel has the args
+  gpuvirt.provision.kernel_cmdline:
+    args: [intel_iommu=on]
+    backend: none
+'''
+
+RETURN = r'''
+backend:
+  description: Backend used.
+  returned: always
+  type: str
+  sample: grub_dropin
+reboot_required:
+  description: The running kernel lacks an ensured argument or still has one to remove.
+  returned: always
+  type: bool
+missing:
+  description: Ensured arguments absent from the running kernel's command line.
+  returned: always
+  type: list
+  elements: str
+  sample: [intel_iommu=on]
+unwanted:
+  description: Arguments of the running kernel that the configuration removes.
+  returned: always
+  type: list
+  elements: str
+  sample: [intel_iommu=off]
+cmdline:
+  description: Arguments of the running kernel.
+  returned: always
+  type: list
+  elements: str
+bootloader_updated:
+  description: The boot loader update command ran (or would run, in check mode).
+  returned: always
+  type: bool
+commands:
+  description: Commands run (or that would run in check mode), each as an argument list.
+  returned: always
+  type: list
+  elements: list
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline as kc
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except (IOError, OSError):
+        return None
+
+
+def pick_backend(module):
+    if os.path.isdir('/etc/default/grub.d') and module.get_bin_path('update-grub'):
+        return 'grub_dropin'
+    if module.get_bin_path('grubby'):
+        return 'grubby'
+    return 'grub_default'
+
+
+class Runner(object):
+    def __init__(self, module, result):
+        self.module = module
+        self.result = result
+
+    def run(self, cmd):
+        self.result['commands'].append(cmd)
+        if self.module.check_mode:
+            return ''
+        rc, out, err = self.module.run_command(cmd)
+        if rc != 0:
+            raise RuntimeError('%s failed (rc=%d): %s' % (' '.join(cmd), rc, (err or out).strip()))
+        return out
+
+
+def write_file(module, path, old, new):
+    """Write atomically, keeping mode/owner of an existing file (0644 for a new one)."""
+    tmp = path + '.gpuvirt-tmp'
+    with open(tmp, 'w') as f:
+        f.write(new)
+    if old is None:
+        os.chmod(tmp, 0o644)
+    module.atomic_move(tmp, path)
+
+
+def file_backend(module, result, runner, path, new_text, update_cmd):
+    old = read(path)
+    if old == new_text:
+        return
+    result['changed'] = True
+    if module._diff:
+        result['diff'] = {'before_header': path, 'after_header': path,
+                          'before': old or '', 'after': new_text}
+    if module.check_mode:
+        if module.params['update_bootloader']:
+            result['commands'].append(update_cmd)
+            result['bootloader_updated'] = True
+        return
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        os.makedirs(parent, 0o755)
+    write_file(module, path, old, new_text)
+    if not module.params['update_bootloader']:
+        return
+    try:
+        runner.run(update_cmd)
+    except RuntimeError:
+        # Put the old file back: otherwise the next run sees "no change" and never updates the boot loader.
+        if old is None:
+            os.unlink(path)
+        else:
+            write_file(module, path, old, old)
+        raise
+    result['bootloader_updated'] = True
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            args=dict(type='list', elements='str', default=[]),
+            remove=dict(type='list', elements='str', default=[]),
+            backend=dict(type='str', default='auto',
+                         choices=['auto', 'grub_dropin', 'grub_default', 'grubby', 'none']),
+            dropin_path=dict(type='path', default='/etc/default/grub.d/90-gpuvirt-kernel-args.cfg'),
+            grub_default_path=dict(type='path', default='/etc/default/grub'),
+            grub_config=dict(type='path', default='/boot/grub2/grub.cfg'),
+            update_bootloader=dict(type='bool', default=True),
+            proc_cmdline=dict(type='path', default='/proc/cmdline'),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    ensure, remove = p['args'], p['remove']
+    try:
+        kc.validate_args(ensure)
+        kc.validate_patterns(remove)
+        kc.check_consistent(ensure, remove)
+    except kc.CmdlineError as e:
+        module.fail_json(msg=to_native(e))
+
+    backend = pick_backend(module) if p['backend'] == 'auto' else p['backend']
+    result = dict(changed=False, backend=backend, commands=[], bootloader_updated=False)
+    runner = Runner(module, result)
+    try:
+        if backend == 'grub_dropin':
+            cmd = [module.get_bin_path('update-grub') or 'update-grub']
+            file_backend(module, result, runner, p['dropin_path'], kc.render_grub_dropin(ensure, remove), cmd)
+        elif backend == 'grub_default':
+            text = read(p['grub_default_path'])
+            if text is None:
+                module.fail_json(msg='%s does not exist: is GRUB installed?' % p['grub_default_path'], **result)
+            new = kc.grub_default_edit(text, 'GRUB_CMDLINE_LINUX', ensure, remove)
+            cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
+            file_backend(module, result, runner, p['grub_default_path'], new, cmd)
+        elif backend == 'grubby':
+            grubby = module.get_bin_path('grubby', required=True)
+            rc, out, err = module.run_command([grubby, '--info=ALL'])
+            if rc != 0:
+                module.fail_json(msg='grubby --info=ALL failed: %s' % err.strip(), **result)
+            add, drop = kc.grubby_changes(kc.parse_grubby_info(out), ensure, remove)
+            if add or drop:
+                cmd = [grubby, '--update-kernel=ALL']
+                if add:
+                    cmd.append('--args=' + ' '.join(add))
+                if drop:
+                    cmd.append('--remove-args=' + ' '.join(drop))
+                result['changed'] = result['bootloader_updated'] = True
+                if module._diff:
+                    result['diff'] = {'before': 'grubby ALL kernels\n',
+                                      'after': 'add: %s\nremove: %s\n' % (' '.join(add), ' '.join(drop))}
+                runner.run(cmd)
+    except (RuntimeError, kc.CmdlineError, IOError, OSError) as e:
+        module.fail_json(msg=to_native(e), **result)
+
+    running = read(p['proc_cmdline'])
+    if running is None:
+        module.fail_json(msg='cannot read %s' % p['proc_cmdline'], **result)
+    current = kc.split_cmdline(running)
+    missing, unwanted = kc.compare(current, ensure, remove)
+    result.update(cmdline=current, missing=missing, unwanted=unwanted,
+                  reboot_required=bool(missing or unwanted))
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""vfio_bind module_utils on a sysfs-shaped temporary tree (same links as the real /sys/bus/pci)."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import vfio_bind as vb
+
+BDF = '0000:00:02.0'
+
+
+def make_tree(root, driver=None, group='3', override='(null)'):
+    pci = root / 'bus' / 'pci'
+    for drv in ('vfio-pci', 'nouveau'):
+        (pci / 'drivers' / drv).mkdir(parents=True, exist_ok=True)
+        (pci / 'drivers' / drv / 'unbind').write_text('')
+    (pci / 'drivers_probe').write_text('')
+    dev = root / 'devices' / 'pci0000:00' / BDF
+    dev.mkdir(parents=True)
+    (pci / 'devices').mkdir()
+    os.symlink(os.path.relpath(str(dev), str(pci / 'devices')), str(pci / 'devices' / BDF))
+    (dev / 'driver_override').write_text(override + '\n')
+    if driver:
+        os.symlink(os.path.relpath(str(pci / 'drivers' / driver), str(dev)), str(dev / 'driver'))
+    if group:
+        (root / 'kernel' / 'iommu_groups' / group).mkdir(parents=True)
+        os.symlink(os.path.relpath(str(root / 'kernel' / 'iommu_groups' / group), str(dev)), str(dev / 'iommu_group'))
+    return root
+
+
+def test_state_reads_links(tmp_path):
+    st = vb.state(str(make_tree(tmp_path, driver='nouveau')), BDF)
+    assert st == {'bdf': BDF, 'exists': True, 'driver': 'nouveau', 'driver_override': None, 'iommu_group': '3'}
+
+
+def test_plan_and_apply_from_nouveau(tmp_path):
+    root = str(make_tree(tmp_path, driver='nouveau'))
+    st = vb.state(root, BDF)
+    steps = vb.plan(st)
+    assert steps == ['override', 'unbind', 'probe']
+    vb.apply(root, st, steps)
+    assert (tmp_path / 'bus/pci/devices' / BDF / 'driver_override').read_text() == 'vfio-pci'
+    assert (tmp_path / 'bus/pci/drivers/nouveau/unbind').read_text() == BDF
+    assert (tmp_path / 'bus/pci/drivers_probe').read_text() == BDF
+
+
+def test_unbound_device_needs_no_unbind(tmp_path):
+    assert vb.plan(vb.state(str(make_tree(tmp_path)), BDF)) == ['override', 'probe']
+
+
+def test_already_bound_is_a_noop(tmp_path):
+    st = vb.state(str(make_tree(tmp_path, driver='vfio-pci', override='vfio-pci')), BDF)
+    assert vb.plan(st) == []
+
+
+def test_missing_device_named(tmp_path):
+    st = vb.state(str(make_tree(tmp_path)), '0000:99:00.0')
+    with pytest.raises(vb.BindError, match='0000:99:00.0 does not exist'):
+        vb.check_bindable(st)
+
+
+def test_iommu_off_named(tmp_path):
+    st = vb.state(str(make_tree(tmp_path, group=None)), BDF)
+    with pytest.raises(vb.BindError, match=BDF + ' has no IOMMU group'):
+        vb.check_bindable(st)
+
+
+@pytest.mark.parametrize('bad', ['00:02.0', '0000:00:02.8', '0000:00:02.0;id', '../../etc'])
+def test_bad_bdf_named(bad):
+    with pytest.raises(vb.BindError) as e:
+        vb.validate_bdf(bad)
+    assert repr(bad) in str(e.value)
