@@ -79,6 +79,11 @@ def _strict(schema):
                 walk(value)
 
     walk(schema)
+    # A CRD's root ``metadata`` schema may only constrain name/generateName; the API server validates the
+    # rest against ObjectMeta (namespace, labels, annotations...), so strictness must not apply there.
+    meta = schema.get("properties", {}).get("metadata")
+    if isinstance(meta, dict) and meta.get("additionalProperties") is False:
+        del meta["additionalProperties"]
     return schema
 
 
