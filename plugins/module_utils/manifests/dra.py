@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""DRA passthrough (dra-driver-nvidia-gpu 0.4.x + KubeVirt GPUsWithDRA): Helm values, the VFIO
+ResourceClaimTemplate, the KubeVirt gate decision, the classic device-plugin exclusion check, and the
+classification of what holds /dev/nvidia* on a host. Pure Python.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.hco import ManifestError, version_tuple
+
+CHART_NAME = 'dra-driver-nvidia-gpu'
+CHART_REF = 'oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu'
+DEVICE_CLASS = 'vfio.gpu.nvidia.com'
+DRIVER = 'gpu.nvidia.com'
+DRA_GATE = 'GPUsWithDRA'
+# where the driver's files are, by who installed the driver
+DRIVER_ROOTS = {'host': '/', 'operator': '/run/nvidia/driver', 'gke': '/home/kubernetes/bin/nvidia'}
+
+_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+
+
+def _dns(value, what):
+    if not isinstance(value, str) or not _NAME_RE.match(value) or len(value) > 63:
+        raise ManifestError("%s %r is not a DNS label (lower-case letters, digits and '-')" % (what, value))
+    return value
+
+
+def helm_values(driver_mode, node_selector=None):
+    """Chart values for VFIO passthrough: GPUs on, compute domains off, both alpha gates on."""
+    if driver_mode not in DRIVER_ROOTS:
+        raise ManifestError("driver mode %r is not one of %s" % (driver_mode, ', '.join(sorted(DRIVER_ROOTS))))
+    values = {
+        'nvidiaDriverRoot': DRIVER_ROOTS[driver_mode],
+        # without the override the chart refuses to enable GPU resources (they were experimental)
+        'gpuResourcesEnabledOverride': True,
+        'resources': {'gpus': {'enabled': True}, 'computeDomains': {'enabled': False}},
+        'featureGates': {'PassthroughSupport': True, 'DeviceMetadata': True},
+    }
+    if node_selector:
+        values['kubeletPlugin'] = {'nodeSelector': dict(node_selector)}
+    return values
+
+
+def resource_claim_template(name, namespace, request='dra-gpu', count=1):
+    """The namespaced claim template VMs reference: ``count`` GPUs of the VFIO class, legacy IOMMU backend
+    (KubeVirt cannot use IOMMUFD yet) and /dev/vfio/vfio mounted (libvirt needs it)."""
+    _dns(name, 'ResourceClaimTemplate name')
+    _dns(namespace, 'namespace')
+    _dns(request, 'request name')
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ManifestError("GPU count %r must be a positive integer" % (count,))
+    return {
+        'apiVersion': 'resource.k8s.io/v1',
+        'kind': 'ResourceClaimTemplate',
+        'metadata': {'name': name, 'namespace': namespace},
+        'spec': {'spec': {'devices': {
+            'requests': [{'name': request, 'exactly': {
+                'deviceClassName': DEVICE_CLASS, 'allocationMode': 'ExactCount', 'count': count}}],
+            'config': [{'requests': [request], 'opaque': {'driver': DRIVER, 'parameters': {
+                'apiVersion': 'resource.nvidia.com/v1beta1',
+                'kind': 'VfioDeviceConfig',
+                'iommu': {'backendPolicy': 'LegacyOnly', 'enableAPIDevice': True},
+            }}}],
+        }}},
+    }
+
+
+def kubevirt_gates(kubevirt_version):
+    """Feature gates KubeVirt needs for DRA GPUs: GPUsWithDRA on 1.8.x, none from 1.9 (on by default)."""
+    ver = version_tuple(kubevirt_version)
+    if ver[:2] < (1, 8):
+        raise ManifestError("KubeVirt %s cannot attach DRA GPUs: upgrade to 1.8 or later" % kubevirt_version)
+    return [DRA_GATE] if ver[:2] == (1, 8) else []
+
+
+def classic_plugin_conflicts(nodes, dra_nodes, plugin_pods=None):
+    """Errors for DRA nodes where the classic nvidia-device-plugin runs or may run.
+
+    ``nodes``: Node objects (labels, allocatable); ``plugin_pods``: pods of the nvidia-device-plugin
+    DaemonSet (``spec.nodeName``). A DRA node fails when a plugin pod runs there, when it advertises
+    ``nvidia.com/gpu``, or when its GPU Operator label does not switch the plugin off.
+    """
+    by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in nodes or [])
+    on_node = {}
+    for pod in plugin_pods or []:
+        node = (pod.get('spec') or {}).get('nodeName')
+        if node:
+            on_node.setdefault(node, []).append((pod.get('metadata') or {}).get('name'))
+    errors = []
+    for name in dra_nodes:
+        node = by_name.get(name)
+        if node is None:
+            errors.append("DRA node %s is not a node of this cluster" % name)
+            continue
+        labels = (node.get('metadata') or {}).get('labels') or {}
+        alloc = (node.get('status') or {}).get('allocatable') or {}
+        why = []
+        if on_node.get(name):
+            why.append('pod %s runs there' % ', '.join(sorted(on_node[name])))
+        if str(alloc.get('nvidia.com/gpu', '0')) not in ('0', ''):
+            why.append('it advertises nvidia.com/gpu=%s' % alloc['nvidia.com/gpu'])
+        deploy = labels.get('nvidia.com/gpu.deploy.device-plugin')
+        workload = labels.get('nvidia.com/gpu.workload.config', 'container')
+        # the GPU Operator deploys the plugin on GPU nodes of the container pool unless told not to
+        if deploy == 'true' or (deploy != 'false' and workload == 'container' and 'nvidia.com/gpu.present' in labels):
+            why.append('its labels let the GPU Operator deploy the device plugin (set '
+                       'nvidia.com/gpu.deploy.device-plugin=false)')
+        if why:
+            errors.append("DRA node %s also runs the classic nvidia-device-plugin: %s; exclude the plugin from "
+                          "this node (node selector or taint) before installing the DRA driver"
+                          % (name, '; '.join(why)))
+    return errors
+
+
+# command or unit substrings -> category; the first match wins (dcgm-exporter before dcgm)
+_HOLDER_RULES = (
+    ('dcgm-exporter', ('dcgm-exporter',)),
+    ('dcgm', ('nv-hostengine', 'nvidia-dcgm', 'dcgm')),
+    ('persistenced', ('nvidia-persistenced',)),
+    ('display-manager', ('xorg', 'display-manager', 'gdm', 'sddm', 'lightdm', 'gnome-shell', 'xwayland')),
+)
+_ADVICE = {
+    'display-manager': 'disable the display manager (systemctl disable --now display-manager)',
+    'dcgm': 'stop DCGM on this host (DCGM 4.5+ can release GPUs on driver switches)',
+    'dcgm-exporter': 'stop dcgm-exporter here, or run 4.5+ with DCGM_EXPORTER_ENABLE_GPU_BIND_UNBIND_WATCH=true',
+    'persistenced': 'stop nvidia-persistenced (DRA driver 0.4.0+ handles it itself)',
+    'other': 'stop this process before GPUs are rebound to vfio-pci',
+}
+
+
+def _category(holder):
+    text = ('%s %s' % (holder.get('command') or '', holder.get('unit') or '')).lower()
+    for category, needles in _HOLDER_RULES:
+        if any(n in text for n in needles):
+            return category
+    return 'other'
+
+
+def classify_holders(holders, dra_driver_version='0.4.0'):
+    """Sort ``gpu_holders`` entries into blockers and warnings for the DRA rebind.
+
+    A display manager or an unknown process blocks; DCGM and dcgm-exporter block too (recommended off,
+    and a DeadlineExceeded prepare error is what users get); nvidia-persistenced only blocks with a DRA
+    driver older than 0.4.0, which does not disable persistence mode itself.
+    """
+    new_driver = version_tuple(dra_driver_version)[:2] >= (0, 4)
+    blocking, warnings = [], []
+    for holder in holders or []:
+        category = _category(holder)
+        line = "PID %s (%s%s) holds %s: %s" % (
+            holder.get('pid'), holder.get('command') or '?',
+            (', unit %s' % holder['unit']) if holder.get('unit') else '', holder.get('device') or '/dev/nvidia*',
+            _ADVICE[category])
+        entry = {'category': category, 'pid': holder.get('pid'), 'unit': holder.get('unit'),
+                 'device': holder.get('device'), 'message': line}
+        if category == 'persistenced' and new_driver:
+            entry['message'] = line.split(': ')[0] + ': fine with DRA driver %s, which pauses persistence mode' \
+                % dra_driver_version
+            warnings.append(entry)
+        else:
+            blocking.append(entry)
+    return {'blocking': blocking, 'warnings': warnings,
+            'message': '\n'.join(e['message'] for e in blocking) or 'nothing blocks the rebind'}

@@ -1,0 +1,269 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""HyperConverged (OpenShift Virtualization) permitted host devices: read, merge, write. Pure Python.
+
+A merge patch (and server-side apply on HCO's map-keyed lists edited by other managers) replaces
+``permittedHostDevices`` lists, so we always start from what the cluster holds: entries we do not own
+are kept exactly as they are, entries we own are updated or removed, new ones are appended. What we own
+is recorded on the object itself (annotation ``OWNER_ANNOTATION``, a JSON list of selectors per list),
+so a later run with a shorter wish list removes only what an earlier run added. Order is stable (the
+cluster's order, then new entries sorted by selector), so a second run produces the same object.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+import re
+
+HCO_API_VERSION = 'hco.kubevirt.io/v1beta1'  # never v1: it appears in 4.22 and is not compatible
+HCO_KIND = 'HyperConverged'
+HCO_NAME = 'kubevirt-hyperconverged'  # the CRD only admits this name
+HCO_NAMESPACE = 'openshift-cnv'
+OWNER_ANNOTATION = 'gpuvirt.provision/owned-permitted-host-devices'
+JSONPATCH_ANNOTATION = 'kubevirt.kubevirt.io/jsonpatch'
+FEATURE_GATES_PATH = '/spec/configuration/developerConfiguration/featureGates/-'
+DISABLE_MDEV_GATE = 'DisableMDEVConfiguration'
+
+_PCI_SELECTOR_RE = re.compile(r'^[0-9A-Fa-f]{4}:[0-9A-Fa-f]{4}$')
+_RESOURCE_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.-]*/[A-Za-z0-9_.-]+$')
+
+# list name in HCO -> selector key
+LISTS = (('pciHostDevices', 'pciDeviceSelector'), ('mediatedDevices', 'mdevNameSelector'))
+
+
+class ManifestError(ValueError):
+    """Bad input; the message names the offending value and the fix."""
+
+
+def pci_selector(value):
+    """``10de:2236`` -> ``10DE:2236`` (the form HCO and KubeVirt match on)."""
+    if not isinstance(value, str) or not _PCI_SELECTOR_RE.match(value.strip()):
+        raise ManifestError("PCI selector %r is not VENDOR:DEVICE in hex (for example 10DE:2236)" % (value,))
+    return value.strip().upper()
+
+
+def check_resource_name(name, what):
+    if not isinstance(name, str) or not _RESOURCE_RE.match(name):
+        raise ManifestError("resource name %r for %s is not of the form vendor.com/NAME "
+                            "(for example nvidia.com/GA102GL_A10)" % (name, what))
+    return name
+
+
+def desired_entries(pci_devices, mediated_devices, selector_keys=('pciDeviceSelector', 'mdevNameSelector')):
+    """Normalise the wish lists into ``{list name: {selector: entry}}``; conflicting duplicates raise.
+
+    ``pci_devices`` items: ``{selector, resource_name}``; ``mediated_devices`` items: ``{name, resource_name}``.
+    """
+    pci_key, mdev_key = selector_keys
+    out = {'pciHostDevices': {}, 'mediatedDevices': {}}
+    for item in pci_devices or []:
+        sel = pci_selector(item.get('selector'))
+        name = check_resource_name(item.get('resource_name'), 'PCI device %s' % sel)
+        _put(out['pciHostDevices'], sel, {pci_key: sel, 'resourceName': name, 'externalResourceProvider': True})
+    for item in mediated_devices or []:
+        sel = item.get('name')
+        if not isinstance(sel, str) or not sel.strip():
+            raise ManifestError("mediated device entry %r lacks the vGPU type name (e.g. 'NVIDIA A10-12Q')" % (item,))
+        sel = sel.strip()
+        name = check_resource_name(item.get('resource_name'), 'vGPU type %r' % sel)
+        _put(out['mediatedDevices'], sel, {mdev_key: sel, 'resourceName': name, 'externalResourceProvider': True})
+    return out
+
+
+def _put(table, sel, entry):
+    old = table.get(sel)
+    if old is not None and old['resourceName'] != entry['resourceName']:
+        raise ManifestError("selector %r is wanted under two resource names, %s and %s; keep one"
+                            % (sel, old['resourceName'], entry['resourceName']))
+    table[sel] = entry
+
+
+def merge_list(current, desired, key, owned):
+    """Merge one permitted-device list.
+
+    ``current``: the cluster's list (may be None); ``desired``: ``{selector: entry}``; ``owned``: selectors an
+    earlier run added. Returns ``(merged, now_owned, report)``; ``report`` has ``added``, ``updated``,
+    ``removed``, ``kept_foreign``, ``duplicates_dropped`` and ``conflicts`` (foreign entries with one of our
+    selectors but another resource name: ours replaces them and they become ours).
+    """
+    owned = set(owned or [])
+    report = {'added': [], 'updated': [], 'removed': [], 'kept_foreign': [], 'duplicates_dropped': [],
+              'conflicts': []}
+    merged, seen, now_owned = [], set(), set()
+    for entry in current or []:
+        sel = entry.get(key) if isinstance(entry, dict) else None
+        if sel is None:
+            merged.append(entry)  # not ours to judge; the schema requires the key anyway
+            continue
+        if sel in seen:
+            # the list is map-keyed on the selector: a second copy would be rejected by the API server
+            report['duplicates_dropped'].append(sel)
+            continue
+        seen.add(sel)
+        if sel in desired:
+            want = desired[sel]
+            if sel in owned:
+                new = dict(entry, **want)
+                now_owned.add(sel)
+                if new != entry:
+                    report['updated'].append(sel)
+            elif entry.get('resourceName') == want['resourceName']:
+                # someone else permitted exactly this device: leave it theirs, so we never remove it
+                new = entry
+                report['kept_foreign'].append(sel)
+            else:
+                new = dict(entry, **want)
+                now_owned.add(sel)
+                report['conflicts'].append({'selector': sel, 'theirs': entry.get('resourceName'),
+                                            'ours': want['resourceName']})
+            merged.append(new)
+        elif sel in owned:
+            report['removed'].append(sel)
+        else:
+            merged.append(entry)
+            report['kept_foreign'].append(sel)
+    for sel in sorted(desired):
+        if sel not in seen:
+            merged.append(dict(desired[sel]))
+            now_owned.add(sel)
+            report['added'].append(sel)
+    return merged, sorted(now_owned), report
+
+
+def read_owner_annotation(obj):
+    """The selectors (and jsonpatch gates) an earlier run recorded as ours; tolerant of a damaged value."""
+    raw = ((obj or {}).get('metadata') or {}).get('annotations', {}) or {}
+    raw = raw.get(OWNER_ANNOTATION)
+    try:
+        data = json.loads(raw) if raw else {}
+    except ValueError:
+        data = {}
+    return data if isinstance(data, dict) else {}
+
+
+def owner_annotation(owned):
+    return json.dumps(owned, sort_keys=True, separators=(',', ':'))
+
+
+def merge_jsonpatch(raw, gates, owned_gates):
+    """Merge our ``featureGates/-`` add operations into a ``kubevirt.kubevirt.io/jsonpatch`` value.
+
+    Foreign operations are kept verbatim; our operations for gates no longer wanted are removed.
+    Returns ``(value or None, now_owned_gates)``.
+    """
+    try:
+        ops = json.loads(raw) if raw else []
+    except ValueError:
+        raise ManifestError("annotation %s holds invalid JSON (%r); fix or remove it first" % (JSONPATCH_ANNOTATION, raw))
+    if not isinstance(ops, list):
+        raise ManifestError("annotation %s must be a JSON list of patch operations, not %r" % (JSONPATCH_ANNOTATION, raw))
+    present = set()
+    result = []
+    for op in ops:
+        is_gate = isinstance(op, dict) and op.get('op') == 'add' and op.get('path') == FEATURE_GATES_PATH
+        gate = op.get('value') if is_gate else None
+        if is_gate and gate in present:
+            continue  # duplicate add of one gate
+        if is_gate and gate in owned_gates and gate not in gates:
+            continue
+        if is_gate:
+            present.add(gate)
+        result.append(op)
+    now_owned = [g for g in owned_gates if g in gates and g in present]
+    for gate in gates:
+        if gate not in present:
+            result.append({'op': 'add', 'path': FEATURE_GATES_PATH, 'value': gate})
+            now_owned.append(gate)
+    if not result:
+        return None, sorted(set(now_owned))
+    return json.dumps(result, separators=(', ', ': ')), sorted(set(now_owned))
+
+
+def version_tuple(version):
+    match = re.match(r'^v?(\d+)\.(\d+)(?:\.(\d+))?', str(version or '').strip())
+    if not match:
+        raise ManifestError("version %r is not MAJOR.MINOR[.PATCH]" % (version,))
+    return tuple(int(x or 0) for x in match.groups())
+
+
+def hco_has_disable_mdev_gate(version):
+    """HCO 1.9+ has ``featureGates.disableMDevConfiguration``. OpenShift Virtualization versions (4.y) are
+    accepted too: 4.y ships HCO 1.(y-4), so 4.13 is the first with the gate (4.12.3 needs the annotation)."""
+    ver = version_tuple(version)
+    if ver[0] >= 4:
+        return ver[:2] >= (4, 13)
+    return ver[:2] >= (1, 9)
+
+
+def crd_has_disable_mdev_gate(crd):
+    """Read the answer from the cluster's HyperConverged CRD (the v1beta1 schema), the reliable source."""
+    for version in ((crd or {}).get('spec') or {}).get('versions') or []:
+        if version.get('name') != 'v1beta1':
+            continue
+        spec = ((version.get('schema') or {}).get('openAPIV3Schema') or {}).get('properties', {}).get('spec', {})
+        gates = spec.get('properties', {}).get('featureGates', {}).get('properties', {})
+        return 'disableMDevConfiguration' in gates
+    return False
+
+
+def build_hco(current, pci_devices, mediated_devices, disable_mdev_configuration=True, gate_supported=True,
+              name=HCO_NAME, namespace=HCO_NAMESPACE):
+    """Return ``(object, changed, report)``: the partial HyperConverged to apply and what changed.
+
+    ``current`` is the HyperConverged read from the cluster (None in render mode without a cluster copy).
+    The object carries only the fields we manage, so server-side apply leaves everything else alone.
+    """
+    if current and current.get('apiVersion') not in (None, HCO_API_VERSION):
+        raise ManifestError("HyperConverged was read as %s; read it as %s explicitly"
+                            % (current.get('apiVersion'), HCO_API_VERSION))
+    desired = desired_entries(pci_devices, mediated_devices)
+    owned = read_owner_annotation(current)
+    cur_phd = ((current or {}).get('spec') or {}).get('permittedHostDevices') or {}
+    phd, new_owned, report = {}, {}, {}
+    for list_name, key in LISTS:
+        merged, mine, rep = merge_list(cur_phd.get(list_name), desired[list_name], key, owned.get(list_name))
+        if merged or cur_phd.get(list_name) is not None:
+            phd[list_name] = merged
+        if mine:
+            new_owned[list_name] = mine
+        report[list_name] = rep
+    annotations = {}
+    cur_ann = ((current or {}).get('metadata') or {}).get('annotations') or {}
+    spec = {'permittedHostDevices': phd}
+    want_gates = [DISABLE_MDEV_GATE] if disable_mdev_configuration and not gate_supported else []
+    patch, owned_gates = merge_jsonpatch(cur_ann.get(JSONPATCH_ANNOTATION), want_gates, owned.get('jsonpatchGates') or [])
+    if patch is not None:
+        annotations[JSONPATCH_ANNOTATION] = patch
+    if owned_gates:
+        new_owned['jsonpatchGates'] = owned_gates
+    if disable_mdev_configuration and gate_supported:
+        spec['featureGates'] = {'disableMDevConfiguration': True}
+    annotations[OWNER_ANNOTATION] = owner_annotation(new_owned)
+    obj = {
+        'apiVersion': HCO_API_VERSION,
+        'kind': HCO_KIND,
+        'metadata': {'name': name, 'namespace': namespace, 'annotations': annotations},
+        'spec': spec,
+    }
+    report['jsonpatch_gates'] = owned_gates
+    # an annotation we drop entirely is not among obj's fields: compare it separately
+    dropped = patch is None and JSONPATCH_ANNOTATION in cur_ann and (owned.get('jsonpatchGates') or [])
+    return obj, bool(dropped) or _differs(current, obj), report
+
+
+def _differs(current, obj):
+    """True when applying ``obj`` would change ``current`` (fields of obj only)."""
+    if not current:
+        return True
+
+    def sub(want, have):
+        if isinstance(want, dict):
+            return isinstance(have, dict) and all(sub(v, have.get(k)) for k, v in want.items())
+        return want == have
+
+    probe = copy.deepcopy(obj)
+    return not (sub(probe['metadata'].get('annotations', {}), (current.get('metadata') or {}).get('annotations') or {})
+                and sub(probe['spec'], current.get('spec') or {}))

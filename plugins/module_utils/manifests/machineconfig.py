@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""OpenShift/RHCOS host preparation as MachineConfig: IOMMU kernel arguments and the nouveau blacklist,
+optionally a dedicated MachineConfigPool; and the evaluation of a pool's rollout status. Pure Python.
+
+RHCOS hosts are not edited over SSH: the Machine Config Operator renders every MachineConfig selected by
+a pool into one config and rolls it out node by node (drain, write, reboot). We hand it one MachineConfig
+and then watch the pool's counters until every machine runs the rendered config that includes ours.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import re
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.hco import ManifestError
+
+MC_API_VERSION = 'machineconfiguration.openshift.io/v1'
+ROLE_LABEL = 'machineconfiguration.openshift.io/role'
+IGNITION_VERSION = '3.2.0'
+NOUVEAU_PATH = '/etc/modprobe.d/blacklist-nouveau.conf'
+NOUVEAU_TEXT = 'blacklist nouveau\noptions nouveau modeset=0\n'
+BUILTIN_POOLS = ('master', 'worker')
+
+_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+# same conservative set as the kernel_cmdline module: these strings reach the boot loader
+_ARG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%-]*$')
+
+
+def check_name(value, what):
+    if not isinstance(value, str) or not _NAME_RE.match(value) or len(value) > 63:
+        raise ManifestError("%s %r is not a DNS label (lower-case letters, digits and '-')" % (what, value))
+    return value
+
+
+def iommu_kernel_args(cpu_vendor, passthrough_mode=True, extra=()):
+    """``intel_iommu=on`` (Intel) or ``amd_iommu=on`` (AMD: on by default, harmless), plus ``iommu=pt``."""
+    vendors = {'intel': 'intel_iommu=on', 'amd': 'amd_iommu=on'}
+    if cpu_vendor not in vendors:
+        raise ManifestError("CPU vendor %r is not intel or amd" % (cpu_vendor,))
+    args = [vendors[cpu_vendor]] + (['iommu=pt'] if passthrough_mode else []) + list(extra or [])
+    for arg in args:
+        if not isinstance(arg, str) or not _ARG_RE.match(arg):
+            raise ManifestError("kernel argument %r is not allowed: only letters, digits and _ . , : = + / @ %% -"
+                                % (arg,))
+    seen, out = set(), []
+    for arg in args:  # a duplicate would be appended twice to the command line
+        if arg not in seen:
+            seen.add(arg)
+            out.append(arg)
+    return out
+
+
+def data_url(text):
+    """Ignition file contents: a base64 data URL (no escaping pitfalls with newlines or '#')."""
+    return 'data:text/plain;charset=utf-8;base64,' + base64.b64encode(text.encode('utf-8')).decode('ascii')
+
+
+def decode_data_url(url):
+    head, _, payload = url.partition(',')
+    if not head.startswith('data:') or not head.endswith(';base64'):
+        raise ValueError('not a base64 data URL: %r' % url)
+    return base64.b64decode(payload).decode('utf-8')
+
+
+def build_machineconfig(pool, kernel_args, blacklist_nouveau=True, name=None, ignition_version=IGNITION_VERSION):
+    """One MachineConfig for ``pool`` with ``kernel_args`` and, when asked, the nouveau blacklist file."""
+    check_name(pool, 'MachineConfigPool')
+    name = check_name(name or '100-%s-gpuvirt-iommu' % pool, 'MachineConfig name')
+    if not kernel_args and not blacklist_nouveau:
+        raise ManifestError("MachineConfig %s would be empty: give kernel arguments or blacklist nouveau" % name)
+    config = {'ignition': {'version': ignition_version}}
+    if blacklist_nouveau:
+        config['storage'] = {'files': [{
+            'path': NOUVEAU_PATH,
+            'mode': 0o644,
+            'overwrite': True,
+            'contents': {'source': data_url(NOUVEAU_TEXT)},
+        }]}
+    spec = {'config': config}
+    if kernel_args:
+        spec['kernelArguments'] = list(kernel_args)
+    return {
+        'apiVersion': MC_API_VERSION,
+        'kind': 'MachineConfig',
+        'metadata': {'name': name, 'labels': {ROLE_LABEL: pool}},
+        'spec': spec,
+    }
+
+
+def build_pool(pool, node_selector=None):
+    """A custom pool for GPU nodes: it selects the worker configs plus its own (the documented pattern),
+    and the nodes labelled ``node-role.kubernetes.io/<pool>`` unless another selector is given."""
+    check_name(pool, 'MachineConfigPool')
+    if pool in BUILTIN_POOLS:
+        raise ManifestError("MachineConfigPool %r is built in; create_pool is only for a dedicated GPU pool" % pool)
+    return {
+        'apiVersion': MC_API_VERSION,
+        'kind': 'MachineConfigPool',
+        'metadata': {'name': pool, 'labels': {'pools.operator.machineconfiguration.openshift.io/%s' % pool: ''}},
+        'spec': {
+            'machineConfigSelector': {'matchExpressions': [
+                {'key': ROLE_LABEL, 'operator': 'In', 'values': ['worker', pool]}]},
+            'nodeSelector': {'matchLabels': dict(node_selector or {'node-role.kubernetes.io/%s' % pool: ''})},
+        },
+    }
+
+
+def check_pool_exists(pool, existing, create_pool):
+    """Fail before any write when MachineConfig would target a pool nobody renders."""
+    if existing is None or create_pool or pool in existing:
+        return
+    raise ManifestError("MachineConfigPool %r does not exist (the cluster has: %s); use an existing pool or set "
+                        "create_pool to create it" % (pool, ', '.join(sorted(existing)) or 'none'))
+
+
+def _conditions(status):
+    return dict((c.get('type'), c) for c in status.get('conditions') or [] if isinstance(c, dict))
+
+
+def pool_status(mcp, machineconfig_name=None):
+    """Evaluate a MachineConfigPool's rollout.
+
+    ``done``: every machine is updated and ready, the pool is not updating, it observed its latest spec and
+    (when given) its rendered config includes ``machineconfig_name``. ``degraded``: a Degraded /
+    NodeDegraded / RenderDegraded condition is True or a machine is degraded; ``reason`` says why.
+    """
+    meta = mcp.get('metadata') or {}
+    status = mcp.get('status') or {}
+    conds = _conditions(status)
+    counts = dict((k, int(status.get(k) or 0)) for k in
+                  ('machineCount', 'updatedMachineCount', 'readyMachineCount', 'degradedMachineCount',
+                   'unavailableMachineCount'))
+    sources = [s.get('name') for s in ((status.get('configuration') or {}).get('source') or [])]
+    rendered_includes = machineconfig_name is None or machineconfig_name in sources
+    observed = int(status.get('observedGeneration') or 0) >= int(meta.get('generation') or 0)
+    degraded_conds = [c for t, c in sorted(conds.items()) if t in ('Degraded', 'NodeDegraded', 'RenderDegraded')
+                      and c.get('status') == 'True']
+    degraded = bool(degraded_conds) or counts['degradedMachineCount'] > 0
+    reason = '; '.join('%s: %s' % (c.get('type'), (c.get('message') or c.get('reason') or '').strip())
+                       for c in degraded_conds)
+    if degraded and not reason:
+        reason = '%d machine(s) degraded' % counts['degradedMachineCount']
+    updating = (conds.get('Updating') or {}).get('status') == 'True'
+    updated_cond = (conds.get('Updated') or {}).get('status') == 'True'
+    done = (not degraded and observed and rendered_includes and not updating and updated_cond
+            and counts['updatedMachineCount'] == counts['machineCount'] == counts['readyMachineCount'])
+    message = '%s: %d/%d machines updated, %d ready' % (
+        meta.get('name'), counts['updatedMachineCount'], counts['machineCount'], counts['readyMachineCount'])
+    if not rendered_includes:
+        message += '; rendered config does not include %s yet' % machineconfig_name
+    if degraded:
+        message += '; degraded: %s' % reason
+    return dict(counts, name=meta.get('name'), done=done, degraded=degraded, reason=reason, updating=updating,
+                rendered_includes=rendered_includes, message=message)

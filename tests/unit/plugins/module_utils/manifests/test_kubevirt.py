@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Upstream KubeVirt CR merge, refusal under HCO, and resource-name reconciliation."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+import schema  # noqa: E402
+
+A10 = {'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}
+T4_1Q = {'name': 'GRID T4-1Q', 'resource_name': 'nvidia.com/GRID_T4-1Q'}
+
+
+def cluster_kubevirt(gates, pci=None):
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt', 'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'},
+            'spec': {'configuration': {'developerConfiguration': {'featureGates': gates},
+                                       'permittedHostDevices': {'pciHostDevices': pci or []}}}}
+
+
+def test_builds_a_valid_cr_keeping_foreign_gates_and_devices():
+    foreign = {'pciVendorSelector': '8086:0D5C', 'resourceName': 'intel.com/QAT'}
+    cur = cluster_kubevirt(['Snapshot', 'GPU'], [foreign])
+    obj, changed, _ = kubevirt.build_kubevirt(cur, [A10], [T4_1Q])
+    schema.validate(obj)
+    conf = obj['spec']['configuration']
+    assert conf['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU', 'DisableMDEVConfiguration']
+    assert conf['permittedHostDevices']['pciHostDevices'] == [
+        foreign, {'pciVendorSelector': '10DE:2236', 'resourceName': 'nvidia.com/GA102GL_A10',
+                  'externalResourceProvider': True}]
+    assert conf['permittedHostDevices']['mediatedDevices'][0]['mdevNameSelector'] == 'GRID T4-1Q'
+    assert changed
+
+
+def test_gates_we_added_are_removed_when_no_longer_wanted_but_foreign_gpu_stays():
+    cur = cluster_kubevirt(['GPU'])
+    obj, _, _ = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'])
+    cur['metadata']['annotations'] = obj['metadata']['annotations']
+    cur['spec'] = obj['spec']
+    obj2, changed, _ = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'])
+    assert not changed
+    obj3, _, _ = kubevirt.build_kubevirt(cur, [A10], [], gates=[])
+    assert obj3['spec']['configuration']['developerConfiguration']['featureGates'] == ['GPU']
+
+
+def test_refused_under_hco():
+    with pytest.raises(kubevirt.ManifestError, match='HyperConverged'):
+        kubevirt.build_kubevirt(None, [A10], [], hco_present=True)
+
+
+NODES = [
+    {'metadata': {'name': 'gpu-1'}, 'status': {'allocatable': {'cpu': '64', 'nvidia.com/GA102GL_A10': '2'}}},
+    {'metadata': {'name': 'gpu-2'}, 'status': {'allocatable': {'nvidia.com/NVIDIA_A10': '1', 'nvidia.com/gpu': '0'}}},
+]
+
+
+def test_advertised_from_nodes_ignores_zero_and_other_vendors():
+    assert kubevirt.advertised_from_nodes(NODES) == {'gpu-1': ['nvidia.com/GA102GL_A10'],
+                                                   'gpu-2': ['nvidia.com/NVIDIA_A10']}
+
+
+def test_reconcile_prefers_what_nodes_advertise_and_warns():
+    wanted = [{'kind': 'pci', 'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10',
+               'nodes': ['gpu-1'], 'source': 'facts'},
+              {'kind': 'pci', 'selector': '10DE:26B9', 'resource_name': 'nvidia.com/AD102GL_L40S',
+               'nodes': ['gpu-2'], 'source': 'facts'}]
+    entries, warnings, errors = kubevirt.reconcile_resource_names(wanted, kubevirt.advertised_from_nodes(NODES))
+    assert errors == []
+    assert [e['resource_name'] for e in entries] == ['nvidia.com/GA102GL_A10', 'nvidia.com/NVIDIA_A10']
+    assert len(warnings) == 1 and 'nvidia.com/AD102GL_L40S' in warnings[0] and 'nvidia.com/NVIDIA_A10' in warnings[0]
+
+
+def test_reconcile_fails_for_an_input_name_no_node_advertises():
+    wanted = [{'kind': 'mdev', 'selector': 'NVIDIA A10-24Q', 'resource_name': 'nvidia.com/NVIDIA_A10-24Q',
+               'nodes': ['gpu-2'], 'source': 'input'}]
+    _, _, errors = kubevirt.reconcile_resource_names(wanted, kubevirt.advertised_from_nodes(NODES))
+    assert len(errors) == 1 and 'nvidia.com/NVIDIA_A10-24Q' in errors[0] and 'not advertised' in errors[0]
+
+
+def test_reconcile_without_cluster_data_keeps_computed_names():
+    wanted = [{'kind': 'pci', 'selector': '10DE:2236', 'resource_name': 'nvidia.com/X', 'nodes': [], 'source': 'facts'}]
+    assert kubevirt.reconcile_resource_names(wanted, None) == (wanted, [], [])

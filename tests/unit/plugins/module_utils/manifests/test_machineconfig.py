@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""MachineConfig / MachineConfigPool builders (validated against the OpenShift CRDs) and pool status."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+import schema  # noqa: E402
+
+
+def test_machineconfig_has_args_and_nouveau_file():
+    obj = mc.build_machineconfig('gpu', mc.iommu_kernel_args('intel'))
+    schema.validate(obj)  # both 4.18 and 4.20 CRDs
+    assert obj['metadata']['labels'] == {'machineconfiguration.openshift.io/role': 'gpu'}
+    assert obj['spec']['kernelArguments'] == ['intel_iommu=on', 'iommu=pt']
+    assert obj['spec']['config']['ignition']['version'].startswith('3.')
+    (file_,) = obj['spec']['config']['storage']['files']
+    assert file_['path'].startswith('/etc/modprobe.d/') and file_['mode'] == 420
+    text = mc.decode_data_url(file_['contents']['source'])
+    assert 'blacklist nouveau' in text.splitlines() and 'options nouveau modeset=0' in text.splitlines()
+
+
+def test_amd_and_no_nouveau():
+    obj = mc.build_machineconfig('worker', mc.iommu_kernel_args('amd', extra=['iommu=pt']), blacklist_nouveau=False)
+    schema.validate(obj)
+    assert obj['spec']['kernelArguments'] == ['amd_iommu=on', 'iommu=pt']
+    assert 'storage' not in obj['spec']['config']
+
+
+@pytest.mark.parametrize('call,needle', [
+    (lambda: mc.iommu_kernel_args('arm'), "'arm'"),
+    (lambda: mc.iommu_kernel_args('intel', extra=['a;reboot']), 'a;reboot'),
+    (lambda: mc.build_machineconfig('GPU_Pool', ['iommu=pt']), 'GPU_Pool'),
+    (lambda: mc.build_pool('worker'), 'worker'),
+    (lambda: mc.check_pool_exists('gpu', ['master', 'worker'], False), "'gpu' does not exist"),
+])
+def test_bad_input_is_named(call, needle):
+    with pytest.raises(mc.ManifestError) as err:
+        call()
+    assert needle in str(err.value)
+
+
+def test_pool_check_passes_when_creating_or_present():
+    mc.check_pool_exists('gpu', ['worker'], True)
+    mc.check_pool_exists('worker', ['worker'], False)
+
+
+def test_dedicated_pool_is_valid_and_selects_worker_configs():
+    obj = mc.build_pool('gpu')
+    schema.validate(obj)
+    expr = obj['spec']['machineConfigSelector']['matchExpressions'][0]
+    assert expr['values'] == ['worker', 'gpu']
+    assert obj['spec']['nodeSelector']['matchLabels'] == {'node-role.kubernetes.io/gpu': ''}
+
+
+def pool(updated, ready, total, conds, sources=('100-gpu-gpuvirt-iommu',), degraded=0, gen=2, observed=2):
+    return {'metadata': {'name': 'gpu', 'generation': gen},
+            'status': {'machineCount': total, 'updatedMachineCount': updated, 'readyMachineCount': ready,
+                       'degradedMachineCount': degraded, 'observedGeneration': observed,
+                       'configuration': {'source': [{'name': s} for s in sources]},
+                       'conditions': [{'type': t, 'status': v, 'message': m} for t, v, m in conds]}}
+
+
+DONE = [('Updated', 'True', ''), ('Updating', 'False', ''), ('Degraded', 'False', '')]
+
+
+def test_pool_done():
+    st = mc.pool_status(pool(3, 3, 3, DONE), '100-gpu-gpuvirt-iommu')
+    assert st['done'] and not st['degraded'] and '3/3' in st['message']
+
+
+def test_pool_updating_or_not_rendered_yet():
+    assert not mc.pool_status(pool(1, 1, 3, [('Updating', 'True', '')]))['done']
+    st = mc.pool_status(pool(3, 3, 3, DONE, sources=('00-worker',)), '100-gpu-gpuvirt-iommu')
+    assert not st['done'] and 'does not include 100-gpu-gpuvirt-iommu' in st['message']
+    assert not mc.pool_status(pool(3, 3, 3, DONE, observed=1))['done']
+
+
+def test_pool_degraded_reports_reason():
+    st = mc.pool_status(pool(1, 1, 3, [('NodeDegraded', 'True', 'Node gpu-2 is reporting: "unexpected on-disk state"'),
+                                      ('Updated', 'False', '')], degraded=1))
+    assert st['degraded'] and not st['done']
+    assert 'unexpected on-disk state' in st['reason'] and 'gpu-2' in st['message']
