@@ -166,3 +166,30 @@ def classify_holders(holders, dra_driver_version='0.4.0'):
             blocking.append(entry)
     return {'blocking': blocking, 'warnings': warnings,
             'message': '\n'.join(e['message'] for e in blocking) or 'nothing blocks the rebind'}
+
+
+def kubevirt_gate_object(current, gates, name='kubevirt', namespace='kubevirt'):
+    """Partial KubeVirt CR that turns ``gates`` on, keeping every gate already set (the list is atomic).
+
+    Only adds: the devices role owns the rest of the CR's gates; apply this with its own field manager so
+    server-side apply does not drop fields another of our objects set.
+    """
+    have = list((((current or {}).get('spec') or {}).get('configuration') or {}).get(
+        'developerConfiguration', {}).get('featureGates') or [])
+    merged = have + [g for g in gates if g not in have]
+    meta = (current or {}).get('metadata') or {}
+    name, namespace = meta.get('name', name), meta.get('namespace', namespace)
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt', 'metadata': {'name': name, 'namespace': namespace},
+            'spec': {'configuration': {'developerConfiguration': {'featureGates': merged}}}}
+
+
+def hco_gate_object(current, gates, name='kubevirt-hyperconverged', namespace='openshift-cnv'):
+    """Partial HyperConverged adding ``gates`` through the jsonpatch annotation (HCO has no DRA gate field)."""
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco
+    raw = (((current or {}).get('metadata') or {}).get('annotations') or {}).get(hco.JSONPATCH_ANNOTATION)
+    patch, _ = hco.merge_jsonpatch(raw, list(gates), [])
+    have = (current or {}).get('metadata') or {}
+    meta = {'name': have.get('name', name), 'namespace': have.get('namespace', namespace)}
+    if patch:
+        meta['annotations'] = {hco.JSONPATCH_ANNOTATION: patch}
+    return {'apiVersion': hco.HCO_API_VERSION, 'kind': 'HyperConverged', 'metadata': meta, 'spec': {}}

@@ -1,0 +1,144 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: dra_manifests
+short_description: Build the DRA passthrough pieces (Helm values, claim templates, KubeVirt gates) and check plugin exclusion
+version_added: 0.1.0
+description:
+  - Helm values for the C(dra-driver-nvidia-gpu) 0.4.x chart with GPU resources, C(PassthroughSupport) and
+    C(DeviceMetadata), and the C(nvidiaDriverRoot) for the driver mode (C(host) C(/), C(operator)
+    C(/run/nvidia/driver), C(gke) C(/home/kubernetes/bin/nvidia)).
+  - Namespaced C(resource.k8s.io/v1) C(ResourceClaimTemplate)s on the C(vfio.gpu.nvidia.com) DeviceClass with
+    the opaque C(VfioDeviceConfig) (C(backendPolicy=LegacyOnly), C(enableAPIDevice=true)).
+  - The KubeVirt feature gates the version needs (C(GPUsWithDRA) on 1.8.x only).
+  - Fails, naming the node, when a DRA node also runs (or would run) the classic nvidia-device-plugin.
+author:
+  - gpuvirt.provision maintainers
+options:
+  driver_mode:
+    description: Who installed the NVIDIA driver on the DRA nodes.
+    type: str
+    choices: [host, operator, gke]
+    required: true
+  node_selector:
+    description: Node labels the kubelet plugin is restricted to.
+    type: dict
+  claim_templates:
+    description: Claim templates to build, each C(name), C(namespace) and optional C(count) (default 1).
+    type: list
+    elements: dict
+    default: []
+  kubevirt_version:
+    description: KubeVirt version (C(1.8.2)); omit to skip the gate decision.
+    type: str
+  dra_nodes:
+    description: Nodes that get DRA passthrough.
+    type: list
+    elements: str
+    default: []
+  nodes:
+    description: Node objects from the cluster or facts; omit to skip the exclusion check.
+    type: list
+    elements: dict
+  plugin_pods:
+    description: Pods of the classic nvidia-device-plugin DaemonSet(s).
+    type: list
+    elements: dict
+    default: []
+  platform:
+    description:
+      - Where the KubeVirt gate goes when one is needed; C(kubevirt) the KubeVirt CR, C(hco) the HyperConverged
+        C(kubevirt.kubevirt.io/jsonpatch) annotation (HCO overwrites the KubeVirt CR).
+    type: str
+    choices: [kubevirt, hco]
+    default: kubevirt
+  current:
+    description: The KubeVirt CR or HyperConverged read from the cluster (its gates are kept).
+    type: dict
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: DRA pieces for operator-managed drivers on KubeVirt 1.8
+  gpuvirt.provision.dra_manifests:
+    driver_mode: operator
+    claim_templates: [{name: vfio-gpu, namespace: vms}]
+    kubevirt_version: 1.8.2
+    dra_nodes: [gpu-1]
+    nodes: "{{ nodes_info.resources }}"
+  register: dra
+'''
+
+RETURN = r'''
+helm_values:
+  description: Values for the chart.
+  returned: success
+  type: dict
+objects:
+  description: The ResourceClaimTemplates.
+  returned: success
+  type: list
+  elements: dict
+gate_object:
+  description: Partial KubeVirt CR or HyperConverged turning the gates on; null when none is needed.
+  returned: success
+  type: dict
+kubevirt_gates:
+  description: KubeVirt feature gates to enable (empty from 1.9); null without O(kubevirt_version).
+  returned: success
+  type: list
+  elements: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            driver_mode=dict(type='str', choices=sorted(dra.DRIVER_ROOTS), required=True),
+            node_selector=dict(type='dict'),
+            claim_templates=dict(type='list', elements='dict', default=[]),
+            kubevirt_version=dict(type='str'),
+            dra_nodes=dict(type='list', elements='str', default=[]),
+            nodes=dict(type='list', elements='dict'),
+            plugin_pods=dict(type='list', elements='dict', default=[]),
+            platform=dict(type='str', choices=['kubevirt', 'hco'], default='kubevirt'),
+            current=dict(type='dict'),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        values = dra.helm_values(p['driver_mode'], p['node_selector'])
+        objects = [dra.resource_claim_template(t.get('name'), t.get('namespace'), count=t.get('count', 1))
+                   for t in p['claim_templates']]
+        gates = dra.kubevirt_gates(p['kubevirt_version']) if p['kubevirt_version'] else None
+    except dra.ManifestError as exc:
+        module.fail_json(msg=str(exc))
+    if p['nodes'] is not None:
+        errors = dra.classic_plugin_conflicts(p['nodes'], p['dra_nodes'], p['plugin_pods'])
+        if errors:
+            module.fail_json(msg='; '.join(errors), errors=errors)
+    gate_object = None
+    if gates:
+        build = dra.hco_gate_object if p['platform'] == 'hco' else dra.kubevirt_gate_object
+        gate_object = build(p['current'], gates)
+    module.exit_json(changed=False, helm_values=values, objects=objects, kubevirt_gates=gates,
+                     gate_object=gate_object)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,132 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: hco_permitted_devices
+short_description: Build the HyperConverged permitted host devices, merged with what the cluster holds
+version_added: 0.1.0
+description:
+  - Returns the partial C(hco.kubevirt.io/v1beta1) HyperConverged object to apply (server-side) so that
+    C(spec.permittedHostDevices) lists our passthrough devices and vGPU types with C(externalResourceProvider)
+    set, next to every entry we do not own, which is kept as it is.
+  - Entries an earlier run added and that are no longer wanted are removed; ownership is recorded in the
+    C(gpuvirt.provision/owned-permitted-host-devices) annotation. Duplicated selectors are collapsed. The order
+    is stable, so a second run returns the same object and RV(changed) false.
+  - C(DisableMDEVConfiguration) is set as C(spec.featureGates.disableMDevConfiguration) when the CRD has it
+    (HCO 1.9+), else as an add operation in the C(kubevirt.kubevirt.io/jsonpatch) annotation.
+  - Builds an object only; the caller applies or renders it.
+author:
+  - gpuvirt.provision maintainers
+options:
+  current:
+    description: The HyperConverged read from the cluster; omit in render mode.
+    type: dict
+  pci_devices:
+    description: Passthrough devices to permit, each C(selector) (C(VENDOR:DEVICE)) and C(resource_name).
+    type: list
+    elements: dict
+    default: []
+  mediated_devices:
+    description: vGPU types to permit, each C(name) (type name) and C(resource_name).
+    type: list
+    elements: dict
+    default: []
+  disable_mdev_configuration:
+    description: Stop KubeVirt from creating mediated devices itself (the GPU Operator does that).
+    type: bool
+    default: true
+  gate_supported:
+    description: The HyperConverged CRD has C(featureGates.disableMDevConfiguration) (HCO 1.9 and later).
+    type: bool
+    default: true
+  adopt_conflicting:
+    description:
+      - When a foreign entry uses one of our selectors with another resource name, replace it (and own it)
+        instead of failing.
+    type: bool
+    default: false
+  name:
+    description: HyperConverged name (the CRD admits only C(kubevirt-hyperconverged)).
+    type: str
+    default: kubevirt-hyperconverged
+  namespace:
+    description: HyperConverged namespace.
+    type: str
+    default: openshift-cnv
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Merge our devices into the cluster's HyperConverged
+  gpuvirt.provision.hco_permitted_devices:
+    current: "{{ hco_info.resources[0] | default(omit) }}"
+    pci_devices: [{selector: "10DE:2236", resource_name: nvidia.com/GA102GL_A10}]
+    mediated_devices: [{name: NVIDIA A10-12Q, resource_name: nvidia.com/NVIDIA_A10-12Q}]
+  register: hco
+'''
+
+RETURN = r'''
+object:
+  description: The partial HyperConverged to apply.
+  returned: success
+  type: dict
+would_change:
+  description: Applying RV(object) would change the cluster's HyperConverged (always true without O(current)).
+  returned: success
+  type: bool
+report:
+  description: Per list C(added), C(updated), C(removed), C(kept_foreign), C(duplicates_dropped), C(conflicts).
+  returned: success
+  type: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            current=dict(type='dict'),
+            pci_devices=dict(type='list', elements='dict', default=[]),
+            mediated_devices=dict(type='list', elements='dict', default=[]),
+            disable_mdev_configuration=dict(type='bool', default=True),
+            gate_supported=dict(type='bool', default=True),
+            adopt_conflicting=dict(type='bool', default=False),
+            name=dict(type='str', default=hco.HCO_NAME),
+            namespace=dict(type='str', default=hco.HCO_NAMESPACE),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        obj, changed, report = hco.build_hco(p['current'], p['pci_devices'], p['mediated_devices'],
+                                             p['disable_mdev_configuration'], p['gate_supported'],
+                                             p['name'], p['namespace'])
+    except hco.ManifestError as exc:
+        module.fail_json(msg=str(exc))
+    conflicts = report['pciHostDevices']['conflicts'] + report['mediatedDevices']['conflicts']
+    for c in conflicts:
+        text = ("HyperConverged already permits %s as %s, we want %s" % (c['selector'], c['theirs'], c['ours']))
+        if not p['adopt_conflicting']:
+            module.fail_json(msg=text + "; fix the entry or set adopt_conflicting to replace it", report=report)
+        module.warn(text + '; replacing it')
+    for list_name in ('pciHostDevices', 'mediatedDevices'):
+        if report[list_name]['duplicates_dropped']:
+            module.warn('HyperConverged %s listed %s more than once; keeping the first'
+                        % (list_name, ', '.join(report[list_name]['duplicates_dropped'])))
+    module.exit_json(changed=False, would_change=changed, object=obj, report=report)
+
+
+if __name__ == '__main__':
+    main()

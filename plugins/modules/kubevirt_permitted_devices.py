@@ -1,0 +1,110 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: kubevirt_permitted_devices
+short_description: Build the upstream KubeVirt CR's permitted host devices and GPU feature gates
+version_added: 0.1.0
+description:
+  - For KubeVirt installed without the HyperConverged operator. Returns the partial C(kubevirt.io/v1) KubeVirt
+    object with C(spec.configuration.permittedHostDevices) (C(pciVendorSelector) / C(mdevNameSelector),
+    C(externalResourceProvider)) and C(developerConfiguration.featureGates), merged with the CR's current
+    content the same way as M(gpuvirt.provision.hco_permitted_devices).
+  - Fails when O(hco_present) is true, because HCO overwrites the KubeVirt CR.
+author:
+  - gpuvirt.provision maintainers
+options:
+  current:
+    description: The KubeVirt CR read from the cluster; omit in render mode.
+    type: dict
+  pci_devices:
+    description: Passthrough devices, each C(selector) and C(resource_name).
+    type: list
+    elements: dict
+    default: []
+  mediated_devices:
+    description: vGPU types, each C(name) and C(resource_name).
+    type: list
+    elements: dict
+    default: []
+  feature_gates:
+    description: Feature gates that must be on (others in the CR are kept).
+    type: list
+    elements: str
+    default: [GPU, DisableMDEVConfiguration]
+  hco_present:
+    description: The cluster runs the HyperConverged operator.
+    type: bool
+    default: false
+  name:
+    description: KubeVirt CR name.
+    type: str
+    default: kubevirt
+  namespace:
+    description: KubeVirt CR namespace.
+    type: str
+    default: kubevirt
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Merge our devices into the KubeVirt CR
+  gpuvirt.provision.kubevirt_permitted_devices:
+    current: "{{ kv_info.resources[0] | default(omit) }}"
+    pci_devices: [{selector: "10DE:2236", resource_name: nvidia.com/GA102GL_A10}]
+  register: kv
+'''
+
+RETURN = r'''
+object:
+  description: The partial KubeVirt CR to apply.
+  returned: success
+  type: dict
+would_change:
+  description: Applying RV(object) would change the cluster's CR (always true without O(current)).
+  returned: success
+  type: bool
+report:
+  description: Per list C(added), C(updated), C(removed), C(kept_foreign), C(duplicates_dropped); C(featureGates).
+  returned: success
+  type: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            current=dict(type='dict'),
+            pci_devices=dict(type='list', elements='dict', default=[]),
+            mediated_devices=dict(type='list', elements='dict', default=[]),
+            feature_gates=dict(type='list', elements='str', default=[kubevirt.GPU_GATE, kubevirt.DISABLE_MDEV_GATE]),
+            hco_present=dict(type='bool', default=False),
+            name=dict(type='str', default=kubevirt.KUBEVIRT_NAME),
+            namespace=dict(type='str', default=kubevirt.KUBEVIRT_NAMESPACE),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        obj, changed, report = kubevirt.build_kubevirt(p['current'], p['pci_devices'], p['mediated_devices'],
+                                                       p['feature_gates'], p['hco_present'], p['name'], p['namespace'])
+    except kubevirt.ManifestError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, would_change=changed, object=obj, report=report)
+
+
+if __name__ == '__main__':
+    main()

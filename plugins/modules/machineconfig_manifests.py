@@ -1,0 +1,128 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: machineconfig_manifests
+short_description: Build the OpenShift MachineConfig for IOMMU and nouveau, and optionally a GPU pool
+version_added: 0.1.0
+description:
+  - Returns a C(MachineConfig) labelled for O(pool) with the IOMMU C(kernelArguments) (C(intel_iommu=on) or
+    C(amd_iommu=on), plus C(iommu=pt)) and, when asked, the nouveau blacklist as an Ignition file
+    (C(/etc/modprobe.d/blacklist-nouveau.conf), base64 data URL).
+  - With O(create_pool), also a C(MachineConfigPool) selecting the worker configs and its own, for the nodes
+    labelled C(node-role.kubernetes.io/<pool>) (or O(node_selector)).
+  - Fails, before anything is written, when O(existing_pools) is given and lacks O(pool) while O(create_pool)
+    is false.
+author:
+  - gpuvirt.provision maintainers
+options:
+  pool:
+    description: MachineConfigPool the configuration is for.
+    type: str
+    required: true
+  cpu_vendor:
+    description: CPU vendor of the pool's nodes.
+    type: str
+    choices: [intel, amd]
+    required: true
+  iommu_passthrough:
+    description: Add C(iommu=pt).
+    type: bool
+    default: true
+  extra_kernel_args:
+    description: More kernel arguments.
+    type: list
+    elements: str
+    default: []
+  blacklist_nouveau:
+    description: Add the nouveau blacklist file.
+    type: bool
+    default: true
+  name:
+    description: MachineConfig name; default C(100-<pool>-gpuvirt-iommu).
+    type: str
+  create_pool:
+    description: Also build a dedicated MachineConfigPool named O(pool).
+    type: bool
+    default: false
+  node_selector:
+    description: Node labels the dedicated pool selects.
+    type: dict
+  existing_pools:
+    description: Names of the cluster's MachineConfigPools; omit in render mode without a cluster.
+    type: list
+    elements: str
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: IOMMU and nouveau for a dedicated GPU pool
+  gpuvirt.provision.machineconfig_manifests:
+    pool: gpu
+    cpu_vendor: intel
+    create_pool: true
+  register: mc
+'''
+
+RETURN = r'''
+objects:
+  description: The MachineConfigPool (when created) then the MachineConfig.
+  returned: success
+  type: list
+  elements: dict
+machineconfig_name:
+  description: Name of the MachineConfig.
+  returned: success
+  type: str
+kernel_args:
+  description: Kernel arguments set.
+  returned: success
+  type: list
+  elements: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            pool=dict(type='str', required=True),
+            cpu_vendor=dict(type='str', choices=['intel', 'amd'], required=True),
+            iommu_passthrough=dict(type='bool', default=True),
+            extra_kernel_args=dict(type='list', elements='str', default=[]),
+            blacklist_nouveau=dict(type='bool', default=True),
+            name=dict(type='str'),
+            create_pool=dict(type='bool', default=False),
+            node_selector=dict(type='dict'),
+            existing_pools=dict(type='list', elements='str'),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        mc.check_pool_exists(p['pool'], p['existing_pools'], p['create_pool'])
+        args = mc.iommu_kernel_args(p['cpu_vendor'], p['iommu_passthrough'], p['extra_kernel_args'])
+        objects = []
+        if p['create_pool'] and p['pool'] not in (p['existing_pools'] or []):
+            objects.append(mc.build_pool(p['pool'], p['node_selector']))
+        config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
+    except mc.ManifestError as exc:
+        module.fail_json(msg=str(exc))
+    objects.append(config)
+    module.exit_json(changed=False, objects=objects, machineconfig_name=config['metadata']['name'], kernel_args=args)
+
+
+if __name__ == '__main__':
+    main()
