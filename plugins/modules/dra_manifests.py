@@ -20,7 +20,7 @@ description:
   - The KubeVirt feature gates the version needs (C(GPUsWithDRA) on 1.8.x only).
   - Fails, naming the node, when a DRA node also runs (or would run) the classic nvidia-device-plugin.
 author:
-  - gpuvirt.provision maintainers
+  - gpuvirt.provision maintainers (@gpuvirt)
 options:
   driver_mode:
     description: Who installed the NVIDIA driver on the DRA nodes.
@@ -64,8 +64,10 @@ options:
     type: dict
 attributes:
   check_mode:
+    description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
     support: full
   diff_mode:
+    description: Not supported; the role that applies or renders the result shows the diff.
     support: none
 '''
 

@@ -17,7 +17,7 @@ description:
   - nvidia-persistenced only blocks with a DRA driver older than 0.4.0 (0.4.0 pauses persistence mode itself).
   - Fails listing the blockers when O(fail_on_blocking) is true.
 author:
-  - gpuvirt.provision maintainers
+  - gpuvirt.provision maintainers (@gpuvirt)
 options:
   holders:
     description: C(holders) of a M(gpuvirt.provision.gpu_holders) result (C(pid), C(command), C(device), C(unit)).
@@ -34,8 +34,10 @@ options:
     default: true
 attributes:
   check_mode:
+    description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
     support: full
   diff_mode:
+    description: Not supported; the role that applies or renders the result shows the diff.
     support: none
 '''
 

@@ -17,12 +17,12 @@ description:
     set, next to every entry we do not own, which is kept as it is.
   - Entries an earlier run added and that are no longer wanted are removed; ownership is recorded in the
     C(gpuvirt.provision/owned-permitted-host-devices) annotation. Duplicated selectors are collapsed. The order
-    is stable, so a second run returns the same object and RV(changed) false.
+    is stable, so a second run returns the same object and RV(would_change) false.
   - C(DisableMDEVConfiguration) is set as C(spec.featureGates.disableMDevConfiguration) when the CRD has it
     (HCO 1.9+), else as an add operation in the C(kubevirt.kubevirt.io/jsonpatch) annotation.
   - Builds an object only; the caller applies or renders it.
 author:
-  - gpuvirt.provision maintainers
+  - gpuvirt.provision maintainers (@gpuvirt)
 options:
   current:
     description: The HyperConverged read from the cluster; omit in render mode.
@@ -61,8 +61,10 @@ options:
     default: openshift-cnv
 attributes:
   check_mode:
+    description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
     support: full
   diff_mode:
+    description: Not supported; the role that applies or renders the result shows the diff.
     support: none
 '''
 

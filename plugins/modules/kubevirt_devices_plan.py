@@ -19,7 +19,7 @@ description:
     a warning. A name given as input, or one that cannot be matched, fails the task, naming it.
   - Changes nothing; runs on the controller.
 author:
-  - gpuvirt.provision maintainers
+  - gpuvirt.provision maintainers (@gpuvirt)
 options:
   pci_devices:
     description: Wanted passthrough devices.
@@ -77,8 +77,10 @@ options:
     elements: dict
 attributes:
   check_mode:
+    description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
     support: full
   diff_mode:
+    description: Not supported; the role that applies or renders the result shows the diff.
     support: none
 '''
 

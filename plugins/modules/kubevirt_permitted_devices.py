@@ -18,7 +18,7 @@ description:
     content the same way as M(gpuvirt.provision.hco_permitted_devices).
   - Fails when O(hco_present) is true, because HCO overwrites the KubeVirt CR.
 author:
-  - gpuvirt.provision maintainers
+  - gpuvirt.provision maintainers (@gpuvirt)
 options:
   current:
     description: The KubeVirt CR read from the cluster; omit in render mode.
@@ -52,8 +52,10 @@ options:
     default: kubevirt
 attributes:
   check_mode:
+    description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
     support: full
   diff_mode:
+    description: Not supported; the role that applies or renders the result shows the diff.
     support: none
 '''
 

@@ -20,7 +20,7 @@ description:
   - Fails, before anything is written, when O(existing_pools) is given and lacks O(pool) while O(create_pool)
     is false.
 author:
-  - gpuvirt.provision maintainers
+  - gpuvirt.provision maintainers (@gpuvirt)
 options:
   pool:
     description: MachineConfigPool the configuration is for.
@@ -60,8 +60,10 @@ options:
     elements: str
 attributes:
   check_mode:
+    description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
     support: full
   diff_mode:
+    description: Not supported; the role that applies or renders the result shows the diff.
     support: none
 '''
 

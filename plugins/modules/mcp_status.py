@@ -18,7 +18,7 @@ description:
     its rendered configuration includes O(machineconfig_name).
   - Fails when the pool is degraded and O(fail_on_degraded) is true, with the condition message.
 author:
-  - gpuvirt.provision maintainers
+  - gpuvirt.provision maintainers (@gpuvirt)
 options:
   pool:
     description: The MachineConfigPool object.
@@ -33,8 +33,10 @@ options:
     default: true
 attributes:
   check_mode:
+    description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
     support: full
   diff_mode:
+    description: Not supported; the role that applies or renders the result shows the diff.
     support: none
 '''
 

@@ -187,7 +187,7 @@ def hco_gate_object(current, gates, name='kubevirt-hyperconverged', namespace='o
     """Partial HyperConverged adding ``gates`` through the jsonpatch annotation (HCO has no DRA gate field)."""
     from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco
     raw = (((current or {}).get('metadata') or {}).get('annotations') or {}).get(hco.JSONPATCH_ANNOTATION)
-    patch, _ = hco.merge_jsonpatch(raw, list(gates), [])
+    patch = hco.merge_jsonpatch(raw, list(gates), [])[0]
     have = (current or {}).get('metadata') or {}
     meta = {'name': have.get('name', name), 'namespace': have.get('namespace', namespace)}
     if patch:

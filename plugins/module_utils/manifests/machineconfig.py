@@ -59,7 +59,7 @@ def data_url(text):
 
 
 def decode_data_url(url):
-    head, _, payload = url.partition(',')
+    head, payload = url.split(',', 1) if ',' in url else (url, '')
     if not head.startswith('data:') or not head.endswith(';base64'):
         raise ValueError('not a base64 data URL: %r' % url)
     return base64.b64decode(payload).decode('utf-8')

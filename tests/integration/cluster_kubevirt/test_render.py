@@ -85,7 +85,7 @@ def test_passthrough_hco_new_pool_created_foreign_entry_kept_and_idempotent(tmp_
     assert mc['spec']['kernelArguments'] == ['amd_iommu=on', 'iommu=pt']
     src = mc['spec']['config']['storage']['files'][0]['contents']['source']
     assert 'blacklist nouveau' in base64.b64decode(src.split(',', 1)[1]).decode()
-    rc, log, _ = run(tmp_path, 'passthrough-hco-new')
+    rc, log, dummy = run(tmp_path, 'passthrough-hco-new')
     assert rc == 0, log
     assert recap(log)['changed'] == '0', log
 
@@ -134,8 +134,8 @@ def test_dra_on_kubevirt_1_8(tmp_path):
     devices = templates['vfio-gpu-x2']['spec']['spec']['devices']
     assert devices['requests'][0]['exactly'] == {'deviceClassName': 'vfio.gpu.nvidia.com',
                                                  'allocationMode': 'ExactCount', 'count': 2}
-    assert devices['config'][0]['opaque']['parameters']['iommu'] == {'backendPolicy': 'LegacyOnly',
-                                                                       'enableAPIDevice': True}
+    iommu = devices['config'][0]['opaque']['parameters']['iommu']
+    assert iommu == {'backendPolicy': 'LegacyOnly', 'enableAPIDevice': True}
     (kv,) = objs['KubeVirt']
     assert kv['spec']['configuration']['developerConfiguration']['featureGates'] == ['GPU', 'Snapshot', 'GPUsWithDRA']
 

@@ -78,12 +78,12 @@ def test_kubevirt_module_refuses_under_hco(monkeypatch):
 def test_machineconfig_module_pool_checks(monkeypatch):
     res = run(monkeypatch, machineconfig_manifests, {'pool': 'gpu', 'cpu_vendor': 'intel', 'existing_pools': ['worker']})
     assert res['failed'] and "'gpu' does not exist" in res['msg']
-    res = run(monkeypatch, machineconfig_manifests, {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True,
-                                                      'existing_pools': ['worker']})
+    res = run(monkeypatch, machineconfig_manifests,
+              {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
     assert [o['kind'] for o in res['objects']] == ['MachineConfigPool', 'MachineConfig']
     # an existing pool is not re-created
-    res = run(monkeypatch, machineconfig_manifests, {'pool': 'gpu', 'cpu_vendor': 'amd', 'create_pool': True,
-                                                      'existing_pools': ['gpu']})
+    res = run(monkeypatch, machineconfig_manifests,
+              {'pool': 'gpu', 'cpu_vendor': 'amd', 'create_pool': True, 'existing_pools': ['gpu']})
     assert [o['kind'] for o in res['objects']] == ['MachineConfig'] and res['kernel_args'][0] == 'amd_iommu=on'
 
 

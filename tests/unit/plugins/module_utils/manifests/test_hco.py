@@ -63,7 +63,7 @@ def test_first_run_adds_ours_and_keeps_foreign_entries():
 
 def test_second_run_is_a_no_op():
     cur = cluster_hco(pci=[FOREIGN_PCI])
-    obj, _, _ = hco.build_hco(cur, [A10, L40S], [A10_12Q])
+    obj, unused1, unused2 = hco.build_hco(cur, [A10, L40S], [A10_12Q])
     after = applied(cur, obj)
     obj2, changed, report = hco.build_hco(after, [L40S, A10], [A10_12Q])  # wish order does not matter
     assert not changed
@@ -73,7 +73,7 @@ def test_second_run_is_a_no_op():
 
 def test_removes_only_what_we_added_and_updates_ours():
     cur = cluster_hco(pci=[FOREIGN_PCI])
-    obj, _, _ = hco.build_hco(cur, [A10, L40S], [A10_12Q])
+    obj, unused1, unused2 = hco.build_hco(cur, [A10, L40S], [A10_12Q])
     after = applied(cur, obj)
     renamed = dict(A10, resource_name='nvidia.com/NVIDIA_A10')
     obj2, changed, report = hco.build_hco(after, [renamed], [])
@@ -91,19 +91,19 @@ def test_removes_only_what_we_added_and_updates_ours():
 def test_duplicates_dropped_and_identical_foreign_entry_stays_foreign():
     theirs = {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/GA102GL_A10'}
     cur = cluster_hco(pci=[theirs, dict(theirs), FOREIGN_PCI, dict(FOREIGN_PCI)])
-    obj, _, report = hco.build_hco(cur, [A10], [])
+    obj, unused1, report = hco.build_hco(cur, [A10], [])
     pci = obj['spec']['permittedHostDevices']['pciHostDevices']
     assert pci == [theirs, FOREIGN_PCI]
     assert sorted(report['pciHostDevices']['duplicates_dropped']) == ['10DE:2236', '8086:0D5C']
     assert 'pciHostDevices' not in json.loads(obj['metadata']['annotations'][hco.OWNER_ANNOTATION])
     # not ours, so dropping it from our wish list must not remove it
-    obj2, _, _ = hco.build_hco(applied(cur, obj), [], [])
+    obj2, unused1, unused2 = hco.build_hco(applied(cur, obj), [], [])
     assert obj2['spec']['permittedHostDevices']['pciHostDevices'] == [theirs, FOREIGN_PCI]
 
 
 def test_conflicting_foreign_entry_is_reported():
     theirs = {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/A10'}
-    _, _, report = hco.build_hco(cluster_hco(pci=[theirs]), [A10], [])
+    unused1, unused2, report = hco.build_hco(cluster_hco(pci=[theirs]), [A10], [])
     assert report['pciHostDevices']['conflicts'] == [
         {'selector': '10DE:2236', 'theirs': 'nvidia.com/A10', 'ours': 'nvidia.com/GA102GL_A10'}]
 
@@ -111,15 +111,15 @@ def test_conflicting_foreign_entry_is_reported():
 def test_old_hco_uses_jsonpatch_annotation_and_keeps_foreign_ops():
     foreign = [{'op': 'add', 'path': '/spec/configuration/cpuRequest', 'value': '100m'}]
     cur = cluster_hco(annotations={hco.JSONPATCH_ANNOTATION: json.dumps(foreign)}, gates={})
-    obj, changed, _ = hco.build_hco(cur, [A10], [], gate_supported=False)
+    obj, changed, unused1 = hco.build_hco(cur, [A10], [], gate_supported=False)
     assert 'featureGates' not in obj['spec']
     ops = json.loads(obj['metadata']['annotations'][hco.JSONPATCH_ANNOTATION])
     assert ops[0] == foreign[0]
     assert ops[1] == {'op': 'add', 'path': hco.FEATURE_GATES_PATH, 'value': 'DisableMDEVConfiguration'}
-    obj2, changed2, _ = hco.build_hco(applied(cur, obj), [A10], [], gate_supported=False)
+    obj2, changed2, unused1 = hco.build_hco(applied(cur, obj), [A10], [], gate_supported=False)
     assert not changed2 and json.loads(obj2['metadata']['annotations'][hco.JSONPATCH_ANNOTATION]) == ops
     # after an HCO upgrade the gate moves to featureGates and our op goes, the foreign one stays
-    obj3, _, _ = hco.build_hco(applied(cur, obj), [A10], [], gate_supported=True)
+    obj3, unused1, unused2 = hco.build_hco(applied(cur, obj), [A10], [], gate_supported=True)
     assert json.loads(obj3['metadata']['annotations'][hco.JSONPATCH_ANNOTATION]) == foreign
     assert obj3['spec']['featureGates'] == {'disableMDevConfiguration': True}
     schema.validate(obj)
@@ -129,7 +129,7 @@ def test_old_hco_uses_jsonpatch_annotation_and_keeps_foreign_ops():
 def test_existing_gate_op_not_duplicated():
     ours = [{'op': 'add', 'path': hco.FEATURE_GATES_PATH, 'value': 'DisableMDEVConfiguration'}]
     cur = cluster_hco(annotations={hco.JSONPATCH_ANNOTATION: json.dumps(ours)})
-    obj, _, report = hco.build_hco(cur, [], [], gate_supported=False)
+    obj, unused1, report = hco.build_hco(cur, [], [], gate_supported=False)
     assert json.loads(obj['metadata']['annotations'][hco.JSONPATCH_ANNOTATION]) == ours
     assert report['jsonpatch_gates'] == []  # it was there before us: not ours to remove
 
@@ -168,6 +168,6 @@ def test_wrong_api_version_refused():
 
 
 def test_schema_still_checks_the_hco_name():
-    obj, _, _ = hco.build_hco(None, [A10], [], name='my-hco')
+    obj, unused1, unused2 = hco.build_hco(None, [A10], [], name='my-hco')
     with pytest.raises(schema.SchemaError, match='kubevirt-hyperconverged'):
         schema.validate(obj)

@@ -26,7 +26,7 @@ def cluster_kubevirt(gates, pci=None):
 def test_builds_a_valid_cr_keeping_foreign_gates_and_devices():
     foreign = {'pciVendorSelector': '8086:0D5C', 'resourceName': 'intel.com/QAT'}
     cur = cluster_kubevirt(['Snapshot', 'GPU'], [foreign])
-    obj, changed, _ = kubevirt.build_kubevirt(cur, [A10], [T4_1Q])
+    obj, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [T4_1Q])
     schema.validate(obj)
     conf = obj['spec']['configuration']
     assert conf['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU', 'DisableMDEVConfiguration']
@@ -39,12 +39,12 @@ def test_builds_a_valid_cr_keeping_foreign_gates_and_devices():
 
 def test_gates_we_added_are_removed_when_no_longer_wanted_but_foreign_gpu_stays():
     cur = cluster_kubevirt(['GPU'])
-    obj, _, _ = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'])
+    obj, unused1, unused2 = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'])
     cur['metadata']['annotations'] = obj['metadata']['annotations']
     cur['spec'] = obj['spec']
-    obj2, changed, _ = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'])
+    obj2, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'])
     assert not changed
-    obj3, _, _ = kubevirt.build_kubevirt(cur, [A10], [], gates=[])
+    obj3, unused1, unused2 = kubevirt.build_kubevirt(cur, [A10], [], gates=[])
     assert obj3['spec']['configuration']['developerConfiguration']['featureGates'] == ['GPU']
 
 
@@ -60,8 +60,8 @@ NODES = [
 
 
 def test_advertised_from_nodes_ignores_zero_and_other_vendors():
-    assert kubevirt.advertised_from_nodes(NODES) == {'gpu-1': ['nvidia.com/GA102GL_A10'],
-                                                   'gpu-2': ['nvidia.com/NVIDIA_A10']}
+    expected = {'gpu-1': ['nvidia.com/GA102GL_A10'], 'gpu-2': ['nvidia.com/NVIDIA_A10']}
+    assert kubevirt.advertised_from_nodes(NODES) == expected
 
 
 def test_reconcile_prefers_what_nodes_advertise_and_warns():
@@ -78,7 +78,7 @@ def test_reconcile_prefers_what_nodes_advertise_and_warns():
 def test_reconcile_fails_for_an_input_name_no_node_advertises():
     wanted = [{'kind': 'mdev', 'selector': 'NVIDIA A10-24Q', 'resource_name': 'nvidia.com/NVIDIA_A10-24Q',
                'nodes': ['gpu-2'], 'source': 'input'}]
-    _, _, errors = kubevirt.reconcile_resource_names(wanted, kubevirt.advertised_from_nodes(NODES))
+    unused1, unused2, errors = kubevirt.reconcile_resource_names(wanted, kubevirt.advertised_from_nodes(NODES))
     assert len(errors) == 1 and 'nvidia.com/NVIDIA_A10-24Q' in errors[0] and 'not advertised' in errors[0]
 
 

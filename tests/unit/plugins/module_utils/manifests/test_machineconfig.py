@@ -83,7 +83,7 @@ def test_pool_updating_or_not_rendered_yet():
 
 
 def test_pool_degraded_reports_reason():
-    st = mc.pool_status(pool(1, 1, 3, [('NodeDegraded', 'True', 'Node gpu-2 is reporting: "unexpected on-disk state"'),
-                                      ('Updated', 'False', '')], degraded=1))
+    conds = [('NodeDegraded', 'True', 'Node gpu-2 is reporting: "unexpected on-disk state"'), ('Updated', 'False', '')]
+    st = mc.pool_status(pool(1, 1, 3, conds, degraded=1))
     assert st['degraded'] and not st['done']
     assert 'unexpected on-disk state' in st['reason'] and 'gpu-2' in st['message']
