@@ -6,7 +6,8 @@ No real API server can run on the test machines. This one serves discovery, GET 
 server-side-apply PATCH for the kinds our cluster roles touch, so apply mode's wiring (kubeconfig, reads,
 merge, apply, no-op second run, failing before any write) runs for real. It is NOT an API server: apply
 merges maps and replaces lists without field ownership, there is no admission, no validation, no
-label-selector filtering. Every PATCH is recorded in ``writes`` so tests can prove nothing was written.
+label-selector filtering. Every PATCH is recorded in ``writes`` (``dry_runs`` for dryRun requests, which are
+answered but never stored) so tests can prove nothing was written.
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ class FakeAPI(object):
     def __init__(self, objects=()):
         self.store = {}
         self.writes = []
+        self.dry_runs = []
         self.version = 1
         for obj in objects:
             self.put(obj)
@@ -134,10 +136,13 @@ class FakeAPI(object):
                 body = self.rfile.read(int(self.headers.get('Content-Length') or 0)).decode()
                 gv, namespace, rest = self.route()
                 patch = yaml.safe_load(body)
-                api.writes.append(copy.deepcopy(patch))
                 key = (gv, rest[0], namespace, rest[1])
                 old = api.store.get(key)
                 new = _merge(old or {}, patch)
+                if 'dryRun' in urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query):
+                    api.dry_runs.append(copy.deepcopy(patch))  # answered, never stored
+                    return self.send(200, new)
+                api.writes.append(copy.deepcopy(patch))
                 if old is not None and new == old:
                     return self.send(200, old)
                 return self.send(201 if old is None else 200, api.put(new))

@@ -155,3 +155,19 @@ def test_machineconfig_apply_refuses_a_missing_pool_before_writing(tmp_path, clu
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(api, machineconfig_pool='gpu'))
     assert rc != 0 and "'gpu' does not exist" in log, log
     assert api.writes == []
+
+
+def test_dra_apply_refuses_a_node_running_the_classic_plugin_before_writing(tmp_path, cluster):
+    labels = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.deploy.device-plugin': 'false'}
+    kv = {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt', 'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'},
+          'spec': {}, 'status': {'observedKubeVirtVersion': 'v1.8.2'}}
+    plugin = {'apiVersion': 'v1', 'kind': 'Pod', 'spec': {'nodeName': 'dra-1'},
+              'metadata': {'name': 'nvidia-device-plugin-daemonset-q8z4d', 'namespace': 'gpu-operator',
+                           'labels': {'app': 'nvidia-device-plugin-daemonset'}}}
+    nodes = [dict(node(n, {'cpu': '64'}), metadata={'name': n, 'labels': labels}) for n in ('dra-1', 'dra-2')]
+    api = cluster([kv, plugin] + nodes)
+    rc, log = run(tmp_path, 'dra-kubevirt', dra_driver_mode='apply', dra_driver_kubeconfig=api.kubeconfig,
+                  dra_driver_kubevirt_version='')
+    assert rc != 0 and 'DRA node dra-1' in log and 'nvidia-device-plugin-daemonset-q8z4d' in log, log
+    assert 'dra-2' not in log.split('DRA node dra-1', 1)[1].split('\n', 1)[0]
+    assert api.writes == []

@@ -194,3 +194,12 @@ def test_names_from_host_facts(tmp_path):
     (hco,) = rendered(out)['HyperConverged']
     assert hco['spec']['permittedHostDevices']['pciHostDevices'] == [
         {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/GA102GL_A10', 'externalResourceProvider': True}]
+
+
+def test_bad_name_fails_before_the_machineconfig_is_written_too(tmp_path):
+    # the playbook's first play checks every role in check mode, so the MachineConfig role (which runs first)
+    # writes nothing when the permitted-devices input is bad
+    nodes = [{'metadata': {'name': 'gpu-1'}, 'status': {'allocatable': {'nvidia.com/GA102GL_A10': '1'}}},
+             {'metadata': {'name': 'gpu-2'}, 'status': {'allocatable': {'cpu': '8'}}}]
+    rc, log, out = run(tmp_path, 'passthrough-hco-new', kubevirt_devices_nodes=nodes)
+    assert_failed_before_writing(rc, log, out, 'nvidia.com/AD102GL_L40S', 'not advertised')
