@@ -42,9 +42,15 @@ options:
     type: bool
     default: true
   gate_supported:
-    description: The HyperConverged CRD has C(featureGates.disableMDevConfiguration) (HCO 1.9 and later).
+    description:
+      - The HyperConverged CRD has C(featureGates.disableMDevConfiguration) (HCO 1.9 and later); read it from the
+        cluster's CRD. When omitted it is derived from O(hco_version), else assumed true.
     type: bool
-    default: true
+  hco_version:
+    description:
+      - HCO version (C(1.x)) or OpenShift Virtualization version (C(4.x), which ships HCO C(1.(x-4))), used when
+        O(gate_supported) is omitted.
+    type: str
   adopt_conflicting:
     description:
       - When a foreign entry uses one of our selectors with another resource name, replace it (and own it)
@@ -103,7 +109,8 @@ def main():
             pci_devices=dict(type='list', elements='dict', default=[]),
             mediated_devices=dict(type='list', elements='dict', default=[]),
             disable_mdev_configuration=dict(type='bool', default=True),
-            gate_supported=dict(type='bool', default=True),
+            gate_supported=dict(type='bool'),
+            hco_version=dict(type='str'),
             adopt_conflicting=dict(type='bool', default=False),
             name=dict(type='str', default=hco.HCO_NAME),
             namespace=dict(type='str', default=hco.HCO_NAMESPACE),
@@ -112,8 +119,11 @@ def main():
     )
     p = module.params
     try:
+        gate_supported = p['gate_supported']
+        if gate_supported is None:
+            gate_supported = hco.hco_has_disable_mdev_gate(p['hco_version']) if p['hco_version'] else True
         obj, changed, report = hco.build_hco(p['current'], p['pci_devices'], p['mediated_devices'],
-                                             p['disable_mdev_configuration'], p['gate_supported'],
+                                             p['disable_mdev_configuration'], gate_supported,
                                              p['name'], p['namespace'])
     except hco.ManifestError as exc:
         module.fail_json(msg=str(exc))

@@ -203,3 +203,12 @@ def test_bad_name_fails_before_the_machineconfig_is_written_too(tmp_path):
              {'metadata': {'name': 'gpu-2'}, 'status': {'allocatable': {'cpu': '8'}}}]
     rc, log, out = run(tmp_path, 'passthrough-hco-new', kubevirt_devices_nodes=nodes)
     assert_failed_before_writing(rc, log, out, 'nvidia.com/AD102GL_L40S', 'not advertised')
+
+
+def test_hco_before_1_9_by_upstream_version(tmp_path):
+    rc, log, out = run(tmp_path, 'passthrough-hco-new', kubevirt_devices_hco_version='v1.8.0',
+                       kubevirt_machineconfig_enabled=False)
+    assert rc == 0, log
+    (hco,) = rendered(out)['HyperConverged']
+    assert 'featureGates' not in hco['spec']
+    assert 'DisableMDEVConfiguration' in hco['metadata']['annotations']['kubevirt.kubevirt.io/jsonpatch']

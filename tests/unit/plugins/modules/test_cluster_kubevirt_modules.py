@@ -116,3 +116,15 @@ def test_dra_preflight(monkeypatch):
     assert res['failed'] and 'PID 7' in res['msg']
     res = run(monkeypatch, dra_preflight, {'holders': holders, 'fail_on_blocking': False})
     assert not res['failed'] and res['blocking'][0]['category'] == 'dcgm'
+
+
+@pytest.mark.parametrize('version,gate', [('v1.8.0', False), ('v1.9.0', True), ('4.12.3', False), ('4.14.1', True)])
+def test_hco_module_derives_the_gate_from_the_version(monkeypatch, version, gate):
+    res = run(monkeypatch, hco_permitted_devices, {'hco_version': version, 'pci_devices': []})
+    assert ('featureGates' in res['object']['spec']) is gate
+    assert ('kubevirt.kubevirt.io/jsonpatch' in res['object']['metadata']['annotations']) is not gate
+
+
+def test_hco_module_prefers_the_crd_answer(monkeypatch):
+    res = run(monkeypatch, hco_permitted_devices, {'hco_version': '1.18.1', 'gate_supported': False})
+    assert 'featureGates' not in res['object']['spec']
