@@ -171,3 +171,10 @@ def test_dra_apply_refuses_a_node_running_the_classic_plugin_before_writing(tmp_
     assert rc != 0 and 'DRA node dra-1' in log and 'nvidia-device-plugin-daemonset-q8z4d' in log, log
     assert 'dra-2' not in log.split('DRA node dra-1', 1)[1].split('\n', 1)[0]
     assert api.writes == []
+
+
+def test_kubevirt_cr_missing_is_not_created(tmp_path, cluster):
+    api = cluster([node('gpu-1', {'nvidia.com/GA102GL_A10': '2'}), node('vgpu-t4', {'nvidia.com/NVIDIA_T4-1Q': '4'})])
+    rc, log = run(tmp_path, 'mixed-kubevirt', **devices_apply(api, kubevirt_devices_nodes=[]))
+    assert rc != 0 and 'KubeVirt CR kubevirt/kubevirt was not found' in log, log
+    assert api.writes == []

@@ -117,3 +117,15 @@ def test_holders_classified():
     old = dra.classify_holders(holders[3:4], '0.3.0')
     assert old['blocking'][0]['category'] == 'persistenced'
     assert dra.classify_holders([], '0.4.0')['message'] == 'nothing blocks the rebind'
+
+
+def test_gate_objects_are_valid_and_keep_existing_gates():
+    current = {'metadata': {'name': 'kubevirt-kubevirt-hyperconverged', 'namespace': 'openshift-cnv'},
+               'spec': {'configuration': {'developerConfiguration': {'featureGates': ['GPU']}}}}
+    kv = dra.kubevirt_gate_object(current, ['GPUsWithDRA', 'GPU'])
+    schema.validate(kv)
+    assert kv['spec']['configuration']['developerConfiguration']['featureGates'] == ['GPU', 'GPUsWithDRA']
+    assert kv['metadata']['namespace'] == 'openshift-cnv'
+    hco_obj = dra.hco_gate_object(None, ['GPUsWithDRA'])
+    schema.validate(hco_obj)
+    assert 'GPUsWithDRA' in hco_obj['metadata']['annotations']['kubevirt.kubevirt.io/jsonpatch']
