@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight judgement of one GPU host: pure functions over the discovery facts.
+
+Every problem a later phase would hit on this host is found here, before anything changes, and named
+with the value at fault and the fix (DESIGN.md section 4 lists what users hit). Input shapes are the
+discovery modules' results (docs/contracts.md). Nothing here reads the host: the module gathers.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+POOLS = ("container", "vm-passthrough", "vm-vgpu")
+VM_POOLS = ("vm-passthrough", "vm-vgpu")
+# The drivers a GPU may be taken from by the vfio role (anything else holds it: nvidia, pci-stub...).
+REBINDABLE = ("vfio-pci", "nouveau", None)
+
+# "NVIDIA A10-12Q" / "GRID T4-1Q" / "A10-12Q" -> board model "A10"; "A100D-4C" -> "A100D".
+_TYPE_MODEL = re.compile(r"^(?:GRID |NVIDIA )?([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)$")
+
+
+def short_type_name(name):
+    """vgpu-device-manager spelling of a vGPU type: the name without the GRID/NVIDIA prefix."""
+    for prefix in ("GRID ", "NVIDIA "):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def type_model(name):
+    """The board a vGPU type belongs to (A10 for A10-12Q), or None when the name has another shape."""
+    match = _TYPE_MODEL.match(name.strip())
+    return match.group(1) if match else None
+
+
+def offered_vgpu_types(mdev_result):
+    """Short names of every vGPU type any parent on the host offers (mdev or vendor VFIO)."""
+    offered = set()
+    for parent in (mdev_result or {}).get("parents", []) or []:
+        for vtype in parent.get("types", []) or []:
+            name = vtype.get("short_name") or short_type_name(vtype.get("name", ""))
+            if name:
+                offered.add(name)
+    return offered
+
+
+def _gpu_models(gpus):
+    """Bracketed marketing names from pci.ids device names: 'GA102GL [A10]' -> {'A10'}."""
+    models = set()
+    for gpu in gpus:
+        for part in re.findall(r"\[([^\]]+)\]", gpu.get("device_name") or ""):
+            for token in re.split(r"[\s/]+", part):
+                models.add(token.upper())
+    return models
+
+
+def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=None,
+               iommu_firmware=None, virtualization_role=None, allow_no_gpu=False):
+    """Return (errors, warnings): lists of sentences, each naming the value at fault and the fix.
+
+    host: inventory name; pools: the pools the host's groups put it in; pci: pci_devices result;
+    holders: gpu_holders result; mdev: mdev_types result; requested_vgpu_types: type names the host's
+    vGPU config asks for; iommu_firmware: True/False whether the firmware announces an IOMMU (ACPI
+    DMAR/IVRS table), None when unknown; virtualization_role: Ansible's ansible_virtualization_role.
+    """
+    errors, warnings = [], []
+    if len(pools) != 1:
+        errors.append(
+            "%s is in %s: a node belongs to exactly one pool (the GPU Operator reads one "
+            "nvidia.com/gpu.workload.config label); keep it in one of the groups gpu_container, "
+            "gpu_vm_passthrough, gpu_vm_vgpu" % (host, ("the pools " + ", ".join(sorted(pools))) if pools else "no pool"))
+        return errors, warnings
+    pool = pools[0]
+    if pool not in POOLS:
+        errors.append("%s: unknown pool %r; use one of %s" % (host, pool, ", ".join(POOLS)))
+        return errors, warnings
+
+    gpus = [d for d in pci.get("gpus", []) if not d.get("is_vf")]
+    if not gpus and not allow_no_gpu:
+        errors.append("%s (pool %s): no NVIDIA GPU found by lspci; check the inventory group or set "
+                      "gpuvirt_allow_no_gpu for a host added ahead of its GPUs" % (host, pool))
+
+    iommu = pci.get("iommu") or {}
+    if pool in VM_POOLS:
+        if iommu_firmware is False and not iommu.get("enabled"):
+            errors.append(
+                "%s (pool %s): the firmware announces no IOMMU (no ACPI DMAR/IVRS table); enable VT-d / "
+                "AMD-Vi (IOMMU) in the BIOS, kernel arguments alone cannot turn it on" % (host, pool))
+        elif not iommu.get("enabled"):
+            warnings.append("%s: IOMMU is off now; host preparation sets the kernel arguments and reboots "
+                            "once" % host)
+        if virtualization_role == "guest":
+            warnings.append("%s is itself a virtual machine: GPU passthrough needs a virtual IOMMU and the "
+                            "GPU passed to this VM" % host)
+
+    if pool == "vm-passthrough":
+        for gpu in gpus:
+            if gpu.get("driver") not in REBINDABLE:
+                errors.append(
+                    "%s: GPU %s (%s) is bound to the host driver %s; a vm-passthrough GPU must go to "
+                    "vfio-pci: remove the host NVIDIA driver packages (or blacklist %s) and let the GPU "
+                    "Operator manage the node" % (host, gpu["bdf"], gpu.get("device_name"), gpu["driver"],
+                                                   gpu["driver"]))
+    elif pool == "container":
+        loaded = sorted({g["bdf"] for g in gpus if g.get("driver") == "nvidia"})
+        if loaded:
+            warnings.append("%s: the host NVIDIA driver is loaded (%s); the GPU Operator's driver container "
+                            "will not start: set the operator's driver.enabled=false or remove the host "
+                            "driver" % (host, ", ".join(loaded)))
+
+    if pool in VM_POOLS and holders and holders.get("held"):
+        for holder in holders.get("holders", []):
+            errors.append(
+                "%s: %s holds %s (pid %s%s); stop it before the GPU is rebound: %s" % (
+                    host, holder.get("command"), holder.get("device"), holder.get("pid"),
+                    ", unit " + holder["unit"] if holder.get("unit") else "",
+                    ("systemctl disable --now " + holder["unit"]) if holder.get("unit") else
+                    "kill pid %s" % holder.get("pid")))
+
+    if pool == "vm-vgpu":
+        errors.extend(_check_vgpu(host, gpus, mdev, requested_vgpu_types or [], warnings))
+    return errors, warnings
+
+
+def _check_vgpu(host, gpus, mdev, requested, warnings):
+    errors = []
+    offered = offered_vgpu_types(mdev)
+    if offered:
+        for vtype in requested:
+            if short_type_name(vtype) not in offered:
+                errors.append("%s: vGPU type %s is not offered by any GPU here (offered: %s); pick one of "
+                              "those in the host's vGPU config" % (host, vtype, ", ".join(sorted(offered))))
+        return errors
+    # No vGPU interface yet: the vGPU Manager (installed by the GPU Operator) is not loaded. The
+    # board a type belongs to can still be checked against the GPUs' pci.ids names.
+    warnings.append("%s: no vGPU types visible (neither mdev_supported_types nor nvidia/creatable_vgpu_types): "
+                    "the vGPU Manager is not loaded yet; types are checked against GPU models only" % host)
+    models = _gpu_models(gpus)
+    for vtype in requested:
+        model = type_model(short_type_name(vtype))
+        if model and models and model.upper() not in models:
+            errors.append("%s: vGPU type %s is for %s boards, but this host has %s; pick a type of the host's "
+                          "GPU" % (host, vtype, model, ", ".join(sorted(models))))
+    return errors

@@ -1,0 +1,147 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: preflight_host
+short_description: Judge whether a GPU host is ready for its pool, before anything changes
+version_added: 0.1.0
+description:
+  - Takes the results of M(gpuvirt.provision.pci_devices), M(gpuvirt.provision.gpu_holders) and
+    M(gpuvirt.provision.mdev_types) gathered on the host, plus the pools the inventory puts it in, and reports
+    every problem a later phase would hit, each naming the value at fault and the fix.
+  - Checks one pool per node, NVIDIA GPUs present, IOMMU announced by the firmware (ACPI DMAR or IVRS table)
+    for VM pools, a host NVIDIA driver bound to a passthrough GPU, processes holding C(/dev/nvidia*), and that
+    the requested vGPU types are offered by the host's GPUs (or, before the vGPU Manager is loaded, that they
+    belong to the host's GPU models).
+  - Fails when there is at least one error, unless O(fail_on_error=false). Changes nothing.
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  pools:
+    description: The pools the inventory groups put this host in (C(container), C(vm-passthrough), C(vm-vgpu)).
+    type: list
+    elements: str
+    required: true
+  pci_devices:
+    description: The result of M(gpuvirt.provision.pci_devices) on this host.
+    type: dict
+    required: true
+  gpu_holders:
+    description: The result of M(gpuvirt.provision.gpu_holders) on this host.
+    type: dict
+    default: {}
+  mdev_types:
+    description: The result of M(gpuvirt.provision.mdev_types) on this host.
+    type: dict
+    default: {}
+  requested_vgpu_types:
+    description: vGPU type names the host's vGPU configuration asks for (C(A10-12Q) or C(NVIDIA A10-12Q)).
+    type: list
+    elements: str
+    default: []
+  virtualization_role:
+    description: C(ansible_virtualization_role) of the host; C(guest) warns that the node is itself a VM.
+    type: str
+    default: ''
+  allow_no_gpu:
+    description: Accept a host without NVIDIA GPUs (added to a pool ahead of its hardware).
+    type: bool
+    default: false
+  fail_on_error:
+    description: Fail the task when an error is found.
+    type: bool
+    default: true
+  sysfs_root:
+    description: Root of sysfs, where C(firmware/acpi/tables/DMAR) or C(IVRS) announce an IOMMU.
+    type: path
+    default: /sys
+attributes:
+  check_mode:
+    description: Read-only; runs the same in check mode.
+    support: full
+  diff_mode:
+    description: Nothing to show.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Discover
+  gpuvirt.provision.pci_devices:
+  register: pci
+
+- name: Judge the host
+  gpuvirt.provision.preflight_host:
+    pools: [vm-passthrough]
+    pci_devices: "{{ pci }}"
+'''
+
+RETURN = r'''
+errors:
+  description: Problems that stop the run, one sentence each naming the value and the fix.
+  type: list
+  elements: str
+  returned: always
+warnings:
+  description: Things the run will handle or that deserve attention (IOMMU off now, host is a VM...).
+  type: list
+  elements: str
+  returned: always
+iommu_firmware:
+  description: Whether the firmware announces an IOMMU (ACPI DMAR or IVRS table); null when sysfs has no ACPI tables.
+  type: bool
+  returned: always
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.preflight import check_host
+
+
+def firmware_iommu(sysfs_root):
+    tables = os.path.join(sysfs_root, "firmware", "acpi", "tables")
+    if not os.path.isdir(tables):
+        return None
+    return any(os.path.exists(os.path.join(tables, name)) for name in ("DMAR", "IVRS"))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            pools=dict(type="list", elements="str", required=True),
+            pci_devices=dict(type="dict", required=True),
+            gpu_holders=dict(type="dict", default={}),
+            mdev_types=dict(type="dict", default={}),
+            requested_vgpu_types=dict(type="list", elements="str", default=[]),
+            virtualization_role=dict(type="str", default=""),
+            allow_no_gpu=dict(type="bool", default=False),
+            fail_on_error=dict(type="bool", default=True),
+            sysfs_root=dict(type="path", default="/sys"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    iommu_fw = firmware_iommu(params["sysfs_root"])
+    errors, warnings = check_host(
+        host=os.uname()[1], pools=params["pools"], pci=params["pci_devices"], holders=params["gpu_holders"],
+        mdev=params["mdev_types"], requested_vgpu_types=params["requested_vgpu_types"],
+        iommu_firmware=iommu_fw, virtualization_role=params["virtualization_role"],
+        allow_no_gpu=params["allow_no_gpu"],
+    )
+    result = dict(changed=False, errors=errors, warnings_found=warnings, iommu_firmware=iommu_fw)
+    for warning in warnings:
+        module.warn(warning)
+    result["warnings"] = warnings
+    if errors and params["fail_on_error"]:
+        module.fail_json(msg="preflight found %d problem(s):\n- %s" % (len(errors), "\n- ".join(errors)), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
