@@ -1,0 +1,199 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NVIDIA GPU Operator: OLM objects (OpenShift), the ClusterPolicy and the Helm values (Kubernetes). Pure Python.
+
+One settings dict (``settings()``) feeds both install paths, so the ClusterPolicy on OpenShift and the Helm
+values on Kubernetes always say the same thing. The ClusterPolicy is never written from scratch: it is the
+CSV's own ``alm-examples`` ClusterPolicy (the defaults NVIDIA ships for that operator version) with only our
+fields overlaid, so upgrading the operator picks up its new defaults.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+
+OPENSHIFT_NAMESPACE = 'nvidia-gpu-operator'
+KUBERNETES_NAMESPACE = 'gpu-operator'
+PACKAGE = 'gpu-operator-certified'
+CATALOG = 'certified-operators'
+CATALOG_NAMESPACE = 'openshift-marketplace'
+CLUSTER_POLICY_NAME = 'gpu-cluster-policy'
+APPROVALS = ('Automatic', 'Manual')
+WORKLOADS = ('container', 'vm-passthrough', 'vm-vgpu')
+MODES = ('kubevirt', 'kata')
+# Keys of a settings overlay whose value is a free-form map in the chart (never checked key by key).
+_OPAQUE = ('nodeSelector', 'labels', 'annotations')
+
+
+class ManifestError(ValueError):
+    """Bad input; the message names the offending value and the fix."""
+
+
+def registry_of(repository):
+    """``registry.example.com:5000/nvidia`` -> ``registry.example.com:5000``; Docker Hub paths -> docker.io."""
+    first = (repository or '').split('/', 1)[0]
+    if '.' in first or ':' in first or first == 'localhost':
+        return first
+    return 'docker.io'
+
+
+def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt', vgpu_manager=None,
+             vgpu_device_manager_config=None, vfio_manager=True, sandbox_device_plugin=True, pull_secret_name=None):
+    """Return the overlay (ClusterPolicy spec / Helm values, same field names) for our settings.
+
+    ``vgpu_manager``: None/{} (disabled) or ``{repository, image, version}`` for the licensed vGPU Manager
+    image; ``vgpu_device_manager_config``: None or ``{name, default}`` (the ConfigMap and its default config).
+    """
+    if default_workload not in WORKLOADS:
+        raise ManifestError("default workload %r is not one of %s (gpu_operator_default_workload)"
+                            % (default_workload, ', '.join(WORKLOADS)))
+    if mode not in MODES:
+        raise ManifestError("sandbox mode %r is not one of %s (gpu_operator_sandbox_mode)" % (mode, ', '.join(MODES)))
+    overlay = {
+        'sandboxWorkloads': {'enabled': bool(sandbox_enabled), 'defaultWorkload': default_workload, 'mode': mode},
+        'vfioManager': {'enabled': bool(vfio_manager)},
+        'sandboxDevicePlugin': {'enabled': bool(sandbox_device_plugin)},
+    }
+    if vgpu_manager:
+        missing = [k for k in ('repository', 'version') if not vgpu_manager.get(k)]
+        if missing:
+            raise ManifestError("the vGPU Manager image needs %s (gpu_operator_vgpu_manager.%s): the licensed "
+                                "image built by the vgpu_manager_image role, e.g. repository "
+                                "registry.example.com/nvidia, version 580.82.02-rhcos4.18"
+                                % (' and '.join(missing), missing[0]))
+        vgm = {'enabled': True, 'repository': vgpu_manager['repository'],
+               'image': vgpu_manager.get('image') or 'vgpu-manager', 'version': str(vgpu_manager['version'])}
+        if pull_secret_name:
+            vgm['imagePullSecrets'] = [pull_secret_name]
+        overlay['vgpuManager'] = vgm
+    else:
+        overlay['vgpuManager'] = {'enabled': False}
+    vdm = {'enabled': bool(vgpu_manager)}
+    if vgpu_device_manager_config:
+        vdm['config'] = {'name': vgpu_device_manager_config['name'],
+                         'default': vgpu_device_manager_config.get('default') or 'default'}
+    overlay['vgpuDeviceManager'] = vdm
+    if default_workload != 'container' and not sandbox_enabled:
+        raise ManifestError("default workload %s needs sandbox workloads on (gpu_operator_sandbox_enabled: true)"
+                            % default_workload)
+    return overlay
+
+
+def check_pull_secret(vgpu_manager, pull_secret_name, public_registry=False):
+    """The vGPU Manager image is licensed and must sit in a private registry: refuse to go on without a secret."""
+    if vgpu_manager and not pull_secret_name and not public_registry:
+        raise ManifestError(
+            "the vGPU Manager image %s/%s is in a private registry (%s) but no pull secret is given; set "
+            "gpu_operator_pull_secret (registry, username, password) or gpu_operator_pull_secret_name (an existing "
+            "Secret), or gpu_operator_registry_public: true if the registry really needs no login"
+            % (vgpu_manager.get('repository'), vgpu_manager.get('image') or 'vgpu-manager',
+               registry_of(vgpu_manager.get('repository'))))
+
+
+def deep_merge(base, overlay):
+    """Return ``base`` with ``overlay`` merged in (maps recursively, everything else replaced)."""
+    out = copy.deepcopy(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def alm_cluster_policy(alm_examples):
+    """The ClusterPolicy example of a CSV's ``alm-examples`` annotation (a JSON string or the parsed list)."""
+    if isinstance(alm_examples, str):
+        try:
+            alm_examples = json.loads(alm_examples)
+        except ValueError as exc:
+            raise ManifestError("the CSV's alm-examples annotation is not JSON (%s); pass the annotation's value "
+                                "(gpu_operator_alm_examples_file)" % exc)
+    found = [e for e in alm_examples or [] if isinstance(e, dict) and e.get('kind') == 'ClusterPolicy']
+    if not found:
+        raise ManifestError("the CSV's alm-examples hold no ClusterPolicy (kinds: %s); is this the GPU Operator CSV?"
+                            % ', '.join(sorted(str(e.get('kind')) for e in alm_examples or [] if isinstance(e, dict))))
+    return found[0]
+
+
+def build_cluster_policy(alm_examples, overlay, name=CLUSTER_POLICY_NAME):
+    """The alm-examples ClusterPolicy with our overlay; nothing else changes."""
+    base = alm_cluster_policy(alm_examples)
+    obj = copy.deepcopy(base)
+    obj['metadata'] = {'name': name}
+    obj['spec'] = deep_merge(base.get('spec') or {}, overlay)
+    return obj
+
+
+def check_values_keys(values, defaults, path=()):
+    """Every key we set must exist in the chart's values.yaml; a typo would be silently ignored by Helm."""
+    for key, value in values.items():
+        here = path + (key,)
+        if not isinstance(defaults, dict) or key not in defaults:
+            raise ManifestError("Helm value %s does not exist in the gpu-operator chart's values.yaml; check the "
+                                "spelling or the chart version (gpu_operator_chart_version)" % '.'.join(here))
+        if isinstance(value, dict) and key not in _OPAQUE:
+            check_values_keys(value, defaults[key], here)
+
+
+def helm_values(overlay, extra=None):
+    """Helm values: the same overlay as the ClusterPolicy, on top of whatever extra values the user gives."""
+    return deep_merge(extra or {}, overlay)
+
+
+def build_namespace(name, openshift):
+    labels = {'pod-security.kubernetes.io/enforce': 'privileged'}
+    if openshift:
+        # The GPU Operator's metrics are scraped by the cluster monitoring stack only with this label.
+        labels['openshift.io/cluster-monitoring'] = 'true'
+    return {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name, 'labels': labels}}
+
+
+def build_operator_group(namespace):
+    return {'apiVersion': 'operators.coreos.com/v1', 'kind': 'OperatorGroup',
+            'metadata': {'name': 'nvidia-gpu-operator-group', 'namespace': namespace},
+            'spec': {'targetNamespaces': [namespace]}}
+
+
+def default_channel(package_manifest, pinned=None):
+    """The Subscription channel: the pinned one (checked against the package's channels when known) or the
+    PackageManifest's ``status.defaultChannel``."""
+    status = (package_manifest or {}).get('status') or {}
+    channels = [c.get('name') for c in status.get('channels') or [] if c.get('name')]
+    if pinned:
+        if channels and pinned not in channels:
+            raise ManifestError("channel %r is not offered by %s (channels: %s); fix gpu_operator_channel"
+                                % (pinned, PACKAGE, ', '.join(channels)))
+        return pinned
+    if not status.get('defaultChannel'):
+        raise ManifestError("no channel: pin one with gpu_operator_channel, or give the %s PackageManifest "
+                            "(gpu_operator_package_manifest in render mode) so its defaultChannel is used" % PACKAGE)
+    return status['defaultChannel']
+
+
+def build_subscription(namespace, channel, approval='Automatic', source=CATALOG, source_namespace=CATALOG_NAMESPACE,
+                       starting_csv=None):
+    if approval not in APPROVALS:
+        raise ManifestError("installPlanApproval %r is not one of %s (gpu_operator_install_plan_approval)"
+                            % (approval, ', '.join(APPROVALS)))
+    spec = {'channel': channel, 'installPlanApproval': approval, 'name': PACKAGE, 'source': source,
+            'sourceNamespace': source_namespace}
+    if starting_csv:
+        spec['startingCSV'] = starting_csv
+    return {'apiVersion': 'operators.coreos.com/v1alpha1', 'kind': 'Subscription',
+            'metadata': {'name': PACKAGE, 'namespace': namespace}, 'spec': spec}
+
+
+def csv_phase(subscription, csv):
+    """``(done, message)`` for the wait on the operator's install: Succeeded is done, Failed raises."""
+    installed = ((subscription or {}).get('status') or {}).get('installedCSV')
+    if not installed:
+        state = ((subscription or {}).get('status') or {}).get('state') or 'no status yet'
+        return False, "Subscription %s has no installed CSV yet (%s)" % (PACKAGE, state)
+    phase = ((csv or {}).get('status') or {}).get('phase')
+    if phase == 'Failed':
+        raise ManifestError("CSV %s failed: %s" % (installed, ((csv or {}).get('status') or {}).get('message')))
+    return phase == 'Succeeded', "CSV %s is %s" % (installed, phase or 'not created yet')

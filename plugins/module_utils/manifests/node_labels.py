@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Node labels the GPU Operator reads, per pool: desired labels, label diff, pool-change guard. Pure Python.
+
+``nvidia.com/gpu.workload.config`` (container | vm-passthrough | vm-vgpu) picks the operands the operator
+runs on a node; ``nvidia.com/vgpu.config`` picks the vGPU device manager config. Changing either under a
+running VM tears its GPU away (the operator rebinds or recreates the devices), so a change is refused
+while VirtualMachineInstances run on the node, naming them.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
+VGPU_LABEL = 'nvidia.com/vgpu.config'
+POOLS = ('container', 'vm-passthrough', 'vm-vgpu')
+GROUP_POOLS = {'gpu_container': 'container', 'gpu_vm_passthrough': 'vm-passthrough', 'gpu_vm_vgpu': 'vm-vgpu'}
+# VMI phases in which the VM no longer holds its devices.
+_FINISHED = ('Succeeded', 'Failed')
+
+
+class ManifestError(ValueError):
+    """Bad input; the message names the offending value and the fix."""
+
+
+def node_pool(host, groups, explicit=None):
+    """The one pool of ``host`` from its GPU groups; ``explicit`` (gpuvirt_pool) must agree."""
+    pools = sorted({GROUP_POOLS[g] for g in groups if g in GROUP_POOLS})
+    if explicit is not None and explicit not in POOLS:
+        raise ManifestError("%s: unknown pool %r (gpuvirt_pool); use one of %s" % (host, explicit, ', '.join(POOLS)))
+    if len(pools) > 1:
+        raise ManifestError("%s is in the pools %s: a node belongs to exactly one pool (the GPU Operator reads one "
+                            "%s label); keep it in one of the groups %s"
+                            % (host, ', '.join(pools), WORKLOAD_LABEL, ', '.join(sorted(GROUP_POOLS))))
+    if explicit is not None:
+        if pools and pools[0] != explicit:
+            raise ManifestError("%s: gpuvirt_pool %s disagrees with its group (pool %s); fix one of them"
+                                % (host, explicit, pools[0]))
+        return explicit
+    if not pools:
+        raise ManifestError("%s is in no GPU pool group; add it to one of %s" % (host, ', '.join(sorted(GROUP_POOLS))))
+    return pools[0]
+
+
+def desired_labels(pool, vgpu_config=None):
+    """Labels a node of ``pool`` must carry; ``None`` values mean the label must go."""
+    if pool not in POOLS:
+        raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(POOLS)))
+    labels = {WORKLOAD_LABEL: pool}
+    if pool == 'vm-vgpu':
+        if not vgpu_config:
+            raise ManifestError("vGPU nodes need a vGPU config name for %s (gpuvirt_vgpu_config on the host, or "
+                                "node_labels_vgpu_config_default)" % VGPU_LABEL)
+        labels[VGPU_LABEL] = vgpu_config
+    else:
+        # a vGPU config left on a node that left the vGPU pool is stale and misleading
+        labels[VGPU_LABEL] = None
+    return labels
+
+
+def label_diff(current, desired):
+    """``{label: new value or None (remove)}`` for the labels that differ; absent-and-unwanted is no change."""
+    current = current or {}
+    patch = {}
+    for key, value in desired.items():
+        if value is None:
+            if key in current:
+                patch[key] = None
+        elif current.get(key) != value:
+            patch[key] = value
+    return patch
+
+
+def running_vmis(vmis, node):
+    """``namespace/name`` of the VMIs scheduled on ``node`` that have not finished."""
+    names = []
+    for vmi in vmis or []:
+        status = vmi.get('status') or {}
+        if status.get('nodeName') == node and status.get('phase') not in _FINISHED:
+            meta = vmi.get('metadata') or {}
+            names.append('%s/%s' % (meta.get('namespace', 'default'), meta.get('name')))
+    return sorted(names)
+
+
+def guard(node, current, patch, vmis):
+    """Refuse to change the pool or vGPU config of a node on which VMs run; return None when allowed."""
+    touched = [k for k in (WORKLOAD_LABEL, VGPU_LABEL) if k in patch and (current or {}).get(k) is not None]
+    if not touched:
+        return None
+    running = running_vmis(vmis, node)
+    if not running:
+        return None
+    changes = ', '.join('%s %s -> %s' % (k, current.get(k), patch[k] if patch[k] is not None else '(removed)')
+                        for k in touched)
+    return ("node %s: refusing to change %s while VirtualMachineInstances run on it: %s; stop or migrate them "
+            "first" % (node, changes, ', '.join(running)))
+
+
+def plan(wanted, nodes, vmis):
+    """Plan the label changes for every wanted node.
+
+    ``wanted``: ``[{node, pool, vgpu_config}]``; ``nodes``: Node objects from the cluster (or given in render
+    mode), ``None`` when unknown (render without cluster state: every label is set); ``vmis``: VMI objects.
+    Returns ``(patches, report)``; raises ManifestError naming every blocked or missing node.
+    """
+    current_by_name = None
+    if nodes is not None:
+        current_by_name = {(n.get('metadata') or {}).get('name'): (n.get('metadata') or {}).get('labels') or {}
+                           for n in nodes}
+    errors, patches, report = [], [], {}
+    seen = {}
+    for item in wanted:
+        name = item['node']
+        if name in seen:
+            errors.append("node %s is listed twice (hosts %s and %s): one host per node" % (
+                name, seen[name], item.get('host', name)))
+            continue
+        seen[name] = item.get('host', name)
+        desired = desired_labels(item['pool'], item.get('vgpu_config'))
+        if current_by_name is not None and name not in current_by_name:
+            errors.append("node %s is not in the cluster; check gpuvirt_node_name for host %s"
+                          % (name, item.get('host', name)))
+            continue
+        current = current_by_name.get(name, {}) if current_by_name is not None else {}
+        patch = label_diff(current, desired)
+        blocked = guard(name, current, patch, vmis)
+        if blocked:
+            errors.append(blocked)
+            continue
+        report[name] = {'pool': item['pool'], 'changes': patch,
+                        'unchanged': sorted(k for k, v in desired.items() if k not in patch and v is not None)}
+        if patch:
+            patches.append({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': patch}})
+    if errors:
+        raise ManifestError('\n'.join(errors))
+    return patches, report

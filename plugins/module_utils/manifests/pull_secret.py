@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Registry pull Secret (``kubernetes.io/dockerconfigjson``) for the vGPU Manager image. Pure Python.
+
+Error messages never contain the password or the encoded auth: they may end up in logs.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import json
+
+
+class ManifestError(ValueError):
+    """Bad input; the message names the offending value (never a credential) and the fix."""
+
+
+def _b64(text):
+    return base64.b64encode(text.encode('utf-8')).decode('ascii')
+
+
+def build_pull_secret(name, namespace, registry, username, password, email=None):
+    """A dockerconfigjson Secret holding one registry login."""
+    missing = [k for k, v in (('registry', registry), ('username', username), ('password', password)) if not v]
+    if missing:
+        raise ManifestError("pull secret %s lacks %s (gpu_operator_pull_secret.%s)"
+                            % (name, ', '.join(missing), missing[0]))
+    if '/' in registry.split('://', 1)[-1]:
+        raise ManifestError("pull secret %s: registry %r must be a host[:port] only (e.g. registry.example.com:5000), "
+                            "not a repository path" % (name, registry))
+    entry = {'username': username, 'password': password, 'auth': _b64('%s:%s' % (username, password))}
+    if email:
+        entry['email'] = email
+    config = json.dumps({'auths': {registry: entry}}, sort_keys=True)
+    return {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dockerconfigjson',
+            'metadata': {'name': name, 'namespace': namespace},
+            'data': {'.dockerconfigjson': _b64(config)}}
+
+
+def check_registry_matches(secret_registry, image_registry, name):
+    """A login for one registry does not help pulling from another: say so before anything is applied."""
+    if secret_registry and image_registry and secret_registry != image_registry:
+        raise ManifestError("pull secret %s logs in to %s but the vGPU Manager image is in %s; set "
+                            "gpu_operator_pull_secret.registry to %s" % (name, secret_registry, image_registry,
+                                                                       image_registry))

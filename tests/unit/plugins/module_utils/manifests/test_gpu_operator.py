@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU Operator builders: OLM objects, ClusterPolicy from the real alm-examples, Helm values vs the real chart."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+import schema  # noqa: E402
+
+VGM = {'repository': 'registry.example.com:5000/nvidia', 'version': '580.82.02-rhcos4.18'}
+
+
+def alm_text():
+    with open(os.path.join(schema.reference_dir(), 'olm', 'gpu-operator-v26.7.0-csv-alm-examples.json'),
+              encoding='utf-8') as handle:
+        return handle.read()
+
+
+def chart_defaults():
+    with open(os.path.join(schema.reference_dir(), 'helm', 'gpu-operator-v26.7.0-values.yaml'),
+              encoding='utf-8') as handle:
+        return yaml.safe_load(handle)
+
+
+def leaf_paths(node, path=()):
+    if isinstance(node, dict) and node:
+        out = set()
+        for key, value in node.items():
+            out |= leaf_paths(value, path + (key,))
+        return out
+    return {path}
+
+
+def changed_paths(base, new, path=()):
+    """Every leaf path where ``new`` differs from ``base`` (independent of the builder's merge)."""
+    if isinstance(base, dict) or isinstance(new, dict):
+        if not (isinstance(base, (dict, type(None))) and isinstance(new, (dict, type(None)))):
+            return {path}
+        base, new, out = base or {}, new or {}, set()
+        for key in set(base) | set(new):
+            out |= changed_paths(base.get(key), new.get(key), path + (key,))
+        return out
+    return set() if base == new else {path}
+
+
+def test_vgpu_cluster_policy_is_the_alm_base_with_only_our_fields():
+    overlay = gop.settings(default_workload='vm-vgpu', vgpu_manager=VGM,
+                           vgpu_device_manager_config={'name': 'custom-vgpu', 'default': 'A10-12Q'},
+                           pull_secret_name='vgpu-pull')
+    cp = gop.build_cluster_policy(alm_text(), overlay)
+    schema.validate(cp, crd_sources=['v26.7.0'])
+    base = [e for e in json.loads(alm_text()) if e['kind'] == 'ClusterPolicy'][0]
+    assert cp['metadata']['name'] == 'gpu-cluster-policy'
+    allowed = {('spec', 'sandboxWorkloads', 'enabled'), ('spec', 'sandboxWorkloads', 'defaultWorkload'),
+               ('spec', 'vgpuManager', 'enabled'), ('spec', 'vgpuManager', 'repository'),
+               ('spec', 'vgpuManager', 'image'), ('spec', 'vgpuManager', 'version'),
+               ('spec', 'vgpuManager', 'imagePullSecrets'), ('spec', 'vgpuDeviceManager', 'config', 'name'),
+               ('spec', 'vgpuDeviceManager', 'config', 'default')}
+    changed = changed_paths(base, cp)
+    assert changed and changed <= allowed, changed - allowed
+    assert cp['spec']['vgpuManager']['imagePullSecrets'] == ['vgpu-pull']
+    assert cp['spec']['sandboxWorkloads'] == {'enabled': True, 'defaultWorkload': 'vm-vgpu', 'mode': 'kubevirt'}
+    # untouched operands keep NVIDIA's defaults
+    assert cp['spec']['driver'] == base['spec']['driver']
+
+
+def test_passthrough_policy_disables_vgpu_operands():
+    cp = gop.build_cluster_policy(json.loads(alm_text()), gop.settings(default_workload='vm-passthrough'))
+    schema.validate(cp, crd_sources=['v26.7.0'])
+    assert cp['spec']['vgpuManager'] == {'enabled': False}
+    assert cp['spec']['vgpuDeviceManager']['enabled'] is False
+    assert cp['spec']['vfioManager'] == {'enabled': True}
+
+
+def test_helm_values_keys_exist_in_the_chart():
+    overlay = gop.settings(default_workload='vm-vgpu', vgpu_manager=VGM,
+                           vgpu_device_manager_config={'name': 'custom-vgpu'}, pull_secret_name='vgpu-pull')
+    values = gop.helm_values(overlay, extra={'operator': {'nodeSelector': {'x': 'y'}}})
+    gop.check_values_keys(values, chart_defaults())
+    assert leaf_paths(values) >= {('vgpuManager', 'repository'), ('vgpuDeviceManager', 'config', 'default')}
+    with pytest.raises(gop.ManifestError, match='vgpuManager.repo '):
+        gop.check_values_keys({'vgpuManager': {'repo': 'x'}}, chart_defaults())
+
+
+def test_olm_objects_validate_and_channel_comes_from_the_package_manifest():
+    pm = {'status': {'defaultChannel': 'v26.7', 'channels': [{'name': 'v26.7'}, {'name': 'v25.10'}]}}
+    assert gop.default_channel(pm) == 'v26.7'
+    assert gop.default_channel(pm, pinned='v25.10') == 'v25.10'
+    with pytest.raises(gop.ManifestError, match="'stable'"):
+        gop.default_channel(pm, pinned='stable')
+    with pytest.raises(gop.ManifestError, match='gpu_operator_channel'):
+        gop.default_channel(None)
+    ns = gop.build_namespace(gop.OPENSHIFT_NAMESPACE, openshift=True)
+    sub = gop.build_subscription(ns['metadata']['name'], 'v26.7', 'Manual')
+    for obj in (ns, gop.build_operator_group('nvidia-gpu-operator'), sub):
+        schema.validate(obj)
+    assert sub['spec'] == {'channel': 'v26.7', 'installPlanApproval': 'Manual', 'name': 'gpu-operator-certified',
+                           'source': 'certified-operators', 'sourceNamespace': 'openshift-marketplace'}
+    with pytest.raises(gop.ManifestError, match='installPlanApproval'):
+        gop.build_subscription('ns', 'v26.7', 'manual')
+
+
+def test_bad_settings_and_missing_pull_secret_are_named():
+    with pytest.raises(gop.ManifestError, match='version'):
+        gop.settings(default_workload='vm-vgpu', vgpu_manager={'repository': 'r.example.com/x'})
+    with pytest.raises(gop.ManifestError, match="'vm-gpu'"):
+        gop.settings(default_workload='vm-gpu')
+    with pytest.raises(gop.ManifestError, match='sandbox'):
+        gop.settings(sandbox_enabled=False, default_workload='vm-passthrough')
+    with pytest.raises(gop.ManifestError, match=r'registry.example.com:5000.*gpu_operator_pull_secret'):
+        gop.check_pull_secret(VGM, None)
+    gop.check_pull_secret(VGM, None, public_registry=True)
+    gop.check_pull_secret(VGM, 'vgpu-pull')
+    assert gop.registry_of('quay.io/org/img') == 'quay.io'
+    assert gop.registry_of('library/x') == 'docker.io'
+
+
+def test_alm_examples_without_cluster_policy_is_refused():
+    with pytest.raises(gop.ManifestError, match='NVIDIADriver'):
+        gop.alm_cluster_policy([{'kind': 'NVIDIADriver'}])
+    with pytest.raises(gop.ManifestError, match='not JSON'):
+        gop.alm_cluster_policy('{oops')
+
+
+def test_csv_wait_states():
+    assert gop.csv_phase({}, None)[0] is False
+    sub = {'status': {'installedCSV': 'gpu-operator-certified.v26.7.0'}}
+    assert gop.csv_phase(sub, {'status': {'phase': 'Installing'}}) == (
+        False, 'CSV gpu-operator-certified.v26.7.0 is Installing')
+    assert gop.csv_phase(sub, {'status': {'phase': 'Succeeded'}})[0] is True
+    with pytest.raises(gop.ManifestError, match='failed'):
+        gop.csv_phase(sub, {'status': {'phase': 'Failed', 'message': 'boom'}})

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pools from groups, label diffs and the pool-change guard (pure Python)."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+import schema  # noqa: E402
+
+W, V = nl.WORKLOAD_LABEL, nl.VGPU_LABEL
+
+
+def node(name, **labels):
+    return {'metadata': {'name': name, 'labels': dict({'kubernetes.io/hostname': name}, **labels)}}
+
+
+def vmi(name, node_name, phase='Running', namespace='vms'):
+    return {'metadata': {'name': name, 'namespace': namespace}, 'status': {'nodeName': node_name, 'phase': phase}}
+
+
+def test_pool_from_groups():
+    assert nl.node_pool('h1', ['all', 'gpu_vm_vgpu']) == 'vm-vgpu'
+    assert nl.node_pool('h1', ['gpu_container'], explicit='container') == 'container'
+    with pytest.raises(nl.ManifestError, match=r'h1 is in the pools container, vm-passthrough'):
+        nl.node_pool('h1', ['gpu_container', 'gpu_vm_passthrough'])
+    with pytest.raises(nl.ManifestError, match="unknown pool 'vm-gpu'"):
+        nl.node_pool('h1', ['gpu_vm_vgpu'], explicit='vm-gpu')
+    with pytest.raises(nl.ManifestError, match='disagrees'):
+        nl.node_pool('h1', ['gpu_vm_vgpu'], explicit='container')
+    with pytest.raises(nl.ManifestError, match='no GPU pool'):
+        nl.node_pool('h1', ['workers'])
+
+
+def test_diff_patches_only_what_differs():
+    assert nl.label_diff({W: 'vm-vgpu', V: 'A10-12Q'}, nl.desired_labels('vm-vgpu', 'A10-12Q')) == {}
+    assert nl.label_diff({W: 'vm-vgpu', V: 'A10-12Q'}, nl.desired_labels('vm-vgpu', 'A10-24Q')) == {V: 'A10-24Q'}
+    # leaving the vGPU pool removes the stale vGPU config; an absent label is not "removed" again
+    assert nl.label_diff({W: 'vm-vgpu', V: 'A10-12Q'}, nl.desired_labels('vm-passthrough')) == {
+        W: 'vm-passthrough', V: None}
+    assert nl.label_diff({}, nl.desired_labels('container')) == {W: 'container'}
+    with pytest.raises(nl.ManifestError, match='gpuvirt_vgpu_config'):
+        nl.desired_labels('vm-vgpu')
+
+
+def test_guard_names_running_vmis_and_ignores_finished_or_other_nodes():
+    vmis = [vmi('win11', 'gpu-1'), vmi('old', 'gpu-1', phase='Succeeded'), vmi('db', 'gpu-2')]
+    msg = nl.guard('gpu-1', {W: 'vm-passthrough'}, {W: 'vm-vgpu', V: 'A10-12Q'}, vmis)
+    assert 'vms/win11' in msg and 'old' not in msg and 'db' not in msg
+    assert 'vm-passthrough -> vm-vgpu' in msg
+    # first labelling of a node (no current value) is not a pool change
+    assert nl.guard('gpu-1', {}, {W: 'vm-vgpu', V: 'A10-12Q'}, vmis) is None
+    assert nl.guard('gpu-3', {W: 'container'}, {W: 'vm-passthrough'}, vmis) is None
+
+
+def test_plan_reports_per_node_and_refuses_before_any_patch():
+    wanted = [{'node': 'gpu-1', 'pool': 'vm-passthrough'}, {'node': 'vgpu-1', 'pool': 'vm-vgpu',
+                                                            'vgpu_config': 'A10-12Q'},
+              {'node': 'ctr-1', 'pool': 'container'}]
+    nodes = [node('gpu-1', **{W: 'vm-passthrough'}), node('vgpu-1', **{W: 'vm-vgpu', V: 'A10-24Q'}), node('ctr-1')]
+    patches, report = nl.plan(wanted, nodes, [])
+    assert [p['metadata']['name'] for p in patches] == ['vgpu-1', 'ctr-1']
+    for patch in patches:
+        schema.validate(patch)
+    assert report['gpu-1']['changes'] == {} and report['gpu-1']['unchanged'] == [W]
+    assert report['vgpu-1']['changes'] == {V: 'A10-12Q'}
+    with pytest.raises(nl.ManifestError) as err:
+        nl.plan(wanted, nodes, [vmi('vdi-7', 'vgpu-1', phase='Scheduled')])
+    assert 'vgpu-1' in str(err.value) and 'vms/vdi-7' in str(err.value)
+    with pytest.raises(nl.ManifestError, match='gpu-9 is not in the cluster'):
+        nl.plan([{'node': 'gpu-9', 'pool': 'container'}], nodes, [])
+    with pytest.raises(nl.ManifestError, match='listed twice'):
+        nl.plan([{'node': 'a', 'pool': 'container', 'host': 'h1'}, {'node': 'a', 'pool': 'container', 'host': 'h2'}],
+                None, [])
+    # render without cluster state: every label is set
+    patches, dummy = nl.plan(wanted, None, None)
+    assert patches[0]['metadata']['labels'] == {W: 'vm-passthrough'}

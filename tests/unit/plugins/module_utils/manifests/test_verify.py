@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Allocatable comparison messages and the smoke VM against the real VirtualMachine schema."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+import schema  # noqa: E402
+
+
+def node(name, alloc):
+    return {'metadata': {'name': name}, 'status': {'allocatable': dict(alloc, cpu='64')}}
+
+
+def test_compare_reports_expected_vs_advertised_per_node():
+    expected = {'gpu-1': {'nvidia.com/GA102GL_A10': 2}, 'vgpu-1': {'nvidia.com/NVIDIA_A10-12Q': 1},
+                'gone': {'nvidia.com/X': 1}}
+    nodes = [node('gpu-1', {'nvidia.com/GA102GL_A10': '2'}), node('vgpu-1', {'nvidia.com/NVIDIA_A10-24Q': '2'})]
+    ok, report = verify.compare(expected, nodes)
+    assert not ok
+    assert report['gpu-1']['missing'] == []
+    assert report['vgpu-1']['missing'] == ['nvidia.com/NVIDIA_A10-12Q']
+    assert 'nvidia.com/NVIDIA_A10-24Q=2' in report['vgpu-1']['message']
+    assert 'nvidia.com/NVIDIA_A10-12Q>=1' in report['vgpu-1']['message']
+    assert 'not found' in report['gone']['message']
+    ok, dummy = verify.compare({'gpu-1': {'nvidia.com/GA102GL_A10': 2}}, nodes)
+    assert ok
+    ok, dummy = verify.compare({'gpu-1': {'nvidia.com/GA102GL_A10': 3}}, nodes)
+    assert not ok
+
+
+def test_smoke_vm_is_a_valid_virtual_machine():
+    vm = verify.smoke_vm('gpu-smoke', 'default', 'nvidia.com/GA102GL_A10', 'quay.io/containerdisks/fedora:41')
+    schema.validate(vm)
+    assert vm['spec']['template']['spec']['domain']['devices']['gpus'][0]['deviceName'] == 'nvidia.com/GA102GL_A10'
+    with pytest.raises(verify.ManifestError, match='verify_smoke_vm_resource'):
+        verify.smoke_vm('x', 'default', 'GA102GL_A10', 'img')
