@@ -1,0 +1,7 @@
+# Render tests of playbooks/operator.yml, nodes.yml and verify.yml (gpu_operator, node_labels, verify roles):
+# ansible-playbook in render mode from the inventories in tests/integration/cluster_operator/, every file
+# schema-validated.
+INTEGRATION_TARGETS += integration-cluster-operator
+.PHONY: integration-cluster-operator
+integration-cluster-operator: venv collection
+	$(BIN)/pytest -q -p no:cacheprovider tests/integration/cluster_operator

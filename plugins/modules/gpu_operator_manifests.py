@@ -1,0 +1,241 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: gpu_operator_manifests
+short_description: Build the NVIDIA GPU Operator objects (OLM or Helm values), ClusterPolicy and vGPU ConfigMap
+version_added: 0.1.0
+description:
+  - Validates the GPU Operator settings and builds what installs and configures it. Nothing is sent anywhere.
+  - OpenShift (O(platform=openshift)) returns the Namespace, OperatorGroup and Subscription to
+    C(gpu-operator-certified) (channel from O(package_manifest) C(status.defaultChannel) unless O(channel) is
+    pinned) and, once O(alm_examples) is given, the ClusterPolicy built from the CSV's C(alm-examples) example with
+    only our fields set.
+  - Kubernetes (O(platform=kubernetes)) returns the Namespace and the Helm values carrying the same settings; with
+    O(chart_values) every key set is checked to exist in the chart's C(values.yaml).
+  - With O(vgpu_configs), also a vgpu-device-manager ConfigMap; every vGPU type it uses must be offered by the GPUs
+    of the vGPU hosts in O(hosts) (mdev or vendor-specific VFIO types from the C(mdev_types) facts).
+  - Fails naming the value and the fix on bad input, including a private vGPU Manager registry without a pull secret.
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  platform:
+    description: Where the operator goes.
+    type: str
+    choices: [openshift, kubernetes]
+    required: true
+  namespace:
+    description: Operator namespace; default C(nvidia-gpu-operator) on OpenShift, C(gpu-operator) on Kubernetes.
+    type: str
+  sandbox_enabled:
+    description: C(sandboxWorkloads.enabled).
+    type: bool
+    default: true
+  default_workload:
+    description: C(sandboxWorkloads.defaultWorkload), for nodes without a workload label.
+    type: str
+    choices: [container, vm-passthrough, vm-vgpu]
+    default: container
+  sandbox_mode:
+    description: C(sandboxWorkloads.mode).
+    type: str
+    choices: [kubevirt, kata]
+    default: kubevirt
+  vgpu_manager:
+    description: The vGPU Manager image (C(repository), C(image), C(version)); omit when no host runs vGPU.
+    type: dict
+  vfio_manager:
+    description: C(vfioManager.enabled).
+    type: bool
+    default: true
+  sandbox_device_plugin:
+    description: C(sandboxDevicePlugin.enabled).
+    type: bool
+    default: true
+  pull_secret_name:
+    description: Name of the registry pull Secret for the vGPU Manager image.
+    type: str
+  registry_public:
+    description: The vGPU Manager registry needs no login (otherwise a pull secret is required).
+    type: bool
+    default: false
+  vgpu_configs:
+    description: Custom vGPU configs, C({name: {type: count}}) or C({name: [{devices, vgpu-devices}]}).
+    type: dict
+  vgpu_config_default:
+    description: Config used by vGPU nodes without their own (C(vgpuDeviceManager.config.default)).
+    type: str
+    default: default
+  vgpu_configmap_name:
+    description: Name of the custom vGPU ConfigMap.
+    type: str
+    default: gpuvirt-vgpu-devices-config
+  hosts:
+    description: GPU hosts, C({node, pool, vgpu_config, facts: {pci_devices, mdev_types}}), to check vGPU types.
+    type: list
+    elements: dict
+    default: []
+  alm_examples:
+    description: The CSV's C(alm-examples) annotation (JSON text or parsed list); OpenShift only.
+    type: raw
+  package_manifest:
+    description: The C(gpu-operator-certified) PackageManifest, for its default channel.
+    type: dict
+  channel:
+    description: Pinned Subscription channel.
+    type: str
+  install_plan_approval:
+    description: Subscription C(installPlanApproval).
+    type: str
+    choices: [Automatic, Manual]
+    default: Automatic
+  catalog_source:
+    description: CatalogSource of the Subscription.
+    type: str
+    default: certified-operators
+  catalog_namespace:
+    description: Namespace of the CatalogSource.
+    type: str
+    default: openshift-marketplace
+  helm_values_extra:
+    description: More Helm values; our settings win over them.
+    type: dict
+    default: {}
+  chart_values:
+    description: The chart's default C(values.yaml), parsed; every key we set must exist there.
+    type: dict
+attributes:
+  check_mode:
+    description: Builds data only; nothing changes in any mode.
+    support: full
+  diff_mode:
+    description: Not supported; the role that applies or renders the result shows the diff.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Build the OpenShift objects for a vGPU fleet
+  gpuvirt.provision.gpu_operator_manifests:
+    platform: openshift
+    default_workload: vm-vgpu
+    vgpu_manager: {repository: registry.example.com/nvidia, version: 580.82.02-rhcos4.18}
+    pull_secret_name: gpuvirt-vgpu-pull
+    package_manifest: "{{ pm.resources[0] }}"
+  register: gop
+'''
+
+RETURN = r'''
+install_objects:
+  description: Namespace, then OperatorGroup and Subscription on OpenShift.
+  returned: success
+  type: list
+  elements: dict
+config_objects:
+  description: The custom vGPU ConfigMap, when O(vgpu_configs) is given.
+  returned: success
+  type: list
+  elements: dict
+cluster_policy:
+  description: The ClusterPolicy (OpenShift, when O(alm_examples) is given), else null.
+  returned: success
+  type: dict
+helm_values:
+  description: Helm values (Kubernetes), else null.
+  returned: success
+  type: dict
+namespace:
+  description: The operator namespace.
+  returned: success
+  type: str
+channel:
+  description: Subscription channel (OpenShift), else null.
+  returned: success
+  type: str
+warnings_list:
+  description: Checks that could only be partly made (vGPU types checked against board names).
+  returned: success
+  type: list
+  elements: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
+
+
+def build(p):
+    openshift = p['platform'] == 'openshift'
+    namespace = p['namespace'] or (gop.OPENSHIFT_NAMESPACE if openshift else gop.KUBERNETES_NAMESPACE)
+    gop.check_pull_secret(p['vgpu_manager'], p['pull_secret_name'], p['registry_public'])
+    warnings, config_objects, vdm_config = [], [], None
+    if p['vgpu_configs']:
+        configs = vc.normalise_configs(p['vgpu_configs'])
+        warnings = vc.validate(configs, p['hosts'], p['vgpu_config_default'])
+        config_objects.append(vc.build_configmap(p['vgpu_configmap_name'], namespace, configs))
+        vdm_config = {'name': p['vgpu_configmap_name'], 'default': p['vgpu_config_default']}
+    overlay = gop.settings(p['sandbox_enabled'], p['default_workload'], p['sandbox_mode'], p['vgpu_manager'],
+                           vdm_config, p['vfio_manager'], p['sandbox_device_plugin'], p['pull_secret_name'])
+    result = dict(namespace=namespace, config_objects=config_objects, cluster_policy=None, helm_values=None,
+                  channel=None, warnings_list=warnings)
+    install = [gop.build_namespace(namespace, openshift)]
+    if openshift:
+        result['channel'] = gop.default_channel(p['package_manifest'], p['channel'])
+        install.append(gop.build_operator_group(namespace))
+        install.append(gop.build_subscription(namespace, result['channel'], p['install_plan_approval'],
+                                              p['catalog_source'], p['catalog_namespace']))
+        if p['alm_examples'] is not None:
+            result['cluster_policy'] = gop.build_cluster_policy(p['alm_examples'], overlay)
+    else:
+        values = gop.helm_values(overlay, p['helm_values_extra'])
+        if p['chart_values'] is not None:
+            gop.check_values_keys(values, p['chart_values'])
+        result['helm_values'] = values
+    result['install_objects'] = install
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            platform=dict(type='str', choices=['openshift', 'kubernetes'], required=True),
+            namespace=dict(type='str'),
+            sandbox_enabled=dict(type='bool', default=True),
+            default_workload=dict(type='str', choices=list(gop.WORKLOADS), default='container'),
+            sandbox_mode=dict(type='str', choices=list(gop.MODES), default='kubevirt'),
+            vgpu_manager=dict(type='dict'),
+            vfio_manager=dict(type='bool', default=True),
+            sandbox_device_plugin=dict(type='bool', default=True),
+            pull_secret_name=dict(type='str'),
+            registry_public=dict(type='bool', default=False),
+            vgpu_configs=dict(type='dict'),
+            vgpu_config_default=dict(type='str', default='default'),
+            vgpu_configmap_name=dict(type='str', default='gpuvirt-vgpu-devices-config'),
+            hosts=dict(type='list', elements='dict', default=[]),
+            alm_examples=dict(type='raw'),
+            package_manifest=dict(type='dict'),
+            channel=dict(type='str'),
+            install_plan_approval=dict(type='str', choices=list(gop.APPROVALS), default='Automatic'),
+            catalog_source=dict(type='str', default=gop.CATALOG),
+            catalog_namespace=dict(type='str', default=gop.CATALOG_NAMESPACE),
+            helm_values_extra=dict(type='dict', default={}),
+            chart_values=dict(type='dict'),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = build(module.params)
+    except (gop.ManifestError, vc.ManifestError) as exc:
+        module.fail_json(msg=str(exc))
+    for warning in result['warnings_list']:
+        module.warn(warning)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == '__main__':
+    main()

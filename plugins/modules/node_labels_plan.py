@@ -1,0 +1,108 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: node_labels_plan
+short_description: Plan the GPU Operator node labels per pool, refusing pool changes under running VMs
+version_added: 0.1.0
+description:
+  - For each GPU host, finds its one pool from its inventory groups (C(gpu_container), C(gpu_vm_passthrough),
+    C(gpu_vm_vgpu)) and the labels C(nvidia.com/gpu.workload.config) and, for vGPU nodes,
+    C(nvidia.com/vgpu.config) it must carry.
+  - Compares with the current Node labels and returns one partial Node per node whose labels differ (a value of
+    null removes a label), plus a per-node report. Nothing is sent anywhere.
+  - Fails, naming them, on a host in two pools, an unknown pool, a node missing from the cluster, or a change of
+    pool or vGPU config on a node where VirtualMachineInstances run.
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  hosts:
+    description: C({host, node, groups, pool, vgpu_config}); C(pool) (gpuvirt_pool) is optional and must agree.
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description: Node objects of the cluster; omit when unknown (render mode without cluster state).
+    type: list
+    elements: dict
+  vmis:
+    description: VirtualMachineInstance objects of the cluster (all namespaces).
+    type: list
+    elements: dict
+    default: []
+  vgpu_config_default:
+    description: vGPU config name for vGPU hosts without C(vgpu_config).
+    type: str
+attributes:
+  check_mode:
+    description: Builds data only; nothing changes in any mode.
+    support: full
+  diff_mode:
+    description: Not supported; the role shows the label changes.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Plan the node labels
+  gpuvirt.provision.node_labels_plan:
+    hosts:
+      - {host: gpu-1, node: gpu-1, groups: [gpu_vm_vgpu], vgpu_config: A10-12Q}
+    nodes: "{{ nodes.resources }}"
+    vmis: "{{ vmis.resources }}"
+  register: plan
+'''
+
+RETURN = r'''
+patches:
+  description: Partial Node objects carrying only the labels to change (null removes).
+  returned: success
+  type: list
+  elements: dict
+report:
+  description: Per node, its pool, the label changes and the labels already right.
+  returned: success
+  type: dict
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            hosts=dict(type='list', elements='dict', required=True),
+            nodes=dict(type='list', elements='dict'),
+            vmis=dict(type='list', elements='dict', default=[]),
+            vgpu_config_default=dict(type='str'),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    errors, wanted = [], []
+    for item in p['hosts']:
+        host = item.get('host') or item.get('node')
+        try:
+            pool = nl.node_pool(host, item.get('groups') or [], item.get('pool'))
+        except nl.ManifestError as exc:
+            errors.append(str(exc))
+            continue
+        wanted.append({'host': host, 'node': item.get('node') or host, 'pool': pool,
+                       'vgpu_config': item.get('vgpu_config') or p['vgpu_config_default']})
+    if errors:
+        module.fail_json(msg='\n'.join(errors))
+    try:
+        patches, report = nl.plan(wanted, p['nodes'], p['vmis'])
+    except nl.ManifestError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, patches=patches, report=report)
+
+
+if __name__ == '__main__':
+    main()

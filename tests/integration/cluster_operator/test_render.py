@@ -1,0 +1,220 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run playbooks/operator.yml, nodes.yml and verify.yml for real (ansible-playbook, render mode) against the test
+inventories here, then validate every rendered file against the real schemas (tests/unit/schema.py) and check the
+fields that matter. No API server can run on the test machines: apply mode is not exercised here.
+"""
+from __future__ import annotations
+
+import base64
+import glob
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
+import schema  # noqa: E402
+
+W, V = 'nvidia.com/gpu.workload.config', 'nvidia.com/vgpu.config'
+
+
+def run(tmp_path, playbook, inventory, **extra):
+    out = tmp_path / 'render'
+    extra_vars = dict(extra, render_root=str(out), reference_root=schema.reference_dir(),
+                      ansible_python_interpreter=sys.executable)
+    cmd = ['ansible-playbook', '-i', os.path.join(HERE, 'inventories', inventory + '.yml'),
+           os.path.join(ROOT, 'playbooks', playbook + '.yml'), '-e', json.dumps(extra_vars)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    return proc.returncode, proc.stdout + proc.stderr, out
+
+
+def recap(output):
+    line = [ln for ln in output.splitlines() if ln.startswith('localhost')][-1]
+    return dict(field.split('=') for field in line.split(':', 1)[1].split())
+
+
+def reference_json(*parts):
+    with open(os.path.join(schema.reference_dir(), *parts), encoding='utf-8') as handle:
+        return json.load(handle)
+
+
+def rendered(out):
+    """Validate every rendered file; return {kind: [objects]}, Helm values under 'HelmValues', modes by kind."""
+    files = sorted(glob.glob(str(out / '*.yaml')))
+    assert files, 'nothing rendered'
+    by_kind = {}
+    for path in files:
+        if '-helm-values-' in os.path.basename(path):
+            with open(path, encoding='utf-8') as handle:
+                by_kind.setdefault('HelmValues', []).append(yaml.safe_load(handle))
+            continue
+        # the ClusterPolicy is built from the v26.7.0 alm-examples: it must match that release's CRD
+        sources = ['v26.7.0'] if '-clusterpolicy-' in os.path.basename(path) else None
+        for doc in schema.validate_file(path, crd_sources=sources):
+            by_kind.setdefault(doc['kind'], []).append(doc)
+            by_kind.setdefault('_modes', {})[doc['kind']] = stat.S_IMODE(os.stat(path).st_mode)
+    return by_kind
+
+
+def changed_paths(base, new, path=()):
+    if isinstance(base, dict) or isinstance(new, dict):
+        if not (isinstance(base, (dict, type(None))) and isinstance(new, (dict, type(None)))):
+            return {path}
+        base, new = base or {}, new or {}
+        return set().union(*[changed_paths(base.get(k), new.get(k), path + (k,)) for k in set(base) | set(new)])
+    return set() if base == new else {path}
+
+
+def chart_keys_exist(values, defaults, path=()):
+    for key, value in values.items():
+        assert isinstance(defaults, dict) and key in defaults, 'chart has no value %s' % '.'.join(path + (key,))
+        if isinstance(value, dict) and key != 'nodeSelector':
+            chart_keys_exist(value, defaults[key], path + (key,))
+
+
+def assert_failed_before_writing(rc, log, out, *needles):
+    assert rc != 0, log
+    for needle in needles:
+        assert needle in log, log
+    assert not out.exists() or not os.listdir(out), 'files were written before the failure: %s' % os.listdir(out)
+
+
+def test_openshift_vgpu_operator(tmp_path):
+    rc, log, out = run(tmp_path, 'operator', 'openshift-vgpu')
+    assert rc == 0, log
+    assert 'n0t-a-real-pass' not in log
+    objs = rendered(out)
+    (ns,) = objs['Namespace']
+    assert ns['metadata']['name'] == 'nvidia-gpu-operator'
+    (og,) = objs['OperatorGroup']
+    assert og['spec']['targetNamespaces'] == ['nvidia-gpu-operator']
+    (sub,) = objs['Subscription']
+    assert sub['spec']['channel'] == 'v26.7' and sub['spec']['installPlanApproval'] == 'Manual'
+    assert (sub['spec']['name'], sub['spec']['source']) == ('gpu-operator-certified', 'certified-operators')
+    (secret,) = objs['Secret']
+    assert objs['_modes']['Secret'] == 0o600
+    auths = json.loads(base64.b64decode(secret['data']['.dockerconfigjson']))['auths']
+    assert base64.b64decode(auths['registry.example.com:5000']['auth']).decode() == 'builder:n0t-a-real-pass'
+    (cm,) = objs['ConfigMap']
+    conf = yaml.safe_load(cm['data']['config.yaml'])
+    assert conf['vgpu-configs']['L40S-24Q'] == [{'devices': 'all', 'vgpu-devices': {'L40S-24Q': 2}}]
+    (cp,) = objs['ClusterPolicy']
+    schema.validate(cp, crd_sources=['v26.7.0'])
+    base = [e for e in reference_json('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json')
+            if e['kind'] == 'ClusterPolicy'][0]
+    ours = {('spec', 'sandboxWorkloads', 'enabled'), ('spec', 'sandboxWorkloads', 'defaultWorkload')} | {
+        ('spec', 'vgpuManager', k) for k in ('enabled', 'repository', 'image', 'version', 'imagePullSecrets')} | {
+        ('spec', 'vgpuDeviceManager', 'config', k) for k in ('name', 'default')}
+    assert changed_paths(base, cp) <= ours, changed_paths(base, cp) - ours
+    assert cp['spec']['vgpuManager']['imagePullSecrets'] == [secret['metadata']['name']]
+    assert cp['spec']['vgpuDeviceManager']['config'] == {'name': cm['metadata']['name'], 'default': 'A10-12Q'}
+    assert cp['spec']['sandboxWorkloads']['defaultWorkload'] == 'vm-vgpu'
+    rc, log, dummy = run(tmp_path, 'operator', 'openshift-vgpu')
+    assert rc == 0 and recap(log)['changed'] == '0', log
+
+
+def test_kubernetes_passthrough_helm_values(tmp_path):
+    rc, log, out = run(tmp_path, 'operator', 'kubernetes-passthrough')
+    assert rc == 0, log
+    objs = rendered(out)
+    assert set(objs) - {'_modes'} == {'Namespace', 'HelmValues'}
+    (values,) = objs['HelmValues']
+    with open(os.path.join(schema.reference_dir(), 'helm', 'gpu-operator-v26.7.0-values.yaml'), encoding='utf-8') as h:
+        chart_keys_exist(values, yaml.safe_load(h))
+    assert values['sandboxWorkloads'] == {'enabled': True, 'defaultWorkload': 'vm-passthrough', 'mode': 'kubevirt'}
+    assert values['vgpuManager'] == {'enabled': False} and values['vfioManager'] == {'enabled': True}
+    assert values['operator']['nodeSelector'] == {'node-role.kubernetes.io/worker': ''}
+    (ns,) = objs['Namespace']
+    assert ns['metadata']['name'] == 'gpu-operator'
+
+
+def test_mixed_openshift_pinned_channel_existing_secret_board_check(tmp_path):
+    rc, log, out = run(tmp_path, 'operator', 'mixed-openshift',
+                       gpu_operator_vgpu_configs={'A10-24Q': {'A10-24Q': 1}}, gpu_operator_vgpu_config_default='A10-24Q')
+    assert rc == 0, log
+    assert 'boards only' in log
+    objs = rendered(out)
+    assert 'Secret' not in objs
+    assert objs['Subscription'][0]['spec']['channel'] == 'v25.10'
+    assert objs['ClusterPolicy'][0]['spec']['vgpuManager']['imagePullSecrets'] == ['existing-quay-pull']
+
+
+def test_mixed_openshift_node_labels(tmp_path):
+    rc, log, out = run(tmp_path, 'nodes', 'mixed-openshift')
+    assert rc == 0, log
+    nodes = {n['metadata']['name']: n['metadata']['labels'] for n in rendered(out)['Node']}
+    # pt-1 is already right (and runs a VM: not touched); only what differs is patched
+    assert nodes == {'ctr-1': {W: 'container'}, 'vgpu-1': {V: 'A10-24Q'}}
+    assert 'pt-1 (pool vm-passthrough): labels already right' in log
+
+
+def test_openshift_vgpu_node_labels_without_cluster_state(tmp_path):
+    rc, log, out = run(tmp_path, 'nodes', 'openshift-vgpu')
+    assert rc == 0, log
+    nodes = {n['metadata']['name']: n['metadata']['labels'] for n in rendered(out)['Node']}
+    assert nodes == {'vgpu-a10': {W: 'vm-vgpu', V: 'A10-12Q'}, 'vgpu-l40s': {W: 'vm-vgpu', V: 'L40S-24Q'}}
+
+
+def test_vgpu_config_change_under_running_vm_fails_naming_it(tmp_path):
+    vmis = [{'metadata': {'name': 'cad-3', 'namespace': 'eng'}, 'status': {'nodeName': 'vgpu-1', 'phase': 'Running'}}]
+    rc, log, out = run(tmp_path, 'nodes', 'mixed-openshift', node_labels_vmis=vmis)
+    assert_failed_before_writing(rc, log, out, 'vgpu-1', 'eng/cad-3', 'A10-12Q -> A10-24Q')
+
+
+def test_node_in_two_pools_and_unknown_pool_fail(tmp_path):
+    rc, log, out = run(tmp_path, 'nodes', 'two-pools')
+    assert_failed_before_writing(rc, log, out, 'gpu-1 is in the pools container, vm-passthrough')
+    rc, log, out = run(tmp_path, 'nodes', 'mixed-openshift', gpuvirt_pool='vm-gpu')
+    assert_failed_before_writing(rc, log, out, "unknown pool 'vm-gpu'")
+
+
+def test_vgpu_type_no_host_offers_fails_before_writing(tmp_path):
+    rc, log, out = run(tmp_path, 'operator', 'openshift-vgpu',
+                       gpu_operator_vgpu_configs={'A10-12Q': {'A10-12Q': 2}, 'L40S-24Q': {'L40S-24Q': 2},
+                                                  'big': {'A10-48Q': 1}})
+    assert_failed_before_writing(rc, log, out, 'A10-48Q', 'vgpu-a10', 'vgpu-l40s', '0000:41:00.4 offers A10-12Q')
+
+
+def test_private_registry_without_pull_secret_fails_before_writing(tmp_path):
+    rc, log, out = run(tmp_path, 'operator', 'openshift-vgpu', gpu_operator_pull_secret={})
+    assert_failed_before_writing(rc, log, out, 'registry.example.com:5000', 'gpu_operator_pull_secret')
+
+
+def test_pull_secret_for_another_registry_fails_without_showing_the_password(tmp_path):
+    rc, log, out = run(tmp_path, 'operator', 'openshift-vgpu',
+                       gpu_operator_pull_secret={'registry': 'quay.io', 'username': 'u', 'password': 'hunter2-xyz'})
+    assert rc != 0 and 'hunter2-xyz' not in log, log
+    assert not out.exists() or not os.listdir(out)
+
+
+def test_verify_reports_expected_vs_advertised_and_renders_smoke_vm(tmp_path):
+    expected = {'gpu-1': {'nvidia.com/GA102GL_A10': 1}, 'worker-gpu-2.example.com': {'nvidia.com/GA102GL_A10': 1}}
+    nodes = [{'metadata': {'name': 'gpu-1'}, 'status': {'allocatable': {'nvidia.com/GA102GL_A10': '1'}}},
+             {'metadata': {'name': 'worker-gpu-2.example.com'}, 'status': {'allocatable': {'cpu': '8'}}}]
+    rc, log, out = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_expected=expected, verify_nodes=nodes)
+    assert rc != 0, log
+    assert 'node worker-gpu-2.example.com: expected nvidia.com/GA102GL_A10>=1; advertised no nvidia.com/*' in log
+    nodes[1]['status']['allocatable']['nvidia.com/GA102GL_A10'] = '1'
+    rc, log, out = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_expected=expected, verify_nodes=nodes,
+                       verify_smoke_vm=True)
+    assert rc == 0, log
+    (vm,) = rendered(out)['VirtualMachine']
+    assert vm['spec']['template']['spec']['domain']['devices']['gpus'] == [
+        {'name': 'gpu1', 'deviceName': 'nvidia.com/GA102GL_A10'}]
+
+
+@pytest.mark.skipif(not any('permitted_host_devices' in open(p, encoding='utf-8').read()
+                            for p in glob.glob(os.path.join(ROOT, 'plugins', 'filter', '*.py'))),
+                    reason='the discovery filters are not in the tree yet')
+def test_verify_expected_names_from_host_facts(tmp_path):
+    nodes = [{'metadata': {'name': 'gpu-1'}, 'status': {'allocatable': {'nvidia.com/GA102GL_A10': '1'}}},
+             {'metadata': {'name': 'worker-gpu-2.example.com'}, 'status': {'allocatable': {}}}]
+    rc, log, dummy = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_nodes=nodes)
+    assert rc != 0 and 'worker-gpu-2.example.com: expected nvidia.com/GA102GL_A10>=1' in log, log
