@@ -66,7 +66,7 @@ options:
     type: bool
     default: false
   vgpu_configs:
-    description: Custom vGPU configs, C({name: {type: count}}) or C({name: [{devices, vgpu-devices}]}).
+    description: 'Custom vGPU configs, C({name: {type: count}}) or C({name: [{devices, vgpu-devices}]}).'
     type: dict
   vgpu_config_default:
     description: Config used by vGPU nodes without their own (C(vgpuDeviceManager.config.default)).
@@ -77,7 +77,7 @@ options:
     type: str
     default: gpuvirt-vgpu-devices-config
   hosts:
-    description: GPU hosts, C({node, pool, vgpu_config, facts: {pci_devices, mdev_types}}), to check vGPU types.
+    description: 'GPU hosts, C({node, pool, vgpu_config, facts: {pci_devices, mdev_types}}), to check vGPU types.'
     type: list
     elements: dict
     default: []

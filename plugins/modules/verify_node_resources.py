@@ -19,7 +19,7 @@ author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
   expected:
-    description: C({node: {resource name: minimum count}}).
+    description: 'C({node: {resource name: minimum count}}).'
     type: dict
     required: true
   nodes:

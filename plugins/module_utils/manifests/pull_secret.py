@@ -43,5 +43,4 @@ def check_registry_matches(secret_registry, image_registry, name):
     """A login for one registry does not help pulling from another: say so before anything is applied."""
     if secret_registry and image_registry and secret_registry != image_registry:
         raise ManifestError("pull secret %s logs in to %s but the vGPU Manager image is in %s; set "
-                            "gpu_operator_pull_secret.registry to %s" % (name, secret_registry, image_registry,
-                                                                       image_registry))
+                            "gpu_operator_pull_secret.registry to %s" % (name, secret_registry, image_registry, image_registry))

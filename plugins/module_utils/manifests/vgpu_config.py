@@ -48,8 +48,8 @@ def normalise_configs(configs):
         norm = []
         for entry in entries:
             devices = entry.get('devices', 'all')
-            if devices != 'all' and not (isinstance(devices, list) and all(isinstance(i, int) and i >= 0
-                                                                            for i in devices)):
+            indices = isinstance(devices, list) and all(isinstance(i, int) and i >= 0 for i in devices)
+            if devices != 'all' and not indices:
                 raise ManifestError("vGPU config %s: devices %r must be 'all' or a list of GPU indices" % (name, devices))
             types = {}
             for vtype, count in (entry.get('vgpu-devices') or {}).items():
