@@ -230,3 +230,30 @@ def test_pull_secret_manifest(registry, inputs, first_push, tmp_path):
     assert proc.returncode == 0, proc.stderr
     r = play(v, tmp_path)
     assert r.rc == 0 and r.changed == 0, r.failure
+
+
+def test_context_from_a_git_repository(registry, inputs, first_push, tmp_path):
+    """A clone of the same files (at a subdirectory, .git ignored) has the same context digest: nothing to do."""
+    repo = tmp_path / 'gpu-driver-container'
+    shutil.copytree(os.path.join(HERE, 'context'), str(repo / 'vgpu-manager' / 'test'), symlinks=True)
+    git = ['git', '-C', str(repo), '-c', 'user.name=t', '-c', 'user.email=t@example.com']
+    subprocess.check_call(git[:3] + ['init', '-q', '-b', 'main'])
+    subprocess.check_call(git + ['add', '.'])
+    subprocess.check_call(git + ['commit', '-q', '-m', 'context'])
+    v = role_vars(registry, inputs, context_dir='', context_git_repo='file://' + str(repo),
+                  context_git_version='main', context_git_subdir='vgpu-manager/test')
+    r = play(v, tmp_path)
+    assert r.rc == 0, r.failure
+    assert r.ran('Clone the build context')
+    assert r.changed == 0 and not r.ran(BUILD)
+
+
+def test_docker_builder_without_an_engine_fails_before_any_build(registry, inputs, first_push, tmp_path):
+    """The Docker path logs in through the Docker API; with no engine running it stops there and says so."""
+    r = play(role_vars(registry, inputs, builder='docker', os_tag='ubuntu24.04', openshift_version=''), tmp_path)
+    assert r.rc != 0
+    assert 'Login to %s as %s failed' % (registry.host, registry.user) in r.failure
+    assert 'Docker engine is not reachable' in r.failure
+    assert registry.password not in r.out
+    assert not r.ran('Build and push the image with Docker (credentials from the temporary Docker config)')
+    assert VERSION + '-ubuntu24.04' not in registry.tags(REPO)
