@@ -167,8 +167,8 @@ def compute(p):
     containerfile = vi.find_containerfile(p['context_dir'], p['containerfile'] or None)
     digest = vi.context_digest(p['context_dir'], exclude=[run['name']])
     args = vi.build_args(run['version'], p['cuda_version'] or None, run['arch'], p['build_args'])
-    return dict(ref, os_tag=os_tag, openshift_version=openshift, context_dir=p['context_dir'], run=run, context_digest=digest, containerfile=containerfile,
-                build_args=args, labels=vi.image_labels(run['sha256'], digest, args, run['version']))
+    return dict(ref, os_tag=os_tag, openshift_version=openshift, context_dir=p['context_dir'], run=run,
+                context_digest=digest, containerfile=containerfile, build_args=args, labels=vi.image_labels(run['sha256'], digest, args, run['version']))
 
 
 def main():

@@ -29,6 +29,7 @@ except ImportError:  # pragma: no cover
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..'))
+PLAYBOOK = os.path.join(ROOT, 'playbooks', 'vgpu_image.yml')
 BASE_IMAGE = 'gpuvirt-debian12-systemd'
 ACCEPT = ', '.join(['application/vnd.oci.image.manifest.v1+json',
                     'application/vnd.docker.distribution.manifest.v2+json'])
@@ -178,19 +179,21 @@ class Result(object):
         return res is not None and not res.get('skipped')
 
 
-def play(variables, tmp_path, check=False, watch_secret=None):
+def play(variables, tmp_path, check=False, watch_secret=None, inventory='localhost,'):
     """Run the role's playbook with ``variables`` (in a 0600 vars file); return a Result."""
     tmp_parent = str(tmp_path / 'build-tmp')
     os.makedirs(tmp_parent, exist_ok=True)
-    variables = dict(variables, vgpu_manager_image_tmp_parent=tmp_parent)
+    # the phase playbook users run, on the controller as the build host
+    variables = dict(variables, vgpu_manager_image_tmp_parent=tmp_parent, ansible_connection='local',
+                     ansible_python_interpreter=sys.executable)
     varsfile = str(tmp_path / 'vars.json')
     fd = os.open(varsfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, 'w') as f:
         json.dump(variables, f)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
                ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_NOCOLOR='1')
-    cmd = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'localhost,',
-           os.path.join(HERE, 'site.yml'), '-e', '@' + varsfile] + (['--check'] if check else [])
+    cmd = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', inventory,
+           PLAYBOOK, '-e', '@' + varsfile] + (['--check'] if check else [])
     watcher = Watcher(watch_secret or variables.get('vgpu_manager_image_registry_password') or 'x' * 32, tmp_parent)
     watcher.start()
     start = time.time()

@@ -257,3 +257,17 @@ def test_docker_builder_without_an_engine_fails_before_any_build(registry, input
     assert registry.password not in r.out
     assert not r.ran('Build and push the image with Docker (credentials from the temporary Docker config)')
     assert VERSION + '-ubuntu24.04' not in registry.tags(REPO)
+
+
+def test_phase_does_nothing_without_vgpu_hosts_or_run_file(tmp_path):
+    r = play({}, tmp_path)
+    assert r.rc == 0 and r.changed == 0, r.failure
+    assert r.ran('Say why nothing is built')
+    assert FACTS not in r.tasks
+
+
+def test_phase_refuses_more_than_one_build_host(registry, inputs, tmp_path):
+    r = play(dict(role_vars(registry, inputs), vgpu_image_build_host='all'), tmp_path, inventory='localhost,buildhost2,')
+    assert r.rc != 0
+    assert 'matches 2 hosts' in r.failure and 'name one host' in r.failure
+    assert FACTS not in r.tasks
