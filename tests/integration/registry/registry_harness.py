@@ -11,6 +11,7 @@ __metaclass__ = type
 import base64
 import json
 import os
+import shutil
 import ssl
 import subprocess
 import sys
@@ -31,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..'))
 PLAYBOOK = os.path.join(ROOT, 'playbooks', 'vgpu_image.yml')
 BASE_IMAGE = 'gpuvirt-debian12-systemd'
+DOCKER_CERTS_D = '/etc/docker/certs.d'
 ACCEPT = ', '.join(['application/vnd.oci.image.manifest.v1+json',
                     'application/vnd.docker.distribution.manifest.v2+json'])
 
@@ -94,23 +96,32 @@ def registry(tmp_path_factory):
     subprocess.check_call([os.path.join(ROOT, 'tools', 'images', 'build-base-image.sh'), BASE_IMAGE, '--systemd'])
     directory = str(tmp_path_factory.mktemp('registry') / 'srv')
     subprocess.check_call([os.path.join(HERE, 'registry.sh'), 'start', directory])
+    reg = None
     try:
         reg = Registry(directory)
         yield reg
     finally:
         subprocess.call([os.path.join(HERE, 'registry.sh'), 'stop', directory])
-        # local images the tests built carry the registry's (random) port in their name
-        names = subprocess.run(['podman', 'images', '--format', '{{.Repository}}:{{.Tag}}'],
-                               stdout=subprocess.PIPE, universal_newlines=True, check=False).stdout.split()
-        mine = [n for n in names if n.startswith(reg.host + '/')]
-        if mine:
-            subprocess.call(['podman', 'rmi', '--force'] + mine, stdout=subprocess.DEVNULL)
-        # and the untagged ones that rebuilds left behind (they carry the test context's digest label)
-        label = 'label=io.gpuvirt.vgpu-manager.context-digest=' + context_digest(os.path.join(HERE, 'context'))
-        left = subprocess.run(['podman', 'images', '-q', '--filter', 'dangling=true', '--filter', label],
-                              stdout=subprocess.PIPE, universal_newlines=True, check=False).stdout.split()
-        if left:
-            subprocess.call(['podman', 'rmi', '--force'] + sorted(set(left)), stdout=subprocess.DEVNULL)
+        if reg is not None:
+            cleanup_host(reg.host)
+
+
+def cleanup_host(host):
+    """Remove what the tests left on this machine for the registry at ``host``."""
+    # the Docker path installs the registry's CA for the Docker engine (the port is this run's own)
+    shutil.rmtree(os.path.join(DOCKER_CERTS_D, host), ignore_errors=True)
+    # local images the tests built carry the registry's (random) port in their name
+    names = subprocess.run(['podman', 'images', '--format', '{{.Repository}}:{{.Tag}}'],
+                           stdout=subprocess.PIPE, universal_newlines=True, check=False).stdout.split()
+    mine = [n for n in names if n.startswith(host + '/')]
+    if mine:
+        subprocess.call(['podman', 'rmi', '--force'] + mine, stdout=subprocess.DEVNULL)
+    # and the untagged ones that rebuilds left behind (they carry the test context's digest label)
+    label = 'label=io.gpuvirt.vgpu-manager.context-digest=' + context_digest(os.path.join(HERE, 'context'))
+    left = subprocess.run(['podman', 'images', '-q', '--filter', 'dangling=true', '--filter', label],
+                          stdout=subprocess.PIPE, universal_newlines=True, check=False).stdout.split()
+    if left:
+        subprocess.call(['podman', 'rmi', '--force'] + sorted(set(left)), stdout=subprocess.DEVNULL)
 
 
 class Watcher(threading.Thread):
@@ -179,7 +190,7 @@ class Result(object):
         return res is not None and not res.get('skipped')
 
 
-def play(variables, tmp_path, check=False, watch_secret=None, inventory='localhost,'):
+def play(variables, tmp_path, check=False, watch_secret=None, inventory='localhost,', env=None):
     """Run the role's playbook with ``variables`` (in a 0600 vars file); return a Result."""
     tmp_parent = str(tmp_path / 'build-tmp')
     os.makedirs(tmp_parent, exist_ok=True)
@@ -191,7 +202,7 @@ def play(variables, tmp_path, check=False, watch_secret=None, inventory='localho
     with os.fdopen(fd, 'w') as f:
         json.dump(variables, f)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, 'ansible.cfg'),
-               ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_NOCOLOR='1')
+               ANSIBLE_STDOUT_CALLBACK='ansible.posix.json', ANSIBLE_NOCOLOR='1', **(env or {}))
     cmd = [os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', inventory,
            PLAYBOOK, '-e', '@' + varsfile] + (['--check'] if check else [])
     watcher = Watcher(watch_secret or variables.get('vgpu_manager_image_registry_password') or 'x' * 32, tmp_parent)
