@@ -61,6 +61,12 @@ options:
   pull_secret_name:
     description: Name of the registry pull Secret for the vGPU Manager image.
     type: str
+  registry_login:
+    description:
+      - The login the role will put in the pull Secret, without the password, checked here so a mistake is
+        reported by a task that is not C(no_log) (the Secret itself is built by M(gpuvirt.provision.gpu_operator_pull_secret)).
+      - C(registry), C(username) and C(password_given) (a bool); the registry must be the vGPU Manager image's.
+    type: dict
   registry_public:
     description: The vGPU Manager registry needs no login (otherwise a pull secret is required).
     type: bool
@@ -166,6 +172,7 @@ warnings_list:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret as ps
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 
 
@@ -173,6 +180,11 @@ def build(p):
     openshift = p['platform'] == 'openshift'
     namespace = p['namespace'] or (gop.OPENSHIFT_NAMESPACE if openshift else gop.KUBERNETES_NAMESPACE)
     gop.check_pull_secret(p['vgpu_manager'], p['pull_secret_name'], p['registry_public'])
+    login = p['registry_login']
+    if login:
+        image_registry = gop.registry_of(p['vgpu_manager']['repository']) if p['vgpu_manager'] else None
+        ps.check_login(p['pull_secret_name'] or 'pull secret', login.get('registry') or '',
+                       login.get('username') or '', bool(login.get('password_given')), image_registry)
     warnings, config_objects, vdm_config = [], [], None
     if p['vgpu_configs']:
         configs = vc.normalise_configs(p['vgpu_configs'])
@@ -212,6 +224,7 @@ def main():
             vfio_manager=dict(type='bool', default=True),
             sandbox_device_plugin=dict(type='bool', default=True),
             pull_secret_name=dict(type='str'),
+            registry_login=dict(type='dict'),
             registry_public=dict(type='bool', default=False),
             vgpu_configs=dict(type='dict'),
             vgpu_config_default=dict(type='str', default='default'),
@@ -230,7 +243,7 @@ def main():
     )
     try:
         result = build(module.params)
-    except (gop.ManifestError, vc.ManifestError) as exc:
+    except (gop.ManifestError, ps.ManifestError, vc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     for warning in result['warnings_list']:
         module.warn(warning)

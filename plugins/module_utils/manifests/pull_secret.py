@@ -21,15 +21,24 @@ def _b64(text):
     return base64.b64encode(text.encode('utf-8')).decode('ascii')
 
 
-def build_pull_secret(name, namespace, registry, username, password, email=None):
-    """A dockerconfigjson Secret holding one registry login."""
-    missing = [k for k, v in (('registry', registry), ('username', username), ('password', password)) if not v]
+def check_login(name, registry, username, password_given, image_registry=None):
+    """Everything about a login that can be judged without the password (only whether one is given).
+
+    Kept apart from the build so the role can run it in a task WITHOUT no_log: its failure message is then
+    shown instead of being hidden with the credential."""
+    missing = [k for k, v in (('registry', registry), ('username', username), ('password', password_given)) if not v]
     if missing:
         raise ManifestError("pull secret %s lacks %s (gpu_operator_pull_secret.%s)"
                             % (name, ', '.join(missing), missing[0]))
     if '/' in registry.split('://', 1)[-1]:
         raise ManifestError("pull secret %s: registry %r must be a host[:port] only (e.g. registry.example.com:5000), "
                             "not a repository path" % (name, registry))
+    check_registry_matches(registry, image_registry, name)
+
+
+def build_pull_secret(name, namespace, registry, username, password, email=None):
+    """A dockerconfigjson Secret holding one registry login."""
+    check_login(name, registry, username, bool(password))
     entry = {'username': username, 'password': password, 'auth': _b64('%s:%s' % (username, password))}
     if email:
         entry['email'] = email
