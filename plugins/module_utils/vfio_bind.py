@@ -47,19 +47,62 @@ def _link_name(path):
     return os.path.basename(os.path.realpath(path)) if os.path.islink(path) else None
 
 
+def _hex(value, width):
+    """sysfs ids read like "0x10de" / "0x030200": return the lower-case hex digits we compare on."""
+    if not value:
+        return None
+    return value.lower().replace('0x', '').zfill(width)[:width]
+
+
 def state(sysfs_root, bdf):
-    """What sysfs says about one device: exists, driver, driver_override, iommu_group."""
+    """What sysfs says about one device: exists, ids, driver, driver_override, iommu_group."""
     d = device_dir(sysfs_root, bdf)
+    st = {'bdf': bdf, 'exists': False, 'vendor_id': None, 'device_id': None, 'class_id': None,
+          'driver': None, 'driver_override': None, 'iommu_group': None}
     if not os.path.isdir(d):
-        return {'bdf': bdf, 'exists': False, 'driver': None, 'driver_override': None, 'iommu_group': None}
+        return st
     override = _read(os.path.join(d, 'driver_override'))
-    return {
-        'bdf': bdf,
-        'exists': True,
-        'driver': _link_name(os.path.join(d, 'driver')),
-        'driver_override': None if override in (None, '', '(null)') else override,
-        'iommu_group': _link_name(os.path.join(d, 'iommu_group')),
-    }
+    st.update(
+        exists=True,
+        vendor_id=_hex(_read(os.path.join(d, 'vendor')), 4),
+        device_id=_hex(_read(os.path.join(d, 'device')), 4),
+        class_id=_hex(_read(os.path.join(d, 'class')), 6),
+        driver=_link_name(os.path.join(d, 'driver')),
+        driver_override=None if override in (None, '', '(null)') else override,
+        iommu_group=_link_name(os.path.join(d, 'iommu_group')),
+    )
+    if st['class_id']:
+        st['class_id'] = st['class_id'][:4]
+    return st
+
+
+def group_members(sysfs_root, group):
+    """Every device of an IOMMU group, sorted (they must all move to vfio-pci together)."""
+    path = os.path.join(sysfs_root, 'kernel', 'iommu_groups', group, 'devices')
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def expand_groups(sysfs_root, bdfs):
+    """``bdfs`` plus the other members of their IOMMU groups, minus PCI bridges (class 06xx).
+
+    Bridges and root ports share groups with their devices but stay on their own driver (pcieport);
+    vfio accepts that.
+    """
+    out = list(bdfs)
+    for bdf in bdfs:
+        st = state(sysfs_root, bdf)
+        if not st['iommu_group']:
+            continue
+        for member in group_members(sysfs_root, st['iommu_group']):
+            if member in out:
+                continue
+            cls = state(sysfs_root, member)['class_id'] or ''
+            if not cls.startswith('06'):
+                out.append(member)
+    return out
 
 
 def plan(st, driver='vfio-pci'):
@@ -74,10 +117,10 @@ def plan(st, driver='vfio-pci'):
     return steps
 
 
-def check_bindable(st, driver='vfio-pci'):
+def check_bindable(st, driver='vfio-pci', require_iommu=True):
     if not st['exists']:
         raise BindError("PCI device %s does not exist on this host" % st['bdf'])
-    if driver == 'vfio-pci' and st['iommu_group'] is None:
+    if require_iommu and driver == 'vfio-pci' and st['iommu_group'] is None:
         raise BindError("PCI device %s has no IOMMU group: the IOMMU is off. Turn it on (kernel_args role) "
                         "and reboot before binding to vfio-pci" % st['bdf'])
 

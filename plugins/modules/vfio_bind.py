@@ -29,6 +29,17 @@ options:
     description: Driver to bind to.
     type: str
     default: vfio-pci
+  include_group:
+    description:
+      - Also bind every other device of each device's IOMMU group (PCI bridges excepted), as vfio requires.
+    type: bool
+    default: true
+  inspect_only:
+    description:
+      - Change nothing and do not require an IOMMU; only report each device's state (ids, driver, group).
+        Fails only for a device that does not exist. Used to validate input before any change.
+    type: bool
+    default: false
   load_module:
     description: Run C(modprobe) for the driver when C(/sys/bus/pci/drivers/<driver>) is missing.
     type: bool
@@ -54,11 +65,12 @@ EXAMPLES = r'''
 
 RETURN = r'''
 devices:
-  description: Per device, the driver before and after and the steps taken.
+  description: Per device, its ids, IOMMU group, the driver before and after and the steps taken (or needed).
   returned: always
   type: list
   elements: dict
-  sample: [{bdf: "0000:41:00.0", driver_before: nouveau, driver: vfio-pci, steps: [override, unbind, probe]}]
+  sample: [{bdf: "0000:41:00.0", vendor_id: "10de", device_id: "2236", class_id: "0302", iommu_group: "44",
+            driver_before: nouveau, driver: vfio-pci, steps: [override, unbind, probe]}]
 '''
 
 import os
@@ -73,6 +85,8 @@ def main():
         argument_spec=dict(
             devices=dict(type='list', elements='str', required=True),
             driver=dict(type='str', default='vfio-pci'),
+            include_group=dict(type='bool', default=True),
+            inspect_only=dict(type='bool', default=False),
             load_module=dict(type='bool', default=True),
             sysfs_root=dict(type='path', default='/sys'),
         ),
@@ -82,17 +96,27 @@ def main():
     try:
         for bdf in module.params['devices']:
             vb.validate_bdf(bdf)
-        states = [vb.state(root, bdf) for bdf in module.params['devices']]
-        for st in states:
-            vb.check_bindable(st, driver)
+        bdfs = module.params['devices']
+        for st in [vb.state(root, bdf) for bdf in bdfs]:
+            vb.check_bindable(st, driver, require_iommu=False)
+        if module.params['include_group']:
+            bdfs = vb.expand_groups(root, bdfs)
+        states = [vb.state(root, bdf) for bdf in bdfs]
+        if not module.params['inspect_only']:
+            for st in states:
+                vb.check_bindable(st, driver)
     except vb.BindError as e:
         module.fail_json(msg=to_native(e))
 
     results, changed = [], False
     for st in states:
         steps = vb.plan(st, driver)
-        results.append({'bdf': st['bdf'], 'driver_before': st['driver'], 'driver': st['driver'], 'steps': steps})
+        res = dict((k, st[k]) for k in ('bdf', 'vendor_id', 'device_id', 'class_id', 'iommu_group', 'driver'))
+        res.update(driver_before=st['driver'], steps=steps)
+        results.append(res)
         changed = changed or bool(steps)
+    if module.params['inspect_only']:
+        module.exit_json(changed=False, devices=results)
     if not changed or module.check_mode:
         module.exit_json(changed=changed, devices=results)
 

@@ -24,7 +24,7 @@ fi
 echo "$port" >"$run/port"
 start=$(date +%s)
 qemu-system-x86_64 -name gpuvirt-lab -accel tcg -cpu max -smp "${LAB_SMP:-2}" -m "${LAB_MEM:-2048}" \
-  -machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on -device edu \
+  -machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on -device edu,addr=0x10 \
   -drive file="$run/overlay.qcow2",if=virtio,format=qcow2 \
   -netdev user,id=n0,hostfwd=tcp:127.0.0.1:"$port"-:22 -device virtio-net-pci,netdev=n0 \
   -display none -serial file:"$run/serial.log" -monitor none \

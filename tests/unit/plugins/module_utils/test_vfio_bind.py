@@ -35,7 +35,8 @@ def make_tree(root, driver=None, group='3', override='(null)'):
 
 def test_state_reads_links(tmp_path):
     st = vb.state(str(make_tree(tmp_path, driver='nouveau')), BDF)
-    assert st == {'bdf': BDF, 'exists': True, 'driver': 'nouveau', 'driver_override': None, 'iommu_group': '3'}
+    assert st == {'bdf': BDF, 'exists': True, 'vendor_id': None, 'device_id': None, 'class_id': None,
+                  'driver': 'nouveau', 'driver_override': None, 'iommu_group': '3'}
 
 
 def test_plan_and_apply_from_nouveau(tmp_path):
@@ -75,3 +76,24 @@ def test_bad_bdf_named(bad):
     with pytest.raises(vb.BindError) as e:
         vb.validate_bdf(bad)
     assert repr(bad) in str(e.value)
+
+
+def test_ids_and_group_expansion_skip_bridges(tmp_path):
+    root = make_tree(tmp_path, driver='nouveau')
+    dev = root / 'devices' / 'pci0000:00' / BDF
+    (dev / 'vendor').write_text('0x10de\n')
+    (dev / 'device').write_text('0x2236\n')
+    (dev / 'class').write_text('0x030200\n')
+    members = root / 'kernel' / 'iommu_groups' / '3' / 'devices'
+    members.mkdir()
+    for bdf, cls in ((BDF, '0x030200'), ('0000:00:02.1', '0x040300'), ('0000:00:01.0', '0x060400')):
+        d = root / 'devices' / 'pci0000:00' / bdf
+        d.mkdir(exist_ok=True)
+        (d / 'class').write_text(cls + '\n')
+        link = root / 'bus' / 'pci' / 'devices' / bdf
+        if not link.exists():
+            os.symlink(os.path.relpath(str(d), str(link.parent)), str(link))
+        os.symlink(os.path.relpath(str(d), str(members)), str(members / bdf))
+    st = vb.state(str(root), BDF)
+    assert (st['vendor_id'], st['device_id'], st['class_id']) == ('10de', '2236', '0302')
+    assert vb.expand_groups(str(root), [BDF]) == [BDF, '0000:00:02.1']

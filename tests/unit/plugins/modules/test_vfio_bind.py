@@ -63,3 +63,9 @@ def test_probe_without_binding_is_reported(monkeypatch, tmp_path):
     make_tree(tmp_path, driver=None)
     res = run(monkeypatch, dict(devices=[BDF], sysfs_root=str(tmp_path), load_module=False))
     assert res['failed'] and BDF + ' is bound to no driver after probing' in res['msg']
+
+
+def test_inspect_only_reports_without_iommu(monkeypatch, tmp_path):
+    make_tree(tmp_path, driver='nouveau', group=None)
+    res = run(monkeypatch, dict(devices=[BDF], sysfs_root=str(tmp_path), inspect_only=True))
+    assert not res['failed'] and not res['changed'] and res['devices'][0]['driver'] == 'nouveau'
