@@ -1,6 +1,6 @@
-# Render tests of playbooks/operator.yml, nodes.yml and verify.yml (gpu_operator, node_labels, verify roles):
+# Tests of playbooks/operator.yml, nodes.yml and verify.yml (gpu_operator, node_labels, verify roles):
 # ansible-playbook in render mode from the inventories in tests/integration/cluster_operator/, every file
-# schema-validated.
+# schema-validated; and in apply mode against the in-memory API stand-in (test_apply.py; not a real cluster).
 INTEGRATION_TARGETS += integration-cluster-operator
 .PHONY: integration-cluster-operator
 integration-cluster-operator: venv collection
