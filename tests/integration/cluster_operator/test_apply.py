@@ -181,10 +181,20 @@ def test_apply_bad_vgpu_type_fails_before_any_write(tmp_path, cluster):
     assert api.writes == []
 
 
+def test_plain_kubernetes_reads_the_chart_values_before_any_write(tmp_path, cluster):
+    api = cluster([], openshift=False)
+    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(
+        api, gpu_operator_chart_values_file='', gpu_operator_helm_binary=str(tmp_path / 'no-helm')))
+    # Kubernetes was detected (the chart is read only there); without helm that fails, and nothing was written
+    assert rc != 0 and "Read the chart's values.yaml" in log and 'no-helm' in log, log
+    assert api.writes == []
+
+
 def test_plain_kubernetes_is_detected_and_goes_to_helm(tmp_path, cluster):
     api = cluster([], openshift=False)
     rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(api))
-    # the Helm install itself needs the helm binary and a chart repository: not available here
+    # the inventory gives the chart's values.yaml; the Helm install itself needs the helm binary and the chart
+    # repository, neither available here
     assert 'Install the gpu-operator chart' in log, log
     assert [w['kind'] for w in api.writes] == ['Namespace']
     assert api.get('v1', 'Namespace', 'gpu-operator') is not None
