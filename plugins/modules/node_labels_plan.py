@@ -17,13 +17,16 @@ description:
     C(nvidia.com/vgpu.config) it must carry.
   - Compares with the current Node labels and returns one partial Node per node whose labels differ (a value of
     null removes a label), plus a per-node report. Nothing is sent anywhere.
-  - Fails, naming them, on a host in two pools, an unknown pool, a node missing from the cluster, or a change of
-    pool or vGPU config on a node where VirtualMachineInstances run.
+  - Fails, naming them, on a host in two pools, an unknown pool, a node missing from the cluster, a vGPU config
+    whose types the node's GPUs do not offer, or a change of pool or vGPU config on a node where
+    VirtualMachineInstances run.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
   hosts:
-    description: C({host, node, groups, pool, vgpu_config}); C(pool) (gpuvirt_pool) is optional and must agree.
+    description:
+      - C({host, node, groups, pool, vgpu_config, facts}); C(pool) (gpuvirt_pool) is optional and must agree.
+      - C(facts) (the host's C(pci_devices) and C(mdev_types) facts) is optional; with it the vGPU config is checked.
     type: list
     elements: dict
     required: true
@@ -39,6 +42,13 @@ options:
   vgpu_config_default:
     description: vGPU config name for vGPU hosts without C(vgpu_config).
     type: str
+  vgpu_configs:
+    description:
+      - The custom vGPU configs (as given to the gpu_operator role); omit when the operator's default ConfigMap
+        is used.
+      - A vGPU node's config must be one of them, or with the default ConfigMap a vGPU type name; when the host
+        item carries C(facts) (C(pci_devices), C(mdev_types)) every type of the config must be offered by its GPUs.
+    type: dict
 attributes:
   check_mode:
     description: Builds data only; nothing changes in any mode.
@@ -72,6 +82,7 @@ report:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 
 
 def main():
@@ -81,6 +92,7 @@ def main():
             nodes=dict(type='list', elements='dict'),
             vmis=dict(type='list', elements='dict', default=[]),
             vgpu_config_default=dict(type='str'),
+            vgpu_configs=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -93,13 +105,14 @@ def main():
         except nl.ManifestError as exc:
             errors.append(str(exc))
             continue
-        wanted.append({'host': host, 'node': item.get('node') or host, 'pool': pool,
+        wanted.append({'host': host, 'node': item.get('node') or host, 'pool': pool, 'facts': item.get('facts'),
                        'vgpu_config': item.get('vgpu_config') or p['vgpu_config_default']})
     if errors:
         module.fail_json(msg='\n'.join(errors))
     try:
-        patches, report = nl.plan(wanted, p['nodes'], p['vmis'])
-    except nl.ManifestError as exc:
+        custom = vc.normalise_configs(p['vgpu_configs']) if p['vgpu_configs'] else None
+        patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom)
+    except (nl.ManifestError, vc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, patches=patches, report=report)
 

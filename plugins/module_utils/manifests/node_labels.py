@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
+
 WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
 VGPU_LABEL = 'nvidia.com/vgpu.config'
 POOLS = ('container', 'vm-passthrough', 'vm-vgpu')
@@ -59,6 +61,33 @@ def desired_labels(pool, vgpu_config=None):
     return labels
 
 
+def vgpu_config_error(node, config, facts, custom_configs=None):
+    """Why ``nvidia.com/vgpu.config=<config>`` cannot work on ``node``, or None.
+
+    With custom configs (normalised, see vgpu_config.normalise_configs) the config must be one of them and each
+    of its types offered by the node's GPUs. Without, the operator's default ConfigMap is in use: there every
+    config but ``default`` is one vGPU type named after it, so the name itself must be a type the node offers.
+    Without facts for the node nothing can be checked here (the operator role checks its custom configs).
+    """
+    if custom_configs:
+        if config not in custom_configs:
+            return ("node %s: vGPU config %r is not among the custom configs (%s); fix gpuvirt_vgpu_config or "
+                    "gpu_operator_vgpu_configs" % (node, config, ', '.join(sorted(custom_configs))))
+        types = vc.config_types(custom_configs[config])
+    elif config == 'default':
+        return None
+    else:
+        types = [config]
+    if not facts or not (facts.get('pci_devices') or facts.get('mdev_types')):
+        return None
+    for vtype in types:
+        ok, dummy, seen = vc.host_offers({'node': node, 'facts': facts}, vtype)
+        if not ok:
+            return ("node %s: vGPU config %s needs type %s, which no GPU of the node offers (checked: %s); pick a "
+                    "type those GPUs offer (gpuvirt_vgpu_config)" % (node, config, vtype, seen))
+    return None
+
+
 def label_diff(current, desired):
     """``{label: new value or None (remove)}`` for the labels that differ; absent-and-unwanted is no change."""
     current = current or {}
@@ -97,12 +126,14 @@ def guard(node, current, patch, vmis):
             "first" % (node, changes, ', '.join(running)))
 
 
-def plan(wanted, nodes, vmis):
+def plan(wanted, nodes, vmis, custom_configs=None):
     """Plan the label changes for every wanted node.
 
-    ``wanted``: ``[{node, pool, vgpu_config}]``; ``nodes``: Node objects from the cluster (or given in render
-    mode), ``None`` when unknown (render without cluster state: every label is set); ``vmis``: VMI objects.
-    Returns ``(patches, report)``; raises ManifestError naming every blocked or missing node.
+    ``wanted``: ``[{node, pool, vgpu_config, facts}]`` (``facts``: the host's pci_devices/mdev_types, optional);
+    ``nodes``: Node objects from the cluster (or given in render mode), ``None`` when unknown (render without
+    cluster state: every label is set); ``vmis``: VMI objects; ``custom_configs``: the custom vGPU configs
+    (normalised), None when the operator's default ConfigMap is used.
+    Returns ``(patches, report)``; raises ManifestError naming every blocked, missing or unusable node.
     """
     current_by_name = None
     if nodes is not None:
@@ -118,6 +149,11 @@ def plan(wanted, nodes, vmis):
             continue
         seen[name] = item.get('host', name)
         desired = desired_labels(item['pool'], item.get('vgpu_config'))
+        if item['pool'] == 'vm-vgpu':
+            unusable = vgpu_config_error(name, desired[VGPU_LABEL], item.get('facts'), custom_configs)
+            if unusable:
+                errors.append(unusable)
+                continue
         if current_by_name is not None and name not in current_by_name:
             errors.append("node %s is not in the cluster; check gpuvirt_node_name for host %s"
                           % (name, item.get('host', name)))

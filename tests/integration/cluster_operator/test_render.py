@@ -168,6 +168,17 @@ def test_vgpu_config_change_under_running_vm_fails_naming_it(tmp_path):
     assert_failed_before_writing(rc, log, out, 'vgpu-1', 'eng/cad-3', 'A10-12Q -> A10-24Q')
 
 
+def test_vgpu_config_no_node_gpu_offers_fails_before_writing(tmp_path):
+    # default ConfigMap: vgpu-1 (an A10, vGPU Manager not loaded yet) is checked by its board
+    rc, log, out = run(tmp_path, 'nodes', 'mixed-openshift', node_labels_vgpu_config_default='L40S-24Q')
+    assert_failed_before_writing(rc, log, out, 'node vgpu-1: vGPU config L40S-24Q', 'GA102GL [A10]')
+    # custom configs (the operator phase's variable): the config's types against the node's vGPU types
+    rc, log, out = run(tmp_path, 'nodes', 'openshift-vgpu',
+                       gpu_operator_vgpu_configs={'A10-12Q': {'A10-12Q': 2}, 'L40S-24Q': {'L40S-48Q': 1}})
+    assert_failed_before_writing(rc, log, out, 'node vgpu-l40s: vGPU config L40S-24Q needs type L40S-48Q',
+                                 '0000:c1:00.4 offers L40S-24Q')
+
+
 def test_node_in_two_pools_and_unknown_pool_fail(tmp_path):
     rc, log, out = run(tmp_path, 'nodes', 'two-pools')
     assert_failed_before_writing(rc, log, out, 'gpu-1 is in the pools container, vm-passthrough')

@@ -80,3 +80,27 @@ def test_plan_reports_per_node_and_refuses_before_any_patch():
     # render without cluster state: every label is set
     patches, dummy = nl.plan(wanted, None, None)
     assert patches[0]['metadata']['labels'] == {W: 'vm-passthrough'}
+
+
+A10_FACTS = {'pci_devices': {'gpus': [{'bdf': '0000:41:00.0', 'device_name': 'GA102GL [A10]', 'is_vf': False}]},
+             'mdev_types': {'parents': [{'parent': '0000:41:00.4', 'interface': 'mdev',
+                                         'types': [{'name': 'NVIDIA A10-12Q', 'short_name': 'A10-12Q'}]}]}}
+
+
+def test_vgpu_config_checked_against_the_node_gpus():
+    # default ConfigMap: the config is named by its one type
+    assert nl.vgpu_config_error('vgpu-1', 'A10-12Q', A10_FACTS) is None
+    assert nl.vgpu_config_error('vgpu-1', 'default', A10_FACTS) is None
+    msg = nl.vgpu_config_error('vgpu-1', 'L40S-24Q', A10_FACTS)
+    assert 'vgpu-1' in msg and 'L40S-24Q' in msg and '0000:41:00.4 offers A10-12Q' in msg
+    # custom configs: the name must be one of them and each of its types offered
+    custom = {'small': [{'devices': 'all', 'vgpu-devices': {'A10-12Q': 2}}],
+              'big': [{'devices': 'all', 'vgpu-devices': {'A10-24Q': 1}}]}
+    assert nl.vgpu_config_error('vgpu-1', 'small', A10_FACTS, custom) is None
+    assert 'A10-24Q' in nl.vgpu_config_error('vgpu-1', 'big', A10_FACTS, custom)
+    assert "'A10-12Q' is not among the custom configs (big, small)" in nl.vgpu_config_error(
+        'vgpu-1', 'A10-12Q', A10_FACTS, custom)
+    # no facts for the node: nothing to check against
+    assert nl.vgpu_config_error('vgpu-1', 'L40S-24Q', None) is None
+    with pytest.raises(nl.ManifestError, match='needs type L40S-24Q'):
+        nl.plan([{'node': 'vgpu-1', 'pool': 'vm-vgpu', 'vgpu_config': 'L40S-24Q', 'facts': A10_FACTS}], None, [])
