@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Discovery filters for data already in hand: parse_lspci, pci_resource_name, mdev_resource_name,
+permitted_host_devices. Documentation lives in the sidecar <name>.yml files."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuvirt.provision.plugins.module_utils import lspci as lspci_mod
+from ansible_collections.gpuvirt.provision.plugins.module_utils import pciids as pciids_mod
+from ansible_collections.gpuvirt.provision.plugins.module_utils import resource_names as rn
+
+
+def _db(pciids):
+    """None -> no database; True or 'host' -> the host's pci.ids; a path -> that file."""
+    if not pciids:
+        return None
+    try:
+        return pciids_mod.load(None if pciids in (True, 'host') else pciids)
+    except pciids_mod.PciIdsError as e:
+        raise AnsibleFilterError(str(e))
+
+
+def parse_lspci(text, pciids=None, vendors=None):
+    db = _db(pciids)
+    try:
+        devices = lspci_mod.parse(text, db.vendor_ids_by_name() if db else None)
+    except lspci_mod.LspciError as e:
+        raise AnsibleFilterError('parse_lspci: %s' % e)
+    if db:  # fill what the plain format lacks, as far as the database knows
+        for d in devices:
+            if d['vendor_id'] and not d['vendor_name']:
+                d['vendor_name'] = db.vendor_name(d['vendor_id'])
+    if vendors:
+        wanted = [v.lower() for v in ([vendors] if isinstance(vendors, str) else vendors)]
+        devices = [d for d in devices if d['vendor_id'] in wanted]
+    return devices
+
+
+def pci_resource_name(device, pciids=None, prefix=rn.PREFIX):
+    try:
+        return rn.pci_resource_name(device, _db(pciids), prefix)
+    except rn.ResourceNameError as e:
+        raise AnsibleFilterError('pci_resource_name: %s' % e)
+
+
+def mdev_resource_name(type_name, prefix=rn.PREFIX):
+    try:
+        return rn.mdev_resource_name(type_name, prefix)
+    except rn.ResourceNameError as e:
+        raise AnsibleFilterError('mdev_resource_name: %s' % e)
+
+
+def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=rn.PREFIX):
+    try:
+        return rn.permitted_host_devices(hosts, _db(pciids), include_vfs, prefix)
+    except rn.ResourceNameError as e:
+        raise AnsibleFilterError('permitted_host_devices: %s' % e)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'parse_lspci': parse_lspci,
+            'pci_resource_name': pci_resource_name,
+            'mdev_resource_name': mdev_resource_name,
+            'permitted_host_devices': permitted_host_devices,
+        }

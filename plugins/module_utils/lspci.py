@@ -1,0 +1,292 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parse lspci text in every format people paste or collect: plain, -nn, -nnk, -Dnn, -k (TAB or spaces or no
+indentation), -v (IOMMU group, NUMA node), -vmm / -vmmnnk(D) and -mm. Pure Python, no Ansible imports, so the
+same code serves the pci_devices module and the parse_lspci filter (sosreports, must-gathers)."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+import shlex
+
+# Class names lspci prints (pci.ids "C" section) -> class code, for output without -n. Only the classes this
+# collection reasons about; anything else keeps class_id null unless -nn gave it.
+CLASS_IDS = {
+    'VGA compatible controller': '0300', '3D controller': '0302', 'Display controller': '0380',
+    'Audio device': '0403', 'Multimedia audio controller': '0401', 'Bridge': '0680', 'PCI bridge': '0604',
+    'Host bridge': '0600', 'ISA bridge': '0601', 'USB controller': '0c03', 'Serial bus controller': '0c80',
+    'Ethernet controller': '0200', 'Non-Volatile memory controller': '0108',
+}
+GPU_CLASSES = ('0300', '0302', '0380')
+
+# "BB:DD.F" with an optional domain (printed with -D, or automatically when any device has a non-zero domain,
+# which can be more than 4 hex digits for VMD segments such as 10000:00:05.0).
+BDF = r'(?:[0-9a-fA-F]{4,5}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
+TERSE = re.compile(r'^(?P<bdf>' + BDF + r')\s+(?P<cls>[^:\[]+?)(?:\s+\[(?P<cid>[0-9a-fA-F]{4})\])?:\s+(?P<rest>.*)$')
+IDS = re.compile(r'\s+\[(?P<v>[0-9a-fA-F]{4}):(?P<d>[0-9a-fA-F]{4})\]$')
+TAIL = re.compile(r'\s+\((?:rev (?P<rev>[0-9a-fA-F]{2})|prog-if (?P<pi>[0-9a-fA-F]{2})[^)]*)\)$')
+UNKNOWN_DEVICE = re.compile(r'^(?:Device|Unknown device) (?P<id>[0-9a-fA-F]{4})$')
+VMM_KEY = re.compile(r'^(?P<k>[A-Za-z]+):\t?\s*(?P<v>.*)$')
+BRACKET_ID = re.compile(r'^(?P<name>.*?)\s*\[(?P<id>[0-9a-fA-F]{4,6})\]$')
+CONT = re.compile(r'^\s*(?P<k>Subsystem|Kernel driver in use|Kernel modules|IOMMU group|NUMA node|'
+                  r'Physical Slot|Flags):\s*(?P<v>.*)$')
+# Vendor names end in a company suffix far more often than device names do; used to split "vendor device" when
+# lspci printed no ids (plain format) and no pci.ids is at hand.
+COMPANY = re.compile(r'^(?P<vendor>.*?(?:Corporation|Corp\.|Inc\.|Ltd\.?|Co\., Ltd\.?|Limited|GmbH|AG|LLC|'
+                     r'Technologies|Technology|Semiconductor|Company|Incorporated|s\.r\.o\.|SE|Ltd))\s+(?P<dev>.+)$')
+
+
+# Used when no pci.ids is given: plain lspci output carries names only, and these are the vendors this
+# collection acts on (a pci.ids, when given, covers every vendor).
+KNOWN_VENDORS = {'NVIDIA Corporation': '10de'}
+
+
+class LspciError(ValueError):
+    pass
+
+
+def normalise_bdf(bdf):
+    """Lower-case and prefix the 0000 domain lspci leaves out without -D."""
+    bdf = bdf.strip().lower()
+    return bdf if bdf.count(':') == 2 else '0000:' + bdf
+
+
+def device_kind(class_id, vendor_id=None):
+    """gpu | nvswitch | audio | usb | serial | bridge | other, as docs/contracts.md defines."""
+    c = (class_id or '').lower()
+    if c in GPU_CLASSES:
+        return 'gpu'
+    if c == '0680':
+        return 'nvswitch' if (vendor_id or '').lower() == '10de' else 'bridge'
+    if c.startswith('04'):
+        return 'audio'
+    if c == '0c03':
+        return 'usb'
+    if c == '0c80':
+        return 'serial'
+    if c.startswith('06'):
+        return 'bridge'
+    return 'other'
+
+
+def _empty(bdf):
+    return {'bdf': normalise_bdf(bdf), 'class_id': None, 'class_name': None, 'vendor_id': None,
+            'vendor_name': None, 'device_id': None, 'device_name': None, 'subsystem_vendor_id': None,
+            'subsystem_device_id': None, 'subsystem_name': None, 'revision': None, 'prog_if': None,
+            'driver': None, 'kernel_modules': [], 'iommu_group': None, 'numa_node': None, 'physical_slot': None}
+
+
+def split_vendor_device(text, vendor_names=None):
+    """Split "NVIDIA Corporation GA102GL [A10]" into vendor and device names.
+
+    lspci prints the two names separated by one space, so the boundary is ambiguous. A known vendor name (from
+    pci.ids) wins; otherwise the first company suffix marks the end of the vendor."""
+    for name in vendor_names or ():
+        if text.startswith(name + ' '):
+            return name, text[len(name) + 1:]
+    m = COMPANY.match(text)
+    if m:
+        return m.group('vendor'), m.group('dev')
+    return None, text
+
+
+def _terse(line, vendor_names):
+    m = TERSE.match(line)
+    if not m:
+        return None
+    dev = _empty(m.group('bdf'))
+    dev['class_name'] = m.group('cls').strip()
+    dev['class_id'] = (m.group('cid') or CLASS_IDS.get(dev['class_name']) or '').lower() or None
+    rest = m.group('rest').strip()
+    while True:  # "(rev a1)" and "(prog-if 00 [VGA controller])" may both trail
+        t = TAIL.search(rest)
+        if not t:
+            break
+        if t.group('rev'):
+            dev['revision'] = t.group('rev').lower()
+        else:
+            dev['prog_if'] = t.group('pi').lower()
+        rest = rest[:t.start()]
+    ids = IDS.search(rest)
+    if ids:
+        dev['vendor_id'], dev['device_id'] = ids.group('v').lower(), ids.group('d').lower()
+        rest = rest[:ids.start()]
+    vendor, device = split_vendor_device(rest, vendor_names)
+    dev['vendor_name'], dev['device_name'] = vendor, device
+    unknown = UNKNOWN_DEVICE.match(device or '')
+    if unknown and not dev['device_id']:  # plain lspci prints an unnamed device as "Device 2236"
+        dev['device_id'] = unknown.group('id').lower()
+    if not dev['vendor_id'] and vendor:
+        dev['vendor_id'] = (vendor_names or KNOWN_VENDORS).get(vendor)
+    return dev
+
+
+def _continuation(dev, key, value, vendor_names):
+    if key == 'Subsystem':
+        ids = IDS.search(' ' + value)
+        name = value
+        if ids:
+            dev['subsystem_vendor_id'], dev['subsystem_device_id'] = ids.group('v').lower(), ids.group('d').lower()
+            name = (' ' + value)[:ids.start()].strip()
+        dev['subsystem_name'] = name
+        sv, sd = split_vendor_device(name, vendor_names)
+        if sv and not dev['subsystem_vendor_id']:
+            dev['subsystem_vendor_id'] = (vendor_names or KNOWN_VENDORS).get(sv)
+        unknown = UNKNOWN_DEVICE.match(sd or '')
+        if unknown and not dev['subsystem_device_id']:
+            dev['subsystem_device_id'] = unknown.group('id').lower()
+    elif key == 'Kernel driver in use':
+        dev['driver'] = value.strip() or None
+    elif key == 'Kernel modules':
+        dev['kernel_modules'] = [x.strip() for x in value.split(',') if x.strip()]
+    elif key == 'IOMMU group':
+        dev['iommu_group'] = value.strip()
+    elif key == 'NUMA node':
+        dev['numa_node'] = _int_or_none(value)
+    elif key == 'Physical Slot':
+        dev['physical_slot'] = value.strip()
+    elif key == 'Flags':
+        m = re.search(r'NUMA node (\d+)', value)
+        if m:
+            dev['numa_node'] = int(m.group(1))
+
+
+def _int_or_none(value):
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        return None
+    return None if n < 0 else n
+
+
+def _name_id(value, with_ids=True):
+    """"NVIDIA Corporation [10de]" -> (name, id); "NVIDIA Corporation" -> (name, None).
+
+    ``with_ids`` is false when lspci ran without -n: a name such as "GA100 [A100]" must not lose "[A100]"."""
+    m = BRACKET_ID.match(value.strip())
+    if m and with_ids:
+        return m.group('name') or None, m.group('id').lower()
+    return value.strip() or None, None
+
+
+def _vmm_record(fields):
+    dev = _empty(fields['Slot'][0])
+
+    def get(key):
+        return fields.get(key, [None])[0]
+
+    # with -nn every name carries its id; a vendor id is always 4 hex digits, so the Vendor field tells
+    nn = bool(re.search(r'\[[0-9a-fA-F]{4}\]$', get('Vendor') or ''))
+    if get('Class'):
+        dev['class_name'], cid = _name_id(get('Class'), nn)
+        dev['class_id'] = (cid or CLASS_IDS.get(dev['class_name']) or '').lower() or None
+    if get('Vendor'):
+        dev['vendor_name'], dev['vendor_id'] = _name_id(get('Vendor'), nn)
+    if get('Device'):
+        dev['device_name'], dev['device_id'] = _name_id(get('Device'), nn)
+    if get('SVendor'):
+        name, dev['subsystem_vendor_id'] = _name_id(get('SVendor'), nn)
+        sname, dev['subsystem_device_id'] = _name_id(get('SDevice') or '', nn)
+        dev['subsystem_name'] = ' '.join(x for x in (name, sname) if x)
+    dev['revision'] = (get('Rev') or '').lower() or None
+    dev['prog_if'] = (get('ProgIf') or '').lower() or None
+    dev['driver'] = get('Driver')
+    dev['kernel_modules'] = fields.get('Module', [])
+    dev['numa_node'] = _int_or_none(get('NUMANode')) if get('NUMANode') is not None else None
+    dev['iommu_group'] = get('IOMMUGroup')
+    dev['physical_slot'] = get('PhySlot')
+    return dev
+
+
+def _parse_vmm(lines):
+    out, fields = [], {}
+    for line in lines + ['']:
+        if not line.strip():
+            if 'Slot' in fields:
+                out.append(_vmm_record(fields))
+            elif fields.get('Device') and re.match(BDF + '$', fields['Device'][0]):  # -vm: first key Device
+                values = fields.pop('Device')
+                fields.update(Slot=values[:1], Device=values[1:] or [None])
+                out.append(_vmm_record(fields))
+            fields = {}
+            continue
+        m = VMM_KEY.match(line)
+        if m:
+            fields.setdefault(m.group('k'), []).append(m.group('v').strip())
+    return out
+
+
+def _parse_mm(line):
+    """`-mm`: BB:DD.F "class" "vendor" "device" -rXX -pXX "svendor" "sdevice" (shell-quoted)."""
+    parts = shlex.split(line)
+    dev = _empty(parts[0])
+    opts = [p for p in parts[1:] if re.match(r'^-[rp][0-9a-fA-F]{2}$', p)]
+    names = [p for p in parts[1:] if p not in opts]
+    for o in opts:
+        dev['revision' if o[1] == 'r' else 'prog_if'] = o[2:].lower()
+    keys = [('class_name', 'class_id'), ('vendor_name', 'vendor_id'), ('device_name', 'device_id'),
+            ('subsystem_vendor', 'subsystem_vendor_id'), ('subsystem_device', 'subsystem_device_id')]
+    for (nk, ik), value in zip(keys, names):
+        name, ident = _name_id(value)
+        dev[nk] = name
+        dev[ik] = ident
+    dev['subsystem_name'] = ' '.join(x for x in (dev.pop('subsystem_vendor', None),
+                                                 dev.pop('subsystem_device', None)) if x) or None
+    if not dev['class_id']:
+        dev['class_id'] = CLASS_IDS.get(dev['class_name'])
+    return dev
+
+
+def infer_vfs(devices):
+    """Mark SR-IOV VFs that lspci text cannot show directly.
+
+    lspci prints a VF with its PF's name and ids. On one bus, GPU functions with the same vendor:device as the
+    lowest-numbered one are taken as its VFs (each GPU board sits behind its own port, so two PFs of the same
+    model do not share a bus). The result says it was inferred."""
+    by_bus = {}
+    for d in devices:
+        if device_kind(d['class_id']) == 'gpu' and d['device_id']:
+            by_bus.setdefault((d['bdf'].rsplit(':', 1)[0], d['vendor_id'], d['device_id']), []).append(d)
+    for d in devices:
+        d.setdefault('is_vf', False)
+        d.setdefault('physfn', None)
+    for group in by_bus.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda d: d['bdf'])
+        for vf in group[1:]:
+            vf['is_vf'], vf['physfn'], vf['vf_inferred'] = True, group[0]['bdf'], True
+    return devices
+
+
+def parse(text, vendor_names=None):
+    """Parse lspci output; return a list of device dicts sorted by BDF.
+
+    ``vendor_names`` maps vendor name -> id (from pci.ids) to split names and fill ids in the plain format.
+    Lines that are not lspci output (shell prompts, "[...]" elisions, -v resource lines) are skipped."""
+    if not isinstance(text, str):
+        raise LspciError('lspci text must be a string, got %s' % type(text).__name__)
+    lines = text.replace('\r\n', '\n').split('\n')
+    if any(re.match(r'^(Slot|Device):\t?\s*' + BDF + r'\s*$', ln) for ln in lines):
+        devices = _parse_vmm(lines)
+    else:
+        devices, current = [], None
+        for line in lines:
+            if re.match('^' + BDF + r'\s+"', line):  # -mm
+                current = _parse_mm(line)
+                devices.append(current)
+                continue
+            dev = _terse(line, vendor_names)
+            if dev:
+                current = dev
+                devices.append(dev)
+                continue
+            cont = CONT.match(line)
+            if cont and current is not None:
+                _continuation(current, cont.group('k'), cont.group('v'), vendor_names)
+    for d in devices:
+        d['kind'] = device_kind(d['class_id'], d['vendor_id'])
+    devices.sort(key=lambda d: d['bdf'])
+    return infer_vfs(devices)

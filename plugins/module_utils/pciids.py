@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read a pci.ids database (the host's, or the one a device plugin image ships) for vendor and device names."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import io
+import os
+
+# Where distributions install pci.ids (Debian/Ubuntu: pciutils -> /usr/share/misc; EL/Fedora: hwdata).
+DEFAULT_PATHS = ('/usr/share/misc/pci.ids', '/usr/share/hwdata/pci.ids', '/usr/share/pci.ids')
+
+_CACHE = {}
+
+
+class PciIdsError(ValueError):
+    pass
+
+
+def find_default():
+    for path in DEFAULT_PATHS:
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+class PciIds(object):
+    """vendors: {id: name}; devices: {(vendor, device): name}; classes: {cccc: name}. Ids lower-case hex."""
+
+    def __init__(self, vendors, devices, classes, path=None):
+        self.vendors, self.devices, self.classes, self.path = vendors, devices, classes, path
+
+    def vendor_name(self, vendor_id):
+        return self.vendors.get((vendor_id or '').lower())
+
+    def device_name(self, vendor_id, device_id):
+        return self.devices.get(((vendor_id or '').lower(), (device_id or '').lower()))
+
+    def vendor_ids_by_name(self):
+        """name -> id, for splitting lspci's "vendor device" text (first id wins on duplicate names)."""
+        out = {}
+        for vid, name in sorted(self.vendors.items()):
+            out.setdefault(name, vid)
+        return out
+
+
+def parse(text, path=None):
+    """Parse pci.ids text. Vendor lines start in column 0, devices with one TAB, subsystems with two TABs
+    (skipped: resource names use the device line); the "C" section holds class and subclass names."""
+    vendors, devices, classes = {}, {}, {}
+    vendor = cls = None
+    for line in text.splitlines():
+        if not line or line[0] == '#':
+            continue
+        if line.startswith('C '):
+            cls, vendor = line[2:4].lower(), None
+            continue
+        if line[0] != '\t':
+            ident, sep, name = line.partition('  ')
+            if sep and len(ident) == 4:
+                vendor, cls = ident.lower(), None
+                vendors[vendor] = name.strip()
+            continue
+        if line.startswith('\t\t'):
+            continue
+        ident, sep, name = line[1:].partition('  ')
+        if not sep:
+            continue
+        if vendor is not None:
+            devices[(vendor, ident.lower())] = name.strip()
+        elif cls is not None and len(ident) == 2:
+            classes[cls + ident.lower()] = name.strip()
+    return PciIds(vendors, devices, classes, path)
+
+
+def load(path=None):
+    """Load (and cache per path and mtime) a pci.ids file; ``path`` None means the host's."""
+    path = path or find_default()
+    if not path:
+        raise PciIdsError('no pci.ids found at %s; install pciutils (or hwdata) or give the path of a pci.ids file'
+                          % ', '.join(DEFAULT_PATHS))
+    try:
+        stamp = os.stat(path).st_mtime
+    except OSError as e:
+        raise PciIdsError('cannot read pci.ids %s: %s; give the path of an existing pci.ids file' % (path, e))
+    cached = _CACHE.get(path)
+    if cached and cached[0] == stamp:
+        return cached[1]
+    # pci.ids is UTF-8 (it has non-ASCII vendor names); be lenient with a damaged copy
+    with io.open(path, encoding='utf-8', errors='replace') as f:
+        db = parse(f.read(), path)
+    _CACHE[path] = (stamp, db)
+    return db

@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes resource names for GPUs, as KubeVirt VMs request them and HCO must permit them (DESIGN.md 3)."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+PREFIX = 'nvidia.com/'
+
+
+class ResourceNameError(ValueError):
+    pass
+
+
+def pci_name_part(device_name):
+    """The KubeVirt GPU device plugin's naming: upper-case, "/", "." and whitespace -> "_", every other
+    character outside [A-Za-z0-9_] dropped. "GA102GL [A10]" -> "GA102GL_A10"."""
+    if not isinstance(device_name, str) or not device_name.strip():
+        raise ResourceNameError('a PCI device name is needed to build a resource name, got %r; pass the device '
+                                'dict from pci_devices or its device_name' % (device_name,))
+    name = re.sub(r'[/.\s]', '_', device_name.strip().upper())
+    return re.sub(r'[^A-Za-z0-9_]', '', name)
+
+
+def mdev_name_part(type_name):
+    """vGPU type name with whitespace -> "_": "NVIDIA A10-12Q" -> "NVIDIA_A10-12Q"."""
+    if not isinstance(type_name, str) or not type_name.strip():
+        raise ResourceNameError('a vGPU type name such as "NVIDIA A10-12Q" is needed, got %r' % (type_name,))
+    return re.sub(r'\s', '_', type_name.strip())
+
+
+def short_type_name(type_name):
+    """The name vgpu-device-manager configs use: "GRID "/"NVIDIA " prefix dropped ("NVIDIA A10-12Q" -> "A10-12Q")."""
+    return re.sub(r'^(GRID|NVIDIA)\s+', '', (type_name or '').strip())
+
+
+def selector(vendor_id, device_id):
+    """HCO pciDeviceSelector: VENDOR:DEVICE upper-case hex ("10DE:2236")."""
+    for label, value in (('vendor_id', vendor_id), ('device_id', device_id)):
+        if not isinstance(value, str) or not re.match(r'^[0-9a-fA-F]{4}$', value):
+            raise ResourceNameError('%s %r is not 4 hex digits (such as 10de / 2236)' % (label, value))
+    return ('%s:%s' % (vendor_id, device_id)).upper()
+
+
+def pci_resource_name(device, pciids=None, prefix=PREFIX):
+    """``device``: a pci_devices entry (dict) or a device name. With ``pciids`` (a PciIds) the name comes from
+    that database by vendor/device id, as the plugin does with the pci.ids in its image; the device's own
+    device_name is the fallback."""
+    name = device
+    if isinstance(device, dict):
+        name = None
+        if pciids is not None and device.get('vendor_id') and device.get('device_id'):
+            name = pciids.device_name(device['vendor_id'], device['device_id'])
+        name = name or device.get('device_name')
+        if not name:
+            raise ResourceNameError('device %s has no device_name and its id %s:%s is not in %s'
+                                    % (device.get('bdf'), device.get('vendor_id'), device.get('device_id'),
+                                       getattr(pciids, 'path', None) or 'the given pci.ids'))
+    return prefix + pci_name_part(name)
+
+
+def mdev_resource_name(type_name, prefix=PREFIX):
+    if isinstance(type_name, dict):
+        type_name = type_name.get('name')
+    return prefix + mdev_name_part(type_name)
+
+
+def _facts(host):
+    """Accept {'pci_devices': ..., 'mdev_types': ...} or the registered fact names gpuvirt_pci_devices / ..."""
+    if not isinstance(host, dict):
+        raise ResourceNameError('each host entry must be a dict with pci_devices / mdev_types facts, got %s'
+                                % type(host).__name__)
+    pci = host.get('pci_devices', host.get('gpuvirt_pci_devices')) or {}
+    mdev = host.get('mdev_types', host.get('gpuvirt_mdev_types')) or {}
+    return pci, mdev
+
+
+def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX):
+    """Facts of many hosts -> deduplicated HCO permittedHostDevices lists.
+
+    pciHostDevices come from the GPUs (PFs; VFs only with ``include_vfs``), one entry per vendor:device;
+    mediatedDevices from every vGPU type offered on any parent, one per type name. Entries are sorted so the
+    result is stable whatever the host order."""
+    if isinstance(hosts, dict):
+        hosts = [hosts]
+    pci, mdev = {}, {}
+    for host in hosts or []:
+        pci_facts, mdev_facts = _facts(host)
+        gpus = pci_facts.get('gpus')
+        if gpus is None:
+            gpus = [d for d in pci_facts.get('devices', []) if d.get('kind') == 'gpu']
+        for gpu in gpus:
+            if gpu.get('is_vf') and not include_vfs:
+                continue
+            sel = selector(gpu.get('vendor_id') or '10de', gpu.get('device_id'))
+            pci.setdefault(sel, {'pciDeviceSelector': sel, 'resourceName': pci_resource_name(gpu, pciids, prefix),
+                                 'externalResourceProvider': True})
+        for parent in mdev_facts.get('parents', []):
+            for t in parent.get('types', []):
+                if t.get('name'):
+                    mdev.setdefault(t['name'], {'mdevNameSelector': t['name'],
+                                                'resourceName': mdev_resource_name(t['name'], prefix),
+                                                'externalResourceProvider': True})
+    return {'pciHostDevices': [pci[k] for k in sorted(pci)], 'mediatedDevices': [mdev[k] for k in sorted(mdev)]}

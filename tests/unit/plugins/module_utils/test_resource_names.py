@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Resource names exactly as DESIGN.md section 3 states them."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import pciids
+from ansible_collections.gpuvirt.provision.plugins.module_utils import resource_names as rn
+
+A10 = {'bdf': '0000:41:00.0', 'vendor_id': '10de', 'device_id': '2236', 'device_name': 'Device 2236',
+       'kind': 'gpu', 'is_vf': False}
+
+
+@pytest.mark.parametrize('name,want', [
+    ('GA102GL [A10]', 'GA102GL_A10'),
+    ('GH100 [H100 SXM5 80GB]', 'GH100_H100_SXM5_80GB'),
+    ('GA100GL [A30 PCIe]', 'GA100GL_A30_PCIE'),
+    ('TU117M [GeForce GTX 1650 Mobile / Max-Q]', 'TU117M_GEFORCE_GTX_1650_MOBILE___MAXQ'),
+    ('GV100GL [Tesla V100S PCIe 32GB]', 'GV100GL_TESLA_V100S_PCIE_32GB'),
+    ('GA102 [GeForce RTX 3080 Ti 12.0GB]', 'GA102_GEFORCE_RTX_3080_TI_12_0GB'),
+])
+def test_pci_name(name, want):
+    assert rn.pci_name_part(name) == want
+    assert rn.pci_resource_name(name) == 'nvidia.com/' + want
+
+
+def test_vgpu_names():
+    assert rn.mdev_resource_name('NVIDIA A10-12Q') == 'nvidia.com/NVIDIA_A10-12Q'
+    assert rn.mdev_resource_name('GRID T4-1Q', prefix='') == 'GRID_T4-1Q'
+    assert rn.short_type_name('NVIDIA A10-12Q') == 'A10-12Q' and rn.short_type_name('GRID P40-2B') == 'P40-2B'
+
+
+def test_selector_and_bad_ids():
+    assert rn.selector('10de', '2236') == '10DE:2236'
+    with pytest.raises(rn.ResourceNameError, match="vendor_id '10dx'"):
+        rn.selector('10dx', '2236')
+
+
+def test_name_from_pciids_beats_an_old_lspci_name(reference_dir):
+    db = pciids.load(os.path.join(reference_dir, 'pciids', 'pci.ids-2025.07.11_from-NVIDIA-go-nvlib.ids'))
+    assert rn.pci_resource_name(A10, db) == 'nvidia.com/GA102GL_A10'
+    assert rn.pci_resource_name(A10) == 'nvidia.com/DEVICE_2236'  # what lspci's old pci.ids said
+
+
+def test_permitted_host_devices_dedups_and_sorts():
+    h100 = dict(A10, bdf='0000:1b:00.0', device_id='2330', device_name='GH100 [H100 SXM5 80GB]')
+    vf = dict(A10, bdf='0000:41:00.4', is_vf=True, device_name='GA102GL [A10]')
+    mdev = {'parents': [{'parent': '0000:41:00.4', 'interface': 'mdev',
+                         'types': [{'name': 'NVIDIA A10-24Q'}, {'name': 'NVIDIA A10-12Q'}]}]}
+    hosts = [{'pci_devices': {'gpus': [h100, dict(A10, device_name='GA102GL [A10]'), vf]}, 'mdev_types': mdev},
+             {'gpuvirt_pci_devices': {'gpus': [dict(A10, device_name='GA102GL [A10]')]}, 'gpuvirt_mdev_types': mdev}]
+    out = rn.permitted_host_devices(hosts)
+    assert out['pciHostDevices'] == [
+        {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/GA102GL_A10', 'externalResourceProvider': True},
+        {'pciDeviceSelector': '10DE:2330', 'resourceName': 'nvidia.com/GH100_H100_SXM5_80GB',
+         'externalResourceProvider': True}]
+    assert [m['mdevNameSelector'] for m in out['mediatedDevices']] == ['NVIDIA A10-12Q', 'NVIDIA A10-24Q']
+    assert out['mediatedDevices'][0]['resourceName'] == 'nvidia.com/NVIDIA_A10-12Q'
+
+
+def test_permitted_host_devices_bad_input():
+    with pytest.raises(rn.ResourceNameError, match='dict'):
+        rn.permitted_host_devices(['gpu-1'])
