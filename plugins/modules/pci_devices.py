@@ -23,6 +23,7 @@ author:
 options:
   vendors:
     description: Keep devices of these PCI vendor ids (4 hex digits). An empty list keeps every vendor.
+    aliases: [vendor_ids]
     type: list
     elements: str
     default: ['10de']
@@ -139,7 +140,7 @@ def vendor_names(path):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            vendors=dict(type='list', elements='str', default=['10de']),
+            vendors=dict(type='list', elements='str', default=['10de'], aliases=['vendor_ids']),
             classes=dict(type='list', elements='str', default=[]),
             sysfs_root=dict(type='path', default='/sys'),
             lspci_path=dict(type='path'),

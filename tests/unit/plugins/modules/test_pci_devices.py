@@ -124,3 +124,9 @@ def test_bad_input_named(monkeypatch, args, msg):
 def test_lspci_missing_names_pciutils(monkeypatch):
     res = run(monkeypatch, {}, lspci=None)
     assert res['failed'] and 'pciutils' in res['msg']
+
+
+def test_vendor_ids_alias_used_by_roles(monkeypatch, fixtures_dir, sysfs):
+    text = capture(fixtures_dir, 'hgx-h100-8gpu-4nvswitch-Dnn-egrep-nvidia-vga_starlab3030-rhel-ai.txt')
+    res = run(monkeypatch, {'lspci_output': text, 'sysfs_root': sysfs.root, 'vendor_ids': ['1a03']})
+    assert [d['bdf'] for d in res['devices']] == ['0000:04:00.0']

@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which processes hold /dev/nvidia* (from /proc/<pid>/fd), with their command and systemd unit, so a rebind
+to vfio-pci can be refused naming them. ``proc_root`` lets tests and sosreports point at a copy."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+DEVICE = re.compile(r'^/dev/nvidia(?P<minor>\d+)?(?:ctl|-uvm|-uvm-tools|-modeset|-nvswitchctl|-caps/.*)?$')
+UNIT = re.compile(r'\.(service|scope|socket|mount|swap)$')
+
+
+def _read(path, mode='r'):
+    try:
+        with open(path, mode) as f:
+            return f.read()
+    except (IOError, OSError):
+        return None
+
+
+def unit_from_cgroup(text):
+    """The innermost systemd unit in /proc/<pid>/cgroup ("0::/system.slice/nvidia-persistenced.service")."""
+    for line in (text or '').splitlines():
+        path = line.split(':', 2)[-1]
+        units = [c for c in path.split('/') if UNIT.search(c)]
+        if units:
+            return units[-1]
+    return None
+
+
+def command(proc, pid):
+    raw = _read(os.path.join(proc, pid, 'cmdline'), 'rb')
+    if raw:
+        return raw.rstrip(b'\0').replace(b'\0', b' ').decode('utf-8', 'replace')
+    comm = _read(os.path.join(proc, pid, 'comm'))
+    return '[%s]' % comm.strip() if comm else None
+
+
+def minor_bdfs(proc):
+    """GPU minor -> BDF from /proc/driver/nvidia/gpus/<bdf>/information ("Device Minor: 0")."""
+    base = os.path.join(proc, 'driver', 'nvidia', 'gpus')
+    out = {}
+    try:
+        bdfs = os.listdir(base)
+    except OSError:
+        return out
+    for bdf in bdfs:
+        m = re.search(r'Device Minor:\s*(\d+)', _read(os.path.join(base, bdf, 'information')) or '')
+        if m:
+            out[int(m.group(1))] = bdf.lower()
+    return out
+
+
+def scan(proc='/proc', gpus=None):
+    """holders + held + message; ``gpus`` (BDFs) keeps per-GPU holders of those GPUs and every control-device
+    holder (nvidiactl, nvidia-uvm... keep the nvidia module in use)."""
+    bdfs = minor_bdfs(proc)
+    wanted = set(b.lower() for b in gpus or [])
+    holders, unreadable = [], 0
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError as e:
+        raise ValueError('cannot list %s (%s); give proc_root, the directory procfs is mounted on' % (proc, e))
+    for pid in sorted(pids, key=int):
+        fd_dir = os.path.join(proc, pid, 'fd')
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            unreadable += 1  # another user's process without root, or it exited
+            continue
+        seen = set()
+        for fd in sorted(fds, key=lambda n: int(n) if n.isdigit() else -1):  # fd order, stable output
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            m = DEVICE.match(target)
+            if not m or target in seen:
+                continue
+            seen.add(target)
+            minor = int(m.group('minor')) if m.group('minor') else None  # null for control devices
+            bdf = bdfs.get(minor) if minor is not None else None
+            if wanted and bdf is not None and bdf not in wanted:  # another GPU (unknown BDF: kept, to be safe)
+                continue
+            holders.append({'pid': int(pid), 'command': command(proc, pid), 'device': target, 'minor': minor,
+                            'bdf': bdf, 'unit': unit_from_cgroup(_read(os.path.join(proc, pid, 'cgroup')))})
+    lines = ['PID %d (%s) holds %s%s%s' % (h['pid'], h['command'], h['device'],
+                                          ' (GPU %s)' % h['bdf'] if h['bdf'] else '',
+                                          ', unit %s' % h['unit'] if h['unit'] else '') for h in holders]
+    if not holders:
+        lines = ['no process holds /dev/nvidia*']
+    if unreadable:
+        lines.append('%d processes could not be inspected (run as root to see them all)' % unreadable)
+    return {'held': bool(holders), 'holders': holders, 'message': '\n'.join(lines), 'unreadable': unreadable}

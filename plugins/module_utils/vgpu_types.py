@@ -1,0 +1,176 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""vGPU types on both kernel interfaces (DESIGN.md 3): mdev (mdev_supported_types, on PFs or SR-IOV VFs) and
+NVIDIA's vendor-specific VFIO (per VF nvidia/creatable_vgpu_types + current_vgpu_type); plus mdevctl JSON."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.resource_names import short_type_name
+
+UUID = re.compile(r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
+CREATABLE = re.compile(r'^\s*(?P<id>\d+)\s*:\s*(?P<name>.+?)\s*$')
+
+
+class VgpuError(ValueError):
+    pass
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except (IOError, OSError):
+        return None
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def parse_description(text):
+    """"num_heads=4, frl_config=60, framebuffer=2048M, max_resolution=..., max_instance=8" -> typed dict."""
+    fields = dict(kv.split('=', 1) for kv in re.split(r',\s*', text or '') if '=' in kv)
+    out = {'framebuffer_mib': None, 'max_instance': None, 'num_heads': None, 'frl_config': None,
+           'max_resolution': fields.get('max_resolution')}
+    fb = re.match(r'^(\d+)([MG])?$', fields.get('framebuffer', ''))
+    if fb:
+        out['framebuffer_mib'] = int(fb.group(1)) * (1024 if fb.group(2) == 'G' else 1)
+    for key in ('max_instance', 'num_heads', 'frl_config'):
+        if re.match(r'^\d+$', fields.get(key, '')):
+            out[key] = int(fields[key])
+    return out
+
+
+def _type(type_id, name, description=None, available=None, device_api=None):
+    t = {'type_id': type_id, 'name': name, 'short_name': short_type_name(name), 'available_instances': available,
+         'device_api': device_api, 'description': description}
+    t.update(parse_description(description))
+    return t
+
+
+def _physfn(root, bdf):
+    try:
+        return os.path.basename(os.readlink(os.path.join(root, 'bus', 'pci', 'devices', bdf, 'physfn')))
+    except OSError:
+        return None
+
+
+def mdev_parents(root):
+    """Parents under <root>/class/mdev_bus (the kernel's list of mdev-capable devices)."""
+    out = []
+    for parent in _listdir(os.path.join(root, 'class', 'mdev_bus')):
+        base = os.path.join(root, 'class', 'mdev_bus', parent)
+        types, devices = [], []
+        for tid in _listdir(os.path.join(base, 'mdev_supported_types')):
+            tdir = os.path.join(base, 'mdev_supported_types', tid)
+            avail = _read(os.path.join(tdir, 'available_instances'))
+            types.append(_type(tid, _read(os.path.join(tdir, 'name')) or tid, _read(os.path.join(tdir, 'description')),
+                               int(avail) if avail and avail.isdigit() else None,
+                               _read(os.path.join(tdir, 'device_api'))))
+        names = dict((t['type_id'], t['name']) for t in types)
+        # instances are <parent>/<uuid>/ with mdev_type -> ../mdev_supported_types/<type>
+        for entry in _listdir(base):
+            if UUID.match(entry):
+                try:
+                    tid = os.path.basename(os.readlink(os.path.join(base, entry, 'mdev_type')))
+                except OSError:
+                    tid = None
+                devices.append({'uuid': entry, 'type_id': tid, 'name': names.get(tid)})
+        out.append({'parent': parent, 'interface': 'mdev', 'physfn': _physfn(root, parent), 'types': types,
+                    'devices': devices, 'current_type': None})
+    return out
+
+
+def parse_creatable(text):
+    """creatable_vgpu_types: header "ID    : vGPU Name" then "<id>  : <name>" lines -> [(id, name)]."""
+    out = []
+    for line in (text or '').splitlines():
+        m = CREATABLE.match(line)
+        if m:
+            out.append((m.group('id'), m.group('name')))
+    return out
+
+
+def vendor_parents(root):
+    """VFs with an nvidia/ directory (vGPU 17+ vendor-specific VFIO)."""
+    found = []
+    for bdf in _listdir(os.path.join(root, 'bus', 'pci', 'devices')):
+        ndir = os.path.join(root, 'bus', 'pci', 'devices', bdf, 'nvidia')
+        creatable = _read(os.path.join(ndir, 'creatable_vgpu_types'))
+        if creatable is None:
+            continue
+        found.append((bdf, parse_creatable(creatable), (_read(os.path.join(ndir, 'current_vgpu_type')) or '0')))
+    # the list shrinks as capacity is used, so a VF's own current type may be missing from it: name it from
+    # any VF's list (same board, same ids)
+    names = {}
+    for dummy, creatable, dummy2 in found:
+        names.update(creatable)
+    out = []
+    for bdf, creatable, current in found:
+        busy = current not in ('', '0')
+        types = [_type(tid, name, available=0 if busy else 1) for tid, name in creatable]
+        devices = [{'uuid': None, 'type_id': current, 'name': names.get(current)}] if busy else []
+        out.append({'parent': bdf, 'interface': 'vendor_vfio', 'physfn': _physfn(root, bdf), 'types': types,
+                    'devices': devices, 'current_type': current if busy else None})
+    return out
+
+
+def parse_mdevctl_json(text):
+    """`mdevctl types --dumpjson`: [{parent: [{type_id: {available_instances, device_api, name, description}}]}]."""
+    try:
+        data = json.loads(text) if isinstance(text, str) else text
+    except ValueError as e:
+        raise VgpuError('mdevctl_json is not JSON (%s); give the output of mdevctl types --dumpjson' % e)
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise VgpuError('mdevctl_json must be a list of {parent: [types]} as mdevctl types --dumpjson prints')
+    out = []
+    for block in data:
+        for parent, entries in sorted((block or {}).items()):
+            types = []
+            for entry in entries or []:
+                for tid, t in entry.items():
+                    types.append(_type(tid, t.get('name') or tid, t.get('description'), t.get('available_instances'),
+                                       t.get('device_api')))
+            out.append({'parent': parent, 'interface': 'mdev', 'physfn': None, 'types': types, 'devices': [],
+                        'current_type': None})
+    return out
+
+
+def summarise(parents):
+    interfaces = sorted(set(p['interface'] for p in parents))
+    types = set(t['name'] for p in parents for t in p['types'])
+    available = sorted(set(t['name'] for p in parents for t in p['types'] if t['available_instances']))
+    if not parents:
+        state, msg = 'none', ('no vGPU interface: neither /sys/class/mdev_bus nor nvidia/creatable_vgpu_types on '
+                              'any PCI device; the NVIDIA vGPU Manager (vgpu-kvm host driver) is not loaded, or '
+                              'SR-IOV VFs are not enabled on Ampere and later GPUs')
+    elif not available:
+        state, msg = 'exhausted', ('%d vGPU types on %d parents (%s) but none has an instance available: every '
+                                   'parent is in use or holds another type' % (len(types), len(parents),
+                                                                              ', '.join(interfaces)))
+    else:
+        state, msg = 'available', '%d vGPU types on %d parents (%s), %d available' % (
+            len(types), len(parents), ', '.join(interfaces), len(available))
+    return {'interfaces': interfaces, 'state': state, 'available_types': available, 'message': msg}
+
+
+def discover(root='/sys', mdevctl_json=None):
+    if not os.path.isdir(root):
+        raise VgpuError('sysfs_root %s does not exist; give the directory sysfs is mounted on (/sys)' % root)
+    parents = mdev_parents(root) + vendor_parents(root)
+    if mdevctl_json:
+        seen = set(p['parent'] for p in parents)
+        parents += [p for p in parse_mdevctl_json(mdevctl_json) if p['parent'] not in seen]
+    parents.sort(key=lambda p: p['parent'])
+    return dict(parents=parents, **summarise(parents))

@@ -1,0 +1,92 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: gpu_holders
+short_description: Name the processes that hold NVIDIA device files, with their systemd units
+version_added: 0.1.0
+description:
+  - Scans C(/proc/<pid>/fd) for C(/dev/nvidia*) (GPU devices C(/dev/nvidiaN), and control devices such as
+    C(/dev/nvidiactl) and C(/dev/nvidia-uvm)), and reports pid, command, device, GPU minor (and its BDF from
+    C(/proc/driver/nvidia/gpus)) and the systemd unit from C(/proc/<pid>/cgroup).
+  - A rebind to vfio-pci is refused with RV(message) when RV(held) is true.
+  - Read-only. Without root, other users' processes cannot be inspected; RV(unreadable) counts them.
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  gpus:
+    description:
+      - Only per-GPU holders of these GPUs (BDFs); holders of control devices are always reported.
+    type: list
+    elements: str
+    default: []
+  proc_root:
+    description: Where procfs is mounted, or a copy.
+    type: path
+    default: /proc
+attributes:
+  check_mode:
+    description: Reads only; runs the same in check mode.
+    support: full
+  diff_mode:
+    description: Nothing changes, so there is no diff.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Who holds the GPUs
+  gpuvirt.provision.gpu_holders:
+  register: gpuvirt_gpu_holders
+
+- name: Refuse to rebind a held GPU
+  ansible.builtin.fail:
+    msg: "{{ gpuvirt_gpu_holders.message }}"
+  when: gpuvirt_gpu_holders.held
+'''
+
+RETURN = r'''
+held:
+  description: Some process holds an NVIDIA device file.
+  returned: always
+  type: bool
+holders:
+  description: pid, command, device, minor (null for control devices), bdf (null when unknown), unit (null when
+    not in a systemd unit).
+  returned: always
+  type: list
+  elements: dict
+message:
+  description: One line per holder, suitable for a failure message.
+  returned: always
+  type: str
+unreadable:
+  description: Processes whose file descriptors could not be read.
+  returned: always
+  type: int
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(gpus=dict(type='list', elements='str', default=[]),
+                           proc_root=dict(type='path', default='/proc')),
+        supports_check_mode=True,
+    )
+    try:
+        result = gpu_holders.scan(module.params['proc_root'], module.params['gpus'])
+    except ValueError as e:
+        module.fail_json(msg=str(e))
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == '__main__':
+    main()

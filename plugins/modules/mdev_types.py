@@ -1,0 +1,102 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: mdev_types
+short_description: Discover vGPU types on the mdev and NVIDIA vendor-specific VFIO interfaces
+version_added: 0.1.0
+description:
+  - Reads both kernel interfaces for vGPU. mdev - C(/sys/class/mdev_bus/<parent>/mdev_supported_types/<type>/)
+    (C(name), C(description), C(available_instances), C(device_api)) on PFs or SR-IOV VFs, and the mdev
+    instances on each parent. NVIDIA vendor-specific VFIO (vGPU 17 and later) - per VF
+    C(nvidia/creatable_vgpu_types) and C(current_vgpu_type).
+  - Says which case holds - no interface at all (vGPU Manager not loaded), types that exist but none available,
+    or types available.
+  - Read-only.
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  sysfs_root:
+    description: Where sysfs is mounted, or a copied tree.
+    type: path
+    default: /sys
+  mdevctl_json:
+    description:
+      - Output of C(mdevctl types --dumpjson) to read as well (parents sysfs already showed are not repeated).
+    type: str
+attributes:
+  check_mode:
+    description: Reads only; runs the same in check mode.
+    support: full
+  diff_mode:
+    description: Nothing changes, so there is no diff.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: vGPU types of this host
+  gpuvirt.provision.mdev_types:
+  register: gpuvirt_mdev_types
+
+- name: Fail early when no vGPU type is available
+  ansible.builtin.assert:
+    that: gpuvirt_mdev_types.state == 'available'
+    fail_msg: "{{ gpuvirt_mdev_types.message }}"
+'''
+
+RETURN = r'''
+parents:
+  description:
+    - One entry per parent device - C(parent) (BDF), C(interface) (C(mdev) or C(vendor_vfio)), C(physfn) (PF of
+      a VF parent), C(types), C(devices) (existing vGPUs with C(uuid), C(type_id), C(name)) and C(current_type)
+      (vendor_vfio only).
+    - Each type has C(type_id), C(name), C(short_name) (as vgpu-device-manager configs write it, C(A10-12Q)),
+      C(available_instances), C(device_api), C(description), C(framebuffer_mib), C(max_instance), C(num_heads),
+      C(frl_config), C(max_resolution).
+  returned: always
+  type: list
+  elements: dict
+interfaces:
+  description: Interfaces found.
+  returned: always
+  type: list
+  elements: str
+state:
+  description: C(none) (no interface), C(exhausted) (types but none available) or C(available).
+  returned: always
+  type: str
+available_types:
+  description: Names of the types with an instance available on some parent.
+  returned: always
+  type: list
+  elements: str
+message:
+  description: One sentence saying which state holds and why.
+  returned: always
+  type: str
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_types
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(sysfs_root=dict(type='path', default='/sys'), mdevctl_json=dict(type='str')),
+        supports_check_mode=True,
+    )
+    try:
+        result = vgpu_types.discover(module.params['sysfs_root'], module.params['mdevctl_json'])
+    except vgpu_types.VgpuError as e:
+        module.fail_json(msg=str(e))
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_holders on /proc trees laid out like procfs, and on this machine's real /proc."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders as gh
+
+
+def proc_pid(root, pid, cmdline, fds, cgroup):
+    base = root / str(pid)
+    (base / 'fd').mkdir(parents=True)
+    (base / 'cmdline').write_bytes(b'\0'.join(c.encode() for c in cmdline) + b'\0')
+    (base / 'comm').write_text(cmdline[0].rsplit('/', 1)[-1] + '\n')
+    (base / 'cgroup').write_text(cgroup)
+    for i, target in enumerate(fds):
+        os.symlink(target, str(base / 'fd' / str(i)))
+
+
+def test_holders_with_units_and_minors(tmp_path):
+    proc = tmp_path / 'proc'
+    gpus = proc / 'driver' / 'nvidia' / 'gpus'
+    for bdf, minor in (('0000:41:00.0', 0), ('0000:c1:00.0', 1)):
+        (gpus / bdf).mkdir(parents=True)
+        (gpus / bdf / 'information').write_text('Model: \t\t NVIDIA A10\nDevice Minor: \t %d\n' % minor)
+    proc_pid(proc, 1500, ['/usr/bin/nvidia-persistenced', '--user', 'nvidia-persistenced'],
+             ['/dev/nvidiactl', '/dev/nvidia0', '/dev/nvidia0', '/dev/null'],
+             '0::/system.slice/nvidia-persistenced.service\n')
+    proc_pid(proc, 2001, ['python3', 'train.py'], ['/dev/nvidia1', 'socket:[123]'],
+             '0::/user.slice/user-1000.slice/session-3.scope\n')
+    proc_pid(proc, 2002, ['bash'], ['/dev/pts/0'], '0::/user.slice/user-1000.slice/session-3.scope\n')
+    res = gh.scan(str(proc))
+    assert res['held'] is True
+    assert [(h['pid'], h['device'], h['minor'], h['bdf'], h['unit']) for h in res['holders']] == [
+        (1500, '/dev/nvidiactl', None, None, 'nvidia-persistenced.service'),
+        (1500, '/dev/nvidia0', 0, '0000:41:00.0', 'nvidia-persistenced.service'),
+        (2001, '/dev/nvidia1', 1, '0000:c1:00.0', 'session-3.scope')]
+    assert 'PID 1500 (/usr/bin/nvidia-persistenced --user nvidia-persistenced) holds /dev/nvidia0 (GPU 0000:41:00.0)' \
+        ', unit nvidia-persistenced.service' in res['message']
+    # only GPU 0000:c1:00.0: its holder plus every control-device holder
+    only = gh.scan(str(proc), ['0000:C1:00.0'])
+    assert [(h['pid'], h['device']) for h in only['holders']] == [(1500, '/dev/nvidiactl'), (2001, '/dev/nvidia1')]
+
+
+def test_cgroup_v1_line():
+    text = '12:pids:/system.slice/dcgm.service\n1:name=systemd:/system.slice/dcgm.service\n'
+    assert gh.unit_from_cgroup(text) == 'dcgm.service'
+    assert gh.unit_from_cgroup('0::/\n') is None
+
+
+def test_this_machine_has_no_holders():
+    # no NVIDIA device exists here (the integration test checks lspci agrees): nothing can hold one
+    if any(n.startswith('nvidia') for n in os.listdir('/dev')):
+        return
+    res = gh.scan('/proc')
+    assert res['held'] is False and res['holders'] == [] and res['message'].startswith('no process holds')
