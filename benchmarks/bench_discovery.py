@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, '.build', 'collections'))
 from sysfs_tree import SysfsTree  # noqa: E402
 from ansible_collections.gpuvirt.provision.plugins.module_utils import lspci, sysfs_pci, vgpu_types  # noqa: E402
 
-CREATABLE = os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'sysfs', 'l40s-vf-0000:26:00.4-nvidia',
+CREATABLE = os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'sysfs', 'l40s-vf-0000_26_00.4-nvidia',
                          'creatable_vgpu_types')
 
 
@@ -78,10 +78,10 @@ def main():
         print('mdev_types discovery (sysfs):        %8.2f ms' % best(lambda: vgpu_types.discover(tree.root), 3))
         if shutil.which('lspci'):
             real = subprocess.run(['lspci', '-vmmnnkD'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  universal_newlines=True).stdout
+                                  universal_newlines=True, check=True).stdout
             n = len(lspci.parse(real))
             ms = best(lambda: subprocess.run(['lspci', '-vmmnnkD'], stdout=subprocess.PIPE,
-                                             stderr=subprocess.DEVNULL), 5)
+                                             stderr=subprocess.DEVNULL, check=True), 5)
             print('running lspci -vmmnnkD here (%d devices): %8.2f ms' % (n, ms))
         else:
             print('lspci not installed: install pciutils to compare')

@@ -88,9 +88,10 @@ def scan(proc='/proc', gpus=None):
                 continue
             holders.append({'pid': int(pid), 'command': command(proc, pid), 'device': target, 'minor': minor,
                             'bdf': bdf, 'unit': unit_from_cgroup(_read(os.path.join(proc, pid, 'cgroup')))})
-    lines = ['PID %d (%s) holds %s%s%s' % (h['pid'], h['command'], h['device'],
-                                          ' (GPU %s)' % h['bdf'] if h['bdf'] else '',
-                                          ', unit %s' % h['unit'] if h['unit'] else '') for h in holders]
+    lines = ['PID %d (%s) holds %s%s%s' % (
+        h['pid'], h['command'], h['device'],
+        ' (GPU %s)' % h['bdf'] if h['bdf'] else '',
+        ', unit %s' % h['unit'] if h['unit'] else '') for h in holders]
     if not holders:
         lines = ['no process holds /dev/nvidia*']
     if unreadable:

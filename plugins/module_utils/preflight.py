@@ -103,8 +103,8 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
                 errors.append(
                     "%s: GPU %s (%s) is bound to the host driver %s; a vm-passthrough GPU must go to "
                     "vfio-pci: remove the host NVIDIA driver packages (or blacklist %s) and let the GPU "
-                    "Operator manage the node" % (host, gpu["bdf"], gpu.get("device_name"), gpu["driver"],
-                                                   gpu["driver"]))
+                    "Operator manage the node"
+                    % (host, gpu["bdf"], gpu.get("device_name"), gpu["driver"], gpu["driver"]))
     elif pool == "container":
         loaded = sorted({g["bdf"] for g in gpus if g.get("driver") == "nvidia"})
         if loaded:

@@ -107,13 +107,13 @@ def expand_groups(sysfs_root, bdfs):
 
 def plan(st, driver='vfio-pci'):
     """Steps needed to bind one device: a subset of ['override', 'unbind', 'probe'] (empty: nothing to do)."""
-    steps = []
-    if st['driver_override'] != driver:
-        steps.append('override')
-    if st['driver'] != driver:
-        if st['driver'] is not None:
-            steps.append('unbind')
-        steps.append('probe')
+    # Bound already (by the override, or at boot by "options vfio-pci ids="): nothing to do.
+    if st['driver'] == driver:
+        return []
+    steps = [] if st['driver_override'] == driver else ['override']
+    if st['driver'] is not None:
+        steps.append('unbind')
+    steps.append('probe')
     return steps
 
 

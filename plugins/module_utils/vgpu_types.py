@@ -157,8 +157,8 @@ def summarise(parents):
                               'SR-IOV VFs are not enabled on Ampere and later GPUs')
     elif not available:
         state, msg = 'exhausted', ('%d vGPU types on %d parents (%s) but none has an instance available: every '
-                                   'parent is in use or holds another type' % (len(types), len(parents),
-                                                                              ', '.join(interfaces)))
+                                   'parent is in use or holds another type'
+                                   % (len(types), len(parents), ', '.join(interfaces)))
     else:
         state, msg = 'available', '%d vGPU types on %d parents (%s), %d available' % (
             len(types), len(parents), ', '.join(interfaces), len(available))

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Generate docs/reference/ from the modules' DOCUMENTATION/RETURN blocks and the roles' argument specs.

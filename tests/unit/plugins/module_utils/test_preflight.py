@@ -23,31 +23,31 @@ def test_clean_passthrough_host_passes():
 
 
 def test_two_pools_and_no_pool_are_errors():
-    errors, _ = preflight.check_host("gpu-1", ["vm-passthrough", "vm-vgpu"], pci(gpu()))
+    errors, _warnings = preflight.check_host("gpu-1", ["vm-passthrough", "vm-vgpu"], pci(gpu()))
     assert "gpu-1 is in the pools vm-passthrough, vm-vgpu" in errors[0]
-    errors, _ = preflight.check_host("gpu-1", [], pci(gpu()))
+    errors, _warnings = preflight.check_host("gpu-1", [], pci(gpu()))
     assert "no pool" in errors[0]
 
 
 def test_unknown_pool_is_named():
-    errors, _ = preflight.check_host("gpu-1", ["vm-gpu"], pci(gpu()))
+    errors, _warnings = preflight.check_host("gpu-1", ["vm-gpu"], pci(gpu()))
     assert "unknown pool 'vm-gpu'" in errors[0]
 
 
 def test_host_nvidia_driver_blocks_passthrough_but_only_warns_for_container():
-    errors, _ = preflight.check_host("gpu-1", ["vm-passthrough"], pci(gpu(driver="nvidia")), iommu_firmware=True)
+    errors, _warnings = preflight.check_host("gpu-1", ["vm-passthrough"], pci(gpu(driver="nvidia")), iommu_firmware=True)
     assert len(errors) == 1 and "0000:41:00.0" in errors[0] and "host driver nvidia" in errors[0]
     errors, warnings = preflight.check_host("gpu-1", ["container"], pci(gpu(driver="nvidia")))
     assert errors == [] and "driver.enabled=false" in warnings[0]
 
 
 def test_nouveau_bound_gpu_is_fine_for_passthrough():
-    errors, _ = preflight.check_host("gpu-1", ["vm-passthrough"], pci(gpu(driver="nouveau")), iommu_firmware=True)
+    errors, _warnings = preflight.check_host("gpu-1", ["vm-passthrough"], pci(gpu(driver="nouveau")), iommu_firmware=True)
     assert errors == []
 
 
 def test_firmware_without_iommu_is_an_error_iommu_off_is_a_warning():
-    errors, _ = preflight.check_host("gpu-1", ["vm-vgpu"], pci(gpu(), iommu=False), iommu_firmware=False)
+    errors, _warnings = preflight.check_host("gpu-1", ["vm-vgpu"], pci(gpu(), iommu=False), iommu_firmware=False)
     assert any("BIOS" in e for e in errors)
     errors, warnings = preflight.check_host("gpu-1", ["vm-passthrough"], pci(gpu(), iommu=False),
                                             iommu_firmware=True)
@@ -57,19 +57,19 @@ def test_firmware_without_iommu_is_an_error_iommu_off_is_a_warning():
 def test_holders_are_named_with_unit_and_fix():
     holders = {"held": True, "holders": [{"pid": 812, "command": "nvidia-persistenced", "device": "/dev/nvidia0",
                                           "minor": 0, "unit": "nvidia-persistenced.service"}]}
-    errors, _ = preflight.check_host("gpu-1", ["vm-passthrough"], pci(gpu()), holders=holders, iommu_firmware=True)
+    errors, _warnings = preflight.check_host("gpu-1", ["vm-passthrough"], pci(gpu()), holders=holders, iommu_firmware=True)
     assert "pid 812" in errors[0] and "systemctl disable --now nvidia-persistenced.service" in errors[0]
 
 
 def test_no_gpu_is_an_error_unless_allowed():
-    errors, _ = preflight.check_host("gpu-1", ["container"], pci())
+    errors, _warnings = preflight.check_host("gpu-1", ["container"], pci())
     assert "no NVIDIA GPU" in errors[0]
     assert preflight.check_host("gpu-1", ["container"], pci(), allow_no_gpu=True)[0] == []
 
 
 def test_guest_host_warns():
-    _, warnings = preflight.check_host("vm-1", ["vm-passthrough"], pci(gpu()), iommu_firmware=True,
-                                       virtualization_role="guest")
+    _errors, warnings = preflight.check_host("vm-1", ["vm-passthrough"], pci(gpu()), iommu_firmware=True,
+                                             virtualization_role="guest")
     assert any("itself a virtual machine" in w for w in warnings)
 
 
@@ -79,8 +79,8 @@ MDEV = {"parents": [{"parent": "0000:41:00.4", "interface": "mdev",
 
 
 def test_requested_vgpu_type_must_be_offered():
-    errors, _ = preflight.check_host("gpu-1", ["vm-vgpu"], pci(gpu()), mdev=MDEV,
-                                     requested_vgpu_types=["A10-12Q", "NVIDIA A10-24Q"], iommu_firmware=True)
+    errors, _warnings = preflight.check_host("gpu-1", ["vm-vgpu"], pci(gpu()), mdev=MDEV,
+                                             requested_vgpu_types=["A10-12Q", "NVIDIA A10-24Q"], iommu_firmware=True)
     assert len(errors) == 1 and "A10-24Q" in errors[0] and "A10-8Q" in errors[0]
 
 

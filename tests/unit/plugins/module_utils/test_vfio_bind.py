@@ -59,6 +59,11 @@ def test_already_bound_is_a_noop(tmp_path):
     assert vb.plan(st) == []
 
 
+def test_bound_at_boot_without_override_is_a_noop(tmp_path):
+    # After a reboot "options vfio-pci ids=" binds the device; driver_override stays unset.
+    assert vb.plan(vb.state(str(make_tree(tmp_path, driver='vfio-pci')), BDF)) == []
+
+
 def test_missing_device_named(tmp_path):
     st = vb.state(str(make_tree(tmp_path)), '0000:99:00.0')
     with pytest.raises(vb.BindError, match='0000:99:00.0 does not exist'):

@@ -14,7 +14,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import sysfs_pci
 from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_types as vt
 from sysfs_tree import from_umockdev
 
-L40S = 'l40s-vf-0000:26:00.4-nvidia'
+L40S = 'l40s-vf-0000_26_00.4-nvidia'
 
 
 def fixture(fixtures_dir, *parts):

@@ -41,7 +41,7 @@ def run(monkeypatch, module, args):
 
 def test_mdev_types_vendor_vfio_in_check_mode(monkeypatch, fixtures_dir, sysfs):
     sysfs.device('0000:26:00.4', '0302', '10de', '26b9', driver='nvidia', group=31)
-    with open(os.path.join(fixtures_dir, 'sysfs', 'l40s-vf-0000:26:00.4-nvidia', 'creatable_vgpu_types')) as f:
+    with open(os.path.join(fixtures_dir, 'sysfs', 'l40s-vf-0000_26_00.4-nvidia', 'creatable_vgpu_types')) as f:
         sysfs.vendor_vgpu('0000:26:00.4', f.read())
     res = run(monkeypatch, mdev_types, {'sysfs_root': sysfs.root, '_ansible_check_mode': True})
     assert not res['failed'] and res['changed'] is False and res['state'] == 'available'
