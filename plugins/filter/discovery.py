@@ -2,7 +2,7 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Discovery filters for data already in hand: parse_lspci, pci_resource_name, mdev_resource_name,
-permitted_host_devices. Documentation lives in the sidecar <name>.yml files."""
+permitted_host_devices, expected_resources, vgpu_config_types. Documentation lives in the sidecar <name>.yml files."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -53,11 +53,22 @@ def mdev_resource_name(type_name, prefix=rn.PREFIX):
         raise AnsibleFilterError('mdev_resource_name: %s' % e)
 
 
-def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=rn.PREFIX):
+def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=rn.PREFIX, vgpu_types=None):
     try:
-        return rn.permitted_host_devices(hosts, _db(pciids), include_vfs, prefix)
+        return rn.permitted_host_devices(hosts, _db(pciids), include_vfs, prefix, vgpu_types)
     except rn.ResourceNameError as e:
         raise AnsibleFilterError('permitted_host_devices: %s' % e)
+
+
+def expected_resources(facts, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=rn.PREFIX):
+    try:
+        return rn.expected_resources(facts, pool, vgpu_config, vgpu_configs, _db(pciids), prefix)
+    except rn.ResourceNameError as e:
+        raise AnsibleFilterError('expected_resources: %s' % e)
+
+
+def vgpu_config_types(config, configs=None):
+    return rn.vgpu_config_types(config, configs)
 
 
 class FilterModule(object):
@@ -67,4 +78,6 @@ class FilterModule(object):
             'pci_resource_name': pci_resource_name,
             'mdev_resource_name': mdev_resource_name,
             'permitted_host_devices': permitted_host_devices,
+            'expected_resources': expected_resources,
+            'vgpu_config_types': vgpu_config_types,
         }

@@ -15,7 +15,12 @@ __metaclass__ = type
 import re
 
 POOLS = ("container", "vm-passthrough", "vm-vgpu")
-VM_POOLS = ("vm-passthrough", "vm-vgpu")
+# "dra": the DRA passthrough path (group gpu_dra). The GPU keeps its NVIDIA driver until a claim binds it to
+# vfio-pci, so a loaded host driver is expected there; what holds /dev/nvidia* still blocks the rebind.
+DRA = "dra"
+VM_POOLS = ("vm-passthrough", "vm-vgpu", DRA)
+# DRA driver 0.4+ turns persistence mode off around the rebind itself (seeds/dra-kubevirt-vfio-passthrough.txt).
+DRA_TOLERATED_HOLDERS = ("nvidia-persistenced",)
 # The drivers a GPU may be taken from by the vfio role (anything else holds it: nvidia, pci-stub...).
 REBINDABLE = ("vfio-pci", "nouveau", None)
 
@@ -75,8 +80,8 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
             "gpu_vm_passthrough, gpu_vm_vgpu" % (host, ("the pools " + ", ".join(sorted(pools))) if pools else "no pool"))
         return errors, warnings
     pool = pools[0]
-    if pool not in POOLS:
-        errors.append("%s: unknown pool %r; use one of %s" % (host, pool, ", ".join(POOLS)))
+    if pool not in POOLS + (DRA,):
+        errors.append("%s: unknown pool %r; use one of %s" % (host, pool, ", ".join(POOLS + (DRA,))))
         return errors, warnings
 
     gpus = [d for d in pci.get("gpus", []) if not d.get("is_vf")]
@@ -114,6 +119,11 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
 
     if pool in VM_POOLS and holders and holders.get("held"):
         for holder in holders.get("holders", []):
+            if pool == DRA and holder.get("command") in DRA_TOLERATED_HOLDERS:
+                warnings.append("%s: %s holds %s (pid %s); DRA driver 0.4+ turns persistence mode off around the "
+                                "rebind, older drivers need it stopped"
+                                % (host, holder.get("command"), holder.get("device"), holder.get("pid")))
+                continue
             errors.append(
                 "%s: %s holds %s (pid %s%s); stop it before the GPU is rebound: %s" % (
                     host, holder.get("command"), holder.get("device"), holder.get("pid"),

@@ -78,12 +78,14 @@ def _facts(host):
     return pci, mdev
 
 
-def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX):
+def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX, vgpu_types=None):
     """Facts of many hosts -> deduplicated HCO permittedHostDevices lists.
 
     pciHostDevices come from the GPUs (PFs; VFs only with ``include_vfs``), one entry per vendor:device;
-    mediatedDevices from every vGPU type offered on any parent, one per type name. Entries are sorted so the
-    result is stable whatever the host order."""
+    mediatedDevices from every vGPU type offered on any parent, one per type name, or only the types named in
+    ``vgpu_types`` (short or full names: the types a node's vGPU config creates, which are all its device plugin
+    advertises). Entries are sorted so the result is stable whatever the host order."""
+    keep = set(short_type_name(t) for t in vgpu_types or [])
     if isinstance(hosts, dict):
         hosts = [hosts]
     pci, mdev = {}, {}
@@ -100,8 +102,50 @@ def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX)
                                  'externalResourceProvider': True})
         for parent in mdev_facts.get('parents', []):
             for t in parent.get('types', []):
-                if t.get('name'):
+                if t.get('name') and (not keep or short_type_name(t['name']) in keep):
                     mdev.setdefault(t['name'], {'mdevNameSelector': t['name'],
                                                 'resourceName': mdev_resource_name(t['name'], prefix),
                                                 'externalResourceProvider': True})
     return {'pciHostDevices': [pci[k] for k in sorted(pci)], 'mediatedDevices': [mdev[k] for k in sorted(mdev)]}
+
+
+def vgpu_config_types(config, configs=None):
+    """Short names of the vGPU types a node's vGPU config (label nvidia.com/vgpu.config) creates: a custom config's
+    types from ``configs`` ({name: {type: count}}, as in gpu_operator_vgpu_configs), else the GPU Operator's default
+    ConfigMap, where every config is named by its one type. Empty for no config."""
+    if not config:
+        return []
+    if config in (configs or {}):
+        return sorted(short_type_name(t) for t in configs[config])
+    return [short_type_name(config)]
+
+
+def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=PREFIX):
+    """{resource name: minimum count} that a node of ``pool`` advertises once the GPU Operator runs, from its facts.
+
+    container: nvidia.com/gpu, one per GPU. vm-passthrough: the plugin's pci.ids name, one per GPU (PFs).
+    vm-vgpu: one resource per type of the node's vGPU config (all offered types when it has none), named from the
+    full type name the host reports (NVIDIA A10-12Q); at least one device of each."""
+    pci_facts, mdev_facts = _facts(host)
+    gpus = [g for g in (pci_facts.get('gpus') or []) if not g.get('is_vf')]
+    want = {}
+    if pool == 'container':
+        if gpus:
+            want[prefix + 'gpu'] = len(gpus)
+    elif pool == 'vm-passthrough':
+        for gpu in gpus:
+            name = pci_resource_name(gpu, pciids, prefix)
+            want[name] = want.get(name, 0) + 1
+    elif pool == 'vm-vgpu':
+        offered = {}
+        for parent in mdev_facts.get('parents', []):
+            for t in parent.get('types', []):
+                if t.get('name'):
+                    offered.setdefault(t.get('short_name') or short_type_name(t['name']), t['name'])
+        wanted = vgpu_config_types(vgpu_config, vgpu_configs) or sorted(offered)
+        for short in wanted:
+            # before the vGPU Manager loads the host reports no types: the name is the NVIDIA spelling
+            want[mdev_resource_name(offered.get(short, 'NVIDIA ' + short), prefix)] = 1
+    else:
+        raise ResourceNameError('unknown pool %r: use container, vm-passthrough or vm-vgpu' % (pool,))
+    return want

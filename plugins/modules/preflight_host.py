@@ -23,6 +23,9 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
+  host:
+    description: The name used in the messages (the inventory name); the host's own hostname when not given.
+    type: str
   pools:
     description: The pools the inventory groups put this host in (C(container), C(vm-passthrough), C(vm-vgpu)).
     type: list
@@ -114,6 +117,7 @@ def firmware_iommu(sysfs_root):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            host=dict(type="str"),
             pools=dict(type="list", elements="str", required=True),
             pci_devices=dict(type="dict", required=True),
             gpu_holders=dict(type="dict", default={}),
@@ -129,7 +133,7 @@ def main():
     params = module.params
     iommu_fw = firmware_iommu(params["sysfs_root"])
     errors, warnings = check_host(
-        host=os.uname()[1], pools=params["pools"], pci=params["pci_devices"], holders=params["gpu_holders"],
+        host=params["host"] or os.uname()[1], pools=params["pools"], pci=params["pci_devices"], holders=params["gpu_holders"],
         mdev=params["mdev_types"], requested_vgpu_types=params["requested_vgpu_types"],
         iommu_firmware=iommu_fw, virtualization_role=params["virtualization_role"],
         allow_no_gpu=params["allow_no_gpu"],

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Boot the lab VM: a fresh qcow2 overlay on the cached base disk (built when missing), QEMU TCG with q35,
-# an emulated Intel IOMMU and the `edu` PCI device (1234:11e8) standing in for the GPU. Waits for SSH.
+# an emulated Intel IOMMU and the `edu` PCI device (1234:11e8) standing in for the GPU (no VGA device: QEMU's
+# stdvga is vendor 1234 too, and would be taken for a GPU bound to a host driver). Waits for SSH.
 #
 #   tools/lab/start.sh [--keep]     # --keep: reuse the existing overlay (state survives) if there is one
 #
@@ -27,7 +28,7 @@ qemu-system-x86_64 -name gpuvirt-lab -accel tcg -cpu max -smp "${LAB_SMP:-2}" -m
   -machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on -device edu,addr=0x10 \
   -drive file="$run/overlay.qcow2",if=virtio,format=qcow2 \
   -netdev user,id=n0,hostfwd=tcp:127.0.0.1:"$port"-:22 -device virtio-net-pci,netdev=n0 \
-  -display none -serial file:"$run/serial.log" -monitor none \
+  -vga none -display none -serial file:"$run/serial.log" -monitor none \
   -pidfile "$run/qemu.pid" -daemonize
 ssh_opts=(-i "$lab/ssh/id_ed25519" -p "$port" -o BatchMode=yes -o ConnectTimeout=5
           -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR)

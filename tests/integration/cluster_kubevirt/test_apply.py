@@ -108,8 +108,11 @@ def test_hco_apply_merges_keeps_foreign_and_is_a_no_op_the_second_time(tmp_path,
 
 def test_hco_apply_fails_before_writing_when_no_node_advertises_a_name(tmp_path, cluster):
     api = cluster(hco_cluster([node('gpu-1', {'nvidia.com/GA102GL_A10': '2'}), node('gpu-2', {'cpu': '8'})]))
-    rc, log = run(tmp_path, 'passthrough-hco-new', **devices_apply(api))
+    # gpu-2 never advertises: the role waits (bounded: 2 s here, 600 s by default) for the device plugin, then refuses
+    rc, log = run(tmp_path, 'passthrough-hco-new',
+                  **devices_apply(api, kubevirt_devices_advertise_timeout=2, kubevirt_devices_advertise_delay=1))
     assert rc != 0 and 'nvidia.com/AD102GL_L40S' in log and 'not advertised' in log, log
+    assert 'RETRYING: [localhost]: Read the nodes, waiting for the GPU nodes to advertise' in log, log
     assert api.writes == []
 
 

@@ -15,7 +15,8 @@ from ansible_collections.gpuvirt.provision.plugins.filter import discovery
 
 def test_filters_registered():
     assert set(discovery.FilterModule().filters()) == {
-        'parse_lspci', 'pci_resource_name', 'mdev_resource_name', 'permitted_host_devices'}
+        'parse_lspci', 'pci_resource_name', 'mdev_resource_name', 'permitted_host_devices', 'expected_resources',
+        'vgpu_config_types'}
 
 
 def test_parse_lspci_vendor_filter(fixtures_dir):

@@ -96,3 +96,12 @@ def test_type_name_helpers():
     assert preflight.type_model("A100D-4C") == "A100D"
     assert preflight.type_model("A100-1-5C") == "A100"
     assert preflight.type_model("A2-4C") == "A2"
+
+
+def test_dra_host_keeps_its_nvidia_driver_and_tolerates_persistenced():
+    held = {"held": True, "holders": [{"pid": 7, "command": "nvidia-persistenced", "device": "/dev/nvidia0"},
+                                      {"pid": 9, "command": "dcgm-exporter", "device": "/dev/nvidia0"}]}
+    errors, warnings = preflight.check_host("dra-1", ["dra"], pci(gpu(driver="nvidia")), holders=held, iommu_firmware=True)
+    # the host driver is expected on the DRA path; dcgm-exporter blocks the rebind, persistenced only warns
+    assert len(errors) == 1 and "dcgm-exporter holds /dev/nvidia0 (pid 9)" in errors[0]
+    assert any("nvidia-persistenced" in w and "0.4+" in w for w in warnings)

@@ -66,3 +66,36 @@ def test_permitted_host_devices_dedups_and_sorts():
 def test_permitted_host_devices_bad_input():
     with pytest.raises(rn.ResourceNameError, match='dict'):
         rn.permitted_host_devices(['gpu-1'])
+
+
+A10_FACTS = {'pci_devices': {'gpus': [dict(A10, device_name='GA102GL [A10]'), dict(A10, bdf='0000:42:00.0', device_name='GA102GL [A10]'),
+                                      dict(A10, bdf='0000:41:00.4', is_vf=True)]},
+             'mdev_types': {'parents': [{'parent': '0000:41:00.4', 'interface': 'mdev', 'types': [
+                 {'name': 'NVIDIA A10-12Q', 'short_name': 'A10-12Q'}, {'name': 'NVIDIA A10-8Q', 'short_name': 'A10-8Q'}]}]}}
+
+
+def test_expected_resources_per_pool():
+    assert rn.expected_resources(A10_FACTS, 'container') == {'nvidia.com/gpu': 2}
+    assert rn.expected_resources(A10_FACTS, 'vm-passthrough') == {'nvidia.com/GA102GL_A10': 2}
+    # a vGPU node advertises the types of its config only, not every type its GPUs offer
+    assert rn.expected_resources(A10_FACTS, 'vm-vgpu', 'A10-12Q') == {'nvidia.com/NVIDIA_A10-12Q': 1}
+    assert rn.expected_resources(A10_FACTS, 'vm-vgpu', 'mixed', {'mixed': {'NVIDIA A10-8Q': 1, 'A10-12Q': 1}}) == {
+        'nvidia.com/NVIDIA_A10-12Q': 1, 'nvidia.com/NVIDIA_A10-8Q': 1}
+    assert rn.expected_resources(A10_FACTS, 'vm-vgpu') == {'nvidia.com/NVIDIA_A10-12Q': 1, 'nvidia.com/NVIDIA_A10-8Q': 1}
+
+
+def test_expected_resources_before_the_vgpu_manager_and_bad_pool():
+    no_types = dict(A10_FACTS, mdev_types={'parents': []})
+    assert rn.expected_resources(no_types, 'vm-vgpu', 'A10-24Q') == {'nvidia.com/NVIDIA_A10-24Q': 1}
+    assert rn.vgpu_config_types(None) == [] and rn.vgpu_config_types('GRID T4-1Q') == ['T4-1Q']
+    with pytest.raises(rn.ResourceNameError, match="unknown pool 'vm-passthru'"):
+        rn.expected_resources(A10_FACTS, 'vm-passthru')
+
+
+def test_permitted_host_devices_only_the_configured_vgpu_types():
+    everything = rn.permitted_host_devices([A10_FACTS])
+    assert [e['mdevNameSelector'] for e in everything['mediatedDevices']] == ['NVIDIA A10-12Q', 'NVIDIA A10-8Q']
+    only = rn.permitted_host_devices([A10_FACTS], vgpu_types=['A10-12Q'])
+    assert only['mediatedDevices'] == [{'mdevNameSelector': 'NVIDIA A10-12Q', 'resourceName': 'nvidia.com/NVIDIA_A10-12Q',
+                                        'externalResourceProvider': True}]
+    assert only['pciHostDevices'] == everything['pciHostDevices']

@@ -1,0 +1,6 @@
+# The product playbooks (issue 8): syntax-check of every playbook against both inventories, preflight against a
+# good and bad inventories (this machine as the GPU hosts, facts given), site.yml stopping in preflight.
+INTEGRATION_TARGETS += integration-playbooks
+.PHONY: integration-playbooks
+integration-playbooks: venv collection
+	$(BIN)/pytest -q -p no:cacheprovider tests/integration/playbooks
