@@ -16,8 +16,13 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 
 WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
 VGPU_LABEL = 'nvidia.com/vgpu.config'
-POOLS = ('container', 'vm-passthrough', 'vm-vgpu')
-GROUP_POOLS = {'gpu_container': 'container', 'gpu_vm_passthrough': 'vm-passthrough', 'gpu_vm_vgpu': 'vm-vgpu'}
+# The operator skips its classic device plugin on a node with this label set to false: the DRA driver must be the
+# only one allocating the GPUs of a DRA node (seeds/dra-kubevirt-vfio-passthrough.txt).
+DEVICE_PLUGIN_LABEL = 'nvidia.com/gpu.deploy.device-plugin'
+# "dra": the DRA passthrough path (group gpu_dra); its nodes run the container operands without the device plugin.
+POOLS = ('container', 'vm-passthrough', 'vm-vgpu', 'dra')
+GROUP_POOLS = {'gpu_container': 'container', 'gpu_vm_passthrough': 'vm-passthrough', 'gpu_vm_vgpu': 'vm-vgpu',
+               'gpu_dra': 'dra'}
 # VMI phases in which the VM no longer holds its devices.
 _FINISHED = ('Succeeded', 'Failed')
 
@@ -49,7 +54,8 @@ def desired_labels(pool, vgpu_config=None):
     """Labels a node of ``pool`` must carry; ``None`` values mean the label must go."""
     if pool not in POOLS:
         raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(POOLS)))
-    labels = {WORKLOAD_LABEL: pool}
+    labels = {WORKLOAD_LABEL: 'container' if pool == 'dra' else pool,
+              DEVICE_PLUGIN_LABEL: 'false' if pool == 'dra' else None}
     if pool == 'vm-vgpu':
         if not vgpu_config:
             raise ManifestError("vGPU nodes need a vGPU config name for %s (gpuvirt_vgpu_config on the host, or "

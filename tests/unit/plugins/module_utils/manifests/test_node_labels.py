@@ -104,3 +104,14 @@ def test_vgpu_config_checked_against_the_node_gpus():
     assert nl.vgpu_config_error('vgpu-1', 'L40S-24Q', None) is None
     with pytest.raises(nl.ManifestError, match='needs type L40S-24Q'):
         nl.plan([{'node': 'vgpu-1', 'pool': 'vm-vgpu', 'vgpu_config': 'L40S-24Q', 'facts': A10_FACTS}], None, [])
+
+
+def test_dra_nodes_run_container_operands_without_the_classic_device_plugin():
+    d = nl.DEVICE_PLUGIN_LABEL
+    assert nl.node_pool('h1', ['gpu_dra']) == 'dra'
+    assert nl.desired_labels('dra') == {W: 'container', d: 'false', V: None}
+    assert nl.label_diff({W: 'container'}, nl.desired_labels('dra')) == {d: 'false'}
+    # a node leaving the DRA path gets its device plugin back
+    assert nl.label_diff({W: 'container', d: 'false'}, nl.desired_labels('container')) == {d: None}
+    with pytest.raises(nl.ManifestError, match=r'h1 is in the pools dra, vm-passthrough'):
+        nl.node_pool('h1', ['gpu_dra', 'gpu_vm_passthrough'])
