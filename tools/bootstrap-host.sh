@@ -10,6 +10,7 @@ PACKAGES=(
   debootstrap         # local base images (no image registry is reachable)
   qemu-system-x86 qemu-utils fdisk e2fsprogs   # the VM lab
   docker-registry apache2-utils openssl        # a real registry with htpasswd auth and TLS
+  docker.io           # the vgpu_manager_image Docker path, against a private dockerd the tests start and stop
   rsync psmisc openssh-client
   shellcheck          # ansible-test sanity checks our shell scripts with it
 )

@@ -90,8 +90,10 @@ errors:
   type: list
   elements: str
   returned: always
-warnings:
-  description: Things the run will handle or that deserve attention (IOMMU off now, host is a VM...).
+warnings_found:
+  description:
+    - Things the run will handle or that deserve attention (IOMMU off now, host is a VM...). Each is also shown
+      as an Ansible warning.
   type: list
   elements: str
   returned: always
@@ -141,7 +143,6 @@ def main():
     result = dict(changed=False, errors=errors, warnings_found=warnings, iommu_firmware=iommu_fw)
     for warning in warnings:
         module.warn(warning)
-    result["warnings"] = warnings
     if errors and params["fail_on_error"]:
         module.fail_json(msg="preflight found %d problem(s):\n- %s" % (len(errors), "\n- ".join(errors)), **result)
     module.exit_json(**result)

@@ -258,3 +258,21 @@ def test_verify_apply_waits_then_reports_per_node(tmp_path, cluster):
     assert rc == 0 and 'node gpu-2: nvidia.com/NVIDIA_A10-12Q=4 advertised' in log, log
     (vm,) = [w for w in api.writes if w['kind'] == 'VirtualMachine']
     schema.validate(vm)
+
+
+@pytest.mark.parametrize('openshift', [True, False])
+def test_preflight_reaches_the_cluster_and_tells_openshift_apart(tmp_path, cluster, openshift):
+    objects = [{'apiVersion': 'config.openshift.io/v1', 'kind': 'ClusterVersion', 'metadata': {'name': 'version'}}]
+    api = cluster(objects if openshift else [], openshift=openshift)
+    rc, log = run(tmp_path, 'preflight', 'preflight-apply', gpuvirt_kubeconfig=api.kubeconfig)
+    assert rc == 0, log
+    want = 'OpenShift (OLM, HyperConverged, MachineConfig)' if openshift else 'Kubernetes (Helm, KubeVirt CR)'
+    assert 'Cluster answers: ' + want in log, log
+    assert api.writes == [] and api.dry_runs == []
+
+
+def test_preflight_fails_when_the_cluster_does_not_answer(tmp_path):
+    # a kubeconfig pointing at a closed port: the run stops in preflight, before any phase
+    closed = fake_apiserver.kubeconfig(tmp_path / 'kubeconfig', 'https://127.0.0.1:9')
+    rc, log = run(tmp_path, 'preflight', 'preflight-apply', gpuvirt_kubeconfig=closed)
+    assert rc != 0 and 'Check that the cluster answers' in log, log
