@@ -111,12 +111,15 @@ def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX,
 
 def vgpu_config_types(config, configs=None):
     """Short names of the vGPU types a node's vGPU config (label nvidia.com/vgpu.config) creates: a custom config's
-    types from ``configs`` ({name: {type: count}}, as in gpu_operator_vgpu_configs), else the GPU Operator's default
-    ConfigMap, where every config is named by its one type. Empty for no config."""
+    types from ``configs`` (as in gpu_operator_vgpu_configs: {name: {type: count}}, or the full form {name:
+    [{devices, vgpu-devices: {type: count}}]}), else the GPU Operator's default ConfigMap, where every config is
+    named by its one type. Empty for no config."""
     if not config:
         return []
     if config in (configs or {}):
-        return sorted(short_type_name(t) for t in configs[config])
+        value = configs[config]
+        entries = [value] if isinstance(value, dict) else [(e or {}).get('vgpu-devices') or {} for e in value or []]
+        return sorted(set(short_type_name(t) for entry in entries for t in entry))
     return [short_type_name(config)]
 
 

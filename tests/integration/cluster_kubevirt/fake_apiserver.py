@@ -8,6 +8,11 @@ merge, apply, no-op second run, failing before any write) runs for real. It is N
 merges maps and replaces lists without field ownership, there is no admission, no validation, no
 label-selector filtering. Every PATCH is recorded in ``writes`` (``dry_runs`` for dryRun requests, which are
 answered but never stored) so tests can prove nothing was written.
+
+For ``kubernetes.core.k8s_drain`` it also answers the ``spec.nodeName`` field selector on pod lists and pod
+evictions (the pod is removed). ``events`` records every write and eviction in order, with its path.
+``python fake_apiserver.py OBJECTS.yaml KUBECONFIG EVENTS.jsonl`` (documents or a v1 List) serves until killed (the VM lab's drain test),
+appending each event to EVENTS.jsonl as it happens.
 """
 from __future__ import annotations
 
@@ -46,6 +51,8 @@ class FakeAPI(object):
         self.store = {}
         self.writes = []
         self.dry_runs = []
+        self.events = []
+        self.events_file = None
         self.version = 1
         for obj in objects:
             self.put(obj)
@@ -62,6 +69,12 @@ class FakeAPI(object):
         obj['metadata'].setdefault('generation', 1)
         self.store[self.key(obj)] = obj
         return obj
+
+    def event(self, method, path, body):
+        self.events.append({'method': method, 'path': path, 'body': copy.deepcopy(body)})
+        if self.events_file:
+            with open(self.events_file, 'a', encoding='utf-8') as handle:
+                handle.write(json.dumps(self.events[-1]) + '\n')
 
     def get(self, api_version, kind, name, namespace=None):
         return self.store.get((api_version, _PLURAL[(api_version, kind)], namespace, name))
@@ -127,6 +140,11 @@ class FakeAPI(object):
                 if len(rest) == 1:
                     items = [o for (g, p, ns, _n), o in sorted(api.store.items(), key=lambda kv: str(kv[0]))
                              if g == gv and p == rest[0] and (namespace is None or ns == namespace)]
+                    query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+                    for selector in query.get('fieldSelector', []):  # only spec.nodeName=..., as k8s_drain asks
+                        field, _eq, value = selector.partition('=')
+                        if field == 'spec.nodeName':
+                            items = [o for o in items if (o.get('spec') or {}).get('nodeName') == value]
                     return self.send(200, {'kind': '%sList' % kind, 'apiVersion': gv,
                                            'metadata': {'resourceVersion': str(api.version)}, 'items': items})
                 obj = api.store.get((gv, rest[0], namespace, rest[1]))
@@ -143,9 +161,22 @@ class FakeAPI(object):
                     api.dry_runs.append(copy.deepcopy(patch))  # answered, never stored
                     return self.send(200, new)
                 api.writes.append(copy.deepcopy(patch))
+                api.event('PATCH', urllib.parse.urlparse(self.path).path, patch)
                 if old is not None and new == old:
                     return self.send(200, old)
                 return self.send(201 if old is None else 200, api.put(new))
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get('Content-Length') or 0)).decode()
+                gv, namespace, rest = self.route()
+                if gv == 'v1' and len(rest) == 3 and rest[0] == 'pods' and rest[2] == 'eviction':
+                    key = (gv, 'pods', namespace, rest[1])
+                    if key not in api.store:
+                        return self.not_found('pods %s' % rest[1])
+                    del api.store[key]
+                    api.event('POST', urllib.parse.urlparse(self.path).path, json.loads(body or '{}'))
+                    return self.send(201, {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Success'})
+                return self.not_found(self.path)
 
         self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -164,3 +195,22 @@ def kubeconfig(path, server):
         'contexts': [{'name': 'fake', 'context': {'cluster': 'fake', 'user': 'tester'}}],
     }))
     return str(path)
+
+
+def serve(objects_file, kubeconfig_file, events_file):
+    """Serve the objects in ``objects_file`` (YAML documents) until killed; write the kubeconfig, log events."""
+    import pathlib
+    with open(objects_file, encoding='utf-8') as handle:
+        objects = []
+        for doc in yaml.safe_load_all(handle):
+            objects.extend((doc.get('items') or []) if (doc or {}).get('kind') == 'List' else [doc] if doc else [])
+    api = FakeAPI(objects)
+    api.events_file = events_file
+    url = api.start()
+    kubeconfig(pathlib.Path(kubeconfig_file), url)
+    threading.Event().wait()
+
+
+if __name__ == '__main__':
+    import sys
+    serve(*sys.argv[1:4])

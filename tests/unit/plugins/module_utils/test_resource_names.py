@@ -99,3 +99,11 @@ def test_permitted_host_devices_only_the_configured_vgpu_types():
     assert only['mediatedDevices'] == [{'mdevNameSelector': 'NVIDIA A10-12Q', 'resourceName': 'nvidia.com/NVIDIA_A10-12Q',
                                         'externalResourceProvider': True}]
     assert only['pciHostDevices'] == everything['pciHostDevices']
+
+
+def test_vgpu_config_types_of_the_full_form():
+    configs = {'l40s-split': [{'devices': [0], 'vgpu-devices': {'L40S-24Q': 2}},
+                              {'devices': [1], 'vgpu-devices': {'NVIDIA L40S-12Q': 4}}],
+               'a10': {'A10-12Q': 2}}
+    assert rn.vgpu_config_types('l40s-split', configs) == ['L40S-12Q', 'L40S-24Q']
+    assert rn.vgpu_config_types('a10', configs) == ['A10-12Q']
