@@ -19,6 +19,7 @@ POOLS = ("container", "vm-passthrough", "vm-vgpu")
 # vfio-pci, so a loaded host driver is expected there; what holds /dev/nvidia* still blocks the rebind.
 DRA = "dra"
 VM_POOLS = ("vm-passthrough", "vm-vgpu", DRA)
+KNOWN_POOLS = POOLS + (DRA,)
 # DRA driver 0.4+ turns persistence mode off around the rebind itself (seeds/dra-kubevirt-vfio-passthrough.txt).
 DRA_TOLERATED_HOLDERS = ("nvidia-persistenced",)
 # The drivers a GPU may be taken from by the vfio role (anything else holds it: nvidia, pci-stub...).
@@ -80,8 +81,8 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
             "gpu_vm_passthrough, gpu_vm_vgpu" % (host, ("the pools " + ", ".join(sorted(pools))) if pools else "no pool"))
         return errors, warnings
     pool = pools[0]
-    if pool not in POOLS + (DRA,):
-        errors.append("%s: unknown pool %r; use one of %s" % (host, pool, ", ".join(POOLS + (DRA,))))
+    if pool not in KNOWN_POOLS:
+        errors.append("%s: unknown pool %r; use one of %s" % (host, pool, ", ".join(KNOWN_POOLS)))
         return errors, warnings
 
     gpus = [d for d in pci.get("gpus", []) if not d.get("is_vf")]

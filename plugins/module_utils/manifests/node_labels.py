@@ -21,7 +21,9 @@ VGPU_LABEL = 'nvidia.com/vgpu.config'
 DEVICE_PLUGIN_LABEL = 'nvidia.com/gpu.deploy.device-plugin'
 # "dra": the DRA passthrough path (group gpu_dra); its nodes run the container operands without the device plugin.
 POOLS = ('container', 'vm-passthrough', 'vm-vgpu', 'dra')
-GROUP_POOLS = {'gpu_container': 'container', 'gpu_vm_passthrough': 'vm-passthrough', 'gpu_vm_vgpu': 'vm-vgpu',
+# Inventory group -> pool, in the order the playbooks pick a pool for a host wrongly put in several groups
+# (preflight refuses such a host; the filter gpuvirt.provision.gpu_pools reads this).
+GROUP_POOLS = {'gpu_vm_passthrough': 'vm-passthrough', 'gpu_vm_vgpu': 'vm-vgpu', 'gpu_container': 'container',
                'gpu_dra': 'dra'}
 # VMI phases in which the VM no longer holds its devices.
 _FINISHED = ('Succeeded', 'Failed')
@@ -29,6 +31,11 @@ _FINISHED = ('Succeeded', 'Failed')
 
 class ManifestError(ValueError):
     """Bad input; the message names the offending value and the fix."""
+
+
+def group_pools(groups):
+    """The pools a host's inventory groups put it in, in GROUP_POOLS order (one, when the inventory is right)."""
+    return [pool for group, pool in GROUP_POOLS.items() if group in (groups or [])]
 
 
 def node_pool(host, groups, explicit=None):

@@ -115,3 +115,10 @@ def test_dra_nodes_run_container_operands_without_the_classic_device_plugin():
     assert nl.label_diff({W: 'container', d: 'false'}, nl.desired_labels('container')) == {d: None}
     with pytest.raises(nl.ManifestError, match=r'h1 is in the pools dra, vm-passthrough'):
         nl.node_pool('h1', ['gpu_dra', 'gpu_vm_passthrough'])
+
+
+def test_group_pools_in_the_playbooks_order():
+    assert nl.group_pools(['all', 'gpu_dra']) == ['dra']
+    assert nl.group_pools(['gpu_container', 'gpu_vm_vgpu', 'gpu_vm_passthrough']) == [
+        'vm-passthrough', 'vm-vgpu', 'container']
+    assert nl.group_pools(['workers']) == [] and nl.group_pools(None) == []

@@ -1,0 +1,19 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_pools: the pools a host's inventory groups put it in, from the one group -> pool table the node_labels
+logic uses. Documentation lives in the sidecar gpu_pools.yml."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels
+
+
+def gpu_pools(group_names):
+    return node_labels.group_pools(group_names)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'gpu_pools': gpu_pools}
