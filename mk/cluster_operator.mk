@@ -1,7 +1,7 @@
 # Tests of playbooks/operator.yml, nodes.yml and verify.yml (gpu_operator, node_labels, verify roles):
 # ansible-playbook in render mode from the inventories in tests/integration/cluster_operator/, every file
-# schema-validated; and in apply mode against the in-memory API stand-in (test_apply.py; not a real cluster).
+# schema-validated; and in apply mode against a real kube-apiserver (mk/kube.mk) as the least-privilege identity.
 INTEGRATION_TARGETS += integration-cluster-operator
 .PHONY: integration-cluster-operator
-integration-cluster-operator: venv collection
+integration-cluster-operator: venv collection kube-apiserver
 	$(BIN)/pytest -q -p no:cacheprovider tests/integration/cluster_operator

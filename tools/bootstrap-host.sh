@@ -13,6 +13,8 @@ PACKAGES=(
   docker.io           # the vgpu_manager_image Docker path, against a private dockerd the tests start and stop
   rsync psmisc openssh-client
   shellcheck          # ansible-test sanity checks our shell scripts with it
+  # a real kube-apiserver for the cluster tests, built from Debian's source (tools/kube/build.sh), and its etcd
+  golang-go dpkg-dev make golang-github-modern-go-reflect2-dev etcd-server curl
 )
 
 missing=()

@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A real Kubernetes API server (kube-apiserver 1.20 + etcd) on loopback, for the cluster tests.
+
+``tools/kube/build.sh`` builds kube-apiserver and kubectl once from Debian's ``kubernetes`` source package into
+``.build/kube/bin``; etcd is Debian's ``etcd-server``. This module starts both on free loopback ports with
+
+* TLS: a CA made here and a serving certificate for 127.0.0.1 (clients verify it: the kubeconfigs carry the CA);
+* token authentication: an admin (group ``system:masters``) and the automation user, which is the service
+  account ``gpuvirt-system/gpuvirt-automation`` by name and groups, so the shipped RBAC binding
+  (docs/rbac/gpuvirt-automation.yml) applies to it exactly as on a cluster;
+* ``Node,RBAC`` authorization and an audit log (one JSON line per request: verb, resource, user, and the body of
+  every write), which is how a test proves a second run wrote nothing;
+* the upstream CRDs the phases touch, loaded from the reference folder (``x-kubernetes-validations`` removed: CEL
+  rules arrived in 1.25), plus minimal stand-in CRDs for two APIs that are not CRDs upstream (see STAND_INS).
+
+There are no controllers (no kube-controller-manager, scheduler, kubelet, OLM, MCO or operators): a test that
+needs one writes what that controller would write, through this API, and names the controller it stands in for.
+
+CLI: ``apiserver.py start DIR`` (prints the admin and automation kubeconfig paths, leaves the server running with
+PIDs in DIR/pids), ``apiserver.py stop DIR``.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import glob
+import json
+import os
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import yaml
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+RBAC_FILE = os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation.yml')
+AUTOMATION_NS, AUTOMATION_SA = 'gpuvirt-system', 'gpuvirt-automation'
+AUTOMATION_USER = 'system:serviceaccount:%s:%s' % (AUTOMATION_NS, AUTOMATION_SA)
+WRITE_VERBS = ('create', 'update', 'patch', 'delete', 'deletecollection')
+
+# The upstream CRDs loaded, by file-name pattern in <reference>/crds/. One release per kind: the GPU Operator CRD
+# of the release our defaults install, the OpenShift 4.18 machineconfiguration API.
+CRD_FILES = (
+    'gpu-operator-v26.7.0-nvidia.com_clusterpolicies.yaml',
+    'gpu-operator-v26.7.0-nvidia.com_nvidiadrivers.yaml',
+    'hyperconverged-cluster-operator-v1.18.1-hco.kubevirt.io_hyperconvergeds.yaml',
+    'hyperconverged-cluster-operator-v1.18.1-deploy-crds-kubevirt00.crd.yaml',
+    'kubevirt-v1.9.0-virtualmachine-openAPIV3Schema-from-validations_generated.go.yaml',
+    'kubevirt-v1.9.0-virtualmachineinstance-openAPIV3Schema-from-validations_generated.go.yaml',
+    'openshift-api-release-4.18-machineconfiguration.openshift.io_machineconfigpools-Default.crd.yaml',
+    'openshift-api-release-4.18-machineconfiguration.openshift.io_machineconfigs.crd.yaml',
+    'operator-framework-api-v0.45.0-operators.coreos.com_catalogsources.yaml',
+    'operator-framework-api-v0.45.0-operators.coreos.com_clusterserviceversions.yaml',
+    'operator-framework-api-v0.45.0-operators.coreos.com_installplans.yaml',
+    'operator-framework-api-v0.45.0-operators.coreos.com_operatorgroups.yaml',
+    'operator-framework-api-v0.45.0-operators.coreos.com_subscriptions.yaml',
+)
+# KubeVirt's VM and VMI schemas exist upstream only as Go strings; the reference holds their openAPIV3Schema,
+# which needs the CRD around it that virt-operator generates (group kubevirt.io, v1, status subresource).
+_SCHEMA_ONLY = {
+    'virtualmachine-openAPIV3Schema': ('VirtualMachine', 'virtualmachines', 'Namespaced'),
+    'virtualmachineinstance-openAPIV3Schema': ('VirtualMachineInstance', 'virtualmachineinstances', 'Namespaced'),
+}
+
+
+def _stand_in_crd(group, version, kind, plural, scope):
+    return {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
+            'metadata': {'name': '%s.%s' % (plural, group), 'labels': {'gpuvirt.test/stand-in': 'true'}},
+            'spec': {'group': group, 'scope': scope,
+                     'names': {'kind': kind, 'plural': plural, 'singular': kind.lower(), 'listKind': kind + 'List'},
+                     'versions': [{'name': version, 'served': True, 'storage': True,
+                                   'subresources': {'status': {}},
+                                   'schema': {'openAPIV3Schema': {
+                                       'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}]}}
+
+
+# APIs that are not CRDs upstream, served here by a CRD of the same group/version/kind with an open schema:
+# - config.openshift.io/v1 ClusterVersion: the OpenShift API server's (the phases only test that it exists);
+#   only loaded for an OpenShift-flavoured server;
+# - packages.operators.coreos.com/v1 PackageManifest: OLM's aggregated package-server (read-only upstream; a test
+#   writes what the catalog would list).
+STAND_INS = {
+    'clusterversion': _stand_in_crd('config.openshift.io', 'v1', 'ClusterVersion', 'clusterversions', 'Cluster'),
+    'packagemanifest': _stand_in_crd('packages.operators.coreos.com', 'v1', 'PackageManifest', 'packagemanifests',
+                                     'Namespaced'),
+}
+# CRDs served or not per test, which is how the phases tell platforms apart: ClusterVersion (OpenShift) and
+# HyperConverged (OpenShift Virtualization / HCO; plain KubeVirt has the KubeVirt CR alone).
+OPTIONAL = ('clusterversions.config.openshift.io', 'hyperconvergeds.hco.kubevirt.io')
+
+
+def reference_dir():
+    """Where upstream reference files are read from: $GPUVIRT_REFERENCE, else .build/reference, else the
+    ``shared/reference`` folder beside the checkout."""
+    for path in (os.environ.get('GPUVIRT_REFERENCE'), os.path.join(ROOT, '.build', 'reference'),
+                 os.path.normpath(os.path.join(ROOT, '..', 'shared', 'reference'))):
+        if path and os.path.isdir(os.path.join(path, 'crds')):
+            return path
+    raise RuntimeError('no reference folder with crds/: set GPUVIRT_REFERENCE (or run make reference)')
+
+
+def strip_cel(node):
+    """Drop ``x-kubernetes-validations`` (CEL, 1.25+) which a 1.20 server rejects as an unknown schema field."""
+    if isinstance(node, dict):
+        return {k: strip_cel(v) for k, v in node.items() if k != 'x-kubernetes-validations'}
+    if isinstance(node, list):
+        return [strip_cel(v) for v in node]
+    return node
+
+
+def load_crds(reference):
+    crds = []
+    for name in CRD_FILES:
+        path = os.path.join(reference, 'crds', name)
+        with open(path, encoding='utf-8') as handle:
+            docs = [d for d in yaml.safe_load_all(handle) if d]
+        for doc in docs:
+            if doc.get('kind') == 'CustomResourceDefinition':
+                doc.setdefault('metadata', {}).pop('annotations', None)
+                crds.append(strip_cel(doc))
+                continue
+            for marker, (kind, plural, scope) in _SCHEMA_ONLY.items():
+                if '-%s-' % marker in name:
+                    crd = _stand_in_crd('kubevirt.io', 'v1', kind, plural, scope)
+                    del crd['metadata']['labels']
+                    crd['spec']['versions'][0]['schema'] = {'openAPIV3Schema': strip_cel(doc['openAPIV3Schema'])}
+                    crds.append(crd)
+    return crds
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def _run(cmd, **kwargs):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kwargs)
+
+
+class APIError(Exception):
+    def __init__(self, status, body, method, path):
+        self.status, self.body = status, body
+        super().__init__('%s %s: HTTP %s %s' % (method, path, status, body))
+
+
+class KubeAPIServer(object):
+    """etcd + kube-apiserver under ``workdir``; ``start()``, then ``stop()`` (kills both by PID)."""
+
+    def __init__(self, workdir, bin_dir=None, reference=None):
+        self.dir = os.path.abspath(workdir)
+        self.bin = bin_dir or os.environ.get('GPUVIRT_KUBE_BIN') or os.path.join(ROOT, '.build', 'kube', 'bin')
+        self.reference = reference or reference_dir()
+        self.optional = {}  # optional CRD name -> CRD (served now or not: self.serving)
+        self.serving = set()
+        self.procs = {}
+        self.url = None
+        self.tokens = {}
+        self.audit_log = os.path.join(self.dir, 'audit.log')
+        self.ca = os.path.join(self.dir, 'pki', 'ca.crt')
+        self._ssl = None
+        self._baseline = set()
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+    def start(self):
+        apiserver = os.path.join(self.bin, 'kube-apiserver')
+        if not os.access(apiserver, os.X_OK):
+            raise RuntimeError('%s not built: run tools/kube/build.sh (make kube-apiserver)' % apiserver)
+        os.makedirs(self.dir, exist_ok=True)
+        self._pki()
+        self.tokens = {'admin': secrets.token_hex(16), 'automation': secrets.token_hex(16)}
+        with open(os.path.join(self.dir, 'tokens.csv'), 'w', encoding='utf-8') as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write('%s,admin,uid-admin,system:masters\n' % self.tokens['admin'])
+            handle.write('%s,%s,uid-automation,"system:serviceaccounts,system:serviceaccounts:%s"\n'
+                         % (self.tokens['automation'], AUTOMATION_USER, AUTOMATION_NS))
+        with open(os.path.join(self.dir, 'audit-policy.yaml'), 'w', encoding='utf-8') as handle:
+            yaml.safe_dump(AUDIT_POLICY, handle)
+        etcd_port, peer_port, port = _free_port(), _free_port(), _free_port()
+        log = open(os.path.join(self.dir, 'etcd.log'), 'w', encoding='utf-8')  # noqa: SIM115 (lives with the process)
+        self.procs['etcd'] = subprocess.Popen(
+            ['etcd', '--name', 'gpuvirt-test', '--data-dir', os.path.join(self.dir, 'etcd'),
+             '--listen-client-urls', 'http://127.0.0.1:%d' % etcd_port,
+             '--advertise-client-urls', 'http://127.0.0.1:%d' % etcd_port,
+             '--listen-peer-urls', 'http://127.0.0.1:%d' % peer_port,
+             '--initial-advertise-peer-urls', 'http://127.0.0.1:%d' % peer_port,
+             '--initial-cluster', 'gpuvirt-test=http://127.0.0.1:%d' % peer_port],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        pki = os.path.join(self.dir, 'pki')
+        log = open(os.path.join(self.dir, 'kube-apiserver.log'), 'w', encoding='utf-8')  # noqa: SIM115
+        self.procs['kube-apiserver'] = subprocess.Popen(
+            [apiserver, '--etcd-servers', 'http://127.0.0.1:%d' % etcd_port,
+             '--bind-address', '127.0.0.1', '--advertise-address', '127.0.0.1',
+             '--secure-port', str(port), '--insecure-port', '0',
+             '--tls-cert-file', os.path.join(pki, 'server.crt'), '--tls-private-key-file', os.path.join(pki, 'server.key'),
+             '--token-auth-file', os.path.join(self.dir, 'tokens.csv'),
+             '--authorization-mode', 'Node,RBAC',
+             '--service-account-key-file', os.path.join(pki, 'sa.pub'),
+             '--service-account-signing-key-file', os.path.join(pki, 'sa.key'),
+             '--service-account-issuer', 'https://kubernetes.default.svc',
+             '--service-cluster-ip-range', '10.96.0.0/24',
+             # no controller-manager makes service-account tokens
+             '--disable-admission-plugins', 'ServiceAccount',
+             '--enable-priority-and-fairness=false',
+             '--audit-policy-file', os.path.join(self.dir, 'audit-policy.yaml'),
+             '--audit-log-path', self.audit_log, '--audit-log-format', 'json',
+             '--cert-dir', pki],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with open(os.path.join(self.dir, 'pids'), 'w', encoding='utf-8') as handle:
+            handle.write(''.join('%s %d\n' % (n, p.pid) for n, p in self.procs.items()))
+        self.url = 'https://127.0.0.1:%d' % port
+        self._ssl = ssl.create_default_context(cafile=self.ca)
+        self._wait_ready()
+        self._load_crds()
+        self._load_rbac()
+        self.write_kubeconfig('admin')
+        self.write_kubeconfig('automation')
+        self._baseline = self._uids()
+        return self
+
+    def stop(self):
+        for name in ('kube-apiserver', 'etcd'):
+            proc = self.procs.pop(name, None)
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+    def _pki(self):
+        pki = os.path.join(self.dir, 'pki')
+        os.makedirs(pki, exist_ok=True)
+        ossl = ['openssl']
+        _run(ossl + ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=gpuvirt-test-ca',
+                     '-keyout', os.path.join(pki, 'ca.key'), '-out', self.ca])
+        _run(ossl + ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=kube-apiserver',
+                     '-keyout', os.path.join(pki, 'server.key'), '-out', os.path.join(pki, 'server.csr')])
+        ext = os.path.join(pki, 'san.ext')
+        with open(ext, 'w', encoding='utf-8') as handle:
+            handle.write('subjectAltName=IP:127.0.0.1,DNS:localhost\n')
+        _run(ossl + ['x509', '-req', '-in', os.path.join(pki, 'server.csr'), '-CA', self.ca,
+                     '-CAkey', os.path.join(pki, 'ca.key'), '-CAcreateserial', '-days', '2', '-extfile', ext,
+                     '-out', os.path.join(pki, 'server.crt')])
+        _run(ossl + ['genrsa', '-out', os.path.join(pki, 'sa.key'), '2048'])
+        _run(ossl + ['rsa', '-in', os.path.join(pki, 'sa.key'), '-pubout', '-out', os.path.join(pki, 'sa.pub')])
+
+    def _wait_ready(self, timeout=90):
+        deadline = time.time() + timeout
+        last = None
+        while time.time() < deadline:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    raise RuntimeError('%s exited (%s); see %s/%s.log' % (name, proc.returncode, self.dir, name))
+            try:
+                status, body = self.request('GET', '/readyz', raw=True)
+                if status == 200:
+                    return
+                last = body
+            except (OSError, APIError) as exc:
+                last = exc
+            time.sleep(0.5)
+        raise RuntimeError('kube-apiserver not ready after %ds: %s' % (timeout, last))
+
+    # --- REST ---------------------------------------------------------------------------------------------------
+    def request(self, method, path, body=None, user='admin', raw=False, content_type='application/json',
+                ok=(200, 201, 202)):
+        data = None
+        if body is not None:
+            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header('Authorization', 'Bearer %s' % self.tokens[user])
+        if data is not None:
+            req.add_header('Content-Type', content_type)
+        try:
+            with urllib.request.urlopen(req, context=self._ssl, timeout=30) as resp:
+                status, text = resp.status, resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            status, text = exc.code, exc.read().decode()
+        if raw:
+            return status, text
+        parsed = json.loads(text) if text.startswith('{') else text
+        if status not in ok:
+            raise APIError(status, parsed, method, path)
+        return parsed
+
+    @staticmethod
+    def path(api_version, plural, namespace=None, name=None, subresource=None):
+        base = '/api/v1' if api_version == 'v1' else '/apis/' + api_version
+        parts = [base] + (['namespaces', namespace] if namespace else []) + [plural]
+        parts += [name] if name else []
+        parts += [subresource] if subresource else []
+        return '/'.join(parts)
+
+    def plural(self, api_version, kind):
+        base = '/api/v1' if api_version == 'v1' else '/apis/' + api_version
+        for res in self.request('GET', base)['resources']:
+            if res['kind'] == kind and '/' not in res['name']:
+                return res['name']
+        raise KeyError('%s %s is not served' % (api_version, kind))
+
+    def get(self, api_version, kind, name, namespace=None):
+        status, text = self.request('GET', self.path(api_version, self.plural(api_version, kind), namespace, name),
+                                    raw=True)
+        if status == 404:
+            return None
+        if status != 200:
+            raise APIError(status, text, 'GET', name)
+        return json.loads(text)
+
+    def create(self, obj):
+        """Create ``obj`` as the admin (a test's fixture); a ``status`` in it is then written through the status
+        subresource, as its controller would."""
+        obj = copy.deepcopy(obj)
+        status = obj.pop('status', None)
+        meta = obj['metadata']
+        if meta.get('namespace'):
+            self.ensure_namespace(meta['namespace'])
+        plural = self.plural(obj['apiVersion'], obj['kind'])
+        created = self.request('POST', self.path(obj['apiVersion'], plural, meta.get('namespace')), obj)
+        if status is not None:
+            created = self.set_status(created, status)
+        return created
+
+    def set_status(self, obj, status):
+        """Write ``status`` through the status subresource: what a controller (kubelet, OLM, MCO, operator) does."""
+        meta = obj['metadata']
+        plural = self.plural(obj['apiVersion'], obj['kind'])
+        current = self.request('GET', self.path(obj['apiVersion'], plural, meta.get('namespace'), meta['name']))
+        current['status'] = status
+        return self.request('PUT', self.path(obj['apiVersion'], plural, meta.get('namespace'), meta['name'],
+                                             'status'), current)
+
+    def ensure_namespace(self, name):
+        status, _ = self.request('GET', '/api/v1/namespaces/' + name, raw=True)
+        if status == 404:
+            self.request('POST', '/api/v1/namespaces', {'apiVersion': 'v1', 'kind': 'Namespace',
+                                                         'metadata': {'name': name}})
+
+    def create_crd(self, crd):
+        self.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)
+        self._wait_established([crd['metadata']['name']])
+
+    def delete_crd(self, name):
+        path = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/' + name
+        status, _ = self.request('DELETE', path, raw=True)
+        deadline = time.time() + 30
+        while status != 404 and time.time() < deadline:
+            status, _ = self.request('GET', path, raw=True)
+            time.sleep(0.2)
+
+    def _wait_established(self, names, timeout=60):
+        deadline = time.time() + timeout
+        pending = set(names)
+        while pending and time.time() < deadline:
+            for name in sorted(pending):
+                crd = self.request('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/' + name)
+                conds = {c['type']: c['status'] for c in (crd.get('status') or {}).get('conditions') or []}
+                if conds.get('Established') == 'True':
+                    pending.discard(name)
+            time.sleep(0.2)
+        if pending:
+            raise RuntimeError('CRDs not established after %ds: %s' % (timeout, sorted(pending)))
+        # discovery lags the Established condition by a moment; a CRD's kind may be served in any of its versions
+        for name in names:
+            plural, group = name.split('.', 1)
+            for _ in range(100):
+                status, text = self.request('GET', '/apis/' + group, raw=True)
+                if status == 200 and any(
+                        plural in [r['name'] for r in self.request('GET', '/apis/' + v['groupVersion'])['resources']]
+                        for v in json.loads(text)['versions']):
+                    break
+                time.sleep(0.1)
+
+    def _load_crds(self):
+        crds = load_crds(self.reference) + [STAND_INS['packagemanifest'], STAND_INS['clusterversion']]
+        for crd in crds:
+            if crd['metadata']['name'] in OPTIONAL:
+                self.optional[crd['metadata']['name']] = crd
+            self.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)
+        self.serving = set(self.optional)
+        self._wait_established([c['metadata']['name'] for c in crds])
+
+    def _load_rbac(self):
+        with open(RBAC_FILE, encoding='utf-8') as handle:
+            docs = [d for d in yaml.safe_load_all(handle) if d]
+        for doc in docs:
+            if doc['kind'] == 'Namespace':
+                self.ensure_namespace(doc['metadata']['name'])
+            elif doc['kind'] != 'ServiceAccount':  # the token stands in for the account's token
+                self.create(doc)
+
+    def serve(self, openshift=True, hco=None):
+        """Serve the optional APIs of a platform: ClusterVersion on OpenShift, HyperConverged where HCO runs (by
+        default: on OpenShift)."""
+        want = set()
+        if openshift:
+            want.add('clusterversions.config.openshift.io')
+        if openshift if hco is None else hco:
+            want.add('hyperconvergeds.hco.kubevirt.io')
+        for name in sorted(self.serving - want):
+            self.delete_crd(name)
+        for name in sorted(want - self.serving):
+            self.create_crd(self.optional[name])
+        self.serving = want
+
+    # --- kubeconfig ---------------------------------------------------------------------------------------------
+    def kubeconfig_path(self, user):
+        return os.path.join(self.dir, 'kubeconfig-%s' % user)
+
+    def write_kubeconfig(self, user):
+        with open(self.ca, 'rb') as handle:
+            ca = base64.b64encode(handle.read()).decode()
+        config = {'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'gpuvirt-test',
+                  'clusters': [{'name': 'gpuvirt-test', 'cluster': {'server': self.url,
+                                                                    'certificate-authority-data': ca}}],
+                  'users': [{'name': user, 'user': {'token': self.tokens[user]}}],
+                  'contexts': [{'name': 'gpuvirt-test', 'context': {'cluster': 'gpuvirt-test', 'user': user}}]}
+        path = self.kubeconfig_path(user)
+        with open(path, 'w', encoding='utf-8') as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            yaml.safe_dump(config, handle)
+        return path
+
+    # --- audit --------------------------------------------------------------------------------------------------
+    def audit_mark(self):
+        """A position in the audit log; ``writes(since=mark)`` reads the requests after it."""
+        try:
+            return os.path.getsize(self.audit_log)
+        except OSError:
+            return 0
+
+    def audit(self, since=0):
+        # the audit backend writes asynchronously in batches; give it a moment to flush the last request
+        time.sleep(0.3)
+        events = []
+        with open(self.audit_log, encoding='utf-8') as handle:
+            handle.seek(since)
+            for line in handle:
+                if line.strip():
+                    events.append(json.loads(line))
+        return events
+
+    def writes(self, since=0, user=AUTOMATION_USER):
+        """Successful writes (create/update/patch/delete) by ``user`` after ``since``, with the request body."""
+        return [e for e in self.audit(since) if e['verb'] in WRITE_VERBS and e['user']['username'] == user
+                and e.get('responseStatus', {}).get('code', 0) < 400
+                and 'dryRun=All' not in e.get('requestURI', '')]
+
+    def dry_runs(self, since=0, user=AUTOMATION_USER):
+        return [e for e in self.audit(since) if e['verb'] in WRITE_VERBS and e['user']['username'] == user
+                and 'dryRun=All' in e.get('requestURI', '')]
+
+    # --- reset between tests ------------------------------------------------------------------------------------
+    def _resources(self):
+        """(groupVersion, plural, namespaced) for every listable, deletable resource served now."""
+        out = [('v1', r['name'], r['namespaced']) for r in self.request('GET', '/api/v1')['resources']
+               if '/' not in r['name'] and {'list', 'delete'} <= set(r['verbs'])]
+        for group in self.request('GET', '/apis')['groups']:
+            gv = group['preferredVersion']['groupVersion']
+            status, text = self.request('GET', '/apis/' + gv, raw=True)
+            if status != 200:
+                continue
+            out += [(gv, r['name'], r['namespaced']) for r in json.loads(text)['resources']
+                    if '/' not in r['name'] and {'list', 'delete'} <= set(r['verbs'])]
+        return [r for r in out if r[1] not in ('events', 'componentstatuses')]
+
+    def _uids(self):
+        uids = set()
+        for gv, plural, _namespaced in self._resources():
+            status, text = self.request('GET', self.path(gv, plural), raw=True)
+            if status == 200:
+                uids.update(i['metadata']['uid'] for i in json.loads(text).get('items', []))
+        return uids
+
+    def reset(self, openshift=True, hco=None):
+        """Delete every object made since start (namespaces last, finalized by hand: no namespace controller), and
+        serve the platform's APIs. The CRDs, RBAC and built-in objects of a fresh server stay."""
+        namespaces = []
+        for gv, plural, _namespaced in self._resources():
+            status, text = self.request('GET', self.path(gv, plural), raw=True)
+            if status != 200:
+                continue
+            for item in json.loads(text).get('items', []):
+                meta = item['metadata']
+                if meta['uid'] in self._baseline or (plural == 'customresourcedefinitions' and meta['name'] in OPTIONAL):
+                    continue  # what a fresh server holds; the optional CRDs are serve()'s
+                if plural == 'namespaces':
+                    namespaces.append(meta['name'])
+                    continue
+                path = self.path(gv, plural, meta.get('namespace'), meta['name'])
+                if meta.get('finalizers') and plural != 'customresourcedefinitions':
+                    self.request('PATCH', path, {'metadata': {'finalizers': None}},
+                                 content_type='application/merge-patch+json', ok=(200, 404))
+                self.request('DELETE', path, {'kind': 'DeleteOptions', 'apiVersion': 'v1', 'gracePeriodSeconds': 0},
+                             ok=(200, 202, 404))
+        for name in namespaces:
+            self.request('DELETE', '/api/v1/namespaces/' + name, ok=(200, 202, 404))
+            status, text = self.request('GET', '/api/v1/namespaces/' + name, raw=True)
+            if status == 200:
+                ns = json.loads(text)
+                ns['spec']['finalizers'] = []
+                self.request('PUT', '/api/v1/namespaces/%s/finalize' % name, ns, ok=(200, 404, 409))
+        self.serve(openshift, hco)
+
+
+AUDIT_POLICY = {
+    'apiVersion': 'audit.k8s.io/v1', 'kind': 'Policy', 'omitStages': ['RequestReceived'],
+    'rules': [
+        {'level': 'None', 'users': ['system:apiserver']},
+        {'level': 'None', 'nonResourceURLs': ['/healthz*', '/readyz*', '/livez*', '/version', '/openapi/*']},
+        {'level': 'Request', 'verbs': list(WRITE_VERBS)},
+        {'level': 'Metadata'},
+    ]}
+
+
+def main(argv):
+    if len(argv) != 3 or argv[1] not in ('start', 'stop'):
+        sys.stderr.write('usage: apiserver.py start|stop DIR\n')
+        return 2
+    workdir = os.path.abspath(argv[2])
+    if argv[1] == 'stop':
+        try:
+            with open(os.path.join(workdir, 'pids'), encoding='utf-8') as handle:
+                pids = [int(line.split()[1]) for line in handle if line.strip()]
+        except OSError:
+            return 0
+        for pid in pids:
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        os.remove(os.path.join(workdir, 'pids'))
+        return 0
+    server = KubeAPIServer(workdir).start()
+    # leave the processes running: the PIDs are in DIR/pids for `stop`
+    server.procs.clear()
+    print(json.dumps({'url': server.url, 'admin_kubeconfig': server.kubeconfig_path('admin'),
+                      'automation_kubeconfig': server.kubeconfig_path('automation'),
+                      'audit_log': server.audit_log}))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))
