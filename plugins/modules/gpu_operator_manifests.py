@@ -130,7 +130,7 @@ EXAMPLES = r'''
   gpuvirt.provision.gpu_operator_manifests:
     platform: openshift
     default_workload: vm-vgpu
-    vgpu_manager: {repository: registry.example.com/nvidia, version: 580.82.02-rhcos4.18}
+    vgpu_manager: {repository: registry.example.com/nvidia, version: 580.82.02}
     pull_secret_name: gpuvirt-vgpu-pull
     package_manifest: "{{ pm.resources[0] }}"
   register: gop

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import copy
 import json
+import re
 
 OPENSHIFT_NAMESPACE = 'nvidia-gpu-operator'
 KUBERNETES_NAMESPACE = 'gpu-operator'
@@ -26,6 +27,12 @@ WORKLOADS = ('container', 'vm-passthrough', 'vm-vgpu')
 MODES = ('kubevirt', 'kata')
 # Keys of a settings overlay whose value is a free-form map in the chart (never checked key by key).
 _OPAQUE = ('nodeSelector', 'labels', 'annotations')
+# vgpuManager.version is the NVIDIA driver version alone (580.82.02, 535.183.04, 470.63) or an image digest: the
+# operator appends "-<os tag>" itself (NVIDIA/gpu-operator controllers/object_controls.go resolveDriverTag, OS tag
+# from the GPU node's NFD labels in controllers/state_manager.go getGPUNodeOSInfo).
+_DRIVER_VERSION_RE = re.compile(r'^[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?$')
+_VERSION_WITH_OS_TAG_RE = re.compile(r'^(?P<version>[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)-(?P<os_tag>[a-z][a-z0-9._-]*)$')
+_DIGEST_RE = re.compile(r'^sha256:[0-9a-f]{64}$')
 
 
 class ManifestError(ValueError):
@@ -38,6 +45,26 @@ def registry_of(repository):
     if '.' in first or ':' in first or first == 'localhost':
         return first
     return 'docker.io'
+
+
+def check_vgpu_manager_version(version, variable='gpu_operator_vgpu_manager.version'):
+    """Return the vGPU Manager version when it is a driver version alone (or a sha256 digest), else raise.
+
+    The GPU Operator builds the image tag as ``<version>-<os tag>`` per node OS (``rhcos4.18``, ``ubuntu22.04``),
+    so a configured ``580.82.02-rhcos4.18`` makes it pull ``580.82.02-rhcos4.18-rhcos4.18``, which never exists.
+    """
+    text = '' if version is None else str(version).strip()
+    match = _VERSION_WITH_OS_TAG_RE.match(text)
+    if match:
+        raise ManifestError(
+            "%s is %r: that is the image tag, not the driver version; the GPU Operator appends -<os tag> itself "
+            "(it would pull %s-%s-<os tag>): set it to %s, the same value as vgpu_manager_image_version"
+            % (variable, text, match.group('version'), match.group('os_tag'), match.group('version')))
+    if not (_DRIVER_VERSION_RE.match(text) or _DIGEST_RE.match(text)):
+        raise ManifestError(
+            "%s is %r, not an NVIDIA driver version like 580.82.02: set it to the version of the "
+            "NVIDIA-Linux-x86_64-<version>-vgpu-kvm.run file (vgpu_manager_image_version)" % (variable, text))
+    return text
 
 
 def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt', vgpu_manager=None,
@@ -62,10 +89,11 @@ def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt'
         if missing:
             raise ManifestError("the vGPU Manager image needs %s (gpu_operator_vgpu_manager.%s): the licensed "
                                 "image built by the vgpu_manager_image role, e.g. repository "
-                                "registry.example.com/nvidia, version 580.82.02-rhcos4.18"
+                                "registry.example.com/nvidia, version 580.82.02"
                                 % (' and '.join(missing), missing[0]))
         vgm = {'enabled': True, 'repository': vgpu_manager['repository'],
-               'image': vgpu_manager.get('image') or 'vgpu-manager', 'version': str(vgpu_manager['version'])}
+               'image': vgpu_manager.get('image') or 'vgpu-manager',
+               'version': check_vgpu_manager_version(vgpu_manager['version'])}
         if pull_secret_name:
             vgm['imagePullSecrets'] = [pull_secret_name]
         overlay['vgpuManager'] = vgm

@@ -150,11 +150,25 @@ def bad(name):
             'held': True, 'holders': [holder]}
         return 'nvidia-persistenced holds /dev/nvidia0 (pid 4242, unit nvidia-persistenced.service)'
 
+    def operator_version_with_os_tag(inv):
+        inv['all']['vars']['gpu_operator_vgpu_manager'] = {'repository': 'registry.example.com/nvidia',
+                                                           'version': '580.82.02-rhcos4.18'}
+        # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization", section "Creating a ClusterPolicy for the GPU
+        # Operator": "vgpuManager.version=<driver version>"; NVIDIA/gpu-operator controllers/object_controls.go
+        # resolveDriverTag appends "-" + the node's OS tag to it, so the value must not end in one.
+        return ('gpu_operator_vgpu_manager.version is "580.82.02-rhcos4.18"', 'Set it to "580.82.02"')
+
+    def image_version_with_os_tag(inv):
+        inv['all']['vars']['vgpu_manager_image_version'] = '580.82.02-ubuntu22.04'
+        # same guide, section "Building the vGPU Manager image": VERSION is the vGPU Manager (driver) version and
+        # the tag is ${VERSION}-${OS_TAG}: the OS tag is added once, by the build.
+        return ('vgpu_manager_image_version is "580.82.02-ubuntu22.04"', 'Set it to "580.82.02"')
+
     return locals()[name]
 
 
 BAD = ['in_two_pools', 'unknown_pool', 'cluster_mode', 'shell_metachar', 'missing_bdf', 'malformed_bdf',
-       'vgpu_type_not_offered', 'host_driver', 'held']
+       'vgpu_type_not_offered', 'host_driver', 'held', 'operator_version_with_os_tag', 'image_version_with_os_tag']
 
 
 @pytest.mark.parametrize('case', BAD)
