@@ -237,3 +237,20 @@ def test_verify_expected_names_from_host_facts(tmp_path):
              {'metadata': {'name': 'worker-gpu-2.example.com'}, 'status': {'allocatable': {}}}]
     rc, log, dummy = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_nodes=nodes)
     assert rc != 0 and 'worker-gpu-2.example.com: expected nvidia.com/GA102GL_A10>=1' in log, log
+
+
+def test_rendered_labels_come_before_the_operator(tmp_path):
+    # nodes.yml alone (it needs nothing operator.yml sets), then operator.yml, into one directory as site.yml does
+    rc, log, out = run(tmp_path, 'nodes', 'openshift-vgpu')
+    assert rc == 0, log
+    rc, log, dummy = run(tmp_path, 'operator', 'openshift-vgpu')
+    assert rc == 0, log
+    names = sorted(os.path.basename(p) for p in glob.glob(str(out / '*.yaml')))
+    labels = [n for n in names if '-node-' in n]
+    operator = [n for n in names if 'gpu-operator' in n or '-clusterpolicy-' in n]
+    assert labels and operator, names
+    # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization", section "Labeling worker nodes": a node without
+    # nvidia.com/gpu.workload.config gets the default workload, and "vGPU Device Configuration": set
+    # nvidia.com/vgpu.config "prior to installing the GPU Operator". Applied in file order (GitOps), every label
+    # must come before the operator's Namespace, Subscription and ClusterPolicy.
+    assert names.index(labels[-1]) < names.index(operator[0]), names

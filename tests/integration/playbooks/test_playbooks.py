@@ -85,7 +85,11 @@ def test_every_playbook_passes_syntax_check(inventory):
 def test_site_imports_every_phase_in_order():
     with open(os.path.join(ROOT, 'playbooks', 'site.yml'), encoding='utf-8') as handle:
         phases = [p['ansible.builtin.import_playbook'] for p in yaml.safe_load(handle)]
-    assert phases == ['preflight.yml', 'host_prep.yml', 'vgpu_image.yml', 'operator.yml', 'nodes.yml',
+    # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization": "Labeling worker nodes" comes before "Installing
+    # the NVIDIA GPU Operator"; "If the node label nvidia.com/gpu.workload.config does not exist on the node, the
+    # GPU Operator assumes the default GPU workload configuration" (sandboxWorkloads.defaultWorkload), so labels
+    # must be in place before the operator deploys anything.
+    assert phases == ['preflight.yml', 'host_prep.yml', 'vgpu_image.yml', 'nodes.yml', 'operator.yml',
                       'kubevirt.yml', 'verify.yml', 'summary.yml']
 
 
