@@ -87,3 +87,57 @@ def test_os_tag_filter_matches_the_operator_rule(tmp_path):
     # NVIDIA/gpu-operator controllers/state_manager.go getGPUNodeOSInfo: osTag = ID + VERSION_ID from the NFD
     # os_release labels, VERSION_ID cut to its major part for "ol", "rocky" and "rhel".
     assert 'msg: %s' % ' '.join(cases.values()) in proc.stdout, proc.stdout
+
+
+A10 = {'bdf': '0000:41:00.0', 'vendor_id': '10de', 'device_id': '2236', 'device_name': 'GA102GL [A10]',
+       'class_id': '0302', 'kind': 'gpu', 'is_vf': False, 'driver': None, 'iommu_group': '41', 'companions': []}
+
+
+def gpu_facts(mdev=None):
+    return {'gpuvirt_pci_devices': {'gpus': [A10], 'nvswitches': [], 'devices': [A10],
+                                    'iommu': {'enabled': True, 'message': 'IOMMU on: 1 group'}},
+            'gpuvirt_mdev_types': mdev or {'parents': []},
+            'gpuvirt_gpu_holders': {'held': False, 'holders': [], 'message': 'no process holds /dev/nvidia*'},
+            'gpuvirt_os_tag': 'ubuntu22.04'}
+
+
+def container_fleet(tmp_path, **cluster):
+    local = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable, 'ansible_become': False}
+    return {'all': {
+        'vars': dict(local, gpuvirt_cluster_mode='render', gpuvirt_render_dir=str(tmp_path / 'render'),
+                     node_labels_mode='render', node_labels_render_dir=str(tmp_path / 'render'), **cluster),
+        'children': {'gpu_container': {'hosts': {
+            'gpu-1.example.com': gpu_facts(),
+            'gpu-2.example.com': dict(gpu_facts(), gpuvirt_node_name='worker-gpu-2')}}}}}
+
+
+def test_render_names_nodes_like_apply_and_the_drain(tmp_path):
+    rc, log = run(tmp_path, container_fleet(tmp_path), ['nodes.yml'])
+    assert rc == 0, log
+    names = sorted(yaml.safe_load(p.read_text())['metadata']['name'] for p in (tmp_path / 'render').glob('*.yaml'))
+    # One rule (docs/contracts.md, "Node names"): gpuvirt_node_name, else the short inventory name, the name the reboot role's
+    # drain (reboot_node_name) and gather.yml already used. Kubernetes node names are the kubelet's hostname
+    # (https://kubernetes.io/docs/concepts/architecture/nodes/#node-name-uniqueness), not the FQDN the inventory uses.
+    assert names == ['gpu-1', 'worker-gpu-2'], names
+
+
+def test_apply_preflight_names_the_hosts_without_a_node(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'cluster_kubevirt'))
+    import fake_apiserver  # pylint: disable=import-outside-toplevel
+    api = fake_apiserver.FakeAPI([{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-1'}}])
+    kubeconfig = fake_apiserver.kubeconfig(tmp_path / 'kubeconfig', api.start())
+    try:
+        inventory = container_fleet(tmp_path, gpuvirt_kubeconfig=kubeconfig)
+        inventory['all']['vars']['gpuvirt_cluster_mode'] = 'apply'
+        rc, log = run(tmp_path, inventory, ['preflight.yml'], env={'HOME': str(tmp_path)})
+        # kubernetes.core.k8s_info (https://docs.ansible.com/ansible/latest/collections/kubernetes/core/
+        # k8s_info_module.html) lists the Nodes; the one host whose node is missing is named with the name looked for
+        assert rc != 0, log
+        assert 'No Node in the cluster for gpu-2.example.com -> worker-gpu-2 (host -> node name)' in flat(log), log
+        assert 'gpu-1.example.com ->' not in flat(log), log
+        assert api.writes == []
+        api.put({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'worker-gpu-2'}})
+        rc, log = run(tmp_path, inventory, ['preflight.yml'], env={'HOME': str(tmp_path)})
+        assert rc == 0, log
+    finally:
+        api.stop()
