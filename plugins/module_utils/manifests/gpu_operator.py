@@ -22,6 +22,14 @@ PACKAGE = 'gpu-operator-certified'
 CATALOG = 'certified-operators'
 CATALOG_NAMESPACE = 'openshift-marketplace'
 CLUSTER_POLICY_NAME = 'gpu-cluster-policy'
+# The Node Feature Discovery operator, a prerequisite of the GPU Operator on OpenShift (NVIDIA's "Installing the
+# Node Feature Discovery (NFD) Operator", https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/
+# install-nfd.html), from Red Hat's catalog (OpenShift "Node Feature Discovery Operator", installing with the CLI).
+NFD_NAMESPACE = 'openshift-nfd'
+NFD_PACKAGE = 'nfd'
+NFD_CATALOG = 'redhat-operators'
+NFD_CHANNEL = 'stable'
+NFD_CRD = 'nodefeaturediscoveries.nfd.openshift.io'
 APPROVALS = ('Automatic', 'Manual')
 WORKLOADS = ('container', 'vm-passthrough', 'vm-vgpu')
 MODES = ('kubevirt', 'kata')
@@ -225,3 +233,46 @@ def csv_phase(subscription, csv):
     if phase == 'Failed':
         raise ManifestError("CSV %s failed: %s" % (installed, ((csv or {}).get('status') or {}).get('message')))
     return phase == 'Succeeded', "CSV %s is %s" % (installed, phase or 'not created yet')
+
+
+def build_nfd_install(channel=NFD_CHANNEL, approval='Automatic', source=NFD_CATALOG,
+                      source_namespace=CATALOG_NAMESPACE):
+    """Namespace, OperatorGroup and Subscription of the NFD operator (the same OLM pattern as the GPU Operator's)."""
+    if approval not in APPROVALS:
+        raise ManifestError("installPlanApproval %r is not one of %s (gpu_operator_install_plan_approval)"
+                            % (approval, ', '.join(APPROVALS)))
+    if not channel:
+        raise ManifestError("no NFD channel: set gpu_operator_nfd_channel (Red Hat's nfd package publishes stable)")
+    namespace = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': NFD_NAMESPACE}}
+    group = {'apiVersion': 'operators.coreos.com/v1', 'kind': 'OperatorGroup',
+             'metadata': {'name': 'openshift-nfd-group', 'namespace': NFD_NAMESPACE},
+             'spec': {'targetNamespaces': [NFD_NAMESPACE]}}
+    sub = {'apiVersion': 'operators.coreos.com/v1alpha1', 'kind': 'Subscription',
+           'metadata': {'name': NFD_PACKAGE, 'namespace': NFD_NAMESPACE},
+           'spec': {'channel': channel, 'installPlanApproval': approval, 'name': NFD_PACKAGE, 'source': source,
+                    'sourceNamespace': source_namespace}}
+    return [namespace, group, sub]
+
+
+def channel_alm_examples(package_manifest, channel):
+    """``(csv name, alm-examples text)`` of a channel's head CSV in a PackageManifest (``status.channels[]
+    .currentCSV`` and ``.currentCSVDesc.annotations['alm-examples']``), or ``(None, None)`` when not given."""
+    for entry in ((package_manifest or {}).get('status') or {}).get('channels') or []:
+        if entry.get('name') == channel:
+            desc = entry.get('currentCSVDesc') or {}
+            return entry.get('currentCSV'), (desc.get('annotations') or {}).get('alm-examples')
+    return None, None
+
+
+def check_alm_examples_source(package_manifest, channel, alm_examples, source_name):
+    """The ClusterPolicy must come from the CSV of the channel actually subscribed: when the PackageManifest tells
+    that channel's CSV and its alm-examples, a supplied alm-examples file whose ClusterPolicy differs is refused."""
+    csv, channel_examples = channel_alm_examples(package_manifest, channel)
+    if not channel_examples or alm_examples is None:
+        return
+    if alm_cluster_policy(channel_examples) != alm_cluster_policy(alm_examples):
+        raise ManifestError(
+            "the alm-examples in %s are not those of %s, the CSV of channel %s that the Subscription follows: the "
+            "ClusterPolicy would carry another operator version's defaults; use that CSV's alm-examples "
+            "(oc get csv %s -n %s -o jsonpath='{.metadata.annotations.alm-examples}') or pin the channel of the file "
+            "(gpu_operator_channel)" % (source_name, csv, channel, csv, OPENSHIFT_NAMESPACE))

@@ -91,12 +91,18 @@ def test_openshift_vgpu_operator(tmp_path):
     assert rc == 0, log
     assert 'n0t-a-real-pass' not in log
     objs = rendered(out)
-    (ns,) = objs['Namespace']
-    assert ns['metadata']['name'] == 'nvidia-gpu-operator'
-    (og,) = objs['OperatorGroup']
-    assert og['spec']['targetNamespaces'] == ['nvidia-gpu-operator']
-    (sub,) = objs['Subscription']
+    namespaces = {n['metadata']['name']: n for n in objs['Namespace']}
+    assert sorted(namespaces) == ['nvidia-gpu-operator', 'openshift-nfd']
+    groups = {g['metadata']['namespace']: g for g in objs['OperatorGroup']}
+    assert groups['nvidia-gpu-operator']['spec']['targetNamespaces'] == ['nvidia-gpu-operator']
+    subs = {s['metadata']['namespace']: s for s in objs['Subscription']}
+    sub = subs['nvidia-gpu-operator']
     assert sub['spec']['channel'] == 'v26.7' and sub['spec']['installPlanApproval'] == 'Manual'
+    # NVIDIA, "Installing the Node Feature Discovery (NFD) Operator"
+    # (https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/install-nfd.html): "The Node Feature Discovery
+    # (NFD) Operator is a prerequisite for the NVIDIA GPU Operator", installed from Red Hat's catalog into openshift-nfd.
+    assert groups['openshift-nfd']['spec']['targetNamespaces'] == ['openshift-nfd']
+    assert (subs['openshift-nfd']['spec']['name'], subs['openshift-nfd']['spec']['source']) == ('nfd', 'redhat-operators')
     assert (sub['spec']['name'], sub['spec']['source']) == ('gpu-operator-certified', 'certified-operators')
     (secret,) = objs['Secret']
     assert objs['_modes']['Secret'] == 0o600
@@ -254,3 +260,18 @@ def test_rendered_labels_come_before_the_operator(tmp_path):
     # nvidia.com/vgpu.config "prior to installing the GPU Operator". Applied in file order (GitOps), every label
     # must come before the operator's Namespace, Subscription and ClusterPolicy.
     assert names.index(labels[-1]) < names.index(operator[0]), names
+
+
+def test_alm_examples_file_of_another_channel_is_refused_naming_both(tmp_path):
+    other = [e for e in reference_json('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json')]
+    other = json.loads(json.dumps(other).replace('"enabled": true', '"enabled": false', 1))
+    pm = {'status': {'defaultChannel': 'v26.7', 'channels': [
+        {'name': 'v26.7', 'currentCSV': 'gpu-operator-certified.v26.7.0',
+         'currentCSVDesc': {'annotations': {'alm-examples': json.dumps(other)}}}]}}
+    rc, log, out = run(tmp_path, 'operator', 'openshift-vgpu', gpu_operator_package_manifest=pm,
+                       gpu_operator_channel='v26.7')
+    # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization", "Creating a ClusterPolicy for the GPU Operator":
+    # the ClusterPolicy is the alm-examples of the installed CSV (oc get csv ... alm-examples); a file from another
+    # CSV than the subscribed channel's would carry another version's defaults: refused, naming both.
+    assert_failed_before_writing(rc, log, out, 'gpu-operator-v26.7.0-csv-alm-examples.json',
+                                 'gpu-operator-certified.v26.7.0, the CSV of channel v26.7')

@@ -166,3 +166,16 @@ def test_vgpu_manager_version_accepts_a_digest():
     digest = 'sha256:' + 'a' * 64
     overlay = gop.settings(vgpu_manager=dict(VGM, version=digest), pull_secret_name='p')
     assert overlay['vgpuManager']['version'] == digest
+
+
+def test_nfd_operator_objects_validate_and_follow_red_hat_s_package():
+    objs = gop.build_nfd_install()
+    for obj in objs:
+        schema.validate(obj)
+    # NVIDIA, "Installing the Node Feature Discovery (NFD) Operator"
+    # (https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/install-nfd.html): NFD is a prerequisite of
+    # the GPU Operator on OpenShift, from Red Hat's OperatorHub catalog, running in openshift-nfd.
+    assert [o['kind'] for o in objs] == ['Namespace', 'OperatorGroup', 'Subscription']
+    assert objs[2]['spec'] == {'channel': 'stable', 'installPlanApproval': 'Automatic', 'name': 'nfd',
+                               'source': 'redhat-operators', 'sourceNamespace': 'openshift-marketplace'}
+    assert {o['metadata'].get('namespace', o['metadata']['name']) for o in objs} == {'openshift-nfd'}
