@@ -18,7 +18,7 @@ def node_name(inventory_hostname, override=None):
         return str(override)
     if not inventory_hostname:
         raise AnsibleFilterError('node_name: no inventory host name given')
-    return str(inventory_hostname).split('.')[0]
+    return str(inventory_hostname).split('.', maxsplit=1)[0]
 
 
 def os_tag(os_release):

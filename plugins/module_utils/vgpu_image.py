@@ -191,7 +191,7 @@ def os_tag_from_os_release(os_release):
         raise VgpuImageError("os-release has no ID or VERSION_ID (ID=%r, VERSION_ID=%r): set the host's "
                              "gpuvirt_os_tag (such as ubuntu22.04 or rhcos4.18)" % (os_id, version))
     if os_id in ('rhel', 'rocky', 'ol'):
-        version = version.split('.')[0]
+        version = version.split('.', maxsplit=1)[0]
     return check_os_tag(os_id + version)
 
 

@@ -263,7 +263,7 @@ def test_rendered_labels_come_before_the_operator(tmp_path):
 
 
 def test_alm_examples_file_of_another_channel_is_refused_naming_both(tmp_path):
-    other = [e for e in reference_json('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json')]
+    other = reference_json('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json')
     other = json.loads(json.dumps(other).replace('"enabled": true', '"enabled": false', 1))
     pm = {'status': {'defaultChannel': 'v26.7', 'channels': [
         {'name': 'v26.7', 'currentCSV': 'gpu-operator-certified.v26.7.0',

@@ -173,8 +173,8 @@ def bad(name):
         types = {'parents': [{'parent': '0000:26:00.4', 'interface': 'vendor_vfio', 'types': [
             {'type_id': '1155', 'name': 'NVIDIA L40S-24Q', 'short_name': 'L40S-24Q', 'available_instances': 2}]}]}
         inv['all']['vars']['gpu_operator_vgpu_configs']['l40s'] = {'L40S-24Q': 2}
-        inv['all']['children']['gpu_vm_vgpu']['hosts']['vgpu-1'].update(facts(gpu=l40s, mdev=types),
-                                                                         gpuvirt_vgpu_config='l40s')
+        host = inv['all']['children']['gpu_vm_vgpu']['hosts']['vgpu-1']
+        host.update(facts(gpu=l40s, mdev=types), gpuvirt_vgpu_config='l40s')
         # kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go discoverPermittedHostMediatedDevices
         # finds vGPUs on the mdev bus only; NVIDIA's vendor-specific VFIO interface has none: stop, naming the host,
         # the interface and what to do, before anything is written.
