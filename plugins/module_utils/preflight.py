@@ -137,8 +137,27 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
     return errors, warnings
 
 
+def vendor_vfio_parents(mdev_result):
+    """The VFs whose vGPU types come from NVIDIA's vendor-specific VFIO interface (``nvidia/creatable_vgpu_types``,
+    Ada/Hopper/Blackwell with vGPU 17+): no mdev bus there."""
+    return sorted(p.get("parent") for p in (mdev_result or {}).get("parents", []) or []
+                  if p.get("interface") == "vendor_vfio" and p.get("parent"))
+
+
 def _check_vgpu(host, gpus, mdev, requested, warnings):
     errors = []
+    # KubeVirt finds vGPUs only on the mdev bus (kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go
+    # discoverPermittedHostMediatedDevices reads /sys/bus/mdev/devices) and the vGPU Device Manager creates them
+    # through mdev_supported_types: on this interface no vGPU is created and an HCO mediatedDevices entry never matches.
+    vendor = vendor_vfio_parents(mdev)
+    if vendor:
+        errors.append(
+            "%s: its vGPU types are on NVIDIA's vendor-specific VFIO interface (nvidia/creatable_vgpu_types on %s, "
+            "no mdev bus), which the GPU Operator's vGPU Device Manager and KubeVirt's mediated devices do not "
+            "support yet: no vGPU would be created and a HyperConverged mediatedDevices entry would never match. "
+            "Move %s to gpu_vm_passthrough (whole GPUs to VMs) or out of gpu_vm_vgpu until vGPU creation on this "
+            "interface is supported" % (host, ", ".join(vendor[:4]) + (" ..." if len(vendor) > 4 else ""), host))
+        return errors
     offered = offered_vgpu_types(mdev)
     if offered:
         for vtype in requested:

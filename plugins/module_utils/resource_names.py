@@ -101,11 +101,20 @@ def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX,
             pci.setdefault(sel, {'pciDeviceSelector': sel, 'resourceName': pci_resource_name(gpu, pciids, prefix),
                                  'externalResourceProvider': True})
         for parent in mdev_facts.get('parents', []):
-            for t in parent.get('types', []):
-                if t.get('name') and (not keep or short_type_name(t['name']) in keep):
-                    mdev.setdefault(t['name'], {'mdevNameSelector': t['name'],
-                                                'resourceName': mdev_resource_name(t['name'], prefix),
-                                                'externalResourceProvider': True})
+            wanted = [t for t in parent.get('types', [])
+                      if t.get('name') and (not keep or short_type_name(t['name']) in keep)]
+            if wanted and parent.get('interface') == 'vendor_vfio':
+                # KubeVirt's mediated devices are found on the mdev bus only (kubevirt/kubevirt
+                # pkg/virt-handler/device-manager/mediated_device.go): this entry could never match.
+                raise ResourceNameError(
+                    'vGPU type %s is offered on %s through NVIDIA\'s vendor-specific VFIO interface '
+                    '(nvidia/creatable_vgpu_types, no mdev bus): a mediatedDevices entry would never match; move the '
+                    'host to gpu_vm_passthrough or out of gpu_vm_vgpu until vGPU creation there is supported'
+                    % (wanted[0]['name'], parent.get('parent')))
+            for t in wanted:
+                mdev.setdefault(t['name'], {'mdevNameSelector': t['name'],
+                                            'resourceName': mdev_resource_name(t['name'], prefix),
+                                            'externalResourceProvider': True})
     return {'pciHostDevices': [pci[k] for k in sorted(pci)], 'mediatedDevices': [mdev[k] for k in sorted(mdev)]}
 
 

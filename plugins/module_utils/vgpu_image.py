@@ -161,6 +161,40 @@ def check_os_tag(os_tag):
     return os_tag
 
 
+def parse_os_release(text):
+    """``/etc/os-release`` text -> ``{KEY: value}`` (quotes removed, comments and blank lines skipped)."""
+    out = {}
+    for line in str(text or '').splitlines():
+        line = line.strip()
+        if not line or line.startswith('#') or '=' not in line:
+            continue
+        key, value = line.split('=', 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+def os_tag_from_os_release(os_release):
+    """The OS tag the GPU Operator appends to the vGPU Manager version on this node.
+
+    NVIDIA/gpu-operator controllers/state_manager.go getGPUNodeOSInfo: ``<ID><VERSION_ID>`` of the node's
+    os-release (NFD labels ``feature.node.kubernetes.io/system-os_release.ID`` / ``.VERSION_ID``), with only the
+    major version for ``rhel``, ``rocky`` and ``ol``: ``ubuntu`` ``22.04`` -> ``ubuntu22.04``, ``rhcos`` ``4.18``
+    -> ``rhcos4.18``, ``rhel`` ``9.4`` -> ``rhel9``. ``os_release`` is the file's text or its parsed dict.
+    """
+    fields = os_release if isinstance(os_release, dict) else parse_os_release(os_release)
+    os_id = str(fields.get('ID') or '').strip()
+    version = str(fields.get('VERSION_ID') or '').strip()
+    if not os_id or not version:
+        raise VgpuImageError("os-release has no ID or VERSION_ID (ID=%r, VERSION_ID=%r): set the host's "
+                             "gpuvirt_os_tag (such as ubuntu22.04 or rhcos4.18)" % (os_id, version))
+    if os_id in ('rhel', 'rocky', 'ol'):
+        version = version.split('.', maxsplit=1)[0]
+    return check_os_tag(os_id + version)
+
+
 def resolve_os_tag(os_tag=None, openshift_version=None):
     """The OpenShift version wins when given (``rhcos4.<minor>``), else ``os_tag``."""
     if openshift_version:

@@ -90,6 +90,25 @@ options:
   alm_examples:
     description: The CSV's C(alm-examples) annotation (JSON text or parsed list); OpenShift only.
     type: raw
+  alm_examples_source:
+    description:
+      - Where O(alm_examples) came from (a file name), named when they are not the alm-examples of the subscribed
+        channel's CSV as the O(package_manifest) tells them (C(status.channels[].currentCSVDesc)).
+    type: str
+  nfd_install:
+    description:
+      - OpenShift, also return the Node Feature Discovery operator's Namespace (C(openshift-nfd)), OperatorGroup and
+        Subscription (C(nfd) from O(nfd_catalog_source)) in RV(nfd_objects); the GPU Operator needs NFD there.
+    type: bool
+    default: false
+  nfd_channel:
+    description: Channel of the C(nfd) Subscription.
+    type: str
+    default: stable
+  nfd_catalog_source:
+    description: CatalogSource of the C(nfd) package.
+    type: str
+    default: redhat-operators
   package_manifest:
     description: The C(gpu-operator-certified) PackageManifest, for its default channel.
     type: dict
@@ -130,7 +149,7 @@ EXAMPLES = r'''
   gpuvirt.provision.gpu_operator_manifests:
     platform: openshift
     default_workload: vm-vgpu
-    vgpu_manager: {repository: registry.example.com/nvidia, version: 580.82.02-rhcos4.18}
+    vgpu_manager: {repository: registry.example.com/nvidia, version: 580.82.02}
     pull_secret_name: gpuvirt-vgpu-pull
     package_manifest: "{{ pm.resources[0] }}"
   register: gop
@@ -163,6 +182,11 @@ channel:
   description: Subscription channel (OpenShift), else null.
   returned: success
   type: str
+nfd_objects:
+  description: The NFD operator's Namespace, OperatorGroup and Subscription (OpenShift with O(nfd_install)), else empty.
+  returned: success
+  type: list
+  elements: dict
 warnings_list:
   description: Checks that could only be partly made (vGPU types checked against board names).
   returned: success
@@ -194,7 +218,7 @@ def build(p):
     overlay = gop.settings(p['sandbox_enabled'], p['default_workload'], p['sandbox_mode'], p['vgpu_manager'],
                            vdm_config, p['vfio_manager'], p['sandbox_device_plugin'], p['pull_secret_name'])
     result = dict(namespace=namespace, config_objects=config_objects, cluster_policy=None, helm_values=None,
-                  channel=None, warnings_list=warnings)
+                  channel=None, warnings_list=warnings, nfd_objects=[])
     install = [gop.build_namespace(namespace, openshift)]
     if openshift:
         result['channel'] = gop.default_channel(p['package_manifest'], p['channel'])
@@ -202,7 +226,12 @@ def build(p):
         install.append(gop.build_subscription(namespace, result['channel'], p['install_plan_approval'],
                                               p['catalog_source'], p['catalog_namespace']))
         if p['alm_examples'] is not None:
+            gop.check_alm_examples_source(p['package_manifest'], result['channel'], p['alm_examples'],
+                                          p['alm_examples_source'] or 'the given alm-examples')
             result['cluster_policy'] = gop.build_cluster_policy(p['alm_examples'], overlay)
+        if p['nfd_install']:
+            result['nfd_objects'] = gop.build_nfd_install(p['nfd_channel'], p['install_plan_approval'],
+                                                          p['nfd_catalog_source'], p['catalog_namespace'])
     else:
         values = gop.helm_values(overlay, p['helm_values_extra'])
         if p['chart_values'] is not None:
@@ -231,6 +260,10 @@ def main():
             vgpu_configmap_name=dict(type='str', default='gpuvirt-vgpu-devices-config'),
             hosts=dict(type='list', elements='dict', default=[]),
             alm_examples=dict(type='raw'),
+            alm_examples_source=dict(type='str'),
+            nfd_install=dict(type='bool', default=False),
+            nfd_channel=dict(type='str', default=gop.NFD_CHANNEL),
+            nfd_catalog_source=dict(type='str', default=gop.NFD_CATALOG),
             package_manifest=dict(type='dict'),
             channel=dict(type='str'),
             install_plan_approval=dict(type='str', choices=list(gop.APPROVALS), default='Automatic'),

@@ -33,7 +33,9 @@ options:
     elements: dict
     default: []
   mediated_devices:
-    description: vGPU types to permit, each C(name) (type name) and C(resource_name).
+    description:
+      - vGPU types to permit, each C(name) (type name) and C(resource_name).
+      - An entry with C(interface=vendor_vfio) (a type of NVIDIA's vendor-specific VFIO interface, no mdev bus) is refused.
     type: list
     elements: dict
     default: []

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import copy
 import json
+import re
 
 OPENSHIFT_NAMESPACE = 'nvidia-gpu-operator'
 KUBERNETES_NAMESPACE = 'gpu-operator'
@@ -21,11 +22,25 @@ PACKAGE = 'gpu-operator-certified'
 CATALOG = 'certified-operators'
 CATALOG_NAMESPACE = 'openshift-marketplace'
 CLUSTER_POLICY_NAME = 'gpu-cluster-policy'
+# The Node Feature Discovery operator, a prerequisite of the GPU Operator on OpenShift (NVIDIA's "Installing the
+# Node Feature Discovery (NFD) Operator", https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/
+# install-nfd.html), from Red Hat's catalog (OpenShift "Node Feature Discovery Operator", installing with the CLI).
+NFD_NAMESPACE = 'openshift-nfd'
+NFD_PACKAGE = 'nfd'
+NFD_CATALOG = 'redhat-operators'
+NFD_CHANNEL = 'stable'
+NFD_CRD = 'nodefeaturediscoveries.nfd.openshift.io'
 APPROVALS = ('Automatic', 'Manual')
 WORKLOADS = ('container', 'vm-passthrough', 'vm-vgpu')
 MODES = ('kubevirt', 'kata')
 # Keys of a settings overlay whose value is a free-form map in the chart (never checked key by key).
 _OPAQUE = ('nodeSelector', 'labels', 'annotations')
+# vgpuManager.version is the NVIDIA driver version alone (580.82.02, 535.183.04, 470.63) or an image digest: the
+# operator appends "-<os tag>" itself (NVIDIA/gpu-operator controllers/object_controls.go resolveDriverTag, OS tag
+# from the GPU node's NFD labels in controllers/state_manager.go getGPUNodeOSInfo).
+_DRIVER_VERSION_RE = re.compile(r'^[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?$')
+_VERSION_WITH_OS_TAG_RE = re.compile(r'^(?P<version>[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)-(?P<os_tag>[a-z][a-z0-9._-]*)$')
+_DIGEST_RE = re.compile(r'^sha256:[0-9a-f]{64}$')
 
 
 class ManifestError(ValueError):
@@ -38,6 +53,26 @@ def registry_of(repository):
     if '.' in first or ':' in first or first == 'localhost':
         return first
     return 'docker.io'
+
+
+def check_vgpu_manager_version(version, variable='gpu_operator_vgpu_manager.version'):
+    """Return the vGPU Manager version when it is a driver version alone (or a sha256 digest), else raise.
+
+    The GPU Operator builds the image tag as ``<version>-<os tag>`` per node OS (``rhcos4.18``, ``ubuntu22.04``),
+    so a configured ``580.82.02-rhcos4.18`` makes it pull ``580.82.02-rhcos4.18-rhcos4.18``, which never exists.
+    """
+    text = '' if version is None else str(version).strip()
+    match = _VERSION_WITH_OS_TAG_RE.match(text)
+    if match:
+        raise ManifestError(
+            "%s is %r: that is the image tag, not the driver version; the GPU Operator appends -<os tag> itself "
+            "(it would pull %s-%s-<os tag>): set it to %s, the same value as vgpu_manager_image_version"
+            % (variable, text, match.group('version'), match.group('os_tag'), match.group('version')))
+    if not (_DRIVER_VERSION_RE.match(text) or _DIGEST_RE.match(text)):
+        raise ManifestError(
+            "%s is %r, not an NVIDIA driver version like 580.82.02: set it to the version of the "
+            "NVIDIA-Linux-x86_64-<version>-vgpu-kvm.run file (vgpu_manager_image_version)" % (variable, text))
+    return text
 
 
 def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt', vgpu_manager=None,
@@ -62,10 +97,11 @@ def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt'
         if missing:
             raise ManifestError("the vGPU Manager image needs %s (gpu_operator_vgpu_manager.%s): the licensed "
                                 "image built by the vgpu_manager_image role, e.g. repository "
-                                "registry.example.com/nvidia, version 580.82.02-rhcos4.18"
+                                "registry.example.com/nvidia, version 580.82.02"
                                 % (' and '.join(missing), missing[0]))
         vgm = {'enabled': True, 'repository': vgpu_manager['repository'],
-               'image': vgpu_manager.get('image') or 'vgpu-manager', 'version': str(vgpu_manager['version'])}
+               'image': vgpu_manager.get('image') or 'vgpu-manager',
+               'version': check_vgpu_manager_version(vgpu_manager['version'])}
         if pull_secret_name:
             vgm['imagePullSecrets'] = [pull_secret_name]
         overlay['vgpuManager'] = vgm
@@ -197,3 +233,46 @@ def csv_phase(subscription, csv):
     if phase == 'Failed':
         raise ManifestError("CSV %s failed: %s" % (installed, ((csv or {}).get('status') or {}).get('message')))
     return phase == 'Succeeded', "CSV %s is %s" % (installed, phase or 'not created yet')
+
+
+def build_nfd_install(channel=NFD_CHANNEL, approval='Automatic', source=NFD_CATALOG,
+                      source_namespace=CATALOG_NAMESPACE):
+    """Namespace, OperatorGroup and Subscription of the NFD operator (the same OLM pattern as the GPU Operator's)."""
+    if approval not in APPROVALS:
+        raise ManifestError("installPlanApproval %r is not one of %s (gpu_operator_install_plan_approval)"
+                            % (approval, ', '.join(APPROVALS)))
+    if not channel:
+        raise ManifestError("no NFD channel: set gpu_operator_nfd_channel (Red Hat's nfd package publishes stable)")
+    namespace = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': NFD_NAMESPACE}}
+    group = {'apiVersion': 'operators.coreos.com/v1', 'kind': 'OperatorGroup',
+             'metadata': {'name': 'openshift-nfd-group', 'namespace': NFD_NAMESPACE},
+             'spec': {'targetNamespaces': [NFD_NAMESPACE]}}
+    sub = {'apiVersion': 'operators.coreos.com/v1alpha1', 'kind': 'Subscription',
+           'metadata': {'name': NFD_PACKAGE, 'namespace': NFD_NAMESPACE},
+           'spec': {'channel': channel, 'installPlanApproval': approval, 'name': NFD_PACKAGE, 'source': source,
+                    'sourceNamespace': source_namespace}}
+    return [namespace, group, sub]
+
+
+def channel_alm_examples(package_manifest, channel):
+    """``(csv name, alm-examples text)`` of a channel's head CSV in a PackageManifest (``status.channels[]
+    .currentCSV`` and ``.currentCSVDesc.annotations['alm-examples']``), or ``(None, None)`` when not given."""
+    for entry in ((package_manifest or {}).get('status') or {}).get('channels') or []:
+        if entry.get('name') == channel:
+            desc = entry.get('currentCSVDesc') or {}
+            return entry.get('currentCSV'), (desc.get('annotations') or {}).get('alm-examples')
+    return None, None
+
+
+def check_alm_examples_source(package_manifest, channel, alm_examples, source_name):
+    """The ClusterPolicy must come from the CSV of the channel actually subscribed: when the PackageManifest tells
+    that channel's CSV and its alm-examples, a supplied alm-examples file whose ClusterPolicy differs is refused."""
+    csv, channel_examples = channel_alm_examples(package_manifest, channel)
+    if not channel_examples or alm_examples is None:
+        return
+    if alm_cluster_policy(channel_examples) != alm_cluster_policy(alm_examples):
+        raise ManifestError(
+            "the alm-examples in %s are not those of %s, the CSV of channel %s that the Subscription follows: the "
+            "ClusterPolicy would carry another operator version's defaults; use that CSV's alm-examples "
+            "(oc get csv %s -n %s -o jsonpath='{.metadata.annotations.alm-examples}') or pin the channel of the file "
+            "(gpu_operator_channel)" % (source_name, csv, channel, csv, OPENSHIFT_NAMESPACE))

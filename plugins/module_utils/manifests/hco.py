@@ -68,6 +68,15 @@ def desired_entries(pci_devices, mediated_devices, selector_keys=('pciDeviceSele
         if not isinstance(sel, str) or not sel.strip():
             raise ManifestError("mediated device entry %r lacks the vGPU type name (e.g. 'NVIDIA A10-12Q')" % (item,))
         sel = sel.strip()
+        if item.get('interface') == 'vendor_vfio':
+            # KubeVirt looks for mediated devices on the mdev bus only (kubevirt/kubevirt
+            # pkg/virt-handler/device-manager/mediated_device.go discoverPermittedHostMediatedDevices): a type of
+            # NVIDIA's vendor-specific VFIO interface has none, so the entry would never match.
+            raise ManifestError(
+                "vGPU type %r is on NVIDIA's vendor-specific VFIO interface (nvidia/creatable_vgpu_types%s), which "
+                "has no mdev bus: a mediatedDevices entry for it can never match; leave it out and move its hosts to "
+                "gpu_vm_passthrough until vGPU creation on this interface is supported"
+                % (sel, ' on ' + ', '.join(item['nodes']) if item.get('nodes') else ''))
         name = check_resource_name(item.get('resource_name'), 'vGPU type %r' % sel)
         _put(out['mediatedDevices'], sel, {mdev_key: sel, 'resourceName': name, 'externalResourceProvider': True})
     return out

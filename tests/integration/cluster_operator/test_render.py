@@ -91,12 +91,18 @@ def test_openshift_vgpu_operator(tmp_path):
     assert rc == 0, log
     assert 'n0t-a-real-pass' not in log
     objs = rendered(out)
-    (ns,) = objs['Namespace']
-    assert ns['metadata']['name'] == 'nvidia-gpu-operator'
-    (og,) = objs['OperatorGroup']
-    assert og['spec']['targetNamespaces'] == ['nvidia-gpu-operator']
-    (sub,) = objs['Subscription']
+    namespaces = {n['metadata']['name']: n for n in objs['Namespace']}
+    assert sorted(namespaces) == ['nvidia-gpu-operator', 'openshift-nfd']
+    groups = {g['metadata']['namespace']: g for g in objs['OperatorGroup']}
+    assert groups['nvidia-gpu-operator']['spec']['targetNamespaces'] == ['nvidia-gpu-operator']
+    subs = {s['metadata']['namespace']: s for s in objs['Subscription']}
+    sub = subs['nvidia-gpu-operator']
     assert sub['spec']['channel'] == 'v26.7' and sub['spec']['installPlanApproval'] == 'Manual'
+    # NVIDIA, "Installing the Node Feature Discovery (NFD) Operator"
+    # (https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/install-nfd.html): "The Node Feature Discovery
+    # (NFD) Operator is a prerequisite for the NVIDIA GPU Operator", installed from Red Hat's catalog into openshift-nfd.
+    assert groups['openshift-nfd']['spec']['targetNamespaces'] == ['openshift-nfd']
+    assert (subs['openshift-nfd']['spec']['name'], subs['openshift-nfd']['spec']['source']) == ('nfd', 'redhat-operators')
     assert (sub['spec']['name'], sub['spec']['source']) == ('gpu-operator-certified', 'certified-operators')
     (secret,) = objs['Secret']
     assert objs['_modes']['Secret'] == 0o600
@@ -237,3 +243,35 @@ def test_verify_expected_names_from_host_facts(tmp_path):
              {'metadata': {'name': 'worker-gpu-2.example.com'}, 'status': {'allocatable': {}}}]
     rc, log, dummy = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_nodes=nodes)
     assert rc != 0 and 'worker-gpu-2.example.com: expected nvidia.com/GA102GL_A10>=1' in log, log
+
+
+def test_rendered_labels_come_before_the_operator(tmp_path):
+    # nodes.yml alone (it needs nothing operator.yml sets), then operator.yml, into one directory as site.yml does
+    rc, log, out = run(tmp_path, 'nodes', 'openshift-vgpu')
+    assert rc == 0, log
+    rc, log, dummy = run(tmp_path, 'operator', 'openshift-vgpu')
+    assert rc == 0, log
+    names = sorted(os.path.basename(p) for p in glob.glob(str(out / '*.yaml')))
+    labels = [n for n in names if '-node-' in n]
+    operator = [n for n in names if 'gpu-operator' in n or '-clusterpolicy-' in n]
+    assert labels and operator, names
+    # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization", section "Labeling worker nodes": a node without
+    # nvidia.com/gpu.workload.config gets the default workload, and "vGPU Device Configuration": set
+    # nvidia.com/vgpu.config "prior to installing the GPU Operator". Applied in file order (GitOps), every label
+    # must come before the operator's Namespace, Subscription and ClusterPolicy.
+    assert names.index(labels[-1]) < names.index(operator[0]), names
+
+
+def test_alm_examples_file_of_another_channel_is_refused_naming_both(tmp_path):
+    other = reference_json('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json')
+    other = json.loads(json.dumps(other).replace('"enabled": true', '"enabled": false', 1))
+    pm = {'status': {'defaultChannel': 'v26.7', 'channels': [
+        {'name': 'v26.7', 'currentCSV': 'gpu-operator-certified.v26.7.0',
+         'currentCSVDesc': {'annotations': {'alm-examples': json.dumps(other)}}}]}}
+    rc, log, out = run(tmp_path, 'operator', 'openshift-vgpu', gpu_operator_package_manifest=pm,
+                       gpu_operator_channel='v26.7')
+    # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization", "Creating a ClusterPolicy for the GPU Operator":
+    # the ClusterPolicy is the alm-examples of the installed CSV (oc get csv ... alm-examples); a file from another
+    # CSV than the subscribed channel's would carry another version's defaults: refused, naming both.
+    assert_failed_before_writing(rc, log, out, 'gpu-operator-v26.7.0-csv-alm-examples.json',
+                                 'gpu-operator-certified.v26.7.0, the CSV of channel v26.7')

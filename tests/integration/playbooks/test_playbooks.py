@@ -85,7 +85,11 @@ def test_every_playbook_passes_syntax_check(inventory):
 def test_site_imports_every_phase_in_order():
     with open(os.path.join(ROOT, 'playbooks', 'site.yml'), encoding='utf-8') as handle:
         phases = [p['ansible.builtin.import_playbook'] for p in yaml.safe_load(handle)]
-    assert phases == ['preflight.yml', 'host_prep.yml', 'vgpu_image.yml', 'operator.yml', 'nodes.yml',
+    # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization": "Labeling worker nodes" comes before "Installing
+    # the NVIDIA GPU Operator"; "If the node label nvidia.com/gpu.workload.config does not exist on the node, the
+    # GPU Operator assumes the default GPU workload configuration" (sandboxWorkloads.defaultWorkload), so labels
+    # must be in place before the operator deploys anything.
+    assert phases == ['preflight.yml', 'host_prep.yml', 'vgpu_image.yml', 'nodes.yml', 'operator.yml',
                       'kubevirt.yml', 'verify.yml', 'summary.yml']
 
 
@@ -150,11 +154,39 @@ def bad(name):
             'held': True, 'holders': [holder]}
         return 'nvidia-persistenced holds /dev/nvidia0 (pid 4242, unit nvidia-persistenced.service)'
 
+    def operator_version_with_os_tag(inv):
+        inv['all']['vars']['gpu_operator_vgpu_manager'] = {'repository': 'registry.example.com/nvidia',
+                                                           'version': '580.82.02-rhcos4.18'}
+        # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization", section "Creating a ClusterPolicy for the GPU
+        # Operator": "vgpuManager.version=<driver version>"; NVIDIA/gpu-operator controllers/object_controls.go
+        # resolveDriverTag appends "-" + the node's OS tag to it, so the value must not end in one.
+        return ('gpu_operator_vgpu_manager.version is "580.82.02-rhcos4.18"', 'Set it to "580.82.02"')
+
+    def image_version_with_os_tag(inv):
+        inv['all']['vars']['vgpu_manager_image_version'] = '580.82.02-ubuntu22.04'
+        # same guide, section "Building the vGPU Manager image": VERSION is the vGPU Manager (driver) version and
+        # the tag is ${VERSION}-${OS_TAG}: the OS tag is added once, by the build.
+        return ('vgpu_manager_image_version is "580.82.02-ubuntu22.04"', 'Set it to "580.82.02"')
+
+    def vendor_vfio_vgpu(inv):
+        l40s = dict(A10, bdf='0000:26:00.0', device_id='26b9', device_name='AD102GL [L40S]')
+        types = {'parents': [{'parent': '0000:26:00.4', 'interface': 'vendor_vfio', 'types': [
+            {'type_id': '1155', 'name': 'NVIDIA L40S-24Q', 'short_name': 'L40S-24Q', 'available_instances': 2}]}]}
+        inv['all']['vars']['gpu_operator_vgpu_configs']['l40s'] = {'L40S-24Q': 2}
+        host = inv['all']['children']['gpu_vm_vgpu']['hosts']['vgpu-1']
+        host.update(facts(gpu=l40s, mdev=types), gpuvirt_vgpu_config='l40s')
+        # kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go discoverPermittedHostMediatedDevices
+        # finds vGPUs on the mdev bus only; NVIDIA's vendor-specific VFIO interface has none: stop, naming the host,
+        # the interface and what to do, before anything is written.
+        return ("vgpu-1: its vGPU types are on NVIDIA's vendor-specific VFIO interface "
+                "(nvidia/creatable_vgpu_types on 0000:26:00.4", 'Move vgpu-1 to gpu_vm_passthrough')
+
     return locals()[name]
 
 
 BAD = ['in_two_pools', 'unknown_pool', 'cluster_mode', 'shell_metachar', 'missing_bdf', 'malformed_bdf',
-       'vgpu_type_not_offered', 'host_driver', 'held']
+       'vgpu_type_not_offered', 'host_driver', 'held', 'operator_version_with_os_tag', 'image_version_with_os_tag',
+       'vendor_vfio_vgpu']
 
 
 @pytest.mark.parametrize('case', BAD)

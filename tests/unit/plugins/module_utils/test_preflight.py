@@ -105,3 +105,28 @@ def test_dra_host_keeps_its_nvidia_driver_and_tolerates_persistenced():
     # the host driver is expected on the DRA path; dcgm-exporter blocks the rebind, persistenced only warns
     assert len(errors) == 1 and "dcgm-exporter holds /dev/nvidia0 (pid 9)" in errors[0]
     assert any("nvidia-persistenced" in w and "0.4+" in w for w in warnings)
+
+
+L40S_VENDOR_VFIO = {"parents": [{"parent": "0000:26:00.4", "interface": "vendor_vfio", "types": [
+    {"type_id": "1155", "name": "NVIDIA L40S-24Q", "short_name": "L40S-24Q", "available_instances": 2}]}]}
+
+
+def test_vendor_vfio_vgpu_host_stops_naming_host_interface_and_fix():
+    errors, dummy = preflight.check_host("gpu-l40s", ["vm-vgpu"], pci(gpu(name="AD102GL [L40S]", device_id="26b9")),
+                                         mdev=L40S_VENDOR_VFIO, requested_vgpu_types=["L40S-24Q"])
+    # kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go discoverPermittedHostMediatedDevices finds
+    # vGPUs only under /sys/bus/mdev/devices; NVIDIA's vendor-specific VFIO interface (creatable_vgpu_types, as in
+    # the real L40S capture in tests/unit/fixtures/sysfs) has no mdev bus, so preflight must stop, naming the host,
+    # the interface (with its VF) and what to do.
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("gpu-l40s: its vGPU types are on NVIDIA's vendor-specific VFIO interface")
+    assert "nvidia/creatable_vgpu_types on 0000:26:00.4" in errors[0]
+    assert "Move gpu-l40s to gpu_vm_passthrough" in errors[0]
+
+
+def test_mdev_vgpu_host_is_not_affected_by_the_vendor_vfio_check():
+    mdev = {"parents": [{"parent": "0000:41:00.4", "interface": "mdev", "types": [
+        {"type_id": "nvidia-596", "name": "NVIDIA A10-12Q", "short_name": "A10-12Q", "available_instances": 2}]}]}
+    errors, dummy = preflight.check_host("gpu-a10", ["vm-vgpu"], pci(gpu()), mdev=mdev,
+                                         requested_vgpu_types=["A10-12Q"])
+    assert errors == []

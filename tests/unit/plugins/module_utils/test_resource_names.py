@@ -107,3 +107,14 @@ def test_vgpu_config_types_of_the_full_form():
                'a10': {'A10-12Q': 2}}
     assert rn.vgpu_config_types('l40s-split', configs) == ['L40S-12Q', 'L40S-24Q']
     assert rn.vgpu_config_types('a10', configs) == ['A10-12Q']
+
+
+def test_permitted_host_devices_refuses_a_vendor_vfio_type():
+    host = {'pci_devices': {'gpus': []}, 'mdev_types': {'parents': [
+        {'parent': '0000:26:00.4', 'interface': 'vendor_vfio',
+         'types': [{'type_id': '1155', 'name': 'NVIDIA L40S-24Q', 'short_name': 'L40S-24Q'}]}]}}
+    # KubeVirt permits mediated devices it finds on the mdev bus only (kubevirt/kubevirt
+    # pkg/virt-handler/device-manager/mediated_device.go discoverPermittedHostMediatedDevices): no dead entry.
+    with pytest.raises(rn.ResourceNameError, match=r"NVIDIA L40S-24Q is offered on 0000:26:00.4 through NVIDIA's "
+                                                   r"vendor-specific VFIO interface"):
+        rn.permitted_host_devices([host])

@@ -23,7 +23,7 @@ from ansible_collections.gpuvirt.provision.plugins.modules import (
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..'))
 import schema  # noqa: E402
 
-VGM = {'repository': 'registry.example.com:5000/nvidia', 'version': '580.82.02-rhcos4.18'}
+VGM = {'repository': 'registry.example.com:5000/nvidia', 'version': '580.82.02'}
 A10_VGPU_HOST = {
     'node': 'vgpu-a10', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-12Q',
     'facts': {'pci_devices': {'gpus': [{'bdf': '0000:41:00.0', 'device_name': 'GA102GL [A10]', 'is_vf': False}]},

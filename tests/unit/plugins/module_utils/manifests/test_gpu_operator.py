@@ -15,7 +15,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 import schema  # noqa: E402
 
-VGM = {'repository': 'registry.example.com:5000/nvidia', 'version': '580.82.02-rhcos4.18'}
+VGM = {'repository': 'registry.example.com:5000/nvidia', 'version': '580.82.02'}
 
 
 def alm_text():
@@ -138,3 +138,44 @@ def test_csv_wait_states():
     assert gop.csv_phase(sub, {'status': {'phase': 'Succeeded'}})[0] is True
     with pytest.raises(gop.ManifestError, match='failed'):
         gop.csv_phase(sub, {'status': {'phase': 'Failed', 'message': 'boom'}})
+
+
+def test_vgpu_manager_version_is_the_driver_version_alone():
+    overlay = gop.settings(default_workload='vm-vgpu', vgpu_manager=VGM, pull_secret_name='vgpu-pull')
+    cp = gop.build_cluster_policy(alm_text(), overlay)
+    schema.validate(cp, crd_sources=['v26.7.0'])
+    # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization", section "Creating a ClusterPolicy for the GPU
+    # Operator": "vgpuManager.version=<driver version>"; the image is tagged <version>-<os tag> in "Building the vGPU
+    # Manager image" and NVIDIA/gpu-operator controllers/object_controls.go resolveDriverTag appends
+    # "-" + gpuNodeOSTag to the version itself.
+    assert cp['spec']['vgpuManager']['version'] == '580.82.02'
+
+
+@pytest.mark.parametrize('tagged', ['580.82.02-rhcos4.18', '580.82.02-ubuntu22.04', '550.90.05-rhel9'])
+def test_vgpu_manager_version_with_an_os_tag_is_refused_naming_the_fix(tagged):
+    # NVIDIA/gpu-operator controllers/object_controls.go resolveDriverTag: image = "<repo>/<image>:<version>" then
+    # "-" + gpuNodeOSTag, so a version already ending in an OS tag names a tag that is never pushed.
+    with pytest.raises(gop.ManifestError) as err:
+        gop.settings(default_workload='vm-vgpu', vgpu_manager=dict(VGM, version=tagged), pull_secret_name='p')
+    assert tagged in str(err.value) and 'set it to %s' % tagged.split('-')[0] in str(err.value)
+
+
+def test_vgpu_manager_version_accepts_a_digest():
+    # resolveDriverTag appends no OS tag when the image holds "sha256:" (NVIDIA/gpu-operator
+    # controllers/object_controls.go).
+    digest = 'sha256:' + 'a' * 64
+    overlay = gop.settings(vgpu_manager=dict(VGM, version=digest), pull_secret_name='p')
+    assert overlay['vgpuManager']['version'] == digest
+
+
+def test_nfd_operator_objects_validate_and_follow_red_hat_s_package():
+    objs = gop.build_nfd_install()
+    for obj in objs:
+        schema.validate(obj)
+    # NVIDIA, "Installing the Node Feature Discovery (NFD) Operator"
+    # (https://docs.nvidia.com/datacenter/cloud-native/openshift/latest/install-nfd.html): NFD is a prerequisite of
+    # the GPU Operator on OpenShift, from Red Hat's OperatorHub catalog, running in openshift-nfd.
+    assert [o['kind'] for o in objs] == ['Namespace', 'OperatorGroup', 'Subscription']
+    assert objs[2]['spec'] == {'channel': 'stable', 'installPlanApproval': 'Automatic', 'name': 'nfd',
+                               'source': 'redhat-operators', 'sourceNamespace': 'openshift-marketplace'}
+    assert {o['metadata'].get('namespace', o['metadata']['name']) for o in objs} == {'openshift-nfd'}

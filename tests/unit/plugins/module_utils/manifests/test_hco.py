@@ -171,3 +171,13 @@ def test_schema_still_checks_the_hco_name():
     obj, unused1, unused2 = hco.build_hco(None, [A10], [], name='my-hco')
     with pytest.raises(schema.SchemaError, match='kubevirt-hyperconverged'):
         schema.validate(obj)
+
+
+def test_vendor_vfio_mediated_entry_is_refused():
+    entry = {'name': 'NVIDIA L40S-24Q', 'resource_name': 'nvidia.com/NVIDIA_L40S-24Q', 'interface': 'vendor_vfio',
+             'nodes': ['gpu-l40s']}
+    # kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go discoverPermittedHostMediatedDevices:
+    # mediatedDevices match mdevs under /sys/bus/mdev/devices; a vendor-specific VFIO vGPU has none.
+    with pytest.raises(hco.ManifestError, match=r"'NVIDIA L40S-24Q' is on NVIDIA's vendor-specific VFIO interface"
+                                                r" \(nvidia/creatable_vgpu_types on gpu-l40s\)"):
+        hco.build_hco(None, [], [entry])

@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""node_name and os_tag: what the cluster phases call a host. node_name is the one rule for a host's Kubernetes
+node name (every phase uses it); os_tag is the OS tag the GPU Operator appends to the vGPU Manager version on that
+node. Documentation lives in the sidecar node_name.yml and os_tag.yml."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_image
+
+
+def node_name(inventory_hostname, override=None):
+    """``gpuvirt_node_name`` when the host sets it, else the short inventory name (as inventory_hostname_short)."""
+    if override:
+        return str(override)
+    if not inventory_hostname:
+        raise AnsibleFilterError('node_name: no inventory host name given')
+    return str(inventory_hostname).split('.', maxsplit=1)[0]
+
+
+def os_tag(os_release):
+    try:
+        return vgpu_image.os_tag_from_os_release(os_release)
+    except vgpu_image.VgpuImageError as exc:
+        raise AnsibleFilterError('os_tag: %s' % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'node_name': node_name, 'os_tag': os_tag}
