@@ -466,13 +466,18 @@ class KubeAPIServer(object):
         """(groupVersion, plural, namespaced) for every listable, deletable resource served now."""
         out = [('v1', r['name'], r['namespaced']) for r in self.request('GET', '/api/v1')['resources']
                if '/' not in r['name'] and {'list', 'delete'} <= set(r['verbs'])]
+        seen = set()
         for group in self.request('GET', '/apis')['groups']:
-            gv = group['preferredVersion']['groupVersion']
-            status, text = self.request('GET', '/apis/' + gv, raw=True)
-            if status != 200:
-                continue
-            out += [(gv, r['name'], r['namespaced']) for r in json.loads(text)['resources']
-                    if '/' not in r['name'] and {'list', 'delete'} <= set(r['verbs'])]
+            # every version: a group's preferred version may lack kinds (operators.coreos.com/v1 has no Subscription)
+            for version in group['versions']:
+                status, text = self.request('GET', '/apis/' + version['groupVersion'], raw=True)
+                if status != 200:
+                    continue
+                for res in json.loads(text)['resources']:
+                    key = (group['name'], res['name'])
+                    if '/' not in res['name'] and {'list', 'delete'} <= set(res['verbs']) and key not in seen:
+                        seen.add(key)
+                        out.append((version['groupVersion'], res['name'], res['namespaced']))
         return [r for r in out if r[1] not in ('events', 'componentstatuses')]
 
     def _uids(self):
@@ -497,6 +502,9 @@ class KubeAPIServer(object):
                     continue  # what a fresh server holds; the optional CRDs are serve()'s
                 if plural == 'namespaces':
                     namespaces.append(meta['name'])
+                    continue
+                if plural == 'customresourcedefinitions':
+                    self.delete_crd(meta['name'])  # waits: a CRD being deleted still blocks a new one of its name
                     continue
                 path = self.path(gv, plural, meta.get('namespace'), meta['name'])
                 if meta.get('finalizers') and plural != 'customresourcedefinitions':
