@@ -224,3 +224,19 @@ def test_machineconfig_apply_refuses_a_missing_pool_before_writing(tmp_path, kub
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_pool='gpu'))
     assert rc != 0 and "'gpu' does not exist" in log, log
     assert cluster.writes() == []
+
+
+# --- DRA ----------------------------------------------------------------------------------------------------------
+
+def test_dra_refuses_a_cluster_without_resource_k8s_io_v1_before_anything_else(tmp_path, kube):
+    # The DRA driver path needs resource.k8s.io/v1 (Dynamic Resource Allocation GA in Kubernetes 1.34,
+    # kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation); this 1.20 server does not serve
+    # it, like many production clusters today. The run stops on that, naming the API, with nothing written and no
+    # helm needed (it used to need helm even in check mode and to read on regardless).
+    labels = {'nvidia.com/gpu.present': 'true'}
+    cluster = kube([kubevirt_object()] + [node(n, {'cpu': '64'}, labels) for n in ('dra-1', 'dra-2')], openshift=False)
+    rc, log = run(tmp_path, 'dra-kubevirt', dra_driver_mode='apply', dra_driver_kubeconfig=cluster.kubeconfig,
+                  dra_driver_kubevirt_version='')
+    assert rc != 0 and 'does not serve resource.k8s.io/v1' in log, log
+    assert 'Install the chart' not in log and 'Preview: would install chart' not in log, log
+    assert cluster.writes() == [] and cluster.dry_runs() == []
