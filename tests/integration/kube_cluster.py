@@ -57,9 +57,9 @@ class Cluster(object):
                                    content_type='application/merge-patch+json')
 
     # audit -----------------------------------------------------------------------------------------------------
-    def writes(self, since=None):
-        """The automation identity's successful writes since the test began (or since ``since``)."""
-        return self.server.writes(self.mark if since is None else since)
+    def writes(self, since=None, user=apiserver.AUTOMATION_USER):
+        """``user``'s (the automation identity's) successful writes since the test began (or since ``since``)."""
+        return self.server.writes(self.mark if since is None else since, user=user)
 
     def dry_runs(self, since=None):
         return self.server.dry_runs(self.mark if since is None else since)

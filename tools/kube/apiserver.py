@@ -45,6 +45,8 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 RBAC_FILE = os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation.yml')
 AUTOMATION_NS, AUTOMATION_SA = 'gpuvirt-system', 'gpuvirt-automation'
 AUTOMATION_USER = 'system:serviceaccount:%s:%s' % (AUTOMATION_NS, AUTOMATION_SA)
+# a second service account with no binding of its own: tests grant it part of the role to see a refusal
+LIMITED_USER = 'system:serviceaccount:%s:gpuvirt-limited' % AUTOMATION_NS
 WRITE_VERBS = ('create', 'update', 'patch', 'delete', 'deletecollection')
 
 # The upstream CRDs loaded, by file-name pattern in <reference>/crds/. One release per kind: the GPU Operator CRD
@@ -177,12 +179,15 @@ class KubeAPIServer(object):
             raise RuntimeError('%s not built: run tools/kube/build.sh (make kube-apiserver)' % apiserver)
         os.makedirs(self.dir, exist_ok=True)
         self._pki()
-        self.tokens = {'admin': secrets.token_hex(16), 'automation': secrets.token_hex(16)}
+        self.tokens = {'admin': secrets.token_hex(16), 'automation': secrets.token_hex(16),
+                       'limited': secrets.token_hex(16)}
         with open(os.path.join(self.dir, 'tokens.csv'), 'w', encoding='utf-8') as handle:
             os.fchmod(handle.fileno(), 0o600)
             handle.write('%s,admin,uid-admin,system:masters\n' % self.tokens['admin'])
             handle.write('%s,%s,uid-automation,"system:serviceaccounts,system:serviceaccounts:%s"\n'
                          % (self.tokens['automation'], AUTOMATION_USER, AUTOMATION_NS))
+            handle.write('%s,%s,uid-limited,"system:serviceaccounts,system:serviceaccounts:%s"\n'
+                         % (self.tokens['limited'], LIMITED_USER, AUTOMATION_NS))
         with open(os.path.join(self.dir, 'audit-policy.yaml'), 'w', encoding='utf-8') as handle:
             yaml.safe_dump(AUDIT_POLICY, handle)
         etcd_port, peer_port, port = _free_port(), _free_port(), _free_port()
@@ -224,6 +229,7 @@ class KubeAPIServer(object):
         self._load_rbac()
         self.write_kubeconfig('admin')
         self.write_kubeconfig('automation')
+        self.write_kubeconfig('limited')
         self._baseline = self._uids()
         return self
 
