@@ -19,7 +19,8 @@ There are no controllers (no kube-controller-manager, scheduler, kubelet, OLM, M
 needs one writes what that controller would write, through this API, and names the controller it stands in for.
 
 CLI: ``apiserver.py start DIR`` (prints the admin and automation kubeconfig paths, leaves the server running with
-PIDs in DIR/pids), ``apiserver.py stop DIR``.
+PIDs in DIR/pids), ``apiserver.py seed DIR FILE`` (creates the objects of a YAML file, documents or a v1 List, as the
+admin; a ``status`` goes through the status subresource, as its controller would write it), ``apiserver.py stop DIR``.
 """
 from __future__ import annotations
 
@@ -231,7 +232,20 @@ class KubeAPIServer(object):
         self.write_kubeconfig('automation')
         self.write_kubeconfig('limited')
         self._baseline = self._uids()
+        with open(os.path.join(self.dir, 'state.json'), 'w', encoding='utf-8') as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            json.dump({'url': self.url, 'tokens': self.tokens}, handle)
         return self
+
+    @classmethod
+    def attach(cls, workdir):
+        """The server a CLI ``start`` left running in ``workdir``."""
+        server = cls(workdir)
+        with open(os.path.join(server.dir, 'state.json'), encoding='utf-8') as handle:
+            state = json.load(handle)
+        server.url, server.tokens = state['url'], state['tokens']
+        server._ssl = ssl.create_default_context(cafile=server.ca)
+        return server
 
     def stop(self):
         for name in ('kube-apiserver', 'etcd'):
@@ -539,10 +553,18 @@ AUDIT_POLICY = {
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ('start', 'stop'):
-        sys.stderr.write('usage: apiserver.py start|stop DIR\n')
+    if len(argv) < 3 or argv[1] not in ('start', 'stop', 'seed') or (argv[1] == 'seed') != (len(argv) == 4):
+        sys.stderr.write('usage: apiserver.py start|stop DIR | seed DIR FILE\n')
         return 2
     workdir = os.path.abspath(argv[2])
+    if argv[1] == 'seed':
+        server = KubeAPIServer.attach(workdir)
+        with open(argv[3], encoding='utf-8') as handle:
+            docs = [d for d in yaml.safe_load_all(handle) if d]
+        for doc in docs:
+            for obj in doc.get('items', []) if doc.get('kind') == 'List' else [doc]:
+                server.create(obj)
+        return 0
     if argv[1] == 'stop':
         try:
             with open(os.path.join(workdir, 'pids'), encoding='utf-8') as handle:
