@@ -102,7 +102,7 @@ def test_a_budget_that_refuses_is_retried_until_it_allows(tmp_path, kube):
     cluster.controller('disruption-controller', disruption_controller)
     rc, log = drain(tmp_path, cluster)
     assert rc == 0, log
-    assert 'RETRYING: [localhost]: Cordon and drain node gpu-1' in log, log
+    assert 'RETRYING: [localhost]: Cordon and drain (an eviction a PodDisruptionBudget refuses is retried), node gpu-1' in log, log
     assert pods_on(cluster, NODE) == ['nvidia-sandbox-device-plugin-x1']
 
 
