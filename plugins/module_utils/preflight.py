@@ -14,19 +14,22 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders
+
 POOLS = ("container", "vm-passthrough", "vm-vgpu")
 # "dra": the DRA passthrough path (group gpu_dra). The GPU keeps its NVIDIA driver until a claim binds it to
 # vfio-pci, so a loaded host driver is expected there; what holds /dev/nvidia* still blocks the rebind.
 DRA = "dra"
 VM_POOLS = ("vm-passthrough", "vm-vgpu", DRA)
 KNOWN_POOLS = POOLS + (DRA,)
-# DRA driver 0.4+ turns persistence mode off around the rebind itself (seeds/dra-kubevirt-vfio-passthrough.txt).
-DRA_TOLERATED_HOLDERS = ("nvidia-persistenced",)
+# DRA driver 0.4+ turns persistence mode off around the rebind itself: holder categories it tolerates
+# (gpu_holders.holder_category, the one rule matching a holder's executable name).
+DRA_TOLERATED_HOLDERS = ("persistenced",)
 # The drivers a GPU may be taken from by the vfio role (anything else holds it: nvidia, pci-stub...).
 REBINDABLE = ("vfio-pci", "nouveau", None)
 
 # "NVIDIA A10-12Q" / "GRID T4-1Q" / "A10-12Q" -> board model "A10"; "A100D-4C" -> "A100D".
-_TYPE_MODEL = re.compile(r"^(?:GRID |NVIDIA )?([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)$")
+_TYPE_MODEL = re.compile(r"(?:GRID |NVIDIA )?([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)")
 
 
 def short_type_name(name):
@@ -39,7 +42,7 @@ def short_type_name(name):
 
 def type_model(name):
     """The board a vGPU type belongs to (A10 for A10-12Q), or None when the name has another shape."""
-    match = _TYPE_MODEL.match(name.strip())
+    match = _TYPE_MODEL.fullmatch(name.strip())
     return match.group(1) if match else None
 
 
@@ -120,7 +123,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
 
     if pool in VM_POOLS and holders and holders.get("held"):
         for holder in holders.get("holders", []):
-            if pool == DRA and holder.get("command") in DRA_TOLERATED_HOLDERS:
+            if pool == DRA and gpu_holders.holder_category(holder) in DRA_TOLERATED_HOLDERS:
                 warnings.append("%s: %s holds %s (pid %s); DRA driver 0.4+ turns persistence mode off around the "
                                 "rebind, older drivers need it stopped"
                                 % (host, holder.get("command"), holder.get("device"), holder.get("pid")))

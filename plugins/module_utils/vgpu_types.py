@@ -13,8 +13,8 @@ import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.resource_names import short_type_name
 
-UUID = re.compile(r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
-CREATABLE = re.compile(r'^\s*(?P<id>\d+)\s*:\s*(?P<name>.+?)\s*$')
+UUID = re.compile(r'[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}')
+CREATABLE = re.compile(r'\s*(?P<id>\d+)\s*:\s*(?P<name>.+?)\s*')
 
 
 class VgpuError(ValueError):
@@ -41,11 +41,11 @@ def parse_description(text):
     fields = dict(kv.split('=', 1) for kv in re.split(r',\s*', text or '') if '=' in kv)
     out = {'framebuffer_mib': None, 'max_instance': None, 'num_heads': None, 'frl_config': None,
            'max_resolution': fields.get('max_resolution')}
-    fb = re.match(r'^(\d+)([MG])?$', fields.get('framebuffer', ''))
+    fb = re.fullmatch(r'(\d+)([MG])?', fields.get('framebuffer', ''))
     if fb:
         out['framebuffer_mib'] = int(fb.group(1)) * (1024 if fb.group(2) == 'G' else 1)
     for key in ('max_instance', 'num_heads', 'frl_config'):
-        if re.match(r'^\d+$', fields.get(key, '')):
+        if re.fullmatch(r'\d+', fields.get(key, '')):
             out[key] = int(fields[key])
     return out
 
@@ -79,7 +79,7 @@ def mdev_parents(root):
         names = dict((t['type_id'], t['name']) for t in types)
         # instances are <parent>/<uuid>/ with mdev_type -> ../mdev_supported_types/<type>
         for entry in _listdir(base):
-            if UUID.match(entry):
+            if UUID.fullmatch(entry):
                 try:
                     tid = os.path.basename(os.readlink(os.path.join(base, entry, 'mdev_type')))
                 except OSError:
@@ -94,7 +94,7 @@ def parse_creatable(text):
     """creatable_vgpu_types: header "ID    : vGPU Name" then "<id>  : <name>" lines -> [(id, name)]."""
     out = []
     for line in (text or '').splitlines():
-        m = CREATABLE.match(line)
+        m = CREATABLE.fullmatch(line)
         if m:
             out.append((m.group('id'), m.group('name')))
     return out

@@ -105,3 +105,12 @@ def test_dra_host_keeps_its_nvidia_driver_and_tolerates_persistenced():
     # the host driver is expected on the DRA path; dcgm-exporter blocks the rebind, persistenced only warns
     assert len(errors) == 1 and "dcgm-exporter holds /dev/nvidia0 (pid 9)" in errors[0]
     assert any("nvidia-persistenced" in w and "0.4+" in w for w in warnings)
+
+
+def test_dra_tolerates_persistenced_by_executable_name_only():
+    held = {"held": True, "holders": [
+        {"pid": 7, "command": "/usr/bin/nvidia-persistenced --user nvidia-persistenced", "device": "/dev/nvidia0"},
+        {"pid": 8, "command": "/usr/bin/vim /etc/nvidia-persistenced", "device": "/dev/nvidia0"}]}
+    errors, warnings = preflight.check_host("dra-1", ["dra"], pci(gpu(driver="nvidia")), holders=held, iommu_firmware=True)
+    assert len(errors) == 1 and "(pid 8)" in errors[0]
+    assert any("(pid 7)" in w and "0.4+" in w for w in warnings)
