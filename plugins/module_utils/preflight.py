@@ -32,6 +32,38 @@ REBINDABLE = ("vfio-pci", "nouveau", None)
 _TYPE_MODEL = re.compile(r"(?:GRID |NVIDIA )?([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)")
 
 
+class PreflightError(ValueError):
+    """Facts of the wrong shape (not what the discovery modules return); the message names the fact and what
+    was expected."""
+
+
+def _need(value, kind, where, expected):
+    if not isinstance(value, kind):
+        raise PreflightError("%s is %r; expected %s" % (where, value, expected))
+    return value
+
+
+def check_facts(pci, holders=None, mdev=None):
+    """Refuse facts that are not what pci_devices, gpu_holders and mdev_types return, naming the bad part,
+    instead of failing later with a traceback (facts may come from a file or a sosreport)."""
+    _need(pci, dict, "pci_devices", "the pci_devices module's result (a dict with gpus)")
+    for i, gpu in enumerate(_need(pci.get("gpus") or [], list, "pci_devices.gpus", "a list of devices")):
+        _need(gpu, dict, "pci_devices.gpus[%d]" % i, "a device dict with bdf")
+        _need(gpu.get("bdf"), str, "pci_devices.gpus[%d].bdf" % i, "a PCI address string")
+    _need(pci.get("iommu") or {}, dict, "pci_devices.iommu", "a dict with enabled")
+    _need(holders or {}, dict, "gpu_holders", "the gpu_holders module's result (a dict with holders)")
+    for i, holder in enumerate(_need((holders or {}).get("holders") or [], list, "gpu_holders.holders",
+                                     "a list of holders")):
+        _need(holder, dict, "gpu_holders.holders[%d]" % i, "a dict with pid, command and device")
+    _need(mdev or {}, dict, "mdev_types", "the mdev_types module's result (a dict with parents)")
+    for i, parent in enumerate(_need((mdev or {}).get("parents") or [], list, "mdev_types.parents",
+                                     "a list of parents")):
+        _need(parent, dict, "mdev_types.parents[%d]" % i, "a dict with types")
+        for j, vtype in enumerate(_need(parent.get("types") or [], list, "mdev_types.parents[%d].types" % i,
+                                        "a list of types")):
+            _need(vtype, dict, "mdev_types.parents[%d].types[%d]" % (i, j), "a dict with name")
+
+
 def short_type_name(name):
     """vgpu-device-manager spelling of a vGPU type: the name without the GRID/NVIDIA prefix."""
     for prefix in ("GRID ", "NVIDIA "):
@@ -76,6 +108,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
     vGPU config asks for; iommu_firmware: True/False whether the firmware announces an IOMMU (ACPI
     DMAR/IVRS table), None when unknown; virtualization_role: Ansible's ansible_virtualization_role.
     """
+    check_facts(pci, holders, mdev)
     errors, warnings = [], []
     if len(pools) != 1:
         errors.append(
