@@ -14,7 +14,7 @@ description:
   - Writes one file per object, named C(<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml), into O(dest).
   - Every name that becomes part of a file name is checked first (kind, DNS-1123 name and namespace), so no
     object name can reach outside O(dest); nothing is written when one is invalid.
-  - Each file is written to a temporary file in O(dest) created with mode 0600, given O(mode), then renamed:
+  - Each file is written to a temporary file in O(dest) created with mode 0600, given O(mode), then renamed;
     readers see the old or the whole new file, and a Secret is never readable by others.
 options:
   dest:
