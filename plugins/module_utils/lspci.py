@@ -233,8 +233,8 @@ def _vmm_record(fields):
 
     # with -nn every name carries its id; a vendor id is always 4 hex digits, so the Vendor field tells
     vendor = get('Vendor') or ''
-    nn = len(vendor) >= 6 and vendor[-6] == '[' and vendor[-1] == ']' and bool(HEX4.fullmatch(vendor, len(vendor) - 5,
-                                                                                             len(vendor) - 1))
+    end = len(vendor)
+    nn = end >= 6 and vendor[-6] == '[' and vendor[-1] == ']' and bool(HEX4.fullmatch(vendor, end - 5, end - 1))
     if get('Class'):
         dev['class_name'], cid = _name_id(get('Class'), nn)
         dev['class_id'] = (cid or CLASS_IDS.get(dev['class_name']) or '').lower() or None

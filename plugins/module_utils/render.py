@@ -45,8 +45,8 @@ def file_names(objects, prefix=''):
                 validators.dns1123_label(namespace, 'metadata.namespace')
         except validators.ValidationError as e:
             raise RenderError('object number %d: %s' % (i, e))
-        names.append('%s%03d-%s-%s-%s.yaml' % (prefix + '-' if prefix else '', i, kind.lower(),
-                                              namespace or 'cluster', name))
+        lead = prefix + '-' if prefix else ''
+        names.append('%s%03d-%s-%s-%s.yaml' % (lead, i, kind.lower(), namespace or 'cluster', name))
     return names
 
 

@@ -36,8 +36,10 @@ options:
     default: "0644"
 attributes:
   check_mode:
+    description: Reports which files would change and writes nothing.
     support: full
   diff_mode:
+    description: Shows the content of the files that would change.
     support: full
 author:
   - gpuvirt.provision maintainers (@gpuvirt)

@@ -21,7 +21,6 @@ DRA_GATE = 'GPUsWithDRA'
 DRIVER_ROOTS = {'host': '/', 'operator': '/run/nvidia/driver', 'gke': '/home/kubernetes/bin/nvidia'}
 
 
-
 def _dns(value, what):
     try:
         return validators.dns1123_label(value, what)

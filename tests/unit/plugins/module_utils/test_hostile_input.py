@@ -29,8 +29,8 @@ hostile_text = st.one_of(st.text(max_size=300),
                          st.lists(st.sampled_from(LSPCI_ATOMS), max_size=60).map(''.join))
 grub_text = st.one_of(st.text(max_size=200), st.lists(st.sampled_from(GRUB_ATOMS), max_size=40).map(''.join))
 anything = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=80),
-                     st.lists(st.text(max_size=5), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(),
-                                                                               max_size=3))
+                     st.lists(st.text(max_size=5), max_size=3),
+                     st.dictionaries(st.text(max_size=5), st.integers(), max_size=3))
 
 
 @SETTINGS
