@@ -59,11 +59,43 @@ def build(root):
     return tree, '\n'.join(text)
 
 
+# Adversarial host output: each piece is a shape that made a backtracking regex take super-linear time. The
+# parsers must stay linear, so a 30 KB line parses in well under HOSTILE_BOUND_S seconds (the old line regex
+# took about 13 s on 3 KB and did not finish on 30 KB).
+HOSTILE_BOUND_S = 0.5
+HOSTILE_SIZE = 30 * 1024
+
+
+def hostile_inputs():
+    n = HOSTILE_SIZE
+    return [
+        ('BDF + 30 KB of blanks', '0000:00:00.0' + ' ' * n),
+        ('blanks between every field', '0000:41:00.0' + ' ' * n + '3D controller:' + ' ' * n + 'x' + ' ' * n + 'y'),
+        ('blanks before a bracket', '0000:41:00.0 VGA: x' + ' [' * (n // 2)),
+        ('-vmm value with blanks', 'Slot:\t00:00.0\nVendor:\tx' + ' ' * n + 'y\nDevice:\t' + '\t' * n),
+        ('vmm Slot key + tabs', 'Slot:' + '\t' * n + 'x'),
+        ('company suffixes', '0000:00:00.0 VGA: ' + 'Ltd' * (n // 3)),
+        ('SR-IOV capability lines', '0000:41:00.0 VGA: x\n' + '\tCapabilities: ' * (n // 15)),
+    ]
+
+
+def hostile():
+    worst = 0.0
+    for name, text in hostile_inputs():
+        elapsed = min(timeit.repeat(lambda: lspci.parse(text), number=1, repeat=3))
+        worst = max(worst, elapsed)
+        print('hostile lspci input, %-28s %8.2f ms' % (name + ':', elapsed * 1000.0))
+        assert elapsed < HOSTILE_BOUND_S, 'lspci.parse took %.2f s on %r (bound %.1f s): a regex backtracks' % (
+            elapsed, name, HOSTILE_BOUND_S)
+    return worst
+
+
 def best(fn, number):
     return min(timeit.repeat(fn, number=number, repeat=3)) / number * 1000.0
 
 
 def main():
+    hostile()
     tmp = tempfile.mkdtemp(prefix='gpuvirt-bench-')
     try:
         tree, text = build(os.path.join(tmp, 'sys'))

@@ -1,12 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpu_pools: the pools a host's inventory groups put it in, from the one group -> pool table the node_labels
-logic uses. Documentation lives in the sidecar gpu_pools.yml."""
+"""gpu_pools: the pools a host's inventory groups put it in; gpu_pool: the one pool, refusing a host in two GPU
+groups. Both use the one group -> pool table the node_labels logic uses. Documentation lives in the sidecars
+gpu_pools.yml and gpu_pool.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels
 
 
@@ -14,6 +16,13 @@ def gpu_pools(group_names):
     return node_labels.group_pools(group_names)
 
 
+def gpu_pool(group_names):
+    try:
+        return node_labels.group_pool(group_names) or ''
+    except node_labels.ManifestError as e:
+        raise AnsibleFilterError(str(e))
+
+
 class FilterModule(object):
     def filters(self):
-        return {'gpu_pools': gpu_pools}
+        return {'gpu_pools': gpu_pools, 'gpu_pool': gpu_pool}

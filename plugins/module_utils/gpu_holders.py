@@ -10,8 +10,18 @@ __metaclass__ = type
 import os
 import re
 
-DEVICE = re.compile(r'^/dev/nvidia(?P<minor>\d+)?(?:ctl|-uvm|-uvm-tools|-modeset|-nvswitchctl|-caps/.*)?$')
+DEVICE = re.compile(r'/dev/nvidia(?P<minor>\d+)?(?:ctl|-uvm|-uvm-tools|-modeset|-nvswitchctl|-caps/.*)?')
 UNIT = re.compile(r'\.(service|scope|socket|mount|swap)$')
+
+# The one rule for what a holder is: its executable name (basename of argv[0]) compared exactly, lower-cased.
+# Preflight and the DRA rebind check both use holder_category().
+HOLDER_EXECUTABLES = (
+    ('dcgm-exporter', ('dcgm-exporter',)),
+    ('dcgm', ('nv-hostengine',)),
+    ('persistenced', ('nvidia-persistenced',)),
+    ('display-manager', ('xorg', 'x', 'xwayland', 'gdm', 'gdm3', 'gdm-x-session', 'gdm-wayland-session', 'sddm',
+                         'lightdm', 'gnome-shell', 'kwin_x11', 'kwin_wayland')),
+)
 
 
 def _read(path, mode='r'):
@@ -30,6 +40,35 @@ def unit_from_cgroup(text):
         if units:
             return units[-1]
     return None
+
+
+def executable(holder):
+    """Basename of argv[0]: the ``executable`` field scan() records, else the first word of ``command``
+    (``[comm]`` for a process without a command line)."""
+    name = holder.get('executable')
+    if not name:
+        words = (holder.get('command') or '').split()
+        name = words[0] if words else ''
+        if name.startswith('[') and name.endswith(']'):
+            name = name[1:-1]
+    return name.rsplit('/', 1)[-1].lower()
+
+
+def holder_category(holder):
+    """dcgm-exporter | dcgm | persistenced | display-manager | other, by the exact executable name."""
+    name = executable(holder)
+    for category, names in HOLDER_EXECUTABLES:
+        if name in names:
+            return category
+    return 'other'
+
+
+def _executable(proc, pid):
+    raw = _read(os.path.join(proc, pid, 'cmdline'), 'rb')
+    if raw:
+        return os.path.basename(raw.split(b'\0', 1)[0].decode('utf-8', 'replace')) or None
+    comm = _read(os.path.join(proc, pid, 'comm'))
+    return comm.strip() if comm else None
 
 
 def command(proc, pid):
@@ -78,7 +117,7 @@ def scan(proc='/proc', gpus=None):
                 target = os.readlink(os.path.join(fd_dir, fd))
             except OSError:
                 continue
-            m = DEVICE.match(target)
+            m = DEVICE.fullmatch(target)
             if not m or target in seen:
                 continue
             seen.add(target)
@@ -86,7 +125,8 @@ def scan(proc='/proc', gpus=None):
             bdf = bdfs.get(minor) if minor is not None else None
             if wanted and bdf is not None and bdf not in wanted:  # another GPU (unknown BDF: kept, to be safe)
                 continue
-            holders.append({'pid': int(pid), 'command': command(proc, pid), 'device': target, 'minor': minor,
+            holders.append({'pid': int(pid), 'command': command(proc, pid), 'executable': _executable(proc, pid),
+                            'device': target, 'minor': minor,
                             'bdf': bdf, 'unit': unit_from_cgroup(_read(os.path.join(proc, pid, 'cgroup')))})
     lines = ['PID %d (%s) holds %s%s%s' % (
         h['pid'], h['command'], h['device'],

@@ -18,9 +18,12 @@ import re
 
 # Kernel args end up in files that /bin/sh sources (GRUB drop-ins) and on command lines: allow only a
 # conservative character set, so no value can inject shell syntax.
-_ARG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%-]*$')
-_PATTERN_RE = re.compile(r'^[A-Za-z0-9_*?][A-Za-z0-9_.,:=+/@%*?-]*$')
-_VAR_LINE_RE = re.compile(r'^(\s*)([A-Z_][A-Z0-9_]*)=(.*)$')
+_ARG_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%-]*')
+_PATTERN_RE = re.compile(r'[A-Za-z0-9_*?][A-Za-z0-9_.,:=+/@%*?-]*')
+# An assignment line of /etc/default/grub: indentation, optional "export", NAME=, then the value as a shell word.
+_ASSIGN_RE = re.compile(r'(?P<indent>[ \t]*)(?P<export>export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=')
+_UNQUOTED_SAFE_RE = re.compile(r'[A-Za-z0-9_.,:=+/@%-]+')
+_WORD_END = ' \t;&|<>()'
 
 DROPIN_HEADER = "# Managed by gpuvirt.provision (kernel_args role). Local changes are overwritten.\n"
 
@@ -55,7 +58,7 @@ def arg_key(arg):
 
 def validate_args(args):
     for arg in args:
-        if not isinstance(arg, str) or not _ARG_RE.match(arg):
+        if not isinstance(arg, str) or not _ARG_RE.fullmatch(arg):
             raise CmdlineError(
                 "kernel arg %r is not allowed: only letters, digits and _ . , : = + / @ %% - may appear "
                 "(no spaces, quotes or shell metacharacters)" % (arg,))
@@ -69,7 +72,7 @@ def validate_args(args):
 
 def validate_patterns(patterns):
     for pat in patterns:
-        if not isinstance(pat, str) or not _PATTERN_RE.match(pat):
+        if not isinstance(pat, str) or not _PATTERN_RE.fullmatch(pat):
             raise CmdlineError(
                 "remove pattern %r is not allowed: only letters, digits, globs * ? and _ . , : = + / @ %% -"
                 % (pat,))
@@ -167,42 +170,132 @@ def _unquote(value):
     return value
 
 
+def _shell_word(line, pos, where):
+    """Read the shell word at ``line[pos:]``: ``(value, end, style, computed)``.
+
+    Quoting as /bin/sh does it: '...' is literal, "..." keeps backslash escapes of \\ " $ ` and newline, outside
+    quotes a backslash escapes the next character. ``style`` is the quoting of the whole word (single, double,
+    none, mixed); ``computed`` is true when an unquoted or double-quoted $ or backquote makes the value depend on
+    shell code. One pass over the line: linear time."""
+    out, styles, computed, n = [], set(), False, len(line)
+    while pos < n and line[pos] not in _WORD_END:
+        ch = line[pos]
+        if ch == "'":
+            end = line.find("'", pos + 1)
+            if end < 0:
+                raise CmdlineError('%s: unterminated single quote; expected the value to close on this line' % where)
+            out.append(line[pos + 1:end])
+            styles.add('single')
+            pos = end + 1
+        elif ch == '"':
+            pos += 1
+            styles.add('double')
+            while True:
+                if pos >= n:
+                    raise CmdlineError('%s: unterminated double quote; expected the value to close on this line'
+                                       % where)
+                c = line[pos]
+                if c == '"':
+                    pos += 1
+                    break
+                if c == '\\' and pos + 1 < n and line[pos + 1] in '\\"$`':
+                    out.append(line[pos + 1])
+                    pos += 2
+                    continue
+                if c in '$`':
+                    computed = True
+                out.append(c)
+                pos += 1
+        elif ch == '\\':
+            if pos + 1 >= n:
+                raise CmdlineError('%s: a backslash continues the value on the next line; expected it on one line'
+                                   % where)
+            out.append(line[pos + 1])
+            styles.add('none')
+            pos += 2
+        elif ch == '`' or line.startswith('$(', pos):
+            # command substitution: the value is computed; keep the rest of the line as it is, unparsed
+            out.append(line[pos:])
+            return ''.join(out), n, 'mixed', True
+        else:
+            if ch == '$':
+                computed = True
+            out.append(ch)
+            styles.add('none')
+            pos += 1
+    style = styles.pop() if len(styles) == 1 else ('none' if not styles else 'mixed')
+    return ''.join(out), pos, style, computed
+
+
+def _parse_assignment(line, number):
+    """``None`` for a line that is no assignment, else a dict: indent, export, name, value, style, computed and
+    trailer (blanks and a comment after the value, kept verbatim). Anything else after the value (a second
+    word, ``;`` and another command) is refused: such a line is not a single shell assignment."""
+    body = line.rstrip('\r\n')
+    m = _ASSIGN_RE.match(body)
+    if not m:
+        return None
+    where = 'line %d (%r)' % (number, body[:200])
+    value, end, style, computed = _shell_word(body, m.end(), where)
+    trailer = body[end:]
+    rest = trailer.lstrip(' \t')
+    if rest and not rest.startswith('#'):
+        raise CmdlineError('%s is not a single shell assignment (%r follows the value); expected NAME="value" with '
+                           'an optional comment: edit it by hand' % (where, rest[:50]))
+    return {'indent': m.group('indent'), 'export': m.group('export') or '', 'name': m.group('name'),
+            'value': value, 'style': style, 'computed': computed, 'trailer': trailer, 'where': where}
+
+
+def _quote(value, style):
+    if style == 'single' and "'" not in value:
+        return "'%s'" % value
+    if style == 'none' and _UNQUOTED_SAFE_RE.fullmatch(value):
+        return value
+    return '"%s"' % ''.join('\\' + c if c in '\\"$`' else c for c in value)
+
+
+def _assignments(text, var):
+    found = []
+    for number, line in enumerate(text.splitlines(True), 1):
+        a = _parse_assignment(line, number) if var in line else None
+        if a and a['name'] == var:
+            found.append((number - 1, a))
+    return found
+
+
 def grub_default_get(text, var):
-    """Value of a simple ``VAR="..."`` assignment in /etc/default/grub (last one wins, like sh)."""
-    value = None
-    for line in text.splitlines():
-        m = _VAR_LINE_RE.match(line)
-        if m and m.group(2) == var:
-            value = _unquote(m.group(3))
-    return value
+    """Value of ``VAR`` in /etc/default/grub (``export VAR=...`` too; the last assignment wins, like sh)."""
+    found = _assignments(text, var)
+    return found[-1][1]['value'] if found else None
 
 
 def grub_default_edit(text, var, ensure, remove):
     """Edit only our args inside ``VAR`` of /etc/default/grub (EL8 has no grub.d drop-ins).
 
-    The user's other args and every other line stay as they are. ``$`` or backquotes in the value
-    mean it is computed by shell code we cannot edit safely: refuse instead of guessing.
+    The line keeps its indentation, ``export``, quoting style and trailing comment; every other line stays
+    byte for byte, and nothing changes when the args are already right. ``$`` or backquotes in the value mean
+    it is computed by shell code we cannot edit safely: refuse instead of guessing.
     """
     validate_args(ensure)
     validate_patterns(remove)
     check_consistent(ensure, remove)
     lines = text.splitlines(True)
-    idx = None
-    for i, line in enumerate(lines):
-        m = _VAR_LINE_RE.match(line)
-        if m and m.group(2) == var:
-            idx = i
-    if idx is None:
+    found = _assignments(text, var)
+    if not found:
         new = ' '.join(ensure)
         sep = '' if not text or text.endswith('\n') else '\n'
         return text + sep + '%s="%s"\n' % (var, new)
-    m = _VAR_LINE_RE.match(lines[idx])
-    current = _unquote(m.group(3))
-    if '$' in current or '`' in current:
-        raise CmdlineError("%s in the grub defaults file is computed (%r); edit it by hand" % (var, current))
-    new = ' '.join(apply(split_cmdline(current), ensure, remove))
-    eol = '\n' if lines[idx].endswith('\n') else ''
-    lines[idx] = '%s%s="%s"%s' % (m.group(1), var, new, eol)
+    idx, a = found[-1]
+    if a['computed']:
+        raise CmdlineError("%s in the grub defaults file is computed (%s); edit it by hand" % (var, a['where']))
+    current = split_cmdline(a['value'])
+    wanted = apply(current, ensure, remove)
+    if wanted == current:
+        return text
+    line = lines[idx]
+    eol = line[len(line.rstrip('\r\n')):]
+    lines[idx] = '%s%s%s=%s%s%s' % (a['indent'], a['export'], var, _quote(' '.join(wanted), a['style']),
+                                    a['trailer'], eol)
     return ''.join(lines)
 
 

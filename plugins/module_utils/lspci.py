@@ -24,18 +24,24 @@ GPU_CLASSES = ('0300', '0302', '0380')
 # "BB:DD.F" with an optional domain (printed with -D, or automatically when any device has a non-zero domain,
 # which can be more than 4 hex digits for VMD segments such as 10000:00:05.0).
 BDF = r'(?:[0-9a-fA-F]{4,5}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
-TERSE = re.compile(r'^(?P<bdf>' + BDF + r')\s+(?P<cls>[^:\[]+?)(?:\s+\[(?P<cid>[0-9a-fA-F]{4})\])?:\s+(?P<rest>.*)$')
-IDS = re.compile(r'\s+\[(?P<v>[0-9a-fA-F]{4}):(?P<d>[0-9a-fA-F]{4})\]$')
-TAIL = re.compile(r'\s+\((?:rev (?P<rev>[0-9a-fA-F]{2})|prog-if (?P<pi>[0-9a-fA-F]{2})[^)]*)\)$')
-UNKNOWN_DEVICE = re.compile(r'^(?:Device|Unknown device) (?P<id>[0-9a-fA-F]{4})$')
-VMM_KEY = re.compile(r'^(?P<k>[A-Za-z]+):\t?\s*(?P<v>.*)$')
-BRACKET_ID = re.compile(r'^(?P<name>.*?)\s*\[(?P<id>[0-9a-fA-F]{4,6})\]$')
-CONT = re.compile(r'^\s*(?P<k>Subsystem|Kernel driver in use|Kernel modules|IOMMU group|NUMA node|'
-                  r'Physical Slot|Flags):\s*(?P<v>.*)$')
+# Every pattern below is applied with fullmatch to a bounded piece of a line, or has no two adjacent quantifiers
+# that can match the same characters: host output is parsed in time linear in its length, whatever it holds.
+BDF_LEAD = re.compile(BDF + r'(?=\s)')
+HEX4 = re.compile(r'[0-9a-fA-F]{4}')
+IDS = re.compile(r'\[(?P<v>[0-9a-fA-F]{4}):(?P<d>[0-9a-fA-F]{4})\]')
+TAIL = re.compile(r'rev (?P<rev>[0-9a-fA-F]{2})|prog-if (?P<pi>[0-9a-fA-F]{2})[^()]*')
+UNKNOWN_DEVICE = re.compile(r'(?:Device|Unknown device) (?P<id>[0-9a-fA-F]{4})')
+VMM_KEY = re.compile(r'(?P<k>[A-Za-z]+):(?P<v>.*)')
+BRACKET_ID = re.compile(r'\[(?P<id>[0-9a-fA-F]{4,6})\]')
+MM_LEAD = re.compile(BDF + r'\s+"')
+VMM_SLOT = re.compile(r'(?:Slot|Device):\s*' + BDF + r'\s*')
+CONT_KEYS = ('Subsystem', 'Kernel driver in use', 'Kernel modules', 'IOMMU group', 'NUMA node', 'Physical Slot',
+             'Flags', 'Capabilities')
+SRIOV_CAPABILITY = 'Single Root I/O Virtualization'
 # Vendor names end in a company suffix far more often than device names do; used to split "vendor device" when
 # lspci printed no ids (plain format) and no pci.ids is at hand.
-COMPANY = re.compile(r'^(?P<vendor>.*?(?:Corporation|Corp\.|Inc\.|Ltd\.?|Co\., Ltd\.?|Limited|GmbH|AG|LLC|'
-                     r'Technologies|Technology|Semiconductor|Company|Incorporated|s\.r\.o\.|SE|Ltd))\s+(?P<dev>.+)$')
+COMPANY = re.compile(r'(?P<vendor>.*?(?:Corporation|Corp\.|Inc\.|Ltd\.?|Co\., Ltd\.?|Limited|GmbH|AG|LLC|'
+                     r'Technologies|Technology|Semiconductor|Company|Incorporated|s\.r\.o\.|SE|Ltd))\s+(?P<dev>.+)')
 
 
 # Used when no pci.ids is given: plain lspci output carries names only, and these are the vendors this
@@ -86,36 +92,70 @@ def split_vendor_device(text, vendor_names=None):
     for name in vendor_names or ():
         if text.startswith(name + ' '):
             return name, text[len(name) + 1:]
-    m = COMPANY.match(text)
+    m = COMPANY.fullmatch(text)
     if m:
         return m.group('vendor'), m.group('dev')
     return None, text
 
 
-def _terse(line, vendor_names):
-    m = TERSE.match(line)
+def _strip_suffix(text, pattern, opener):
+    """``(head, match)`` when ``text`` ends with whitespace + ``opener`` + a ``pattern`` match + the closer.
+
+    The last ``opener`` is located with rfind and the piece after it is fullmatched, so the cost is linear in
+    the text (a regex searching for "whitespace, then the suffix" backtracks over long runs of spaces)."""
+    closer = ']' if opener == '[' else ')'
+    if not text.endswith(closer):
+        return text, None
+    start = text.rfind(opener)
+    if start < 1 or not text[start - 1].isspace():
+        return text, None
+    m = pattern.fullmatch(text, start + 1, len(text) - 1)
     if not m:
+        return text, None
+    return text[:start].rstrip(), m
+
+
+def _ids_suffix(text):
+    """"NVIDIA Corporation GA102GL [A10] [10de:2236]" -> ("NVIDIA Corporation GA102GL [A10]", match)."""
+    text = text.rstrip()
+    if not text.endswith(']'):
+        return text, None
+    start = len(text) - 11
+    m = IDS.fullmatch(text, max(start, 0)) if start >= 1 and text[start - 1].isspace() else None
+    return (text[:start].rstrip(), m) if m else (text, None)
+
+
+def _terse(line, vendor_names):
+    lead = BDF_LEAD.match(line)
+    if not lead:
         return None
-    dev = _empty(m.group('bdf'))
-    dev['class_name'] = m.group('cls').strip()
-    dev['class_id'] = (m.group('cid') or CLASS_IDS.get(dev['class_name']) or '').lower() or None
-    rest = m.group('rest').strip()
+    body = line[lead.end():]
+    colon = body.find(':')
+    if colon < 0 or colon + 1 >= len(body) or not body[colon + 1].isspace():
+        return None
+    head, rest = body[:colon], body[colon + 1:].strip()
+    cid = None
+    if head.endswith(']') and len(head) >= 7 and head[-6] == '[' and head[-7].isspace() and HEX4.fullmatch(head, len(head) - 5, len(head) - 1):
+        cid, head = head[-5:-1], head[:-6]
+    if '[' in head or not head.strip():
+        return None
+    dev = _empty(lead.group(0))
+    dev['class_name'] = head.strip()
+    dev['class_id'] = (cid or CLASS_IDS.get(dev['class_name']) or '').lower() or None
     while True:  # "(rev a1)" and "(prog-if 00 [VGA controller])" may both trail
-        t = TAIL.search(rest)
+        rest, t = _strip_suffix(rest, TAIL, '(')
         if not t:
             break
         if t.group('rev'):
             dev['revision'] = t.group('rev').lower()
         else:
             dev['prog_if'] = t.group('pi').lower()
-        rest = rest[:t.start()]
-    ids = IDS.search(rest)
+    rest, ids = _ids_suffix(rest)
     if ids:
         dev['vendor_id'], dev['device_id'] = ids.group('v').lower(), ids.group('d').lower()
-        rest = rest[:ids.start()]
     vendor, device = split_vendor_device(rest, vendor_names)
     dev['vendor_name'], dev['device_name'] = vendor, device
-    unknown = UNKNOWN_DEVICE.match(device or '')
+    unknown = UNKNOWN_DEVICE.fullmatch(device or '')
     if unknown and not dev['device_id']:  # plain lspci prints an unnamed device as "Device 2236"
         dev['device_id'] = unknown.group('id').lower()
     if not dev['vendor_id'] and vendor:
@@ -125,16 +165,16 @@ def _terse(line, vendor_names):
 
 def _continuation(dev, key, value, vendor_names):
     if key == 'Subsystem':
-        ids = IDS.search(' ' + value)
+        head, ids = _ids_suffix(' ' + value)
         name = value
         if ids:
             dev['subsystem_vendor_id'], dev['subsystem_device_id'] = ids.group('v').lower(), ids.group('d').lower()
-            name = (' ' + value)[:ids.start()].strip()
+            name = head.strip()
         dev['subsystem_name'] = name
         sv, sd = split_vendor_device(name, vendor_names)
         if sv and not dev['subsystem_vendor_id']:
             dev['subsystem_vendor_id'] = (vendor_names or KNOWN_VENDORS).get(sv)
-        unknown = UNKNOWN_DEVICE.match(sd or '')
+        unknown = UNKNOWN_DEVICE.fullmatch(sd or '')
         if unknown and not dev['subsystem_device_id']:
             dev['subsystem_device_id'] = unknown.group('id').lower()
     elif key == 'Kernel driver in use':
@@ -151,6 +191,17 @@ def _continuation(dev, key, value, vendor_names):
         m = re.search(r'NUMA node (\d+)', value)
         if m:
             dev['numa_node'] = int(m.group(1))
+    elif key == 'Capabilities' and SRIOV_CAPABILITY in value:
+        dev['_sriov'] = True  # -v shows the SR-IOV capability on a physical function only
+
+
+def _cont(line):
+    """("Kernel driver in use", "vfio-pci") for an lspci -k/-v continuation line, else None."""
+    stripped = line.lstrip()
+    for key in CONT_KEYS:
+        if stripped.startswith(key + ':'):
+            return key, stripped[len(key) + 1:].strip()
+    return None
 
 
 def _int_or_none(value):
@@ -165,10 +216,13 @@ def _name_id(value, with_ids=True):
     """"NVIDIA Corporation [10de]" -> (name, id); "NVIDIA Corporation" -> (name, None).
 
     ``with_ids`` is false when lspci ran without -n: a name such as "GA100 [A100]" must not lose "[A100]"."""
-    m = BRACKET_ID.match(value.strip())
-    if m and with_ids:
-        return m.group('name') or None, m.group('id').lower()
-    return value.strip() or None, None
+    value = value.strip()
+    if with_ids and value.endswith(']'):
+        start = value.rfind('[')
+        m = BRACKET_ID.fullmatch(value, start) if start >= 0 else None
+        if m:
+            return value[:start].rstrip() or None, m.group('id').lower()
+    return value or None, None
 
 
 def _vmm_record(fields):
@@ -178,7 +232,9 @@ def _vmm_record(fields):
         return fields.get(key, [None])[0]
 
     # with -nn every name carries its id; a vendor id is always 4 hex digits, so the Vendor field tells
-    nn = bool(re.search(r'\[[0-9a-fA-F]{4}\]$', get('Vendor') or ''))
+    vendor = get('Vendor') or ''
+    end = len(vendor)
+    nn = end >= 6 and vendor[-6] == '[' and vendor[-1] == ']' and bool(HEX4.fullmatch(vendor, end - 5, end - 1))
     if get('Class'):
         dev['class_name'], cid = _name_id(get('Class'), nn)
         dev['class_id'] = (cid or CLASS_IDS.get(dev['class_name']) or '').lower() or None
@@ -206,23 +262,27 @@ def _parse_vmm(lines):
         if not line.strip():
             if 'Slot' in fields:
                 out.append(_vmm_record(fields))
-            elif fields.get('Device') and re.match(BDF + '$', fields['Device'][0]):  # -vm: first key Device
+            elif fields.get('Device') and re.fullmatch(BDF, fields['Device'][0]):  # -vm: first key Device
                 values = fields.pop('Device')
                 fields.update(Slot=values[:1], Device=values[1:] or [None])
                 out.append(_vmm_record(fields))
             fields = {}
             continue
-        m = VMM_KEY.match(line)
+        m = VMM_KEY.fullmatch(line)
         if m:
             fields.setdefault(m.group('k'), []).append(m.group('v').strip())
     return out
 
 
-def _parse_mm(line):
+def _parse_mm(line, number):
     """`-mm`: BB:DD.F "class" "vendor" "device" -rXX -pXX "svendor" "sdevice" (shell-quoted)."""
-    parts = shlex.split(line)
+    try:
+        parts = shlex.split(line)
+    except ValueError as e:
+        raise LspciError('lspci -mm text, line %d: %s in %r; expected BB:DD.F followed by double-quoted '
+                         'class, vendor and device names' % (number, e, line[:200]))
     dev = _empty(parts[0])
-    opts = [p for p in parts[1:] if re.match(r'^-[rp][0-9a-fA-F]{2}$', p)]
+    opts = [p for p in parts[1:] if re.fullmatch(r'-[rp][0-9a-fA-F]{2}', p)]
     names = [p for p in parts[1:] if p not in opts]
     for o in opts:
         dev['revision' if o[1] == 'r' else 'prog_if'] = o[2:].lower()
@@ -242,9 +302,11 @@ def _parse_mm(line):
 def infer_vfs(devices):
     """Mark SR-IOV VFs that lspci text cannot show directly.
 
-    lspci prints a VF with its PF's name and ids. On one bus, GPU functions with the same vendor:device as the
-    lowest-numbered one are taken as its VFs (each GPU board sits behind its own port, so two PFs of the same
-    model do not share a bus). The result says it was inferred."""
+    lspci prints a VF with its PF's name and ids, so identical names prove nothing: two boards of one model can
+    share a bus. Only SR-IOV evidence in the parsed text makes VFs: when exactly one GPU function on a bus shows
+    the SR-IOV capability (``lspci -v``), the other functions there with its vendor:device are taken as its VFs.
+    Without that evidence every function stays a PF here (sysfs discovery reads the physfn links instead). The
+    result says it was inferred."""
     by_bus = {}
     for d in devices:
         if device_kind(d['class_id']) == 'gpu' and d['device_id']:
@@ -253,11 +315,14 @@ def infer_vfs(devices):
         d.setdefault('is_vf', False)
         d.setdefault('physfn', None)
     for group in by_bus.values():
-        if len(group) < 2:
+        pfs = [d for d in group if d.get('_sriov')]
+        if len(group) < 2 or len(pfs) != 1:
             continue
-        group.sort(key=lambda d: d['bdf'])
-        for vf in group[1:]:
-            vf['is_vf'], vf['physfn'], vf['vf_inferred'] = True, group[0]['bdf'], True
+        for vf in group:
+            if vf is not pfs[0]:
+                vf['is_vf'], vf['physfn'], vf['vf_inferred'] = True, pfs[0]['bdf'], True
+    for d in devices:
+        d.pop('_sriov', None)
     return devices
 
 
@@ -269,13 +334,13 @@ def parse(text, vendor_names=None):
     if not isinstance(text, str):
         raise LspciError('lspci text must be a string, got %s' % type(text).__name__)
     lines = text.replace('\r\n', '\n').split('\n')
-    if any(re.match(r'^(Slot|Device):\t?\s*' + BDF + r'\s*$', ln) for ln in lines):
+    if any(VMM_SLOT.fullmatch(ln) for ln in lines):
         devices = _parse_vmm(lines)
     else:
         devices, current = [], None
-        for line in lines:
-            if re.match('^' + BDF + r'\s+"', line):  # -mm
-                current = _parse_mm(line)
+        for number, line in enumerate(lines, 1):
+            if MM_LEAD.match(line):  # -mm
+                current = _parse_mm(line, number)
                 devices.append(current)
                 continue
             dev = _terse(line, vendor_names)
@@ -283,9 +348,9 @@ def parse(text, vendor_names=None):
                 current = dev
                 devices.append(dev)
                 continue
-            cont = CONT.match(line)
+            cont = _cont(line)
             if cont and current is not None:
-                _continuation(current, cont.group('k'), cont.group('v'), vendor_names)
+                _continuation(current, cont[0], cont[1], vendor_names)
     for d in devices:
         d['kind'] = device_kind(d['class_id'], d['vendor_id'])
     devices.sort(key=lambda d: d['bdf'])

@@ -14,19 +14,54 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders
+
 POOLS = ("container", "vm-passthrough", "vm-vgpu")
 # "dra": the DRA passthrough path (group gpu_dra). The GPU keeps its NVIDIA driver until a claim binds it to
 # vfio-pci, so a loaded host driver is expected there; what holds /dev/nvidia* still blocks the rebind.
 DRA = "dra"
 VM_POOLS = ("vm-passthrough", "vm-vgpu", DRA)
 KNOWN_POOLS = POOLS + (DRA,)
-# DRA driver 0.4+ turns persistence mode off around the rebind itself (seeds/dra-kubevirt-vfio-passthrough.txt).
-DRA_TOLERATED_HOLDERS = ("nvidia-persistenced",)
+# DRA driver 0.4+ turns persistence mode off around the rebind itself: holder categories it tolerates
+# (gpu_holders.holder_category, the one rule matching a holder's executable name).
+DRA_TOLERATED_HOLDERS = ("persistenced",)
 # The drivers a GPU may be taken from by the vfio role (anything else holds it: nvidia, pci-stub...).
 REBINDABLE = ("vfio-pci", "nouveau", None)
 
 # "NVIDIA A10-12Q" / "GRID T4-1Q" / "A10-12Q" -> board model "A10"; "A100D-4C" -> "A100D".
-_TYPE_MODEL = re.compile(r"^(?:GRID |NVIDIA )?([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)$")
+_TYPE_MODEL = re.compile(r"(?:GRID |NVIDIA )?([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)")
+
+
+class PreflightError(ValueError):
+    """Facts of the wrong shape (not what the discovery modules return); the message names the fact and what
+    was expected."""
+
+
+def _need(value, kind, where, expected):
+    if not isinstance(value, kind):
+        raise PreflightError("%s is %r; expected %s" % (where, value, expected))
+    return value
+
+
+def check_facts(pci, holders=None, mdev=None):
+    """Refuse facts that are not what pci_devices, gpu_holders and mdev_types return, naming the bad part,
+    instead of failing later with a traceback (facts may come from a file or a sosreport)."""
+    _need(pci, dict, "pci_devices", "the pci_devices module's result (a dict with gpus)")
+    for i, gpu in enumerate(_need(pci.get("gpus") or [], list, "pci_devices.gpus", "a list of devices")):
+        _need(gpu, dict, "pci_devices.gpus[%d]" % i, "a device dict with bdf")
+        _need(gpu.get("bdf"), str, "pci_devices.gpus[%d].bdf" % i, "a PCI address string")
+    _need(pci.get("iommu") or {}, dict, "pci_devices.iommu", "a dict with enabled")
+    _need(holders or {}, dict, "gpu_holders", "the gpu_holders module's result (a dict with holders)")
+    for i, holder in enumerate(_need((holders or {}).get("holders") or [], list, "gpu_holders.holders",
+                                     "a list of holders")):
+        _need(holder, dict, "gpu_holders.holders[%d]" % i, "a dict with pid, command and device")
+    _need(mdev or {}, dict, "mdev_types", "the mdev_types module's result (a dict with parents)")
+    for i, parent in enumerate(_need((mdev or {}).get("parents") or [], list, "mdev_types.parents",
+                                     "a list of parents")):
+        _need(parent, dict, "mdev_types.parents[%d]" % i, "a dict with types")
+        for j, vtype in enumerate(_need(parent.get("types") or [], list, "mdev_types.parents[%d].types" % i,
+                                        "a list of types")):
+            _need(vtype, dict, "mdev_types.parents[%d].types[%d]" % (i, j), "a dict with name")
 
 
 def short_type_name(name):
@@ -39,7 +74,7 @@ def short_type_name(name):
 
 def type_model(name):
     """The board a vGPU type belongs to (A10 for A10-12Q), or None when the name has another shape."""
-    match = _TYPE_MODEL.match(name.strip())
+    match = _TYPE_MODEL.fullmatch(name.strip())
     return match.group(1) if match else None
 
 
@@ -73,6 +108,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
     vGPU config asks for; iommu_firmware: True/False whether the firmware announces an IOMMU (ACPI
     DMAR/IVRS table), None when unknown; virtualization_role: Ansible's ansible_virtualization_role.
     """
+    check_facts(pci, holders, mdev)
     errors, warnings = [], []
     if len(pools) != 1:
         errors.append(
@@ -120,7 +156,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
 
     if pool in VM_POOLS and holders and holders.get("held"):
         for holder in holders.get("holders", []):
-            if pool == DRA and holder.get("command") in DRA_TOLERATED_HOLDERS:
+            if pool == DRA and gpu_holders.holder_category(holder) in DRA_TOLERATED_HOLDERS:
                 warnings.append("%s: %s holds %s (pid %s); DRA driver 0.4+ turns persistence mode off around the "
                                 "rebind, older drivers need it stopped"
                                 % (host, holder.get("command"), holder.get("device"), holder.get("pid")))

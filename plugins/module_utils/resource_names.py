@@ -40,7 +40,7 @@ def short_type_name(type_name):
 def selector(vendor_id, device_id):
     """HCO pciDeviceSelector: VENDOR:DEVICE upper-case hex ("10DE:2236")."""
     for label, value in (('vendor_id', vendor_id), ('device_id', device_id)):
-        if not isinstance(value, str) or not re.match(r'^[0-9a-fA-F]{4}$', value):
+        if not isinstance(value, str) or not re.fullmatch(r'[0-9a-fA-F]{4}', value):
             raise ResourceNameError('%s %r is not 4 hex digits (such as 10de / 2236)' % (label, value))
     return ('%s:%s' % (vendor_id, device_id)).upper()
 

@@ -12,8 +12,8 @@ import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import lspci as lspci_mod
 
-HEX4 = re.compile(r'^[0-9a-f]{4}$')
-CLASS_FILTER = re.compile(r'^[0-9a-f]{2}([0-9a-f]{2})?$')
+HEX4 = re.compile(r'[0-9a-f]{4}')
+CLASS_FILTER = re.compile(r'[0-9a-f]{2}([0-9a-f]{2})?')
 
 
 class SysfsError(ValueError):
@@ -68,7 +68,7 @@ def read_device(root, bdf):
         'revision': _hex(_read(os.path.join(base, 'revision')), 2),
         'driver': _link_name(os.path.join(base, 'driver')),
         'iommu_group': _link_name(os.path.join(base, 'iommu_group')),
-        'numa_node': int(numa) if numa and re.match(r'^\d+$', numa) else None,  # -1: no NUMA information
+        'numa_node': int(numa) if numa and re.fullmatch(r'\d+', numa) else None,  # -1: no NUMA information
         'physfn': _link_name(os.path.join(base, 'physfn')),
         'sriov': None,
     }
@@ -78,7 +78,7 @@ def read_device(root, bdf):
             names = os.listdir(base)
         except OSError:
             names = []
-        vfs = [_link_name(os.path.join(base, n)) for n in names if re.match(r'^virtfn\d+$', n)]
+        vfs = [_link_name(os.path.join(base, n)) for n in names if re.fullmatch(r'virtfn\d+', n)]
         numvfs = _read(os.path.join(base, 'sriov_numvfs'))
         dev['sriov'] = {'totalvfs': int(total or 0), 'numvfs': int(numvfs or 0),
                         'vfs': sorted(v for v in vfs if v)}
@@ -117,12 +117,12 @@ def check_filters(vendors, classes):
     out_v, out_c = [], []
     for v in vendors or []:
         v = str(v).lower().replace('0x', '', 1) if str(v).lower().startswith('0x') else str(v).lower()
-        if not HEX4.match(v):
+        if not HEX4.fullmatch(v):
             raise SysfsError('vendor id %r is not 4 hex digits; give ids such as 10de (NVIDIA) or 8086' % v)
         out_v.append(v)
     for c in classes or []:
         c = str(c).lower()
-        if not CLASS_FILTER.match(c):
+        if not CLASS_FILTER.fullmatch(c):
             raise SysfsError('class %r is not a PCI class code; give 2 hex digits (03: display) or 4 '
                              '(0302: 3D controller, 0680: NVSwitch bridge)' % c)
         out_c.append(c)

@@ -14,7 +14,7 @@ __metaclass__ = type
 import os
 import re
 
-BDF_RE = re.compile(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
+BDF_RE = re.compile(r'[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]')
 
 
 class BindError(Exception):
@@ -22,8 +22,8 @@ class BindError(Exception):
 
 
 def validate_bdf(bdf):
-    if not isinstance(bdf, str) or not BDF_RE.match(bdf):
-        raise BindError("%r is not a PCI address: use the full form with domain, e.g. 0000:41:00.0" % (bdf,))
+    if not isinstance(bdf, str) or not BDF_RE.fullmatch(bdf):
+        raise BindError("%r is not a PCI address: use the full form with domain (4 or more hex digits), e.g. 0000:41:00.0" % (bdf,))
 
 
 def device_dir(sysfs_root, bdf):

@@ -23,6 +23,8 @@ import os
 import re
 import stat
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+
 LABEL_PREFIX = 'io.gpuvirt.vgpu-manager.'
 LABEL_RUN_SHA256 = LABEL_PREFIX + 'run-sha256'
 LABEL_CONTEXT_DIGEST = LABEL_PREFIX + 'context-digest'
@@ -31,18 +33,15 @@ LABEL_DRIVER_VERSION = LABEL_PREFIX + 'driver-version'
 
 ARCHES = ('x86_64', 'aarch64')
 # NVIDIA driver versions: 550.90.05, 535.183.04, older 470.63 (two parts).
-_VERSION_RE = re.compile(r'^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$')
-_RUN_RE = re.compile(r'^NVIDIA-Linux-(?P<arch>[A-Za-z0-9_]+)-(?P<version>[0-9][0-9.]*[0-9])-vgpu-kvm\.run$')
-_ANY_RUN_RE = re.compile(r'^NVIDIA-Linux-(?P<arch>[A-Za-z0-9_]+)-(?P<version>[0-9][0-9.]*[0-9])(?P<rest>.*)\.run$')
-_SHA256_RE = re.compile(r'^[0-9a-f]{64}$')
-# A registry host[:port] (DNS name, IPv4 or localhost); no scheme, no path.
-_REGISTRY_RE = re.compile(r'^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*'
-                          r'(?::[0-9]{1,5})?$')
+_VERSION_RE = re.compile(r'[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?')
+_RUN_RE = re.compile(r'NVIDIA-Linux-(?P<arch>[A-Za-z0-9_]+)-(?P<version>[0-9][0-9.]*[0-9])-vgpu-kvm\.run')
+_ANY_RUN_RE = re.compile(r'NVIDIA-Linux-(?P<arch>[A-Za-z0-9_]+)-(?P<version>[0-9][0-9.]*[0-9])(?P<rest>.*)\.run')
+_SHA256_RE = re.compile(r'[0-9a-f]{64}')
 # Repository path components (distribution spec): lowercase alphanumerics separated by . _ __ or -.
-_COMPONENT_RE = re.compile(r'^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$')
+_COMPONENT_RE = re.compile(r'[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*')
 # A tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}; os_tag is the part after "<version>-".
-_OS_TAG_RE = re.compile(r'^[a-z][a-z0-9]*[0-9][a-z0-9._-]*$')
-_OPENSHIFT_RE = re.compile(r'^v?4\.(?P<minor>[0-9]{1,3})(?:\.[0-9]+)?(?:[-+][0-9A-Za-z.+-]*)?$')
+_OS_TAG_RE = re.compile(r'[a-z][a-z0-9]*[0-9][a-z0-9._-]*')
+_OPENSHIFT_RE = re.compile(r'v?4\.(?P<minor>[0-9]{1,3})(?:\.[0-9]+)?(?:[-+][0-9A-Za-z.+-]*)?')
 _SKIP_DIRS = ('.git',)
 
 
@@ -53,7 +52,7 @@ class VgpuImageError(ValueError):
 def check_version(version):
     """Return ``version`` when it looks like an NVIDIA driver version, else raise."""
     version = '' if version is None else str(version).strip()
-    if not _VERSION_RE.match(version):
+    if not _VERSION_RE.fullmatch(version):
         raise VgpuImageError(
             "driver version %r is not an NVIDIA driver version like 550.90.05: set it to the version in the "
             "name of the vGPU Manager file NVIDIA-Linux-x86_64-<version>-vgpu-kvm.run" % version)
@@ -67,13 +66,13 @@ def parse_run_name(name):
     ``NVIDIA-Linux-x86_64-<version>.run`` is the data-center driver: neither contains the vGPU Manager.
     """
     base = os.path.basename(name or '')
-    m = _RUN_RE.match(base)
+    m = _RUN_RE.fullmatch(base)
     if m:
         arch = m.group('arch')
         if arch not in ARCHES:
             raise VgpuImageError("%s: architecture %r is not one of %s" % (base, arch, ', '.join(ARCHES)))
         return arch, check_version(m.group('version'))
-    m = _ANY_RUN_RE.match(base)
+    m = _ANY_RUN_RE.fullmatch(base)
     if m and 'grid' in m.group('rest'):
         raise VgpuImageError(
             "%s is the vGPU guest driver (GRID), which goes inside VMs; the vGPU Manager image needs the host "
@@ -117,7 +116,7 @@ def check_run_file(path, version, sha256=None):
         wanted = str(sha256).strip().lower()
         if wanted.startswith('sha256:'):
             wanted = wanted[len('sha256:'):]
-        if not _SHA256_RE.match(wanted):
+        if not _SHA256_RE.fullmatch(wanted):
             raise VgpuImageError("sha256 %r is not 64 hex digits: give the checksum of %s as printed by sha256sum"
                                  % (sha256, os.path.basename(path)))
         if wanted != actual:
@@ -131,7 +130,7 @@ def check_run_file(path, version, sha256=None):
 
 def os_tag_from_openshift(version):
     """``4.16.12`` (or ``v4.16``, ``4.17.0-0.nightly-...``) -> ``rhcos4.16``."""
-    m = _OPENSHIFT_RE.match(str(version or '').strip())
+    m = _OPENSHIFT_RE.fullmatch(str(version or '').strip())
     if not m:
         raise VgpuImageError(
             "OpenShift version %r is not a 4.x version like 4.16.12: give the cluster version "
@@ -154,7 +153,7 @@ def openshift_version_from_clusterversion(obj):
 
 def check_os_tag(os_tag):
     os_tag = str(os_tag or '').strip()
-    if not _OS_TAG_RE.match(os_tag) or len(os_tag) > 64:
+    if not _OS_TAG_RE.fullmatch(os_tag) or len(os_tag) > 64:
         raise VgpuImageError(
             "os_tag %r is not an OS tag like rhcos4.16, rhel9.4 or ubuntu22.04: set vgpu_manager_image_os_tag "
             "to the OS of the nodes (or vgpu_manager_image_openshift_version on OpenShift)" % os_tag)
@@ -213,13 +212,15 @@ def resolve_os_tag(os_tag=None, openshift_version=None):
 def image_ref(registry, repository, name, version, os_tag):
     """``<registry>[/<repository>]/<name>:<version>-<os_tag>`` after checking every part."""
     registry = str(registry or '').strip()
-    if '://' in registry or not _REGISTRY_RE.match(registry):
+    try:
+        validators.oci_registry(registry, 'registry')
+    except validators.ValidationError:
         raise VgpuImageError(
             "registry %r is not a host[:port] like registry.example.com or 127.0.0.1:5443 (no scheme, no path): "
             "put the path in vgpu_manager_image_repository" % registry)
     parts = [p for p in str(repository or '').strip('/').split('/') if p] + [str(name or '')]
     for part in parts:
-        if not _COMPONENT_RE.match(part):
+        if not _COMPONENT_RE.fullmatch(part):
             raise VgpuImageError(
                 "image path component %r is not valid (lowercase letters, digits, and . _ - between them): fix "
                 "vgpu_manager_image_repository or vgpu_manager_image_name" % part)
@@ -276,7 +277,7 @@ def build_args(version, cuda_version=None, arch='x86_64', extra=None):
     if cuda_version:
         args['CUDA_VERSION'] = str(cuda_version)
     for key in args:
-        if not re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', key):
+        if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', key):
             raise VgpuImageError("build argument name %r is not valid: use letters, digits and _" % key)
         args[key] = str(args[key])
     return args

@@ -13,8 +13,8 @@ import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.resource_names import short_type_name
 
-UUID = re.compile(r'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$')
-CREATABLE = re.compile(r'^\s*(?P<id>\d+)\s*:\s*(?P<name>.+?)\s*$')
+UUID = re.compile(r'[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}')
+DIGITS = re.compile(r'[0-9]+')
 
 
 class VgpuError(ValueError):
@@ -41,11 +41,11 @@ def parse_description(text):
     fields = dict(kv.split('=', 1) for kv in re.split(r',\s*', text or '') if '=' in kv)
     out = {'framebuffer_mib': None, 'max_instance': None, 'num_heads': None, 'frl_config': None,
            'max_resolution': fields.get('max_resolution')}
-    fb = re.match(r'^(\d+)([MG])?$', fields.get('framebuffer', ''))
+    fb = re.fullmatch(r'(\d+)([MG])?', fields.get('framebuffer', ''))
     if fb:
         out['framebuffer_mib'] = int(fb.group(1)) * (1024 if fb.group(2) == 'G' else 1)
     for key in ('max_instance', 'num_heads', 'frl_config'):
-        if re.match(r'^\d+$', fields.get(key, '')):
+        if re.fullmatch(r'\d+', fields.get(key, '')):
             out[key] = int(fields[key])
     return out
 
@@ -64,22 +64,24 @@ def _physfn(root, bdf):
         return None
 
 
-def mdev_parents(root):
+def mdev_parents(root, problems=None):
     """Parents under <root>/class/mdev_bus (the kernel's list of mdev-capable devices)."""
+    problems = [] if problems is None else problems
     out = []
     for parent in _listdir(os.path.join(root, 'class', 'mdev_bus')):
         base = os.path.join(root, 'class', 'mdev_bus', parent)
         types, devices = [], []
         for tid in _listdir(os.path.join(base, 'mdev_supported_types')):
             tdir = os.path.join(base, 'mdev_supported_types', tid)
-            avail = _read(os.path.join(tdir, 'available_instances'))
+            path = os.path.join(tdir, 'available_instances')
+            avail = available_count(_read(path), path, problems)
             types.append(_type(tid, _read(os.path.join(tdir, 'name')) or tid, _read(os.path.join(tdir, 'description')),
-                               int(avail) if avail and avail.isdigit() else None,
+                               avail,
                                _read(os.path.join(tdir, 'device_api'))))
         names = dict((t['type_id'], t['name']) for t in types)
         # instances are <parent>/<uuid>/ with mdev_type -> ../mdev_supported_types/<type>
         for entry in _listdir(base):
-            if UUID.match(entry):
+            if UUID.fullmatch(entry):
                 try:
                     tid = os.path.basename(os.readlink(os.path.join(base, entry, 'mdev_type')))
                 except OSError:
@@ -94,10 +96,24 @@ def parse_creatable(text):
     """creatable_vgpu_types: header "ID    : vGPU Name" then "<id>  : <name>" lines -> [(id, name)]."""
     out = []
     for line in (text or '').splitlines():
-        m = CREATABLE.match(line)
-        if m:
-            out.append((m.group('id'), m.group('name')))
+        tid, sep, name = line.partition(':')
+        tid, name = tid.strip(), name.strip()
+        if sep and DIGITS.fullmatch(tid) and name:
+            out.append((tid, name))
     return out
+
+
+def available_count(value, where, problems):
+    """available_instances as an int; a value that is not a non-negative integer is unreadable: noted in
+    ``problems`` (file or JSON path, the value, what was expected) and returned as None, never read as 0."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and DIGITS.fullmatch(value.strip()):
+        return int(value.strip())
+    problems.append('%s reads %r; expected a non-negative integer' % (where, value))
+    return None
 
 
 def vendor_parents(root):
@@ -124,8 +140,10 @@ def vendor_parents(root):
     return out
 
 
-def parse_mdevctl_json(text):
+def parse_mdevctl_json(text, problems=None):
     """`mdevctl types --dumpjson`: [{parent: [{type_id: {available_instances, device_api, name, description}}]}]."""
+    problems = [] if problems is None else problems
+    shape = 'expected [{parent: [{type_id: {name, description, available_instances, device_api}}]}]'
     try:
         data = json.loads(text) if isinstance(text, str) else text
     except ValueError as e:
@@ -135,19 +153,34 @@ def parse_mdevctl_json(text):
     if not isinstance(data, list):
         raise VgpuError('mdevctl_json must be a list of {parent: [types]} as mdevctl types --dumpjson prints')
     out = []
-    for block in data:
-        for parent, entries in sorted((block or {}).items()):
+    for i, block in enumerate(data):
+        if not isinstance(block, dict):
+            raise VgpuError('mdevctl JSON item %d is %r; %s' % (i, block, shape))
+        for parent, entries in sorted(block.items()):
+            if not isinstance(entries, list):
+                raise VgpuError('mdevctl JSON parent %r holds %r; %s' % (parent, entries, shape))
             types = []
-            for entry in entries or []:
+            for entry in entries:
+                if not isinstance(entry, dict):
+                    raise VgpuError('mdevctl JSON parent %r has the entry %r; %s' % (parent, entry, shape))
                 for tid, t in entry.items():
-                    types.append(_type(tid, t.get('name') or tid, t.get('description'), t.get('available_instances'),
-                                       t.get('device_api')))
+                    if not isinstance(t, dict):
+                        raise VgpuError('mdevctl JSON type %r of parent %r is %r; %s' % (tid, parent, t, shape))
+                    fields = dict((k, t.get(k) if isinstance(t.get(k), (str, type(None))) else str(t.get(k)))
+                                  for k in ('name', 'description', 'device_api'))
+                    avail = available_count(t.get('available_instances'),
+                                            'mdevctl JSON %s/%s available_instances' % (parent, tid), problems)
+                    types.append(_type(tid, fields['name'] or tid, fields['description'], avail,
+                                       fields['device_api']))
             out.append({'parent': parent, 'interface': 'mdev', 'physfn': None, 'types': types, 'devices': [],
                         'current_type': None})
     return out
 
 
-def summarise(parents):
+def summarise(parents, problems=None):
+    """state: none | unreadable | exhausted | available. ``unreadable``: no type is known to have an instance
+    free, and some available_instances could not be read, so the host cannot be said to be exhausted."""
+    problems = problems or []
     interfaces = sorted(set(p['interface'] for p in parents))
     types = set(t['name'] for p in parents for t in p['types'])
     available = sorted(set(t['name'] for p in parents for t in p['types'] if t['available_instances']))
@@ -155,6 +188,9 @@ def summarise(parents):
         state, msg = 'none', ('no vGPU interface: neither /sys/class/mdev_bus nor nvidia/creatable_vgpu_types on '
                               'any PCI device; the NVIDIA vGPU Manager (vgpu-kvm host driver) is not loaded, or '
                               'SR-IOV VFs are not enabled on Ampere and later GPUs')
+    elif not available and problems:
+        state, msg = 'unreadable', ('%d vGPU types on %d parents (%s), but available_instances is unreadable: %s'
+                                    % (len(types), len(parents), ', '.join(interfaces), '; '.join(problems[:5])))
     elif not available:
         state, msg = 'exhausted', ('%d vGPU types on %d parents (%s) but none has an instance available: every '
                                    'parent is in use or holds another type'
@@ -168,9 +204,10 @@ def summarise(parents):
 def discover(root='/sys', mdevctl_json=None):
     if not os.path.isdir(root):
         raise VgpuError('sysfs_root %s does not exist; give the directory sysfs is mounted on (/sys)' % root)
-    parents = mdev_parents(root) + vendor_parents(root)
+    problems = []
+    parents = mdev_parents(root, problems) + vendor_parents(root)
     if mdevctl_json:
         seen = set(p['parent'] for p in parents)
-        parents += [p for p in parse_mdevctl_json(mdevctl_json) if p['parent'] not in seen]
+        parents += [p for p in parse_mdevctl_json(mdevctl_json, problems) if p['parent'] not in seen]
     parents.sort(key=lambda p: p['parent'])
-    return dict(parents=parents, **summarise(parents))
+    return dict(parents=parents, **summarise(parents, problems))

@@ -56,8 +56,8 @@ held:
   returned: always
   type: bool
 holders:
-  description: pid, command, device, minor (null for control devices), bdf (null when unknown), unit (null when
-    not in a systemd unit).
+  description: pid, command, executable (basename of argv[0], what holders are recognised by), device, minor
+    (null for control devices), bdf (null when unknown), unit (null when not in a systemd unit).
   returned: always
   type: list
   elements: dict

@@ -68,7 +68,9 @@ interfaces:
   type: list
   elements: str
 state:
-  description: C(none) (no interface), C(exhausted) (types but none available) or C(available).
+  description: C(none) (no interface), C(exhausted) (types but none available), C(unreadable) (none known
+    available and some C(available_instances) is not a number; RV(message) names the file and value) or
+    C(available).
   returned: always
   type: str
 available_types:

@@ -106,7 +106,7 @@ iommu_firmware:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils.preflight import check_host
+from ansible_collections.gpuvirt.provision.plugins.module_utils.preflight import PreflightError, check_host
 
 
 def firmware_iommu(sysfs_root):
@@ -134,12 +134,15 @@ def main():
     )
     params = module.params
     iommu_fw = firmware_iommu(params["sysfs_root"])
-    errors, warnings = check_host(
-        host=params["host"] or os.uname()[1], pools=params["pools"], pci=params["pci_devices"], holders=params["gpu_holders"],
-        mdev=params["mdev_types"], requested_vgpu_types=params["requested_vgpu_types"],
-        iommu_firmware=iommu_fw, virtualization_role=params["virtualization_role"],
-        allow_no_gpu=params["allow_no_gpu"],
-    )
+    try:
+        errors, warnings = check_host(
+            host=params["host"] or os.uname()[1], pools=params["pools"], pci=params["pci_devices"],
+            holders=params["gpu_holders"], mdev=params["mdev_types"],
+            requested_vgpu_types=params["requested_vgpu_types"], iommu_firmware=iommu_fw,
+            virtualization_role=params["virtualization_role"], allow_no_gpu=params["allow_no_gpu"],
+        )
+    except PreflightError as e:
+        module.fail_json(msg="preflight cannot judge %s: %s" % (params["host"] or os.uname()[1], e))
     result = dict(changed=False, errors=errors, warnings_found=warnings, iommu_firmware=iommu_fw)
     for warning in warnings:
         module.warn(warning)

@@ -9,8 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
+from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.hco import ManifestError, version_tuple
 
 CHART_NAME = 'dra-driver-nvidia-gpu'
@@ -21,13 +20,12 @@ DRA_GATE = 'GPUsWithDRA'
 # where the driver's files are, by who installed the driver
 DRIVER_ROOTS = {'host': '/', 'operator': '/run/nvidia/driver', 'gke': '/home/kubernetes/bin/nvidia'}
 
-_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
-
 
 def _dns(value, what):
-    if not isinstance(value, str) or not _NAME_RE.match(value) or len(value) > 63:
-        raise ManifestError("%s %r is not a DNS label (lower-case letters, digits and '-')" % (what, value))
-    return value
+    try:
+        return validators.dns1123_label(value, what)
+    except validators.ValidationError as e:
+        raise ManifestError(str(e))
 
 
 def helm_values(driver_mode, node_selector=None):
@@ -117,13 +115,6 @@ def classic_plugin_conflicts(nodes, dra_nodes, plugin_pods=None):
     return errors
 
 
-# command or unit substrings -> category; the first match wins (dcgm-exporter before dcgm)
-_HOLDER_RULES = (
-    ('dcgm-exporter', ('dcgm-exporter',)),
-    ('dcgm', ('nv-hostengine', 'nvidia-dcgm', 'dcgm')),
-    ('persistenced', ('nvidia-persistenced',)),
-    ('display-manager', ('xorg', 'display-manager', 'gdm', 'sddm', 'lightdm', 'gnome-shell', 'xwayland')),
-)
 _ADVICE = {
     'display-manager': 'disable the display manager (systemctl disable --now display-manager)',
     'dcgm': 'stop DCGM on this host (DCGM 4.5+ can release GPUs on driver switches)',
@@ -131,14 +122,6 @@ _ADVICE = {
     'persistenced': 'stop nvidia-persistenced (DRA driver 0.4.0+ handles it itself)',
     'other': 'stop this process before GPUs are rebound to vfio-pci',
 }
-
-
-def _category(holder):
-    text = ('%s %s' % (holder.get('command') or '', holder.get('unit') or '')).lower()
-    for category, needles in _HOLDER_RULES:
-        if any(n in text for n in needles):
-            return category
-    return 'other'
 
 
 def classify_holders(holders, dra_driver_version='0.4.0'):
@@ -151,7 +134,7 @@ def classify_holders(holders, dra_driver_version='0.4.0'):
     new_driver = version_tuple(dra_driver_version)[:2] >= (0, 4)
     blocking, warnings = [], []
     for holder in holders or []:
-        category = _category(holder)
+        category = gpu_holders.holder_category(holder)
         line = "PID %s (%s%s) holds %s: %s" % (
             holder.get('pid'), holder.get('command') or '?',
             (', unit %s' % holder['unit']) if holder.get('unit') else '', holder.get('device') or '/dev/nvidia*',

@@ -27,8 +27,8 @@ JSONPATCH_ANNOTATION = 'kubevirt.kubevirt.io/jsonpatch'
 FEATURE_GATES_PATH = '/spec/configuration/developerConfiguration/featureGates/-'
 DISABLE_MDEV_GATE = 'DisableMDEVConfiguration'
 
-_PCI_SELECTOR_RE = re.compile(r'^[0-9A-Fa-f]{4}:[0-9A-Fa-f]{4}$')
-_RESOURCE_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9.-]*/[A-Za-z0-9_.-]+$')
+_PCI_SELECTOR_RE = re.compile(r'[0-9A-Fa-f]{4}:[0-9A-Fa-f]{4}')
+_RESOURCE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9.-]*/[A-Za-z0-9_.-]+')
 
 # list name in HCO -> selector key
 LISTS = (('pciHostDevices', 'pciDeviceSelector'), ('mediatedDevices', 'mdevNameSelector'))
@@ -40,13 +40,13 @@ class ManifestError(ValueError):
 
 def pci_selector(value):
     """``10de:2236`` -> ``10DE:2236`` (the form HCO and KubeVirt match on)."""
-    if not isinstance(value, str) or not _PCI_SELECTOR_RE.match(value.strip()):
+    if not isinstance(value, str) or not _PCI_SELECTOR_RE.fullmatch(value.strip()):
         raise ManifestError("PCI selector %r is not VENDOR:DEVICE in hex (for example 10DE:2236)" % (value,))
     return value.strip().upper()
 
 
 def check_resource_name(name, what):
-    if not isinstance(name, str) or not _RESOURCE_RE.match(name):
+    if not isinstance(name, str) or not _RESOURCE_RE.fullmatch(name):
         raise ManifestError("resource name %r for %s is not of the form vendor.com/NAME "
                             "(for example nvidia.com/GA102GL_A10)" % (name, what))
     return name
@@ -192,7 +192,7 @@ def merge_jsonpatch(raw, gates, owned_gates):
 
 
 def version_tuple(version):
-    match = re.match(r'^v?(\d+)\.(\d+)(?:\.(\d+))?', str(version or '').strip())
+    match = re.fullmatch(r'v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.+-]*)?', str(version or '').strip())
     if not match:
         raise ManifestError("version %r is not MAJOR.MINOR[.PATCH]" % (version,))
     return tuple(int(x or 0) for x in match.groups())

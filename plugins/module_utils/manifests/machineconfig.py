@@ -24,13 +24,13 @@ NOUVEAU_PATH = '/etc/modprobe.d/blacklist-nouveau.conf'
 NOUVEAU_TEXT = 'blacklist nouveau\noptions nouveau modeset=0\n'
 BUILTIN_POOLS = ('master', 'worker')
 
-_NAME_RE = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+_NAME_RE = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?')
 # same conservative set as the kernel_cmdline module: these strings reach the boot loader
-_ARG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%-]*$')
+_ARG_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%-]*')
 
 
 def check_name(value, what):
-    if not isinstance(value, str) or not _NAME_RE.match(value) or len(value) > 63:
+    if not isinstance(value, str) or not _NAME_RE.fullmatch(value) or len(value) > 63:
         raise ManifestError("%s %r is not a DNS label (lower-case letters, digits and '-')" % (what, value))
     return value
 
@@ -42,7 +42,7 @@ def iommu_kernel_args(cpu_vendor, passthrough_mode=True, extra=()):
         raise ManifestError("CPU vendor %r is not intel or amd" % (cpu_vendor,))
     args = [vendors[cpu_vendor]] + (['iommu=pt'] if passthrough_mode else []) + list(extra or [])
     for arg in args:
-        if not isinstance(arg, str) or not _ARG_RE.match(arg):
+        if not isinstance(arg, str) or not _ARG_RE.fullmatch(arg):
             raise ManifestError("kernel argument %r is not allowed: only letters, digits and _ . , : = + / @ %% -"
                                 % (arg,))
     seen, out = set(), []

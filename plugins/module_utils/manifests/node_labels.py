@@ -38,15 +38,28 @@ def group_pools(groups):
     return [pool for group, pool in GROUP_POOLS.items() if group in (groups or [])]
 
 
+def group_pool(groups, host=None):
+    """The one pool a host's GPU groups put it in, or None when it is in none. A host in two GPU groups is
+    refused, naming both: picking the first would prepare it for a pool the inventory author may not mean."""
+    gpu_groups = [g for g in GROUP_POOLS if g in (groups or [])]
+    if len(gpu_groups) > 1:
+        raise ManifestError("%s is in the GPU groups %s: a node belongs to exactly one pool (the GPU Operator reads one "
+                            "%s label); remove it from all but one of them"
+                            % (host or 'the host', ' and '.join(gpu_groups), WORKLOAD_LABEL))
+    return GROUP_POOLS[gpu_groups[0]] if gpu_groups else None
+
+
 def node_pool(host, groups, explicit=None):
     """The one pool of ``host`` from its GPU groups; ``explicit`` (gpuvirt_pool) must agree."""
     pools = sorted({GROUP_POOLS[g] for g in groups if g in GROUP_POOLS})
+    in_groups = sorted(g for g in groups if g in GROUP_POOLS)
     if explicit is not None and explicit not in POOLS:
         raise ManifestError("%s: unknown pool %r (gpuvirt_pool); use one of %s" % (host, explicit, ', '.join(POOLS)))
     if len(pools) > 1:
-        raise ManifestError("%s is in the pools %s: a node belongs to exactly one pool (the GPU Operator reads one "
-                            "%s label); keep it in one of the groups %s"
-                            % (host, ', '.join(pools), WORKLOAD_LABEL, ', '.join(sorted(GROUP_POOLS))))
+        raise ManifestError("%s is in the pools %s (groups %s): a node belongs to exactly one pool (the GPU Operator "
+                            "reads one %s label); keep it in one of the groups %s"
+                            % (host, ', '.join(pools), ', '.join(in_groups), WORKLOAD_LABEL,
+                               ', '.join(sorted(GROUP_POOLS))))
     if explicit is not None:
         if pools and pools[0] != explicit:
             raise ManifestError("%s: gpuvirt_pool %s disagrees with its group (pool %s); fix one of them"

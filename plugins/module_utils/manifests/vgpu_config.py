@@ -20,7 +20,7 @@ import json
 import re
 
 CONFIG_KEY = 'config.yaml'
-_MODEL = re.compile(r'^([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)$')
+_MODEL = re.compile(r'([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)')
 
 
 class ManifestError(ValueError):
@@ -97,7 +97,7 @@ def host_offers(host, vtype):
     if any(names for dummy, names in parents):
         seen = '; '.join('%s offers %s' % (bdf, ', '.join(names) or 'nothing') for bdf, names in parents)
         return any(vtype in names for dummy, names in parents), 'types', seen
-    match = _MODEL.match(vtype)
+    match = _MODEL.fullmatch(vtype)
     model = match.group(1).upper() if match else vtype.upper()
     boards = _boards(host)
     seen = '; '.join('%s %s' % (bdf, name) for bdf, name, dummy in boards) or 'no NVIDIA GPU in the facts'

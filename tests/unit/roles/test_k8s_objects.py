@@ -88,3 +88,12 @@ def test_incomplete_object_fails_before_any_write(tmp_path):
     assert rc != 0
     assert "object number 1 lacks apiVersion" in out
     assert not (tmp_path / "out").exists()
+
+
+def test_name_climbing_out_of_the_render_dir_fails_before_any_write(tmp_path):
+    (tmp_path / "out").mkdir()
+    rc, out = _run(tmp_path, [NAMESPACE, {"apiVersion": "v1", "kind": "ConfigMap",
+                                          "metadata": {"name": "../../x", "namespace": "gpu"}}])
+    assert rc != 0
+    assert "metadata.name: '../../x' is not valid" in out
+    assert not any((tmp_path / "out").iterdir()) and not (tmp_path / "x").exists()

@@ -57,3 +57,25 @@ def test_this_machine_has_no_holders():
         return
     res = gh.scan('/proc')
     assert res['held'] is False and res['holders'] == [] and res['message'].startswith('no process holds')
+
+
+def test_executable_is_the_basename_of_argv0(tmp_path):
+    proc = tmp_path / 'proc'
+    proc_pid(proc, 10, ['/usr/bin/nvidia-persistenced', '--user', 'nvidia-persistenced'], ['/dev/nvidia0'], '')
+    proc_pid(proc, 11, ['/opt/my tools/dcgm-exporter', '-f', 'x'], ['/dev/nvidia0'], '')
+    by_pid = {h['pid']: h for h in gh.scan(str(proc))['holders']}
+    assert by_pid[10]['executable'] == 'nvidia-persistenced'
+    assert by_pid[11]['executable'] == 'dcgm-exporter'  # a path with a space still gives argv[0]
+
+
+def test_holder_category_matches_the_executable_exactly():
+    # the full command line of the real daemon is still nvidia-persistenced (a full-line compare missed it)
+    assert gh.holder_category({'command': '/usr/bin/nvidia-persistenced --user nvidia-persistenced'}) == 'persistenced'
+    assert gh.holder_category({'executable': 'nv-hostengine', 'command': 'nv-hostengine -n'}) == 'dcgm'
+    assert gh.holder_category({'command': '/usr/lib/xorg/Xorg :0'}) == 'display-manager'
+    # a name merely containing a known one is something else (a substring match took these for known holders)
+    assert gh.holder_category({'command': 'python3 /srv/dcgm-exporter-wrapper.py'}) == 'other'
+    assert gh.holder_category({'command': '/usr/bin/vim /etc/nvidia-persistenced.conf'}) == 'other'
+    assert gh.holder_category({'command': 'my-gdm-probe', 'unit': 'gdm.service'}) == 'other'
+    assert gh.holder_category({'command': '[nvidia-persistenced]'}) == 'persistenced'  # kernel-side comm form
+    assert gh.holder_category({}) == 'other'

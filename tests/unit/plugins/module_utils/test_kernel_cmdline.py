@@ -127,6 +127,49 @@ def test_grub_default_adds_missing_variable():
     assert kc.grub_default_edit('A=1', 'GRUB_CMDLINE_LINUX', ['iommu=pt'], []) == 'A=1\nGRUB_CMDLINE_LINUX="iommu=pt"\n'
 
 
+@pytest.mark.parametrize('line, edited', [
+    ('export GRUB_CMDLINE_LINUX="rhgb quiet"', 'export GRUB_CMDLINE_LINUX="rhgb quiet iommu=pt"'),
+    ('GRUB_CMDLINE_LINUX="rhgb quiet" # keep quiet', 'GRUB_CMDLINE_LINUX="rhgb quiet iommu=pt" # keep quiet'),
+    ("GRUB_CMDLINE_LINUX='rhgb quiet'", "GRUB_CMDLINE_LINUX='rhgb quiet iommu=pt'"),
+    ('GRUB_CMDLINE_LINUX=quiet', 'GRUB_CMDLINE_LINUX="quiet iommu=pt"'),
+    ('  export  GRUB_CMDLINE_LINUX="rhgb"\t# tab comment', '  export  GRUB_CMDLINE_LINUX="rhgb iommu=pt"\t# tab comment'),
+    ('GRUB_CMDLINE_LINUX=""', 'GRUB_CMDLINE_LINUX="iommu=pt"'),
+    ('GRUB_CMDLINE_LINUX="a"\'b c\'', 'GRUB_CMDLINE_LINUX="ab c iommu=pt"'),
+    ('GRUB_CMDLINE_LINUX="console=ttyS0 \\"x\\" ro"', 'GRUB_CMDLINE_LINUX="console=ttyS0 \\"x\\" ro iommu=pt"'),
+])
+def test_grub_default_edit_round_trips_shell_assignments(line, edited):
+    text = '# top\nGRUB_TIMEOUT=5\n%s\nGRUB_DISABLE_RECOVERY="true" # end\n' % line
+    new = kc.grub_default_edit(text, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], [])
+    assert new == '# top\nGRUB_TIMEOUT=5\n%s\nGRUB_DISABLE_RECOVERY="true" # end\n' % edited
+    assert kc.grub_default_get(new, 'GRUB_CMDLINE_LINUX').split()[-1] == 'iommu=pt'
+    # a second run changes nothing, byte for byte
+    assert kc.grub_default_edit(new, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], []) == new
+
+
+def test_grub_default_get_reads_export_and_comment():
+    text = 'export GRUB_CMDLINE_LINUX="rhgb quiet" # c\n'
+    assert kc.grub_default_get(text, 'GRUB_CMDLINE_LINUX') == 'rhgb quiet'
+
+
+@pytest.mark.parametrize('line, why', [
+    ('GRUB_CMDLINE_LINUX="rhgb; quiet', 'unterminated'),
+    ('GRUB_CMDLINE_LINUX="rhgb" quiet', 'not a single shell assignment'),
+    ('GRUB_CMDLINE_LINUX="rhgb"; reboot', 'not a single shell assignment'),
+    ('GRUB_CMDLINE_LINUX=`cat /x`', 'computed'),
+])
+def test_grub_default_refuses_lines_it_cannot_edit(line, why):
+    with pytest.raises(kc.CmdlineError, match=why):
+        kc.grub_default_edit(line + '\n', 'GRUB_CMDLINE_LINUX', ['iommu=pt'], [])
+
+
+@pytest.mark.parametrize('bad', ['quiet\n', 'iommu=pt\n', 'a\nb'])
+def test_args_with_a_trailing_newline_are_refused(bad):
+    with pytest.raises(kc.CmdlineError, match='not allowed'):
+        kc.validate_args([bad])
+    with pytest.raises(kc.CmdlineError, match='not allowed'):
+        kc.validate_patterns([bad])
+
+
 GRUBBY_INFO = '''index=0
 kernel="/boot/vmlinuz-5.14.0-427.13.1.el9_4.x86_64"
 args="ro crashkernel=1G-4G:192M,4G-64G:256M rhgb quiet intel_iommu=on"

@@ -97,13 +97,48 @@ def test_vmm_without_nn_keeps_brackets_in_names():
     assert d['device_name'] == 'GA100 [A100]' and d['device_id'] is None and d['class_id'] == '0302'
 
 
-def test_vfs_inferred_on_one_bus(fixtures_dir):
-    # the A10 capture line, repeated at the VF addresses the real A10 virtfn listing shows (41:00.4 ...)
+def test_vfs_inferred_on_one_bus_with_sriov_evidence(fixtures_dir):
+    # the A10 capture line, repeated at the VF addresses the real A10 virtfn listing shows (41:00.4 ...); the PF
+    # carries the SR-IOV capability line lspci -v prints for it
     line = capture(fixtures_dir, 'a10-plain-grep-NVIDIA-device-2236_opennebula-docs.txt').splitlines()[1]
-    text = '\n'.join([line] + [line.replace('41:00.0', bdf) for bdf in ('41:00.4', '41:00.5', '41:04.3')])
+    sriov = '\tCapabilities: [bcc] Single Root I/O Virtualization (SR-IOV)'
+    text = '\n'.join([line, sriov] + [line.replace('41:00.0', bdf) for bdf in ('41:00.4', '41:00.5', '41:04.3')])
     pf, vf1, vf2, vf3 = lspci.parse(text)
     assert not pf['is_vf'] and all(v['is_vf'] and v['physfn'] == '0000:41:00.0' and v['vf_inferred']
                                    for v in (vf1, vf2, vf3))
+    assert '_sriov' not in pf
+
+
+def test_identical_gpus_on_one_bus_are_not_vfs(fixtures_dir):
+    # two boards of one model on one bus, no SR-IOV capability shown: both are physical functions
+    line = capture(fixtures_dir, 'a10-plain-grep-NVIDIA-device-2236_opennebula-docs.txt').splitlines()[1]
+    a, b = lspci.parse('\n'.join([line, line.replace('41:00.0', '41:01.0')]))
+    assert (a['is_vf'], b['is_vf'], a['physfn'], b['physfn']) == (False, False, None, None)
+    assert 'vf_inferred' not in b
+
+
+def test_two_sriov_pfs_on_one_bus_infer_nothing(fixtures_dir):
+    line = capture(fixtures_dir, 'a10-plain-grep-NVIDIA-device-2236_opennebula-docs.txt').splitlines()[1]
+    sriov = '\tCapabilities: [bcc] Single Root I/O Virtualization (SR-IOV)'
+    devs = lspci.parse('\n'.join([line, sriov, line.replace('41:00.0', '41:01.0'), sriov,
+                                  line.replace('41:00.0', '41:01.4')]))
+    assert [d['is_vf'] for d in devs] == [False, False, False]
+
+
+def test_long_whitespace_runs_parse_like_short_ones():
+    # the shapes that made the old line regex backtrack: long runs of blanks between the fields
+    pad = ' ' * 5000
+    (d,) = lspci.parse('0000:41:00.0' + pad + '3D controller [0302]:' + pad + 'NVIDIA Corporation GA102GL [A10]'
+                       + pad + '[10de:2236]' + pad + '(rev a1)')
+    assert (d['class_id'], d['vendor_id'], d['device_id'], d['revision']) == ('0302', '10de', '2236', 'a1')
+    assert d['device_name'] == 'GA102GL [A10]'
+    assert lspci.parse('0000:00:00.0' + pad) == []
+
+
+def test_malformed_mm_line_names_the_line():
+    text = '00:1f.0 "ISA bridge" "Intel Corporation" "C620"\n41:00.0 "3D controller" "NVIDIA Corporation [10de]\n'
+    with pytest.raises(lspci.LspciError, match=r'line 2: No closing quotation.*expected BB:DD.F'):
+        lspci.parse(text)
 
 
 def test_nothing_recognised_and_bad_type():

@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from ansible_collections.gpuvirt.provision.plugins.module_utils import preflight
 
 
@@ -130,3 +134,23 @@ def test_mdev_vgpu_host_is_not_affected_by_the_vendor_vfio_check():
     errors, dummy = preflight.check_host("gpu-a10", ["vm-vgpu"], pci(gpu()), mdev=mdev,
                                          requested_vgpu_types=["A10-12Q"])
     assert errors == []
+
+
+def test_dra_tolerates_persistenced_by_executable_name_only():
+    held = {"held": True, "holders": [
+        {"pid": 7, "command": "/usr/bin/nvidia-persistenced --user nvidia-persistenced", "device": "/dev/nvidia0"},
+        {"pid": 8, "command": "/usr/bin/vim /etc/nvidia-persistenced", "device": "/dev/nvidia0"}]}
+    errors, warnings = preflight.check_host("dra-1", ["dra"], pci(gpu(driver="nvidia")), holders=held, iommu_firmware=True)
+    assert len(errors) == 1 and "(pid 8)" in errors[0]
+    assert any("(pid 7)" in w and "0.4+" in w for w in warnings)
+
+
+@pytest.mark.parametrize("pci_facts, holders, named", [
+    ({"gpus": ["0000:41:00.0"]}, None, "pci_devices.gpus[0] is '0000:41:00.0'; expected a device dict"),
+    ({"gpus": [{"bdf": None}]}, None, "pci_devices.gpus[0].bdf is None; expected a PCI address"),
+    ({"gpus": "x"}, None, "pci_devices.gpus is 'x'; expected a list"),
+    ({"gpus": []}, {"held": True, "holders": [5]}, "gpu_holders.holders[0] is 5; expected a dict"),
+])
+def test_malformed_facts_are_named(pci_facts, holders, named):
+    with pytest.raises(preflight.PreflightError, match=re.escape(named)):
+        preflight.check_host("h1", ["vm-passthrough"], pci_facts, holders=holders, iommu_firmware=True)

@@ -83,6 +83,18 @@ def test_bad_bdf_named(bad):
     assert repr(bad) in str(e.value)
 
 
+@pytest.mark.parametrize('good', ['0000:41:00.0', '10000:00:05.0', '0001a:3b:00.7'])
+def test_wide_pci_domains_accepted(good):
+    # sysfs names devices with "%04x" domains: VMD and large hosts have 5 or more hex digits
+    vb.validate_bdf(good)
+
+
+@pytest.mark.parametrize('bad', ['0000:41:00.0\n', '000:41:00.0', '0000:41:00.8', '0000:41:00.0/../x'])
+def test_trailing_newline_and_short_domain_refused(bad):
+    with pytest.raises(vb.BindError, match='not a PCI address'):
+        vb.validate_bdf(bad)
+
+
 def test_ids_and_group_expansion_skip_bridges(tmp_path):
     root = make_tree(tmp_path, driver='nouveau')
     dev = root / 'devices' / 'pci0000:00' / BDF

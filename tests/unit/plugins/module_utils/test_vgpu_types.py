@@ -104,3 +104,32 @@ def test_mdevctl_json_format(fixtures_dir):
 def test_missing_root():
     with pytest.raises(vt.VgpuError, match='sysfs_root /no/such'):
         vt.discover('/no/such')
+
+
+def test_non_numeric_available_instances_is_unreadable_not_exhausted(sysfs):
+    sysfs.device('0000:41:00.0', '0302', '10de', '1b38', driver='nvidia', group=1)
+    sysfs.mdev_type('0000:41:00.0', 'nvidia-156', 'GRID P40-2B', available='garbage')
+    res = vt.discover(sysfs.root)
+    assert res['state'] == 'unreadable'
+    assert 'nvidia-156/available_instances' in res['message'] and "'garbage'" in res['message']
+    assert 'expected a non-negative integer' in res['message']
+    assert res['parents'][0]['types'][0]['available_instances'] is None
+
+
+@pytest.mark.parametrize('text, named', [
+    ('[1]', 'item 0 is 1'),
+    ('{"0000:41:00.0": 1}', "parent '0000:41:00.0' holds 1"),
+    ('{"0000:41:00.0": [1]}', "has the entry 1"),
+    ('{"0000:41:00.0": [{"nvidia-1": "x"}]}', "type 'nvidia-1' of parent '0000:41:00.0' is 'x'"),
+])
+def test_malformed_mdevctl_json_is_named(text, named):
+    with pytest.raises(vt.VgpuError, match=re.escape(named) + '.*expected'):
+        vt.parse_mdevctl_json(text)
+
+
+def test_mdevctl_json_unreadable_count_named():
+    problems = []
+    (parent,) = vt.parse_mdevctl_json('{"p": [{"nvidia-1": {"name": "A", "available_instances": "lots"}}]}', problems)
+    assert parent['types'][0]['available_instances'] is None
+    assert problems == ["mdevctl JSON p/nvidia-1 available_instances reads 'lots'; expected a non-negative integer"]
+    assert vt.summarise([parent], problems)['state'] == 'unreadable'

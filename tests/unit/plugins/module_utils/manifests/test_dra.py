@@ -119,6 +119,14 @@ def test_holders_classified():
     assert dra.classify_holders([], '0.4.0')['message'] == 'nothing blocks the rebind'
 
 
+def test_holders_classified_by_executable_not_substring():
+    holders = [{'pid': 1, 'command': 'python3 /srv/dcgm-exporter-wrapper.py', 'device': '/dev/nvidia0', 'unit': None},
+               {'pid': 2, 'command': '/usr/bin/nvidia-persistenced --user x', 'device': '/dev/nvidia0', 'unit': None}]
+    result = dra.classify_holders(holders, '0.4.1')
+    assert [(b['pid'], b['category']) for b in result['blocking']] == [(1, 'other')]
+    assert [(w['pid'], w['category']) for w in result['warnings']] == [(2, 'persistenced')]
+
+
 def test_gate_objects_are_valid_and_keep_existing_gates():
     current = {'metadata': {'name': 'kubevirt-kubevirt-hyperconverged', 'namespace': 'openshift-cnv'},
                'spec': {'configuration': {'developerConfiguration': {'featureGates': ['GPU']}}}}

@@ -122,3 +122,12 @@ def test_group_pools_in_the_playbooks_order():
     assert nl.group_pools(['gpu_container', 'gpu_vm_vgpu', 'gpu_vm_passthrough']) == [
         'vm-passthrough', 'vm-vgpu', 'container']
     assert nl.group_pools(['workers']) == [] and nl.group_pools(None) == []
+
+
+def test_a_host_in_two_gpu_groups_is_refused_naming_both_groups():
+    with pytest.raises(nl.ManifestError, match=r'h1 is in the GPU groups gpu_vm_passthrough and gpu_container'):
+        nl.group_pool(['all', 'gpu_container', 'gpu_vm_passthrough'], 'h1')
+    with pytest.raises(nl.ManifestError, match=r'groups gpu_dra, gpu_vm_passthrough'):
+        nl.node_pool('h1', ['gpu_dra', 'gpu_vm_passthrough'])
+    assert nl.group_pool(['all', 'gpu_vm_vgpu'], 'h1') == 'vm-vgpu'
+    assert nl.group_pool(['all'], 'h1') is None

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""strict_bool and checked: the validators of module_utils/validators.py for values already in a play (role
+inputs from the inventory, a survey or -e). Documentation lives in the sidecars strict_bool.yml and checked.yml."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+
+GRAMMARS = {
+    'dns1123_label': validators.dns1123_label,
+    'dns1123_subdomain': validators.dns1123_subdomain,
+    'label_value': validators.label_value,
+    'helm_release_name': validators.helm_release_name,
+    'semver': validators.semver,
+    'repo_url': validators.repo_url,
+    'chart_ref': validators.chart_ref,
+    'oci_registry': validators.oci_registry,
+    'oci_repository': validators.oci_repository,
+    'oci_reference': validators.oci_reference,
+}
+
+
+def strict_bool(value, name):
+    try:
+        return validators.to_bool(value, name)
+    except validators.ValidationError as e:
+        raise AnsibleFilterError(str(e))
+
+
+def checked(value, grammar, name):
+    if grammar not in GRAMMARS:
+        raise AnsibleFilterError('checked: unknown grammar %r; use one of %s' % (grammar, ', '.join(sorted(GRAMMARS))))
+    try:
+        return GRAMMARS[grammar](value, name)
+    except validators.ValidationError as e:
+        raise AnsibleFilterError(str(e))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'strict_bool': strict_bool, 'checked': checked}

@@ -1,0 +1,174 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The grammars every name and flag from the inventory, a survey or -e is checked against, in one place. Pure
+Python, no Ansible imports: modules, filters and the manifest builders all call these.
+
+Each check returns the value (normalised where the grammar allows one spelling only) or raises
+``ValidationError`` naming the variable, the value and what is expected. Every pattern is applied with
+``fullmatch`` after a length check, so a trailing newline never passes and matching is linear in the input.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+# Kubernetes (apimachinery validation): DNS-1123 label (63) and subdomain (253), label values (63).
+_DNS_LABEL = r'[a-z0-9](?:[-a-z0-9]*[a-z0-9])?'
+DNS1123_LABEL_RE = re.compile(_DNS_LABEL)
+DNS1123_SUBDOMAIN_RE = re.compile(_DNS_LABEL + r'(?:\.' + _DNS_LABEL + r')*')
+LABEL_VALUE_RE = re.compile(r'(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?')
+# Helm: release names are DNS-1123 subdomain style, at most 53 characters (helm/pkg/chartutil).
+HELM_RELEASE_MAX = 53
+# SemVer 2.0.0 (semver.org), with the optional "v" prefix Helm chart versions carry (v25.3.0).
+SEMVER_RE = re.compile(
+    r'v?(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)'
+    r'(?:-(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*)?'
+    r'(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?')
+# A chart repository: http(s) or oci URL, host[:port] then an optional path of URL-safe characters.
+_HOST = _DNS_LABEL.replace('a-z0-9', 'A-Za-z0-9')
+REPO_URL_RE = re.compile(r'(?:https?|oci)://' + _HOST + r'(?:\.' + _HOST + r')*(?::[0-9]{1,5})?'
+                         r'(?:/[A-Za-z0-9._~%!$&\'()*+,;=:@-]*)*')
+# A chart reference: a chart name (optionally repo/name) or an oci:// URL.
+CHART_NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?')
+# OCI distribution reference grammar (distribution/reference): registry host[:port], path components, tag.
+OCI_REGISTRY_RE = re.compile(r'(?:' + _HOST + r'(?:\.' + _HOST + r')*|\[[0-9A-Fa-f:]+\])(?::[0-9]{1,5})?')
+OCI_COMPONENT_RE = re.compile(r'[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*')
+OCI_TAG_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}')
+OCI_DIGEST_RE = re.compile(r'sha256:[0-9a-f]{64}')
+OCI_PATH_MAX = 255
+
+TRUE_STRINGS = ('true', 'yes', 'on', '1')
+FALSE_STRINGS = ('false', 'no', 'off', '0')
+
+
+class ValidationError(ValueError):
+    """A value does not fit its grammar; the message names the variable, the value and the grammar."""
+
+
+def _need_str(value, name, expected):
+    if not isinstance(value, str):
+        raise ValidationError('%s: %r is not a string; expected %s' % (name, value, expected))
+    return value
+
+
+def _check(value, name, pattern, max_len, expected):
+    _need_str(value, name, expected)
+    if len(value) > max_len or not pattern.fullmatch(value):
+        raise ValidationError('%s: %r is not valid; expected %s' % (name, value, expected))
+    return value
+
+
+def to_bool(value, name):
+    """A flag: a real boolean, or one of the unambiguous strings true/false, yes/no, on/off, 1/0 (any case),
+    or the integers 1/0. Anything else (an empty string, "flase", 2, None) is refused, naming ``name``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in TRUE_STRINGS:
+            return True
+        if text in FALSE_STRINGS:
+            return False
+    raise ValidationError('%s: %r is not a boolean; use true or false (yes/no, on/off and 1/0 are accepted too)'
+                          % (name, value))
+
+
+def dns1123_label(value, name):
+    """Namespaces, release-independent object names, DRA request names: at most 63 of [a-z0-9-]."""
+    return _check(value, name, DNS1123_LABEL_RE, 63,
+                  "a DNS-1123 label: at most 63 lower-case letters, digits and '-', starting and ending "
+                  "with a letter or digit")
+
+
+def dns1123_subdomain(value, name):
+    """Object and node names: DNS-1123 labels joined by '.', at most 253 characters. No '/', no '..': safe as a
+    file name component."""
+    return _check(value, name, DNS1123_SUBDOMAIN_RE, 253,
+                  "a DNS-1123 subdomain: at most 253 lower-case letters, digits, '-' and '.', each part "
+                  "starting and ending with a letter or digit")
+
+
+def label_value(value, name):
+    """A Kubernetes label value: empty, or at most 63 of [A-Za-z0-9-_.] starting and ending alphanumeric."""
+    return _check(value, name, LABEL_VALUE_RE, 63,
+                  "a label value: at most 63 letters, digits, '-', '_' and '.', starting and ending with a "
+                  "letter or digit")
+
+
+def helm_release_name(value, name):
+    return _check(value, name, DNS1123_SUBDOMAIN_RE, HELM_RELEASE_MAX,
+                  "a Helm release name: at most %d lower-case letters, digits, '-' and '.', starting and "
+                  "ending with a letter or digit" % HELM_RELEASE_MAX)
+
+
+def semver(value, name):
+    return _check(value, name, SEMVER_RE, 128,
+                  'a SemVer 2.0 version such as 1.2.3, v25.3.0 or 0.4.1-rc.1')
+
+
+def repo_url(value, name):
+    return _check(value, name, REPO_URL_RE, 2048,
+                  'an http://, https:// or oci:// URL such as https://helm.ngc.nvidia.com/nvidia (no spaces, '
+                  'quotes or newlines)')
+
+
+def chart_ref(value, name):
+    """A chart name (``gpu-operator``, ``repo/name``) or an ``oci://`` reference."""
+    _need_str(value, name, 'a chart name or an oci:// URL')
+    if value.startswith('oci://'):
+        return repo_url(value, name)
+    return _check(value, name, CHART_NAME_RE, 253,
+                  "a chart name such as gpu-operator or repo/gpu-operator (letters, digits, '_', '.', '-'), or "
+                  "an oci:// URL")
+
+
+def oci_registry(value, name):
+    """A registry ``host[:port]`` (no scheme, no path)."""
+    return _check(value, name, OCI_REGISTRY_RE, 255,
+                  'a registry host[:port] such as registry.example.com or 127.0.0.1:5000 (no scheme, no path)')
+
+
+def oci_repository(value, name):
+    """A repository path: components of lower-case letters and digits separated by '.', '_', '__' or '-'."""
+    _need_str(value, name, 'an image repository path')
+    if len(value) > OCI_PATH_MAX or not value:
+        raise ValidationError('%s: %r is not valid; expected an image repository path of at most %d characters'
+                              % (name, value, OCI_PATH_MAX))
+    for part in value.split('/'):
+        if not OCI_COMPONENT_RE.fullmatch(part):
+            raise ValidationError(
+                "%s: %r is not valid; its part %r is not a path component (lower-case letters and digits "
+                "separated by '.', '_', '__' or '-')" % (name, value, part))
+    return value
+
+
+def oci_tag(value, name):
+    return _check(value, name, OCI_TAG_RE, 128,
+                  "an image tag: at most 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'")
+
+
+def oci_reference(value, name):
+    """``registry[:port]/path[:tag][@sha256:digest]``: the registry part is required."""
+    _need_str(value, name, 'an image reference registry/path[:tag][@digest]')
+    rest, digest = value, None
+    if '@' in rest:
+        rest, digest = rest.split('@', 1)
+        if not OCI_DIGEST_RE.fullmatch(digest):
+            raise ValidationError('%s: %r has digest %r; expected sha256: and 64 lower-case hex digits'
+                                  % (name, value, digest))
+    if '/' not in rest:
+        raise ValidationError('%s: %r is not valid; expected registry/path[:tag], with the registry host'
+                              % (name, value))
+    registry, path = rest.split('/', 1)
+    tag = None
+    if ':' in path.rsplit('/', 1)[-1]:
+        path, tag = path.rsplit(':', 1)
+    oci_registry(registry, name)
+    oci_repository(path, name)
+    if tag is not None:
+        oci_tag(tag, name)
+    return value

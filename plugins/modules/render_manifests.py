@@ -1,0 +1,125 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: render_manifests
+short_description: Write Kubernetes objects as YAML files, atomically and with their final mode
+version_added: 0.1.0
+description:
+  - Writes one file per object, named C(<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml), into O(dest).
+  - Every name that becomes part of a file name is checked first (kind, DNS-1123 name and namespace), so no
+    object name can reach outside O(dest); nothing is written when one is invalid.
+  - Each file is written to a temporary file in O(dest) created with mode 0600, given O(mode), then renamed;
+    readers see the old or the whole new file, and a Secret is never readable by others.
+options:
+  dest:
+    description: Directory the files go to; it must exist.
+    type: path
+    required: true
+  objects:
+    description: The Kubernetes objects, each with C(kind) and C(metadata.name).
+    type: list
+    elements: dict
+    required: true
+  prefix:
+    description: File name prefix, such as C(10-operator).
+    type: str
+    default: ""
+  mode:
+    description: Mode of every file, such as C(0600) for Secrets.
+    type: str
+    default: "0644"
+attributes:
+  check_mode:
+    description: Reports which files would change and writes nothing.
+    support: full
+  diff_mode:
+    description: Shows the content of the files that would change.
+    support: full
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+'''
+
+EXAMPLES = r'''
+- name: Render the pull Secret
+  gpuvirt.provision.render_manifests:
+    dest: /srv/gitops/gpu
+    prefix: 40-pull
+    objects: "{{ pull_secret_objects }}"
+    mode: "0600"
+  no_log: true
+'''
+
+RETURN = r'''
+files:
+  description: Paths of the files, in the order of O(objects).
+  type: list
+  elements: str
+  returned: always
+  sample: [/srv/gitops/gpu/10-operator-000-namespace-cluster-nvidia-gpu-operator.yaml]
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils import render
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:
+    HAS_YAML = False
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            dest=dict(type='path', required=True),
+            objects=dict(type='list', elements='dict', required=True),
+            prefix=dict(type='str', default=''),
+            mode=dict(type='str', default='0644'),
+        ),
+        supports_check_mode=True,
+    )
+    if not HAS_YAML:
+        module.fail_json(msg='PyYAML is needed on the host that renders (pip install pyyaml)')
+    p = module.params
+    try:
+        mode = int(p['mode'], 8)
+        if not 0 <= mode <= 0o777:
+            raise ValueError(p['mode'])
+    except ValueError:
+        module.fail_json(msg='mode %r is not an octal file mode such as 0600' % p['mode'])
+    try:
+        names = render.file_names(p['objects'], p['prefix'])
+    except render.RenderError as e:
+        module.fail_json(msg=str(e))
+    if not os.path.isdir(p['dest']) and not module.check_mode:  # check mode: the directory task only pretended
+        module.fail_json(msg='%s is not a directory: create it first' % p['dest'])
+    files, changed, before, after = [], False, [], []
+    for obj, name in zip(p['objects'], names):
+        path = os.path.join(p['dest'], name)
+        content = '---\n' + yaml.safe_dump(obj, indent=2, allow_unicode=True, default_flow_style=False,
+                                           sort_keys=False)
+        content_differs, mode_differs = render.needs_write(path, content, mode)
+        files.append(path)
+        if content_differs:
+            before.append(render.read(path) or '')
+            after.append(content)
+        if content_differs or mode_differs:
+            changed = True
+            if not module.check_mode:
+                render.write_atomic(path, content, mode)
+    result = dict(changed=changed, files=files)
+    if module._diff and changed:
+        result['diff'] = {'before': ''.join(before), 'after': ''.join(after)}
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""strict_bool and checked, the filters the roles validate their inputs with."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuvirt.provision.plugins.filter import validate
+
+
+def test_filters_registered():
+    assert set(validate.FilterModule().filters()) == {'strict_bool', 'checked'}
+
+
+@pytest.mark.parametrize('value, expected', [('false', False), ('no', False), ('0', False), (False, False),
+                                             ('true', True), ('yes', True), (True, True)])
+def test_survey_strings_become_booleans(value, expected):
+    assert validate.strict_bool(value, 'x_validate_certs') is expected
+
+
+@pytest.mark.parametrize('value', ['', 'flase', 'none', 2])
+def test_ambiguous_flags_fail_naming_variable_and_value(value):
+    with pytest.raises(AnsibleFilterError, match=r"vgpu_manager_image_validate_certs: .* is not a boolean"):
+        validate.strict_bool(value, 'vgpu_manager_image_validate_certs')
+
+
+def test_checked_helm_inputs():
+    assert validate.checked('v26.7.0', 'semver', 'gpu_operator_chart_version') == 'v26.7.0'
+    with pytest.raises(AnsibleFilterError, match=r"gpu_operator_chart_version: '1.0.0\\n--post-renderer=/tmp/x'"):
+        validate.checked('1.0.0\n--post-renderer=/tmp/x', 'semver', 'gpu_operator_chart_version')
+    with pytest.raises(AnsibleFilterError, match=r"gpu_operator_release_name: '--post-renderer'"):
+        validate.checked('--post-renderer', 'helm_release_name', 'gpu_operator_release_name')
+    with pytest.raises(AnsibleFilterError, match='unknown grammar'):
+        validate.checked('a', 'nope', 'x')

@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The shared grammars: Kubernetes names, Helm inputs, OCI references and flags."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators as v
+
+
+@pytest.mark.parametrize('value, expected', [
+    (True, True), (False, False), ('false', False), ('False', False), ('no', False), ('0', False), ('off', False),
+    ('true', True), ('YES', True), ('1', True), (1, True), (0, False), (' on ', True)])
+def test_to_bool_accepts_unambiguous_spellings(value, expected):
+    assert v.to_bool(value, 'x_validate_certs') is expected
+
+
+@pytest.mark.parametrize('value', ['', 'flase', 'y', 'n', 2, None, [], 'true\nfalse', 1.0])
+def test_to_bool_refuses_the_rest_naming_variable_and_value(value):
+    with pytest.raises(v.ValidationError, match=r'^vgpu_manager_image_validate_certs: .* is not a boolean'):
+        v.to_bool(value, 'vgpu_manager_image_validate_certs')
+
+
+@pytest.mark.parametrize('check, good, bad', [
+    (v.dns1123_label, ['gpu-operator', 'a', 'a' * 63], ['', 'A', '-a', 'a-', 'a.b', 'a' * 64, 'ns\n', '../x']),
+    (v.dns1123_subdomain, ['node1.example.com', 'worker-0', 'a' * 253],
+     ['../../x', 'a/b', 'a..b', '.a', 'Node1', 'a' * 254, 'node\n']),
+    (v.label_value, ['', 'A10-12Q', 'a_b.c', 'x' * 63], ['-a', 'a-', 'a b', 'x' * 64, 'a\n', 'a/b']),
+    (v.helm_release_name, ['gpu-operator', 'a' * 53], ['a' * 54, '--post-renderer', 'Gpu', 'a\n--x', 'a b']),
+    (v.semver, ['1.2.3', 'v26.7.0', '0.4.1-rc.1', '1.0.0+build.5'],
+     ['1.2', '01.2.3', '1.2.3\n', '--post-renderer=/x', '1.2.3 --debug', 'latest']),
+    (v.repo_url, ['https://helm.ngc.nvidia.com/nvidia', 'oci://registry.k8s.io/a/b', 'http://127.0.0.1:8080/x'],
+     ['helm.ngc.nvidia.com', 'ftp://x', 'https://x y', 'https://x\n--post-renderer', '--post-renderer', 'https://']),
+    (v.chart_ref, ['gpu-operator', 'nvidia/gpu-operator', 'oci://registry.k8s.io/c/dra-driver'],
+     ['--post-renderer', '-x', 'a b', 'a\n']),
+    (v.oci_registry, ['registry.example.com', '127.0.0.1:5000', 'localhost'],
+     ['https://r.example.com', 'r.example.com/path', 'r\n', '-r', 'r.example.com:']),
+    (v.oci_reference, ['r.example.com/nvidia/vgpu:550.90.05-ubuntu22.04', 'localhost:5000/a/b',
+                       'r.io/a@sha256:' + '0' * 64], ['vgpu', 'r.io/A', 'r.io/a:-x', 'r.io/a\n', 'r.io/a@sha256:x']),
+])
+def test_grammars(check, good, bad):
+    for value in good:
+        assert check(value, 'the_var') == value
+    for value in bad:
+        with pytest.raises(v.ValidationError, match=r'^the_var: '):
+            check(value, 'the_var')
+
+
+def test_non_strings_are_named():
+    with pytest.raises(v.ValidationError, match=r"^ns: 5 is not a string"):
+        v.dns1123_label(5, 'ns')
