@@ -148,7 +148,8 @@ def test_mixed_openshift_pinned_channel_existing_secret_board_check(tmp_path):
     assert 'boards only' in log
     objs = rendered(out)
     assert 'Secret' not in objs
-    assert objs['Subscription'][0]['spec']['channel'] == 'v25.10'
+    (sub,) = [s for s in objs['Subscription'] if s['metadata']['name'] == 'gpu-operator-certified']
+    assert sub['spec']['channel'] == 'v25.10'
     assert objs['ClusterPolicy'][0]['spec']['vgpuManager']['imagePullSecrets'] == ['existing-quay-pull']
 
 
