@@ -1,18 +1,14 @@
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A minimal in-memory stand-in for the Kubernetes API, enough for kubernetes.core's dynamic client.
+"""A minimal in-memory stand-in for the Kubernetes API, kept for one case only: the DRA path.
 
-No real API server can run on the test machines. This one serves discovery, GET (object and list) and
-server-side-apply PATCH for the kinds our cluster roles touch, so apply mode's wiring (kubeconfig, reads,
-merge, apply, no-op second run, failing before any write) runs for real. It is NOT an API server: apply
-merges maps and replaces lists without field ownership, there is no admission, no validation, no
-label-selector filtering. Every PATCH is recorded in ``writes`` (``dry_runs`` for dryRun requests, which are
-answered but never stored) so tests can prove nothing was written.
-
-For ``kubernetes.core.k8s_drain`` it also answers the ``spec.nodeName`` field selector on pod lists and pod
-evictions (the pod is removed). ``events`` records every write and eviction in order, with its path.
-``python fake_apiserver.py OBJECTS.yaml KUBECONFIG EVENTS.jsonl`` (documents or a v1 List) serves until killed (the VM lab's drain test),
-appending each event to EVENTS.jsonl as it happens.
+Every other apply test runs against a real kube-apiserver (tests/integration/kube_cluster.py). That server is
+1.20 and cannot serve ``resource.k8s.io/v1`` (Dynamic Resource Allocation, Kubernetes 1.34+), which the DRA role
+requires before it goes on; the DRA role's own checks before any write (a DRA node still running the classic device
+plugin) are therefore exercised here. This is NOT an API server: it serves discovery, GET (object and list) and
+server-side-apply PATCH for the kinds below; apply merges maps and replaces lists without field ownership; there is
+no admission, validation or label-selector filtering. Every PATCH is recorded in ``writes`` (``dry_runs`` for dryRun
+requests, answered but never stored), ``events`` records every write and eviction in order.
 """
 from __future__ import annotations
 
@@ -52,7 +48,6 @@ class FakeAPI(object):
         self.writes = []
         self.dry_runs = []
         self.events = []
-        self.events_file = None
         self.version = 1
         for obj in objects:
             self.put(obj)
@@ -72,9 +67,6 @@ class FakeAPI(object):
 
     def event(self, method, path, body):
         self.events.append({'method': method, 'path': path, 'body': copy.deepcopy(body)})
-        if self.events_file:
-            with open(self.events_file, 'a', encoding='utf-8') as handle:
-                handle.write(json.dumps(self.events[-1]) + '\n')
 
     def get(self, api_version, kind, name, namespace=None):
         return self.store.get((api_version, _PLURAL[(api_version, kind)], namespace, name))
@@ -195,22 +187,3 @@ def kubeconfig(path, server):
         'contexts': [{'name': 'fake', 'context': {'cluster': 'fake', 'user': 'tester'}}],
     }))
     return str(path)
-
-
-def serve(objects_file, kubeconfig_file, events_file):
-    """Serve the objects in ``objects_file`` (YAML documents) until killed; write the kubeconfig, log events."""
-    import pathlib
-    with open(objects_file, encoding='utf-8') as handle:
-        objects = []
-        for doc in yaml.safe_load_all(handle):
-            objects.extend((doc.get('items') or []) if (doc or {}).get('kind') == 'List' else [doc] if doc else [])
-    api = FakeAPI(objects)
-    api.events_file = events_file
-    url = api.start()
-    kubeconfig(pathlib.Path(kubeconfig_file), url)
-    threading.Event().wait()
-
-
-if __name__ == '__main__':
-    import sys
-    serve(*sys.argv[1:4])
