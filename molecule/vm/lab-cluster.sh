@@ -18,6 +18,6 @@ case $1 in
     "$py" "$api" seed "$run/kube" "$here/cluster-objects.yml"
     install -m 0600 "$run/kube/kubeconfig-automation" "$run/kubeconfig" ;;
   stop)
-    [ -d "$run/kube" ] && "$py" "$api" stop "$run/kube" || true ;;
+    if [ -d "$run/kube" ]; then "$py" "$api" stop "$run/kube"; fi ;;
   *) echo "usage: $0 start|stop RUN_DIR [PYTHON]" >&2; exit 2 ;;
 esac

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A real Kubernetes API server (kube-apiserver 1.20 + etcd) on loopback, for the cluster tests.
@@ -26,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import glob
 import json
 import os
 import secrets
@@ -362,10 +360,10 @@ class KubeAPIServer(object):
                                              'status'), current)
 
     def ensure_namespace(self, name):
-        status, _ = self.request('GET', '/api/v1/namespaces/' + name, raw=True)
+        status, _body = self.request('GET', '/api/v1/namespaces/' + name, raw=True)
         if status == 404:
-            self.request('POST', '/api/v1/namespaces', {'apiVersion': 'v1', 'kind': 'Namespace',
-                                                         'metadata': {'name': name}})
+            namespace = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name}}
+            self.request('POST', '/api/v1/namespaces', namespace)
 
     def create_crd(self, crd):
         self.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd)
@@ -373,10 +371,10 @@ class KubeAPIServer(object):
 
     def delete_crd(self, name):
         path = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/' + name
-        status, _ = self.request('DELETE', path, raw=True)
+        status, _body = self.request('DELETE', path, raw=True)
         deadline = time.time() + 30
         while status != 404 and time.time() < deadline:
-            status, _ = self.request('GET', path, raw=True)
+            status, _body = self.request('GET', path, raw=True)
             time.sleep(0.2)
 
     def _wait_established(self, names, timeout=60):
@@ -394,7 +392,7 @@ class KubeAPIServer(object):
         # discovery lags the Established condition by a moment; a CRD's kind may be served in any of its versions
         for name in names:
             plural, group = name.split('.', 1)
-            for _ in range(100):
+            for _attempt in range(100):
                 status, text = self.request('GET', '/apis/' + group, raw=True)
                 if status == 200 and any(
                         plural in [r['name'] for r in self.request('GET', '/apis/' + v['groupVersion'])['resources']]
@@ -413,7 +411,7 @@ class KubeAPIServer(object):
 
     def _load_rbac(self):
         with open(RBAC_FILE, encoding='utf-8') as handle:
-            docs = [d for d in yaml.safe_load_all(handle) if d]
+            docs = yaml.safe_load(handle)['items']  # a v1 List, as `kubectl apply -f` takes it
         for doc in docs:
             if doc['kind'] == 'Namespace':
                 self.ensure_namespace(doc['metadata']['name'])

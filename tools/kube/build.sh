@@ -64,7 +64,7 @@ open(path, "w").write(new)
 PY
 done
 
-export GOPATH=$KUBE/gopath GOCACHE=$KUBE/gocache CGO_ENABLED=0 GOFLAGS= GO111MODULE=off
+export GOPATH=$KUBE/gopath GOCACHE=$KUBE/gocache CGO_ENABLED=0 GOFLAGS='' GO111MODULE=off
 mkdir -p "$GOPATH/src/k8s.io"
 ln -sfn "$tree" "$GOPATH/src/k8s.io/kubernetes"
 echo "build.sh: building kube-apiserver and kubectl from $(basename "$dsc") (cold: ~7 min on 2 cores)"

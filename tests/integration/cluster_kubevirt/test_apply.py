@@ -42,8 +42,10 @@ def run(tmp_path, inventory, **extra):
 
 
 def devices_apply(cluster, **extra):
-    return dict(dict(kubevirt_machineconfig_enabled=False, kubevirt_devices_mode='apply', kubevirt_devices_platform='auto',
-                     kubevirt_devices_kubeconfig=cluster.kubeconfig, kubevirt_devices_current={}), **extra)
+    args = {'kubevirt_machineconfig_enabled': False, 'kubevirt_devices_mode': 'apply', 'kubevirt_devices_platform': 'auto',
+            'kubevirt_devices_kubeconfig': cluster.kubeconfig, 'kubevirt_devices_current': {}}
+    args.update(extra)
+    return args
 
 
 def test_hco_apply_merges_keeps_foreign_and_writes_nothing_the_second_time(tmp_path, kube):
@@ -173,8 +175,10 @@ def mco(status):
 
 
 def mc_apply(cluster, **extra):
-    return dict(dict(kubevirt_devices_enabled=False, machineconfig_mode='apply', machineconfig_kubeconfig=cluster.kubeconfig,
-                     machineconfig_wait_delay=1, machineconfig_wait_timeout=20), **extra)
+    args = {'kubevirt_devices_enabled': False, 'machineconfig_mode': 'apply', 'machineconfig_kubeconfig': cluster.kubeconfig,
+            'machineconfig_wait_delay': 1, 'machineconfig_wait_timeout': 20}
+    args.update(extra)
+    return args
 
 
 def test_first_machineconfig_rollout_waits_on_the_real_object(tmp_path, kube):

@@ -125,8 +125,10 @@ def cluster_version():
 
 
 def operator_apply(cluster, **extra):
-    return dict(dict(gpu_operator_mode='apply', gpu_operator_platform='auto', gpu_operator_kubeconfig=cluster.kubeconfig,
-                     gpu_operator_csv_timeout=30, gpu_operator_olm_poll_delay=1), **extra)
+    args = {'gpu_operator_mode': 'apply', 'gpu_operator_platform': 'auto', 'gpu_operator_kubeconfig': cluster.kubeconfig,
+            'gpu_operator_csv_timeout': 30, 'gpu_operator_olm_poll_delay': 1}
+    args.update(extra)
+    return args
 
 
 def test_openshift_apply_installs_through_olm_and_builds_the_policy_from_the_installed_csv(tmp_path, kube):

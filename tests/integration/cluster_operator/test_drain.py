@@ -63,8 +63,9 @@ def kubelet(cluster):
 
 
 def drain(tmp_path, cluster, **extra):
-    args = dict(dict(reboot_node_name=NODE, reboot_kubeconfig=cluster.kubeconfig, reboot_drain_timeout=20,
-                     reboot_drain_retry_delay=1), **extra)
+    args = {'reboot_node_name': NODE, 'reboot_kubeconfig': cluster.kubeconfig, 'reboot_drain_timeout': 20,
+            'reboot_drain_retry_delay': 1}
+    args.update(extra)
     return kube_cluster.run_playbook(tmp_path, '../tests/integration/cluster_operator/drain', 'localhost,', **args)
 
 

@@ -25,7 +25,7 @@ W = 'nvidia.com/gpu.workload.config'
 
 def shipped_role():
     with open(os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation.yml'), encoding='utf-8') as handle:
-        (role,) = [d for d in yaml.safe_load_all(handle) if d and d['kind'] == 'ClusterRole']
+        (role,) = [d for d in yaml.safe_load(handle)['items'] if d['kind'] == 'ClusterRole']
     return role
 
 
