@@ -71,8 +71,9 @@ test: deps unit sanity lint molecule integration
 build: venv
 	$(BIN)/ansible-galaxy collection build --force .
 
-demo: deps
-	$(BIN)/ansible-playbook -i inventories/lab/hosts.yml playbooks/demo.yml
+# LAB_KUBECONFIG: the lab's API server (tools/lab/cluster.sh, started by the demo); the reboot drains through it
+demo: deps kube-apiserver
+	LAB_KUBECONFIG=$(ROOT)/.lab/run/kubeconfig $(BIN)/ansible-playbook -i inventories/lab/hosts.yml playbooks/demo.yml
 
 clean:
 	rm -rf .build tests/output *.tar.gz

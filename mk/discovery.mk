@@ -1,4 +1,4 @@
-# GPU discovery (issue 3): pci_devices against this machine's real lspci and /sys (needs pciutils).
+# GPU discovery: pci_devices against this machine's real lspci and /sys (needs pciutils).
 INTEGRATION_TARGETS += discovery-integration
 .PHONY: discovery-integration
 discovery-integration: venv collection

@@ -1,4 +1,4 @@
-# The product playbooks (issue 8): syntax-check of every playbook against both inventories, preflight against a
+# The product playbooks: syntax-check of every playbook against both inventories, preflight against a
 # good and bad inventories (this machine as the GPU hosts, facts given), site.yml stopping in preflight; preflight's
 # node check in apply mode against the real API server (mk/kube.mk).
 INTEGRATION_TARGETS += integration-playbooks

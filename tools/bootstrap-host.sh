@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the Debian packages the test suite needs on a fresh Debian 12 machine, and configure
-# Podman for this sandbox (see ../shared/TESTING.md: hard nofile limit 20000, crun fails on the
+# Podman for this sandbox (docs/testing.md: hard nofile limit 20000, crun fails on the
 # hybrid cgroup layout). Idempotent: does nothing when everything is already present.
 set -euo pipefail
 

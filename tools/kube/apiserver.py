@@ -17,8 +17,8 @@
 There are no controllers (no kube-controller-manager, scheduler, kubelet, OLM, MCO or operators): a test that
 needs one writes what that controller would write, through this API, and names the controller it stands in for.
 
-CLI: ``apiserver.py start DIR`` (prints the admin and automation kubeconfig paths, leaves the server running with
-PIDs in DIR/pids), ``apiserver.py seed DIR FILE`` (creates the objects of a YAML file, documents or a v1 List, as the
+CLI: ``apiserver.py start DIR`` (a plain Kubernetes flavour: no OpenShift or HCO APIs; prints the admin and automation
+kubeconfig paths, leaves the server running with PIDs in DIR/pids), ``apiserver.py seed DIR FILE`` (creates the objects of a YAML file, documents or a v1 List, as the
 admin; a ``status`` goes through the status subresource, as its controller would write it), ``apiserver.py stop DIR``.
 """
 from __future__ import annotations
@@ -577,6 +577,8 @@ def main(argv):
         os.remove(os.path.join(workdir, 'pids'))
         return 0
     server = KubeAPIServer(workdir).start()
+    # by hand (the lab, `make demo`): a plain Kubernetes cluster with KubeVirt, no OpenShift or HCO APIs
+    server.serve(openshift=False, hco=False)
     # leave the processes running: the PIDs are in DIR/pids for `stop`
     server.procs.clear()
     print(json.dumps({'url': server.url, 'admin_kubeconfig': server.kubeconfig_path('admin'),

@@ -13,4 +13,10 @@ if [ -f "$run/qemu.pid" ]; then
   fi
   rm -f "$run/qemu.pid"
 fi
+# the lab's Kubernetes API server (tools/lab/cluster.sh), when one runs
+if [ -f "$run/kube/pids" ]; then
+  while read -r _name pid; do kill -TERM -- "-$pid" 2>/dev/null || true; done <"$run/kube/pids"
+  rm -f "$run/kube/pids"
+  echo "lab API server stopped"
+fi
 [ "${1:-}" = "--keep" ] || rm -f "$run/overlay.qcow2"

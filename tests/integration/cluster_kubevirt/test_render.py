@@ -187,7 +187,7 @@ def test_render_without_platform_fails_naming_the_fix(tmp_path):
 
 @pytest.mark.skipif(not any('permitted_host_devices' in open(p, encoding='utf-8').read()
                             for p in glob.glob(os.path.join(ROOT, 'plugins', 'filter', '*.py'))),
-                    reason='the discovery filters (issue 3) are not in the tree yet')
+                    reason='the discovery filters are not in the tree yet')
 def test_names_from_host_facts(tmp_path):
     rc, log, out = run(tmp_path, 'facts-hco')
     assert rc == 0, log

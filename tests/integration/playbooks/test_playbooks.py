@@ -1,6 +1,6 @@
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The product playbooks as a user runs them (issue 8).
+"""The product playbooks as a user runs them.
 
 * ``ansible-playbook --syntax-check`` of every playbook against both shipped inventories (example, lab).
 * ``playbooks/preflight.yml`` for real (ansible-playbook) against a good inventory and against bad ones: each bad
