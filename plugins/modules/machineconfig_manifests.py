@@ -58,6 +58,23 @@ options:
     description: Names of the cluster's MachineConfigPools; omit in render mode without a cluster.
     type: list
     elements: str
+  expected_nodes:
+    description:
+      - Names of the GPU nodes that must be in the pool (apply mode). A name with no Node in O(nodes) fails.
+      - For an existing pool, a node its node selector does not select fails (a MachineConfig only reaches the
+        nodes of its pool). For a dedicated pool, the nodes lacking its labels are returned in RV(label_nodes),
+        to be labelled before the MachineConfig is applied.
+    type: list
+    elements: str
+    default: []
+  nodes:
+    description: The cluster's Node objects (as returned by C(kubernetes.core.k8s_info)); with O(expected_nodes).
+    type: list
+    elements: dict
+    default: []
+  pool_selector:
+    description: The existing pool's C(spec.nodeSelector.matchLabels), read from the cluster.
+    type: dict
 attributes:
   check_mode:
     description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
@@ -91,6 +108,15 @@ kernel_args:
   returned: success
   type: list
   elements: str
+label_nodes:
+  description: Nodes of a dedicated pool to label into it, as C(name) and the C(labels) to merge.
+  returned: success
+  type: list
+  elements: dict
+selector:
+  description: The node labels the pool selects.
+  returned: success
+  type: dict
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -109,6 +135,9 @@ def main():
             create_pool=dict(type='bool', default=False),
             node_selector=dict(type='dict'),
             existing_pools=dict(type='list', elements='str'),
+            expected_nodes=dict(type='list', elements='str', default=[]),
+            nodes=dict(type='list', elements='dict', default=[]),
+            pool_selector=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -120,10 +149,14 @@ def main():
         if p['create_pool'] and p['pool'] not in (p['existing_pools'] or []):
             objects.append(mc.build_pool(p['pool'], p['node_selector']))
         config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
+        selector = (mc.pool_selector(p['pool'], p['node_selector']) if p['create_pool']
+                    else dict(p['pool_selector'] or {}))
+        label_nodes = mc.nodes_into_pool(p['pool'], selector, p['expected_nodes'], p['nodes'], p['create_pool'])
     except mc.ManifestError as exc:
         module.fail_json(msg=str(exc))
     objects.append(config)
-    module.exit_json(changed=False, objects=objects, machineconfig_name=config['metadata']['name'], kernel_args=args)
+    module.exit_json(changed=False, objects=objects, machineconfig_name=config['metadata']['name'], kernel_args=args,
+                     label_nodes=label_nodes, selector=selector)
 
 
 if __name__ == '__main__':

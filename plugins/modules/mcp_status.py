@@ -14,8 +14,10 @@ version_added: 0.1.0
 description:
   - Reads the counters and conditions of a C(MachineConfigPool) object (as returned by
     C(kubernetes.core.k8s_info)) and says whether the rollout is done.
-  - Done means every machine is updated and ready, the pool is not updating, it observed its latest spec and
-    its rendered configuration includes O(machineconfig_name).
+  - Done means the pool has machines, every one is updated and ready, the pool is not updating, it observed its
+    latest spec and its rendered configuration includes O(machineconfig_name); with O(expected_nodes) also that
+    each of those nodes runs the rendered configuration, and for a O(dedicated) pool that it holds exactly them.
+    A pool that selects no node is never done.
   - Fails when the pool is degraded and O(fail_on_degraded) is true, with the condition message.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
@@ -31,6 +33,23 @@ options:
     description: Fail (instead of reporting) when the pool is degraded.
     type: bool
     default: true
+  expected_nodes:
+    description:
+      - Names of the nodes that must be in the pool. Done then also needs each of them to run the pool's rendered
+        config, as their machine-config-daemon annotations (C(machineconfiguration.openshift.io/currentConfig),
+        C(desiredConfig), C(state=Done)) say.
+    type: list
+    elements: str
+    default: []
+  nodes:
+    description: The Node objects (as returned by C(kubernetes.core.k8s_info)) to judge O(expected_nodes) by.
+    type: list
+    elements: dict
+    default: []
+  dedicated:
+    description: The pool is a dedicated GPU pool, which must hold exactly the O(expected_nodes).
+    type: bool
+    default: false
 attributes:
   check_mode:
     description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
@@ -77,6 +96,15 @@ readyMachineCount:
   description: Updated machines that are ready.
   returned: success
   type: int
+rendered:
+  description: The pool's current rendered config (C(status.configuration.name)).
+  returned: success
+  type: str
+waiting:
+  description: The expected nodes not yet running the rendered config, each with its daemon's annotations.
+  returned: success
+  type: list
+  elements: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -89,10 +117,15 @@ def main():
             pool=dict(type='dict', required=True),
             machineconfig_name=dict(type='str'),
             fail_on_degraded=dict(type='bool', default=True),
+            expected_nodes=dict(type='list', elements='str', default=[]),
+            nodes=dict(type='list', elements='dict', default=[]),
+            dedicated=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
-    status = mc.pool_status(module.params['pool'], module.params['machineconfig_name'])
+    params = module.params
+    status = mc.pool_status(params['pool'], params['machineconfig_name'], expected_nodes=params['expected_nodes'],
+                            nodes=params['nodes'], dedicated=params['dedicated'])
     if status['degraded'] and module.params['fail_on_degraded']:
         module.fail_json(msg='MachineConfigPool %s' % status['message'], **status)
     module.exit_json(changed=False, **status)

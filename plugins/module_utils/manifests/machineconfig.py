@@ -23,6 +23,12 @@ IGNITION_VERSION = '3.2.0'
 NOUVEAU_PATH = '/etc/modprobe.d/blacklist-nouveau.conf'
 NOUVEAU_TEXT = 'blacklist nouveau\noptions nouveau modeset=0\n'
 BUILTIN_POOLS = ('master', 'worker')
+# What the machine-config-daemon writes on each Node (openshift/machine-config-operator,
+# pkg/daemon/constants/constants.go): the rendered config it runs, the one it is told to run, and its state
+# ("Done" once the desired config is applied and the node rebooted into it).
+CURRENT_CONFIG = 'machineconfiguration.openshift.io/currentConfig'
+DESIRED_CONFIG = 'machineconfiguration.openshift.io/desiredConfig'
+MCD_STATE = 'machineconfiguration.openshift.io/state'
 
 _NAME_RE = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?')
 # same conservative set as the kernel_cmdline module: these strings reach the boot loader
@@ -116,16 +122,76 @@ def check_pool_exists(pool, existing, create_pool):
                         "create_pool to create it" % (pool, ', '.join(sorted(existing)) or 'none'))
 
 
+def pool_selector(pool, node_selector=None):
+    """The node labels a dedicated pool selects (build_pool's nodeSelector)."""
+    return dict(node_selector or {'node-role.kubernetes.io/%s' % pool: ''})
+
+
+def pool_membership(pool_name, selector, expected, nodes):
+    """Which of the ``expected`` node names are missing from the cluster, and which lack the pool's ``selector``
+    labels (``nodes``: Node objects). Returns (missing, outside)."""
+    by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in nodes or [])
+    missing = sorted(name for name in expected if name not in by_name)
+    outside = []
+    for name in sorted(expected):
+        if name in missing:
+            continue
+        labels = (by_name[name].get('metadata') or {}).get('labels') or {}
+        lacking = ['%s=%s' % (k, v) for k, v in sorted(selector.items()) if labels.get(k) != v]
+        if lacking:
+            outside.append('%s (lacks %s)' % (name, ', '.join(lacking)))
+    return missing, outside
+
+
+def nodes_into_pool(pool_name, selector, expected, nodes, dedicated):
+    """Check that the ``expected`` nodes exist and are (or, for a ``dedicated`` pool, can be put) in the pool.
+
+    Returns the nodes to label into a dedicated pool (``[{'name', 'labels'}]``); raises ManifestError, before any
+    write, for a missing node or a node outside an existing pool (its MachineConfig would never reach it)."""
+    if not expected:
+        return []
+    missing, outside = pool_membership(pool_name, selector, expected, nodes)
+    if missing:
+        raise ManifestError('no Node in the cluster for %s: the MachineConfig for pool %r would not reach them; '
+                            'check the node names (gpuvirt_node_name)' % (', '.join(missing), pool_name))
+    if outside and not dedicated:
+        raise ManifestError('MachineConfigPool %r does not select %s: its MachineConfig would never reach them. '
+                            'Label them into the pool, or set machineconfig_pool to the pool they are in'
+                            % (pool_name, '; '.join(outside)))
+    return [{'name': entry.split(' ', 1)[0], 'labels': dict(selector)} for entry in outside]
+
+
+def _node_waiting(node, rendered):
+    meta = node.get('metadata') or {}
+    notes = meta.get('annotations') or {}
+    current, desired, state = notes.get(CURRENT_CONFIG), notes.get(DESIRED_CONFIG), notes.get(MCD_STATE)
+    if rendered and current == rendered and desired in (None, rendered) and state == 'Done':
+        return None
+    return '%s (currentConfig %s, desiredConfig %s, state %s)' % (meta.get('name'), current or '-', desired or '-',
+                                                                  state or '-')
+
+
+def nodes_waiting(nodes, expected, rendered):
+    """The ``expected`` node names not yet running the ``rendered`` config, each with its daemon's annotations."""
+    by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in nodes or [])
+    waiting = [_node_waiting(by_name[name], rendered) if name in by_name else '%s (no such Node)' % name
+               for name in sorted(expected or [])]
+    return [w for w in waiting if w]
+
+
 def _conditions(status):
     return dict((c.get('type'), c) for c in status.get('conditions') or [] if isinstance(c, dict))
 
 
-def pool_status(mcp, machineconfig_name=None):
+def pool_status(mcp, machineconfig_name=None, expected_nodes=None, nodes=None, dedicated=False):
     """Evaluate a MachineConfigPool's rollout.
 
-    ``done``: every machine is updated and ready, the pool is not updating, it observed its latest spec and
-    (when given) its rendered config includes ``machineconfig_name``. ``degraded``: a Degraded /
-    NodeDegraded / RenderDegraded condition is True or a machine is degraded; ``reason`` says why.
+    ``done``: the pool has machines, every one is updated and ready, the pool is not updating, it observed its
+    latest spec and (when given) its rendered config includes ``machineconfig_name``; with ``expected_nodes``
+    (names) and ``nodes`` (Node objects) also every expected node runs the pool's rendered config (its
+    machine-config-daemon annotations say so), and a ``dedicated`` pool has exactly those machines. A pool with no
+    machine is never done: its MachineConfig reaches no node. ``degraded``: a Degraded / NodeDegraded /
+    RenderDegraded condition is True or a machine is degraded; ``reason`` says why.
     """
     meta = mcp.get('metadata') or {}
     status = mcp.get('status') or {}
@@ -145,13 +211,25 @@ def pool_status(mcp, machineconfig_name=None):
         reason = '%d machine(s) degraded' % counts['degradedMachineCount']
     updating = (conds.get('Updating') or {}).get('status') == 'True'
     updated_cond = (conds.get('Updated') or {}).get('status') == 'True'
-    done = (not degraded and observed and rendered_includes and not updating and updated_cond
+    expected = sorted(expected_nodes or [])
+    rendered = (status.get('configuration') or {}).get('name')
+    waiting = nodes_waiting(nodes, expected, rendered)
+    exact = bool(dedicated and expected)
+    count_ok = counts['machineCount'] > 0 and (not exact or counts['machineCount'] == len(expected))
+    done = (not degraded and observed and rendered_includes and not updating and updated_cond and count_ok
+            and not waiting
             and counts['updatedMachineCount'] == counts['machineCount'] == counts['readyMachineCount'])
     message = '%s: %d/%d machines updated, %d ready' % (
         meta.get('name'), counts['updatedMachineCount'], counts['machineCount'], counts['readyMachineCount'])
+    if counts['machineCount'] == 0:
+        message += '; the pool selects no node, so its MachineConfig reaches none'
+    elif dedicated and expected and counts['machineCount'] != len(expected):
+        message += '; expected exactly %d machine(s), the nodes %s' % (len(expected), ', '.join(expected))
     if not rendered_includes:
         message += '; rendered config does not include %s yet' % machineconfig_name
+    if waiting:
+        message += '; not yet on %s: %s' % (rendered or 'the rendered config', '; '.join(waiting))
     if degraded:
         message += '; degraded: %s' % reason
     return dict(counts, name=meta.get('name'), done=done, degraded=degraded, reason=reason, updating=updating,
-                rendered_includes=rendered_includes, message=message)
+                rendered_includes=rendered_includes, rendered=rendered, waiting=waiting, message=message)

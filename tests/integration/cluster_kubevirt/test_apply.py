@@ -157,21 +157,53 @@ def pool_status(sources, conditions, machines=3, degraded=0, generation=1):
 
 DONE = [('Updated', 'True', ''), ('Updating', 'False', ''), ('Degraded', 'False', '')]
 MC_NAME = '100-worker-gpuvirt-iommu'
+WORKER = {'node-role.kubernetes.io/worker': ''}
+# what the machine-config-daemon writes on a node (openshift/machine-config-operator,
+# pkg/daemon/constants/constants.go: currentConfig, desiredConfig, state "Done" once the node runs the config)
+MCD = 'machineconfiguration.openshift.io/'
 
 
-def mco(status):
-    """The Machine Config Operator's part, as a controller step: once our MachineConfig exists in the cluster, the
-    render controller adds it to the worker pool's rendered configuration and the node controller rolls it out,
-    which shows in the pool's status (openshift/machine-config-operator, pkg/controller/render and
-    pkg/controller/node: status.configuration.source lists the MachineConfigs rendered in; Updated=True once every
-    machine runs it). ``status`` is the pool status it ends with."""
+def mco(status, pool_name='worker', mc_name=MC_NAME, annotate=None):
+    """The Machine Config Operator's part, as a controller step: once our MachineConfig (and pool) exist, the
+    render controller adds it to the pool's rendered configuration, the node controller rolls it out to the nodes
+    the pool selects, whose daemons annotate them (openshift/machine-config-operator, pkg/controller/render and
+    pkg/controller/node: status.configuration.source lists the MachineConfigs rendered in, machineCount counts the
+    nodes the pool's nodeSelector selects; Updated=True once every machine runs it). ``status`` is the pool status
+    it ends with (machineCount: the selected nodes, unless given); ``annotate``: the nodes whose daemon reports
+    the new config (default: every selected node)."""
     def step(cluster):
-        if cluster.get(MC_V1, 'MachineConfig', MC_NAME) is None:
+        if cluster.get(MC_V1, 'MachineConfig', mc_name) is None:
             return False
-        worker = cluster.get(MC_V1, 'MachineConfigPool', 'worker')
-        cluster.set_status(worker, dict(status, observedGeneration=worker['metadata']['generation']))
+        pool = cluster.get(MC_V1, 'MachineConfigPool', pool_name)
+        if pool is None:
+            return False
+        selector = pool['spec']['nodeSelector']['matchLabels']
+        selected = [n['metadata']['name'] for n in cluster.server.request('GET', '/api/v1/nodes')['items']
+                    if all((n['metadata'].get('labels') or {}).get(k) == v for k, v in selector.items())]
+        final = dict(status, observedGeneration=pool['metadata']['generation'])
+        if 'machineCount' not in status:
+            final.update(machineCount=len(selected), updatedMachineCount=len(selected),
+                         readyMachineCount=len(selected))
+        cluster.set_status(pool, final)
+        rendered = final['configuration']['name']
+        for name in selected if annotate is None else annotate:
+            cluster.patch(cluster.get('v1', 'Node', name), {'metadata': {'annotations': {
+                MCD + 'currentConfig': rendered, MCD + 'desiredConfig': rendered, MCD + 'state': 'Done'}}})
         return True
     return step
+
+
+def rollout_done(sources):
+    status = pool_status(sources, DONE)
+    for key in ('machineCount', 'updatedMachineCount', 'readyMachineCount'):
+        del status[key]
+    return status
+
+
+def vgpu_nodes(labels=None):
+    # the vgpu-hco-old hosts, in the worker pool; annotated by the daemon with the rendered config they run
+    return [node(n, {'cpu': '32'}, dict(WORKER) if labels is None else labels)
+            for n in ('vgpu-a10', 'vgpu-l40s')]
 
 
 def mc_apply(cluster, **extra):
@@ -185,12 +217,12 @@ def test_first_machineconfig_rollout_waits_on_the_real_object(tmp_path, kube):
     # The first play of kubevirt.yml previews every phase in check mode; its MachineConfig is a dry run the MCO never
     # sees, so it must not wait for the pool (it used to, for the whole timeout, and the first rollout could never
     # succeed). The second play applies it, and waits until the MCO has rolled it out.
-    cluster = kube([pool('master', ['00-master'], DONE), pool('worker', ['00-worker'], DONE)])
-    cluster.controller('machine-config-operator', mco(pool_status(['00-worker', MC_NAME], DONE)))
+    cluster = kube([pool('master', ['00-master'], DONE), pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
+    cluster.controller('machine-config-operator', mco(rollout_done(['00-worker', MC_NAME])))
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
     assert rc == 0, log
     assert 'Preview: MachineConfig %s is not in the cluster yet' % MC_NAME in log, log
-    assert 'worker: 3/3 machines updated, 3 ready' in log, log
+    assert 'worker: 2/2 machines updated, 2 ready' in log, log
     # server-side apply creates with a PATCH
     assert write_summary(cluster.writes()) == ['patch machineconfigs -/' + MC_NAME], log
     mc = cluster.get(MC_V1, 'MachineConfig', MC_NAME)
@@ -204,16 +236,17 @@ def test_first_machineconfig_rollout_waits_on_the_real_object(tmp_path, kube):
 
 def test_machineconfig_apply_reports_a_degraded_pool(tmp_path, kube):
     reason = 'Node w-2 is reporting: "failed to drain node"'
-    cluster = kube([pool('worker', ['00-worker'], DONE)])
+    cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
     cluster.controller('machine-config-operator', mco(pool_status(
-        ['00-worker', MC_NAME], [('Updated', 'False', ''), ('NodeDegraded', 'True', reason)], degraded=1)))
+        ['00-worker', MC_NAME], [('Updated', 'False', ''), ('NodeDegraded', 'True', reason)], degraded=1),
+        annotate=[]))
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_existing_pools=[]))
     assert rc != 0 and 'failed to drain node' in log, log
 
 
 def test_machineconfig_wait_timeout_names_the_pool_its_state_and_the_timeout(tmp_path, kube):
     # no MCO at all: the MachineConfig is created and never rendered in
-    cluster = kube([pool('worker', ['00-worker'], DONE)])
+    cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_wait_timeout=3))
     assert rc != 0, log
     assert ('Timed out after 3 s (machineconfig_wait_timeout) waiting for MachineConfigPool worker to roll out '
@@ -224,10 +257,70 @@ def test_machineconfig_wait_timeout_names_the_pool_its_state_and_the_timeout(tmp
 
 
 def test_machineconfig_apply_refuses_a_missing_pool_before_writing(tmp_path, kube):
-    cluster = kube([pool('worker', ['00-worker'], DONE)])
+    cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_pool='gpu'))
     assert rc != 0 and "'gpu' does not exist" in log, log
     assert cluster.writes() == []
+
+
+def test_a_node_outside_an_existing_pool_is_refused_before_any_write(tmp_path, kube):
+    # a MachineConfig reaches only the nodes its pool's nodeSelector selects (MachineConfigPool spec.nodeSelector,
+    # openshift/api machineconfiguration/v1 types.go): vgpu-l40s is no worker, so IOMMU would never be enabled on it
+    cluster = kube([pool('worker', ['00-worker'], DONE), node('vgpu-a10', {}, dict(WORKER)), node('vgpu-l40s', {})])
+    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
+    assert rc != 0, log
+    assert ("MachineConfigPool 'worker' does not select vgpu-l40s (lacks node-role.kubernetes.io/worker=)"
+            in log), log
+    assert cluster.writes() == []
+
+
+def test_a_missing_node_is_refused_before_any_write(tmp_path, kube):
+    cluster = kube([pool('worker', ['00-worker'], DONE), node('vgpu-a10', {}, dict(WORKER))])
+    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
+    assert rc != 0 and 'no Node in the cluster for vgpu-l40s' in log, log
+    assert cluster.writes() == []
+
+
+def test_a_dedicated_pool_gets_its_nodes_labelled_in_before_its_machineconfig(tmp_path, kube):
+    # The dedicated pool selects node-role.kubernetes.io/gpu (build_pool); nothing else puts the GPU nodes in it.
+    # Before, the pool was created empty, the MCO "rolled out" to 0 machines and the run reported success.
+    gpu_mc = '100-gpu-gpuvirt-iommu'
+    cluster = kube([pool('worker', ['00-worker'], DONE)]
+                   + [node(n, {'cpu': '64'}, dict(WORKER)) for n in ('gpu-1', 'gpu-2', 'worker-3')])
+    cluster.controller('machine-config-operator', mco(dict(rollout_done(['00-worker', gpu_mc])), pool_name='gpu',
+                                                      mc_name=gpu_mc))
+    rc, log = run(tmp_path, 'passthrough-hco-new', **mc_apply(cluster))
+    assert rc == 0, log
+    writes = write_summary(cluster.writes())
+    assert writes == ['patch nodes -/gpu-1', 'patch nodes -/gpu-2', 'patch machineconfigpools -/gpu',
+                      'patch machineconfigs -/' + gpu_mc], writes
+    assert cluster.get('v1', 'Node', 'gpu-1')['metadata']['labels']['node-role.kubernetes.io/gpu'] == ''
+    assert 'node-role.kubernetes.io/gpu' not in cluster.get('v1', 'Node', 'worker-3')['metadata']['labels']
+    assert 'gpu: 2/2 machines updated, 2 ready' in log, log
+    second = cluster.now()
+    rc, log = run(tmp_path, 'passthrough-hco-new', **mc_apply(cluster))
+    assert rc == 0 and recap(log)['changed'] == '0', log
+    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+
+
+def test_a_pool_that_selects_no_node_is_never_done(tmp_path, kube):
+    # the counters alone (0/0 updated) looked like a finished rollout
+    cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
+    status = pool_status(['00-worker', MC_NAME], DONE, machines=0)
+    cluster.controller('machine-config-operator', mco(status, annotate=[]))
+    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_wait_timeout=3))
+    assert rc != 0, log
+    assert 'the pool selects no node, so its MachineConfig reaches none' in log, log
+
+
+def test_the_wait_names_the_nodes_that_do_not_run_the_rendered_config(tmp_path, kube):
+    # the pool's counters say done, but vgpu-l40s's daemon never reported the new rendered config
+    cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
+    cluster.controller('machine-config-operator', mco(rollout_done(['00-worker', MC_NAME]), annotate=['vgpu-a10']))
+    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_wait_timeout=3))
+    assert rc != 0, log
+    assert 'waiting for the GPU nodes to run MachineConfigPool worker' in log, log
+    assert 'not yet on rendered-worker-2: vgpu-l40s (currentConfig -, desiredConfig -, state -)' in log, log
 
 
 # --- DRA ----------------------------------------------------------------------------------------------------------

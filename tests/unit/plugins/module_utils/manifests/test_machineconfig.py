@@ -87,3 +87,52 @@ def test_pool_degraded_reports_reason():
     st = mc.pool_status(pool(1, 1, 3, conds, degraded=1))
     assert st['degraded'] and not st['done']
     assert 'unexpected on-disk state' in st['reason'] and 'gpu-2' in st['message']
+
+
+def test_a_pool_with_no_machine_is_never_done():
+    # 0/0 updated used to read as a finished rollout: the MachineConfig reached no node
+    st = mc.pool_status(pool(0, 0, 0, DONE), '100-gpu-gpuvirt-iommu')
+    assert not st['done'] and 'selects no node' in st['message']
+
+
+def gpu_node(name, labels=None, current=None, state='Done'):
+    notes = {}
+    if current:
+        notes = {mc.CURRENT_CONFIG: current, mc.DESIRED_CONFIG: current, mc.MCD_STATE: state}
+    return {'metadata': {'name': name, 'labels': labels or {}, 'annotations': notes}}
+
+
+def test_done_needs_each_expected_node_on_the_rendered_config():
+    # the machine-config-daemon's annotations (openshift/machine-config-operator pkg/daemon/constants/constants.go)
+    p = pool(2, 2, 2, DONE)
+    p['status']['configuration']['name'] = 'rendered-gpu-2'
+    nodes = [gpu_node('gpu-1', current='rendered-gpu-2'), gpu_node('gpu-2', current='rendered-gpu-1')]
+    st = mc.pool_status(p, '100-gpu-gpuvirt-iommu', expected_nodes=['gpu-1', 'gpu-2'], nodes=nodes, dedicated=True)
+    assert not st['done']
+    assert st['waiting'] == ['gpu-2 (currentConfig rendered-gpu-1, desiredConfig rendered-gpu-1, state Done)']
+    nodes[1] = gpu_node('gpu-2', current='rendered-gpu-2')
+    assert mc.pool_status(p, '100-gpu-gpuvirt-iommu', expected_nodes=['gpu-1', 'gpu-2'], nodes=nodes,
+                          dedicated=True)['done']
+
+
+def test_a_dedicated_pool_must_hold_exactly_the_expected_nodes():
+    p = pool(3, 3, 3, DONE)
+    p['status']['configuration']['name'] = 'rendered-gpu-2'
+    nodes = [gpu_node('gpu-1', current='rendered-gpu-2'), gpu_node('gpu-2', current='rendered-gpu-2')]
+    st = mc.pool_status(p, '100-gpu-gpuvirt-iommu', expected_nodes=['gpu-1', 'gpu-2'], nodes=nodes, dedicated=True)
+    assert not st['done'] and 'expected exactly 2 machine(s), the nodes gpu-1, gpu-2' in st['message']
+    # an existing (shared) pool may hold more machines than our GPU nodes
+    assert mc.pool_status(p, '100-gpu-gpuvirt-iommu', expected_nodes=['gpu-1', 'gpu-2'], nodes=nodes)['done']
+
+
+def test_nodes_into_pool():
+    worker = {'node-role.kubernetes.io/worker': ''}
+    gpu = {'node-role.kubernetes.io/gpu': ''}
+    nodes = [gpu_node('a', dict(worker)), gpu_node('b')]
+    with pytest.raises(mc.ManifestError, match=r"no Node in the cluster for c:"):
+        mc.nodes_into_pool('worker', worker, ['a', 'c'], nodes, dedicated=False)
+    with pytest.raises(mc.ManifestError, match=r"does not select b \(lacks node-role.kubernetes.io/worker=\)"):
+        mc.nodes_into_pool('worker', worker, ['a', 'b'], nodes, dedicated=False)
+    assert mc.nodes_into_pool('gpu', gpu, ['a', 'b'], nodes, dedicated=True) == [
+        {'name': 'a', 'labels': gpu}, {'name': 'b', 'labels': gpu}]
+    assert mc.nodes_into_pool('gpu', gpu, [], nodes, dedicated=True) == []
