@@ -47,9 +47,17 @@ class SchemaError(Exception):
 
 
 def reference_dir():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default = os.path.normpath(os.path.join(here, "..", "..", "..", "shared", "reference"))
-    return os.environ.get("GPUVIRT_REFERENCE", default)
+    """Where the upstream reference files are read from, in this order: ``$GPUVIRT_REFERENCE`` (an override,
+    taken as it is), else ``.build/reference`` when it holds ``crds/`` (what ``make reference`` fetches), else a
+    reference folder beside the checkout (``../shared/reference``). The Makefile computes the same default."""
+    override = os.environ.get("GPUVIRT_REFERENCE")
+    if override:
+        return override
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    fetched = os.path.join(root, ".build", "reference")
+    if os.path.isdir(os.path.join(fetched, "crds")):
+        return fetched
+    return os.path.normpath(os.path.join(root, "..", "shared", "reference"))
 
 
 def _strict(schema):
@@ -127,8 +135,8 @@ def crd_schemas():
     if root not in _CACHE:
         if not os.path.isdir(os.path.join(root, "crds")):
             raise RuntimeError(
-                "reference CRDs not found under %s/crds; set GPUVIRT_REFERENCE to the shared/reference "
-                "directory" % root
+                "reference CRDs not found under %s/crds; run `make reference` or set GPUVIRT_REFERENCE "
+                "to a reference folder" % root
             )
         _CACHE[root] = _load_crd_schemas(root)
     return _CACHE[root]
