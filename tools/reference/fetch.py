@@ -140,6 +140,8 @@ def download(url):
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT) as response:  # nosec - pinned URLs, checked by sha256
             return response.read()
+    except urllib.error.HTTPError as err:
+        raise FetchError('download of %s failed: HTTP %d %s' % (url, err.code, err.reason))
     except (urllib.error.URLError, OSError) as err:
         raise FetchError('download of %s failed: %s' % (url, getattr(err, 'reason', err)))
 
