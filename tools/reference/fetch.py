@@ -130,7 +130,7 @@ def extract(entry, data):
     spec = entry.get('extract')
     if not spec:
         return data
-    kind, _, arg = spec.partition(' ')
+    kind, arg = (spec.split(None, 1) + [''])[:2]
     if kind not in EXTRACTORS or not arg:
         raise FetchError('unknown extract %r' % spec)
     return EXTRACTORS[kind](data, arg.strip())
