@@ -18,7 +18,8 @@ There are no controllers (no kube-controller-manager, scheduler, kubelet, OLM, M
 needs one writes what that controller would write, through this API, and names the controller it stands in for.
 
 CLI: ``apiserver.py start DIR`` (a plain Kubernetes flavour: no OpenShift or HCO APIs; prints the admin and automation
-kubeconfig paths, leaves the server running with PIDs in DIR/pids), ``apiserver.py seed DIR FILE`` (creates the objects of a YAML file, documents or a v1 List, as the
+kubeconfig paths, leaves the server running with PIDs in DIR/pids), ``apiserver.py seed DIR FILE`` (creates the
+objects of a YAML file, documents or a v1 List, as the
 admin; a ``status`` goes through the status subresource, as its controller would write it), ``apiserver.py stop DIR``.
 """
 from __future__ import annotations
