@@ -14,8 +14,15 @@ export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export PATH := $(BIN):$(PATH)
 export PYTHONPATH := $(COLLECTIONS)
-# reference data (upstream CRDs, Helm values, pci.ids, captures) lives beside the checkout
-export GPUVIRT_REFERENCE ?= $(abspath $(ROOT)/../shared/reference)
+# reference data (upstream CRDs, Helm values, pci.ids, captures), not copied into the repo: $GPUVIRT_REFERENCE
+# if set, else .build/reference when it has crds/ (make reference), else the folder beside the checkout
+# (same order as tests/unit/schema.py reference_dir())
+REFERENCE_FETCHED := $(ROOT)/.build/reference
+REFERENCE_BESIDE  := $(abspath $(ROOT)/../shared/reference)
+export GPUVIRT_REFERENCE ?= $(if $(wildcard $(REFERENCE_FETCHED)/crds),$(REFERENCE_FETCHED),$(REFERENCE_BESIDE))
+# Podman reads the test machine's settings from this project file (not /etc/containers/containers.conf);
+# exported for the targets that run Podman (molecule, integration)
+PODMAN_CONF := $(ROOT)/tools/containers.conf
 
 # Molecule scenarios run by `make molecule` (each directory under molecule/ with a molecule.yml).
 MOLECULE_SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
@@ -56,6 +63,10 @@ sanity: venv
 
 lint: venv collection
 	$(BIN)/ansible-lint --profile production
+
+# Podman (molecule's driver, the registry and image targets) reads the project's containers.conf, also when
+# an integration target runs alone
+molecule integration $(INTEGRATION_TARGETS): export CONTAINERS_CONF ?= $(PODMAN_CONF)
 
 molecule: deps
 	@for s in $(MOLECULE_SCENARIOS); do \

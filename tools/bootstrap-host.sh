@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Install the Debian packages the test suite needs on a fresh Debian 12 machine, and configure
-# Podman for this sandbox (docs/testing.md: hard nofile limit 20000, crun fails on the
-# hybrid cgroup layout). Idempotent: does nothing when everything is already present.
+# Install the Debian packages the test suite needs on a fresh Debian 12 machine. Idempotent: does
+# nothing when everything is already present. It lists the packages first and, run from a terminal
+# outside CI, asks before installing (GPUVIRT_BOOTSTRAP_YES=1 skips the question).
+# Podman's settings for the sandbox are not written to /etc: they live in tools/containers.conf, which
+# the Makefile passes to Podman through CONTAINERS_CONF for the targets that run it.
 set -euo pipefail
 
 PACKAGES=(
@@ -26,22 +28,15 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 if [ "${#missing[@]}" -gt 0 ]; then
-  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  echo "bootstrap: these Debian packages will be installed (apt-get${SUDO:+ through sudo}):"
+  printf '  %s\n' "${missing[@]}"
+  if [ -z "${CI:-}" ] && [ -t 0 ] && [ "${GPUVIRT_BOOTSTRAP_YES:-}" != 1 ]; then
+    read -r -p "bootstrap: proceed? [y/N] " answer
+    case "$answer" in
+      [yY] | [yY][eE][sS]) ;;
+      *) echo "bootstrap: nothing installed" >&2; exit 1 ;;
+    esac
+  fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
-conf=/etc/containers/containers.conf
-if ! grep -q 'gpuvirt.provision' "$conf" 2>/dev/null; then
-  echo "bootstrap: writing $conf"
-  $SUDO mkdir -p /etc/containers
-  $SUDO tee "$conf" >/dev/null <<'CONF'
-# written by gpuvirt.provision tools/bootstrap-host.sh for the test sandbox
-[containers]
-default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-CONF
 fi

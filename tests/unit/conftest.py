@@ -12,9 +12,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, 'fixtures')
-# upstream reference data lives beside the checkout (not copied into the repo); CI and developers have it
-REFERENCE = os.environ.get('GPUVIRT_REFERENCE') or os.path.join(HERE, '..', '..', '..', 'shared', 'reference')
-sys.path.insert(0, HERE)  # sysfs_tree
+sys.path.insert(0, HERE)  # sysfs_tree, schema
 
 
 @pytest.fixture
@@ -24,8 +22,12 @@ def fixtures_dir():
 
 @pytest.fixture
 def reference_dir():
-    assert os.path.isdir(REFERENCE), 'reference data not found at %s; set GPUVIRT_REFERENCE' % REFERENCE
-    return REFERENCE
+    # upstream reference data (not copied into the repo): $GPUVIRT_REFERENCE, else .build/reference
+    # (make reference), else the reference folder beside the checkout; schema.reference_dir() holds that order
+    from schema import reference_dir as find
+    reference = find()
+    assert os.path.isdir(reference), 'reference data not found at %s; run make reference or set GPUVIRT_REFERENCE' % reference
+    return reference
 
 
 @pytest.fixture

@@ -47,9 +47,29 @@ class SchemaError(Exception):
 
 
 def reference_dir():
-    here = os.path.dirname(os.path.abspath(__file__))
-    default = os.path.normpath(os.path.join(here, "..", "..", "..", "shared", "reference"))
-    return os.environ.get("GPUVIRT_REFERENCE", default)
+    """Where the upstream reference files are read from, in this order: ``$GPUVIRT_REFERENCE`` (an override,
+    taken as it is), else ``.build/reference`` when it holds ``crds/`` (what ``make reference`` fetches), else a
+    reference folder beside the checkout (``../shared/reference``). The Makefile computes the same default."""
+    override = os.environ.get("GPUVIRT_REFERENCE")
+    if override:
+        return override
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    fetched = os.path.join(root, ".build", "reference")
+    if os.path.isdir(os.path.join(fetched, "crds")):
+        return fetched
+    return os.path.normpath(os.path.join(root, "..", "shared", "reference"))
+
+
+def reference_file(*parts):
+    """The first of the reference folders (``$GPUVIRT_REFERENCE``, ``.build/reference``, the folder beside the
+    checkout) that holds ``parts``, or None. Machine captures are not fetched by ``make reference``, so a capture may
+    sit in another folder than the upstream files."""
+    root = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    for base in (os.environ.get("GPUVIRT_REFERENCE"), os.path.join(root, ".build", "reference"),
+                 os.path.normpath(os.path.join(root, "..", "shared", "reference"))):
+        if base and os.path.exists(os.path.join(base, *parts)):
+            return os.path.join(base, *parts)
+    return None
 
 
 def _strict(schema):
@@ -127,8 +147,8 @@ def crd_schemas():
     if root not in _CACHE:
         if not os.path.isdir(os.path.join(root, "crds")):
             raise RuntimeError(
-                "reference CRDs not found under %s/crds; set GPUVIRT_REFERENCE to the shared/reference "
-                "directory" % root
+                "reference CRDs not found under %s/crds; run `make reference` or set GPUVIRT_REFERENCE "
+                "to a reference folder" % root
             )
         _CACHE[root] = _load_crd_schemas(root)
     return _CACHE[root]

@@ -80,9 +80,13 @@ def test_vendor_vfio_l40s_vf(fixtures_dir, sysfs):
     assert res['interfaces'] == ['vendor_vfio'] and res['state'] == 'available'
 
 
-def test_real_a2_node_recording(reference_dir, tmp_path):
-    tree = from_umockdev(os.path.join(reference_dir, 'mdev', 'harvester-pcidevices-tests-snapshots-vgpu-node.umockdev'),
-                         tmp_path / 'sys')
+def test_real_a2_node_recording(tmp_path):
+    import schema  # pylint: disable=import-outside-toplevel
+    recording = schema.reference_file('mdev', 'harvester-pcidevices-tests-snapshots-vgpu-node.umockdev')
+    if recording is None:
+        pytest.skip('the 2 MB A2 node recording (harvester/pcidevices tests/snapshots/vgpu-node.umockdev) is a machine '
+                    'capture, not fetched by make reference; set GPUVIRT_REFERENCE to a folder holding mdev/')
+    tree = from_umockdev(recording, tmp_path / 'sys')
     pf = sysfs_pci.read_device(tree.root, '0000:08:00.0')
     assert (pf['device_id'], pf['driver'], pf['iommu_group'], pf['numa_node']) == ('25b6', 'nvidia', '38', 0)
     assert pf['sriov']['totalvfs'] == 16 and pf['sriov']['numvfs'] == 16 and pf['sriov']['vfs'][0] == '0000:08:00.4'
