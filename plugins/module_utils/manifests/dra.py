@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.hco import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.node_labels import DEVICE_PLUGIN_LABEL
 
 CHART_NAME = 'dra-driver-nvidia-gpu'
 CHART_REF = 'oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu'
@@ -19,6 +20,10 @@ DRIVER = 'gpu.nvidia.com'
 DRA_GATE = 'GPUsWithDRA'
 # where the driver's files are, by who installed the driver
 DRIVER_ROOTS = {'host': '/', 'operator': '/run/nvidia/driver', 'gke': '/home/kubernetes/bin/nvidia'}
+# The chart's kubelet plugin has an empty nodeSelector and an affinity for every NVIDIA node: alone it would run
+# beside the classic device plugin. By default it runs where the classic plugin is switched off, which the
+# node_labels role does on the DRA nodes (and only there).
+DEFAULT_NODE_SELECTOR = {DEVICE_PLUGIN_LABEL: 'false'}
 
 
 def _dns(value, what):
@@ -29,7 +34,8 @@ def _dns(value, what):
 
 
 def helm_values(driver_mode, node_selector=None):
-    """Chart values for VFIO passthrough: GPUs on, compute domains off, both alpha gates on."""
+    """Chart values for VFIO passthrough: GPUs on, compute domains off, both alpha gates on, the kubelet plugin on
+    ``node_selector`` (default: the nodes whose classic device plugin is off, the DRA nodes)."""
     if driver_mode not in DRIVER_ROOTS:
         raise ManifestError("driver mode %r is not one of %s" % (driver_mode, ', '.join(sorted(DRIVER_ROOTS))))
     values = {
@@ -39,8 +45,7 @@ def helm_values(driver_mode, node_selector=None):
         'resources': {'gpus': {'enabled': True}, 'computeDomains': {'enabled': False}},
         'featureGates': {'PassthroughSupport': True, 'DeviceMetadata': True},
     }
-    if node_selector:
-        values['kubeletPlugin'] = {'nodeSelector': dict(node_selector)}
+    values['kubeletPlugin'] = {'nodeSelector': dict(node_selector or DEFAULT_NODE_SELECTOR)}
     return values
 
 

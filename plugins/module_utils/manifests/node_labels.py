@@ -16,9 +16,16 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 
 WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
 VGPU_LABEL = 'nvidia.com/vgpu.config'
-# The operator skips its classic device plugin on a node with this label set to false: the DRA driver must be the
-# only one allocating the GPUs of a DRA node (seeds/dra-kubevirt-vfio-passthrough.txt).
+# The GPU Operator runs an operand on a node only where its nvidia.com/gpu.deploy.<operand> label is "true", and
+# sets each label of the node's workload config only when the node lacks it or has it empty, so a "false" we set
+# stays (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0: gpuStateLabels, addGPUStateLabels). NVIDIA's
+# DRA passthrough guide (docs/operator-contract.md, "DRA driver prerequisites"): the classic device plugin must
+# not run on a DRA node (the DRA driver allocates its GPUs), and DCGM and dcgm-exporter should not hold the GPUs
+# the driver rebinds to vfio-pci. These three are switched off on DRA nodes.
 DEVICE_PLUGIN_LABEL = 'nvidia.com/gpu.deploy.device-plugin'
+DCGM_LABEL = 'nvidia.com/gpu.deploy.dcgm'
+DCGM_EXPORTER_LABEL = 'nvidia.com/gpu.deploy.dcgm-exporter'
+DRA_OPERANDS_OFF = (DEVICE_PLUGIN_LABEL, DCGM_LABEL, DCGM_EXPORTER_LABEL)
 # "dra": the DRA passthrough path (group gpu_dra); its nodes run the container operands without the device plugin.
 POOLS = ('container', 'vm-passthrough', 'vm-vgpu', 'dra')
 # Inventory group -> pool, in the order the playbooks pick a pool for a host wrongly put in several groups
@@ -31,6 +38,15 @@ _FINISHED = ('Succeeded', 'Failed')
 
 class ManifestError(ValueError):
     """Bad input; the message names the offending value and the fix."""
+
+
+class RemoveIf(str):
+    """A desired label value meaning "remove the label when the node carries exactly this value".
+
+    A node that leaves the DRA pool keeps ``<operand>=false`` from it; that value is ours and goes. Any other
+    value (the operator's "true") is the operator's to manage: removing it would only make the operator set it
+    again, a write on every run.
+    """
 
 
 def group_pools(groups):
@@ -74,8 +90,9 @@ def desired_labels(pool, vgpu_config=None):
     """Labels a node of ``pool`` must carry; ``None`` values mean the label must go."""
     if pool not in POOLS:
         raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(POOLS)))
-    labels = {WORKLOAD_LABEL: 'container' if pool == 'dra' else pool,
-              DEVICE_PLUGIN_LABEL: 'false' if pool == 'dra' else None}
+    labels = {WORKLOAD_LABEL: 'container' if pool == 'dra' else pool}
+    for key in DRA_OPERANDS_OFF:
+        labels[key] = 'false' if pool == 'dra' else RemoveIf('false')
     if pool == 'vm-vgpu':
         if not vgpu_config:
             raise ManifestError("vGPU nodes need a vGPU config name for %s (gpuvirt_vgpu_config on the host, or "
@@ -115,11 +132,15 @@ def vgpu_config_error(node, config, facts, custom_configs=None):
 
 
 def label_diff(current, desired):
-    """``{label: new value or None (remove)}`` for the labels that differ; absent-and-unwanted is no change."""
+    """``{label: new value or None (remove)}`` for the labels that differ; absent-and-unwanted is no change, and
+    a :class:`RemoveIf` label goes only when the node carries that value."""
     current = current or {}
     patch = {}
     for key, value in desired.items():
-        if value is None:
+        if isinstance(value, RemoveIf):
+            if key in current and current[key] == str(value):
+                patch[key] = None
+        elif value is None:
             if key in current:
                 patch[key] = None
         elif current.get(key) != value:
@@ -191,7 +212,8 @@ def plan(wanted, nodes, vmis, custom_configs=None):
             errors.append(blocked)
             continue
         report[name] = {'pool': item['pool'], 'changes': patch,
-                        'unchanged': sorted(k for k, v in desired.items() if k not in patch and v is not None)}
+                        'unchanged': sorted(k for k, v in desired.items()
+                                            if k not in patch and v is not None and not isinstance(v, RemoveIf))}
         if patch:
             patches.append({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': patch}})
     if errors:

@@ -140,6 +140,36 @@ def test_dra_on_kubevirt_1_8(tmp_path):
     assert kv['spec']['configuration']['developerConfiguration']['featureGates'] == ['GPU', 'Snapshot', 'GPUsWithDRA']
 
 
+def test_dra_on_hco_puts_the_gate_on_hyperconverged_never_on_the_kubevirt_cr(tmp_path):
+    # HCO owns the KubeVirt CR and reverts edits to it; a KubeVirt setting HCO has no field for goes through the
+    # HyperConverged kubevirt.kubevirt.io/jsonpatch annotation (kubevirt/hyperconverged-cluster-operator
+    # docs/cluster-configuration.md, "Jsonpatch Annotations").
+    current = {'apiVersion': 'hco.kubevirt.io/v1beta1', 'kind': 'HyperConverged',
+               'metadata': {'name': 'kubevirt-hyperconverged', 'namespace': 'openshift-cnv'}, 'spec': {}}
+    rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_platform='hco', dra_driver_current=current)
+    assert rc == 0, log
+    objs = rendered(out)
+    assert 'KubeVirt' not in objs
+    (hco,) = objs['HyperConverged']
+    patch = json.loads(hco['metadata']['annotations']['kubevirt.kubevirt.io/jsonpatch'])
+    assert {'op': 'add', 'path': '/spec/configuration/developerConfiguration/featureGates/-',
+            'value': 'GPUsWithDRA'} in patch, patch
+
+
+def test_dra_render_needs_the_platform_named(tmp_path):
+    rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_platform='auto')
+    assert_failed_before_writing(rc, log, out, 'dra_driver_platform hco (OpenShift Virtualization) or kubevirt')
+
+
+def test_dra_kubelet_plugin_defaults_to_the_nodes_without_the_classic_plugin(tmp_path):
+    # chart 0.4.x: kubeletPlugin.nodeSelector is empty and its affinity matches every NVIDIA node; node_labels sets
+    # nvidia.com/gpu.deploy.device-plugin=false on the DRA nodes only
+    rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_node_selector={})
+    assert rc == 0, log
+    (values,) = rendered(out)['HelmValues']
+    assert values['kubeletPlugin'] == {'nodeSelector': {'nvidia.com/gpu.deploy.device-plugin': 'false'}}
+
+
 def test_dra_on_kubevirt_1_9_needs_no_gate_and_host_driver_root(tmp_path):
     rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_kubevirt_version='1.9.0', dra_driver_nvidia_driver='host')
     assert rc == 0, log

@@ -308,3 +308,33 @@ def test_preflight_fails_when_the_cluster_does_not_answer(tmp_path, kube):
         closed.write_text(handle.read().replace(cluster.server.url, 'https://127.0.0.1:9'))
     rc, log = run(tmp_path, 'preflight', 'preflight-apply', gpuvirt_kubeconfig=str(closed))
     assert rc != 0 and 'Check that the cluster answers' in log, log
+
+
+# The GPU Operator runs an operand on a node only where its nvidia.com/gpu.deploy.<operand> label is "true", and
+# writes a label of the node's workload config only when it is missing or empty (NVIDIA/gpu-operator
+# controllers/state_manager.go@v26.7.0: gpuStateLabels, addGPUStateLabels). NVIDIA's DRA passthrough guide: the
+# classic device plugin must not run on a DRA node, DCGM and dcgm-exporter should not either.
+OPERANDS = ('nvidia.com/gpu.deploy.device-plugin', 'nvidia.com/gpu.deploy.dcgm', 'nvidia.com/gpu.deploy.dcgm-exporter')
+
+
+def test_node_labels_switch_the_operator_operands_off_on_dra_nodes_only(tmp_path, kube):
+    on = {key: 'true' for key in OPERANDS}
+    cluster = kube([
+        # what the operator set on a container-workload node before it joined the DRA pool
+        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'dra-1', 'labels': dict(on, **{W: 'container'})}},
+        # a node that left the DRA pool: our "false" labels are left over, one operand label is the operator's
+        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'ctr-1', 'labels': {
+            W: 'container', OPERANDS[0]: 'false', OPERANDS[1]: 'false', OPERANDS[2]: 'true'}}}])
+    rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
+    assert rc == 0, log
+    assert sorted(write_summary(cluster.writes())) == ['patch nodes -/ctr-1', 'patch nodes -/dra-1'], log
+    dra = cluster.get('v1', 'Node', 'dra-1')['metadata']['labels']
+    assert {key: dra[key] for key in OPERANDS} == {key: 'false' for key in OPERANDS} and dra[W] == 'container'
+    ctr = cluster.get('v1', 'Node', 'ctr-1')['metadata']['labels']
+    assert ctr == {W: 'container', OPERANDS[2]: 'true'}, ctr
+    # the operator (not running here) then sets its missing labels on ctr-1 to "true", as addGPUStateLabels does
+    cluster.patch(cluster.get('v1', 'Node', 'ctr-1'), {'metadata': {'labels': on}})
+    second = cluster.now()
+    rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
+    assert rc == 0 and recap(log)['changed'] == '0', log
+    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))

@@ -47,6 +47,19 @@ def test_values_use_only_keys_the_chart_has(mode, root):
     assert values['gpuResourcesEnabledOverride'] is True
 
 
+def test_kubelet_plugin_runs_only_where_the_classic_device_plugin_is_off():
+    # The chart (dra-driver-nvidia-gpu 0.4.x values.yaml) leaves kubeletPlugin.nodeSelector empty and gives it an
+    # affinity for every NVIDIA node, so the chart's default alone puts the DRA plugin beside the classic device
+    # plugin, which NVIDIA's DRA guide forbids ("Not supported on the same node as the DRA Driver").
+    defaults = chart_defaults()['kubeletPlugin']
+    assert defaults['nodeSelector'] == {}
+    assert 'nvidia.com/gpu.present' in yaml.safe_dump(defaults['affinity'])
+    # ours: the nodes where node_labels switched the classic plugin off (the DRA pool)
+    values = dra.helm_values('operator')
+    assert values['kubeletPlugin'] == {'nodeSelector': {'nvidia.com/gpu.deploy.device-plugin': 'false'}}
+    assert dra.helm_values('operator', {'pool': 'dra'})['kubeletPlugin'] == {'nodeSelector': {'pool': 'dra'}}
+
+
 def test_claim_template_is_valid_v1_and_requests_the_vfio_class():
     obj = dra.resource_claim_template('vfio-gpu', 'vms', count=2)
     schema.validate(obj, k8s_version='1.34.0')

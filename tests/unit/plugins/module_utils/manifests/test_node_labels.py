@@ -106,13 +106,23 @@ def test_vgpu_config_checked_against_the_node_gpus():
         nl.plan([{'node': 'vgpu-1', 'pool': 'vm-vgpu', 'vgpu_config': 'L40S-24Q', 'facts': A10_FACTS}], None, [])
 
 
-def test_dra_nodes_run_container_operands_without_the_classic_device_plugin():
-    d = nl.DEVICE_PLUGIN_LABEL
+def test_dra_nodes_run_container_operands_without_the_classic_device_plugin_and_dcgm():
+    # NVIDIA's DRA passthrough guide: nvidia-device-plugin "must be disabled" on DRA nodes, dcgm and dcgm-exporter
+    # "recommended to disable". The GPU Operator gates each operand on its label and never overwrites a set one
+    # (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0, gpuStateLabels and addGPUStateLabels).
+    d, dcgm, exporter = (nl.DEVICE_PLUGIN_LABEL, 'nvidia.com/gpu.deploy.dcgm', 'nvidia.com/gpu.deploy.dcgm-exporter')
     assert nl.node_pool('h1', ['gpu_dra']) == 'dra'
-    assert nl.desired_labels('dra') == {W: 'container', d: 'false', V: None}
-    assert nl.label_diff({W: 'container'}, nl.desired_labels('dra')) == {d: 'false'}
-    # a node leaving the DRA path gets its device plugin back
-    assert nl.label_diff({W: 'container', d: 'false'}, nl.desired_labels('container')) == {d: None}
+    assert nl.desired_labels('dra') == {W: 'container', d: 'false', dcgm: 'false', exporter: 'false', V: None}
+    assert nl.label_diff({W: 'container'}, nl.desired_labels('dra')) == {d: 'false', dcgm: 'false', exporter: 'false'}
+    # what the operator set on a container node before the node joined the DRA pool is switched off
+    operator_set = {W: 'container', d: 'true', dcgm: 'true', exporter: 'true'}
+    assert nl.label_diff(operator_set, nl.desired_labels('dra')) == {d: 'false', dcgm: 'false', exporter: 'false'}
+    # a node leaving the DRA path gets its operands back: our "false" goes, the operator then sets "true"
+    leaving = {W: 'container', d: 'false', dcgm: 'false', exporter: 'false'}
+    assert nl.label_diff(leaving, nl.desired_labels('container')) == {d: None, dcgm: None, exporter: None}
+    # the operator's own "true" on other nodes is left alone (removing it would only be undone: a write every run)
+    for pool in ('container', 'vm-passthrough'):
+        assert nl.label_diff(dict(operator_set, **{W: pool}), nl.desired_labels(pool)) == {}
     with pytest.raises(nl.ManifestError, match=r'h1 is in the pools dra, vm-passthrough'):
         nl.node_pool('h1', ['gpu_dra', 'gpu_vm_passthrough'])
 
