@@ -16,6 +16,11 @@ description:
     object name can reach outside O(dest); nothing is written when one is invalid.
   - Each file is written to a temporary file in O(dest) created with mode 0600, given O(mode), then renamed;
     readers see the old or the whole new file, and a Secret is never readable by others.
+  - When a render session is open in O(dest) (M(gpuvirt.provision.render_session)), the objects are recorded and
+    written when the session closes, each once: an object another role of this render already rendered (same
+    apiVersion, kind, namespace and name) is merged into that file, and refused, naming both writers, when the
+    two set a field differently. Each object then carries the C(argocd.argoproj.io/sync-wave) annotation of its
+    file's numeric prefix.
 options:
   dest:
     description: Directory the files go to; it must exist.
@@ -34,6 +39,12 @@ options:
     description: Mode of every file, such as C(0600) for Secrets.
     type: str
     default: "0644"
+  phase:
+    description:
+      - The phase (playbook) rendering, recorded for the render session's pruning (see
+        M(gpuvirt.provision.render_session)).
+    type: str
+    default: ""
 attributes:
   check_mode:
     description: Reports which files would change and writes nothing.
@@ -56,6 +67,10 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+deferred:
+  description: True when a render session is open and the files are written when it closes.
+  type: bool
+  returned: success
 files:
   description: Paths of the files, in the order of O(objects).
   type: list
@@ -67,13 +82,17 @@ files:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import render
+from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
 
 try:
     import yaml
     HAS_YAML = True
 except ImportError:
     HAS_YAML = False
+
+
+def dump(obj):
+    return '---\n' + yaml.safe_dump(obj, indent=2, allow_unicode=True, default_flow_style=False, sort_keys=False)
 
 
 def main():
@@ -83,6 +102,7 @@ def main():
             objects=dict(type='list', elements='dict', required=True),
             prefix=dict(type='str', default=''),
             mode=dict(type='str', default='0644'),
+            phase=dict(type='str', default=''),
         ),
         supports_check_mode=True,
     )
@@ -101,11 +121,24 @@ def main():
         module.fail_json(msg=str(e))
     if not os.path.isdir(p['dest']) and not module.check_mode:  # check mode: the directory task only pretended
         module.fail_json(msg='%s is not a directory: create it first' % p['dest'])
+    in_session = os.path.isdir(p['dest']) and render_session.session(p['dest']) is not None
+    if in_session and module.check_mode:
+        # a play previewing inside a real render run: the session's close writes and reports the files
+        module.exit_json(changed=False, files=[os.path.join(p['dest'], name) for name in names], deferred=True)
+    if in_session:
+        # a render session is open: the objects are written once each when it closes
+        files = []
+        for obj, name in zip(p['objects'], names):
+            try:
+                files.append(os.path.join(p['dest'], render_session.record(
+                    p['dest'], obj, name, p['prefix'] or name, p['phase'], mode)))
+            except render.RenderError as e:
+                module.fail_json(msg=str(e), files=files)
+        module.exit_json(changed=False, files=files, deferred=True)
     files, changed, before, after = [], False, [], []
     for obj, name in zip(p['objects'], names):
         path = os.path.join(p['dest'], name)
-        content = '---\n' + yaml.safe_dump(obj, indent=2, allow_unicode=True, default_flow_style=False,
-                                           sort_keys=False)
+        content = dump(obj)
         content_differs, mode_differs = render.needs_write(path, content, mode)
         files.append(path)
         if content_differs:

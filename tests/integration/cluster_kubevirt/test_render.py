@@ -242,3 +242,40 @@ def test_hco_before_1_9_by_upstream_version(tmp_path):
     (hco,) = rendered(out)['HyperConverged']
     assert 'featureGates' not in hco['spec']
     assert 'DisableMDEVConfiguration' in hco['metadata']['annotations']['kubevirt.kubevirt.io/jsonpatch']
+
+
+def test_one_render_writes_each_object_once_lists_it_and_prunes_only_its_own(tmp_path):
+    # kubevirt_devices (permitted devices) and dra_driver (the GPUsWithDRA gate) both render the KubeVirt CR: one
+    # file, one merged object (two files would leave the second to win silently when applied)
+    out = tmp_path / 'render'
+    out.mkdir()
+    (out / 'foreign.yaml').write_text('kind: ConfigMap\n')
+    (out / '60-kubevirt-devices-009-stale-cluster-old.yaml').write_text('stale\n')
+    # an earlier complete render wrote that stale file: it is ours to prune
+    (out / '.gpuvirt-render.json').write_text(json.dumps({'format': 1, 'complete': True, 'files': {
+        '60-kubevirt-devices-009-stale-cluster-old.yaml': {'phase': 'kubevirt', 'sha256': ''}}}))
+    rc, log, out = run(tmp_path, 'kubevirt-with-dra')
+    assert rc == 0, log
+    kubevirts = [path for path in glob.glob(str(out / '*.yaml')) if '-kubevirt-' in os.path.basename(path)
+                 and 'KubeVirt' in open(path, encoding='utf-8').read().split('kind: ', 1)[-1][:8]]
+    assert len(kubevirts) == 1, kubevirts
+    (kv,) = list(schema.validate_file(kubevirts[0]))
+    conf = kv['spec']['configuration']
+    assert conf['developerConfiguration']['featureGates'][0] == 'Snapshot'
+    assert 'GPUsWithDRA' in conf['developerConfiguration']['featureGates']
+    assert conf['permittedHostDevices']['pciHostDevices'][0]['resourceName'] == 'nvidia.com/GA102GL_A10'
+    names = sorted(os.listdir(out))
+    assert 'foreign.yaml' in names and '60-kubevirt-devices-009-stale-cluster-old.yaml' not in names, names
+    assert '.gpuvirt-render.lock' not in names
+    kustomization = yaml.safe_load((out / 'kustomization.yaml').read_text())
+    listed = kustomization['resources']
+    assert listed == sorted(listed) and 'foreign.yaml' not in listed and os.path.basename(kubevirts[0]) in listed
+    assert all(os.path.exists(out / name) for name in listed)
+    manifest = json.loads((out / '.gpuvirt-render.json').read_text())
+    assert manifest['complete'] is True and sorted(manifest['files']) == listed
+    # Argo CD sync waves from the file prefix: the claim templates (70) after the KubeVirt CR (60)
+    assert kv['metadata']['annotations']['argocd.argoproj.io/sync-wave'] == '60'
+    # a second render changes nothing
+    rc, log, out = run(tmp_path, 'kubevirt-with-dra')
+    assert rc == 0 and recap(log)['changed'] == '0', log
+

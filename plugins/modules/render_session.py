@@ -1,0 +1,140 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: render_session
+short_description: Open or close one render run in a render directory (lock, prune, kustomization, mark)
+version_added: 0.2.0
+description:
+  - O(state=open) takes the directory for this ansible-playbook run, creating C(.gpuvirt-render.lock)
+    exclusively, and marks C(.gpuvirt-render.json) C(complete=false). Another live render holding the lock is
+    refused, naming its pid; a lock left by a killed render is taken over and reported.
+  - While the session is open, M(gpuvirt.provision.render_manifests) writes each object once: a second role
+    rendering the same apiVersion/kind/namespace/name is merged into the first file, or refused when the two
+    disagree.
+  - O(state=closed), by the playbook that opened it, deletes the files an earlier render of the same scope
+    wrote and this one did not (never a file the collection did not write), writes C(kustomization.yaml)
+    listing the objects in apply order, records the files with their sha256 in C(.gpuvirt-render.json) with
+    C(complete=true), and releases the lock. A playbook imported by C(site.yml) closes nothing.
+options:
+  dest:
+    description: The render directory; it must exist.
+    type: path
+    required: true
+  owner:
+    description:
+      - The playbook that opens the session (C(site) prunes every phase's stale files; a phase name prunes only
+        that phase's).
+    type: str
+    required: true
+  state:
+    description: Open or close the session.
+    type: str
+    choices: [open, closed]
+    default: open
+attributes:
+  check_mode:
+    description: Writes nothing and reports what it would do.
+    support: full
+  diff_mode:
+    description: Closing shows the content of the files it writes.
+    support: full
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+'''
+
+EXAMPLES = r'''
+- name: Open the render
+  gpuvirt.provision.render_session:
+    dest: /srv/gitops/gpu
+    owner: site
+
+- name: Close the render (prune, kustomization.yaml, completeness mark)
+  gpuvirt.provision.render_session:
+    dest: /srv/gitops/gpu
+    owner: site
+    state: closed
+'''
+
+RETURN = r'''
+written:
+  description: Files written when the session closed (their content or mode differed), and kustomization.yaml.
+  type: list
+  elements: str
+  returned: state=closed
+interrupted:
+  description: The lock an interrupted earlier render left (its pid, owner and start time), taken over.
+  type: dict
+  returned: state=open and an earlier render was interrupted
+pruned:
+  description: Files of an earlier render deleted because this render did not produce them.
+  type: list
+  elements: str
+  returned: state=closed
+files:
+  description: The files of this render directory the collection owns, as listed in kustomization.yaml.
+  type: list
+  elements: str
+  returned: state=closed
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:
+    HAS_YAML = False
+from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
+
+
+def dump(obj):
+    return '---\n' + yaml.safe_dump(obj, indent=2, allow_unicode=True, default_flow_style=False, sort_keys=False)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            dest=dict(type='path', required=True),
+            owner=dict(type='str', required=True),
+            state=dict(type='str', choices=['open', 'closed'], default='open'),
+        ),
+        supports_check_mode=True,
+    )
+    if not HAS_YAML:
+        module.fail_json(msg='PyYAML is needed on the host that renders (pip install pyyaml)')
+    p = module.params
+    if not render.PREFIX_RE.fullmatch(p['owner']):
+        module.fail_json(msg='owner %r is not valid; expected letters, digits, ".", "_" and "-"' % p['owner'])
+    if module.check_mode:
+        module.exit_json(changed=False, pruned=[], files=[])
+    if not os.path.isdir(p['dest']):
+        module.fail_json(msg='%s is not a directory: create it first' % p['dest'])
+    try:
+        if p['state'] == 'open':
+            result = render_session.open_session(p['dest'], p['owner'], render_session.controller_pid())
+            if result['interrupted']:
+                earlier = result['interrupted']
+                module.warn('an earlier render into %s (pid %s, %s) did not finish; its files are replaced by this '
+                            'render' % (p['dest'], earlier.get('pid'), earlier.get('owner')))
+            # taking the lock is bookkeeping, not a change to the rendered output
+            module.exit_json(changed=False, interrupted=result['interrupted'] or {})
+        result = render_session.close_session(p['dest'], p['owner'], dump)
+    except render.RenderError as e:
+        module.fail_json(msg=str(e))
+    out = dict(changed=bool(result['written'] or result['pruned']), written=result['written'],
+               pruned=result['pruned'], files=result['files'])
+    if module._diff and result['before'] != result['after']:
+        out['diff'] = {'before': result['before'], 'after': result['after']}
+    module.exit_json(**out)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One render run into a directory: lock, each object once (merge or refuse), prune only ours, kustomization,
+completeness mark."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+
+import pytest
+import yaml
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session as rs
+
+
+def dump(obj):
+    return '---\n' + yaml.safe_dump(obj, sort_keys=False)
+
+
+def kubevirt(gates, **conf):
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt', 'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'},
+            'spec': {'configuration': dict(conf, developerConfiguration={'featureGates': gates})}}
+
+
+def dead_pid():
+    proc = subprocess.Popen(['true'])
+    proc.wait()
+    return proc.pid
+
+
+def test_two_roles_rendering_one_object_get_one_file_with_both_parts(tmp_path):
+    rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())
+    devices = kubevirt(['Snapshot', 'HostDevices'], permittedHostDevices={'pciHostDevices': [{'pciVendorSelector': '10DE:2236'}]})
+    first = rs.record(str(tmp_path), devices, '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml', '60-kubevirt-devices', 'kubevirt')
+    second = rs.record(str(tmp_path), kubevirt(['Snapshot', 'GPUsWithDRA']), '71-dra-gate-000-kubevirt-kubevirt-kubevirt.yaml',
+                       '71-dra-gate', 'kubevirt')
+    assert first == second == '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml'
+    result = rs.close_session(str(tmp_path), 'kubevirt', dump)
+    assert result['files'] == [first] and result['written'] == [first, 'kustomization.yaml']
+    (obj,) = yaml.safe_load_all((tmp_path / first).read_text())
+    assert obj['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot', 'HostDevices', 'GPUsWithDRA']
+    assert obj['spec']['configuration']['permittedHostDevices']['pciHostDevices'] == [{'pciVendorSelector': '10DE:2236'}]
+    assert obj['metadata']['annotations'] == {'argocd.argoproj.io/sync-wave': '60'}
+    assert not (tmp_path / '71-dra-gate-000-kubevirt-kubevirt-kubevirt.yaml').exists()
+
+
+def test_two_roles_disagreeing_on_a_field_are_refused_naming_both(tmp_path):
+    rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+    rs.record(str(tmp_path), kubevirt(['A'], vmRolloutStrategy='LiveUpdate'), '60-a-000.yaml', '60-kubevirt-devices', 'kubevirt')
+    with pytest.raises(render.RenderError) as err:
+        rs.record(str(tmp_path), kubevirt(['B'], vmRolloutStrategy='Stage'), '71-b-000.yaml', '71-dra-gate', 'kubevirt')
+    msg = str(err.value)
+    assert 'kubevirt.io/v1/KubeVirt/kubevirt/kubevirt is rendered twice, differently' in msg
+    assert '60-kubevirt-devices (60-a-000.yaml)' in msg and '71-dra-gate' in msg
+    assert "spec.configuration.vmRolloutStrategy: one writer sets 'LiveUpdate', the other 'Stage'" in msg
+
+
+def test_jsonpatch_annotations_of_two_writers_are_joined():
+    one = {'metadata': {'annotations': {'kubevirt.kubevirt.io/jsonpatch': json.dumps([{'op': 'add', 'value': 'A'}])}}}
+    two = {'metadata': {'annotations': {'kubevirt.kubevirt.io/jsonpatch': json.dumps([{'op': 'add', 'value': 'B'}])}}}
+    merged = rs.merge(one, two)
+    assert json.loads(merged['metadata']['annotations']['kubevirt.kubevirt.io/jsonpatch']) == [
+        {'op': 'add', 'value': 'A'}, {'op': 'add', 'value': 'B'}]
+
+
+def test_a_live_render_holds_the_directory_a_killed_one_is_taken_over(tmp_path):
+    rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+    assert stat.S_IMODE(os.stat(tmp_path / rs.LOCK).st_mode) == 0o600  # it holds the objects, a Secret among them
+    assert json.loads((tmp_path / rs.MANIFEST).read_text())['complete'] is False
+    with pytest.raises(render.RenderError, match='another render \\(pid %d, site\\) is writing' % os.getpid()):
+        rs.open_session(str(tmp_path), 'site', pid=os.getpid() + 100000)
+    # the same run opening again (a phase playbook imported by site.yml) changes nothing
+    assert rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())['reopened'] is True
+    assert rs.close_session(str(tmp_path), 'kubevirt', dump)['closed'] is False
+    # a render that was killed: its lock names a process that is gone
+    rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt')
+    (tmp_path / '60-a-000.yaml').write_text('half\n')
+    lock = json.loads((tmp_path / rs.LOCK).read_text())
+    lock['pid'] = dead_pid()
+    (tmp_path / rs.LOCK).write_text(json.dumps(lock))
+    result = rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+    assert result['interrupted']['pid'] == lock['pid']
+    # this render does not produce 60-a: the interrupted render's file is pruned
+    assert rs.close_session(str(tmp_path), 'site', dump)['pruned'] == ['60-a-000.yaml']
+
+
+def test_prune_removes_only_our_stale_files_of_the_scope_and_keeps_foreign_ones(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    for name, phase in (('30-nodes-000.yaml', 'nodes'), ('60-kv-000.yaml', 'kubevirt'), ('60-kv-001.yaml', 'kubevirt')):
+        rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name[:-5].replace('-0', '-x')}},
+                  name, name[:5], phase)
+    rs.close_session(d, 'site', dump)
+    (tmp_path / 'foreign.yaml').write_text('kind: Secret\n')
+    # the kubevirt phase alone renders only one of its two objects: its other file goes, the nodes phase's stays
+    rs.open_session(d, 'kubevirt', pid=os.getpid())
+    rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': '60-kv-x00'}}, '60-kv-000.yaml',
+              '60-kv', 'kubevirt')
+    result = rs.close_session(d, 'kubevirt', dump)
+    assert result['pruned'] == ['60-kv-001.yaml']
+    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', '30-nodes-000.yaml', '60-kv-000.yaml', 'foreign.yaml',
+                                     'kustomization.yaml']
+    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == ['30-nodes-000.yaml',
+                                                                                           '60-kv-000.yaml']
+    manifest = json.loads((tmp_path / rs.MANIFEST).read_text())
+    assert manifest['complete'] is True and sorted(manifest['files']) == ['30-nodes-000.yaml', '60-kv-000.yaml']
+
+
+def test_a_foreign_kustomization_is_never_overwritten(tmp_path):
+    (tmp_path / 'kustomization.yaml').write_text('resources: [mine.yaml]\n')
+    rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+    rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt')
+    with pytest.raises(render.RenderError, match='kustomization.yaml exists and was not written by this collection'):
+        rs.close_session(str(tmp_path), 'site', dump)
+    assert (tmp_path / 'kustomization.yaml').read_text() == 'resources: [mine.yaml]\n'
+
+
+def test_sync_wave_comes_from_the_file_prefix():
+    obj = {'kind': 'Namespace', 'metadata': {'name': 'x'}}
+    assert rs.with_sync_wave(obj, '35-nfd-operator-000-namespace-cluster-x.yaml')['metadata']['annotations'] == {
+        'argocd.argoproj.io/sync-wave': '35'}
+    assert rs.with_sync_wave(obj, 'plain.yaml') is obj and 'annotations' not in obj['metadata']
