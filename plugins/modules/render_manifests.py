@@ -17,7 +17,7 @@ description:
   - Each file is written to a temporary file in O(dest) created with mode 0600, given O(mode), then renamed;
     readers see the old or the whole new file, and a Secret is never readable by others.
   - When a render session is open in O(dest) (M(gpuvirt.provision.render_session)), the objects are recorded and
-    written when the session closes, each once: an object another role of this render already rendered (same
+    written when the session closes, each once. An object another role of this render already rendered (same
     apiVersion, kind, namespace and name) is merged into that file, and refused, naming both writers, when the
     two set a field differently. Each object then carries the C(argocd.argoproj.io/sync-wave) annotation of its
     file's numeric prefix.

@@ -14,7 +14,7 @@ description:
   - O(state=open) takes the directory for this ansible-playbook run, creating C(.gpuvirt-render.lock)
     exclusively, and marks C(.gpuvirt-render.json) C(complete=false). Another live render holding the lock is
     refused, naming its pid; a lock left by a killed render is taken over and reported.
-  - While the session is open, M(gpuvirt.provision.render_manifests) writes each object once: a second role
+  - While the session is open, M(gpuvirt.provision.render_manifests) writes each object once. A second role
     rendering the same apiVersion/kind/namespace/name is merged into the first file, or refused when the two
     disagree.
   - O(state=closed), by the playbook that opened it, deletes the files an earlier render of the same scope

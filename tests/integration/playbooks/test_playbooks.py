@@ -89,8 +89,9 @@ def test_site_imports_every_phase_in_order():
     # the NVIDIA GPU Operator"; "If the node label nvidia.com/gpu.workload.config does not exist on the node, the
     # GPU Operator assumes the default GPU workload configuration" (sandboxWorkloads.defaultWorkload), so labels
     # must be in place before the operator deploys anything.
-    assert phases == ['preflight.yml', 'host_prep.yml', 'vgpu_image.yml', 'nodes.yml', 'operator.yml',
-                      'kubevirt.yml', 'verify.yml', 'summary.yml']
+    # render mode: one render run (render_open/render_close) around every phase that writes manifests
+    assert phases == ['render_open.yml', 'preflight.yml', 'host_prep.yml', 'vgpu_image.yml', 'nodes.yml',
+                      'operator.yml', 'kubevirt.yml', 'verify.yml', 'render_close.yml', 'summary.yml']
 
 
 def test_example_inventory_keeps_secrets_out_of_plain_text():
