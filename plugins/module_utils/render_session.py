@@ -29,8 +29,6 @@ MANIFEST = '.gpuvirt-render.json'
 KUSTOMIZATION = 'kustomization.yaml'
 FORMAT = 1
 SYNC_WAVE = 'argocd.argoproj.io/sync-wave'
-# the whole fleet's render (site.yml): its close prunes every phase's stale files
-ALL_PHASES = 'site'
 
 
 def object_key(obj):
@@ -74,7 +72,8 @@ def open_session(dest, owner, pid, now=None):
     Refuses while another live process holds the lock; a lock whose process is gone is an interrupted render,
     taken over (its files are replaced by this render's)."""
     path = os.path.join(dest, LOCK)
-    lock = {'format': FORMAT, 'owner': owner, 'pid': pid, 'started': now or time.time(), 'objects': {}}
+    lock = {'format': FORMAT, 'owner': owner, 'pid': pid, 'started': now or time.time(), 'objects': {}, 'depth': 1,
+            'phases': []}
     earlier = _load(path)
     if earlier is not None:
         if earlier.get('pid') != pid and _alive(earlier.get('pid')):
@@ -82,6 +81,9 @@ def open_session(dest, owner, pid, now=None):
                 'another render (pid %s, %s) is writing into %s; wait for it to finish. If no such render runs, '
                 'remove %s' % (earlier.get('pid'), earlier.get('owner'), dest, path))
         if earlier.get('pid') == pid:
+            # a phase playbook imported by site.yml: the same run, one level deeper
+            earlier['depth'] = earlier.get('depth', 1) + 1
+            _dump(path, earlier, 0o600)
             return {'interrupted': None, 'reopened': True}
         os.unlink(path)
     manifest = _load(os.path.join(dest, MANIFEST)) or {'format': FORMAT, 'files': {}}
@@ -89,6 +91,8 @@ def open_session(dest, owner, pid, now=None):
         # what the interrupted render wrote is ours too: pruned at close unless this render writes it again
         for entry in (earlier.get('objects') or {}).values():
             manifest.setdefault('files', {}).setdefault(entry['file'], {'phase': entry.get('phase'), 'sha256': ''})
+            if entry.get('phase') not in lock['phases']:
+                lock['phases'].append(entry.get('phase'))
     try:
         # 0600: the lock holds the objects of this render until it closes, a Secret among them
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -104,9 +108,11 @@ def open_session(dest, owner, pid, now=None):
 
 
 def controller_pid(pid=None):
-    """The pid of the ansible-playbook process this module runs under (read from /proc), else the parent's."""
+    """The pid of the ansible-playbook run this module belongs to, read from /proc: the outermost ancestor running
+    ansible-playbook (its task workers are forks with the same command line), else the parent's pid."""
     pid = pid or os.getpid()
-    for dummy in range(32):
+    found = None
+    for dummy in range(64):
         try:
             with open('/proc/%d/cmdline' % pid, 'rb') as f:
                 argv = f.read().split(b'\0')
@@ -115,11 +121,13 @@ def controller_pid(pid=None):
         except (IOError, OSError, ValueError, IndexError):
             break
         if any(os.path.basename(arg) == b'ansible-playbook' for arg in argv[:2]):
-            return pid
+            found = pid
+        elif found is not None:
+            break
         if ppid <= 1:
             break
         pid = ppid
-    return os.getppid()
+    return found or os.getppid()
 
 
 def session(dest):
@@ -177,17 +185,23 @@ def record(dest, obj, name, writer, phase, mode=0o644):
     return seen['file']
 
 
-def close_session(dest, owner, dump):
-    """Finish the render ``owner`` opened: write each recorded object once (``dump(obj)`` gives its text; a file
-    already holding it is left alone), prune, write kustomization.yaml and the manifest (complete), release the
-    lock. A playbook imported by site.yml closes nothing (site.yml opened the session and closes it).
+def close_session(dest, dump):
+    """Finish the render: write each recorded object once (``dump(obj)`` gives its text; a file already holding it
+    is left alone), prune, write kustomization.yaml and the manifest (complete), release the lock. Opens and closes
+    nest: a phase playbook imported by site.yml closes only its own level, site.yml's close finishes the run.
+
+    Pruning covers the phases that rendered in this run (every phase for site.yml, one for a phase run alone):
+    their files from an earlier render that this one did not produce are deleted.
 
     Returns ``{'closed': bool, 'written': [...], 'pruned': [...], 'files': [...], 'before': .., 'after': ..}``."""
     lock = session(dest)
     if lock is None:
         raise render.RenderError('no render session is open in %s' % dest)
-    if lock.get('owner') != owner:
+    lock['depth'] = lock.get('depth', 1) - 1
+    if lock['depth'] > 0:
+        _dump(os.path.join(dest, LOCK), lock, 0o600)
         return {'closed': False, 'written': [], 'pruned': [], 'files': [], 'before': '', 'after': ''}
+    scope = set(lock.get('phases') or []) | set(entry.get('phase') for entry in lock['objects'].values())
     written_files, before, after = [], [], []
     for entry in sorted(lock['objects'].values(), key=lambda e: e['file']):
         path = os.path.join(dest, entry['file'])
@@ -206,7 +220,7 @@ def close_session(dest, owner, dump):
     for name, entry in sorted(ours.items()):
         if name in written:
             continue
-        in_scope = owner == ALL_PHASES or entry.get('phase') == owner
+        in_scope = entry.get('phase') in scope
         path = os.path.join(dest, name)
         if not in_scope:
             continue

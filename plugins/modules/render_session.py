@@ -17,10 +17,11 @@ description:
   - While the session is open, M(gpuvirt.provision.render_manifests) writes each object once. A second role
     rendering the same apiVersion/kind/namespace/name is merged into the first file, or refused when the two
     disagree.
-  - O(state=closed), by the playbook that opened it, deletes the files an earlier render of the same scope
-    wrote and this one did not (never a file the collection did not write), writes C(kustomization.yaml)
-    listing the objects in apply order, records the files with their sha256 in C(.gpuvirt-render.json) with
-    C(complete=true), and releases the lock. A playbook imported by C(site.yml) closes nothing.
+  - Opens and closes nest within one run (a phase playbook imported by C(site.yml) opens and closes a level).
+    The outermost O(state=closed) writes each object once, deletes the files an earlier render of the phases
+    that rendered now wrote and this one did not (never a file the collection did not write), writes
+    C(kustomization.yaml) listing the objects in apply order, records the files with their sha256 in
+    C(.gpuvirt-render.json) with C(complete=true), and releases the lock.
 options:
   dest:
     description: The render directory; it must exist.
@@ -28,8 +29,7 @@ options:
     required: true
   owner:
     description:
-      - The playbook that opens the session (C(site) prunes every phase's stale files; a phase name prunes only
-        that phase's).
+      - The playbook that opens the session, recorded in the lock and named when another render is refused.
     type: str
     required: true
   state:
@@ -126,7 +126,7 @@ def main():
                             'render' % (p['dest'], earlier.get('pid'), earlier.get('owner')))
             # taking the lock is bookkeeping, not a change to the rendered output
             module.exit_json(changed=False, interrupted=result['interrupted'] or {})
-        result = render_session.close_session(p['dest'], p['owner'], dump)
+        result = render_session.close_session(p['dest'], dump)
     except render.RenderError as e:
         module.fail_json(msg=str(e))
     out = dict(changed=bool(result['written'] or result['pruned']), written=result['written'],

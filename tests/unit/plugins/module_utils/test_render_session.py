@@ -37,7 +37,7 @@ def test_two_roles_rendering_one_object_get_one_file_with_both_parts(tmp_path):
     second = rs.record(str(tmp_path), kubevirt(['Snapshot', 'GPUsWithDRA']), '71-dra-gate-000-kubevirt-kubevirt-kubevirt.yaml',
                        '71-dra-gate', 'kubevirt')
     assert first == second == '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml'
-    result = rs.close_session(str(tmp_path), 'kubevirt', dump)
+    result = rs.close_session(str(tmp_path), dump)
     assert result['files'] == [first] and result['written'] == [first, 'kustomization.yaml']
     (obj,) = yaml.safe_load_all((tmp_path / first).read_text())
     assert obj['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot', 'HostDevices', 'GPUsWithDRA']
@@ -71,9 +71,10 @@ def test_a_live_render_holds_the_directory_a_killed_one_is_taken_over(tmp_path):
     assert json.loads((tmp_path / rs.MANIFEST).read_text())['complete'] is False
     with pytest.raises(render.RenderError, match='another render \\(pid %d, site\\) is writing' % os.getpid()):
         rs.open_session(str(tmp_path), 'site', pid=os.getpid() + 100000)
-    # the same run opening again (a phase playbook imported by site.yml) changes nothing
+    # the same run opening again (a phase playbook imported by site.yml) nests: its close ends only its level
     assert rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())['reopened'] is True
-    assert rs.close_session(str(tmp_path), 'kubevirt', dump)['closed'] is False
+    assert rs.close_session(str(tmp_path), dump)['closed'] is False
+    assert json.loads((tmp_path / rs.LOCK).read_text())['depth'] == 1
     # a render that was killed: its lock names a process that is gone
     rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt')
     (tmp_path / '60-a-000.yaml').write_text('half\n')
@@ -83,7 +84,7 @@ def test_a_live_render_holds_the_directory_a_killed_one_is_taken_over(tmp_path):
     result = rs.open_session(str(tmp_path), 'site', pid=os.getpid())
     assert result['interrupted']['pid'] == lock['pid']
     # this render does not produce 60-a: the interrupted render's file is pruned
-    assert rs.close_session(str(tmp_path), 'site', dump)['pruned'] == ['60-a-000.yaml']
+    assert rs.close_session(str(tmp_path), dump)['pruned'] == ['60-a-000.yaml']
 
 
 def test_prune_removes_only_our_stale_files_of_the_scope_and_keeps_foreign_ones(tmp_path):
@@ -92,13 +93,13 @@ def test_prune_removes_only_our_stale_files_of_the_scope_and_keeps_foreign_ones(
     for name, phase in (('30-nodes-000.yaml', 'nodes'), ('60-kv-000.yaml', 'kubevirt'), ('60-kv-001.yaml', 'kubevirt')):
         rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name[:-5].replace('-0', '-x')}},
                   name, name[:5], phase)
-    rs.close_session(d, 'site', dump)
+    rs.close_session(d, dump)
     (tmp_path / 'foreign.yaml').write_text('kind: Secret\n')
     # the kubevirt phase alone renders only one of its two objects: its other file goes, the nodes phase's stays
     rs.open_session(d, 'kubevirt', pid=os.getpid())
     rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': '60-kv-x00'}}, '60-kv-000.yaml',
               '60-kv', 'kubevirt')
-    result = rs.close_session(d, 'kubevirt', dump)
+    result = rs.close_session(d, dump)
     assert result['pruned'] == ['60-kv-001.yaml']
     assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', '30-nodes-000.yaml', '60-kv-000.yaml', 'foreign.yaml',
                                      'kustomization.yaml']
@@ -113,7 +114,7 @@ def test_a_foreign_kustomization_is_never_overwritten(tmp_path):
     rs.open_session(str(tmp_path), 'site', pid=os.getpid())
     rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt')
     with pytest.raises(render.RenderError, match='kustomization.yaml exists and was not written by this collection'):
-        rs.close_session(str(tmp_path), 'site', dump)
+        rs.close_session(str(tmp_path), dump)
     assert (tmp_path / 'kustomization.yaml').read_text() == 'resources: [mine.yaml]\n'
 
 

@@ -1,0 +1,105 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The example inventory renders as shipped, with the GPU hosts unreachable (a GitOps pipeline with no SSH).
+
+``ansible-playbook -i inventories/example playbooks/site.yml -e gpuvirt_cluster_mode=render``, on a copy of the
+inventory: the GPU facts come from the saved facts it ships (host_vars/<host>/gpuvirt_saved_facts.json, built
+from real lspci captures by tools/example/facts.yml), no host is contacted (each points at an address of
+TEST-NET-1, RFC 5737, which nothing answers), and every cluster object of the fleet is rendered, once, listed in
+kustomization.yaml and valid against the real CRD/OpenAPI schemas. Then OpenShift -> Kubernetes in the same
+directory: the OpenShift-only files are pruned.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
+import schema  # noqa: E402
+
+
+def example_copy(tmp_path):
+    inv = tmp_path / 'inventory'
+    shutil.copytree(os.path.join(ROOT, 'inventories', 'example'), inv)
+    hosts = yaml.safe_load((inv / 'hosts.yml').read_text())
+    for group in hosts['all']['children'].values():
+        for name in (group.get('hosts') or {}):
+            group['hosts'][name] = dict(group['hosts'][name] or {}, ansible_host='192.0.2.1',
+                                        ansible_ssh_common_args='-o ConnectTimeout=2')
+    (inv / 'hosts.yml').write_text(yaml.safe_dump(hosts))
+    return inv
+
+
+def render(tmp_path, inv, *extra):
+    out = tmp_path / 'rendered'
+    cmd = ['ansible-playbook', '-i', str(inv), os.path.join(ROOT, 'playbooks', 'site.yml'),
+           '-e', 'gpuvirt_cluster_mode=render', '-e', 'gpuvirt_render_dir=%s' % out,
+           '-e', 'ansible_python_interpreter=%s' % sys.executable] + list(extra)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    return proc.returncode, proc.stdout + proc.stderr, out
+
+
+def objects(out):
+    listed = yaml.safe_load((out / 'kustomization.yaml').read_text())['resources']
+    found = {}
+    for name in listed:
+        # the ClusterPolicy is built from the v26.7.0 alm-examples the example pins: that release's CRD
+        sources = ['v26.7.0'] if '-clusterpolicy-' in name else None
+        for doc in schema.validate_file(str(out / name), crd_sources=sources):
+            found.setdefault(doc['kind'], []).append(doc)
+    return listed, found
+
+
+def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_host(tmp_path):
+    inv = example_copy(tmp_path)
+    rc, log, out = render(tmp_path, inv)
+    assert rc == 0, log
+    assert 'UNREACHABLE' not in log, log
+    listed, found = objects(out)
+    # every file we wrote is listed, once; nothing else of ours is in the directory
+    assert sorted(listed) == sorted(p for p in os.listdir(out) if p.endswith('.yaml') and p != 'kustomization.yaml'
+                                    and '-helm-values-' not in p)
+    nodes = {n['metadata']['name']: n['metadata']['labels'] for n in found['Node']}
+    assert nodes['gpu-c01']['nvidia.com/gpu.workload.config'] == 'container'
+    assert nodes['gpu-p02']['nvidia.com/gpu.workload.config'] == 'vm-passthrough'  # gpuvirt_node_name
+    assert nodes['gpu-v01']['nvidia.com/vgpu.config'] == 'A10-12Q'
+    assert [s['spec']['name'] for s in found['Subscription']] == ['nfd', 'gpu-operator-certified']
+    (policy,) = found['ClusterPolicy']
+    assert policy['spec']['vgpuManager']['version'] == '580.82.02'
+    (hco,) = found['HyperConverged']
+    pci = hco['spec']['permittedHostDevices']['pciHostDevices']
+    # from the saved facts of the passthrough hosts: the A10 (10de:2236) and the P40 (10de:1b38) captures
+    assert sorted(d['pciDeviceSelector'] for d in pci) == ['10DE:1B38', '10DE:2236'], pci
+    assert 'Secret' not in found  # a GitOps tree holds no registry password
+    assert 'pull Secret gpuvirt-vgpu-pull' in log and 'is not rendered' in log
+    assert found['MachineConfig'] and found['MachineConfigPool']
+    manifest = json.loads((out / '.gpuvirt-render.json').read_text())
+    assert manifest['complete'] is True and not (out / '.gpuvirt-render.lock').exists()
+    # no host was contacted, so nothing was saved over the shipped facts
+    assert not glob.glob(str(inv / 'host_vars' / '*' / '*.json.*'))
+    # the same render again changes nothing
+    rc, log, out = render(tmp_path, inv)
+    assert rc == 0, log
+    recap = [ln for ln in log.splitlines() if ln.startswith('localhost')][-1]
+    assert 'changed=0' in recap, recap
+
+    # Kubernetes (a string, as -e passes it): Helm values instead of OLM, the KubeVirt CR instead of HyperConverged
+    rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_openshift=false')
+    assert rc == 0, log
+    listed, found = objects(out)
+    assert 'ClusterPolicy' not in found and 'HyperConverged' not in found and 'MachineConfig' not in found
+    assert 'Subscription' not in found
+    (kubevirt,) = found['KubeVirt']
+    assert sorted(d['pciVendorSelector'] for d in kubevirt['spec']['configuration']['permittedHostDevices'][
+        'pciHostDevices']) == ['10DE:1B38', '10DE:2236']
+    assert glob.glob(str(out / '43-gpu-operator-helm-values-*.yaml'))
+    # the OpenShift files of the first render are gone: ours, and not produced by this one
+    assert not glob.glob(str(out / '20-machineconfig-*')) and not glob.glob(str(out / '35-nfd-*'))
