@@ -40,8 +40,11 @@ help:
 
 deps: host venv collection
 
+# Debian package groups for tools/bootstrap-host.sh (empty: all, what `make test` needs); targets that need fewer
+# set their own (mk/kube.mk: core kube)
+HOST_GROUPS ?=
 host:
-	@tools/bootstrap-host.sh
+	@tools/bootstrap-host.sh $(HOST_GROUPS)
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt

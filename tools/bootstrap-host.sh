@@ -1,26 +1,55 @@
 #!/usr/bin/env bash
-# Install the Debian packages the test suite needs on a fresh Debian 12 machine. Idempotent: does
-# nothing when everything is already present. It lists the packages first and, run from a terminal
-# outside CI, asks before installing (GPUVIRT_BOOTSTRAP_YES=1 skips the question).
+# Install the Debian packages the chosen make targets need on a Debian 12 machine. Idempotent: does nothing when
+# they are already present. It lists the packages first and, run from a terminal outside CI, asks before
+# installing (GPUVIRT_BOOTSTRAP_YES=1 skips the question).
+#   tools/bootstrap-host.sh [--list] [GROUP...]     GROUP: core kube podman lab registry docker; none = all
+# `make test` (CI) needs every group; `make kube-apiserver` and the cluster targets only core and kube; `make unit`
+# none. --list prints the packages of the groups and installs nothing.
 # Podman's settings for the sandbox are not written to /etc: they live in tools/containers.conf, which
 # the Makefile passes to Podman through CONTAINERS_CONF for the targets that run it.
 set -euo pipefail
 
-PACKAGES=(
-  pciutils            # lspci: pci_devices integration test
-  podman runc buildah skopeo   # molecule podman driver, image builds, registry inspection
-  debootstrap         # local base images (no image registry is reachable)
-  qemu-system-x86 qemu-utils fdisk e2fsprogs   # the VM lab
-  docker-registry apache2-utils openssl        # a real registry with htpasswd auth and TLS
-  docker.io           # the vgpu_manager_image Docker path, against a private dockerd the tests start and stop
-  rsync psmisc openssh-client
-  shellcheck          # ansible-test sanity checks our shell scripts with it
+declare -A GROUPS_PACKAGES=(
+  # lspci (pci_devices integration test), shell checks (ansible-test sanity), the lab's file copies and ssh
+  [core]="pciutils shellcheck rsync psmisc openssh-client"
   # a real kube-apiserver for the cluster tests, built from Debian's source (tools/kube/build.sh), and its etcd
-  golang-go dpkg-dev make golang-github-modern-go-reflect2-dev etcd-server curl
+  [kube]="golang-go dpkg-dev make golang-github-modern-go-reflect2-dev etcd-server curl"
+  # molecule's podman driver, image builds, registry inspection; local base images (no image registry reachable)
+  [podman]="podman runc buildah skopeo debootstrap"
+  # the VM lab
+  [lab]="qemu-system-x86 qemu-utils fdisk e2fsprogs"
+  # a real registry with htpasswd auth and TLS
+  [registry]="docker-registry apache2-utils openssl"
+  # the vgpu_manager_image Docker path, against a private dockerd the tests start and stop
+  [docker]="docker.io"
 )
+ALL_GROUPS=(core kube podman lab registry docker)
+
+list_only=false
+if [ "${1:-}" = "--list" ]; then
+  list_only=true
+  shift
+fi
+groups=("$@")
+[ "${#groups[@]}" -gt 0 ] || groups=("${ALL_GROUPS[@]}")
+
+packages=()
+for g in "${groups[@]}"; do
+  if [ -z "${GROUPS_PACKAGES[$g]+set}" ]; then
+    echo "bootstrap: unknown group '$g'; use one of: ${ALL_GROUPS[*]}" >&2
+    exit 2
+  fi
+  read -r -a pkgs <<<"${GROUPS_PACKAGES[$g]}"
+  packages+=("${pkgs[@]}")
+done
+
+if $list_only; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
-for p in "${PACKAGES[@]}"; do
+for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
@@ -28,7 +57,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 if [ "${#missing[@]}" -gt 0 ]; then
-  echo "bootstrap: these Debian packages will be installed (apt-get${SUDO:+ through sudo}):"
+  echo "bootstrap: these Debian packages will be installed (apt-get${SUDO:+ through sudo}) for ${groups[*]}:"
   printf '  %s\n' "${missing[@]}"
   if [ -z "${CI:-}" ] && [ -t 0 ] && [ "${GPUVIRT_BOOTSTRAP_YES:-}" != 1 ]; then
     read -r -p "bootstrap: proceed? [y/N] " answer

@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""tools/bootstrap-host.sh installs only what the chosen targets need (--list installs nothing)."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+SCRIPT = os.path.join(ROOT, 'tools', 'bootstrap-host.sh')
+
+
+def listed(*groups):
+    proc = subprocess.run([SCRIPT, '--list'] + list(groups), capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout.split(), proc.stderr
+
+
+def test_the_kube_targets_pull_no_lab_no_docker_and_all_is_the_ci_set():
+    rc, kube, dummy = listed('core', 'kube')
+    assert rc == 0 and 'etcd-server' in kube and 'golang-go' in kube
+    assert not {'qemu-system-x86', 'docker.io', 'podman', 'docker-registry'} & set(kube)
+    rc, everything, dummy = listed()
+    # what `make test` (CI) installs: every group
+    assert rc == 0 and {'qemu-system-x86', 'docker.io', 'podman', 'docker-registry', 'etcd-server', 'shellcheck'} <= set(everything)
+    assert len(everything) == len(set(everything))
+
+
+def test_an_unknown_group_is_refused_naming_the_groups():
+    rc, out, err = listed('nope')
+    assert rc == 2 and out == [] and "unknown group 'nope'" in err and 'core kube podman lab registry docker' in err
+
+
+def test_make_asks_the_kube_target_for_its_groups_only():
+    proc = subprocess.run(['make', '-n', '-C', ROOT, 'kube-apiserver'], capture_output=True, text=True, check=False)
+    assert 'tools/bootstrap-host.sh core kube' in proc.stdout, proc.stdout + proc.stderr
