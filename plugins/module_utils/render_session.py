@@ -241,7 +241,7 @@ def close_session(dest, dump):
         render.write_atomic(kpath, kustomization, 0o644)
         written_files.append(KUSTOMIZATION)
     _dump(os.path.join(dest, MANIFEST), {'format': FORMAT, 'complete': True, 'files': ours,
-                                        'kustomization': sha256(kustomization), 'finished': time.time()})
+                                         'kustomization': sha256(kustomization), 'finished': time.time()})
     os.unlink(os.path.join(dest, LOCK))
     return {'closed': True, 'written': written_files, 'pruned': pruned, 'files': sorted(ours),
             'before': ''.join(before), 'after': ''.join(after)}

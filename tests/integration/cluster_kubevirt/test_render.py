@@ -278,4 +278,3 @@ def test_one_render_writes_each_object_once_lists_it_and_prunes_only_its_own(tmp
     # a second render changes nothing
     rc, log, out = run(tmp_path, 'kubevirt-with-dra')
     assert rc == 0 and recap(log)['changed'] == '0', log
-

@@ -103,8 +103,8 @@ def test_prune_removes_only_our_stale_files_of_the_scope_and_keeps_foreign_ones(
     assert result['pruned'] == ['60-kv-001.yaml']
     assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', '30-nodes-000.yaml', '60-kv-000.yaml', 'foreign.yaml',
                                      'kustomization.yaml']
-    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == ['30-nodes-000.yaml',
-                                                                                           '60-kv-000.yaml']
+    listed = yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources']
+    assert listed == ['30-nodes-000.yaml', '60-kv-000.yaml']
     manifest = json.loads((tmp_path / rs.MANIFEST).read_text())
     assert manifest['complete'] is True and sorted(manifest['files']) == ['30-nodes-000.yaml', '60-kv-000.yaml']
 
