@@ -14,6 +14,12 @@ import os
 import re
 import tempfile
 
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:
+    HAS_YAML = False
+
 from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
 
 KIND_RE = re.compile(r'[A-Za-z][A-Za-z0-9]{0,62}')
@@ -48,6 +54,11 @@ def file_names(objects, prefix=''):
         lead = prefix + '-' if prefix else ''
         names.append('%s%03d-%s-%s-%s.yaml' % (lead, i, kind.lower(), namespace or 'cluster', name))
     return names
+
+
+def dump(obj):
+    """The YAML text of one rendered object (a document start, keys in the object's order)."""
+    return '---\n' + yaml.safe_dump(obj, indent=2, allow_unicode=True, default_flow_style=False, sort_keys=False)
 
 
 def read(path):

@@ -84,16 +84,6 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:
-    HAS_YAML = False
-
-
-def dump(obj):
-    return '---\n' + yaml.safe_dump(obj, indent=2, allow_unicode=True, default_flow_style=False, sort_keys=False)
-
 
 def main():
     module = AnsibleModule(
@@ -106,7 +96,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if not HAS_YAML:
+    if not render.HAS_YAML:
         module.fail_json(msg='PyYAML is needed on the host that renders (pip install pyyaml)')
     p = module.params
     try:
@@ -138,7 +128,7 @@ def main():
     files, changed, before, after = [], False, [], []
     for obj, name in zip(p['objects'], names):
         path = os.path.join(p['dest'], name)
-        content = dump(obj)
+        content = render.dump(obj)
         content_differs, mode_differs = render.needs_write(path, content, mode)
         files.append(path)
         if content_differs:

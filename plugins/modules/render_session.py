@@ -86,17 +86,7 @@ files:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:
-    HAS_YAML = False
 from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
-
-
-def dump(obj):
-    return '---\n' + yaml.safe_dump(obj, indent=2, allow_unicode=True, default_flow_style=False, sort_keys=False)
 
 
 def main():
@@ -108,7 +98,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    if not HAS_YAML:
+    if not render.HAS_YAML:
         module.fail_json(msg='PyYAML is needed on the host that renders (pip install pyyaml)')
     p = module.params
     if not render.PREFIX_RE.fullmatch(p['owner']):
@@ -126,7 +116,7 @@ def main():
                             'render' % (p['dest'], earlier.get('pid'), earlier.get('owner')))
             # taking the lock is bookkeeping, not a change to the rendered output
             module.exit_json(changed=False, interrupted=result['interrupted'] or {})
-        result = render_session.close_session(p['dest'], dump)
+        result = render_session.close_session(p['dest'], render.dump)
     except render.RenderError as e:
         module.fail_json(msg=str(e))
     out = dict(changed=bool(result['written'] or result['pruned']), written=result['written'],
