@@ -22,6 +22,7 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
+KUBECTL = os.path.join(ROOT, '.build', 'kube', 'bin', 'kubectl')
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
 import schema  # noqa: E402
 
@@ -83,6 +84,14 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     assert found['MachineConfig'] and found['MachineConfigPool']
     manifest = json.loads((out / '.gpuvirt-render.json').read_text())
     assert manifest['complete'] is True and not (out / '.gpuvirt-render.lock').exists()
+    # the real Kustomize (kubectl kustomize, built with the test API server: make kube-apiserver) accepts the
+    # directory and yields exactly the objects listed, each once
+    built = subprocess.run([KUBECTL, 'kustomize', str(out)], capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr
+    kustomized = [d for d in yaml.safe_load_all(built.stdout) if d]
+    assert len(kustomized) == sum(len(v) for v in found.values())
+    assert len({(d['apiVersion'], d['kind'], d['metadata'].get('namespace'), d['metadata']['name'])
+                for d in kustomized}) == len(kustomized)
     # no host was contacted, so nothing was saved over the shipped facts
     assert not glob.glob(str(inv / 'host_vars' / '*' / '*.json.*'))
     # the same render again changes nothing
