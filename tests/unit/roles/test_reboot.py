@@ -1,0 +1,49 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run the reboot role for real (ansible-playbook) on its flag handling; nothing is pending, so nothing reboots."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Reboot role with nothing pending
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+      vars:
+        reboot_pending_reasons: []
+"""
+
+
+def _run(tmp_path, **flags):
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY)
+    extra_vars = dict(flags, ansible_python_interpreter=sys.executable)
+    cmd = ["ansible-playbook", "-i", "localhost,", str(play), "-e", json.dumps(extra_vars)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_validate_certs_off_as_survey_string_warns(tmp_path):
+    # an AWX survey or -e passes the string "false"
+    rc, out = _run(tmp_path, reboot_validate_certs="false")
+    assert rc == 0, out
+    assert "WARNING: reboot_validate_certs is" in out, out
+
+
+def test_validate_certs_on_does_not_warn(tmp_path):
+    rc, out = _run(tmp_path, reboot_validate_certs="true")
+    assert rc == 0, out
+    assert "WARNING: reboot_validate_certs" not in out, out
+
+
+def test_flag_typo_is_refused_naming_the_variable(tmp_path):
+    rc, out = _run(tmp_path, reboot_drain="flase")
+    assert rc != 0, out
+    assert "reboot_drain" in out and "flase" in out, out
