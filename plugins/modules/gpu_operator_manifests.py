@@ -66,6 +66,7 @@ options:
       - The login the role will put in the pull Secret, without the password, checked here so a mistake is
         reported by a task that is not C(no_log) (the Secret itself is built by M(gpuvirt.provision.gpu_operator_pull_secret)).
       - C(registry), C(username) and C(password_given) (a bool); the registry must be the vGPU Manager image's.
+      - C(credentials) false (a render that leaves the Secret out) checks the registry only.
     type: dict
   registry_public:
     description: The vGPU Manager registry needs no login (otherwise a pull secret is required).
@@ -208,7 +209,8 @@ def build(p):
     if login:
         image_registry = gop.registry_of(p['vgpu_manager']['repository']) if p['vgpu_manager'] else None
         ps.check_login(p['pull_secret_name'] or 'pull secret', login.get('registry') or '',
-                       login.get('username') or '', bool(login.get('password_given')), image_registry)
+                       login.get('username') or '', bool(login.get('password_given')), image_registry,
+                       credentials=login.get('credentials', True))
     warnings, config_objects, vdm_config = [], [], None
     if p['vgpu_configs']:
         configs = vc.normalise_configs(p['vgpu_configs'])

@@ -21,12 +21,15 @@ def _b64(text):
     return base64.b64encode(text.encode('utf-8')).decode('ascii')
 
 
-def check_login(name, registry, username, password_given, image_registry=None):
-    """Everything about a login that can be judged without the password (only whether one is given).
+def check_login(name, registry, username, password_given, image_registry=None, credentials=True):
+    """Everything about a login that can be judged without the password (only whether one is given). With
+    ``credentials`` false (a render that leaves the Secret out) only the registry is judged.
 
     Kept apart from the build so the role can run it in a task WITHOUT no_log: its failure message is then
     shown instead of being hidden with the credential."""
-    missing = [k for k, v in (('registry', registry), ('username', username), ('password', password_given)) if not v]
+    needed = (('registry', registry), ('username', username), ('password', password_given)) if credentials else \
+        (('registry', registry),)
+    missing = [k for k, v in needed if not v]
     if missing:
         raise ManifestError("pull secret %s lacks %s (gpu_operator_pull_secret.%s)"
                             % (name, ', '.join(missing), missing[0]))

@@ -205,6 +205,21 @@ def test_private_registry_without_pull_secret_fails_before_writing(tmp_path):
     assert_failed_before_writing(rc, log, out, 'registry.example.com:5000', 'gpu_operator_pull_secret')
 
 
+def test_render_leaves_the_pull_secret_out_unless_asked_and_names_it(tmp_path):
+    # a GitOps repository must not hold the registry password: by default the Secret is named, not rendered
+    rc, log, out = run(tmp_path, 'operator', 'openshift-vgpu', gpu_operator_render_pull_secret=False)
+    assert rc == 0, log
+    objs = rendered(out)
+    assert 'Secret' not in objs
+    assert 'the pull Secret gpuvirt-vgpu-pull (type kubernetes.io/dockerconfigjson' in ' '.join(log.split()), log
+    for path in glob.glob(str(out / '*')):
+        with open(path, encoding='utf-8') as handle:
+            assert 'n0t-a-real-pass' not in handle.read(), path
+    # the ClusterPolicy still names the Secret the nodes pull with
+    (cp,) = objs['ClusterPolicy']
+    assert cp['spec']['vgpuManager']['imagePullSecrets'] == ['gpuvirt-vgpu-pull']
+
+
 def test_pull_secret_for_another_registry_fails_without_showing_the_password(tmp_path):
     rc, log, out = run(tmp_path, 'operator', 'openshift-vgpu',
                        gpu_operator_pull_secret={'registry': 'quay.io', 'username': 'u', 'password': 'hunter2-xyz'})
