@@ -1,19 +1,28 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""mcp_nodes_waiting: the expected nodes not yet running a pool's rendered config (module_utils.manifests.
-machineconfig). Documentation lives in the sidecar mcp_nodes_waiting.yml."""
+"""mcp_nodes_waiting: the expected nodes not yet running a pool's rendered config; mcp_pool_selector: the node
+labels a dedicated GPU MachineConfigPool selects (module_utils.manifests.machineconfig). Documentation lives in
+the sidecars mcp_nodes_waiting.yml and mcp_pool_selector.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.machineconfig import nodes_waiting
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 
 
 def mcp_nodes_waiting(nodes, expected, rendered):
-    return nodes_waiting(nodes, expected, rendered)
+    return mc.nodes_waiting(nodes, expected, rendered)
+
+
+def mcp_pool_selector(pool, node_selector=None):
+    try:
+        return mc.pool_selector(mc.check_name(pool, 'MachineConfigPool'), node_selector)
+    except mc.ManifestError as exc:
+        raise AnsibleFilterError('mcp_pool_selector: %s' % exc)
 
 
 class FilterModule(object):
     def filters(self):
-        return {'mcp_nodes_waiting': mcp_nodes_waiting}
+        return {'mcp_nodes_waiting': mcp_nodes_waiting, 'mcp_pool_selector': mcp_pool_selector}

@@ -28,6 +28,12 @@ DRA_TOLERATED_HOLDERS = ("persistenced",)
 # The drivers a GPU may be taken from by the vfio role (anything else holds it: nvidia, pci-stub...).
 REBINDABLE = ("vfio-pci", "nouveau", None)
 
+# GPU chips (the pci.ids device name's code: "AD102GL [L40S]", "GH100 [H100 PCIe]", "GB202GL [...]") of the
+# architectures whose vGPUs, from vGPU 17 (driver branch 550) on, come through NVIDIA's vendor-specific VFIO
+# interface (nvidia/creatable_vgpu_types on each VF) instead of the mdev bus: Ada Lovelace (AD1xx), Hopper (GH1xx),
+# Blackwell (GB1xx, GB2xx). Older branches, and older architectures on any branch, use mdev.
+_VENDOR_VFIO_CHIP = re.compile(r"(?:AD|GH|GB)[12][0-9]{2}[A-Z]*")
+VENDOR_VFIO_FIRST_BRANCH = 550
 # "NVIDIA A10-12Q" / "GRID T4-1Q" / "A10-12Q" -> board model "A10"; "A100D-4C" -> "A100D".
 _TYPE_MODEL = re.compile(r"(?:GRID |NVIDIA )?([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)")
 
@@ -99,14 +105,31 @@ def _gpu_models(gpus):
     return models
 
 
+def vendor_vfio_chips(gpus, driver_version):
+    """``[(bdf, device name)]`` of the GPUs whose vGPUs the vGPU Manager ``driver_version`` (e.g. 580.82.02) will
+    offer on the vendor-specific VFIO interface, judged before it is loaded: an Ada/Hopper/Blackwell chip with a
+    driver branch of 550 (vGPU 17) or later. Empty when the version is not a driver version."""
+    match = re.fullmatch(r"([0-9]+)(?:\.[0-9]+)+", str(driver_version or "").strip())
+    if not match or int(match.group(1)) < VENDOR_VFIO_FIRST_BRANCH:
+        return []
+    found = []
+    for gpu in gpus:
+        name = gpu.get("device_name") or ""
+        chip = name.split(" ", 1)[0]
+        if _VENDOR_VFIO_CHIP.fullmatch(chip):
+            found.append((gpu.get("bdf"), name))
+    return found
+
+
 def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=None,
-               iommu_firmware=None, virtualization_role=None, allow_no_gpu=False):
+               iommu_firmware=None, virtualization_role=None, allow_no_gpu=False, vgpu_driver_version=None):
     """Return (errors, warnings): lists of sentences, each naming the value at fault and the fix.
 
     host: inventory name; pools: the pools the host's groups put it in; pci: pci_devices result;
     holders: gpu_holders result; mdev: mdev_types result; requested_vgpu_types: type names the host's
     vGPU config asks for; iommu_firmware: True/False whether the firmware announces an IOMMU (ACPI
-    DMAR/IVRS table), None when unknown; virtualization_role: Ansible's ansible_virtualization_role.
+    DMAR/IVRS table), None when unknown; virtualization_role: Ansible's ansible_virtualization_role;
+    vgpu_driver_version: the vGPU Manager's driver version (vm-vgpu), to judge the vGPU interface before it loads.
     """
     check_facts(pci, holders, mdev)
     errors, warnings = [], []
@@ -169,7 +192,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
                     "kill pid %s" % holder.get("pid")))
 
     if pool == "vm-vgpu":
-        errors.extend(_check_vgpu(host, gpus, mdev, requested_vgpu_types or [], warnings))
+        errors.extend(_check_vgpu(host, gpus, mdev, requested_vgpu_types or [], warnings, vgpu_driver_version))
     return errors, warnings
 
 
@@ -180,19 +203,23 @@ def vendor_vfio_parents(mdev_result):
                   if p.get("interface") == "vendor_vfio" and p.get("parent"))
 
 
-def _check_vgpu(host, gpus, mdev, requested, warnings):
+def _vendor_vfio_error(host, where):
+    return ("%s: its vGPU types are on NVIDIA's vendor-specific VFIO interface (%s, no mdev bus), which the GPU "
+            "Operator's vGPU Device Manager and KubeVirt's mediated devices do not support yet: no vGPU would be "
+            "created and a HyperConverged mediatedDevices entry would never match. Move %s to gpu_vm_passthrough "
+            "(whole GPUs to VMs) or out of gpu_vm_vgpu until vGPU creation on this interface is supported"
+            % (host, where, host))
+
+
+def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
     errors = []
     # KubeVirt finds vGPUs only on the mdev bus (kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go
     # discoverPermittedHostMediatedDevices reads /sys/bus/mdev/devices) and the vGPU Device Manager creates them
     # through mdev_supported_types: on this interface no vGPU is created and an HCO mediatedDevices entry never matches.
     vendor = vendor_vfio_parents(mdev)
     if vendor:
-        errors.append(
-            "%s: its vGPU types are on NVIDIA's vendor-specific VFIO interface (nvidia/creatable_vgpu_types on %s, "
-            "no mdev bus), which the GPU Operator's vGPU Device Manager and KubeVirt's mediated devices do not "
-            "support yet: no vGPU would be created and a HyperConverged mediatedDevices entry would never match. "
-            "Move %s to gpu_vm_passthrough (whole GPUs to VMs) or out of gpu_vm_vgpu until vGPU creation on this "
-            "interface is supported" % (host, ", ".join(vendor[:4]) + (" ..." if len(vendor) > 4 else ""), host))
+        errors.append(_vendor_vfio_error(host, "nvidia/creatable_vgpu_types on %s" % (
+            ", ".join(vendor[:4]) + (" ..." if len(vendor) > 4 else ""))))
         return errors
     offered = offered_vgpu_types(mdev)
     if offered:
@@ -201,8 +228,14 @@ def _check_vgpu(host, gpus, mdev, requested, warnings):
                 errors.append("%s: vGPU type %s is not offered by any GPU here (offered: %s); pick one of "
                               "those in the host's vGPU config" % (host, vtype, ", ".join(sorted(offered))))
         return errors
-    # No vGPU interface yet: the vGPU Manager (installed by the GPU Operator) is not loaded. The
-    # board a type belongs to can still be checked against the GPUs' pci.ids names.
+    # No vGPU interface yet: the vGPU Manager (installed by the GPU Operator) is not loaded. Which interface it will
+    # bring follows from the GPU's architecture and the driver branch; the board a type belongs to can still be
+    # checked against the GPUs' pci.ids names.
+    chips = vendor_vfio_chips(gpus, driver_version)
+    if chips:
+        errors.append(_vendor_vfio_error(host, "vGPU Manager %s on %s" % (
+            driver_version, ", ".join("%s %s" % chip for chip in chips[:4]) + (" ..." if len(chips) > 4 else ""))))
+        return errors
     warnings.append("%s: no vGPU types visible (neither mdev_supported_types nor nvidia/creatable_vgpu_types): "
                     "the vGPU Manager is not loaded yet; types are checked against GPU models only" % host)
     models = _gpu_models(gpus)

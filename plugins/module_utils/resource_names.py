@@ -37,6 +37,13 @@ def short_type_name(type_name):
     return re.sub(r'^(GRID|NVIDIA)\s+', '', (type_name or '').strip())
 
 
+def full_type_name(short_name):
+    """The mdev type name the vGPU Manager will report for a config's type, before it is loaded: current vGPU
+    releases spell it "NVIDIA <board>-<profile>" (NVIDIA's OpenShift Virtualization guide, "Add GPU Resources to the
+    HyperConverged Custom Resource": mdevNameSelector "NVIDIA A10-24Q" for the config type A10-24Q)."""
+    return 'NVIDIA ' + short_type_name(short_name)
+
+
 def selector(vendor_id, device_id):
     """HCO pciDeviceSelector: VENDOR:DEVICE upper-case hex ("10DE:2236")."""
     for label, value in (('vendor_id', vendor_id), ('device_id', device_id)):
@@ -78,13 +85,20 @@ def _facts(host):
     return pci, mdev
 
 
+def _add_mdev(entries, name, prefix):
+    entries.setdefault(name, {'mdevNameSelector': name, 'resourceName': mdev_resource_name(name, prefix),
+                              'externalResourceProvider': True})
+
+
 def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX, vgpu_types=None):
     """Facts of many hosts -> deduplicated HCO permittedHostDevices lists.
 
     pciHostDevices come from the GPUs (PFs; VFs only with ``include_vfs``), one entry per vendor:device;
     mediatedDevices from every vGPU type offered on any parent, one per type name, or only the types named in
     ``vgpu_types`` (short or full names: the types a node's vGPU config creates, which are all its device plugin
-    advertises). Entries are sorted so the result is stable whatever the host order."""
+    advertises); a host that shows no vGPU interface yet (the vGPU Manager is not loaded: a first run, or a render
+    from facts gathered before) gets its ``vgpu_types`` under the name the vGPU Manager will report
+    (:func:`full_type_name`). Entries are sorted so the result is stable whatever the host order."""
     keep = set(short_type_name(t) for t in vgpu_types or [])
     if isinstance(hosts, dict):
         hosts = [hosts]
@@ -112,9 +126,10 @@ def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX,
                     'host to gpu_vm_passthrough or out of gpu_vm_vgpu until vGPU creation there is supported'
                     % (wanted[0]['name'], parent.get('parent')))
             for t in wanted:
-                mdev.setdefault(t['name'], {'mdevNameSelector': t['name'],
-                                            'resourceName': mdev_resource_name(t['name'], prefix),
-                                            'externalResourceProvider': True})
+                _add_mdev(mdev, t['name'], prefix)
+        if not mdev_facts.get('parents'):
+            for short in sorted(keep):
+                _add_mdev(mdev, full_type_name(short), prefix)
     return {'pciHostDevices': [pci[k] for k in sorted(pci)], 'mediatedDevices': [mdev[k] for k in sorted(mdev)]}
 
 
@@ -157,7 +172,7 @@ def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=N
         wanted = vgpu_config_types(vgpu_config, vgpu_configs) or sorted(offered)
         for short in wanted:
             # before the vGPU Manager loads the host reports no types: the name is the NVIDIA spelling
-            want[mdev_resource_name(offered.get(short, 'NVIDIA ' + short), prefix)] = 1
+            want[mdev_resource_name(offered.get(short, full_type_name(short)), prefix)] = 1
     else:
         raise ResourceNameError('unknown pool %r: use container, vm-passthrough or vm-vgpu' % (pool,))
     return want

@@ -49,6 +49,13 @@ options:
       - A vGPU node's config must be one of them, or with the default ConfigMap a vGPU type name; when the host
         item carries C(facts) (C(pci_devices), C(mdev_types)) every type of the config must be offered by its GPUs.
     type: dict
+  pool_selector:
+    description:
+      - The node labels of a dedicated OpenShift MachineConfigPool for the GPU nodes that need the IOMMU (the
+        C(vm-passthrough), C(vm-vgpu) and C(dra) pools), as that pool's C(spec.nodeSelector.matchLabels).
+      - Those nodes get the labels, so that the pool's IOMMU MachineConfig reaches them; any other GPU node loses
+        a label that carries exactly this value. Omit when there is no dedicated pool.
+    type: dict
 attributes:
   check_mode:
     description: Builds data only; nothing changes in any mode.
@@ -93,6 +100,7 @@ def main():
             vmis=dict(type='list', elements='dict', default=[]),
             vgpu_config_default=dict(type='str'),
             vgpu_configs=dict(type='dict'),
+            pool_selector=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -111,7 +119,7 @@ def main():
         module.fail_json(msg='\n'.join(errors))
     try:
         custom = vc.normalise_configs(p['vgpu_configs']) if p['vgpu_configs'] else None
-        patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom)
+        patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'])
     except (nl.ManifestError, vc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, patches=patches, report=report)

@@ -56,6 +56,14 @@ options:
     description: Accept a host without NVIDIA GPUs (added to a pool ahead of its hardware).
     type: bool
     default: false
+  vgpu_driver_version:
+    description:
+      - The vGPU Manager's driver version (C(580.82.02)), for a C(vm-vgpu) host whose vGPU Manager is not loaded yet.
+      - An Ada Lovelace, Hopper or Blackwell GPU (pci.ids chip C(AD1xx), C(GH1xx), C(GB1xx)/C(GB2xx)) with a driver
+        branch of 550 (vGPU 17) or later offers its vGPUs on NVIDIA's vendor-specific VFIO interface, which the
+        vGPU Device Manager and KubeVirt's mediated devices do not support yet; such a host is refused.
+    type: str
+    default: ''
   fail_on_error:
     description: Fail the task when an error is found.
     type: bool
@@ -127,6 +135,7 @@ def main():
             requested_vgpu_types=dict(type="list", elements="str", default=[]),
             virtualization_role=dict(type="str", default=""),
             allow_no_gpu=dict(type="bool", default=False),
+            vgpu_driver_version=dict(type="str", default=""),
             fail_on_error=dict(type="bool", default=True),
             sysfs_root=dict(type="path", default="/sys"),
         ),
@@ -139,6 +148,7 @@ def main():
             host=params["host"] or os.uname()[1], pools=params["pools"], pci=params["pci_devices"],
             holders=params["gpu_holders"], mdev=params["mdev_types"],
             requested_vgpu_types=params["requested_vgpu_types"], iommu_firmware=iommu_fw,
+            vgpu_driver_version=params["vgpu_driver_version"],
             virtualization_role=params["virtualization_role"], allow_no_gpu=params["allow_no_gpu"],
         )
     except PreflightError as e:

@@ -143,14 +143,32 @@ def pool_membership(pool_name, selector, expected, nodes):
     return missing, outside
 
 
+def _node_labels(nodes):
+    for n in nodes or []:
+        meta = n.get('metadata') or {}
+        yield meta.get('name'), meta.get('labels') or {}
+
+
 def nodes_into_pool(pool_name, selector, expected, nodes, dedicated):
     """Check that the ``expected`` nodes exist and are (or, for a ``dedicated`` pool, can be put) in the pool.
 
     Returns the nodes to label into a dedicated pool (``[{'name', 'labels'}]``); raises ManifestError, before any
-    write, for a missing node or a node outside an existing pool (its MachineConfig would never reach it)."""
+    write, for a missing node, a node outside an existing pool (its MachineConfig would never reach it), or a node
+    we do not expect that a dedicated pool already selects: the pool's machine count would not equal our nodes, and
+    its IOMMU MachineConfig would drain and reboot a node that is not one of our GPU hosts."""
     if not expected:
         return []
     missing, outside = pool_membership(pool_name, selector, expected, nodes)
+    if dedicated:
+        foreign = sorted(name for name, labels in _node_labels(nodes)
+                         if name not in expected and selector and all(labels.get(k) == v for k, v in selector.items()))
+        if foreign:
+            raise ManifestError('MachineConfigPool %r would hold %d machine(s), not the %d GPU node(s) %s: its node '
+                                'selector %s also selects %s. Remove that label from them, or put their hosts in a '
+                                'VM pool of the inventory' % (
+                                    pool_name, len(expected) + len(foreign), len(expected),
+                                    ', '.join(sorted(expected)),
+                                    ', '.join('%s=%s' % kv for kv in sorted(selector.items())), ', '.join(foreign)))
     if missing:
         raise ManifestError('no Node in the cluster for %s: the MachineConfig for pool %r would not reach them; '
                             'check the node names (gpuvirt_node_name)' % (', '.join(missing), pool_name))

@@ -28,6 +28,8 @@ DCGM_EXPORTER_LABEL = 'nvidia.com/gpu.deploy.dcgm-exporter'
 DRA_OPERANDS_OFF = (DEVICE_PLUGIN_LABEL, DCGM_LABEL, DCGM_EXPORTER_LABEL)
 # "dra": the DRA passthrough path (group gpu_dra); its nodes run the container operands without the device plugin.
 POOLS = ('container', 'vm-passthrough', 'vm-vgpu', 'dra')
+# The pools whose hosts need the IOMMU on (kernel arguments; on OpenShift the GPU MachineConfigPool's MachineConfig).
+IOMMU_POOLS = ('vm-passthrough', 'vm-vgpu', 'dra')
 # Inventory group -> pool, in the order the playbooks pick a pool for a host wrongly put in several groups
 # (preflight refuses such a host; the filter gpuvirt.provision.gpu_pools reads this).
 GROUP_POOLS = {'gpu_vm_passthrough': 'vm-passthrough', 'gpu_vm_vgpu': 'vm-vgpu', 'gpu_container': 'container',
@@ -86,8 +88,13 @@ def node_pool(host, groups, explicit=None):
     return pools[0]
 
 
-def desired_labels(pool, vgpu_config=None):
-    """Labels a node of ``pool`` must carry; ``None`` values mean the label must go."""
+def desired_labels(pool, vgpu_config=None, pool_selector=None):
+    """Labels a node of ``pool`` must carry; ``None`` values mean the label must go.
+
+    ``pool_selector``: the labels a dedicated OpenShift MachineConfigPool selects its nodes by (the IOMMU
+    MachineConfig reaches only the nodes of its pool). A node of an IOMMU pool gets them; any other node loses
+    them when it carries exactly our value (a node that left the VM pools must not keep rebooting into the GPU
+    pool's kernel arguments)."""
     if pool not in POOLS:
         raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(POOLS)))
     labels = {WORKLOAD_LABEL: 'container' if pool == 'dra' else pool}
@@ -101,6 +108,8 @@ def desired_labels(pool, vgpu_config=None):
     else:
         # a vGPU config left on a node that left the vGPU pool is stale and misleading
         labels[VGPU_LABEL] = None
+    for key, value in (pool_selector or {}).items():
+        labels[key] = str(value) if pool in IOMMU_POOLS else RemoveIf(str(value))
     return labels
 
 
@@ -173,13 +182,14 @@ def guard(node, current, patch, vmis):
             "first" % (node, changes, ', '.join(running)))
 
 
-def plan(wanted, nodes, vmis, custom_configs=None):
+def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None):
     """Plan the label changes for every wanted node.
 
     ``wanted``: ``[{node, pool, vgpu_config, facts}]`` (``facts``: the host's pci_devices/mdev_types, optional);
     ``nodes``: Node objects from the cluster (or given in render mode), ``None`` when unknown (render without
     cluster state: every label is set); ``vmis``: VMI objects; ``custom_configs``: the custom vGPU configs
-    (normalised), None when the operator's default ConfigMap is used.
+    (normalised), None when the operator's default ConfigMap is used; ``pool_selector``: the node labels of a
+    dedicated MachineConfigPool for the IOMMU pools (see desired_labels), None when there is none.
     Returns ``(patches, report)``; raises ManifestError naming every blocked, missing or unusable node.
     """
     current_by_name = None
@@ -195,7 +205,7 @@ def plan(wanted, nodes, vmis, custom_configs=None):
                 name, seen[name], item.get('host', name)))
             continue
         seen[name] = item.get('host', name)
-        desired = desired_labels(item['pool'], item.get('vgpu_config'))
+        desired = desired_labels(item['pool'], item.get('vgpu_config'), pool_selector)
         if item['pool'] == 'vm-vgpu':
             unusable = vgpu_config_error(name, desired[VGPU_LABEL], item.get('facts'), custom_configs)
             if unusable:

@@ -338,3 +338,26 @@ def test_node_labels_switch_the_operator_operands_off_on_dra_nodes_only(tmp_path
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log
     assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+
+
+def test_nodes_phase_labels_the_iommu_nodes_into_the_dedicated_machineconfig_pool(tmp_path, kube):
+    # OpenShift with a dedicated GPU MachineConfigPool: the pool reaches only the nodes its nodeSelector matches and
+    # nothing else labels them (openshift/machine-config-operator docs/custom-pools.md: "The first thing to do to
+    # create a custom pool is labeling the node with a custom role"). The node-label phase, which runs before the
+    # operator and the MachineConfig, puts the DRA node (it needs the IOMMU) into the pool and the container node
+    # that still carries our empty-valued pool label out of it; a second run writes nothing.
+    pool_label = 'node-role.kubernetes.io/gpu-worker'
+    cluster = kube([
+        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'dra-1', 'labels': {W: 'container'}}},
+        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'ctr-1', 'labels': {W: 'container',
+                                                                                       pool_label: ''}}}])
+    extra = dict(labels_apply(cluster), kubevirt_machineconfig_enabled='true', machineconfig_create_pool='true',
+                 machineconfig_pool='gpu-worker')
+    rc, log = run(tmp_path, 'nodes', 'dra-nodes', **extra)
+    assert rc == 0, log
+    assert cluster.get('v1', 'Node', 'dra-1')['metadata']['labels'][pool_label] == ''
+    assert pool_label not in cluster.get('v1', 'Node', 'ctr-1')['metadata']['labels']
+    second = cluster.now()
+    rc, log = run(tmp_path, 'nodes', 'dra-nodes', **extra)
+    assert rc == 0 and recap(log)['changed'] == '0', log
+    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))

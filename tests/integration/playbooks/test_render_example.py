@@ -77,8 +77,22 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     assert policy['spec']['vgpuManager']['version'] == '580.82.02'
     (hco,) = found['HyperConverged']
     pci = hco['spec']['permittedHostDevices']['pciHostDevices']
-    # from the saved facts of the passthrough hosts: the A10 (10de:2236) and the P40 (10de:1b38) captures
-    assert sorted(d['pciDeviceSelector'] for d in pci) == ['10DE:1B38', '10DE:2236'], pci
+    # from the saved facts of the passthrough hosts: the L40S (10de:26b9) and the P40 (10de:1b38) captures
+    assert sorted(d['pciDeviceSelector'] for d in pci) == ['10DE:1B38', '10DE:26B9'], pci
+    # the vGPU hosts' facts were saved before the vGPU Manager ran (no types yet): their configs' types are permitted
+    # under the names the manager reports (NVIDIA's OpenShift Virtualization guide, "Add GPU Resources to the
+    # HyperConverged Custom Resource": mdevNameSelector "NVIDIA A10-24Q", resourceName nvidia.com/NVIDIA_A10-24Q)
+    assert [(d['mdevNameSelector'], d['resourceName']) for d in hco['spec']['permittedHostDevices'][
+        'mediatedDevices']] == [('NVIDIA A10-12Q', 'nvidia.com/NVIDIA_A10-12Q'),
+                                ('NVIDIA A10-4Q', 'nvidia.com/NVIDIA_A10-4Q')]
+    # the dedicated MachineConfigPool selects node-role.kubernetes.io/gpu-worker and nothing else puts that label on
+    # a node (openshift/machine-config-operator docs/custom-pools.md: a custom pool is populated by labelling nodes):
+    # the rendered Node labels put exactly the IOMMU nodes (VM pools) into it, so its MachineConfig reaches them
+    (mcp,) = found['MachineConfigPool']
+    selector = mcp['spec']['nodeSelector']['matchLabels']
+    assert selector == {'node-role.kubernetes.io/gpu-worker': ''}
+    in_pool = sorted(name for name, labels in nodes.items() if all(labels.get(k) == v for k, v in selector.items()))
+    assert in_pool == ['gpu-p01', 'gpu-p02', 'gpu-v01', 'gpu-v02'], nodes
     assert 'Secret' not in found  # a GitOps tree holds no registry password
     assert 'pull Secret gpuvirt-vgpu-pull' in log and 'is not rendered' in log
     assert found['MachineConfig'] and found['MachineConfigPool']
@@ -108,7 +122,7 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     assert 'Subscription' not in found
     (kubevirt,) = found['KubeVirt']
     assert sorted(d['pciVendorSelector'] for d in kubevirt['spec']['configuration']['permittedHostDevices'][
-        'pciHostDevices']) == ['10DE:1B38', '10DE:2236']
+        'pciHostDevices']) == ['10DE:1B38', '10DE:26B9']
     assert glob.glob(str(out / '43-gpu-operator-helm-values-*.yaml'))
     # the OpenShift files of the first render are gone: ours, and not produced by this one
     assert not glob.glob(str(out / '20-machineconfig-*')) and not glob.glob(str(out / '35-nfd-*'))

@@ -154,3 +154,28 @@ def test_dra_tolerates_persistenced_by_executable_name_only():
 def test_malformed_facts_are_named(pci_facts, holders, named):
     with pytest.raises(preflight.PreflightError, match=re.escape(named)):
         preflight.check_host("h1", ["vm-passthrough"], pci_facts, holders=holders, iommu_firmware=True)
+
+
+def test_ada_vgpu_host_is_stopped_before_its_vgpu_manager_loads():
+    # The vGPU interface follows from the GPU architecture and the vGPU release: from vGPU 17 (driver branch R550,
+    # NVIDIA's "Virtual GPU Software Lifecycle": "NVIDIA vGPU 17 R550") Ada Lovelace, Hopper and Blackwell GPUs on
+    # Linux with KVM use NVIDIA's vendor-specific VFIO framework (NVIDIA Virtual GPU Software User Guide, "Creating
+    # an NVIDIA vGPU on a Linux with KVM Hypervisor that Uses a Vendor-Specific VFIO Framework") instead of mdev.
+    # Before the vGPU Manager loads the host shows neither interface, so preflight judges it from the pci.ids chip
+    # (AD102GL is the L40S of the real capture in tests/unit/fixtures) and the configured driver version.
+    l40s = pci(gpu(name="AD102GL [L40S]", device_id="26b9"))
+    errors, dummy = preflight.check_host("gpu-v02", ["vm-vgpu"], l40s, requested_vgpu_types=["L40S-24Q"],
+                                         vgpu_driver_version="580.82.02")
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("gpu-v02: its vGPU types are on NVIDIA's vendor-specific VFIO interface "
+                                "(vGPU Manager 580.82.02 on 0000:41:00.0 AD102GL [L40S]")
+    assert "Move gpu-v02 to gpu_vm_passthrough" in errors[0]
+    # vGPU 16 (R535) still uses mdev on Ada; an Ampere A10 uses mdev on every branch; no version: not judged here
+    for facts, version in ((l40s, "535.216.01"), (pci(gpu()), "580.82.02"), (l40s, "")):
+        errors, warnings = preflight.check_host("h", ["vm-vgpu"], facts, requested_vgpu_types=[],
+                                                vgpu_driver_version=version)
+        assert errors == [] and any("no vGPU types visible" in w for w in warnings), (version, errors)
+    assert [c[1] for c in preflight.vendor_vfio_chips(
+        [{"bdf": "a", "device_name": "GH100 [H100 PCIe]"}, {"bdf": "b", "device_name": "GB202GL [RTX PRO 6000]"},
+         {"bdf": "c", "device_name": "GA100 [A100 PCIe 40GB]"}, {"bdf": "d"}], "550.54.10")] == [
+        "GH100 [H100 PCIe]", "GB202GL [RTX PRO 6000]"]

@@ -118,3 +118,27 @@ def test_permitted_host_devices_refuses_a_vendor_vfio_type():
     with pytest.raises(rn.ResourceNameError, match=r"NVIDIA L40S-24Q is offered on 0000:26:00.4 through NVIDIA's "
                                                    r"vendor-specific VFIO interface"):
         rn.permitted_host_devices([host])
+
+
+def test_a_vgpu_host_without_a_vgpu_interface_yet_is_permitted_its_configured_types():
+    # Before the vGPU Manager (deployed by the GPU Operator) loads, a vGPU host shows no vGPU type; the types its
+    # vGPU config asks for are permitted under the name the manager will report, as NVIDIA's OpenShift
+    # Virtualization guide writes them ("Add GPU Resources to the HyperConverged Custom Resource":
+    # mdevNameSelector "NVIDIA A10-24Q", resourceName "nvidia.com/NVIDIA_A10-24Q"). Without this a first run, and a
+    # render from facts gathered before the operator ran, permits no vGPU at all.
+    host = {'pci_devices': {'gpus': [{'vendor_id': '10de', 'device_id': '2236', 'device_name': 'GA102GL [A10]'}]},
+            'mdev_types': {'parents': [], 'state': 'none'}}
+    out = rn.permitted_host_devices([host], vgpu_types=['A10-24Q', 'NVIDIA A10-12Q'])
+    assert out['mediatedDevices'] == [
+        {'mdevNameSelector': 'NVIDIA A10-12Q', 'resourceName': 'nvidia.com/NVIDIA_A10-12Q',
+         'externalResourceProvider': True},
+        {'mdevNameSelector': 'NVIDIA A10-24Q', 'resourceName': 'nvidia.com/NVIDIA_A10-24Q',
+         'externalResourceProvider': True}]
+    # a host that reports its types keeps their own spelling (GRID on older releases) and only the offered ones
+    host['mdev_types'] = {'parents': [{'parent': '0000:41:00.4', 'interface': 'mdev', 'types': [
+        {'name': 'GRID A10-24Q', 'available_instances': 1}]}]}
+    out = rn.permitted_host_devices([host], vgpu_types=['A10-24Q'])
+    assert [e['mdevNameSelector'] for e in out['mediatedDevices']] == ['GRID A10-24Q']
+    # and no config, no guess
+    host['mdev_types'] = {'parents': []}
+    assert rn.permitted_host_devices([host])['mediatedDevices'] == []

@@ -136,3 +136,21 @@ def test_nodes_into_pool():
     assert mc.nodes_into_pool('gpu', gpu, ['a', 'b'], nodes, dedicated=True) == [
         {'name': 'a', 'labels': gpu}, {'name': 'b', 'labels': gpu}]
     assert mc.nodes_into_pool('gpu', gpu, [], nodes, dedicated=True) == []
+
+
+def test_a_dedicated_pool_that_already_selects_a_node_we_do_not_expect_is_refused_before_any_write():
+    # A custom pool manages every node its spec.nodeSelector matches, and custom pools take priority over worker
+    # (OpenShift docs, "Node configuration management with machine config pools": "A node can only be included in
+    # one MCP ... it is managed by the infra custom pool, not the worker pool"; openshift/machine-config-operator
+    # docs/custom-pools.md: a custom pool is populated by labelling nodes with its role). A node we did not plan for
+    # would get the IOMMU MachineConfig, a drain and a reboot, and the pool's machine count would not equal ours.
+    gpu = {'node-role.kubernetes.io/gpu': ''}
+    nodes = [gpu_node('a'), gpu_node('b'), gpu_node('db-1', dict(gpu))]
+    with pytest.raises(mc.ManifestError) as exc:
+        mc.nodes_into_pool('gpu', gpu, ['a', 'b'], nodes, dedicated=True)
+    assert str(exc.value).startswith("MachineConfigPool 'gpu' would hold 3 machine(s), not the 2 GPU node(s) a, b")
+    assert 'also selects db-1' in str(exc.value)
+    # a shared pool (worker) may hold other machines: not refused
+    worker = {'node-role.kubernetes.io/worker': ''}
+    nodes = [gpu_node('a', dict(worker)), gpu_node('db-1', dict(worker))]
+    assert mc.nodes_into_pool('worker', worker, ['a'], nodes, dedicated=False) == []

@@ -141,3 +141,29 @@ def test_a_host_in_two_gpu_groups_is_refused_naming_both_groups():
         nl.node_pool('h1', ['gpu_dra', 'gpu_vm_passthrough'])
     assert nl.group_pool(['all', 'gpu_vm_vgpu'], 'h1') == 'vm-vgpu'
     assert nl.group_pool(['all'], 'h1') is None
+
+
+def test_nodes_needing_the_iommu_are_labelled_into_the_dedicated_machineconfig_pool():
+    # An OpenShift custom MachineConfigPool reaches only the nodes its nodeSelector matches, and nothing labels
+    # them for us (openshift/machine-config-operator docs/custom-pools.md: "The first thing to do to create a custom
+    # pool is labeling the node with a custom role"). The VM and DRA nodes get the pool's label; a container node
+    # loses it only where it carries exactly our value.
+    sel = {'node-role.kubernetes.io/gpu-worker': ''}
+    wanted = [{'node': 'p1', 'pool': 'vm-passthrough'}, {'node': 'v1', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-12Q'},
+              {'node': 'd1', 'pool': 'dra'}, {'node': 'c1', 'pool': 'container'}, {'node': 'c2', 'pool': 'container'}]
+    nodes = [node('p1'), node('v1'), node('d1'), node('c1', **{'node-role.kubernetes.io/gpu-worker': ''}),
+             node('c2', **{'node-role.kubernetes.io/gpu-worker': 'theirs'})]
+    patches, report = nl.plan(wanted, nodes, [], pool_selector=sel)
+    by_name = {p['metadata']['name']: p['metadata']['labels'] for p in patches}
+    for name in ('p1', 'v1', 'd1'):
+        assert by_name[name]['node-role.kubernetes.io/gpu-worker'] == ''
+    assert by_name['c1']['node-role.kubernetes.io/gpu-worker'] is None
+    assert 'node-role.kubernetes.io/gpu-worker' not in by_name.get('c2', {})
+    # render mode (no cluster state): the label is set on the IOMMU nodes, never removed blindly
+    patches, dummy = nl.plan(wanted, None, [], pool_selector=sel)
+    by_name = {p['metadata']['name']: p['metadata']['labels'] for p in patches}
+    assert {n for n, labels in by_name.items() if labels.get('node-role.kubernetes.io/gpu-worker') == ''} == {
+        'p1', 'v1', 'd1'}
+    # without a dedicated pool nothing about pools is written
+    patches, dummy = nl.plan(wanted, None, [])
+    assert not any('node-role.kubernetes.io/gpu-worker' in p['metadata']['labels'] for p in patches)
