@@ -95,6 +95,13 @@ options:
     description:
       - Where O(alm_examples) came from (a file name), named when they are not the alm-examples of the subscribed
         channel's CSV as the O(package_manifest) tells them (C(status.channels[].currentCSVDesc)).
+      - Given, the file is checked against the channel (see O(alm_examples_release)); omitted, the alm-examples are
+        taken to be the installed CSV's own (apply mode reads them from it).
+    type: str
+  alm_examples_release:
+    description:
+      - The GPU Operator release O(alm_examples) come from (C(v26.7.0)). Needed when the O(package_manifest) does not
+        name the channel's CSV (render mode); the channel must then be that release's (C(v26.7)), else refused.
     type: str
   nfd_install:
     description:
@@ -102,6 +109,12 @@ options:
         Subscription (C(nfd) from O(nfd_catalog_source)) in RV(nfd_objects); the GPU Operator needs NFD there.
     type: bool
     default: false
+  nfd_instance:
+    description:
+      - The NodeFeatureDiscovery to create once the NFD operator runs (the NFD CSV's alm-examples entry), returned
+        checked and in C(openshift-nfd) as RV(nfd_instance). Render mode needs it for a complete tree; apply mode
+        otherwise takes the installed NFD CSV's own example.
+    type: dict
   nfd_channel:
     description: Channel of the C(nfd) Subscription.
     type: str
@@ -183,6 +196,10 @@ channel:
   description: Subscription channel (OpenShift), else null.
   returned: success
   type: str
+nfd_instance:
+  description: The checked O(nfd_instance) (OpenShift with O(nfd_install)), else null.
+  returned: success
+  type: dict
 nfd_objects:
   description: The NFD operator's Namespace, OperatorGroup and Subscription (OpenShift with O(nfd_install)), else empty.
   returned: success
@@ -220,7 +237,7 @@ def build(p):
     overlay = gop.settings(p['sandbox_enabled'], p['default_workload'], p['sandbox_mode'], p['vgpu_manager'],
                            vdm_config, p['vfio_manager'], p['sandbox_device_plugin'], p['pull_secret_name'])
     result = dict(namespace=namespace, config_objects=config_objects, cluster_policy=None, helm_values=None,
-                  channel=None, warnings_list=warnings, nfd_objects=[])
+                  channel=None, warnings_list=warnings, nfd_objects=[], nfd_instance=None)
     install = [gop.build_namespace(namespace, openshift)]
     if openshift:
         result['channel'] = gop.default_channel(p['package_manifest'], p['channel'])
@@ -228,12 +245,15 @@ def build(p):
         install.append(gop.build_subscription(namespace, result['channel'], p['install_plan_approval'],
                                               p['catalog_source'], p['catalog_namespace']))
         if p['alm_examples'] is not None:
-            gop.check_alm_examples_source(p['package_manifest'], result['channel'], p['alm_examples'],
-                                          p['alm_examples_source'] or 'the given alm-examples')
+            if p['alm_examples_source']:
+                # a file given by the user (render mode); alm-examples read from the installed CSV are its own
+                gop.check_alm_examples_source(p['package_manifest'], result['channel'], p['alm_examples'],
+                                              p['alm_examples_source'], p['alm_examples_release'])
             result['cluster_policy'] = gop.build_cluster_policy(p['alm_examples'], overlay)
         if p['nfd_install']:
             result['nfd_objects'] = gop.build_nfd_install(p['nfd_channel'], p['install_plan_approval'],
                                                           p['nfd_catalog_source'], p['catalog_namespace'])
+            result['nfd_instance'] = gop.build_nfd_instance(p['nfd_instance'])
     else:
         values = gop.helm_values(overlay, p['helm_values_extra'])
         if p['chart_values'] is not None:
@@ -265,6 +285,8 @@ def main():
             alm_examples_source=dict(type='str'),
             nfd_install=dict(type='bool', default=False),
             nfd_channel=dict(type='str', default=gop.NFD_CHANNEL),
+            nfd_instance=dict(type='dict'),
+            alm_examples_release=dict(type='str'),
             nfd_catalog_source=dict(type='str', default=gop.NFD_CATALOG),
             package_manifest=dict(type='dict'),
             channel=dict(type='str'),

@@ -30,6 +30,7 @@ NFD_PACKAGE = 'nfd'
 NFD_CATALOG = 'redhat-operators'
 NFD_CHANNEL = 'stable'
 NFD_CRD = 'nodefeaturediscoveries.nfd.openshift.io'
+_DNS_SUBDOMAIN = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
 APPROVALS = ('Automatic', 'Manual')
 WORKLOADS = ('container', 'vm-passthrough', 'vm-vgpu')
 MODES = ('kubevirt', 'kata')
@@ -254,6 +255,31 @@ def build_nfd_install(channel=NFD_CHANNEL, approval='Automatic', source=NFD_CATA
     return [namespace, group, sub]
 
 
+def build_nfd_instance(instance):
+    """The NodeFeatureDiscovery to create once the NFD operator runs, as given (the NFD CSV's alm-examples entry,
+    ``oc get csv -n openshift-nfd -o jsonpath='{.items[0].metadata.annotations.alm-examples}'``): checked to be a
+    ``nfd.openshift.io/v1`` NodeFeatureDiscovery with a name, placed in openshift-nfd. ``None`` when not given."""
+    if not instance:
+        return None
+    if not isinstance(instance, dict) or instance.get('kind') != 'NodeFeatureDiscovery' or \
+            instance.get('apiVersion') != 'nfd.openshift.io/v1':
+        raise ManifestError("gpu_operator_nfd_instance must be a NodeFeatureDiscovery of apiVersion "
+                            "nfd.openshift.io/v1 (the NFD operator CSV's alm-examples entry), got kind %r apiVersion %r"
+                            % (instance.get('kind') if isinstance(instance, dict) else type(instance).__name__,
+                               instance.get('apiVersion') if isinstance(instance, dict) else None))
+    meta = instance.get('metadata') or {}
+    name = meta.get('name')
+    if not isinstance(name, str) or not _DNS_SUBDOMAIN.fullmatch(name) or len(name) > 253:
+        raise ManifestError("gpu_operator_nfd_instance metadata.name %r is not a DNS subdomain name (e.g. "
+                            "nfd-instance)" % (name,))
+    if meta.get('namespace') not in (None, NFD_NAMESPACE):
+        raise ManifestError("gpu_operator_nfd_instance is in namespace %r; the NFD operator installed here watches %s"
+                            % (meta.get('namespace'), NFD_NAMESPACE))
+    out = dict(instance)
+    out['metadata'] = dict(meta, namespace=NFD_NAMESPACE)
+    return out
+
+
 def channel_alm_examples(package_manifest, channel):
     """``(csv name, alm-examples text)`` of a channel's head CSV in a PackageManifest (``status.channels[]
     .currentCSV`` and ``.currentCSVDesc.annotations['alm-examples']``), or ``(None, None)`` when not given."""
@@ -264,11 +290,35 @@ def channel_alm_examples(package_manifest, channel):
     return None, None
 
 
-def check_alm_examples_source(package_manifest, channel, alm_examples, source_name):
+def check_alm_examples_release(channel, release, source_name):
+    """Without a PackageManifest that names the channel's CSV, the alm-examples file must say which release it comes
+    from (``release``, e.g. v26.7.0), and the channel must be that release's: the GPU Operator publishes channel
+    ``v<major>.<minor>`` with the CSVs ``gpu-operator-certified.v<major>.<minor>.<patch>`` (NVIDIA, "Installing the
+    NVIDIA GPU Operator" on OpenShift: the channel is the operator version)."""
+    if not release:
+        raise ManifestError(
+            "name the GPU Operator release the alm-examples in %s come from (gpu_operator_alm_examples_release, e.g. "
+            "v26.7.0): without the PackageManifest nothing shows they are those of channel %s's CSV" % (source_name, channel))
+    match = re.fullmatch(r'v?([0-9]+)\.([0-9]+)\.[0-9]+', str(release))
+    if not match:
+        raise ManifestError("gpu_operator_alm_examples_release %r is not a release such as v26.7.0" % (release,))
+    expected = 'v%s.%s' % match.groups()
+    if channel != expected:
+        raise ManifestError(
+            "the alm-examples in %s are from release %s, whose channel is %s, but the Subscription follows channel %s: "
+            "the ClusterPolicy would carry another operator version's defaults; pin gpu_operator_channel %s, or use "
+            "the alm-examples of channel %s's CSV (and its release in gpu_operator_alm_examples_release)"
+            % (source_name, release, expected, channel, expected, channel))
+
+
+def check_alm_examples_source(package_manifest, channel, alm_examples, source_name, release=None):
     """The ClusterPolicy must come from the CSV of the channel actually subscribed: when the PackageManifest tells
     that channel's CSV and its alm-examples, a supplied alm-examples file whose ClusterPolicy differs is refused."""
     csv, channel_examples = channel_alm_examples(package_manifest, channel)
-    if not channel_examples or alm_examples is None:
+    if alm_examples is None:
+        return
+    if not channel_examples:
+        check_alm_examples_release(channel, release, source_name)
         return
     if alm_cluster_policy(channel_examples) != alm_cluster_policy(alm_examples):
         raise ManifestError(

@@ -25,7 +25,10 @@ from kube_cluster import recap, run_playbook, write_summary  # noqa: E402
 import schema  # noqa: E402
 
 NS = 'nvidia-gpu-operator'
-CSV = 'gpu-operator-certified.v25.10.1'
+# the release the OLM stand-in installs: its CSV carries that release's alm-examples (the reference set's), and the
+# ClusterPolicy built from them is checked against that release's CRD
+RELEASE = 'v26.7.0'
+CSV = 'gpu-operator-certified.' + RELEASE
 NFD_CSV = 'nfd.4.18.0-202511040000'
 OLM_V1A1 = 'operators.coreos.com/v1alpha1'
 W, V = 'nvidia.com/gpu.workload.config', 'nvidia.com/vgpu.config'
@@ -61,7 +64,7 @@ NFD_CRD = {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefin
 
 def catalog():
     """What the catalog serves: package -> channel -> (head CSV, its alm-examples)."""
-    return {'gpu-operator-certified': {'v25.10': (CSV, alm_text()), 'v26.7': ('gpu-operator-certified.v26.7.0', alm_text())},
+    return {'gpu-operator-certified': {'v26.7': (CSV, alm_text())},
             'nfd': {'stable': (NFD_CSV, NFD_ALM)}}
 
 
@@ -110,14 +113,14 @@ def olm(phase='Succeeded', message='install strategy completed with no errors'):
     return step
 
 
-def package_manifests(default_channel='v25.10'):
+def package_manifests(default_channel='v26.7'):
     # packages.operators.coreos.com is OLM's package-server (an aggregated API); the stand-in CRD serves the same
     # kind and the test writes what the catalog would list
     return [{'apiVersion': 'packages.operators.coreos.com/v1', 'kind': 'PackageManifest',
              'metadata': {'name': 'gpu-operator-certified', 'namespace': 'openshift-marketplace'},
              'status': {'defaultChannel': default_channel,
-                        'channels': [{'name': 'v25.10', 'currentCSV': CSV},
-                                     {'name': 'v26.7', 'currentCSV': 'gpu-operator-certified.v26.7.0'}]}}]
+                        'channels': [{'name': 'v25.10', 'currentCSV': 'gpu-operator-certified.v25.10.1'},
+                                     {'name': 'v26.7', 'currentCSV': CSV}]}}]
 
 
 def cluster_version():
@@ -134,12 +137,14 @@ def operator_apply(cluster, **extra):
 def test_openshift_apply_installs_through_olm_and_builds_the_policy_from_the_installed_csv(tmp_path, kube):
     cluster = kube([cluster_version()] + package_manifests())
     cluster.controller('olm', olm())
-    rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster))
+    # a render-mode PackageManifest in the inventory is not what apply mode reads
+    render_pm = {'status': {'defaultChannel': 'v25.10', 'channels': [{'name': 'v25.10'}, {'name': 'v26.7'}]}}
+    rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster, gpu_operator_package_manifest=render_pm))
     assert rc == 0, log
     assert 'n0t-a-real-pass' not in log
     sub = cluster.get(OLM_V1A1, 'Subscription', 'gpu-operator-certified', NS)
-    # the channel is the API's PackageManifest default (v25.10), not the inventory's render-mode one (v26.7)
-    assert sub['spec']['channel'] == 'v25.10' and sub['spec']['installPlanApproval'] == 'Manual'
+    # the channel is the API's PackageManifest default (v26.7), not the inventory's render-mode one (v25.10)
+    assert sub['spec']['channel'] == 'v26.7' and sub['spec']['installPlanApproval'] == 'Manual'
     # Manual: OLM waits for someone to approve the first InstallPlan; the run approved the plan for the CSV it asked
     # for (OLM docs, "Subscription": installPlanApproval Manual requires the InstallPlan's spec.approved)
     assert cluster.get(OLM_V1A1, 'InstallPlan', 'install-gpu-operat', NS)['spec']['approved'] is True
@@ -156,11 +161,11 @@ def test_openshift_apply_installs_through_olm_and_builds_the_policy_from_the_ins
     assert cp['spec']['vgpuDeviceManager']['config'] == {'name': 'gpuvirt-vgpu-devices-config', 'default': 'A10-12Q'}
     # what was sent is the CSV's example plus our settings, valid for the CRD the server holds
     (sent,) = cluster.sent('clusterpolicies')
-    schema.validate(sent, crd_sources=['v26.7.0'])
+    schema.validate(sent, crd_sources=[RELEASE])
     base = [e for e in json.loads(alm_text()) if e['kind'] == 'ClusterPolicy'][0]
     assert sent['spec']['driver'] == base['spec']['driver'] and sent['spec']['dcgm'] == base['spec']['dcgm']
     second = cluster.now()
-    rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster))
+    rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster, gpu_operator_package_manifest=render_pm))
     assert rc == 0 and recap(log)['changed'] == '0', log
     assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
 

@@ -45,6 +45,20 @@ def reference_json(*parts):
         return json.load(handle)
 
 
+def release_of_subscription(out):
+    """The GPU Operator release the rendered Subscription's channel installs, as the reference set holds its CRD:
+    channel v<major>.<minor> carries the CSVs gpu-operator-certified.v<major>.<minor>.<patch> (NVIDIA, "Installing
+    the NVIDIA GPU Operator" on OpenShift)."""
+    for path in glob.glob(str(out / '*-subscription-*gpu-operator-certified.yaml')):
+        with open(path, encoding='utf-8') as handle:
+            channel = yaml.safe_load(handle)['spec']['channel']
+        crds = glob.glob(os.path.join(schema.reference_dir(), 'crds', 'gpu-operator-%s.*-nvidia.com_clusterpolicies.yaml'
+                                      % channel))
+        assert len(crds) == 1, 'no single ClusterPolicy CRD of channel %s in the reference set: %s' % (channel, crds)
+        return os.path.basename(crds[0]).split('-')[2]
+    raise AssertionError('a ClusterPolicy was rendered without the GPU Operator Subscription')
+
+
 def rendered(out):
     """Validate every rendered file; return {kind: [objects]}, Helm values under 'HelmValues', modes by kind."""
     files = sorted(glob.glob(str(out / '*.yaml')))
@@ -55,8 +69,8 @@ def rendered(out):
             with open(path, encoding='utf-8') as handle:
                 by_kind.setdefault('HelmValues', []).append(yaml.safe_load(handle))
             continue
-        # the ClusterPolicy is built from the v26.7.0 alm-examples: it must match that release's CRD
-        sources = ['v26.7.0'] if '-clusterpolicy-' in os.path.basename(path) else None
+        # the ClusterPolicy must be valid for the CRD of the release the rendered Subscription installs
+        sources = [release_of_subscription(out)] if '-clusterpolicy-' in os.path.basename(path) else None
         for doc in schema.validate_file(path, crd_sources=sources):
             by_kind.setdefault(doc['kind'], []).append(doc)
             by_kind.setdefault('_modes', {})[doc['kind']] = stat.S_IMODE(os.stat(path).st_mode)
@@ -149,7 +163,7 @@ def test_mixed_openshift_pinned_channel_existing_secret_board_check(tmp_path):
     objs = rendered(out)
     assert 'Secret' not in objs
     (sub,) = [s for s in objs['Subscription'] if s['metadata']['name'] == 'gpu-operator-certified']
-    assert sub['spec']['channel'] == 'v25.10'
+    assert sub['spec']['channel'] == 'v26.7'
     assert objs['ClusterPolicy'][0]['spec']['vgpuManager']['imagePullSecrets'] == ['existing-quay-pull']
 
 
@@ -291,3 +305,17 @@ def test_alm_examples_file_of_another_channel_is_refused_naming_both(tmp_path):
     # CSV than the subscribed channel's would carry another version's defaults: refused, naming both.
     assert_failed_before_writing(rc, log, out, 'gpu-operator-v26.7.0-csv-alm-examples.json',
                                  'gpu-operator-certified.v26.7.0, the CSV of channel v26.7')
+
+
+def test_a_pinned_channel_of_another_release_than_the_alm_examples_file_is_refused(tmp_path):
+    # GPU Operator channels are the operator's minor versions and each carries that version's CSVs (NVIDIA,
+    # "Installing the NVIDIA GPU Operator" on OpenShift), and the ClusterPolicy must come from the alm-examples of the
+    # installed CSV ("Creating a ClusterPolicy for the GPU Operator"): channel v25.10 with the v26.7.0 file would give
+    # a v25.10 operator a v26.7 ClusterPolicy. Refused before any write, naming both.
+    rc, log, out = run(tmp_path, 'operator', 'mixed-openshift', gpu_operator_channel='v25.10')
+    assert_failed_before_writing(rc, log, out, 'are from release v26.7.0, whose channel is v26.7',
+                                 'the Subscription follows channel v25.10')
+    # and a file whose release is not said is refused too: nothing shows it is the channel's
+    rc, log, out = run(tmp_path, 'operator', 'mixed-openshift', gpu_operator_alm_examples_release='')
+    assert_failed_before_writing(rc, log, out, 'name the GPU Operator release the alm-examples in',
+                                 'gpu_operator_alm_examples_release')

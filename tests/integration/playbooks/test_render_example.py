@@ -52,6 +52,14 @@ def objects(out):
     listed = yaml.safe_load((out / 'kustomization.yaml').read_text())['resources']
     found = {}
     for name in listed:
+        if name.startswith('36-nfd-instance-'):
+            # The NFD operator's CRD is not in the reference set (its OLM bundle installs it on OpenShift): the
+            # NodeFeatureDiscovery is checked for what the operator and the API server key on, not by schema.
+            (doc,) = [d for d in yaml.safe_load_all((out / name).read_text()) if d]
+            assert (doc['apiVersion'], doc['kind'], doc['metadata']['namespace']) == (
+                'nfd.openshift.io/v1', 'NodeFeatureDiscovery', 'openshift-nfd'), doc
+            found.setdefault(doc['kind'], []).append(doc)
+            continue
         # the ClusterPolicy is built from the v26.7.0 alm-examples the example pins: that release's CRD
         sources = ['v26.7.0'] if '-clusterpolicy-' in name else None
         for doc in schema.validate_file(str(out / name), crd_sources=sources):
@@ -73,6 +81,12 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     assert nodes['gpu-p02']['nvidia.com/gpu.workload.config'] == 'vm-passthrough'  # gpuvirt_node_name
     assert nodes['gpu-v01']['nvidia.com/vgpu.config'] == 'A10-12Q'
     assert [s['spec']['name'] for s in found['Subscription']] == ['nfd', 'gpu-operator-certified']
+    # the GPU Operator on OpenShift needs NFD running, i.e. a NodeFeatureDiscovery (NVIDIA, "Installing the Node
+    # Feature Discovery (NFD) Operator": create the NodeFeatureDiscovery instance); after NFD's Subscription
+    (nfd,) = found['NodeFeatureDiscovery']
+    assert nfd['metadata']['name'] == 'nfd-instance'
+    assert listed.index([n for n in listed if n.startswith('36-nfd-instance-')][0]) > listed.index(
+        [n for n in listed if '-subscription-openshift-nfd-nfd' in n][0])
     (policy,) = found['ClusterPolicy']
     assert policy['spec']['vgpuManager']['version'] == '580.82.02'
     (hco,) = found['HyperConverged']
@@ -126,3 +140,4 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     assert glob.glob(str(out / '43-gpu-operator-helm-values-*.yaml'))
     # the OpenShift files of the first render are gone: ours, and not produced by this one
     assert not glob.glob(str(out / '20-machineconfig-*')) and not glob.glob(str(out / '35-nfd-*'))
+    assert not glob.glob(str(out / '36-nfd-*'))

@@ -64,7 +64,8 @@ def reference_text(*parts):
 def openshift_args(**over):
     args = {'platform': 'openshift', 'default_workload': 'vm-vgpu', 'vgpu_manager': VGM,
             'pull_secret_name': 'vgpu-pull', 'package_manifest': {'status': {'defaultChannel': 'v26.7'}},
-            'alm_examples': reference_text('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json')}
+            'alm_examples': reference_text('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json'),
+            'alm_examples_release': 'v26.7.0', 'alm_examples_source': 'gpu-operator-v26.7.0-csv-alm-examples.json'}
     args.update(over)
     return args
 

@@ -179,3 +179,29 @@ def test_nfd_operator_objects_validate_and_follow_red_hat_s_package():
     assert objs[2]['spec'] == {'channel': 'stable', 'installPlanApproval': 'Automatic', 'name': 'nfd',
                                'source': 'redhat-operators', 'sourceNamespace': 'openshift-marketplace'}
     assert {o['metadata'].get('namespace', o['metadata']['name']) for o in objs} == {'openshift-nfd'}
+
+
+def test_alm_examples_release_must_be_the_channels():
+    # channel v<major>.<minor> carries the CSVs v<major>.<minor>.<patch> (NVIDIA, "Installing the NVIDIA GPU
+    # Operator" on OpenShift); without a PackageManifest naming the CSV, the file's release decides
+    gop.check_alm_examples_release('v26.7', 'v26.7.0', 'f.json')
+    gop.check_alm_examples_release('v26.7', '26.7.1', 'f.json')
+    with pytest.raises(gop.ManifestError, match=r'f.json are from release v26.7.0, whose channel is v26.7, but the '
+                                                r'Subscription follows channel v25.10'):
+        gop.check_alm_examples_release('v25.10', 'v26.7.0', 'f.json')
+    with pytest.raises(gop.ManifestError, match='gpu_operator_alm_examples_release'):
+        gop.check_alm_examples_release('v26.7', None, 'f.json')
+    with pytest.raises(gop.ManifestError, match="'v26.7\\\\n' is not a release"):
+        gop.check_alm_examples_release('v26.7', 'v26.7\n', 'f.json')
+
+
+def test_nfd_instance_is_checked_and_placed_in_openshift_nfd():
+    nfd = {'apiVersion': 'nfd.openshift.io/v1', 'kind': 'NodeFeatureDiscovery', 'metadata': {'name': 'nfd-instance'},
+           'spec': {'operand': {'image': 'registry.example.com/nfd:v4.18'}}}
+    assert gop.build_nfd_instance(nfd)['metadata'] == {'name': 'nfd-instance', 'namespace': 'openshift-nfd'}
+    assert gop.build_nfd_instance({}) is None
+    for bad, needle in ((dict(nfd, kind='ConfigMap'), "kind 'ConfigMap'"),
+                        (dict(nfd, metadata={'name': '../x'}), "'../x' is not a DNS subdomain"),
+                        (dict(nfd, metadata={'name': 'n', 'namespace': 'default'}), "namespace 'default'")):
+        with pytest.raises(gop.ManifestError, match=needle):
+            gop.build_nfd_instance(bad)
