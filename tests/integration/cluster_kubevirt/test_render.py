@@ -275,6 +275,10 @@ def test_hco_before_1_9_by_upstream_version(tmp_path):
 def test_one_render_writes_each_object_once_lists_it_and_prunes_only_its_own(tmp_path):
     # kubevirt_devices (permitted devices) and dra_driver (the GPUsWithDRA gate) both render the KubeVirt CR: one
     # file, one merged object (two files would leave the second to win silently when applied)
+    # Kustomize takes a resource id (group/version/kind, namespace, name) once: sigs.k8s.io/kustomize
+    # api/resmap/reswrangler.go Append fails with "may not add resource with an already registered id"; and
+    # `kubectl apply -f <dir>` applies the files in order, the last one applied winning
+    # (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/declarative-config/).
     out = tmp_path / 'render'
     out.mkdir()
     (out / 'foreign.yaml').write_text('kind: ConfigMap\n')
