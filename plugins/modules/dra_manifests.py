@@ -23,10 +23,23 @@ author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
   driver_mode:
-    description: Who installed the NVIDIA driver on the DRA nodes.
+    description:
+      - Who installed the NVIDIA driver on the DRA nodes, an explicit choice; omit to derive it from O(operator_driver)
+        (true C(operator), false C(host)) or, when that is unknown, from O(pci_facts) (every GPU of every DRA node
+        bound to C(nvidia) and no GPU Operator driver C(host)).
+      - One that contradicts O(operator_driver) (C(host) or C(gke) while the operator's driver is enabled, C(operator)
+        while it is disabled) fails, naming both values.
     type: str
     choices: [host, operator, gke]
-    required: true
+  operator_driver:
+    description:
+      - Whether the GPU Operator runs its driver container on the DRA nodes (its ClusterPolicy / Helm
+        C(driver.enabled)); omit when no GPU Operator manages these nodes.
+    type: bool
+  pci_facts:
+    description: The DRA nodes' C(gpuvirt_pci_devices) facts by node name (only read when O(operator_driver) is omitted).
+    type: dict
+    default: {}
   node_selector:
     description: Node labels the kubelet plugin is restricted to.
     type: dict
@@ -74,7 +87,7 @@ attributes:
 EXAMPLES = r'''
 - name: DRA pieces for operator-managed drivers on KubeVirt 1.8
   gpuvirt.provision.dra_manifests:
-    driver_mode: operator
+    operator_driver: true
     claim_templates: [{name: vfio-gpu, namespace: vms}]
     kubevirt_version: 1.8.2
     dra_nodes: [gpu-1]
@@ -96,6 +109,14 @@ gate_object:
   description: Partial KubeVirt CR or HyperConverged turning the gates on; null when none is needed.
   returned: success
   type: dict
+driver_mode:
+  description: Who installed the NVIDIA driver (C(operator), C(host), C(gke)), which sets C(nvidiaDriverRoot).
+  returned: success
+  type: str
+driver_mode_reason:
+  description: Why that driver mode (the explicit setting, the operator's C(driver.enabled), or the hosts' facts).
+  returned: success
+  type: str
 kubevirt_gates:
   description: KubeVirt feature gates to enable (empty from 1.9); null without O(kubevirt_version).
   returned: success
@@ -110,7 +131,9 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            driver_mode=dict(type='str', choices=sorted(dra.DRIVER_ROOTS), required=True),
+            driver_mode=dict(type='str', choices=sorted(dra.DRIVER_ROOTS)),
+            operator_driver=dict(type='bool'),
+            pci_facts=dict(type='dict', default={}),
             node_selector=dict(type='dict'),
             claim_templates=dict(type='list', elements='dict', default=[]),
             kubevirt_version=dict(type='str'),
@@ -124,7 +147,9 @@ def main():
     )
     p = module.params
     try:
-        values = dra.helm_values(p['driver_mode'], p['node_selector'])
+        mode, mode_reason = dra.resolve_driver_mode(p['driver_mode'], p['operator_driver'], p['dra_nodes'],
+                                                    p['pci_facts'])
+        values = dra.helm_values(mode, p['node_selector'])
         objects = [dra.resource_claim_template(t.get('name'), t.get('namespace'), count=t.get('count', 1))
                    for t in p['claim_templates']]
         gates = dra.kubevirt_gates(p['kubevirt_version']) if p['kubevirt_version'] else None
@@ -139,7 +164,7 @@ def main():
         build = dra.hco_gate_object if p['platform'] == 'hco' else dra.kubevirt_gate_object
         gate_object = build(p['current'], gates)
     module.exit_json(changed=False, helm_values=values, objects=objects, kubevirt_gates=gates,
-                     gate_object=gate_object)
+                     gate_object=gate_object, driver_mode=mode, driver_mode_reason=mode_reason)
 
 
 if __name__ == '__main__':

@@ -48,8 +48,16 @@ options:
     choices: [kubevirt, kata]
     default: kubevirt
   vgpu_manager:
-    description: The vGPU Manager image (C(repository), C(image), C(version)); omit when no host runs vGPU.
+    description:
+      - The vGPU Manager image (C(repository), C(image), C(version)); omit when no host runs vGPU.
+      - Without C(version), O(vgpu_manager_image_version) gives it.
     type: dict
+  vgpu_manager_image_version:
+    description:
+      - The driver version the vGPU Manager image was built for (C(vgpu_manager_image_version), the image role's
+        tag C(<version>-<os tag>)); the C(version) of O(vgpu_manager) when that gives none.
+      - Both given and different fails, naming both values.
+    type: str
   vfio_manager:
     description: C(vfioManager.enabled).
     type: bool
@@ -220,6 +228,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 
 def build(p):
     openshift = p['platform'] == 'openshift'
+    p = dict(p, vgpu_manager=gop.resolve_vgpu_manager(p['vgpu_manager'], p['vgpu_manager_image_version']))
     namespace = p['namespace'] or (gop.OPENSHIFT_NAMESPACE if openshift else gop.KUBERNETES_NAMESPACE)
     gop.check_pull_secret(p['vgpu_manager'], p['pull_secret_name'], p['registry_public'])
     login = p['registry_login']
@@ -272,6 +281,7 @@ def main():
             default_workload=dict(type='str', choices=list(gop.WORKLOADS), default='container'),
             sandbox_mode=dict(type='str', choices=list(gop.MODES), default='kubevirt'),
             vgpu_manager=dict(type='dict'),
+            vgpu_manager_image_version=dict(type='str'),
             vfio_manager=dict(type='bool', default=True),
             sandbox_device_plugin=dict(type='bool', default=True),
             pull_secret_name=dict(type='str'),

@@ -18,8 +18,13 @@ CHART_REF = 'oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gp
 DEVICE_CLASS = 'vfio.gpu.nvidia.com'
 DRIVER = 'gpu.nvidia.com'
 DRA_GATE = 'GPUsWithDRA'
-# where the driver's files are, by who installed the driver
+# Where the driver's files are, by who installed the driver (NVIDIA, "KubeVirt VFIO GPU passthrough", "Install the
+# DRA Driver": "/ for a host-installed driver", "/run/nvidia/driver for a GPU Operator-managed driver",
+# "/home/kubernetes/bin/nvidia for a GKE-managed driver"; chart dra-driver-nvidia-gpu 0.4.0 values.yaml, comment on
+# nvidiaDriverRoot: "/run/nvidia/driver" with the NVIDIA GPU Driver Container, "/" for a driver installed on the host).
 DRIVER_ROOTS = {'host': '/', 'operator': '/run/nvidia/driver', 'gke': '/home/kubernetes/bin/nvidia'}
+# the driver modes that are not the GPU Operator's driver container
+_NOT_OPERATOR = ('host', 'gke')
 # The chart's kubelet plugin has an empty nodeSelector and an affinity for every NVIDIA node: alone it would run
 # beside the classic device plugin. By default it runs where the classic plugin is switched off, which the
 # node_labels role does on the DRA nodes (and only there).
@@ -31,6 +36,64 @@ def _dns(value, what):
         return validators.dns1123_label(value, what)
     except validators.ValidationError as e:
         raise ManifestError(str(e))
+
+
+def host_driver_nodes(pci_facts):
+    """The nodes whose preflight facts (``{node: gpuvirt_pci_devices}``) show every NVIDIA GPU bound to the
+    ``nvidia`` kernel driver."""
+    out = []
+    for node, facts in sorted((pci_facts or {}).items()):
+        gpus = [g for g in (facts or {}).get('gpus') or [] if not g.get('is_vf')]
+        if gpus and all(g.get('driver') == 'nvidia' for g in gpus):
+            out.append(node)
+    return out
+
+
+def resolve_driver_mode(explicit=None, operator_driver=None, dra_nodes=(), pci_facts=None):
+    """Who installed the NVIDIA driver on the DRA nodes, hence ``nvidiaDriverRoot``; returns ``(mode, reason)``.
+
+    ``operator_driver``: True when the GPU Operator runs its driver container on the DRA nodes (its ClusterPolicy /
+    Helm ``driver.enabled`` is true: DRA nodes are ``container`` workload nodes, where the operator deploys its
+    driver), False when ``driver.enabled`` is false, None when unknown (no GPU Operator manages these nodes): then a
+    host-installed driver is what the hosts' facts show (every GPU of every DRA node bound to ``nvidia``).
+    ``explicit`` (``dra_driver_nvidia_driver``) wins, but one that contradicts the operator's setting is refused:
+    the kubelet plugin would look for the driver where it is not.
+    """
+    if explicit and explicit not in DRIVER_ROOTS:
+        raise ManifestError("dra_driver_nvidia_driver %r is not one of %s" % (explicit, ', '.join(sorted(DRIVER_ROOTS))))
+    if operator_driver is True:
+        derived, why = 'operator', "the GPU Operator's driver container is enabled on the DRA nodes (driver.enabled true)"
+    elif operator_driver is False:
+        derived, why = 'host', "the GPU Operator's driver is disabled (driver.enabled false)"
+    else:
+        bound = host_driver_nodes(pci_facts)
+        if dra_nodes and all(n in bound for n in dra_nodes):
+            derived, why = 'host', ("no GPU Operator driver, and the facts of %s show the GPUs bound to the host's "
+                                    "nvidia driver" % ', '.join(dra_nodes))
+        else:
+            derived, why = None, None
+    if explicit:
+        if derived == 'operator' and explicit in _NOT_OPERATOR:
+            raise ManifestError(
+                "dra_driver_nvidia_driver is %s (nvidiaDriverRoot %s) but %s, whose driver root is %s: the kubelet "
+                "plugin would look for the driver where it is not; remove dra_driver_nvidia_driver (it follows the "
+                "operator), or turn the operator's driver off (gpu_operator_helm_values_extra: {driver: {enabled: "
+                "false}}, dra_driver_gpu_operator_driver: false) if the driver really is the host's"
+                % (explicit, DRIVER_ROOTS[explicit], why, DRIVER_ROOTS['operator']))
+        if derived == 'host' and explicit == 'operator':
+            raise ManifestError(
+                "dra_driver_nvidia_driver is operator (nvidiaDriverRoot %s) but %s, so the driver is the host's (%s): "
+                "remove dra_driver_nvidia_driver (it follows the operator's setting), or enable the operator's driver "
+                "(driver.enabled true, dra_driver_gpu_operator_driver: true)"
+                % (DRIVER_ROOTS['operator'], why, DRIVER_ROOTS['host']))
+        return explicit, 'set by dra_driver_nvidia_driver'
+    if derived is None:
+        raise ManifestError(
+            "cannot tell where the NVIDIA driver of the DRA nodes (%s) is: no GPU Operator driver setting "
+            "(dra_driver_gpu_operator_driver) and the hosts' facts do not show their GPUs bound to the nvidia driver; "
+            "set dra_driver_nvidia_driver (operator: %s, host: %s, gke: %s)"
+            % (', '.join(dra_nodes) or 'none given', DRIVER_ROOTS['operator'], DRIVER_ROOTS['host'], DRIVER_ROOTS['gke']))
+    return derived, why
 
 
 def helm_values(driver_mode, node_selector=None):

@@ -76,6 +76,26 @@ def check_vgpu_manager_version(version, variable='gpu_operator_vgpu_manager.vers
     return text
 
 
+def resolve_vgpu_manager(vgpu_manager, image_version=None):
+    """``gpu_operator_vgpu_manager`` with its version taken from ``vgpu_manager_image_version`` (the version the
+    vgpu_manager_image role builds and pushes as ``<version>-<os tag>``) when it gives none: one source of truth.
+    Both set and different is refused: the operator would pull a tag the image role never pushed."""
+    if not vgpu_manager:
+        return vgpu_manager
+    out = dict(vgpu_manager)
+    own = '' if out.get('version') is None else str(out['version']).strip()
+    image = '' if image_version is None else str(image_version).strip()
+    if own and image and own != image:
+        raise ManifestError(
+            "gpu_operator_vgpu_manager.version is %r but vgpu_manager_image_version is %r: the GPU Operator would pull "
+            "%s/%s:%s-<os tag>, which the vgpu_manager_image role does not build (it pushes %s-<os tag>); remove "
+            "gpu_operator_vgpu_manager.version (it follows vgpu_manager_image_version) or make the two the same"
+            % (own, image, out.get('repository'), out.get('image') or 'vgpu-manager', own, image))
+    if not own and image:
+        out['version'] = check_vgpu_manager_version(image, 'vgpu_manager_image_version')
+    return out
+
+
 def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt', vgpu_manager=None,
              vgpu_device_manager_config=None, vfio_manager=True, sandbox_device_plugin=True, pull_secret_name=None):
     """Return the overlay (ClusterPolicy spec / Helm values, same field names) for our settings.

@@ -284,6 +284,9 @@ def test_a_missing_node_is_refused_before_any_write(tmp_path, kube):
 def test_a_dedicated_pool_gets_its_nodes_labelled_in_before_its_machineconfig(tmp_path, kube):
     # The dedicated pool selects node-role.kubernetes.io/gpu (build_pool); nothing else puts the GPU nodes in it.
     # Before, the pool was created empty, the MCO "rolled out" to 0 machines and the run reported success.
+    # A pool's machines are exactly the nodes its spec.nodeSelector matches (openshift/machine-config-operator
+    # pkg/controller/node/node_controller.go getNodesForPool; docs/custom-pools.md: "labeling the node with a custom
+    # role" comes first), and only those nodes get the pool's rendered config.
     gpu_mc = '100-gpu-gpuvirt-iommu'
     cluster = kube([pool('worker', ['00-worker'], DONE)]
                    + [node(n, {'cpu': '64'}, dict(WORKER)) for n in ('gpu-1', 'gpu-2', 'worker-3')])
@@ -304,7 +307,10 @@ def test_a_dedicated_pool_gets_its_nodes_labelled_in_before_its_machineconfig(tm
 
 
 def test_a_pool_that_selects_no_node_is_never_done(tmp_path, kube):
-    # the counters alone (0/0 updated) looked like a finished rollout
+    # the counters alone (0/0 updated) looked like a finished rollout: the MCO counts machineCount = the nodes the
+    # pool selects and sets Updated=True when updatedMachineCount == readyMachineCount == machineCount and none is
+    # unavailable (openshift/machine-config-operator pkg/controller/node/status.go calculateStatus), which a pool of 0
+    # machines satisfies at once
     cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
     status = pool_status(['00-worker', MC_NAME], DONE, machines=0)
     cluster.controller('machine-config-operator', mco(status, annotate=[]))

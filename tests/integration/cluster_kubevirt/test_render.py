@@ -127,16 +127,32 @@ def test_dra_on_kubevirt_1_8(tmp_path):
     assert 'nvidia-persistenced' in log  # reported, not blocking with DRA driver 0.4.x
     objs = rendered(out)
     (values,) = objs['HelmValues']
+    # no dra_driver_nvidia_driver in the inventory: the GPU Operator's driver container runs on the DRA nodes
+    # (driver.enabled true by default), so the root is the operator's (NVIDIA DRA guide, "KubeVirt VFIO GPU
+    # passthrough", "Install the DRA Driver": "/run/nvidia/driver for a GPU Operator-managed driver"; chart
+    # dra-driver-nvidia-gpu 0.4.0 values.yaml comment on nvidiaDriverRoot)
     assert values['nvidiaDriverRoot'] == '/run/nvidia/driver'
+    # same guide, "Feature status" and "Install the DRA Driver": both Alpha gates, off by default, set to true
     assert values['featureGates'] == {'PassthroughSupport': True, 'DeviceMetadata': True}
     templates = {t['metadata']['name']: t for t in objs['ResourceClaimTemplate']}
     assert set(templates) == {'vfio-gpu', 'vfio-gpu-x2'}
     devices = templates['vfio-gpu-x2']['spec']['spec']['devices']
+    # the chart's DeviceClass for VFIO is vfio.gpu.nvidia.com (NVIDIA/k8s-dra-driver-gpu v0.4.0
+    # deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-vfio-gpu.yaml); ExactCount/count is the
+    # resource.k8s.io/v1 DeviceRequest "exactly" form (kubernetes.io/docs/concepts/scheduling-eviction/
+    # dynamic-resource-allocation)
     assert devices['requests'][0]['exactly'] == {'deviceClassName': 'vfio.gpu.nvidia.com',
                                                  'allocationMode': 'ExactCount', 'count': 2}
     iommu = devices['config'][0]['opaque']['parameters']['iommu']
+    # the opaque VfioDeviceConfig of NVIDIA/k8s-dra-driver-gpu v0.4.0 demo/specs/quickstart/v1/gpu-test-vfio-config.yaml
+    # (api/nvidia.com/resource/v1beta1/vfiodeviceconfig.go): LegacyOnly is the /dev/vfio/<group> backend (KubeVirt has no
+    # IOMMUFD support), enableAPIDevice mounts /dev/vfio/vfio, which libvirt opens
     assert iommu == {'backendPolicy': 'LegacyOnly', 'enableAPIDevice': True}
     (kv,) = objs['KubeVirt']
+    # NVIDIA DRA guide, "Prerequisites": "KubeVirt v1.8.0 or later with the GPUsWithDRA feature gate enabled ... only
+    # needs to be set explicitly on v1.8.x"; the KubeVirt CR's gate list is spec.configuration.developerConfiguration
+    # .featureGates (kubevirt/kubevirt staging/src/kubevirt.io/api/core/v1/types.go DeveloperConfiguration), and the
+    # gates already there (GPU, Snapshot) are kept
     assert kv['spec']['configuration']['developerConfiguration']['featureGates'] == ['GPU', 'Snapshot', 'GPUsWithDRA']
 
 
@@ -171,11 +187,23 @@ def test_dra_kubelet_plugin_defaults_to_the_nodes_without_the_classic_plugin(tmp
 
 
 def test_dra_on_kubevirt_1_9_needs_no_gate_and_host_driver_root(tmp_path):
-    rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_kubevirt_version='1.9.0', dra_driver_nvidia_driver='host')
+    # the GPU Operator's driver turned off (Helm driver.enabled false): the driver is the host's, root "/" (NVIDIA DRA
+    # guide, "Install the DRA Driver": "/ for a host-installed driver"); GPUsWithDRA is on by default from KubeVirt 1.9
+    # (same guide, "Prerequisites")
+    rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_kubevirt_version='1.9.0',
+                       gpu_operator_helm_values_extra={'driver': {'enabled': False}})
     assert rc == 0, log
     objs = rendered(out)
     assert 'KubeVirt' not in objs
     assert objs['HelmValues'][0]['nvidiaDriverRoot'] == '/'
+
+
+def test_dra_host_driver_root_while_the_operator_driver_runs_fails_before_writing(tmp_path):
+    # an explicit host root while the GPU Operator's driver container runs on the DRA nodes would point the kubelet
+    # plugin at "/" while the driver is under /run/nvidia/driver (NVIDIA DRA guide, "Install the DRA Driver")
+    rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_nvidia_driver='host')
+    assert_failed_before_writing(rc, log, out, 'dra_driver_nvidia_driver is host', 'driver.enabled true',
+                                 '/run/nvidia/driver')
 
 
 def assert_failed_before_writing(rc, log, out, *needles):
@@ -247,6 +275,10 @@ def test_hco_before_1_9_by_upstream_version(tmp_path):
 def test_one_render_writes_each_object_once_lists_it_and_prunes_only_its_own(tmp_path):
     # kubevirt_devices (permitted devices) and dra_driver (the GPUsWithDRA gate) both render the KubeVirt CR: one
     # file, one merged object (two files would leave the second to win silently when applied)
+    # Kustomize takes a resource id (group/version/kind, namespace, name) once: sigs.k8s.io/kustomize
+    # api/resmap/reswrangler.go Append fails with "may not add resource with an already registered id"; and
+    # `kubectl apply -f <dir>` applies the files in order, the last one applied winning
+    # (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/declarative-config/).
     out = tmp_path / 'render'
     out.mkdir()
     (out / 'foreign.yaml').write_text('kind: ConfigMap\n')

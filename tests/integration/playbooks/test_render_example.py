@@ -88,6 +88,10 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     assert listed.index([n for n in listed if n.startswith('36-nfd-instance-')][0]) > listed.index(
         [n for n in listed if '-subscription-openshift-nfd-nfd' in n][0])
     (policy,) = found['ClusterPolicy']
+    # the driver version alone, taken from vgpu_manager_image_version (the example sets no version of its own):
+    # NVIDIA, "NVIDIA GPU Operator with OpenShift Virtualization", "Creating a ClusterPolicy for the GPU Operator"
+    # ("vgpuManager.version=<driver version>"); NVIDIA/gpu-operator controllers/object_controls.go resolveDriverTag
+    # appends "-<os tag>" itself, so 580.82.02-rhcos4.18 here would pull a tag that never exists
     assert policy['spec']['vgpuManager']['version'] == '580.82.02'
     (hco,) = found['HyperConverged']
     pci = hco['spec']['permittedHostDevices']['pciHostDevices']
@@ -137,7 +141,26 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     (kubevirt,) = found['KubeVirt']
     assert sorted(d['pciVendorSelector'] for d in kubevirt['spec']['configuration']['permittedHostDevices'][
         'pciHostDevices']) == ['10DE:1B38', '10DE:26B9']
-    assert glob.glob(str(out / '43-gpu-operator-helm-values-*.yaml'))
+    (values_file,) = glob.glob(str(out / '43-gpu-operator-helm-values-*.yaml'))
+    with open(values_file, encoding='utf-8') as handle:
+        helm_values = yaml.safe_load(handle)
+    # the same driver version on Kubernetes: the chart renders its ClusterPolicy from these values
+    # (NVIDIA/gpu-operator deployments/gpu-operator/templates/clusterpolicy.yaml), so the same operator code
+    # (resolveDriverTag) appends the OS tag; the chart's vgpuManager.version defaults to "" (values.yaml v26.7.0)
+    assert helm_values['vgpuManager']['version'] == '580.82.02'
+    # every key we set exists in the chart's values.yaml (Helm ignores an unknown key silently): GPU Operator v26.7.0,
+    # the chart version the example installs (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml, reference set)
+    with open(os.path.join(schema.reference_dir(), 'helm', 'gpu-operator-v26.7.0-values.yaml'),
+              encoding='utf-8') as handle:
+        chart = yaml.safe_load(handle)
+
+    def unknown(values, defaults, path=()):
+        for key, value in values.items():
+            if not isinstance(defaults, dict) or key not in defaults:
+                yield '.'.join(path + (key,))
+            elif isinstance(value, dict) and key not in ('nodeSelector', 'labels', 'annotations'):
+                yield from unknown(value, defaults[key], path + (key,))
+    assert not list(unknown(helm_values, chart)), list(unknown(helm_values, chart))
     # the OpenShift files of the first render are gone: ours, and not produced by this one
     assert not glob.glob(str(out / '20-machineconfig-*')) and not glob.glob(str(out / '35-nfd-*'))
     assert not glob.glob(str(out / '36-nfd-*'))

@@ -47,3 +47,36 @@ def test_flag_typo_is_refused_naming_the_variable(tmp_path):
     rc, out = _run(tmp_path, reboot_drain="flase")
     assert rc != 0, out
     assert "reboot_drain" in out and "flase" in out, out
+
+
+NAME_PLAY = """
+- hosts: all
+  connection: local
+  gather_facts: false
+  vars_files:
+    - {defaults}
+  tasks:
+    - name: Show the node name the drain uses
+      ansible.builtin.debug:
+        msg: "NODE=<{{{{ reboot_node_name }}}}>"
+"""
+
+
+def _node_name(tmp_path, host, **hostvars):
+    import pathlib
+    defaults = pathlib.Path(__file__).resolve().parents[3] / "roles" / "reboot" / "defaults" / "main.yml"
+    play = tmp_path / "name.yml"
+    play.write_text(NAME_PLAY.format(defaults=defaults))
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {host: dict(hostvars, ansible_python_interpreter=sys.executable)}}}))
+    proc = subprocess.run(["ansible-playbook", "-i", str(inventory), str(play)], capture_output=True, text=True,
+                          check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    return out.split("NODE=<", 1)[1].split(">", 1)[0]
+
+
+def test_drain_node_name_follows_the_node_name_filter(tmp_path):
+    # one rule for every phase (docs/contracts.md, "Node names"; filter gpuvirt.provision.node_name)
+    assert _node_name(tmp_path, "gpu-1.example.com") == "gpu-1"
+    assert _node_name(tmp_path, "gpu-2.example.com", gpuvirt_node_name="worker-gpu-2") == "worker-gpu-2"

@@ -31,6 +31,12 @@ def dead_pid():
 
 
 def test_two_roles_rendering_one_object_get_one_file_with_both_parts(tmp_path):
+    # One object per apiVersion/kind/namespace/name: Kustomize refuses a second resource with an id already registered
+    # (sigs.k8s.io/kustomize api/resmap/reswrangler.go Append: "may not add resource with an already registered id"),
+    # and `kubectl apply -f <dir>` applies the files in order, so the last one applied would win over the earlier one
+    # (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/declarative-config/; with server-side apply under one
+    # field manager the later apply replaces that manager's fields:
+    # https://kubernetes.io/docs/reference/using-api/server-side-apply/).
     rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())
     devices = kubevirt(['Snapshot', 'HostDevices'], permittedHostDevices={'pciHostDevices': [{'pciVendorSelector': '10DE:2236'}]})
     first = rs.record(str(tmp_path), devices, '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml', '60-kubevirt-devices', 'kubevirt')
@@ -47,6 +53,12 @@ def test_two_roles_rendering_one_object_get_one_file_with_both_parts(tmp_path):
 
 
 def test_two_roles_disagreeing_on_a_field_are_refused_naming_both(tmp_path):
+    # One object per apiVersion/kind/namespace/name: Kustomize refuses a second resource with an id already registered
+    # (sigs.k8s.io/kustomize api/resmap/reswrangler.go Append: "may not add resource with an already registered id"),
+    # and `kubectl apply -f <dir>` applies the files in order, so the last one applied would win over the earlier one
+    # (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/declarative-config/; with server-side apply under one
+    # field manager the later apply replaces that manager's fields:
+    # https://kubernetes.io/docs/reference/using-api/server-side-apply/).
     rs.open_session(str(tmp_path), 'site', pid=os.getpid())
     rs.record(str(tmp_path), kubevirt(['A'], vmRolloutStrategy='LiveUpdate'), '60-a-000.yaml', '60-kubevirt-devices', 'kubevirt')
     with pytest.raises(render.RenderError) as err:

@@ -110,6 +110,20 @@ def test_dra_manifests_gate_and_conflict(monkeypatch):
     assert res['failed'] and 'DRA node n1' in res['msg']
 
 
+def test_dra_manifests_driver_root_follows_the_operator_driver(monkeypatch):
+    # NVIDIA DRA guide, "Install the DRA Driver": nvidiaDriverRoot "/" for a host-installed driver,
+    # "/run/nvidia/driver" for a GPU Operator-managed driver
+    res = run(monkeypatch, dra_manifests, {'operator_driver': True, 'dra_nodes': ['n1']})
+    assert res['helm_values']['nvidiaDriverRoot'] == '/run/nvidia/driver' and res['driver_mode'] == 'operator'
+    res = run(monkeypatch, dra_manifests, {'operator_driver': False, 'dra_nodes': ['n1']})
+    assert res['helm_values']['nvidiaDriverRoot'] == '/' and res['driver_mode'] == 'host'
+    res = run(monkeypatch, dra_manifests, {'dra_nodes': ['n1'], 'pci_facts': {
+        'n1': {'gpus': [{'bdf': '0000:3b:00.0', 'driver': 'nvidia'}]}}})
+    assert res['helm_values']['nvidiaDriverRoot'] == '/' and 'facts' in res['driver_mode_reason']
+    res = run(monkeypatch, dra_manifests, {'driver_mode': 'host', 'operator_driver': True, 'dra_nodes': ['n1']})
+    assert res['failed'] and 'dra_driver_nvidia_driver is host' in res['msg'] and 'driver.enabled true' in res['msg']
+
+
 def test_dra_preflight(monkeypatch):
     holders = [{'pid': 7, 'command': 'nv-hostengine', 'device': '/dev/nvidia0', 'unit': 'nvidia-dcgm.service'}]
     res = run(monkeypatch, dra_preflight, {'holders': holders})

@@ -87,6 +87,18 @@ def test_openshift_objects_validate_and_carry_our_settings(monkeypatch):
     assert res['helm_values'] is None
 
 
+def test_vgpu_manager_version_follows_the_image_version(monkeypatch):
+    # NVIDIA OpenShift Virtualization guide, "Creating a ClusterPolicy for the GPU Operator":
+    # "vgpuManager.version=<driver version>", the version the image was built for ("Building the vGPU Manager image")
+    res = run(monkeypatch, gpu_operator_manifests, openshift_args(
+        vgpu_manager={'repository': VGM['repository']}, vgpu_manager_image_version='580.82.02'))
+    assert not res['failed'], res.get('msg')
+    assert res['cluster_policy']['spec']['vgpuManager']['version'] == '580.82.02'
+    res = run(monkeypatch, gpu_operator_manifests, openshift_args(
+        vgpu_manager=dict(VGM, version='580.65.06'), vgpu_manager_image_version='580.82.02'))
+    assert res['failed'] and '580.65.06' in res['msg'] and '580.82.02' in res['msg']
+
+
 def test_openshift_without_alm_examples_leaves_the_policy_for_later(monkeypatch):
     # apply mode builds the ClusterPolicy only once the installed CSV can be read
     res = run(monkeypatch, gpu_operator_manifests, openshift_args(alm_examples=None))

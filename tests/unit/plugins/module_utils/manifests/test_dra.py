@@ -31,9 +31,14 @@ def key_paths(values, prefix=()):
             yield prefix + (key,)
 
 
+# nvidiaDriverRoot by who installed the driver: NVIDIA, "KubeVirt VFIO GPU passthrough", "Install the DRA Driver"
+# ("/ for a host-installed driver", "/run/nvidia/driver for a GPU Operator-managed driver",
+# "/home/kubernetes/bin/nvidia for a GKE-managed driver").
 @pytest.mark.parametrize('mode,root', [('host', '/'), ('operator', '/run/nvidia/driver'),
                                        ('gke', '/home/kubernetes/bin/nvidia')])
 def test_values_use_only_keys_the_chart_has(mode, root):
+    # Helm ignores a key the chart does not have: each key must exist in the chart's own values.yaml
+    # (NVIDIA/k8s-dra-driver-gpu v0.4.0 deployments/helm/dra-driver-nvidia-gpu/values.yaml, the reference set).
     values = dra.helm_values(mode, node_selector={'gpuvirt/dra': 'true'})
     defaults = chart_defaults()
     for path in key_paths(values):
@@ -42,9 +47,75 @@ def test_values_use_only_keys_the_chart_has(mode, root):
             assert isinstance(node, dict) and key in node, 'chart 0.4.0 has no value %s' % '.'.join(path)
             node = node[key]
     assert values['nvidiaDriverRoot'] == root
+    # NVIDIA DRA guide, "Feature status" (PassthroughSupport and DeviceMetadata are Alpha, off by default) and
+    # "Install the DRA Driver" (--set featureGates.PassthroughSupport=true --set featureGates.DeviceMetadata=true)
     assert values['featureGates'] == {'PassthroughSupport': True, 'DeviceMetadata': True}
+    # same section: --set resources.gpus.enabled=true --set resources.computeDomains.enabled=false
     assert values['resources'] == {'gpus': {'enabled': True}, 'computeDomains': {'enabled': False}}
+    # same section: --set gpuResourcesEnabledOverride=true (values.yaml default false)
     assert values['gpuResourcesEnabledOverride'] is True
+
+
+def test_chart_comment_names_the_same_driver_roots():
+    # the chart's own comment on nvidiaDriverRoot (values.yaml 0.4.0): "/run/nvidia/driver" with the NVIDIA GPU Driver
+    # Container, "/" for a driver installed directly on the host; and "/" is its default
+    with open(os.path.join(schema.reference_dir(), 'helm', CHART_VALUES), encoding='utf-8') as handle:
+        text = handle.read()
+    head = text.split('nvidiaDriverRoot:', 1)[0].rsplit('\n\n', 1)[-1]
+    assert 'NVIDIA GPU Driver Container' in head and '/run/nvidia/driver' in head and '`/`' in head
+    assert chart_defaults()['nvidiaDriverRoot'] == '/'
+    assert dra.DRIVER_ROOTS['operator'] == '/run/nvidia/driver' and dra.DRIVER_ROOTS['host'] == '/'
+
+
+def a_gpu(driver, bdf='0000:3b:00.0'):
+    return {'bdf': bdf, 'driver': driver, 'is_vf': False}
+
+
+# nvidiaDriverRoot follows where the driver actually is (NVIDIA DRA guide, "Install the DRA Driver": "Set
+# nvidiaDriverRoot based on how the NVIDIA driver is installed on your nodes"). DRA nodes are container-workload
+# nodes, where the GPU Operator deploys its driver container unless driver.enabled is false (NVIDIA GPU Operator
+# chart values.yaml driver.enabled; ClusterPolicy spec.driver.enabled).
+@pytest.mark.parametrize('operator_driver,facts,mode', [
+    (True, {}, 'operator'),
+    # the operator's driver also binds the GPU to nvidia: facts never outvote the operator's setting
+    (True, {'dra-1': {'gpus': [a_gpu('nvidia')]}}, 'operator'),
+    (False, {}, 'host'),
+    (None, {'dra-1': {'gpus': [a_gpu('nvidia')]}, 'dra-2': {'gpus': [a_gpu('nvidia')]}}, 'host'),
+])
+def test_driver_root_follows_where_the_driver_is(operator_driver, facts, mode):
+    got, why = dra.resolve_driver_mode(None, operator_driver, ['dra-1', 'dra-2'] if operator_driver is None else
+                                       ['dra-1'], facts)
+    assert got == mode and why
+    assert dra.helm_values(got)['nvidiaDriverRoot'] == dra.DRIVER_ROOTS[mode]
+
+
+@pytest.mark.parametrize('explicit,operator_driver', [('operator', True), ('host', False), ('gke', False),
+                                                      ('gke', None), ('host', None)])
+def test_an_explicit_driver_mode_that_agrees_is_kept(explicit, operator_driver):
+    assert dra.resolve_driver_mode(explicit, operator_driver, ['dra-1'])[0] == explicit
+
+
+@pytest.mark.parametrize('explicit,operator_driver,needles', [
+    ('host', True, ['dra_driver_nvidia_driver is host', 'nvidiaDriverRoot /', 'driver.enabled true',
+                    '/run/nvidia/driver', 'remove dra_driver_nvidia_driver']),
+    ('gke', True, ['dra_driver_nvidia_driver is gke', '/home/kubernetes/bin/nvidia', 'driver.enabled true']),
+    ('operator', False, ['dra_driver_nvidia_driver is operator', '/run/nvidia/driver', 'driver.enabled false',
+                         'remove dra_driver_nvidia_driver']),
+])
+def test_a_contradicting_driver_mode_is_refused_naming_both(explicit, operator_driver, needles):
+    with pytest.raises(dra.ManifestError) as err:
+        dra.resolve_driver_mode(explicit, operator_driver, ['dra-1'])
+    for needle in needles:
+        assert needle in str(err.value), str(err.value)
+
+
+def test_unknown_driver_location_asks_for_the_setting():
+    # one DRA node's GPU on vfio-pci, the other's unknown: neither the operator nor the facts tell
+    facts = {'dra-1': {'gpus': [a_gpu('vfio-pci')]}, 'dra-2': {'gpus': [a_gpu('nvidia')]}}
+    with pytest.raises(dra.ManifestError, match='set dra_driver_nvidia_driver'):
+        dra.resolve_driver_mode(None, None, ['dra-1', 'dra-2'], facts)
+    with pytest.raises(dra.ManifestError, match='not one of'):
+        dra.resolve_driver_mode('container', True, ['dra-1'])
 
 
 def test_kubelet_plugin_runs_only_where_the_classic_device_plugin_is_off():

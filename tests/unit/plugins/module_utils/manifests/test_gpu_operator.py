@@ -205,3 +205,33 @@ def test_nfd_instance_is_checked_and_placed_in_openshift_nfd():
                         (dict(nfd, metadata={'name': 'n', 'namespace': 'default'}), "namespace 'default'")):
         with pytest.raises(gop.ManifestError, match=needle):
             gop.build_nfd_instance(bad)
+
+
+# One source of truth for the vGPU Manager version: the vgpu_manager_image role pushes <version>-<os tag> (NVIDIA,
+# "NVIDIA GPU Operator with OpenShift Virtualization", "Building the vGPU Manager image": ${VERSION}-${OS_TAG}) and
+# the ClusterPolicy carries <version> (same guide, "Creating a ClusterPolicy for the GPU Operator":
+# "vgpuManager.version=<driver version>"; NVIDIA/gpu-operator controllers/object_controls.go resolveDriverTag appends
+# the OS tag), so both must be the same driver version.
+def test_vgpu_manager_version_comes_from_the_image_version_when_unset():
+    vgm = gop.resolve_vgpu_manager({'repository': VGM['repository']}, '580.82.02')
+    overlay = gop.settings(default_workload='vm-vgpu', vgpu_manager=vgm, pull_secret_name='p')
+    assert overlay['vgpuManager']['version'] == '580.82.02'
+    assert gop.helm_values(overlay)['vgpuManager']['version'] == '580.82.02'
+    # the same version in both places is fine; nothing to take from an empty image version
+    assert gop.resolve_vgpu_manager(VGM, '580.82.02') == VGM
+    assert gop.resolve_vgpu_manager(VGM, '') == VGM and gop.resolve_vgpu_manager(VGM, None) == VGM
+    # no vGPU Manager wanted: the image version does not turn one on
+    assert not gop.resolve_vgpu_manager({}, '580.82.02')
+
+
+def test_vgpu_manager_version_differing_from_the_image_version_is_refused_naming_both():
+    with pytest.raises(gop.ManifestError) as err:
+        gop.resolve_vgpu_manager(dict(VGM, version='580.65.06'), '580.82.02')
+    msg = str(err.value)
+    assert "gpu_operator_vgpu_manager.version is '580.65.06'" in msg
+    assert "vgpu_manager_image_version is '580.82.02'" in msg and 'remove gpu_operator_vgpu_manager.version' in msg
+
+
+def test_an_image_version_with_an_os_tag_is_refused_under_its_own_name():
+    with pytest.raises(gop.ManifestError, match="vgpu_manager_image_version is '580.82.02-rhcos4.18'"):
+        gop.resolve_vgpu_manager({'repository': VGM['repository']}, '580.82.02-rhcos4.18')

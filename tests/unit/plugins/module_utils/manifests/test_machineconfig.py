@@ -90,7 +90,9 @@ def test_pool_degraded_reports_reason():
 
 
 def test_a_pool_with_no_machine_is_never_done():
-    # 0/0 updated used to read as a finished rollout: the MachineConfig reached no node
+    # 0/0 updated used to read as a finished rollout: the MachineConfig reached no node. The MCO's pool status
+    # (openshift/machine-config-operator pkg/controller/node/status.go calculateStatus) has machineCount = the nodes
+    # the pool selects and Updated=True once updated == ready == machineCount with none unavailable: true at 0.
     st = mc.pool_status(pool(0, 0, 0, DONE), '100-gpu-gpuvirt-iommu')
     assert not st['done'] and 'selects no node' in st['message']
 
@@ -116,6 +118,9 @@ def test_done_needs_each_expected_node_on_the_rendered_config():
 
 
 def test_a_dedicated_pool_must_hold_exactly_the_expected_nodes():
+    # The pool's machines are the nodes its spec.nodeSelector matches (openshift/machine-config-operator
+    # pkg/controller/node/node_controller.go getNodesForPool), counted as status.machineCount (status.go
+    # calculateStatus): a dedicated pool holding another count than our GPU nodes selects the wrong nodes.
     p = pool(3, 3, 3, DONE)
     p['status']['configuration']['name'] = 'rendered-gpu-2'
     nodes = [gpu_node('gpu-1', current='rendered-gpu-2'), gpu_node('gpu-2', current='rendered-gpu-2')]
