@@ -124,6 +124,10 @@ def iommu_summary(root, groups):
 def check_filters(vendors, classes):
     """Normalise the vendor and class filters; raise naming the bad value and the fix."""
     out_v, out_c = [], []
+    for name, value in (('vendors', vendors), ('classes', classes)):
+        if value is not None and not isinstance(value, (list, tuple)):
+            raise SysfsError('%s is %s %r; expected a list such as [10de] or [0302]' % (name, type(value).__name__,
+                                                                                       value))
     for v in vendors or []:
         v = str(v).lower().replace('0x', '', 1) if str(v).lower().startswith('0x') else str(v).lower()
         if not HEX4.fullmatch(v):
