@@ -123,9 +123,8 @@ CASES = [
      lambda text: vgpu_types.summarise(vgpu_types.parse_mdevctl_json(text))),
     ('mdevctl JSON', 'deep nesting', vgpu_types.VgpuError, lambda n: '[' * (n // 2) + ']' * (n // 2),
      vgpu_types.parse_mdevctl_json),
-    ('mdevctl JSON', 'one huge string', vgpu_types.VgpuError, lambda n: line('[{"p": [{"t": {"name": "', 'x', n,
-                                                                                '"}}]}]'),
-     vgpu_types.parse_mdevctl_json),
+    ('mdevctl JSON', 'one huge string', vgpu_types.VgpuError,
+     lambda n: line('[{"p": [{"t": {"name": "', 'x', n, '"}}]}]'), vgpu_types.parse_mdevctl_json),
     ('/proc/cmdline', 'many args', kc.CmdlineError, lambda n: times('intel_iommu=on iommu=pt ', n),
      kc.split_cmdline),
     ('/proc/cmdline', 'quotes and blanks', kc.CmdlineError, lambda n: times('" a', n), kc.split_cmdline),
@@ -168,8 +167,8 @@ def main(only=None):
         t1, t4 = timed(call, small, error), timed(call, large, error)
         mb4 = len(large) / float(MB)
         ok = t4 < GROWTH * t1 + SLACK_S and t4 < PER_MB_S * mb4
-        print('%-22s %-38s %7.3f s  %7.3f s  x%5.1f  %s' % (parser, case, t1, t4, t4 / max(t1, 1e-6),
-                                                          'ok' if ok else 'TOO SLOW'))
+        print('%-22s %-38s %7.3f s  %7.3f s  x%5.1f  %s'
+              % (parser, case, t1, t4, t4 / max(t1, 1e-6), 'ok' if ok else 'TOO SLOW'))
         if not ok:
             failures.append('%s, %s: %.3f s on %.1f MB, %.3f s on %.1f MB' % (
                 parser, case, t1, len(small) / float(MB), t4, mb4))

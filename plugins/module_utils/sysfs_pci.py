@@ -126,8 +126,8 @@ def check_filters(vendors, classes):
     out_v, out_c = [], []
     for name, value in (('vendors', vendors), ('classes', classes)):
         if value is not None and not isinstance(value, (list, tuple)):
-            raise SysfsError('%s is %s %r; expected a list such as [10de] or [0302]' % (name, type(value).__name__,
-                                                                                       value))
+            raise SysfsError('%s is %s %r; expected a list such as [10de] or [0302]'
+                             % (name, type(value).__name__, value))
     for v in vendors or []:
         v = str(v).lower().replace('0x', '', 1) if str(v).lower().startswith('0x') else str(v).lower()
         if not HEX4.fullmatch(v):

@@ -38,8 +38,8 @@ def near(valid):
 
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.binary(max_size=10),
-                    st.lists(st.text(max_size=4), max_size=2), st.dictionaries(st.text(max_size=4), st.integers(),
-                                                                                max_size=2))
+                    st.lists(st.text(max_size=4), max_size=2),
+                    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2))
 
 PCIIDS_ATOMS = ['10de  NVIDIA Corporation\n', '\t2236  GA102GL [A10]\n', '\t\t10de 1482  A10\n', 'C 03  Display\n',
                 '\t02  3D controller\n', '# comment\n', '\n', '\t', '  ', '10de', 'ffff  Illegal\n', 'é', '\x00',
