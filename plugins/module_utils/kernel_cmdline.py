@@ -254,12 +254,52 @@ def _quote(value, style):
     return '"%s"' % ''.join('\\' + c if c in '\\"$`' else c for c in value)
 
 
+def _carry(line, state):
+    """The quoting in force after ``line`` when ``state`` was in force before it: None (a new command may start
+    on the next line), a quote character (a quoted value goes on), or a backslash (the line continues). One pass
+    over the line; what a comment holds does not count."""
+    body = line.rstrip('\r\n')
+    pos, n = 0, len(body)
+    while pos < n:
+        if state == "'":
+            end = body.find("'", pos)
+            if end < 0:
+                return state
+            state, pos = None, end + 1
+            continue
+        ch = body[pos]
+        if ch == '\\':
+            if pos + 1 >= n:
+                return state or '\\'
+            pos += 2
+            continue
+        if state == '"':
+            if ch == '"':
+                state = None
+        elif ch in '"\'':
+            state = ch
+        elif ch == '#' and (pos == 0 or body[pos - 1] in ' \t;&|()'):
+            return None
+        pos += 1
+    return state
+
+
 def _assignments(text, var):
-    found = []
+    """``[(index, assignment)]`` for every line that assigns ``var``. A line inside a quoted value or after a
+    backslash continuation of another command is no assignment of its own, so a value of another variable that
+    spans lines (or merely holds the name) is read past and kept byte for byte."""
+    found, state, opened = [], None, 0
     for number, line in enumerate(text.splitlines(True), 1):
-        a = _parse_assignment(line, number) if var in line else None
-        if a and a['name'] == var:
-            found.append((number - 1, a))
+        if state is None:
+            opened = number
+            m = _ASSIGN_RE.match(line) if var in line else None
+            if m and m.group('name') == var:
+                found.append((number - 1, _parse_assignment(line, number)))
+        state = _carry(line, state if state != '\\' else None)
+    if state is not None:
+        raise CmdlineError('line %d: %s opened there is not closed by the end of the file; expected the grub '
+                           'defaults file to be complete shell assignments: fix it by hand'
+                           % (opened, 'a backslash continuation' if state == '\\' else 'the quote %s' % state))
     return found
 
 

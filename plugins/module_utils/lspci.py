@@ -33,8 +33,11 @@ TAIL = re.compile(r'rev (?P<rev>[0-9a-fA-F]{2})|prog-if (?P<pi>[0-9a-fA-F]{2})[^
 UNKNOWN_DEVICE = re.compile(r'(?:Device|Unknown device) (?P<id>[0-9a-fA-F]{4})')
 VMM_KEY = re.compile(r'(?P<k>[A-Za-z]+):(?P<v>.*)')
 BRACKET_ID = re.compile(r'\[(?P<id>[0-9a-fA-F]{4,6})\]')
+MM_OPTION = re.compile(r'-[rp][0-9a-fA-F]{2}')
 MM_LEAD = re.compile(BDF + r'\s+"')
 VMM_SLOT = re.compile(r'(?:Slot|Device):\s*' + BDF + r'\s*')
+NUMBER = re.compile(r'[0-9]{1,9}')
+FLAGS_NUMA = re.compile(r'NUMA node ([0-9]+)')
 CONT_KEYS = ('Subsystem', 'Kernel driver in use', 'Kernel modules', 'IOMMU group', 'NUMA node', 'Physical Slot',
              'Flags', 'Capabilities')
 SRIOV_CAPABILITY = 'Single Root I/O Virtualization'
@@ -98,21 +101,26 @@ def split_vendor_device(text, vendor_names=None):
     return None, text
 
 
-def _strip_suffix(text, pattern, opener):
-    """``(head, match)`` when ``text`` ends with whitespace + ``opener`` + a ``pattern`` match + the closer.
+def _strip_suffixes(text):
+    """``(head, [match, ...])``: every trailing "(rev a1)" / "(prog-if 00 [VGA controller])" of ``text``, last
+    first, and the text before them.
 
-    The last ``opener`` is located with rfind and the piece after it is fullmatched, so the cost is linear in
-    the text (a regex searching for "whitespace, then the suffix" backtracks over long runs of spaces)."""
-    closer = ']' if opener == '[' else ')'
-    if not text.endswith(closer):
-        return text, None
-    start = text.rfind(opener)
-    if start < 1 or not text[start - 1].isspace():
-        return text, None
-    m = pattern.fullmatch(text, start + 1, len(text) - 1)
-    if not m:
-        return text, None
-    return text[:start].rstrip(), m
+    One scan from the end: an index walks back over each suffix (rfind of its opener, a fullmatch of the piece
+    inside, then the blanks before it) and the head is sliced once, so the cost is linear in the text however many
+    suffixes trail (slicing the head off after each suffix was quadratic)."""
+    end, found = len(text), []
+    while end > 0 and text[end - 1] == ')':
+        start = text.rfind('(', 0, end)
+        if start < 1 or not text[start - 1].isspace():
+            break
+        m = TAIL.fullmatch(text, start + 1, end - 1)
+        if not m:
+            break
+        found.append(m)
+        end = start
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
+    return (text[:end] if found else text), found
 
 
 def _ids_suffix(text):
@@ -142,10 +150,8 @@ def _terse(line, vendor_names):
     dev = _empty(lead.group(0))
     dev['class_name'] = head.strip()
     dev['class_id'] = (cid or CLASS_IDS.get(dev['class_name']) or '').lower() or None
-    while True:  # "(rev a1)" and "(prog-if 00 [VGA controller])" may both trail
-        rest, t = _strip_suffix(rest, TAIL, '(')
-        if not t:
-            break
+    rest, tails = _strip_suffixes(rest)  # "(rev a1)" and "(prog-if 00 [VGA controller])" may both trail
+    for t in tails:
         if t.group('rev'):
             dev['revision'] = t.group('rev').lower()
         else:
@@ -188,9 +194,9 @@ def _continuation(dev, key, value, vendor_names):
     elif key == 'Physical Slot':
         dev['physical_slot'] = value.strip()
     elif key == 'Flags':
-        m = re.search(r'NUMA node (\d+)', value)
+        m = FLAGS_NUMA.search(value)
         if m:
-            dev['numa_node'] = int(m.group(1))
+            dev['numa_node'] = _int_or_none(m.group(1))
     elif key == 'Capabilities' and SRIOV_CAPABILITY in value:
         dev['_sriov'] = True  # -v shows the SR-IOV capability on a physical function only
 
@@ -205,11 +211,10 @@ def _cont(line):
 
 
 def _int_or_none(value):
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        return None
-    return None if n < 0 else n
+    """A NUMA node number, None when the text is not a small non-negative integer (a huge run of digits would
+    make int() raise, or take time quadratic in its length on older Pythons)."""
+    text = str(value).strip()
+    return int(text) if NUMBER.fullmatch(text) else None
 
 
 def _name_id(value, with_ids=True):
@@ -282,8 +287,9 @@ def _parse_mm(line, number):
         raise LspciError('lspci -mm text, line %d: %s in %r; expected BB:DD.F followed by double-quoted '
                          'class, vendor and device names' % (number, e, line[:200]))
     dev = _empty(parts[0])
-    opts = [p for p in parts[1:] if re.fullmatch(r'-[rp][0-9a-fA-F]{2}', p)]
-    names = [p for p in parts[1:] if p not in opts]
+    opts, names = [], []
+    for p in parts[1:]:  # one pass: a membership test of each name in the options was quadratic
+        (opts if MM_OPTION.fullmatch(p) else names).append(p)
     for o in opts:
         dev['revision' if o[1] == 'r' else 'prog_if'] = o[2:].lower()
     keys = [('class_name', 'class_id'), ('vendor_name', 'vendor_id'), ('device_name', 'device_id'),

@@ -8,11 +8,13 @@ __metaclass__ = type
 
 import io
 import os
+import re
 
 # Where distributions install pci.ids (Debian/Ubuntu: pciutils -> /usr/share/misc; EL/Fedora: hwdata).
 DEFAULT_PATHS = ('/usr/share/misc/pci.ids', '/usr/share/hwdata/pci.ids', '/usr/share/pci.ids')
 
 _CACHE = {}
+HEX = re.compile(r'[0-9a-fA-F]+')
 
 
 class PciIdsError(ValueError):
@@ -46,20 +48,30 @@ class PciIds(object):
         return out
 
 
+def _hex(text, start, end):
+    """Whether ``text[start:end]`` is there in full and all hex digits."""
+    return end <= len(text) and HEX.fullmatch(text, start, end) is not None
+
+
 def parse(text, path=None):
     """Parse pci.ids text. Vendor lines start in column 0, devices with one TAB, subsystems with two TABs
     (skipped: resource names use the device line); the "C" section holds class and subclass names."""
+    if not isinstance(text, str):
+        raise PciIdsError('pci.ids%s is %s, not text; expected the pci.ids database as a string'
+                          % (' ' + path if path else '', type(text).__name__))
     vendors, devices, classes = {}, {}, {}
     vendor = cls = None
     for line in text.splitlines():
         if not line or line[0] == '#':
             continue
         if line.startswith('C '):
-            cls, vendor = line[2:4].lower(), None
+            # "C 03  Display controller"; a damaged header starts no class section
+            cls = line[2:4].lower() if _hex(line, 2, 4) and line[4:5] in ('', ' ') else None
+            vendor = None
             continue
         if line[0] != '\t':
             ident, sep, name = line.partition('  ')
-            if sep and len(ident) == 4:
+            if sep and len(ident) == 4 and _hex(ident, 0, 4):
                 vendor, cls = ident.lower(), None
                 vendors[vendor] = name.strip()
             continue
@@ -68,9 +80,9 @@ def parse(text, path=None):
         ident, sep, name = line[1:].partition('  ')
         if not sep:
             continue
-        if vendor is not None:
+        if vendor is not None and len(ident) == 4 and _hex(ident, 0, 4):
             devices[(vendor, ident.lower())] = name.strip()
-        elif cls is not None and len(ident) == 2:
+        elif cls is not None and len(ident) == 2 and _hex(ident, 0, 2):
             classes[cls + ident.lower()] = name.strip()
     return PciIds(vendors, devices, classes, path)
 

@@ -11,9 +11,12 @@ import os
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import lspci as lspci_mod
+from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_text
 
 HEX4 = re.compile(r'[0-9a-f]{4}')
 CLASS_FILTER = re.compile(r'[0-9a-f]{2}([0-9a-f]{2})?')
+# a count or node number as sysfs prints it; bounded, so int() never sees a string too long to convert
+NUMBER = re.compile(r'[0-9]{1,9}')
 
 
 class SysfsError(ValueError):
@@ -21,11 +24,17 @@ class SysfsError(ValueError):
 
 
 def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except (IOError, OSError):
-        return None
+    return read_text(path, SysfsError)
+
+
+def _count(base, name, value):
+    """An SR-IOV count file's value as an int (absent or empty: 0); anything else raises naming the file."""
+    if not value:
+        return 0
+    if not NUMBER.fullmatch(value):
+        raise SysfsError('%s reads %r; expected a non-negative integer (the kernel prints the number of '
+                         'virtual functions)' % (os.path.join(base, name), value[:100]))
+    return int(value)
 
 
 def _link_name(path):
@@ -68,7 +77,7 @@ def read_device(root, bdf):
         'revision': _hex(_read(os.path.join(base, 'revision')), 2),
         'driver': _link_name(os.path.join(base, 'driver')),
         'iommu_group': _link_name(os.path.join(base, 'iommu_group')),
-        'numa_node': int(numa) if numa and re.fullmatch(r'\d+', numa) else None,  # -1: no NUMA information
+        'numa_node': int(numa) if numa and NUMBER.fullmatch(numa) else None,  # -1: no NUMA information
         'physfn': _link_name(os.path.join(base, 'physfn')),
         'sriov': None,
     }
@@ -80,8 +89,8 @@ def read_device(root, bdf):
             names = []
         vfs = [_link_name(os.path.join(base, n)) for n in names if re.fullmatch(r'virtfn\d+', n)]
         numvfs = _read(os.path.join(base, 'sriov_numvfs'))
-        dev['sriov'] = {'totalvfs': int(total or 0), 'numvfs': int(numvfs or 0),
-                        'vfs': sorted(v for v in vfs if v)}
+        dev['sriov'] = {'totalvfs': _count(base, 'sriov_totalvfs', total),
+                        'numvfs': _count(base, 'sriov_numvfs', numvfs), 'vfs': sorted(v for v in vfs if v)}
     return dev
 
 
@@ -115,6 +124,10 @@ def iommu_summary(root, groups):
 def check_filters(vendors, classes):
     """Normalise the vendor and class filters; raise naming the bad value and the fix."""
     out_v, out_c = [], []
+    for name, value in (('vendors', vendors), ('classes', classes)):
+        if value is not None and not isinstance(value, (list, tuple)):
+            raise SysfsError('%s is %s %r; expected a list such as [10de] or [0302]'
+                             % (name, type(value).__name__, value))
     for v in vendors or []:
         v = str(v).lower().replace('0x', '', 1) if str(v).lower().startswith('0x') else str(v).lower()
         if not HEX4.fullmatch(v):

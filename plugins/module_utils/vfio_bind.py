@@ -14,6 +14,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_text
+
 BDF_RE = re.compile(r'[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]')
 
 
@@ -31,11 +33,7 @@ def device_dir(sysfs_root, bdf):
 
 
 def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except (IOError, OSError):
-        return None
+    return read_text(path, BindError)
 
 
 def _write(path, value):

@@ -65,7 +65,13 @@ def parse_run_name(name):
     A ``-grid.run`` (or ``-grid-azure.run``) file is the guest driver that goes inside VMs, and a plain
     ``NVIDIA-Linux-x86_64-<version>.run`` is the data-center driver: neither contains the vGPU Manager.
     """
+    if not isinstance(name, str) and name is not None:
+        raise VgpuImageError("the vGPU Manager file name is %s %r, not text; expected a path ending in "
+                             "NVIDIA-Linux-x86_64-<version>-vgpu-kvm.run" % (type(name).__name__, name))
     base = os.path.basename(name or '')
+    if len(base) > 255:  # no file system holds a longer name; the patterns below need not see it
+        raise VgpuImageError("%r... is %d characters, longer than any file name; expected "
+                             "NVIDIA-Linux-x86_64-<version>-vgpu-kvm.run" % (base[:60], len(base)))
     m = _RUN_RE.fullmatch(base)
     if m:
         arch = m.group('arch')
@@ -271,13 +277,16 @@ def find_containerfile(root, name=None):
 
 def build_args(version, cuda_version=None, arch='x86_64', extra=None):
     """Build arguments, NVIDIA's names: DRIVER_VERSION, DRIVER_ARCH, and CUDA_VERSION when given."""
+    if extra is not None and not isinstance(extra, dict):
+        raise VgpuImageError("extra build arguments are %s %r; expected a mapping of NAME: value"
+                             % (type(extra).__name__, extra))
     args = dict(extra or {})
     args['DRIVER_VERSION'] = version
     args['DRIVER_ARCH'] = arch
     if cuda_version:
         args['CUDA_VERSION'] = str(cuda_version)
     for key in args:
-        if not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', key):
+        if not isinstance(key, str) or not re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', key):
             raise VgpuImageError("build argument name %r is not valid: use letters, digits and _" % key)
         args[key] = str(args[key])
     return args

@@ -12,9 +12,12 @@ import os
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.resource_names import short_type_name
+from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_text
 
 UUID = re.compile(r'[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}')
 DIGITS = re.compile(r'[0-9]+')
+# a count as the kernel prints it; bounded, so int() never sees a string too long to convert
+NUMBER = re.compile(r'[0-9]{1,9}')
 
 
 class VgpuError(ValueError):
@@ -22,11 +25,7 @@ class VgpuError(ValueError):
 
 
 def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except (IOError, OSError):
-        return None
+    return read_text(path, VgpuError)
 
 
 def _listdir(path):
@@ -41,11 +40,11 @@ def parse_description(text):
     fields = dict(kv.split('=', 1) for kv in re.split(r',\s*', text or '') if '=' in kv)
     out = {'framebuffer_mib': None, 'max_instance': None, 'num_heads': None, 'frl_config': None,
            'max_resolution': fields.get('max_resolution')}
-    fb = re.fullmatch(r'(\d+)([MG])?', fields.get('framebuffer', ''))
+    fb = re.fullmatch(r'([0-9]{1,9})([MG])?', fields.get('framebuffer', ''))
     if fb:
         out['framebuffer_mib'] = int(fb.group(1)) * (1024 if fb.group(2) == 'G' else 1)
     for key in ('max_instance', 'num_heads', 'frl_config'):
-        if re.fullmatch(r'\d+', fields.get(key, '')):
+        if NUMBER.fullmatch(fields.get(key, '')):
             out[key] = int(fields[key])
     return out
 
@@ -110,9 +109,9 @@ def available_count(value, where, problems):
         return None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    if isinstance(value, str) and DIGITS.fullmatch(value.strip()):
+    if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
         return int(value.strip())
-    problems.append('%s reads %r; expected a non-negative integer' % (where, value))
+    problems.append('%s reads %s; expected a non-negative integer' % (where, _brief(value)))
     return None
 
 
@@ -140,6 +139,15 @@ def vendor_parents(root):
     return out
 
 
+def _brief(value):
+    """A short description of a JSON value for a message: repr of a deeply nested one would recurse, and a large
+    one would flood the message."""
+    if isinstance(value, (list, dict)):
+        return 'a JSON %s of %d items' % ('array' if isinstance(value, list) else 'object', len(value))
+    text = repr(value)
+    return text if len(text) <= 100 else text[:100] + '...'
+
+
 def parse_mdevctl_json(text, problems=None):
     """`mdevctl types --dumpjson`: [{parent: [{type_id: {available_instances, device_api, name, description}}]}]."""
     problems = [] if problems is None else problems
@@ -148,6 +156,9 @@ def parse_mdevctl_json(text, problems=None):
         data = json.loads(text) if isinstance(text, str) else text
     except ValueError as e:
         raise VgpuError('mdevctl_json is not JSON (%s); give the output of mdevctl types --dumpjson' % e)
+    except RecursionError:
+        raise VgpuError('mdevctl_json nests arrays or objects too deeply to read; %s, as mdevctl types '
+                        '--dumpjson prints' % shape)
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
@@ -155,17 +166,17 @@ def parse_mdevctl_json(text, problems=None):
     out = []
     for i, block in enumerate(data):
         if not isinstance(block, dict):
-            raise VgpuError('mdevctl JSON item %d is %r; %s' % (i, block, shape))
+            raise VgpuError('mdevctl JSON item %d is %s; %s' % (i, _brief(block), shape))
         for parent, entries in sorted(block.items()):
             if not isinstance(entries, list):
-                raise VgpuError('mdevctl JSON parent %r holds %r; %s' % (parent, entries, shape))
+                raise VgpuError('mdevctl JSON parent %r holds %s; %s' % (parent, _brief(entries), shape))
             types = []
             for entry in entries:
                 if not isinstance(entry, dict):
-                    raise VgpuError('mdevctl JSON parent %r has the entry %r; %s' % (parent, entry, shape))
+                    raise VgpuError('mdevctl JSON parent %r has the entry %s; %s' % (parent, _brief(entry), shape))
                 for tid, t in entry.items():
                     if not isinstance(t, dict):
-                        raise VgpuError('mdevctl JSON type %r of parent %r is %r; %s' % (tid, parent, t, shape))
+                        raise VgpuError('mdevctl JSON type %r of parent %r is %s; %s' % (tid, parent, _brief(t), shape))
                     fields = dict((k, t.get(k) if isinstance(t.get(k), (str, type(None))) else str(t.get(k)))
                                   for k in ('name', 'description', 'device_api'))
                     avail = available_count(t.get('available_instances'),

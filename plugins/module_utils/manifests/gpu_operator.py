@@ -39,9 +39,9 @@ _OPAQUE = ('nodeSelector', 'labels', 'annotations')
 # vgpuManager.version is the NVIDIA driver version alone (580.82.02, 535.183.04, 470.63) or an image digest: the
 # operator appends "-<os tag>" itself (NVIDIA/gpu-operator controllers/object_controls.go resolveDriverTag, OS tag
 # from the GPU node's NFD labels in controllers/state_manager.go getGPUNodeOSInfo).
-_DRIVER_VERSION_RE = re.compile(r'^[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?$')
-_VERSION_WITH_OS_TAG_RE = re.compile(r'^(?P<version>[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)-(?P<os_tag>[a-z][a-z0-9._-]*)$')
-_DIGEST_RE = re.compile(r'^sha256:[0-9a-f]{64}$')
+_DRIVER_VERSION_RE = re.compile(r'[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?')
+_VERSION_WITH_OS_TAG_RE = re.compile(r'(?P<version>[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)-(?P<os_tag>[a-z][a-z0-9._-]*)')
+_DIGEST_RE = re.compile(r'sha256:[0-9a-f]{64}')
 
 
 class ManifestError(ValueError):
@@ -63,13 +63,13 @@ def check_vgpu_manager_version(version, variable='gpu_operator_vgpu_manager.vers
     so a configured ``580.82.02-rhcos4.18`` makes it pull ``580.82.02-rhcos4.18-rhcos4.18``, which never exists.
     """
     text = '' if version is None else str(version).strip()
-    match = _VERSION_WITH_OS_TAG_RE.match(text)
+    match = _VERSION_WITH_OS_TAG_RE.fullmatch(text)
     if match:
         raise ManifestError(
             "%s is %r: that is the image tag, not the driver version; the GPU Operator appends -<os tag> itself "
             "(it would pull %s-%s-<os tag>): set it to %s, the same value as vgpu_manager_image_version"
             % (variable, text, match.group('version'), match.group('os_tag'), match.group('version')))
-    if not (_DRIVER_VERSION_RE.match(text) or _DIGEST_RE.match(text)):
+    if not (_DRIVER_VERSION_RE.fullmatch(text) or _DIGEST_RE.fullmatch(text)):
         raise ManifestError(
             "%s is %r, not an NVIDIA driver version like 580.82.02: set it to the version of the "
             "NVIDIA-Linux-x86_64-<version>-vgpu-kvm.run file (vgpu_manager_image_version)" % (variable, text))

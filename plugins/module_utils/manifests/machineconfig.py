@@ -44,8 +44,10 @@ def check_name(value, what):
 def iommu_kernel_args(cpu_vendor, passthrough_mode=True, extra=()):
     """``intel_iommu=on`` (Intel) or ``amd_iommu=on`` (AMD: on by default, harmless), plus ``iommu=pt``."""
     vendors = {'intel': 'intel_iommu=on', 'amd': 'amd_iommu=on'}
-    if cpu_vendor not in vendors:
+    if not isinstance(cpu_vendor, str) or cpu_vendor not in vendors:
         raise ManifestError("CPU vendor %r is not intel or amd" % (cpu_vendor,))
+    if extra is not None and not isinstance(extra, (list, tuple)):
+        raise ManifestError("extra kernel arguments are %r; expected a list of arguments" % (extra,))
     args = [vendors[cpu_vendor]] + (['iommu=pt'] if passthrough_mode else []) + list(extra or [])
     for arg in args:
         if not isinstance(arg, str) or not _ARG_RE.fullmatch(arg):

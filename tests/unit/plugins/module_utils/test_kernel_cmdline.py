@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
 import subprocess
 
 import pytest
@@ -160,6 +161,42 @@ def test_grub_default_get_reads_export_and_comment():
 def test_grub_default_refuses_lines_it_cannot_edit(line, why):
     with pytest.raises(kc.CmdlineError, match=why):
         kc.grub_default_edit(line + '\n', 'GRUB_CMDLINE_LINUX', ['iommu=pt'], [])
+
+
+@pytest.mark.parametrize('other', [
+    'GRUB_CMDLINE_LINUX_DEFAULT="rhgb\nquiet"',
+    "GRUB_CMDLINE_LINUX_DEFAULT='rhgb\n  quiet'",
+    'GRUB_CMDLINE_LINUX_DEFAULT="rhgb \\"x\n GRUB_CMDLINE_LINUX=y\\" quiet"',
+    "GRUB_CMDLINE_LINUX_DEFAULT='rhgb\nGRUB_CMDLINE_LINUX=\"oops\n'",
+    'GRUB_TERMINAL="serial \\\n console"',
+    'GRUB_SERIAL_COMMAND=serial\\\n  --speed=115200 # GRUB_CMDLINE_LINUX="x',
+    '# GRUB_CMDLINE_LINUX="commented out, with an open quote\nGRUB_DISTRIBUTOR="$(sed \'s, release .*$,,g\' /etc/system-release)"',
+])
+def test_grub_default_edit_keeps_other_multiline_assignments(tmp_path, other):
+    # valid shell the edit does not own: values of other variables that span lines (or hold our name) are read
+    # past and kept byte for byte, before and after our line
+    text = '# top\n%s\nGRUB_CMDLINE_LINUX="rhgb quiet"\n%s\nGRUB_TIMEOUT=5\n' % (other, other)
+    assert _effective(tmp_path, text, '')[0] == 'rhgb quiet'  # /bin/sh reads the file as we do
+    new = kc.grub_default_edit(text, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], [])
+    assert new == text.replace('GRUB_CMDLINE_LINUX="rhgb quiet"\n', 'GRUB_CMDLINE_LINUX="rhgb quiet iommu=pt"\n')
+    assert kc.grub_default_get(new, 'GRUB_CMDLINE_LINUX') == 'rhgb quiet iommu=pt' == _effective(tmp_path, new, '')[0]
+    assert kc.grub_default_edit(new, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], []) == new
+
+
+def test_grub_default_adds_the_variable_after_a_multiline_value():
+    text = 'GRUB_CMDLINE_LINUX_DEFAULT="rhgb\nquiet"\nGRUB_TIMEOUT=5\n'
+    assert kc.grub_default_edit(text, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], []) == text + 'GRUB_CMDLINE_LINUX="iommu=pt"\n'
+
+
+@pytest.mark.parametrize('text, opened', [
+    ('GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX_DEFAULT="rhgb\nquiet\n', 'line 2: the quote "'),
+    ("GRUB_DISTRIBUTOR='x\n", "line 1: the quote '"),
+    ('GRUB_TIMEOUT=5 \\', 'line 1: a backslash continuation'),
+])
+def test_grub_default_refuses_a_file_that_ends_inside_a_value(text, opened):
+    # appending our line there would put it inside another variable's value
+    with pytest.raises(kc.CmdlineError, match=re.escape(opened) + ' opened there is not closed'):
+        kc.grub_default_edit(text, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], [])
 
 
 @pytest.mark.parametrize('bad', ['quiet\n', 'iommu=pt\n', 'a\nb'])

@@ -145,3 +145,30 @@ def test_nothing_recognised_and_bad_type():
     assert lspci.parse('$ lspci | grep NVIDIA\n') == []
     with pytest.raises(lspci.LspciError, match='string'):
         lspci.parse(None)
+
+
+def test_many_trailing_suffixes_keep_the_leftmost_and_the_names(fixtures_dir):
+    # the suffix loop now walks back over every "(rev xx)" / "(prog-if xx)" in one pass: the head and the ids
+    # before them are what a single suffix leaves, and the leftmost of repeated suffixes still wins
+    line = capture(fixtures_dir, 'a10-nnk-d10de-vfio-pci_nvidia-cloud-native-docs.txt').splitlines()[0]
+    assert line.endswith('(rev a1)')
+    (d,) = lspci.parse(line + ' (prog-if 00 [VGA controller])' + ' (rev ff)' * 2000 + '\t(prog-if 01)')
+    assert (d['vendor_id'], d['device_id'], d['revision'], d['prog_if']) == ('10de', '2236', 'a1', '00')
+    assert d['device_name'] == 'GA102GL [A10]'
+
+
+def test_mm_options_and_names_split_in_order():
+    (d,) = lspci.parse('41:00.0 "3D controller [0302]" -ra1 "NVIDIA Corporation [10de]" "GA102GL [A10] [2236]" '
+                       '-p00 "NVIDIA Corporation [10de]" "Device [1482]"')
+    assert (d['class_id'], d['vendor_id'], d['device_id'], d['revision'], d['prog_if']) == (
+        '0302', '10de', '2236', 'a1', '00')
+    assert (d['subsystem_vendor_id'], d['subsystem_device_id']) == ('10de', '1482')
+
+
+@pytest.mark.parametrize('line', ['\tFlags: bus master, fast devsel, latency 0, IRQ 16, NUMA node ' + '1' * 5000,
+                                  '\tNUMA node: ' + '1' * 5000])
+def test_huge_numa_node_number_is_no_number(fixtures_dir, line):
+    # int() refuses strings of more than 4300 digits with a ValueError: a NUMA node too long to be one is null
+    first = capture(fixtures_dir, 'a10-nnk-d10de-vfio-pci_nvidia-cloud-native-docs.txt').splitlines()[0]
+    (d,) = lspci.parse(first + '\n' + line)
+    assert d['numa_node'] is None

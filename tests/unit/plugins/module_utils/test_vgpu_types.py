@@ -137,3 +137,24 @@ def test_mdevctl_json_unreadable_count_named():
     assert parent['types'][0]['available_instances'] is None
     assert problems == ["mdevctl JSON p/nvidia-1 available_instances reads 'lots'; expected a non-negative integer"]
     assert vt.summarise([parent], problems)['state'] == 'unreadable'
+
+
+@pytest.mark.parametrize('depth', [2000, 100000])
+def test_deeply_nested_mdevctl_json_is_named(depth):
+    with pytest.raises(vt.VgpuError, match='nests arrays or objects too deeply'):
+        vt.parse_mdevctl_json('[' * depth + ']' * depth)
+
+
+def test_nested_mdevctl_json_entry_described_briefly():
+    deep = '[' * 900 + ']' * 900  # json reads it; a repr of it in the message would recurse
+    with pytest.raises(vt.VgpuError, match=r'has the entry a JSON array of 1 items; expected'):
+        vt.parse_mdevctl_json('[{"p": [%s]}]' % deep)
+
+
+def test_huge_counts_are_unreadable_not_a_traceback(sysfs):
+    sysfs.device('0000:02:00.0', '0302', '10de', '1b38', driver='nvidia', group=20)
+    sysfs.mdev_type('0000:02:00.0', 'nvidia-156', 'GRID P40-2B', 'framebuffer=%sM' % ('9' * 5000), '9' * 5000)
+    res = vt.discover(sysfs.root)
+    (t,) = res['parents'][0]['types']
+    assert t['available_instances'] is None and t['framebuffer_mib'] is None
+    assert res['state'] == 'unreadable'
