@@ -141,3 +141,9 @@ def test_a_host_in_two_gpu_groups_is_refused_naming_both_groups():
         nl.node_pool('h1', ['gpu_dra', 'gpu_vm_passthrough'])
     assert nl.group_pool(['all', 'gpu_vm_vgpu'], 'h1') == 'vm-vgpu'
     assert nl.group_pool(['all'], 'h1') is None
+
+
+@pytest.mark.parametrize('config', ['A10-12Q\nx: y', 'bad config', '-A10', 'x' * 64])
+def test_a_vgpu_config_outside_the_label_value_grammar_is_refused(config):
+    with pytest.raises(nl.ManifestError, match=r'vGPU config name.*not valid.*label value.*set gpuvirt_vgpu_config'):
+        nl.desired_labels('vm-vgpu', config)
