@@ -9,16 +9,23 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_image
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators, vgpu_image
 
 
 def node_name(inventory_hostname, override=None):
     """``gpuvirt_node_name`` when the host sets it, else the short inventory name (as inventory_hostname_short)."""
     if override:
-        return str(override)
-    if not inventory_hostname:
+        name, source = str(override), 'gpuvirt_node_name of %s' % inventory_hostname
+    elif not inventory_hostname:
         raise AnsibleFilterError('node_name: no inventory host name given')
-    return str(inventory_hostname).split('.', maxsplit=1)[0]
+    else:
+        name, source = str(inventory_hostname).split('.', maxsplit=1)[0], 'the short inventory name of %s' % (
+            inventory_hostname)
+    # a node name becomes part of API paths and rendered file names: a DNS-1123 subdomain (no '/', no '..')
+    try:
+        return validators.dns1123_subdomain(name, 'node_name (%s)' % source)
+    except validators.ValidationError as exc:
+        raise AnsibleFilterError('%s. Set gpuvirt_node_name on the host to its name in `kubectl get nodes`.' % exc)
 
 
 def os_tag(os_release):

@@ -37,8 +37,8 @@ def hco_object():
                      'permittedHostDevices': {'pciHostDevices': [QAT]}}}
 
 
-def run(tmp_path, inventory, **extra):
-    return run_playbook(tmp_path, 'kubevirt', os.path.join(HERE, 'inventories', inventory + '.yml'), **extra)
+def run(tmp_path, inventory, *args, **extra):
+    return run_playbook(tmp_path, 'kubevirt', os.path.join(HERE, 'inventories', inventory + '.yml'), *args, **extra)
 
 
 def devices_apply(cluster, **extra):
@@ -77,6 +77,21 @@ def test_hco_apply_fails_before_writing_when_no_node_advertises_a_name(tmp_path,
                   **devices_apply(cluster, kubevirt_devices_advertise_timeout=2, kubevirt_devices_advertise_delay=1))
     assert rc != 0 and 'nvidia.com/AD102GL_L40S' in log and 'not advertised' in log, log
     assert 'RETRYING: [localhost]: Read the nodes, waiting for the GPU nodes to advertise' in log, log
+    assert cluster.writes() == []
+
+
+def test_check_mode_reports_the_advertise_wait_instead_of_waiting(tmp_path, kube):
+    # --check sends dry runs only: no device plugin would start because of it, so the wait for the nodes to
+    # advertise (kubevirt_devices_advertise_timeout, 600 s by default) is skipped with one read and a report.
+    # Bounded here (20 reads 1 s apart) so that the old behaviour shows as RETRYING lines instead of a hang.
+    cluster = kube([hco_object(), node('gpu-1', {'nvidia.com/GA102GL_A10': '2'}), node('gpu-2', {'cpu': '8'})])
+    rc, log = run(tmp_path, 'passthrough-hco-new', '--check',
+                  **devices_apply(cluster, kubevirt_devices_advertise_timeout=20, kubevirt_devices_advertise_delay=1))
+    assert rc == 0, log
+    assert 'RETRYING' not in log, log
+    said = ' '.join(log.split())  # the message as one line (the callback wraps it)
+    assert ('Preview: not waiting. Nodes gpu-2 advertise no nvidia.com/* resource yet; a real run waits up to 20 s '
+            '(kubevirt_devices_advertise_timeout)') in said, log
     assert cluster.writes() == []
 
 

@@ -294,6 +294,24 @@ def test_verify_apply_waits_then_reports_per_node(tmp_path, kube):
     schema.validate(vm)
 
 
+def test_verify_check_mode_reports_the_wait_instead_of_waiting(tmp_path, kube):
+    # --check created nothing a node would advertise: the wait (verify_timeout, 900 s by default) is skipped with
+    # one read and a report of what a real run waits for. Bounded here (30 reads 1 s apart) so that the old
+    # behaviour, which polled through the whole timeout, shows as RETRYING lines instead of a hang.
+    expected = {'gpu-1': {'nvidia.com/GA102GL_A10': 2}}
+    cluster = kube([{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-1'},
+                     'status': {'allocatable': {'cpu': '8'}}}], openshift=False)
+    args = dict(verify_mode='apply', verify_kubeconfig=cluster.kubeconfig, verify_expected=expected,
+                verify_timeout=30, verify_delay=1)
+    rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', '--check', **args)
+    assert rc == 0, log
+    assert 'RETRYING' not in log, log
+    said = ' '.join(log.split())  # the message as one line (the callback wraps it)
+    assert 'Preview: not waiting. A real run waits up to 30 s (verify_timeout)' in said, log
+    assert 'node gpu-1: expected nvidia.com/GA102GL_A10>=2; advertised no nvidia.com/*' in said, log
+    assert cluster.writes() == []
+
+
 # --- preflight --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize('openshift', [True, False])

@@ -9,7 +9,9 @@ deletion and its containers have stopped).
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import time
 
@@ -133,3 +135,39 @@ def test_no_cluster_credentials_at_all_stops_the_host(tmp_path, kube):
     rc, log = drain(tmp_path, cluster, reboot_kubeconfig='')
     assert rc != 0 and 'No cluster credentials were found' in log and 'reboot_drain: false' in log, log
     assert cluster.writes() == []
+
+
+def test_no_cluster_credentials_stop_at_once_without_retrying(tmp_path, kube):
+    # nothing to retry for: without any credentials every attempt fails the same way, so the drain's until loop
+    # (reboot_drain_timeout / reboot_drain_retry_delay attempts; 60 x 10 s by default) must not run
+    cluster = kube(fleet())
+    rc, log = drain(tmp_path, cluster, reboot_kubeconfig='')
+    assert rc != 0 and 'No cluster credentials were found' in log, log
+    assert 'RETRYING' not in log, log
+    assert cluster.writes() == []
+
+
+def test_awx_bearer_token_from_the_environment_drains_before_reboot(tmp_path, kube):
+    # The AWX path: no kubeconfig at all, the "OpenShift or Kubernetes API Bearer Token" credential sets
+    # K8S_AUTH_HOST, K8S_AUTH_API_KEY and K8S_AUTH_SSL_CA_CERT (kubernetes.core reads these as host, api_key and
+    # ca_cert when the task leaves them unset; kubernetes.core docs, k8s_drain module, "K8S_AUTH_*" environment).
+    cluster = kube(fleet())
+    cluster.controller('kubelet', kubelet)
+    server = cluster.server
+    extra_vars = {'reboot_node_name': NODE, 'reboot_kubeconfig': '', 'reboot_drain_timeout': 20,
+                  'reboot_drain_retry_delay': 1, 'ansible_python_interpreter': sys.executable}
+    cache = tmp_path / 'tmp'
+    cache.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith('K8S_AUTH') and k != 'KUBECONFIG'}
+    env.update(HOME=str(tmp_path), TMPDIR=str(cache), K8S_AUTH_HOST=server.url,
+               K8S_AUTH_API_KEY=server.tokens['automation'], K8S_AUTH_SSL_CA_CERT=server.ca)
+    assert not (tmp_path / '.kube').exists()
+    cmd = ['ansible-playbook', '-i', 'localhost,', os.path.join(HERE, 'drain.yml'), '-e', json.dumps(extra_vars)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    assert cluster.get('v1', 'Node', NODE)['spec']['unschedulable'] is True
+    assert pods_on(cluster, NODE) == ['nvidia-sandbox-device-plugin-x1']
+    # done as the automation identity the token belongs to
+    writes = write_summary(cluster.writes())
+    assert writes == ['patch nodes -/gpu-1', 'create pods apps/web-7d4b9-x2k1'], writes

@@ -167,3 +167,9 @@ def test_nodes_needing_the_iommu_are_labelled_into_the_dedicated_machineconfig_p
     # without a dedicated pool nothing about pools is written
     patches, dummy = nl.plan(wanted, None, [])
     assert not any('node-role.kubernetes.io/gpu-worker' in p['metadata']['labels'] for p in patches)
+
+
+@pytest.mark.parametrize('config', ['A10-12Q\nx: y', 'bad config', '-A10', 'x' * 64])
+def test_a_vgpu_config_outside_the_label_value_grammar_is_refused(config):
+    with pytest.raises(nl.ManifestError, match=r'vGPU config name.*not valid.*label value.*set gpuvirt_vgpu_config'):
+        nl.desired_labels('vm-vgpu', config)

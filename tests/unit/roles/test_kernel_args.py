@@ -1,0 +1,65 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run the kernel_args role's validate path for real (ansible-playbook, as preflight.yml does): read-only, it decides
+the argument list. Flags come the way a user passes them, ``-e name=value``, which ansible-core keeps as strings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Validate the kernel arguments (no change)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.kernel_args
+        tasks_from: validate
+    - name: Show the decided arguments
+      ansible.builtin.debug:
+        msg: "WANTED={{ kernel_args_wanted | to_json }}"
+"""
+
+
+def _run(tmp_path, *extra):
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY)
+    cmd = ["ansible-playbook", "-i", "localhost,", str(play), "-e", "ansible_python_interpreter=" + sys.executable,
+           "-e", "kernel_args_iommu_vendor=intel"]
+    for e in extra:
+        cmd += ["-e", e]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _wanted(out):
+    line = next(ln for ln in out.splitlines() if 'WANTED=' in ln)
+    return json.loads(line.split('WANTED=', 1)[1].rstrip('"'))
+
+
+def test_passthrough_false_as_extra_var_string_adds_no_iommu_pt(tmp_path):
+    rc, out = _run(tmp_path, "kernel_args_iommu_passthrough=false")
+    assert rc == 0, out
+    assert _wanted(out) == ['intel_iommu=on'], out
+
+
+def test_passthrough_default_adds_iommu_pt(tmp_path):
+    rc, out = _run(tmp_path)
+    assert rc == 0, out
+    assert _wanted(out) == ['intel_iommu=on', 'iommu=pt'], out
+
+
+def test_iommu_no_as_extra_var_string_adds_nothing(tmp_path):
+    rc, out = _run(tmp_path, "kernel_args_iommu=no")
+    assert rc == 0, out
+    assert _wanted(out) == [], out
+
+
+def test_flag_typo_is_refused_naming_the_variable(tmp_path):
+    rc, out = _run(tmp_path, "kernel_args_iommu_passthrough=flase")
+    assert rc != 0, out
+    assert "kernel_args_iommu_passthrough" in out and "flase" in out, out
+    assert "WANTED=" not in out, out
