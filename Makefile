@@ -40,8 +40,8 @@ help:
 
 deps: host venv collection
 
-# Debian package groups for tools/bootstrap-host.sh (empty: all, what `make test` needs); targets that need fewer
-# set their own (mk/kube.mk: core kube)
+# Debian package groups for tools/bootstrap-host.sh (empty: all, what `make test` needs); each target that needs
+# fewer sets its own (below; mk/kube.mk: core kube). A target's groups also hold for the targets it depends on.
 HOST_GROUPS ?=
 host:
 	@tools/bootstrap-host.sh $(HOST_GROUPS)
@@ -71,12 +71,16 @@ lint: venv collection
 # an integration target runs alone
 molecule integration $(INTEGRATION_TARGETS): export CONTAINERS_CONF ?= $(PODMAN_CONF)
 
+# default scenario: Podman driver; vm scenario: the QEMU lab (debootstrap disk, lab API server built from kube)
+molecule: HOST_GROUPS = core kube podman lab
 molecule: deps
 	@for s in $(MOLECULE_SCENARIOS); do \
 	  echo "=== molecule test -s $$s"; \
 	  $(BIN)/molecule test -s $$s || exit 1; \
 	done
 
+# the cluster and playbook targets: kube-apiserver; the registry targets: docker-registry, Podman, Docker (no lab)
+integration: HOST_GROUPS = core kube podman registry docker
 integration: deps $(INTEGRATION_TARGETS)
 
 test: deps unit sanity lint molecule integration
@@ -86,6 +90,7 @@ build: venv
 	$(BIN)/ansible-galaxy collection build --force .
 
 # LAB_KUBECONFIG: the lab's API server (tools/lab/cluster.sh, started by the demo); the reboot drains through it
+demo: HOST_GROUPS = core kube lab
 demo: deps kube-apiserver
 	LAB_KUBECONFIG=$(ROOT)/.lab/run/kubeconfig $(BIN)/ansible-playbook -i inventories/lab/hosts.yml playbooks/demo.yml
 

@@ -3,7 +3,8 @@
 # they are already present. It lists the packages first and, run from a terminal outside CI, asks before
 # installing (GPUVIRT_BOOTSTRAP_YES=1 skips the question).
 #   tools/bootstrap-host.sh [--list] [GROUP...]     GROUP: core kube podman lab registry docker; none = all
-# `make test` (CI) needs every group; `make kube-apiserver` and the cluster targets only core and kube; `make unit`
+# `make test` (CI) needs every group; `make molecule` core kube podman lab; `make integration` core kube podman
+# registry docker; `make demo` core kube lab; `make kube-apiserver` and the cluster targets core kube; `make unit`
 # none. --list prints the packages of the groups and installs nothing.
 # Podman's settings for the sandbox are not written to /etc: they live in tools/containers.conf, which
 # the Makefile passes to Podman through CONTAINERS_CONF for the targets that run it.
@@ -16,8 +17,8 @@ declare -A GROUPS_PACKAGES=(
   [kube]="golang-go dpkg-dev make golang-github-modern-go-reflect2-dev etcd-server curl"
   # molecule's podman driver, image builds, registry inspection; local base images (no image registry reachable)
   [podman]="podman runc buildah skopeo debootstrap"
-  # the VM lab
-  [lab]="qemu-system-x86 qemu-utils fdisk e2fsprogs"
+  # the VM lab (its disk is built with debootstrap)
+  [lab]="qemu-system-x86 qemu-utils fdisk e2fsprogs debootstrap"
   # a real registry with htpasswd auth and TLS
   [registry]="docker-registry apache2-utils openssl"
   # the vgpu_manager_image Docker path, against a private dockerd the tests start and stop
@@ -40,7 +41,10 @@ for g in "${groups[@]}"; do
     exit 2
   fi
   read -r -a pkgs <<<"${GROUPS_PACKAGES[$g]}"
-  packages+=("${pkgs[@]}")
+  for p in "${pkgs[@]}"; do
+    # a package two groups need is listed once
+    [[ " ${packages[*]-} " == *" $p "* ]] || packages+=("$p")
+  done
 done
 
 if $list_only; then

@@ -4,7 +4,7 @@
 """Preflight judgement of one GPU host: pure functions over the discovery facts.
 
 Every problem a later phase would hit on this host is found here, before anything changes, and named
-with the value at fault and the fix (DESIGN.md section 4 lists what users hit). Input shapes are the
+with the value at fault and the fix (docs/troubleshooting.md lists what users hit). Input shapes are the
 discovery modules' results (docs/contracts.md). Nothing here reads the host: the module gathers.
 """
 

@@ -24,6 +24,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import validator
 
 KIND_RE = re.compile(r'[A-Za-z][A-Za-z0-9]{0,62}')
 PREFIX_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,62}')
+# a file name chosen by the caller: no directory, not hidden
+FILE_NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,250}')
 
 
 class RenderError(ValueError):

@@ -20,6 +20,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import time
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import render
@@ -29,6 +30,19 @@ MANIFEST = '.gpuvirt-render.json'
 KUSTOMIZATION = 'kustomization.yaml'
 FORMAT = 1
 SYNC_WAVE = 'argocd.argoproj.io/sync-wave'
+SYNC_OPTIONS = 'argocd.argoproj.io/sync-options'
+SKIP_DRY_RUN = 'SkipDryRunOnMissingResource=true'
+# the owner of a site-wide render run (playbooks/site.yml): its close prunes every phase's stale files
+SITE = 'site'
+# custom resources whose CRD an operator installs (GPU Operator, NFD operator, OpenShift Virtualization's HCO,
+# virt-operator), not the cluster: in one Argo CD sync with that operator the CRD is not served yet at dry-run time,
+# which fails the whole sync unless the resource skips it (Argo CD user guide, Sync Options, "Skip Dry Run for new
+# custom resources types": https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/)
+OPERATOR_CRS = frozenset([('nvidia.com', 'ClusterPolicy'), ('nfd.openshift.io', 'NodeFeatureDiscovery'),
+                          ('hco.kubevirt.io', 'HyperConverged'), ('kubevirt.io', 'KubeVirt')])
+FILE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,250}\.yaml')
+REDACTED = '(redacted)'
+REDACTED_CHANGED = '(redacted, changed)'
 
 
 def object_key(obj):
@@ -89,8 +103,9 @@ def open_session(dest, owner, pid, now=None):
     manifest = _load(os.path.join(dest, MANIFEST)) or {'format': FORMAT, 'files': {}}
     if earlier is not None:
         # what the interrupted render wrote is ours too: pruned at close unless this render writes it again
-        for entry in (earlier.get('objects') or {}).values():
-            manifest.setdefault('files', {}).setdefault(entry['file'], {'phase': entry.get('phase'), 'sha256': ''})
+        for entry in list((earlier.get('objects') or {}).values()) + list((earlier.get('files') or {}).values()):
+            manifest.setdefault('files', {}).setdefault(entry['file'], {'phase': entry.get('phase'), 'sha256': '',
+                                                                        'resource': 'object' in entry})
             if entry.get('phase') not in lock['phases']:
                 lock['phases'].append(entry.get('phase'))
     try:
@@ -104,7 +119,16 @@ def open_session(dest, owner, pid, now=None):
         f.write(json.dumps(lock, indent=2, sort_keys=True) + '\n')
     manifest['complete'] = False
     _dump(os.path.join(dest, MANIFEST), manifest)
-    return {'interrupted': earlier, 'reopened': False}
+    return {'interrupted': _summary(earlier), 'reopened': False}
+
+
+def _summary(lock):
+    """What may be said about an earlier lock (pid, owner, start, how many objects): never its objects, which
+    hold a Secret's data when one was rendered."""
+    if lock is None:
+        return None
+    return {'pid': lock.get('pid'), 'owner': lock.get('owner'), 'started': lock.get('started'),
+            'objects': len(lock.get('objects') or {}) + len(lock.get('files') or {})}
 
 
 def controller_pid(pid=None):
@@ -185,13 +209,35 @@ def record(dest, obj, name, writer, phase, mode=0o644):
     return seen['file']
 
 
+def record_file(dest, name, content, writer, phase, mode=0o644):
+    """Note a file that is not a Kubernetes object (Helm values) in the open session: written atomically when the
+    session closes, recorded as ours (pruned like the objects), never listed in kustomization.yaml, and never
+    written over a file of that name the collection did not write. Returns ``name``."""
+    if not FILE_RE.fullmatch(name or '') or name == KUSTOMIZATION:
+        raise render.RenderError('file name %r is not valid; expected letters, digits, ".", "_" and "-" ending in '
+                                 '.yaml, not %s' % (name, KUSTOMIZATION))
+    lock = session(dest)
+    files = lock.setdefault('files', {})
+    seen = files.get(name)
+    if seen is not None and seen['content'] != content:
+        raise render.RenderError('%s is rendered twice, differently: by %s and by %s; the two roles must agree on '
+                                 'it' % (name, seen['writer'], writer))
+    if any(entry['file'] == name for entry in lock['objects'].values()):
+        raise render.RenderError('%s is both an object file and a file of %s in this render' % (name, writer))
+    files[name] = {'file': name, 'content': content, 'writer': writer, 'phase': phase, 'mode': mode}
+    _dump(os.path.join(dest, LOCK), lock, 0o600)
+    return name
+
+
 def close_session(dest, dump):
     """Finish the render: write each recorded object once (``dump(obj)`` gives its text; a file already holding it
     is left alone), prune, write kustomization.yaml and the manifest (complete), release the lock. Opens and closes
     nest: a phase playbook imported by site.yml closes only its own level, site.yml's close finishes the run.
 
-    Pruning covers the phases that rendered in this run (every phase for site.yml, one for a phase run alone):
-    their files from an earlier render that this one did not produce are deleted.
+    Pruning: a site-wide run (opened by site.yml) deletes every file of ours an earlier render wrote and this one
+    did not, also of a phase that now renders nothing; a phase run alone only those of its own phase. Files that
+    are not Kubernetes objects (``record_file``) are pruned the same way and never listed in kustomization.yaml.
+    The diff (``before``/``after``) shows a Secret's data keys, never their values.
 
     Returns ``{'closed': bool, 'written': [...], 'pruned': [...], 'files': [...], 'before': .., 'after': ..}``."""
     lock = session(dest)
@@ -201,37 +247,51 @@ def close_session(dest, dump):
     if lock['depth'] > 0:
         _dump(os.path.join(dest, LOCK), lock, 0o600)
         return {'closed': False, 'written': [], 'pruned': [], 'files': [], 'before': '', 'after': ''}
+    site_wide = lock.get('owner') == SITE
     scope = set(lock.get('phases') or []) | set(entry.get('phase') for entry in lock['objects'].values())
-    written_files, before, after = [], [], []
-    for entry in sorted(lock['objects'].values(), key=lambda e: e['file']):
+    scope |= set(entry.get('phase') for entry in (lock.get('files') or {}).values()) | {lock.get('owner')}
+    manifest = _load(os.path.join(dest, MANIFEST)) or {'format': FORMAT, 'files': {}}
+    ours = dict(manifest.get('files') or {})
+    # a file of that name the collection did not write is never replaced
+    for entry in (lock.get('files') or {}).values():
         path = os.path.join(dest, entry['file'])
-        content = dump(with_sync_wave(entry['object'], entry['file']))
+        if entry['file'] not in ours and os.path.lexists(path) and render.read(path) != entry['content']:
+            raise render.RenderError('%s exists and was not written by this collection; move it away (the render '
+                                     'writes %s there)' % (path, entry['writer']))
+    pending = [(entry, dump(with_argocd(entry['object'], entry['file']))) for entry in lock['objects'].values()]
+    pending += [(entry, entry['content']) for entry in (lock.get('files') or {}).values()]
+    written_files, before, after = [], [], []
+    for entry, content in sorted(pending, key=lambda pair: pair[0]['file']):
+        path = os.path.join(dest, entry['file'])
         content_differs, mode_differs = render.needs_write(path, content, entry.get('mode', 0o644))
         if content_differs:
-            before.append(render.read(path) or '')
-            after.append(content)
+            old = render.read(path) or ''
+            if (entry.get('object') or {}).get('kind') == 'Secret':
+                old, content_shown = redact_secret_texts(old, content)
+            else:
+                content_shown = content
+            before.append(old)
+            after.append(content_shown)
         if content_differs or mode_differs:
             render.write_atomic(path, content, entry.get('mode', 0o644))
             written_files.append(entry['file'])
-    manifest = _load(os.path.join(dest, MANIFEST)) or {'format': FORMAT, 'files': {}}
-    ours = dict(manifest.get('files') or {})
-    written = {entry['file']: entry['phase'] for entry in lock['objects'].values()}
+    written = dict((entry['file'], (entry['phase'], 'object' in entry)) for entry, dummy in pending)
     pruned = []
     for name, entry in sorted(ours.items()):
         if name in written:
             continue
-        in_scope = entry.get('phase') in scope
         path = os.path.join(dest, name)
-        if not in_scope:
+        if not site_wide and entry.get('phase') not in scope:
             continue
         # a file we wrote and someone edited since is still ours to remove: it is not in this render
         if os.path.exists(path):
             os.unlink(path)
             pruned.append(name)
         del ours[name]
-    for name, phase in written.items():
-        ours[name] = {'phase': phase, 'sha256': sha256(render.read(os.path.join(dest, name)) or '')}
-    kustomization = kustomization_text(sorted(ours))
+    for name, (phase, resource) in written.items():
+        ours[name] = {'phase': phase, 'sha256': sha256(render.read(os.path.join(dest, name)) or ''),
+                      'resource': resource}
+    kustomization = kustomization_text(sorted(name for name, entry in ours.items() if entry.get('resource', True)))
     kpath = os.path.join(dest, KUSTOMIZATION)
     existing = render.read(kpath)
     if existing is not None and existing != kustomization and manifest.get('kustomization') != sha256(existing):
@@ -245,6 +305,51 @@ def close_session(dest, dump):
     os.unlink(os.path.join(dest, LOCK))
     return {'closed': True, 'written': written_files, 'pruned': pruned, 'files': sorted(ours),
             'before': ''.join(before), 'after': ''.join(after)}
+
+
+def redact_secret_texts(before, after):
+    """The texts of a Secret's file before and after, for a diff: every value of ``data`` and ``stringData``
+    replaced, so the diff shows which keys changed and not what they hold."""
+    def values(text):
+        try:
+            doc = render.yaml.safe_load(text) if text else None
+        except render.yaml.YAMLError:
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    old, new = values(before), values(after)
+    shown = []
+    for doc, other in ((old, new), (new, old)):
+        if doc is None:
+            shown.append('' if doc is old and not before else '%s\n' % REDACTED)
+            continue
+        doc = copy.deepcopy(doc)
+        for field in ('data', 'stringData'):
+            if isinstance(doc.get(field), dict):
+                theirs = (other or {}).get(field) or {}
+                doc[field] = dict((key, REDACTED if isinstance(theirs, dict) and theirs.get(key) == value
+                                   else REDACTED_CHANGED) for key, value in doc[field].items())
+        shown.append(render.dump(doc))
+    return shown[0], shown[1]
+
+
+def with_argocd(obj, file_name):
+    """``obj`` as written into a render directory: its sync wave (``with_sync_wave``) and, for a custom resource
+    whose CRD an operator installs, Argo CD's ``SkipDryRunOnMissingResource=true`` sync option (the operator, synced
+    in an earlier wave of the same sync, has not created the CRD when Argo CD dry-runs the whole sync)."""
+    out = with_sync_wave(obj, file_name)
+    group = (out.get('apiVersion') or '').rpartition('/')[0]
+    if (group, out.get('kind')) not in OPERATOR_CRS:
+        return out
+    out = copy.deepcopy(out)
+    meta = out.setdefault('metadata', {})
+    annotations = dict(meta.get('annotations') or {})
+    options = [o.strip() for o in (annotations.get(SYNC_OPTIONS) or '').split(',') if o.strip()]
+    if SKIP_DRY_RUN not in options:
+        options.append(SKIP_DRY_RUN)
+    annotations[SYNC_OPTIONS] = ','.join(options)
+    meta['annotations'] = annotations
+    return out
 
 
 def with_sync_wave(obj, file_name):

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kubernetes resource names for GPUs, as KubeVirt VMs request them and HCO must permit them (DESIGN.md 3)."""
+"""Kubernetes resource names for GPUs, as KubeVirt VMs request them and HCO must permit them
+(docs/pools/passthrough.md and docs/pools/vgpu.md, Resource names)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""vGPU types on both kernel interfaces (DESIGN.md 3): mdev (mdev_supported_types, on PFs or SR-IOV VFs) and
+"""vGPU types on both kernel interfaces (docs/pools/vgpu.md): mdev (mdev_supported_types, on PFs or SR-IOV VFs) and
 NVIDIA's vendor-specific VFIO (per VF nvidia/creatable_vgpu_types + current_vgpu_type); plus mdevctl JSON."""
 from __future__ import absolute_import, division, print_function
 

@@ -20,7 +20,9 @@ description:
     written when the session closes, each once. An object another role of this render already rendered (same
     apiVersion, kind, namespace and name) is merged into that file, and refused, naming both writers, when the
     two set a field differently. Each object then carries the C(argocd.argoproj.io/sync-wave) annotation of its
-    file's numeric prefix.
+    file's numeric prefix, and a custom resource whose CRD an operator installs (ClusterPolicy,
+    NodeFeatureDiscovery, HyperConverged, KubeVirt) the Argo CD sync option C(SkipDryRunOnMissingResource=true).
+  - With C(--diff), a Secret's data shows its keys and whether each changed, never the values.
 options:
   dest:
     description: Directory the files go to; it must exist.
@@ -35,6 +37,11 @@ options:
     description: File name prefix, such as C(10-operator).
     type: str
     default: ""
+  file_name:
+    description:
+      - The file name of the one object in O(objects) instead of the generated one, such as C(pull-secret.yaml).
+      - Letters, digits, C(.), C(_) and C(-), no directory.
+    type: str
   mode:
     description: Mode of every file, such as C(0600) for Secrets.
     type: str
@@ -93,6 +100,7 @@ def main():
             prefix=dict(type='str', default=''),
             mode=dict(type='str', default='0644'),
             phase=dict(type='str', default=''),
+            file_name=dict(type='str'),
         ),
         supports_check_mode=True,
     )
@@ -109,6 +117,14 @@ def main():
         names = render.file_names(p['objects'], p['prefix'])
     except render.RenderError as e:
         module.fail_json(msg=str(e))
+    if p['file_name'] is not None:
+        if not render.FILE_NAME_RE.fullmatch(p['file_name']):
+            module.fail_json(msg='file_name %r is not valid; expected a file name of letters, digits, ".", "_" and '
+                                 '"-" with no directory, such as pull-secret.yaml' % p['file_name'])
+        if len(names) != 1:
+            module.fail_json(msg='file_name names one file but objects has %d objects; give exactly one'
+                                 % len(names))
+        names = [p['file_name']]
     if not os.path.isdir(p['dest']) and not module.check_mode:  # check mode: the directory task only pretended
         module.fail_json(msg='%s is not a directory: create it first' % p['dest'])
     in_session = os.path.isdir(p['dest']) and render_session.session(p['dest']) is not None
@@ -132,8 +148,12 @@ def main():
         content_differs, mode_differs = render.needs_write(path, content, mode)
         files.append(path)
         if content_differs:
-            before.append(render.read(path) or '')
-            after.append(content)
+            old = render.read(path) or ''
+            # a Secret's values never reach the diff: its keys show what changed
+            old, shown = render_session.redact_secret_texts(old, content) if obj.get('kind') == 'Secret' \
+                else (old, content)
+            before.append(old)
+            after.append(shown)
         if content_differs or mode_differs:
             changed = True
             if not module.check_mode:

@@ -18,9 +18,11 @@ description:
     rendering the same apiVersion/kind/namespace/name is merged into the first file, or refused when the two
     disagree.
   - Opens and closes nest within one run (a phase playbook imported by C(site.yml) opens and closes a level).
-    The outermost O(state=closed) writes each object once, deletes the files an earlier render of the phases
-    that rendered now wrote and this one did not (never a file the collection did not write), writes
-    C(kustomization.yaml) listing the objects in apply order, records the files with their sha256 in
+    The outermost O(state=closed) writes each object once, deletes the files an earlier render wrote and this one
+    did not (in a run opened by C(site.yml) every phase's, a phase playbook run alone only its own phase's; never a
+    file the collection did not write), writes
+    C(kustomization.yaml) listing the objects in apply order (files that are not objects, written by
+    M(gpuvirt.provision.render_file), are recorded and pruned the same way but not listed), records the files with their sha256 in
     C(.gpuvirt-render.json) with C(complete=true), and releases the lock.
 options:
   dest:
@@ -42,7 +44,7 @@ attributes:
     description: Writes nothing and reports what it would do.
     support: full
   diff_mode:
-    description: Closing shows the content of the files it writes.
+    description: Closing shows the content of the files it writes; of a Secret the keys of its data, not the values.
     support: full
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
@@ -68,7 +70,9 @@ written:
   elements: str
   returned: state=closed
 interrupted:
-  description: The lock an interrupted earlier render left (its pid, owner and start time), taken over.
+  description:
+    - The lock an interrupted earlier render left, taken over and removed - its pid, owner, start time and how many
+      objects it held (never the objects, a Secret among them).
   type: dict
   returned: state=open and an earlier render was interrupted
 pruned:

@@ -304,7 +304,10 @@ def test_one_render_writes_each_object_once_lists_it_and_prunes_only_its_own(tmp
     assert listed == sorted(listed) and 'foreign.yaml' not in listed and os.path.basename(kubevirts[0]) in listed
     assert all(os.path.exists(out / name) for name in listed)
     manifest = json.loads((out / '.gpuvirt-render.json').read_text())
-    assert manifest['complete'] is True and sorted(manifest['files']) == listed
+    # ours: the objects listed, and the DRA driver's Helm values (recorded and pruned, but not a Kubernetes object)
+    values = [name for name in names if '-helm-values-' in name]
+    assert values == ['70-dra-helm-values-dra-driver-nvidia-gpu.yaml'] and not set(values) & set(listed)
+    assert manifest['complete'] is True and sorted(manifest['files']) == sorted(listed + values)
     # Argo CD sync waves from the file prefix: the claim templates (70) after the KubeVirt CR (60)
     assert kv['metadata']['annotations']['argocd.argoproj.io/sync-wave'] == '60'
     # a second render changes nothing

@@ -11,6 +11,7 @@ directory: the OpenShift-only files are pruned.
 """
 from __future__ import annotations
 
+import base64
 import glob
 import json
 import os
@@ -164,3 +165,74 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     # the OpenShift files of the first render are gone: ours, and not produced by this one
     assert not glob.glob(str(out / '20-machineconfig-*')) and not glob.glob(str(out / '35-nfd-*'))
     assert not glob.glob(str(out / '36-nfd-*'))
+
+
+def ours(out):
+    """The files of the directory the collection writes (not its bookkeeping, not a foreign file)."""
+    return sorted(p for p in os.listdir(out) if p.endswith('.yaml') and p not in ('kustomization.yaml', 'foreign.yaml'))
+
+
+def test_a_pool_removed_prunes_our_stale_files_keeps_foreign_ones_and_the_inventory_names_the_node(tmp_path):
+    inv = example_copy(tmp_path)
+    rc, log, out = render(tmp_path, inv)
+    assert rc == 0, log
+    before = ours(out)
+    (out / 'foreign.yaml').write_text('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mine\n')
+    # the vGPU pool loses its hosts; gpu-p02's node gets another name in the inventory, its saved facts unchanged
+    hosts = yaml.safe_load((inv / 'hosts.yml').read_text())
+    hosts['all']['children']['gpu_vm_vgpu']['hosts'] = {}
+    hosts['all']['children']['gpu_vm_passthrough']['hosts']['gpu-p02.example.com']['gpuvirt_node_name'] = 'gpu-p02b'
+    (inv / 'hosts.yml').write_text(yaml.safe_dump(hosts))
+    # and its vGPU configs (a config no host offers is refused): the vGPU config ConfigMap is not rendered any more
+    vgpu = yaml.safe_load((inv / 'group_vars' / 'all' / 'vgpu.yml').read_text())
+    vgpu['gpu_operator_vgpu_configs'] = {}
+    vgpu.pop('gpu_operator_vgpu_config_default')
+    (inv / 'group_vars' / 'all' / 'vgpu.yml').write_text(yaml.safe_dump(vgpu))
+    saved = json.loads((inv / 'host_vars' / 'gpu-p02.example.com' / 'gpuvirt_saved_facts.json').read_text())
+    assert saved['gpuvirt_saved_facts']['gpuvirt_node_name'] == 'gpu-p02'
+    rc, log, out = render(tmp_path, inv)
+    assert rc == 0, log
+    after = ours(out)
+    gone = sorted(set(before) - set(after))
+    # the vGPU nodes' labels and the vGPU config ConfigMap went with the pool
+    assert any('gpu-v01' in name for name in gone) and any('configmap' in name for name in gone), gone
+    assert not [name for name in after if 'gpu-v01' in name or 'gpu-v02' in name], after
+    assert (out / 'foreign.yaml').read_text().endswith('name: mine\n')
+    listed, found = objects(out)
+    assert listed == sorted(p for p in after if '-helm-values-' not in p)
+    assert 'foreign.yaml' not in listed
+    nodes = sorted(n['metadata']['name'] for n in found['Node'])
+    assert 'gpu-p02b' in nodes and 'gpu-p02' not in nodes, nodes
+    (policy,) = found['ClusterPolicy']
+    # the GPU Operator's CRD comes from the operator this render subscribes to: Argo CD must not dry-run it
+    assert policy['metadata']['annotations']['argocd.argoproj.io/sync-options'] == 'SkipDryRunOnMissingResource=true'
+
+
+def test_kubernetes_then_openshift_leaves_no_helm_values_file(tmp_path):
+    inv = example_copy(tmp_path)
+    rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_openshift=false')
+    assert rc == 0, log
+    values = glob.glob(str(out / '*-helm-values-*.yaml'))
+    assert values, os.listdir(out)
+    manifest = json.loads((out / '.gpuvirt-render.json').read_text())
+    assert all(os.path.basename(v) in manifest['files'] for v in values)
+    assert not [v for v in yaml.safe_load((out / 'kustomization.yaml').read_text())['resources'] if '-helm-values-' in v]
+    rc, log, out = render(tmp_path, inv)
+    assert rc == 0, log
+    assert not glob.glob(str(out / '*-helm-values-*.yaml')), os.listdir(out)
+
+
+def test_diff_of_a_rendered_pull_secret_never_shows_the_password(tmp_path):
+    inv = example_copy(tmp_path)
+    password = 'Diff-Pa55-9f3a1c'
+    rc, log, out = render(tmp_path, inv, '--diff', '-e', 'gpu_operator_render_pull_secret=true',
+                          '-e', 'gpuvirt_registry_username=puller', '-e', 'gpuvirt_registry_password=' + password)
+    assert rc == 0, log
+    (path,) = glob.glob(str(out / '*-secret-*.yaml'))
+    assert oct(os.stat(path).st_mode & 0o777) == '0o600'
+    data = yaml.safe_load(open(path).read())['data']['.dockerconfigjson']
+    assert password in base64.b64decode(data).decode()
+    # the diff shows that the Secret's data changed, not what it holds
+    assert '.dockerconfigjson: (redacted, changed)' in log, log
+    assert password not in log and data not in log
+    assert base64.b64encode(('puller:' + password).encode()).decode() not in log

@@ -33,3 +33,29 @@ def test_an_unknown_group_is_refused_naming_the_groups():
 def test_make_asks_the_kube_target_for_its_groups_only():
     proc = subprocess.run(['make', '-n', '-C', ROOT, 'kube-apiserver'], capture_output=True, text=True, check=False)
     assert 'tools/bootstrap-host.sh core kube' in proc.stdout, proc.stdout + proc.stderr
+
+
+def make_groups(target):
+    proc = subprocess.run(['make', '-n', '-C', ROOT, target], capture_output=True, text=True, check=False)
+    calls = [line.split('bootstrap-host.sh', 1)[1].split() for line in proc.stdout.splitlines()
+             if 'tools/bootstrap-host.sh' in line]
+    assert len(calls) == 1, proc.stdout + proc.stderr  # the host is bootstrapped once per make run
+    return calls[0]
+
+
+def test_each_stage_asks_for_its_groups_and_make_test_for_all():
+    # molecule: the Podman driver (default scenario) and the QEMU lab with its API server (vm scenario)
+    assert make_groups('molecule') == ['core', 'kube', 'podman', 'lab']
+    # integration: the real API server, Podman, docker-registry and the Docker path; never the lab
+    assert make_groups('integration') == ['core', 'kube', 'podman', 'registry', 'docker']
+    # demo: the QEMU lab and its API server; no Docker, Podman or registry
+    assert make_groups('demo') == ['core', 'kube', 'lab']
+    # CI: no group named, so every group
+    assert make_groups('test') == []
+    rc, demo, dummy = listed('core', 'kube', 'lab')
+    assert rc == 0 and 'docker.io' not in demo and 'podman' not in demo and 'debootstrap' in demo
+
+
+def test_a_package_two_groups_need_is_listed_once():
+    rc, both, dummy = listed('podman', 'lab')
+    assert rc == 0 and both.count('debootstrap') == 1 and len(both) == len(set(both))

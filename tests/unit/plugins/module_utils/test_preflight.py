@@ -1,6 +1,6 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Preflight judgement: each problem DESIGN.md section 4 lists is found and named with its fix."""
+"""Preflight judgement: each problem docs/troubleshooting.md (Preflight checks) lists is found and named with its fix."""
 
 from __future__ import annotations
 

@@ -48,7 +48,9 @@ def test_two_roles_rendering_one_object_get_one_file_with_both_parts(tmp_path):
     (obj,) = yaml.safe_load_all((tmp_path / first).read_text())
     assert obj['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot', 'HostDevices', 'GPUsWithDRA']
     assert obj['spec']['configuration']['permittedHostDevices']['pciHostDevices'] == [{'pciVendorSelector': '10DE:2236'}]
-    assert obj['metadata']['annotations'] == {'argocd.argoproj.io/sync-wave': '60'}
+    # the KubeVirt CR's CRD comes from virt-operator: Argo CD skips its dry run while the CRD is missing
+    assert obj['metadata']['annotations'] == {'argocd.argoproj.io/sync-wave': '60',
+                                              'argocd.argoproj.io/sync-options': 'SkipDryRunOnMissingResource=true'}
     assert not (tmp_path / '71-dra-gate-000-kubevirt-kubevirt-kubevirt.yaml').exists()
 
 
@@ -135,3 +137,113 @@ def test_sync_wave_comes_from_the_file_prefix():
     assert rs.with_sync_wave(obj, '35-nfd-operator-000-namespace-cluster-x.yaml')['metadata']['annotations'] == {
         'argocd.argoproj.io/sync-wave': '35'}
     assert rs.with_sync_wave(obj, 'plain.yaml') is obj and 'annotations' not in obj['metadata']
+
+
+def configmap(name):
+    return {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name, 'namespace': 'x'}}
+
+
+def test_a_site_render_prunes_a_phase_that_now_renders_nothing_a_phase_alone_only_its_own(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
+    rs.record(d, configmap('b'), '41-vgpu-000.yaml', '41-vgpu', 'operator')
+    rs.record(d, configmap('c'), '60-kv-000.yaml', '60-kv', 'kubevirt')
+    rs.close_session(d, dump)
+    (tmp_path / 'foreign.yaml').write_text('kind: ConfigMap\n')
+    # the kubevirt phase alone, rendering nothing: only its own file goes
+    rs.open_session(d, 'kubevirt', pid=os.getpid())
+    assert rs.close_session(d, dump)['pruned'] == ['60-kv-000.yaml']
+    # a site render where the operator phase renders nothing: its file goes too
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
+    result = rs.close_session(d, dump)
+    assert result['pruned'] == ['41-vgpu-000.yaml']
+    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', '30-nodes-000.yaml', 'foreign.yaml', 'kustomization.yaml']
+    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == ['30-nodes-000.yaml']
+
+
+def test_a_file_that_is_no_object_is_ours_pruned_never_listed_and_never_over_a_foreign_file(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
+    rs.record_file(d, '43-values.yaml', '# helm\nx: 1\n', '43-values.yaml', 'operator')
+    result = rs.close_session(d, dump)
+    assert result['files'] == ['30-nodes-000.yaml', '43-values.yaml'] and '43-values.yaml' in result['written']
+    assert (tmp_path / '43-values.yaml').read_text() == '# helm\nx: 1\n'
+    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == ['30-nodes-000.yaml']
+    # the next render does not produce it: pruned like an object
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
+    assert rs.close_session(d, dump)['pruned'] == ['43-values.yaml']
+    # a foreign file of that name stops the render and stays as it was
+    (tmp_path / '43-values.yaml').write_text('mine\n')
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record_file(d, '43-values.yaml', '# helm\n', '43-values.yaml', 'operator')
+    with pytest.raises(render.RenderError, match='43-values.yaml exists and was not written by this collection'):
+        rs.close_session(d, dump)
+    assert (tmp_path / '43-values.yaml').read_text() == 'mine\n'
+    with pytest.raises(render.RenderError, match="file name '../x.yaml' is not valid"):
+        rs.record_file(d, '../x.yaml', '', 'w', 'operator')
+
+
+def secret(password):
+    return {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'pull', 'namespace': 'x'},
+            'type': 'kubernetes.io/dockerconfigjson',
+            'data': {'.dockerconfigjson': 'eyJwYXNzd29yZCI6ICIlcyJ9-' + password, 'other': 'c2FtZQ=='}}
+
+
+def test_the_diff_of_a_secret_shows_which_keys_changed_never_the_values(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, secret('first-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600)
+    result = rs.close_session(d, dump)
+    assert 'first-Pa55' not in result['after'] and '.dockerconfigjson: (redacted, changed)' in result['after']
+    assert 'first-Pa55' in (tmp_path / '40-pull-000.yaml').read_text()  # the file itself holds the value
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, secret('second-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600)
+    result = rs.close_session(d, dump)
+    shown = result['before'] + result['after']
+    assert 'first-Pa55' not in shown and 'second-Pa55' not in shown
+    assert '.dockerconfigjson: (redacted, changed)' in result['after'] and 'other: (redacted)' in result['after']
+    assert stat.S_IMODE(os.stat(tmp_path / '40-pull-000.yaml').st_mode) == 0o600
+
+
+def test_a_killed_render_with_a_secret_its_lock_is_0600_and_gone_after_takeover_never_reported(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, secret('killed-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600)
+    lock_path = tmp_path / rs.LOCK
+    assert stat.S_IMODE(os.stat(lock_path).st_mode) == 0o600 and 'killed-Pa55' in lock_path.read_text()
+    lock = json.loads(lock_path.read_text())
+    lock['pid'] = dead_pid()
+    lock_path.write_text(json.dumps(lock))
+    os.chmod(lock_path, 0o600)
+    result = rs.open_session(d, 'site', pid=os.getpid())
+    # what is reported about the killed run (the module returns it) holds no object, so no Secret data
+    assert result['interrupted'] == {'pid': lock['pid'], 'owner': 'site', 'started': lock['started'], 'objects': 1}
+    # the new lock replaced the killed one: the secret material is gone from it and from every other file
+    assert 'killed-Pa55' not in lock_path.read_text()
+    rs.close_session(d, dump)
+    assert not any('killed-Pa55' in (tmp_path / name).read_text() for name in os.listdir(d))
+
+
+def test_operator_crs_skip_argo_cd_dry_run_other_objects_do_not():
+    # Argo CD, Sync Options, "Skip Dry Run for new custom resources types": a custom resource whose CRD is not
+    # part of the sync but created another way (here by an operator the same sync installs) fails the dry run
+    # unless it carries SkipDryRunOnMissingResource=true; several options share one annotation, joined with ","
+    # (https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/)
+    policy = {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': {
+        'name': 'p', 'annotations': {'argocd.argoproj.io/sync-options': 'Prune=false'}}}
+    out = rs.with_argocd(policy, '42-gpu-operator-000-clusterpolicy-cluster-p.yaml')
+    assert out['metadata']['annotations'] == {'argocd.argoproj.io/sync-options': 'Prune=false,SkipDryRunOnMissingResource=true',
+                                              'argocd.argoproj.io/sync-wave': '42'}
+    assert policy['metadata']['annotations'] == {'argocd.argoproj.io/sync-options': 'Prune=false'}
+    for api, kind in (('nfd.openshift.io/v1', 'NodeFeatureDiscovery'), ('hco.kubevirt.io/v1beta1', 'HyperConverged'),
+                      ('kubevirt.io/v1', 'KubeVirt')):
+        out = rs.with_argocd({'apiVersion': api, 'kind': kind, 'metadata': {'name': 'n'}}, '36-x.yaml')
+        assert out['metadata']['annotations']['argocd.argoproj.io/sync-options'] == 'SkipDryRunOnMissingResource=true'
+    for api, kind in (('v1', 'Namespace'), ('operators.coreos.com/v1alpha1', 'Subscription'),
+                      ('machineconfiguration.openshift.io/v1', 'MachineConfig'), ('example.com/v1', 'KubeVirt')):
+        out = rs.with_argocd({'apiVersion': api, 'kind': kind, 'metadata': {'name': 'n'}}, '20-x.yaml')
+        assert out['metadata']['annotations'] == {'argocd.argoproj.io/sync-wave': '20'}

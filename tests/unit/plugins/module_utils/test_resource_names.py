@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Resource names exactly as DESIGN.md section 3 states them."""
+"""Resource names exactly as docs/pools/passthrough.md and docs/pools/vgpu.md state them."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type

@@ -1,0 +1,119 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: render_file
+short_description: Write a rendered file that is not a Kubernetes object (Helm values), atomically
+version_added: 0.2.0
+description:
+  - Writes O(content) as O(dest)/O(name) through a temporary file created with mode 0600 in O(dest), given O(mode),
+    then renamed; readers see the old or the whole new file.
+  - When a render session is open in O(dest) (M(gpuvirt.provision.render_session)), the file is recorded and
+    written when the session closes; it is the collection's like the objects (pruned when a later render does not
+    produce it) but not listed in C(kustomization.yaml), and a file of that name the collection did not write is
+    never replaced (the render stops, naming it).
+options:
+  dest:
+    description: Directory the file goes to; it must exist.
+    type: path
+    required: true
+  name:
+    description: The file name, ending in C(.yaml); letters, digits, C(.), C(_) and C(-), no directory.
+    type: str
+    required: true
+  content:
+    description: The text of the file.
+    type: str
+    required: true
+  mode:
+    description: Mode of the file.
+    type: str
+    default: "0644"
+  phase:
+    description: The phase (playbook) rendering, recorded for the render session's pruning.
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    description: Reports whether the file would change and writes nothing.
+    support: full
+  diff_mode:
+    description: Shows the content when it would change.
+    support: full
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+'''
+
+EXAMPLES = r'''
+- name: Write the Helm values
+  gpuvirt.provision.render_file:
+    dest: /srv/gitops/gpu
+    name: 43-gpu-operator-helm-values-gpu-operator.yaml
+    content: "{{ values | to_nice_yaml }}"
+    phase: operator
+'''
+
+RETURN = r'''
+deferred:
+  description: True when a render session is open and the file is written when it closes.
+  type: bool
+  returned: success
+path:
+  description: The file's path.
+  type: str
+  returned: success
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            dest=dict(type='path', required=True),
+            name=dict(type='str', required=True),
+            content=dict(type='str', required=True),
+            mode=dict(type='str', default='0644'),
+            phase=dict(type='str', default=''),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        mode = int(p['mode'], 8)
+        if not 0 <= mode <= 0o777:
+            raise ValueError(p['mode'])
+    except ValueError:
+        module.fail_json(msg='mode %r is not an octal file mode such as 0644' % p['mode'])
+    if not render_session.FILE_RE.fullmatch(p['name']) or p['name'] == render_session.KUSTOMIZATION:
+        module.fail_json(msg='name %r is not valid; expected a file name of letters, digits, ".", "_" and "-" ending '
+                             'in .yaml, not %s' % (p['name'], render_session.KUSTOMIZATION))
+    if not os.path.isdir(p['dest']) and not module.check_mode:
+        module.fail_json(msg='%s is not a directory: create it first' % p['dest'])
+    path = os.path.join(p['dest'], p['name'])
+    if os.path.isdir(p['dest']) and render_session.session(p['dest']) is not None:
+        if not module.check_mode:
+            try:
+                render_session.record_file(p['dest'], p['name'], p['content'], p['name'], p['phase'], mode)
+            except render.RenderError as e:
+                module.fail_json(msg=str(e))
+        module.exit_json(changed=False, path=path, deferred=True)
+    content_differs, mode_differs = render.needs_write(path, p['content'], mode)
+    result = dict(changed=content_differs or mode_differs, path=path, deferred=False)
+    if module._diff and content_differs:
+        result['diff'] = {'before': render.read(path) or '', 'after': p['content']}
+    if result['changed'] and not module.check_mode:
+        render.write_atomic(path, p['content'], mode)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
