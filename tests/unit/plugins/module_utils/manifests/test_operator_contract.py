@@ -91,8 +91,9 @@ def produced():
         add('Helm dra-driver-nvidia-gpu', dra.helm_values(mode))
     add('ResourceClaimTemplate', dra.resource_claim_template('vfio-gpu', 'vms', count=2))
     for pool in nl.POOLS:
-        labels = nl.desired_labels(pool, 'A10-12Q' if pool == 'vm-vgpu' else None)
-        add('Node', {'metadata': {'labels': {k: v for k, v in labels.items() if v is not None}}})
+        labels = nl.desired_labels(pool, 'A10-12Q' if pool == 'vm-vgpu' else None, mc.pool_selector(POOL))
+        add('Node', {'metadata': {'labels': {k: v for k, v in labels.items()
+                                             if v is not None and not isinstance(v, nl.RemoveIf)}}})
     return out
 
 
