@@ -16,6 +16,8 @@ import copy
 import json
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+
 OPENSHIFT_NAMESPACE = 'nvidia-gpu-operator'
 KUBERNETES_NAMESPACE = 'gpu-operator'
 PACKAGE = 'gpu-operator-certified'
@@ -120,7 +122,10 @@ def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt'
                                 "image built by the vgpu_manager_image role, e.g. repository "
                                 "registry.example.com/nvidia, version 580.82.02"
                                 % (' and '.join(missing), missing[0]))
-        vgm = {'enabled': True, 'repository': vgpu_manager['repository'],
+        # repository is registry/path, image one path component: together the image the operator pulls
+        repository = _valid(validators.oci_reference, vgpu_manager['repository'], 'gpu_operator_vgpu_manager.repository')
+        _valid(validators.oci_repository, vgpu_manager.get('image') or 'vgpu-manager', 'gpu_operator_vgpu_manager.image')
+        vgm = {'enabled': True, 'repository': repository,
                'image': vgpu_manager.get('image') or 'vgpu-manager',
                'version': check_vgpu_manager_version(vgpu_manager['version'])}
         if pull_secret_name:
@@ -201,7 +206,16 @@ def helm_values(overlay, extra=None):
     return deep_merge(extra or {}, overlay)
 
 
+def _valid(check, value, name):
+    try:
+        return check(value, name)
+    except validators.ValidationError as exc:
+        raise ManifestError(str(exc))
+
+
 def build_namespace(name, openshift):
+    # the namespace also reaches helm's --namespace (kubernetes.core.helm release_namespace): a DNS label, nothing else
+    _valid(validators.dns1123_label, name, 'gpu_operator_namespace')
     labels = {'pod-security.kubernetes.io/enforce': 'privileged'}
     if openshift:
         # The GPU Operator's metrics are scraped by the cluster monitoring stack only with this label.

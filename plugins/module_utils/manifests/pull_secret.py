@@ -12,6 +12,8 @@ __metaclass__ = type
 import base64
 import json
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+
 
 class ManifestError(ValueError):
     """Bad input; the message names the offending value (never a credential) and the fix."""
@@ -36,6 +38,10 @@ def check_login(name, registry, username, password_given, image_registry=None, c
     if '/' in registry.split('://', 1)[-1]:
         raise ManifestError("pull secret %s: registry %r must be a host[:port] only (e.g. registry.example.com:5000), "
                             "not a repository path" % (name, registry))
+    try:
+        validators.oci_registry(registry.split('://', 1)[-1], 'pull secret %s: gpu_operator_pull_secret.registry' % name)
+    except validators.ValidationError as exc:
+        raise ManifestError(str(exc))
     check_registry_matches(registry, image_registry, name)
 
 

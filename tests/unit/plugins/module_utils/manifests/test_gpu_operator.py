@@ -235,3 +235,16 @@ def test_vgpu_manager_version_differing_from_the_image_version_is_refused_naming
 def test_an_image_version_with_an_os_tag_is_refused_under_its_own_name():
     with pytest.raises(gop.ManifestError, match="vgpu_manager_image_version is '580.82.02-rhcos4.18'"):
         gop.resolve_vgpu_manager({'repository': VGM['repository']}, '580.82.02-rhcos4.18')
+
+
+@pytest.mark.parametrize('call, needle', [
+    (lambda: gop.build_namespace('GPU_Operator', False), "gpu_operator_namespace: 'GPU_Operator' is not valid"),
+    (lambda: gop.build_namespace('gpu-operator\n--post-renderer', False), 'gpu_operator_namespace'),
+    (lambda: gop.settings(vgpu_manager=dict(VGM, repository='Registry.example.com/NVIDIA')),
+     'gpu_operator_vgpu_manager.repository'),
+    (lambda: gop.settings(vgpu_manager=dict(VGM, repository='nvidia')), 'gpu_operator_vgpu_manager.repository'),
+    (lambda: gop.settings(vgpu_manager=dict(VGM, image='vgpu manager')), 'gpu_operator_vgpu_manager.image'),
+])
+def test_names_that_reach_the_cluster_or_helm_are_checked_against_their_grammar(call, needle):
+    with pytest.raises(gop.ManifestError, match=needle):
+        call()

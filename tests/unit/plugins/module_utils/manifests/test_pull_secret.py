@@ -34,3 +34,10 @@ def test_errors_name_the_field_not_the_password():
     assert 'host[:port]' in str(err.value) and 'hunter2' not in str(err.value)
     with pytest.raises(pull_secret.ManifestError, match='quay.io'):
         pull_secret.check_registry_matches('registry.example.com', 'quay.io', 'vgpu-pull')
+
+
+@pytest.mark.parametrize('registry', ['registry.example.com:5000\n', 'reg istry', 'registry.example.com:5000;x',
+                                      'https://bad host'])
+def test_a_registry_outside_the_host_port_grammar_is_refused(registry):
+    with pytest.raises(pull_secret.ManifestError, match='gpu_operator_pull_secret.registry'):
+        pull_secret.check_login('pull', registry, 'u', True)

@@ -82,3 +82,11 @@ def test_bad_config_shapes():
         vc.normalise_configs({'x': {'A10-12Q': 0}})
     with pytest.raises(vc.ManifestError, match='devices'):
         vc.normalise_configs({'x': [{'devices': 'some', 'vgpu-devices': {'A10-12Q': 1}}]})
+
+
+@pytest.mark.parametrize('name', ['A10 12Q', 'A10-12Q\n', '-A10', 'x' * 64])
+def test_a_config_name_that_cannot_be_a_label_value_is_refused(name):
+    # nodes select a config with the label nvidia.com/vgpu.config=<name> (NVIDIA's OpenShift Virtualization guide,
+    # "Apply a New vGPU Device Configuration"), so the name must fit the Kubernetes label value grammar
+    with pytest.raises(vc.ManifestError, match='gpu_operator_vgpu_configs name.*label value'):
+        vc.normalise_configs({name: {'A10-12Q': 2}})
