@@ -372,8 +372,8 @@ def test_nodes_phase_labels_the_iommu_nodes_into_the_dedicated_machineconfig_poo
     pool_label = 'node-role.kubernetes.io/gpu-worker'
     cluster = kube([
         {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'dra-1', 'labels': {W: 'container'}}},
-        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'ctr-1', 'labels': {W: 'container',
-                                                                                       pool_label: ''}}}])
+        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'ctr-1',
+                                                          'labels': {W: 'container', pool_label: ''}}}])
     extra = dict(labels_apply(cluster), kubevirt_machineconfig_enabled='true', machineconfig_create_pool='true',
                  machineconfig_pool='gpu-worker')
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **extra)
