@@ -384,3 +384,23 @@ def test_nodes_phase_labels_the_iommu_nodes_into_the_dedicated_machineconfig_poo
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **extra)
     assert rc == 0 and recap(log)['changed'] == '0', log
     assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+
+
+def test_without_nfd_install_a_cluster_lacking_nfd_is_refused_before_any_write(tmp_path, kube):
+    # The GPU Operator on OpenShift needs the Node Feature Discovery operator (NVIDIA, "Installing the Node Feature
+    # Discovery (NFD) Operator": a prerequisite; without NFD's labels the operator selects no GPU node). With
+    # gpu_operator_nfd_install false the role only checks that NFD's CRD is served, and stops with the fix when not,
+    # before the GPU Operator's own objects are written.
+    cluster = kube([cluster_version()] + package_manifests())
+    cluster.controller('olm', olm())
+    rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster, gpu_operator_nfd_install='false'))
+    assert rc != 0, log
+    assert 'no NodeFeatureDiscovery CRD (nodefeaturediscoveries.nfd.openshift.io)' in log, log
+    assert 'Set gpu_operator_nfd_install: true' in log, log
+    assert cluster.writes() == [], write_summary(cluster.writes())
+    # once NFD is there (its OLM bundle created the CRD), the same run goes on and installs the GPU Operator only
+    cluster.server.create_crd(NFD_CRD)
+    rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster, gpu_operator_nfd_install='false'))
+    assert rc == 0, log
+    assert cluster.get(OLM_V1A1, 'Subscription', 'nfd', 'openshift-nfd') is None
+    assert cluster.get(OLM_V1A1, 'Subscription', 'gpu-operator-certified', NS) is not None
