@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (  # noqa: F401 re-exported
+    ManifestError, differs, merge_permitted_devices)
 
 KUBEVIRT_API_VERSION = 'kubevirt.io/v1'
 KUBEVIRT_NAME = 'kubevirt'
@@ -20,7 +22,6 @@ KUBEVIRT_NAMESPACE = 'kubevirt'
 GPU_GATE = 'GPU'
 DISABLE_MDEV_GATE = 'DisableMDEVConfiguration'
 OWNER_ANNOTATION = hco_mod.OWNER_ANNOTATION
-ManifestError = hco_mod.ManifestError
 
 # KubeVirt spells the PCI selector key differently from HCO
 _LISTS = (('pciHostDevices', 'pciVendorSelector'), ('mediatedDevices', 'mdevNameSelector'))
@@ -55,14 +56,7 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE, DISA
     owned = hco_mod.read_owner_annotation(current)
     config = ((current or {}).get('spec') or {}).get('configuration') or {}
     cur_phd = config.get('permittedHostDevices') or {}
-    phd, new_owned, report = {}, {}, {}
-    for list_name, key in _LISTS:
-        merged, mine, rep = hco_mod.merge_list(cur_phd.get(list_name), desired[list_name], key, owned.get(list_name))
-        if merged or cur_phd.get(list_name) is not None:
-            phd[list_name] = merged
-        if mine:
-            new_owned[list_name] = mine
-        report[list_name] = rep
+    phd, new_owned, report = merge_permitted_devices(cur_phd, desired, _LISTS, owned)
     cur_gates = (config.get('developerConfiguration') or {}).get('featureGates')
     gate_list, owned_gates = merge_gates(cur_gates, list(gates), owned.get('featureGates'))
     if owned_gates:
@@ -76,7 +70,7 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE, DISA
         'spec': {'configuration': {'permittedHostDevices': phd,
                                    'developerConfiguration': {'featureGates': gate_list}}},
     }
-    return obj, hco_mod._differs(current, obj), report
+    return obj, differs(current, obj), report
 
 
 def advertised_from_nodes(nodes, prefix='nvidia.com/'):

@@ -15,7 +15,8 @@ __metaclass__ = type
 import base64
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.hco import ManifestError
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 MC_API_VERSION = 'machineconfiguration.openshift.io/v1'
 ROLE_LABEL = 'machineconfiguration.openshift.io/role'
@@ -30,15 +31,13 @@ CURRENT_CONFIG = 'machineconfiguration.openshift.io/currentConfig'
 DESIRED_CONFIG = 'machineconfiguration.openshift.io/desiredConfig'
 MCD_STATE = 'machineconfiguration.openshift.io/state'
 
-_NAME_RE = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?')
 # same conservative set as the kernel_cmdline module: these strings reach the boot loader
 _ARG_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%-]*')
 
 
 def check_name(value, what):
-    if not isinstance(value, str) or not _NAME_RE.fullmatch(value) or len(value) > 63:
-        raise ManifestError("%s %r is not a DNS label (lower-case letters, digits and '-')" % (what, value))
-    return value
+    return checked(validators.dns1123_label, value, what,
+                   message="%s %r is not a DNS label (lower-case letters, digits and '-')" % (what, value))
 
 
 def iommu_kernel_args(cpu_vendor, passthrough_mode=True, extra=()):

@@ -20,13 +20,10 @@ import json
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 CONFIG_KEY = 'config.yaml'
 _MODEL = re.compile(r'([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)')
-
-
-class ManifestError(ValueError):
-    """Bad input; the message names the offending value and the fix."""
 
 
 def short_name(name):
@@ -43,12 +40,10 @@ def normalise_configs(configs):
                             "{A10-12Q: {A10-12Q: 2}}")
     out = {}
     for name, value in configs.items():
-        try:
-            # a config is chosen by the node label nvidia.com/vgpu.config=<name>: a label value
-            validators.label_value(name, 'gpu_operator_vgpu_configs name')
-        except validators.ValidationError as exc:
-            raise ManifestError('%s; nodes pick a vGPU config by the label nvidia.com/vgpu.config, so its name must be '
-                                'a label value (e.g. A10-12Q)' % exc)
+        # a config is chosen by the node label nvidia.com/vgpu.config=<name>: a label value
+        checked(validators.label_value, name, 'gpu_operator_vgpu_configs name',
+                hint='; nodes pick a vGPU config by the label nvidia.com/vgpu.config, so its name must be a label '
+                     'value (e.g. A10-12Q)')
         entries = [{'devices': 'all', 'vgpu-devices': value}] if isinstance(value, dict) else value
         if not isinstance(entries, list) or not entries:
             raise ManifestError("vGPU config %s must be a map of type -> count or a list of {devices, vgpu-devices}"
