@@ -17,20 +17,16 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import (
+    board_models, model_on_boards, reported_short_name, short_type_name, type_model)
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 CONFIG_KEY = 'config.yaml'
-_MODEL = re.compile(r'([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)')
 
 
-def short_name(name):
-    for prefix in ('GRID ', 'NVIDIA '):
-        if name.startswith(prefix):
-            return name[len(prefix):]
-    return name
+short_name = short_type_name  # the name callers know it by
 
 
 def normalise_configs(configs):
@@ -59,7 +55,7 @@ def normalise_configs(configs):
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                     raise ManifestError("vGPU config %s: count %r for %s must be a positive integer"
                                         % (name, count, vtype))
-                types[short_name(str(vtype))] = count
+                types[short_type_name(str(vtype))] = count
             if not types:
                 raise ManifestError("vGPU config %s has an entry without vgpu-devices" % name)
             norm.append({'devices': devices, 'vgpu-devices': types})
@@ -75,7 +71,7 @@ def _parents(host):
     mdev = ((host.get('facts') or {}).get('mdev_types')) or {}
     result = []
     for parent in mdev.get('parents') or []:
-        names = sorted({vt.get('short_name') or short_name(vt.get('name') or '')
+        names = sorted({reported_short_name(vt)
                         for vt in parent.get('types') or []} - {''})
         result.append((parent.get('parent') or parent.get('bdf') or '?', names))
     return result
@@ -87,10 +83,7 @@ def _boards(host):
     for gpu in ((host.get('facts') or {}).get('pci_devices') or {}).get('gpus') or []:
         if gpu.get('is_vf'):
             continue
-        models = set()
-        for part in re.findall(r'\[([^\]]+)\]', gpu.get('device_name') or ''):
-            models.update(tok.upper() for tok in re.split(r'[\s/]+', part) if tok)
-        out.append((gpu.get('bdf'), gpu.get('device_name'), models))
+        out.append((gpu.get('bdf'), gpu.get('device_name'), board_models([gpu])))
     return out
 
 
@@ -100,11 +93,10 @@ def host_offers(host, vtype):
     if any(names for dummy, names in parents):
         seen = '; '.join('%s offers %s' % (bdf, ', '.join(names) or 'nothing') for bdf, names in parents)
         return any(vtype in names for dummy, names in parents), 'types', seen
-    match = _MODEL.fullmatch(vtype)
-    model = match.group(1).upper() if match else vtype.upper()
+    model = type_model(vtype) or vtype
     boards = _boards(host)
     seen = '; '.join('%s %s' % (bdf, name) for bdf, name, dummy in boards) or 'no NVIDIA GPU in the facts'
-    return any(model in models or model.rstrip('D') in models for dummy, dummy2, models in boards), 'board', seen
+    return any(model_on_boards(model, models) for dummy, dummy2, models in boards), 'board', seen
 
 
 def validate(configs, hosts, default_config):
