@@ -92,6 +92,37 @@ def merge_owned_list(current, desired, key, owned):
     return merged, sorted(now_owned), report
 
 
+# what ``merge_owned_items``' key returns for an item that is not one of the merged kind (kept as it is)
+UNKEYED = object()
+
+
+def merge_owned_items(current, wanted, owned, key=None, make=None):
+    """Merge ``wanted`` keys into the list ``current`` (feature gates, or jsonpatch operations that add them).
+
+    Items of ``current`` are kept in their order, except a repeated key and a key an earlier run added (in
+    ``owned``) that is no longer wanted; wanted keys not present are appended as ``make(key)``. ``key(item)``
+    gives an item's key, or ``UNKEYED`` for an item of another kind (always kept). Returns ``(merged, now_owned)``:
+    the owned keys still wanted and present, and those appended."""
+    key = key or (lambda item: item)
+    make = make or (lambda k: k)
+    owned = owned or []
+    result, seen = [], set()
+    for item in current or []:
+        k = key(item)
+        if k is not UNKEYED:
+            if k in seen or (k in owned and k not in wanted):
+                continue
+            seen.add(k)
+        result.append(item)
+    now_owned = [k for k in owned if k in wanted and k in seen]
+    for k in wanted:
+        if k not in seen:
+            result.append(make(k))
+            seen.add(k)
+            now_owned.append(k)
+    return result, sorted(set(now_owned))
+
+
 def merge_permitted_devices(current_phd, desired, lists, owned):
     """Merge every list of a ``permittedHostDevices`` map (``lists``: ``(list name, selector key)`` pairs).
 

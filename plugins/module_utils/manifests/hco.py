@@ -18,7 +18,7 @@ import json
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (  # noqa: F401 re-exported
-    ManifestError, differs, merge_owned_list, merge_permitted_devices, version_tuple)
+    UNKEYED, ManifestError, differs, merge_owned_items, merge_owned_list, merge_permitted_devices, version_tuple)
 
 # the names callers and tests know these by
 merge_list = merge_owned_list
@@ -119,26 +119,16 @@ def merge_jsonpatch(raw, gates, owned_gates):
         raise ManifestError("annotation %s holds invalid JSON (%r); fix or remove it first" % (JSONPATCH_ANNOTATION, raw))
     if not isinstance(ops, list):
         raise ManifestError("annotation %s must be a JSON list of patch operations, not %r" % (JSONPATCH_ANNOTATION, raw))
-    present = set()
-    result = []
-    for op in ops:
+
+    def gate_of(op):
         is_gate = isinstance(op, dict) and op.get('op') == 'add' and op.get('path') == FEATURE_GATES_PATH
-        gate = op.get('value') if is_gate else None
-        if is_gate and gate in present:
-            continue  # duplicate add of one gate
-        if is_gate and gate in owned_gates and gate not in gates:
-            continue
-        if is_gate:
-            present.add(gate)
-        result.append(op)
-    now_owned = [g for g in owned_gates if g in gates and g in present]
-    for gate in gates:
-        if gate not in present:
-            result.append({'op': 'add', 'path': FEATURE_GATES_PATH, 'value': gate})
-            now_owned.append(gate)
+        return op.get('value') if is_gate else UNKEYED
+
+    result, now_owned = merge_owned_items(ops, gates, owned_gates, key=gate_of,
+                                          make=lambda gate: {'op': 'add', 'path': FEATURE_GATES_PATH, 'value': gate})
     if not result:
-        return None, sorted(set(now_owned))
-    return json.dumps(result, separators=(', ', ': ')), sorted(set(now_owned))
+        return None, now_owned
+    return json.dumps(result, separators=(', ', ': ')), now_owned
 
 
 def hco_has_disable_mdev_gate(version):

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (  # noqa: F401 re-exported
-    ManifestError, differs, merge_permitted_devices)
+    ManifestError, differs, merge_owned_items, merge_permitted_devices)
 
 KUBEVIRT_API_VERSION = 'kubevirt.io/v1'
 KUBEVIRT_NAME = 'kubevirt'
@@ -29,19 +29,7 @@ _LISTS = (('pciHostDevices', 'pciVendorSelector'), ('mediatedDevices', 'mdevName
 
 def merge_gates(current, wanted, owned):
     """Keep every gate of ``current``; add ``wanted``; drop gates we added earlier and no longer want."""
-    result, seen = [], set()
-    for gate in current or []:
-        if gate in seen or (gate in (owned or []) and gate not in wanted):
-            continue
-        seen.add(gate)
-        result.append(gate)
-    now_owned = [g for g in (owned or []) if g in wanted and g in seen]
-    for gate in wanted:
-        if gate not in seen:
-            result.append(gate)
-            seen.add(gate)
-            now_owned.append(gate)
-    return result, sorted(set(now_owned))
+    return merge_owned_items(current, wanted, owned)
 
 
 def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE, DISABLE_MDEV_GATE), hco_present=False,

@@ -63,3 +63,19 @@ def test_merge_permitted_devices_keeps_an_emptied_list_and_reports_per_list():
     assert phd == {'pciHostDevices': []}
     assert owned == {}
     assert report['pciHostDevices']['removed'] == ['a'] and report['mediatedDevices']['added'] == []
+
+
+def test_merge_owned_items_keeps_foreign_drops_unwanted_owned_and_duplicates():
+    merged, owned = common.merge_owned_items(['A', 'B', 'A', 'C'], ['C', 'D'], ['B', 'C'])
+    assert merged == ['A', 'C', 'D'] and owned == ['C', 'D']
+
+
+def test_merge_owned_items_keeps_unkeyed_items_verbatim():
+    ops = [{'op': 'remove', 'path': '/x'}, {'op': 'add', 'value': 'G'}, {'op': 'add', 'value': 'G'}]
+
+    def key(op):
+        return op['value'] if op['op'] == 'add' else common.UNKEYED
+
+    merged, owned = common.merge_owned_items(ops, ['G', 'H'], [], key=key, make=lambda g: {'op': 'add', 'value': g})
+    assert merged == [{'op': 'remove', 'path': '/x'}, {'op': 'add', 'value': 'G'}, {'op': 'add', 'value': 'H'}]
+    assert owned == ['H']
