@@ -18,12 +18,17 @@ import re
 
 # Kernel args end up in files that /bin/sh sources (GRUB drop-ins) and on command lines: allow only a
 # conservative character set, so no value can inject shell syntax.
-_ARG_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%-]*')
+ARG_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%-]*')
 _PATTERN_RE = re.compile(r'[A-Za-z0-9_*?][A-Za-z0-9_.,:=+/@%*?-]*')
 # An assignment line of /etc/default/grub: indentation, optional "export", NAME=, then the value as a shell word.
 _ASSIGN_RE = re.compile(r'(?P<indent>[ \t]*)(?P<export>export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=')
 _UNQUOTED_SAFE_RE = re.compile(r'[A-Za-z0-9_.,:=+/@%-]+')
 _WORD_END = ' \t;&|<>()'
+
+# The IOMMU switch a GPU host boots with, by CPU vendor (amd_iommu=on is AMD's default: harmless), and iommu=pt
+# (pass-through for the host's own DMA): the one rule for a host's boot loader and an OpenShift MachineConfig.
+IOMMU_ARGS = {'intel': 'intel_iommu=on', 'amd': 'amd_iommu=on'}
+IOMMU_PASSTHROUGH_ARG = 'iommu=pt'
 
 DROPIN_HEADER = "# Managed by gpuvirt.provision (kernel_args role). Local changes are overwritten.\n"
 
@@ -58,7 +63,7 @@ def arg_key(arg):
 
 def validate_args(args):
     for arg in args:
-        if not isinstance(arg, str) or not _ARG_RE.fullmatch(arg):
+        if not isinstance(arg, str) or not ARG_RE.fullmatch(arg):
             raise CmdlineError(
                 "kernel arg %r is not allowed: only letters, digits and _ . , : = + / @ %% - may appear "
                 "(no spaces, quotes or shell metacharacters)" % (arg,))
@@ -68,6 +73,14 @@ def validate_args(args):
         if key in keys and keys[key] != arg:
             raise CmdlineError("kernel args %r and %r set the same key %r twice" % (keys[key], arg, key))
         keys[key] = arg
+
+
+def iommu_args(cpu_vendor, passthrough=True):
+    """``['intel_iommu=on', 'iommu=pt']`` for an Intel host (``amd_iommu=on`` for AMD); no ``iommu=pt`` without
+    ``passthrough``."""
+    if not isinstance(cpu_vendor, str) or cpu_vendor not in IOMMU_ARGS:
+        raise CmdlineError("CPU vendor %r is not %s" % (cpu_vendor, ' or '.join(sorted(IOMMU_ARGS, reverse=True))))
+    return [IOMMU_ARGS[cpu_vendor]] + ([IOMMU_PASSTHROUGH_ARG] if passthrough else [])
 
 
 def validate_patterns(patterns):

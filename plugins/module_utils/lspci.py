@@ -11,6 +11,8 @@ __metaclass__ = type
 import re
 import shlex
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import pci_address
+
 # Class names lspci prints (pci.ids "C" section) -> class code, for output without -n. Only the classes this
 # collection reasons about; anything else keeps class_id null unless -nn gave it.
 CLASS_IDS = {
@@ -21,9 +23,8 @@ CLASS_IDS = {
 }
 GPU_CLASSES = ('0300', '0302', '0380')
 
-# "BB:DD.F" with an optional domain (printed with -D, or automatically when any device has a non-zero domain,
-# which can be more than 4 hex digits for VMD segments such as 10000:00:05.0).
-BDF = r'(?:[0-9a-fA-F]{4,5}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
+# "BB:DD.F" with an optional domain (pci_address.BDF)
+BDF = pci_address.BDF
 # Every pattern below is applied with fullmatch to a bounded piece of a line, or has no two adjacent quantifiers
 # that can match the same characters: host output is parsed in time linear in its length, whatever it holds.
 BDF_LEAD = re.compile(BDF + r'(?=\s)')

@@ -15,6 +15,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders
+from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import (
+    board_models, model_on_boards, reported_short_name, short_type_name, type_model)
 
 POOLS = ("container", "vm-passthrough", "vm-vgpu")
 # "dra": the DRA passthrough path (group gpu_dra). The GPU keeps its NVIDIA driver until a claim binds it to
@@ -34,8 +36,6 @@ REBINDABLE = ("vfio-pci", "nouveau", None)
 # Blackwell (GB1xx, GB2xx). Older branches, and older architectures on any branch, use mdev.
 _VENDOR_VFIO_CHIP = re.compile(r"(?:AD|GH|GB)[12][0-9]{2}[A-Z]*")
 VENDOR_VFIO_FIRST_BRANCH = 550
-# "NVIDIA A10-12Q" / "GRID T4-1Q" / "A10-12Q" -> board model "A10"; "A100D-4C" -> "A100D".
-_TYPE_MODEL = re.compile(r"(?:GRID |NVIDIA )?([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)")
 
 
 class PreflightError(ValueError):
@@ -70,39 +70,15 @@ def check_facts(pci, holders=None, mdev=None):
             _need(vtype, dict, "mdev_types.parents[%d].types[%d]" % (i, j), "a dict with name")
 
 
-def short_type_name(name):
-    """vgpu-device-manager spelling of a vGPU type: the name without the GRID/NVIDIA prefix."""
-    for prefix in ("GRID ", "NVIDIA "):
-        if name.startswith(prefix):
-            return name[len(prefix):]
-    return name
-
-
-def type_model(name):
-    """The board a vGPU type belongs to (A10 for A10-12Q), or None when the name has another shape."""
-    match = _TYPE_MODEL.fullmatch(name.strip())
-    return match.group(1) if match else None
-
-
 def offered_vgpu_types(mdev_result):
     """Short names of every vGPU type any parent on the host offers (mdev or vendor VFIO)."""
     offered = set()
     for parent in (mdev_result or {}).get("parents", []) or []:
         for vtype in parent.get("types", []) or []:
-            name = vtype.get("short_name") or short_type_name(vtype.get("name", ""))
+            name = reported_short_name(vtype)
             if name:
                 offered.add(name)
     return offered
-
-
-def _gpu_models(gpus):
-    """Bracketed marketing names from pci.ids device names: 'GA102GL [A10]' -> {'A10'}."""
-    models = set()
-    for gpu in gpus:
-        for part in re.findall(r"\[([^\]]+)\]", gpu.get("device_name") or ""):
-            for token in re.split(r"[\s/]+", part):
-                models.add(token.upper())
-    return models
 
 
 def vendor_vfio_chips(gpus, driver_version):
@@ -238,10 +214,10 @@ def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
         return errors
     warnings.append("%s: no vGPU types visible (neither mdev_supported_types nor nvidia/creatable_vgpu_types): "
                     "the vGPU Manager is not loaded yet; types are checked against GPU models only" % host)
-    models = _gpu_models(gpus)
+    models = board_models(gpus)
     for vtype in requested:
-        model = type_model(short_type_name(vtype))
-        if model and models and model.upper() not in models:
+        model = type_model(vtype)
+        if model and models and not model_on_boards(model, models):
             errors.append("%s: vGPU type %s is for %s boards, but this host has %s; pick a type of the host's "
                           "GPU" % (host, vtype, model, ", ".join(sorted(models))))
     return errors

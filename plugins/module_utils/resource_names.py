@@ -9,6 +9,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import full_type_name, reported_short_name, short_type_name
+
 PREFIX = 'nvidia.com/'
 
 
@@ -31,18 +33,6 @@ def mdev_name_part(type_name):
     if not isinstance(type_name, str) or not type_name.strip():
         raise ResourceNameError('a vGPU type name such as "NVIDIA A10-12Q" is needed, got %r' % (type_name,))
     return re.sub(r'\s', '_', type_name.strip())
-
-
-def short_type_name(type_name):
-    """The name vgpu-device-manager configs use: "GRID "/"NVIDIA " prefix dropped ("NVIDIA A10-12Q" -> "A10-12Q")."""
-    return re.sub(r'^(GRID|NVIDIA)\s+', '', (type_name or '').strip())
-
-
-def full_type_name(short_name):
-    """The mdev type name the vGPU Manager will report for a config's type, before it is loaded: current vGPU
-    releases spell it "NVIDIA <board>-<profile>" (NVIDIA's OpenShift Virtualization guide, "Add GPU Resources to the
-    HyperConverged Custom Resource": mdevNameSelector "NVIDIA A10-24Q" for the config type A10-24Q)."""
-    return 'NVIDIA ' + short_type_name(short_name)
 
 
 def selector(vendor_id, device_id):
@@ -169,7 +159,7 @@ def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=N
         for parent in mdev_facts.get('parents', []):
             for t in parent.get('types', []):
                 if t.get('name'):
-                    offered.setdefault(t.get('short_name') or short_type_name(t['name']), t['name'])
+                    offered.setdefault(reported_short_name(t), t['name'])
         wanted = vgpu_config_types(vgpu_config, vgpu_configs) or sorted(offered)
         for short in wanted:
             # before the vGPU Manager loads the host reports no types: the name is the NVIDIA spelling

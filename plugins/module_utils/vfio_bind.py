@@ -12,11 +12,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import pci_address
 from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_text
-
-BDF_RE = re.compile(r'[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]')
 
 
 class BindError(Exception):
@@ -24,7 +22,7 @@ class BindError(Exception):
 
 
 def validate_bdf(bdf):
-    if not isinstance(bdf, str) or not BDF_RE.fullmatch(bdf):
+    if not pci_address.is_sysfs_bdf(bdf):
         raise BindError("%r is not a PCI address: use the full form with domain (4 or more hex digits), e.g. 0000:41:00.0" % (bdf,))
 
 

@@ -11,7 +11,7 @@ import json
 import os
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.resource_names import short_type_name
+from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import short_type_name
 from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_text
 
 UUID = re.compile(r'[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}')

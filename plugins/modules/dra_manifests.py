@@ -75,13 +75,8 @@ options:
   current:
     description: The KubeVirt CR or HyperConverged read from the cluster (its gates are kept).
     type: dict
-attributes:
-  check_mode:
-    description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
-    support: full
-  diff_mode:
-    description: Not supported; the role that applies or renders the result shows the diff.
-    support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.attributes
 '''
 
 EXAMPLES = r'''

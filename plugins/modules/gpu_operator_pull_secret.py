@@ -45,13 +45,8 @@ options:
   image_repository:
     description: The vGPU Manager image repository, checked to be in O(registry).
     type: str
-attributes:
-  check_mode:
-    description: Builds data only; nothing changes in any mode.
-    support: full
-  diff_mode:
-    description: Not supported.
-    support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.attributes.builds_only
 '''
 
 EXAMPLES = r'''

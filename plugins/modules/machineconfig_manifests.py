@@ -75,13 +75,8 @@ options:
   pool_selector:
     description: The existing pool's C(spec.nodeSelector.matchLabels), read from the cluster.
     type: dict
-attributes:
-  check_mode:
-    description: Builds or evaluates data only; nothing on a host or cluster changes in any mode.
-    support: full
-  diff_mode:
-    description: Not supported; the role that applies or renders the result shows the diff.
-    support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.attributes
 '''
 
 EXAMPLES = r'''

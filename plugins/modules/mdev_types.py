@@ -30,13 +30,8 @@ options:
     description:
       - Output of C(mdevctl types --dumpjson) to read as well (parents sysfs already showed are not repeated).
     type: str
-attributes:
-  check_mode:
-    description: Reads only; runs the same in check mode.
-    support: full
-  diff_mode:
-    description: Nothing changes, so there is no diff.
-    support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.attributes.read_only
 '''
 
 EXAMPLES = r'''

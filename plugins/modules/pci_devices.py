@@ -48,13 +48,8 @@ options:
   pciids:
     description: pci.ids file used to name devices lspci printed without names. The host's by default.
     type: path
-attributes:
-  check_mode:
-    description: Reads only; runs the same in check mode.
-    support: full
-  diff_mode:
-    description: Nothing changes, so there is no diff.
-    support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.attributes.read_only
 notes:
   - Needs the C(pciutils) package for lspci unless O(lspci_output) is given.
 '''

@@ -41,13 +41,8 @@ options:
     description: Start the VM (C(runStrategy=Always)) instead of creating it halted.
     type: bool
     default: false
-attributes:
-  check_mode:
-    description: Builds data only; nothing changes in any mode.
-    support: full
-  diff_mode:
-    description: Not supported.
-    support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.attributes.builds_only
 '''
 
 EXAMPLES = r'''

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, validators
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.hco import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked, version_tuple
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.node_labels import DEVICE_PLUGIN_LABEL
 
 CHART_NAME = 'dra-driver-nvidia-gpu'
@@ -32,10 +32,7 @@ DEFAULT_NODE_SELECTOR = {DEVICE_PLUGIN_LABEL: 'false'}
 
 
 def _dns(value, what):
-    try:
-        return validators.dns1123_label(value, what)
-    except validators.ValidationError as e:
-        raise ManifestError(str(e))
+    return checked(validators.dns1123_label, value, what)
 
 
 def host_driver_nodes(pci_facts):

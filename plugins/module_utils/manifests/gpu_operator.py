@@ -17,6 +17,7 @@ import json
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 OPENSHIFT_NAMESPACE = 'nvidia-gpu-operator'
 KUBERNETES_NAMESPACE = 'gpu-operator'
@@ -32,7 +33,6 @@ NFD_PACKAGE = 'nfd'
 NFD_CATALOG = 'redhat-operators'
 NFD_CHANNEL = 'stable'
 NFD_CRD = 'nodefeaturediscoveries.nfd.openshift.io'
-_DNS_SUBDOMAIN = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
 APPROVALS = ('Automatic', 'Manual')
 WORKLOADS = ('container', 'vm-passthrough', 'vm-vgpu')
 MODES = ('kubevirt', 'kata')
@@ -43,11 +43,6 @@ _OPAQUE = ('nodeSelector', 'labels', 'annotations')
 # from the GPU node's NFD labels in controllers/state_manager.go getGPUNodeOSInfo).
 _DRIVER_VERSION_RE = re.compile(r'[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?')
 _VERSION_WITH_OS_TAG_RE = re.compile(r'(?P<version>[0-9]{3}\.[0-9]{1,3}(?:\.[0-9]{1,3})?)-(?P<os_tag>[a-z][a-z0-9._-]*)')
-_DIGEST_RE = re.compile(r'sha256:[0-9a-f]{64}')
-
-
-class ManifestError(ValueError):
-    """Bad input; the message names the offending value and the fix."""
 
 
 def registry_of(repository):
@@ -71,7 +66,7 @@ def check_vgpu_manager_version(version, variable='gpu_operator_vgpu_manager.vers
             "%s is %r: that is the image tag, not the driver version; the GPU Operator appends -<os tag> itself "
             "(it would pull %s-%s-<os tag>): set it to %s, the same value as vgpu_manager_image_version"
             % (variable, text, match.group('version'), match.group('os_tag'), match.group('version')))
-    if not (_DRIVER_VERSION_RE.fullmatch(text) or _DIGEST_RE.fullmatch(text)):
+    if not (_DRIVER_VERSION_RE.fullmatch(text) or validators.OCI_DIGEST_RE.fullmatch(text)):
         raise ManifestError(
             "%s is %r, not an NVIDIA driver version like 580.82.02: set it to the version of the "
             "NVIDIA-Linux-x86_64-<version>-vgpu-kvm.run file (vgpu_manager_image_version)" % (variable, text))
@@ -207,10 +202,7 @@ def helm_values(overlay, extra=None):
 
 
 def _valid(check, value, name):
-    try:
-        return check(value, name)
-    except validators.ValidationError as exc:
-        raise ManifestError(str(exc))
+    return checked(check, value, name)
 
 
 def build_namespace(name, openshift):
@@ -303,9 +295,9 @@ def build_nfd_instance(instance):
                                instance.get('apiVersion') if isinstance(instance, dict) else None))
     meta = instance.get('metadata') or {}
     name = meta.get('name')
-    if not isinstance(name, str) or not _DNS_SUBDOMAIN.fullmatch(name) or len(name) > 253:
-        raise ManifestError("gpu_operator_nfd_instance metadata.name %r is not a DNS subdomain name (e.g. "
-                            "nfd-instance)" % (name,))
+    checked(validators.dns1123_subdomain, name, 'gpu_operator_nfd_instance metadata.name',
+            message="gpu_operator_nfd_instance metadata.name %r is not a DNS subdomain name (e.g. nfd-instance)"
+            % (name,))
     if meta.get('namespace') not in (None, NFD_NAMESPACE):
         raise ManifestError("gpu_operator_nfd_instance is in namespace %r; the NFD operator installed here watches %s"
                             % (meta.get('namespace'), NFD_NAMESPACE))

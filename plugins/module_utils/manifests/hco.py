@@ -14,9 +14,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
 import json
 import re
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (  # noqa: F401 re-exported
+    UNKEYED, ManifestError, differs, merge_owned_items, merge_owned_list, merge_permitted_devices, version_tuple)
+
+# the names callers and tests know these by
+merge_list = merge_owned_list
+_differs = differs
 
 HCO_API_VERSION = 'hco.kubevirt.io/v1beta1'  # never v1: it appears in 4.22 and is not compatible
 HCO_KIND = 'HyperConverged'
@@ -32,10 +38,6 @@ _RESOURCE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9.-]*/[A-Za-z0-9_.-]+')
 
 # list name in HCO -> selector key
 LISTS = (('pciHostDevices', 'pciDeviceSelector'), ('mediatedDevices', 'mdevNameSelector'))
-
-
-class ManifestError(ValueError):
-    """Bad input; the message names the offending value and the fix."""
 
 
 def pci_selector(value):
@@ -90,58 +92,6 @@ def _put(table, sel, entry):
     table[sel] = entry
 
 
-def merge_list(current, desired, key, owned):
-    """Merge one permitted-device list.
-
-    ``current``: the cluster's list (may be None); ``desired``: ``{selector: entry}``; ``owned``: selectors an
-    earlier run added. Returns ``(merged, now_owned, report)``; ``report`` has ``added``, ``updated``,
-    ``removed``, ``kept_foreign``, ``duplicates_dropped`` and ``conflicts`` (foreign entries with one of our
-    selectors but another resource name: ours replaces them and they become ours).
-    """
-    owned = set(owned or [])
-    report = {'added': [], 'updated': [], 'removed': [], 'kept_foreign': [], 'duplicates_dropped': [],
-              'conflicts': []}
-    merged, seen, now_owned = [], set(), set()
-    for entry in current or []:
-        sel = entry.get(key) if isinstance(entry, dict) else None
-        if sel is None:
-            merged.append(entry)  # not ours to judge; the schema requires the key anyway
-            continue
-        if sel in seen:
-            # the list is map-keyed on the selector: a second copy would be rejected by the API server
-            report['duplicates_dropped'].append(sel)
-            continue
-        seen.add(sel)
-        if sel in desired:
-            want = desired[sel]
-            if sel in owned:
-                new = dict(entry, **want)
-                now_owned.add(sel)
-                if new != entry:
-                    report['updated'].append(sel)
-            elif entry.get('resourceName') == want['resourceName']:
-                # someone else permitted exactly this device: leave it theirs, so we never remove it
-                new = entry
-                report['kept_foreign'].append(sel)
-            else:
-                new = dict(entry, **want)
-                now_owned.add(sel)
-                report['conflicts'].append({'selector': sel, 'theirs': entry.get('resourceName'),
-                                            'ours': want['resourceName']})
-            merged.append(new)
-        elif sel in owned:
-            report['removed'].append(sel)
-        else:
-            merged.append(entry)
-            report['kept_foreign'].append(sel)
-    for sel in sorted(desired):
-        if sel not in seen:
-            merged.append(dict(desired[sel]))
-            now_owned.add(sel)
-            report['added'].append(sel)
-    return merged, sorted(now_owned), report
-
-
 def read_owner_annotation(obj):
     """The selectors (and jsonpatch gates) an earlier run recorded as ours; tolerant of a damaged value."""
     raw = ((obj or {}).get('metadata') or {}).get('annotations', {}) or {}
@@ -169,33 +119,16 @@ def merge_jsonpatch(raw, gates, owned_gates):
         raise ManifestError("annotation %s holds invalid JSON (%r); fix or remove it first" % (JSONPATCH_ANNOTATION, raw))
     if not isinstance(ops, list):
         raise ManifestError("annotation %s must be a JSON list of patch operations, not %r" % (JSONPATCH_ANNOTATION, raw))
-    present = set()
-    result = []
-    for op in ops:
+
+    def gate_of(op):
         is_gate = isinstance(op, dict) and op.get('op') == 'add' and op.get('path') == FEATURE_GATES_PATH
-        gate = op.get('value') if is_gate else None
-        if is_gate and gate in present:
-            continue  # duplicate add of one gate
-        if is_gate and gate in owned_gates and gate not in gates:
-            continue
-        if is_gate:
-            present.add(gate)
-        result.append(op)
-    now_owned = [g for g in owned_gates if g in gates and g in present]
-    for gate in gates:
-        if gate not in present:
-            result.append({'op': 'add', 'path': FEATURE_GATES_PATH, 'value': gate})
-            now_owned.append(gate)
+        return op.get('value') if is_gate else UNKEYED
+
+    result, now_owned = merge_owned_items(ops, gates, owned_gates, key=gate_of,
+                                          make=lambda gate: {'op': 'add', 'path': FEATURE_GATES_PATH, 'value': gate})
     if not result:
-        return None, sorted(set(now_owned))
-    return json.dumps(result, separators=(', ', ': ')), sorted(set(now_owned))
-
-
-def version_tuple(version):
-    match = re.fullmatch(r'v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.+-]*)?', str(version or '').strip())
-    if not match:
-        raise ManifestError("version %r is not MAJOR.MINOR[.PATCH]" % (version,))
-    return tuple(int(x or 0) for x in match.groups())
+        return None, now_owned
+    return json.dumps(result, separators=(', ', ': ')), now_owned
 
 
 def hco_has_disable_mdev_gate(version):
@@ -231,14 +164,7 @@ def build_hco(current, pci_devices, mediated_devices, disable_mdev_configuration
     desired = desired_entries(pci_devices, mediated_devices)
     owned = read_owner_annotation(current)
     cur_phd = ((current or {}).get('spec') or {}).get('permittedHostDevices') or {}
-    phd, new_owned, report = {}, {}, {}
-    for list_name, key in LISTS:
-        merged, mine, rep = merge_list(cur_phd.get(list_name), desired[list_name], key, owned.get(list_name))
-        if merged or cur_phd.get(list_name) is not None:
-            phd[list_name] = merged
-        if mine:
-            new_owned[list_name] = mine
-        report[list_name] = rep
+    phd, new_owned, report = merge_permitted_devices(cur_phd, desired, LISTS, owned)
     annotations = {}
     cur_ann = ((current or {}).get('metadata') or {}).get('annotations') or {}
     spec = {'permittedHostDevices': phd}
@@ -260,19 +186,4 @@ def build_hco(current, pci_devices, mediated_devices, disable_mdev_configuration
     report['jsonpatch_gates'] = owned_gates
     # an annotation we drop entirely is not among obj's fields: compare it separately
     dropped = patch is None and JSONPATCH_ANNOTATION in cur_ann and (owned.get('jsonpatchGates') or [])
-    return obj, bool(dropped) or _differs(current, obj), report
-
-
-def _differs(current, obj):
-    """True when applying ``obj`` would change ``current`` (fields of obj only)."""
-    if not current:
-        return True
-
-    def sub(want, have):
-        if isinstance(want, dict):
-            return isinstance(have, dict) and all(sub(v, have.get(k)) for k, v in want.items())
-        return want == have
-
-    probe = copy.deepcopy(obj)
-    return not (sub(probe['metadata'].get('annotations', {}), (current.get('metadata') or {}).get('annotations') or {})
-                and sub(probe['spec'], current.get('spec') or {}))
+    return obj, bool(dropped) or differs(current, obj), report

@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (  # noqa: F401 re-exported
+    ManifestError, differs, merge_owned_items, merge_permitted_devices)
 
 KUBEVIRT_API_VERSION = 'kubevirt.io/v1'
 KUBEVIRT_NAME = 'kubevirt'
@@ -20,7 +22,6 @@ KUBEVIRT_NAMESPACE = 'kubevirt'
 GPU_GATE = 'GPU'
 DISABLE_MDEV_GATE = 'DisableMDEVConfiguration'
 OWNER_ANNOTATION = hco_mod.OWNER_ANNOTATION
-ManifestError = hco_mod.ManifestError
 
 # KubeVirt spells the PCI selector key differently from HCO
 _LISTS = (('pciHostDevices', 'pciVendorSelector'), ('mediatedDevices', 'mdevNameSelector'))
@@ -28,19 +29,7 @@ _LISTS = (('pciHostDevices', 'pciVendorSelector'), ('mediatedDevices', 'mdevName
 
 def merge_gates(current, wanted, owned):
     """Keep every gate of ``current``; add ``wanted``; drop gates we added earlier and no longer want."""
-    result, seen = [], set()
-    for gate in current or []:
-        if gate in seen or (gate in (owned or []) and gate not in wanted):
-            continue
-        seen.add(gate)
-        result.append(gate)
-    now_owned = [g for g in (owned or []) if g in wanted and g in seen]
-    for gate in wanted:
-        if gate not in seen:
-            result.append(gate)
-            seen.add(gate)
-            now_owned.append(gate)
-    return result, sorted(set(now_owned))
+    return merge_owned_items(current, wanted, owned)
 
 
 def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE, DISABLE_MDEV_GATE), hco_present=False,
@@ -55,14 +44,7 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE, DISA
     owned = hco_mod.read_owner_annotation(current)
     config = ((current or {}).get('spec') or {}).get('configuration') or {}
     cur_phd = config.get('permittedHostDevices') or {}
-    phd, new_owned, report = {}, {}, {}
-    for list_name, key in _LISTS:
-        merged, mine, rep = hco_mod.merge_list(cur_phd.get(list_name), desired[list_name], key, owned.get(list_name))
-        if merged or cur_phd.get(list_name) is not None:
-            phd[list_name] = merged
-        if mine:
-            new_owned[list_name] = mine
-        report[list_name] = rep
+    phd, new_owned, report = merge_permitted_devices(cur_phd, desired, _LISTS, owned)
     cur_gates = (config.get('developerConfiguration') or {}).get('featureGates')
     gate_list, owned_gates = merge_gates(cur_gates, list(gates), owned.get('featureGates'))
     if owned_gates:
@@ -76,7 +58,7 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE, DISA
         'spec': {'configuration': {'permittedHostDevices': phd,
                                    'developerConfiguration': {'featureGates': gate_list}}},
     }
-    return obj, hco_mod._differs(current, obj), report
+    return obj, differs(current, obj), report
 
 
 def advertised_from_nodes(nodes, prefix='nvidia.com/'):

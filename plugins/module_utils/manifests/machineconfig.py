@@ -13,9 +13,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
-import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.hco import ManifestError
+from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 MC_API_VERSION = 'machineconfiguration.openshift.io/v1'
 ROLE_LABEL = 'machineconfiguration.openshift.io/role'
@@ -30,27 +30,21 @@ CURRENT_CONFIG = 'machineconfiguration.openshift.io/currentConfig'
 DESIRED_CONFIG = 'machineconfiguration.openshift.io/desiredConfig'
 MCD_STATE = 'machineconfiguration.openshift.io/state'
 
-_NAME_RE = re.compile(r'[a-z0-9]([-a-z0-9]*[a-z0-9])?')
-# same conservative set as the kernel_cmdline module: these strings reach the boot loader
-_ARG_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%-]*')
-
 
 def check_name(value, what):
-    if not isinstance(value, str) or not _NAME_RE.fullmatch(value) or len(value) > 63:
-        raise ManifestError("%s %r is not a DNS label (lower-case letters, digits and '-')" % (what, value))
-    return value
+    return checked(validators.dns1123_label, value, what,
+                   message="%s %r is not a DNS label (lower-case letters, digits and '-')" % (what, value))
 
 
 def iommu_kernel_args(cpu_vendor, passthrough_mode=True, extra=()):
     """``intel_iommu=on`` (Intel) or ``amd_iommu=on`` (AMD: on by default, harmless), plus ``iommu=pt``."""
-    vendors = {'intel': 'intel_iommu=on', 'amd': 'amd_iommu=on'}
-    if not isinstance(cpu_vendor, str) or cpu_vendor not in vendors:
+    if not isinstance(cpu_vendor, str) or cpu_vendor not in kernel_cmdline.IOMMU_ARGS:
         raise ManifestError("CPU vendor %r is not intel or amd" % (cpu_vendor,))
     if extra is not None and not isinstance(extra, (list, tuple)):
         raise ManifestError("extra kernel arguments are %r; expected a list of arguments" % (extra,))
-    args = [vendors[cpu_vendor]] + (['iommu=pt'] if passthrough_mode else []) + list(extra or [])
+    args = kernel_cmdline.iommu_args(cpu_vendor, passthrough_mode) + list(extra or [])
     for arg in args:
-        if not isinstance(arg, str) or not _ARG_RE.fullmatch(arg):
+        if not isinstance(arg, str) or not kernel_cmdline.ARG_RE.fullmatch(arg):  # these strings reach the boot loader
             raise ManifestError("kernel argument %r is not allowed: only letters, digits and _ . , : = + / @ %% -"
                                 % (arg,))
     seen, out = set(), []

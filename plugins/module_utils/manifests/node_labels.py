@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 
 WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
@@ -37,10 +38,6 @@ GROUP_POOLS = {'gpu_vm_passthrough': 'vm-passthrough', 'gpu_vm_vgpu': 'vm-vgpu',
                'gpu_dra': 'dra'}
 # VMI phases in which the VM no longer holds its devices.
 _FINISHED = ('Succeeded', 'Failed')
-
-
-class ManifestError(ValueError):
-    """Bad input; the message names the offending value and the fix."""
 
 
 class RemoveIf(str):
@@ -105,12 +102,10 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None):
         if not vgpu_config:
             raise ManifestError("vGPU nodes need a vGPU config name for %s (gpuvirt_vgpu_config on the host, or "
                                 "node_labels_vgpu_config_default)" % VGPU_LABEL)
-        try:
-            validators.label_value(vgpu_config, 'vGPU config name')
-        except validators.ValidationError as exc:
-            raise ManifestError("%s; it becomes the %s label value: set gpuvirt_vgpu_config (or "
-                                "node_labels_vgpu_config_default) to a name of gpu_operator_vgpu_configs or of the "
-                                "operator's default ConfigMap, such as A10-12Q" % (exc, VGPU_LABEL))
+        checked(validators.label_value, vgpu_config, 'vGPU config name',
+                hint="; it becomes the %s label value: set gpuvirt_vgpu_config (or node_labels_vgpu_config_default) "
+                     "to a name of gpu_operator_vgpu_configs or of the operator's default ConfigMap, such as A10-12Q"
+                % VGPU_LABEL)
         labels[VGPU_LABEL] = vgpu_config
     else:
         # a vGPU config left on a node that left the vGPU pool is stale and misleading

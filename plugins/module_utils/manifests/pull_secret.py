@@ -13,10 +13,7 @@ import base64
 import json
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
-
-
-class ManifestError(ValueError):
-    """Bad input; the message names the offending value (never a credential) and the fix."""
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 
 def _b64(text):
@@ -38,10 +35,7 @@ def check_login(name, registry, username, password_given, image_registry=None, c
     if '/' in registry.split('://', 1)[-1]:
         raise ManifestError("pull secret %s: registry %r must be a host[:port] only (e.g. registry.example.com:5000), "
                             "not a repository path" % (name, registry))
-    try:
-        validators.oci_registry(registry.split('://', 1)[-1], 'pull secret %s: gpu_operator_pull_secret.registry' % name)
-    except validators.ValidationError as exc:
-        raise ManifestError(str(exc))
+    checked(validators.oci_registry, registry.split('://', 1)[-1], 'pull secret %s: gpu_operator_pull_secret.registry' % name)
     check_registry_matches(registry, image_registry, name)
 
 

@@ -10,9 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-
-class ManifestError(ValueError):
-    """Bad input; the message names the offending value and the fix."""
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 
 
 def _count(value):

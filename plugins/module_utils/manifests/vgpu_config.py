@@ -17,23 +17,16 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import (
+    board_models, model_on_boards, reported_short_name, short_type_name, type_model)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 CONFIG_KEY = 'config.yaml'
-_MODEL = re.compile(r'([A-Za-z0-9]+?)(?:-\d+(?:-\d+)?[A-Z]+)')
 
 
-class ManifestError(ValueError):
-    """Bad input; the message names the offending value and the fix."""
-
-
-def short_name(name):
-    for prefix in ('GRID ', 'NVIDIA '):
-        if name.startswith(prefix):
-            return name[len(prefix):]
-    return name
+short_name = short_type_name  # the name callers know it by
 
 
 def normalise_configs(configs):
@@ -43,12 +36,10 @@ def normalise_configs(configs):
                             "{A10-12Q: {A10-12Q: 2}}")
     out = {}
     for name, value in configs.items():
-        try:
-            # a config is chosen by the node label nvidia.com/vgpu.config=<name>: a label value
-            validators.label_value(name, 'gpu_operator_vgpu_configs name')
-        except validators.ValidationError as exc:
-            raise ManifestError('%s; nodes pick a vGPU config by the label nvidia.com/vgpu.config, so its name must be '
-                                'a label value (e.g. A10-12Q)' % exc)
+        # a config is chosen by the node label nvidia.com/vgpu.config=<name>: a label value
+        checked(validators.label_value, name, 'gpu_operator_vgpu_configs name',
+                hint='; nodes pick a vGPU config by the label nvidia.com/vgpu.config, so its name must be a label '
+                     'value (e.g. A10-12Q)')
         entries = [{'devices': 'all', 'vgpu-devices': value}] if isinstance(value, dict) else value
         if not isinstance(entries, list) or not entries:
             raise ManifestError("vGPU config %s must be a map of type -> count or a list of {devices, vgpu-devices}"
@@ -64,7 +55,7 @@ def normalise_configs(configs):
                 if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                     raise ManifestError("vGPU config %s: count %r for %s must be a positive integer"
                                         % (name, count, vtype))
-                types[short_name(str(vtype))] = count
+                types[short_type_name(str(vtype))] = count
             if not types:
                 raise ManifestError("vGPU config %s has an entry without vgpu-devices" % name)
             norm.append({'devices': devices, 'vgpu-devices': types})
@@ -80,7 +71,7 @@ def _parents(host):
     mdev = ((host.get('facts') or {}).get('mdev_types')) or {}
     result = []
     for parent in mdev.get('parents') or []:
-        names = sorted({vt.get('short_name') or short_name(vt.get('name') or '')
+        names = sorted({reported_short_name(vt)
                         for vt in parent.get('types') or []} - {''})
         result.append((parent.get('parent') or parent.get('bdf') or '?', names))
     return result
@@ -92,10 +83,7 @@ def _boards(host):
     for gpu in ((host.get('facts') or {}).get('pci_devices') or {}).get('gpus') or []:
         if gpu.get('is_vf'):
             continue
-        models = set()
-        for part in re.findall(r'\[([^\]]+)\]', gpu.get('device_name') or ''):
-            models.update(tok.upper() for tok in re.split(r'[\s/]+', part) if tok)
-        out.append((gpu.get('bdf'), gpu.get('device_name'), models))
+        out.append((gpu.get('bdf'), gpu.get('device_name'), board_models([gpu])))
     return out
 
 
@@ -105,11 +93,10 @@ def host_offers(host, vtype):
     if any(names for dummy, names in parents):
         seen = '; '.join('%s offers %s' % (bdf, ', '.join(names) or 'nothing') for bdf, names in parents)
         return any(vtype in names for dummy, names in parents), 'types', seen
-    match = _MODEL.fullmatch(vtype)
-    model = match.group(1).upper() if match else vtype.upper()
+    model = type_model(vtype) or vtype
     boards = _boards(host)
     seen = '; '.join('%s %s' % (bdf, name) for bdf, name, dummy in boards) or 'no NVIDIA GPU in the facts'
-    return any(model in models or model.rstrip('D') in models for dummy, dummy2, models in boards), 'board', seen
+    return any(model_on_boards(model, models) for dummy, dummy2, models in boards), 'board', seen
 
 
 def validate(configs, hosts, default_config):

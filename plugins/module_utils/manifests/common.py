@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every manifest builder shares, in one place. Pure Python, no Ansible imports.
+
+``ManifestError`` is the one error the builders raise (each builder module re-exports it under its own name, so
+``hco.ManifestError`` and ``node_labels.ManifestError`` are this class); ``checked`` turns a
+``validators`` check into it; ``version_tuple`` parses the versions the builders compare; ``merge_owned_list`` and
+``merge_permitted_devices`` merge the map-keyed permitted-device lists HyperConverged and KubeVirt share, keeping
+what others wrote; ``differs`` tells whether applying a partial object would change the cluster's copy.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import re
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+
+
+class ManifestError(ValueError):
+    """Bad input; the message names the offending value and the fix."""
+
+
+def checked(check, value, name, hint='', message=None):
+    """``check(value, name)`` (a ``validators`` function); its ValidationError becomes a ManifestError with the
+    validator's sentence plus ``hint``, or ``message`` instead when given."""
+    try:
+        return check(value, name)
+    except validators.ValidationError as exc:
+        raise ManifestError(message if message is not None else '%s%s' % (exc, hint))
+
+
+def version_tuple(version):
+    """``(major, minor, patch)`` of ``1.8``, ``v1.8.2`` or ``4.19.0-rc.1`` (pre-release and build ignored)."""
+    match = re.fullmatch(r'v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.+-]*)?', str(version or '').strip())
+    if not match:
+        raise ManifestError("version %r is not MAJOR.MINOR[.PATCH]" % (version,))
+    return tuple(int(x or 0) for x in match.groups())
+
+
+def merge_owned_list(current, desired, key, owned):
+    """Merge one permitted-device list.
+
+    ``current``: the cluster's list (may be None); ``desired``: ``{selector: entry}``; ``owned``: selectors an
+    earlier run added. Returns ``(merged, now_owned, report)``; ``report`` has ``added``, ``updated``,
+    ``removed``, ``kept_foreign``, ``duplicates_dropped`` and ``conflicts`` (foreign entries with one of our
+    selectors but another resource name: ours replaces them and they become ours).
+    """
+    owned = set(owned or [])
+    report = {'added': [], 'updated': [], 'removed': [], 'kept_foreign': [], 'duplicates_dropped': [],
+              'conflicts': []}
+    merged, seen, now_owned = [], set(), set()
+    for entry in current or []:
+        sel = entry.get(key) if isinstance(entry, dict) else None
+        if sel is None:
+            merged.append(entry)  # not ours to judge; the schema requires the key anyway
+            continue
+        if sel in seen:
+            # the list is map-keyed on the selector: a second copy would be rejected by the API server
+            report['duplicates_dropped'].append(sel)
+            continue
+        seen.add(sel)
+        if sel in desired:
+            want = desired[sel]
+            if sel in owned:
+                new = dict(entry, **want)
+                now_owned.add(sel)
+                if new != entry:
+                    report['updated'].append(sel)
+            elif entry.get('resourceName') == want['resourceName']:
+                # someone else permitted exactly this device: leave it theirs, so we never remove it
+                new = entry
+                report['kept_foreign'].append(sel)
+            else:
+                new = dict(entry, **want)
+                now_owned.add(sel)
+                report['conflicts'].append({'selector': sel, 'theirs': entry.get('resourceName'),
+                                            'ours': want['resourceName']})
+            merged.append(new)
+        elif sel in owned:
+            report['removed'].append(sel)
+        else:
+            merged.append(entry)
+            report['kept_foreign'].append(sel)
+    for sel in sorted(desired):
+        if sel not in seen:
+            merged.append(dict(desired[sel]))
+            now_owned.add(sel)
+            report['added'].append(sel)
+    return merged, sorted(now_owned), report
+
+
+# what ``merge_owned_items``' key returns for an item that is not one of the merged kind (kept as it is)
+UNKEYED = object()
+
+
+def merge_owned_items(current, wanted, owned, key=None, make=None):
+    """Merge ``wanted`` keys into the list ``current`` (feature gates, or jsonpatch operations that add them).
+
+    Items of ``current`` are kept in their order, except a repeated key and a key an earlier run added (in
+    ``owned``) that is no longer wanted; wanted keys not present are appended as ``make(key)``. ``key(item)``
+    gives an item's key, or ``UNKEYED`` for an item of another kind (always kept). Returns ``(merged, now_owned)``:
+    the owned keys still wanted and present, and those appended."""
+    key = key or (lambda item: item)
+    make = make or (lambda k: k)
+    owned = owned or []
+    result, seen = [], set()
+    for item in current or []:
+        k = key(item)
+        if k is not UNKEYED:
+            if k in seen or (k in owned and k not in wanted):
+                continue
+            seen.add(k)
+        result.append(item)
+    now_owned = [k for k in owned if k in wanted and k in seen]
+    for k in wanted:
+        if k not in seen:
+            result.append(make(k))
+            seen.add(k)
+            now_owned.append(k)
+    return result, sorted(set(now_owned))
+
+
+def merge_permitted_devices(current_phd, desired, lists, owned):
+    """Merge every list of a ``permittedHostDevices`` map (``lists``: ``(list name, selector key)`` pairs).
+
+    Returns ``(permittedHostDevices, now_owned, report)``: a list is written when it has entries or the cluster
+    has it (an emptied list stays, as ``[]``); ``now_owned`` and ``report`` are keyed by list name."""
+    phd, new_owned, report = {}, {}, {}
+    for list_name, key in lists:
+        merged, mine, rep = merge_owned_list(current_phd.get(list_name), desired[list_name], key,
+                                             owned.get(list_name))
+        if merged or current_phd.get(list_name) is not None:
+            phd[list_name] = merged
+        if mine:
+            new_owned[list_name] = mine
+        report[list_name] = rep
+    return phd, new_owned, report
+
+
+def differs(current, obj):
+    """True when applying ``obj`` would change ``current`` (fields of obj only)."""
+    if not current:
+        return True
+
+    def sub(want, have):
+        if isinstance(want, dict):
+            return isinstance(have, dict) and all(sub(v, have.get(k)) for k, v in want.items())
+        return want == have
+
+    probe = copy.deepcopy(obj)
+    return not (sub(probe['metadata'].get('annotations', {}), (current.get('metadata') or {}).get('annotations') or {})
+                and sub(probe['spec'], current.get('spec') or {}))

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The manifest builders' shared pieces: one ManifestError, one version parser, validators as ManifestErrors,
+and no builder reaching into another's private helpers."""
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common
+
+BUILDERS = ('dra', 'gpu_operator', 'hco', 'kubevirt', 'machineconfig', 'node_labels', 'pull_secret', 'verify',
+            'vgpu_config')
+MANIFESTS_DIR = os.path.dirname(common.__file__)
+
+
+@pytest.mark.parametrize('name', BUILDERS)
+def test_every_builder_raises_the_one_manifest_error(name):
+    mod = importlib.import_module('ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.' + name)
+    assert mod.ManifestError is common.ManifestError
+    assert issubclass(mod.ManifestError, ValueError)
+
+
+@pytest.mark.parametrize('name', BUILDERS + ('common',))
+def test_no_builder_imports_another_modules_private_helper(name):
+    tree = ast.parse(open(os.path.join(MANIFESTS_DIR, name + '.py')).read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert not [a.name for a in node.names if a.name.startswith('_')], ast.dump(node)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id.endswith('_mod'):
+            assert not node.attr.startswith('_'), '%s uses %s.%s' % (name, node.value.id, node.attr)
+
+
+@pytest.mark.parametrize('text,expected', [('1.8', (1, 8, 0)), ('v1.8.2', (1, 8, 2)), ('4.19.0-rc.1', (4, 19, 0)),
+                                           (' 0.4.1+build ', (0, 4, 1))])
+def test_version_tuple(text, expected):
+    assert common.version_tuple(text) == expected
+
+
+@pytest.mark.parametrize('text', [None, '', '1', 'one.two', '1.2.3.4'])
+def test_version_tuple_refuses(text):
+    with pytest.raises(common.ManifestError, match='MAJOR.MINOR'):
+        common.version_tuple(text)
+
+
+def test_checked_turns_a_validation_error_into_a_manifest_error():
+    assert common.checked(validators.dns1123_label, 'gpu-pool', 'pool') == 'gpu-pool'
+    with pytest.raises(common.ManifestError, match=r"pool: 'Bad_Name' is not valid.*; fix it"):
+        common.checked(validators.dns1123_label, 'Bad_Name', 'pool', hint='; fix it')
+    with pytest.raises(common.ManifestError, match=r'^just this$'):
+        common.checked(validators.dns1123_subdomain, 'a..b', 'name', message='just this')
+
+
+def test_merge_permitted_devices_keeps_an_emptied_list_and_reports_per_list():
+    current = {'pciHostDevices': [{'sel': 'a', 'resourceName': 'x/a'}]}
+    phd, owned, report = common.merge_permitted_devices(current, {'pciHostDevices': {}, 'mediatedDevices': {}},
+                                                        (('pciHostDevices', 'sel'), ('mediatedDevices', 'm')),
+                                                        {'pciHostDevices': ['a']})
+    assert phd == {'pciHostDevices': []}
+    assert owned == {}
+    assert report['pciHostDevices']['removed'] == ['a'] and report['mediatedDevices']['added'] == []
+
+
+def test_merge_owned_items_keeps_foreign_drops_unwanted_owned_and_duplicates():
+    merged, owned = common.merge_owned_items(['A', 'B', 'A', 'C'], ['C', 'D'], ['B', 'C'])
+    assert merged == ['A', 'C', 'D'] and owned == ['C', 'D']
+
+
+def test_merge_owned_items_keeps_unkeyed_items_verbatim():
+    ops = [{'op': 'remove', 'path': '/x'}, {'op': 'add', 'value': 'G'}, {'op': 'add', 'value': 'G'}]
+
+    def key(op):
+        return op['value'] if op['op'] == 'add' else common.UNKEYED
+
+    merged, owned = common.merge_owned_items(ops, ['G', 'H'], [], key=key, make=lambda g: {'op': 'add', 'value': g})
+    assert merged == [{'op': 'remove', 'path': '/x'}, {'op': 'add', 'value': 'G'}, {'op': 'add', 'value': 'H'}]
+    assert owned == ['H']

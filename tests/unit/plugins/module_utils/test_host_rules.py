@@ -1,0 +1,72 @@
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host rules written once: the PCI address grammar (lspci parser and vfio binder), the IOMMU kernel arguments
+(kernel_cmdline, used by the MachineConfig builder) and the nouveau blacklist (the nouveau role and the
+MachineConfig write the same lines)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, lspci, pci_address, vfio_bind
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
+
+
+@pytest.mark.parametrize('text', ['41:00.0', '0000:41:00.0', '10000:00:05.0', '0000:C1:00.7'])
+def test_bdf_grammar_accepts(text):
+    assert pci_address.BDF_RE.fullmatch(text)
+
+
+@pytest.mark.parametrize('text', ['41:00.8', '000:41:00.0', '100000:00:05.0', '0000:41:00.0\n', '0000:41:0.0', ''])
+def test_bdf_grammar_refuses(text):
+    assert not pci_address.BDF_RE.fullmatch(text)
+
+
+@pytest.mark.parametrize('text,sysfs', [('0000:41:00.0', True), ('10000:00:05.0', True), ('41:00.0', False),
+                                        ('0000:C1:00.0', False), (None, False), ('../../x', False)])
+def test_sysfs_name_is_the_binders_rule(text, sysfs):
+    assert pci_address.is_sysfs_bdf(text) is sysfs
+    if sysfs:
+        vfio_bind.validate_bdf(text)
+    else:
+        with pytest.raises(vfio_bind.BindError):
+            vfio_bind.validate_bdf(text)
+
+
+def test_lspci_parses_with_the_one_grammar():
+    assert lspci.BDF is pci_address.BDF
+
+
+@pytest.mark.parametrize('vendor', ['intel', 'amd'])
+@pytest.mark.parametrize('passthrough', [True, False])
+def test_machineconfig_iommu_args_are_the_host_rule(vendor, passthrough):
+    rule = kernel_cmdline.iommu_args(vendor, passthrough)
+    assert rule == [vendor + '_iommu=on'] + (['iommu=pt'] if passthrough else [])
+    assert machineconfig.iommu_kernel_args(vendor, passthrough_mode=passthrough) == rule
+
+
+def test_iommu_args_refuse_an_unknown_vendor():
+    with pytest.raises(kernel_cmdline.CmdlineError, match="'arm' is not intel or amd"):
+        kernel_cmdline.iommu_args('arm')
+
+
+def test_the_kernel_args_role_builds_the_same_iommu_args():
+    # the role spells the rule in Jinja (roles/kernel_args/tasks/validate.yml): keep it in step with IOMMU_ARGS
+    with open(os.path.join(ROOT, 'roles', 'kernel_args', 'tasks', 'validate.yml'), encoding='utf-8') as handle:
+        text = handle.read()
+    assert "kernel_args_vendor ~ '_iommu=on'" in text and "['intel', 'amd']" in text and "['iommu=pt']" in text
+    assert sorted(kernel_cmdline.IOMMU_ARGS) == ['amd', 'intel']
+    assert all(arg == vendor + '_iommu=on' for vendor, arg in kernel_cmdline.IOMMU_ARGS.items())
+
+
+def test_the_nouveau_role_writes_the_machineconfig_blacklist():
+    with open(os.path.join(ROOT, 'roles', 'nouveau', 'tasks', 'main.yml'), encoding='utf-8') as handle:
+        tasks = yaml.safe_load(handle)
+    content = [t for t in tasks if t.get('name') == 'Blacklist nouveau'][0]['ansible.builtin.copy']['content']
+    lines = [line for line in content.splitlines() if line and not line.startswith('#')]
+    assert lines == machineconfig.NOUVEAU_TEXT.splitlines()

@@ -1,0 +1,40 @@
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every module documents check_mode and diff_mode, its own words or a gpuvirt.provision.attributes fragment, and no
+module repeats a fragment's block word for word."""
+from __future__ import annotations
+
+import ast
+import glob
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpuvirt.provision.plugins.doc_fragments import attributes
+
+MODULES = sorted(glob.glob(os.path.join(os.path.dirname(attributes.__file__), '..', 'modules', '[a-z]*.py')))
+FRAGMENT_BLOCKS = [yaml.safe_load(getattr(attributes.ModuleDocFragment, name))['attributes']
+                   for name in ('DOCUMENTATION', 'READ_ONLY', 'BUILDS_ONLY')]
+
+
+def _documentation(path):
+    for node in ast.parse(open(path, encoding='utf-8').read()).body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ['DOCUMENTATION']:
+            return yaml.safe_load(node.value.value)
+    raise AssertionError('%s has no DOCUMENTATION' % path)
+
+
+@pytest.mark.parametrize('path', MODULES, ids=os.path.basename)
+def test_module_documents_check_and_diff_mode(path):
+    doc = _documentation(path)
+    own = doc.get('attributes')
+    assert own not in FRAGMENT_BLOCKS, 'use the gpuvirt.provision.attributes fragment instead of a copy of it'
+    for fragment in doc.get('extends_documentation_fragment') or []:
+        prefix, dummy, variant = fragment.partition('gpuvirt.provision.attributes')
+        assert not prefix and variant in ('', '.read_only', '.builds_only'), fragment
+        assert own is None, 'attributes both in the module and from %s' % fragment
+        own = yaml.safe_load(getattr(attributes.ModuleDocFragment, variant[1:].upper() or 'DOCUMENTATION'))['attributes']
+    doc['attributes'] = own
+    assert set(doc['attributes']) == {'check_mode', 'diff_mode'}
+    assert all(a['support'] in ('full', 'partial', 'none') and a['description'] for a in doc['attributes'].values())
