@@ -4,7 +4,8 @@
 """PCI addresses (domain:bus:device.function), one grammar for the lspci parser and the vfio binder. Pure Python.
 
 lspci prints "BB:DD.F" with an optional domain (with -D, or by itself when any device has a non-zero domain, which
-is 5 hex digits for VMD segments such as 10000:00:05.0). sysfs names a device by the full, lower-case form
+is 5 hex digits for VMD segments such as 10000:00:05.0; the kernel prints the domain with %04x of a 32-bit number, so
+up to 8 digits). sysfs names a device by the full, lower-case form
 (/sys/bus/pci/devices/0000:41:00.0): what the binder accepts, so a name never escapes that directory.
 """
 from __future__ import absolute_import, division, print_function
@@ -14,7 +15,7 @@ __metaclass__ = type
 import re
 
 # No two adjacent quantifiers match the same characters: matching stays linear in the input.
-BDF = r'(?:[0-9a-fA-F]{4,5}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
+BDF = r'(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]'
 BDF_RE = re.compile(BDF)
 
 
