@@ -51,7 +51,7 @@ def site(tmp_path, *extra):
 
 
 CASES = {
-    'site-example-openshift': lambda tmp: site(tmp),
+    'site-example-openshift': site,
     'site-example-kubernetes': lambda tmp: site(tmp, '-e', 'gpuvirt_openshift=false'),
     'operator-mixed-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'operator', 'mixed-openshift'),
     'nodes-mixed-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'nodes', 'mixed-openshift'),
