@@ -88,3 +88,11 @@ def test_pool_traits_one_row_or_the_table():
         'host_vfio': True, 'resource': 'pci', 'vgpu': False}
     assert fleet_filter.pool_traits('vm-gpu') == {}
     assert list(fleet_filter.pool_traits(None)) == ['container', 'vm-passthrough', 'vm-vgpu', 'dra']
+
+
+def test_the_playbooks_host_pattern_is_the_pool_table_s():
+    import os
+    import yaml
+    path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'playbooks', 'vars', 'fleet.yml')
+    with open(path, encoding='utf-8') as handle:
+        assert yaml.safe_load(handle)['__gpuvirt_gpu_hosts_pattern'] == fleet.GPU_HOSTS_PATTERN
