@@ -14,16 +14,17 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, gpu_holders
 from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import (
     board_models, model_on_boards, reported_short_name, short_type_name, type_model)
 
-POOLS = ("container", "vm-passthrough", "vm-vgpu")
+# The pool table lives in module_utils/fleet.py: the pools other than DRA, the IOMMU pools, all of them.
+POOLS = tuple(p for p in fleet.POOLS if p != "dra")
 # "dra": the DRA passthrough path (group gpu_dra). The GPU keeps its NVIDIA driver until a claim binds it to
 # vfio-pci, so a loaded host driver is expected there; what holds /dev/nvidia* still blocks the rebind.
 DRA = "dra"
-VM_POOLS = ("vm-passthrough", "vm-vgpu", DRA)
-KNOWN_POOLS = POOLS + (DRA,)
+VM_POOLS = fleet.IOMMU_POOLS
+KNOWN_POOLS = fleet.POOLS
 # DRA driver 0.4+ turns persistence mode off around the rebind itself: holder categories it tolerates
 # (gpu_holders.holder_category, the one rule matching a holder's executable name).
 DRA_TOLERATED_HOLDERS = ("persistenced",)

@@ -16,7 +16,7 @@ import copy
 import json
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 OPENSHIFT_NAMESPACE = 'nvidia-gpu-operator'
@@ -34,7 +34,8 @@ NFD_CATALOG = 'redhat-operators'
 NFD_CHANNEL = 'stable'
 NFD_CRD = 'nodefeaturediscoveries.nfd.openshift.io'
 APPROVALS = ('Automatic', 'Manual')
-WORKLOADS = ('container', 'vm-passthrough', 'vm-vgpu')
+# the workload label values of the pool table (module_utils/fleet.py)
+WORKLOADS = fleet.WORKLOADS
 MODES = ('kubevirt', 'kata')
 # Keys of a settings overlay whose value is a free-form map in the chart (never checked key by key).
 _OPAQUE = ('nodeSelector', 'labels', 'annotations')

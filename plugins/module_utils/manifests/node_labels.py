@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 
@@ -29,13 +29,11 @@ DCGM_LABEL = 'nvidia.com/gpu.deploy.dcgm'
 DCGM_EXPORTER_LABEL = 'nvidia.com/gpu.deploy.dcgm-exporter'
 DRA_OPERANDS_OFF = (DEVICE_PLUGIN_LABEL, DCGM_LABEL, DCGM_EXPORTER_LABEL)
 # "dra": the DRA passthrough path (group gpu_dra); its nodes run the container operands without the device plugin.
-POOLS = ('container', 'vm-passthrough', 'vm-vgpu', 'dra')
+# The pool table lives in module_utils/fleet.py; these names stay for the callers that read them here.
+POOLS = fleet.POOLS
 # The pools whose hosts need the IOMMU on (kernel arguments; on OpenShift the GPU MachineConfigPool's MachineConfig).
-IOMMU_POOLS = ('vm-passthrough', 'vm-vgpu', 'dra')
-# Inventory group -> pool, in the order the playbooks pick a pool for a host wrongly put in several groups
-# (preflight refuses such a host; the filter gpuvirt.provision.gpu_pools reads this).
-GROUP_POOLS = {'gpu_vm_passthrough': 'vm-passthrough', 'gpu_vm_vgpu': 'vm-vgpu', 'gpu_container': 'container',
-               'gpu_dra': 'dra'}
+IOMMU_POOLS = fleet.IOMMU_POOLS
+GROUP_POOLS = fleet.GROUP_POOLS
 # VMI phases in which the VM no longer holds its devices.
 _FINISHED = ('Succeeded', 'Failed')
 
@@ -66,24 +64,11 @@ def group_pool(groups, host=None):
 
 
 def node_pool(host, groups, explicit=None):
-    """The one pool of ``host`` from its GPU groups; ``explicit`` (gpuvirt_pool) must agree."""
-    pools = sorted({GROUP_POOLS[g] for g in groups if g in GROUP_POOLS})
-    in_groups = sorted(g for g in groups if g in GROUP_POOLS)
-    if explicit is not None and explicit not in POOLS:
-        raise ManifestError("%s: unknown pool %r (gpuvirt_pool); use one of %s" % (host, explicit, ', '.join(POOLS)))
-    if len(pools) > 1:
-        raise ManifestError("%s is in the pools %s (groups %s): a node belongs to exactly one pool (the GPU Operator "
-                            "reads one %s label); keep it in one of the groups %s"
-                            % (host, ', '.join(pools), ', '.join(in_groups), WORKLOAD_LABEL,
-                               ', '.join(sorted(GROUP_POOLS))))
-    if explicit is not None:
-        if pools and pools[0] != explicit:
-            raise ManifestError("%s: gpuvirt_pool %s disagrees with its group (pool %s); fix one of them"
-                                % (host, explicit, pools[0]))
-        return explicit
-    if not pools:
-        raise ManifestError("%s is in no GPU pool group; add it to one of %s" % (host, ', '.join(sorted(GROUP_POOLS))))
-    return pools[0]
+    """The one pool of ``host`` from its GPU groups; ``explicit`` (gpuvirt_pool) must agree (fleet.host_pool)."""
+    try:
+        return fleet.host_pool(host, groups, explicit)
+    except fleet.FleetError as exc:
+        raise ManifestError(str(exc))
 
 
 def desired_labels(pool, vgpu_config=None, pool_selector=None):

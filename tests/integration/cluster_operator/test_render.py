@@ -207,6 +207,16 @@ def test_node_in_two_pools_and_unknown_pool_fail(tmp_path):
     assert_failed_before_writing(rc, log, out, "unknown pool 'vm-gpu'")
 
 
+def test_every_phase_reads_a_host_s_pool_the_same_way(tmp_path):
+    # the operator and verify phases take the pool from the same per-host view as the node labels: a host in two
+    # groups is refused there too (never silently put in one of them), and gpuvirt_pool must agree with the group
+    for playbook in ('operator', 'verify'):
+        rc, log, out = run(tmp_path, playbook, 'two-pools')
+        assert_failed_before_writing(rc, log, out, 'gpu-1 is in the pools container, vm-passthrough')
+    rc, log, out = run(tmp_path, 'operator', 'mixed-openshift', gpuvirt_pool='vm-vgpu')
+    assert_failed_before_writing(rc, log, out, 'gpuvirt_pool vm-vgpu disagrees with its group (pool container)')
+
+
 def test_vgpu_type_no_host_offers_fails_before_writing(tmp_path):
     rc, log, out = run(tmp_path, 'operator', 'openshift-vgpu',
                        gpu_operator_vgpu_configs={'A10-12Q': {'A10-12Q': 2}, 'L40S-24Q': {'L40S-24Q': 2},
