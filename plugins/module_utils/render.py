@@ -32,6 +32,17 @@ class RenderError(ValueError):
     """An object or a file name that cannot be rendered; the message names it and the fix."""
 
 
+def file_mode(text):
+    """A file mode given as octal text ("0644", "0600") -> its number; RenderError for anything else."""
+    try:
+        mode = int(text, 8)
+    except (TypeError, ValueError):
+        mode = -1
+    if not 0 <= mode <= 0o777:
+        raise RenderError('mode %r is not an octal file mode such as 0644 or 0600' % (text,))
+    return mode
+
+
 def file_names(objects, prefix=''):
     """``<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml`` for each object, after checking every part
     against its Kubernetes grammar, so no name can climb out of the render directory (``../../x``)."""

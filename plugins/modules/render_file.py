@@ -88,11 +88,9 @@ def main():
     )
     p = module.params
     try:
-        mode = int(p['mode'], 8)
-        if not 0 <= mode <= 0o777:
-            raise ValueError(p['mode'])
-    except ValueError:
-        module.fail_json(msg='mode %r is not an octal file mode such as 0644' % p['mode'])
+        mode = render.file_mode(p['mode'])
+    except render.RenderError as e:
+        module.fail_json(msg=str(e))
     if not render_session.FILE_RE.fullmatch(p['name']) or p['name'] == render_session.KUSTOMIZATION:
         module.fail_json(msg='name %r is not valid; expected a file name of letters, digits, ".", "_" and "-" ending '
                              'in .yaml, not %s' % (p['name'], render_session.KUSTOMIZATION))

@@ -108,11 +108,9 @@ def main():
         module.fail_json(msg='PyYAML is needed on the host that renders (pip install pyyaml)')
     p = module.params
     try:
-        mode = int(p['mode'], 8)
-        if not 0 <= mode <= 0o777:
-            raise ValueError(p['mode'])
-    except ValueError:
-        module.fail_json(msg='mode %r is not an octal file mode such as 0600' % p['mode'])
+        mode = render.file_mode(p['mode'])
+    except render.RenderError as e:
+        module.fail_json(msg=str(e))
     try:
         names = render.file_names(p['objects'], p['prefix'])
     except render.RenderError as e:

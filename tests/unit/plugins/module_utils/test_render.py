@@ -85,3 +85,14 @@ def test_a_0600_file_is_never_readable_by_others_not_even_its_temporary_file(tmp
     assert seen == [('created', 0o600), ('chmod', 0o600)]
     assert stat.S_IMODE(os.stat(str(tmp_path / 'pull-secret.yaml')).st_mode) == 0o600
     assert os.listdir(str(tmp_path)) == ['pull-secret.yaml']
+
+
+@pytest.mark.parametrize('text, mode', [('0644', 0o644), ('0600', 0o600), ('600', 0o600)])
+def test_file_mode_reads_octal_text(text, mode):
+    assert render.file_mode(text) == mode
+
+
+@pytest.mark.parametrize('text', ['0999', 'rw-r--r--', '01777', '', None, '-1'])
+def test_file_mode_refuses_what_is_not_a_permission_mode(text):
+    with pytest.raises(render.RenderError, match='is not an octal file mode'):
+        render.file_mode(text)
