@@ -14,11 +14,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import resource_
 
 
 def _db(pciids):
-    """None -> no database; True or 'host' -> the host's pci.ids; a path -> that file."""
-    if not pciids:
-        return None
     try:
-        return pciids_mod.load(None if pciids in (True, 'host') else pciids)
+        return pciids_mod.from_option(pciids)
     except pciids_mod.PciIdsError as e:
         raise AnsibleFilterError(str(e))
 

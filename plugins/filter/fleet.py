@@ -2,14 +2,15 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpu_hosts: the per-host view of the fleet (module_utils/fleet.py) every phase consumes; pool_traits: a pool's
-row of the pool table, for the plays that run per host. Documentation lives in the sidecars gpu_hosts.yml and
-pool_traits.yml."""
+row of the pool table, for the plays that run per host; wanted_devices: the devices KubeVirt must permit, from
+the view's VM hosts (module_utils/wanted_devices.py). Documentation lives in the sidecars gpu_hosts.yml,
+pool_traits.yml and wanted_devices.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, pciids as pciids_db, wanted_devices as wd
 
 
 def gpu_hosts(hostvars, groups, vgpu_configs=None):
@@ -23,6 +24,13 @@ def pool_traits(pool):
     return fleet.pool_traits(pool)
 
 
+def wanted_devices(hosts, pciids=None, include_vfs=False):
+    try:
+        return wd.wanted_devices(hosts, pciids_db.from_option(pciids), include_vfs)
+    except (wd.WantedDevicesError, pciids_db.PciIdsError) as exc:
+        raise AnsibleFilterError('wanted_devices: %s' % exc)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits}
+        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'wanted_devices': wanted_devices}

@@ -105,3 +105,11 @@ def load(path=None):
         db = parse(f.read(), path)
     _CACHE[path] = (stamp, db)
     return db
+
+
+def from_option(value):
+    """A plugin's ``pciids`` option -> a database: empty means none (devices keep their IDs), V(true) or C(host)
+    the host's pci.ids, anything else the path of a pci.ids file."""
+    if not value:
+        return None
+    return load(None if value in (True, 'host') else value)

@@ -34,7 +34,7 @@ options:
     default: []
   mediated_devices:
     description:
-      - vGPU types to permit, each C(name) (type name) and C(resource_name).
+      - vGPU types to permit, each C(selector) (type name) and C(resource_name).
       - An entry with C(interface=vendor_vfio) (a type of NVIDIA's vendor-specific VFIO interface, no mdev bus) is refused.
     type: list
     elements: dict
@@ -76,7 +76,7 @@ EXAMPLES = r'''
   gpuvirt.provision.hco_permitted_devices:
     current: "{{ hco_info.resources[0] | default(omit) }}"
     pci_devices: [{selector: "10DE:2236", resource_name: nvidia.com/GA102GL_A10}]
-    mediated_devices: [{name: NVIDIA A10-12Q, resource_name: nvidia.com/NVIDIA_A10-12Q}]
+    mediated_devices: [{selector: NVIDIA A10-12Q, resource_name: nvidia.com/NVIDIA_A10-12Q}]
   register: hco
 '''
 

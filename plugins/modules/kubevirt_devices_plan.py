@@ -95,7 +95,7 @@ pci_devices:
   type: list
   elements: dict
 mediated_devices:
-  description: vGPU types with the resource names to permit (C(name), C(resource_name)).
+  description: vGPU types with the resource names to permit (C(selector), the type name, and C(resource_name)).
   returned: success
   type: list
   elements: dict
@@ -136,7 +136,7 @@ def main():
     for warning in warnings:
         module.warn(warning)
     pci = [{'selector': e['selector'], 'resource_name': e['resource_name']} for e in entries if e['kind'] == 'pci']
-    mdev = [{'name': e['selector'], 'resource_name': e['resource_name']} for e in entries if e['kind'] == 'mdev']
+    mdev = [{'selector': e['selector'], 'resource_name': e['resource_name']} for e in entries if e['kind'] == 'mdev']
     module.exit_json(changed=False, pci_devices=pci, mediated_devices=mdev, advertised=advertised,
                      resource_names=sorted(set(e['resource_name'] for e in entries)))
 

@@ -29,7 +29,7 @@ options:
     elements: dict
     default: []
   mediated_devices:
-    description: vGPU types, each C(name) and C(resource_name).
+    description: vGPU types, each C(selector) (type name) and C(resource_name).
     type: list
     elements: dict
     default: []

@@ -57,7 +57,8 @@ def check_resource_name(name, what):
 def desired_entries(pci_devices, mediated_devices, selector_keys=('pciDeviceSelector', 'mdevNameSelector')):
     """Normalise the wish lists into ``{list name: {selector: entry}}``; conflicting duplicates raise.
 
-    ``pci_devices`` items: ``{selector, resource_name}``; ``mediated_devices`` items: ``{name, resource_name}``.
+    Items of both lists: ``{selector, resource_name}`` (a PCI ``VENDOR:DEVICE`` or a vGPU type name), the one key
+    name the plan and the facts use too; the object's own key names (``selector_keys``) appear only here.
     """
     pci_key, mdev_key = selector_keys
     out = {'pciHostDevices': {}, 'mediatedDevices': {}}
@@ -66,7 +67,7 @@ def desired_entries(pci_devices, mediated_devices, selector_keys=('pciDeviceSele
         name = check_resource_name(item.get('resource_name'), 'PCI device %s' % sel)
         _put(out['pciHostDevices'], sel, {pci_key: sel, 'resourceName': name, 'externalResourceProvider': True})
     for item in mediated_devices or []:
-        sel = item.get('name')
+        sel = item.get('selector')
         if not isinstance(sel, str) or not sel.strip():
             raise ManifestError("mediated device entry %r lacks the vGPU type name (e.g. 'NVIDIA A10-12Q')" % (item,))
         sel = sel.strip()

@@ -53,7 +53,7 @@ def test_plan_without_nodes_passes_names_through(monkeypatch):
     res = run(monkeypatch, kubevirt_devices_plan, {
         'mediated_devices': [{'selector': 'NVIDIA A10-12Q', 'resource_name': 'nvidia.com/NVIDIA_A10-12Q'}]})
     assert not res['failed'] and not res['changed']
-    assert res['mediated_devices'] == [{'name': 'NVIDIA A10-12Q', 'resource_name': 'nvidia.com/NVIDIA_A10-12Q'}]
+    assert res['mediated_devices'] == [{'selector': 'NVIDIA A10-12Q', 'resource_name': 'nvidia.com/NVIDIA_A10-12Q'}]
     assert res['advertised'] is None
 
 

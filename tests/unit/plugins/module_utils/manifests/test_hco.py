@@ -16,7 +16,7 @@ import schema  # noqa: E402
 
 A10 = {'selector': '10de:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}
 L40S = {'selector': '10DE:26B9', 'resource_name': 'nvidia.com/AD102GL_L40S'}
-A10_12Q = {'name': 'NVIDIA A10-12Q', 'resource_name': 'nvidia.com/NVIDIA_A10-12Q'}
+A10_12Q = {'selector': 'NVIDIA A10-12Q', 'resource_name': 'nvidia.com/NVIDIA_A10-12Q'}
 FOREIGN_PCI = {'pciDeviceSelector': '8086:0D5C', 'resourceName': 'intel.com/QAT', 'externalResourceProvider': True}
 
 
@@ -152,7 +152,7 @@ def test_gate_support_from_the_real_crd():
     ([{'selector': '10de-2236', 'resource_name': 'nvidia.com/X'}], [], '10de-2236'),
     ([{'selector': '10DE:2236', 'resource_name': 'GA102GL A10'}], [], 'GA102GL A10'),
     ([A10, dict(A10, resource_name='nvidia.com/Other')], [], 'nvidia.com/Other'),
-    ([], [{'name': '', 'resource_name': 'nvidia.com/X'}], 'vGPU type name'),
+    ([], [{'selector': '', 'resource_name': 'nvidia.com/X'}], 'vGPU type name'),
 ])
 def test_bad_input_names_the_value(pci, mdev, needle):
     with pytest.raises(hco.ManifestError, match=None) as err:
@@ -174,7 +174,7 @@ def test_schema_still_checks_the_hco_name():
 
 
 def test_vendor_vfio_mediated_entry_is_refused():
-    entry = {'name': 'NVIDIA L40S-24Q', 'resource_name': 'nvidia.com/NVIDIA_L40S-24Q', 'interface': 'vendor_vfio',
+    entry = {'selector': 'NVIDIA L40S-24Q', 'resource_name': 'nvidia.com/NVIDIA_L40S-24Q', 'interface': 'vendor_vfio',
              'nodes': ['gpu-l40s']}
     # kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go discoverPermittedHostMediatedDevices:
     # mediatedDevices match mdevs under /sys/bus/mdev/devices; a vendor-specific VFIO vGPU has none.

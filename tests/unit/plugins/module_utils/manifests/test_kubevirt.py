@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 import schema  # noqa: E402
 
 A10 = {'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}
-T4_1Q = {'name': 'GRID T4-1Q', 'resource_name': 'nvidia.com/GRID_T4-1Q'}
+T4_1Q = {'selector': 'GRID T4-1Q', 'resource_name': 'nvidia.com/GRID_T4-1Q'}
 
 
 def cluster_kubevirt(gates, pci=None):

@@ -61,7 +61,7 @@ def leaves(obj, path=''):
 
 VGM = {'repository': 'registry.example.com:5000/nvidia', 'version': '580.82.02'}
 PCI = [{'selector': '10de:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}]
-MDEV = [{'name': 'NVIDIA A10-12Q', 'resource_name': 'nvidia.com/NVIDIA_A10-12Q'}]
+MDEV = [{'selector': 'NVIDIA A10-12Q', 'resource_name': 'nvidia.com/NVIDIA_A10-12Q'}]
 # what a user passes through gpu_operator_helm_values_extra in our own test inventories and guides
 HELM_EXTRA = {'operator': {'nodeSelector': {'node-role.kubernetes.io/worker': ''}}, 'driver': {'enabled': False}}
 

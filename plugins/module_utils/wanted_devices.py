@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The devices KubeVirt must permit, straight from the per-host view of the fleet.
+
+``wanted_devices`` takes the VM hosts of :func:`fleet.gpu_hosts` (``[{node, pool, facts, vgpu_types}]``) and
+returns what the kubevirt_devices role plans with: ``{'pci_devices': [...], 'mediated_devices': [...]}``, each
+entry ``{selector, resource_name, nodes, source}``, one per selector (a PCI ``vendor:device`` or a vGPU type
+name), listing the nodes it was found on in host order. The pool table decides which list a host feeds: a pool
+whose nodes advertise a ``pci`` resource gives its GPUs, one that advertises ``mdev`` its vGPU types; a pool
+that advertises neither (the container and DRA pools) is refused here, so a new pool kind is a row in the pool
+table, not a branch here. Resource names come from the facts (resource_names.permitted_host_devices), never
+from hand-typed YAML; the HyperConverged/KubeVirt key names (``pciDeviceSelector``, ``mdevNameSelector``) appear
+only where the objects are built.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, resource_names
+
+# which list of wanted devices a pool's resource kind feeds, and the key the per-host result holds it under
+RESOURCE_LISTS = {
+    'pci': ('pci_devices', 'pciHostDevices', 'pciDeviceSelector'),
+    'mdev': ('mediated_devices', 'mediatedDevices', 'mdevNameSelector'),
+}
+
+
+class WantedDevicesError(ValueError):
+    """A host entry KubeVirt cannot be given devices for (no node, a pool without a VM resource, no facts)."""
+
+
+def vm_pools():
+    """The pools whose nodes advertise a resource KubeVirt permits (pool table order)."""
+    return tuple(p.name for p in fleet.POOL_TABLE if p.resource in RESOURCE_LISTS)
+
+
+def _checked(host):
+    node = host.get('node') if isinstance(host, dict) else None
+    pool = host.get('pool') if isinstance(host, dict) else None
+    if not isinstance(node, str) or not node or pool not in vm_pools() or not isinstance(host.get('facts'), dict):
+        raise WantedDevicesError(
+            'kubevirt_devices_hosts entry %s: needs node, pool (%s; got %s) and facts.'
+            % (node if isinstance(node, str) and node else host, ' or '.join(vm_pools()),
+               pool if pool is not None else 'none'))
+    return node, fleet.BY_NAME[pool].resource
+
+
+def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.PREFIX):
+    """The per-host view's VM hosts -> ``{'pci_devices': [...], 'mediated_devices': [...]}`` (module docstring).
+
+    Each host's facts go through resource_names.permitted_host_devices with the vGPU types its config creates;
+    an entry keeps the first resource name computed for its selector and gains each node that offers it."""
+    out = dict((lst, {}) for lst, _, _ in RESOURCE_LISTS.values())
+    for host in hosts or []:
+        node, kind = _checked(host)
+        lst, hco_key, sel_key = RESOURCE_LISTS[kind]
+        try:
+            found = resource_names.permitted_host_devices([host['facts']], pciids, include_vfs, prefix,
+                                                          host.get('vgpu_types') or [])
+        except resource_names.ResourceNameError as exc:
+            raise WantedDevicesError('%s: %s' % (node, exc))
+        for entry in found[hco_key]:
+            sel = entry[sel_key]
+            cur = out[lst].setdefault(sel, {'selector': sel, 'resource_name': entry['resourceName'],
+                                            'nodes': [], 'source': 'facts'})
+            cur['nodes'].append(node)
+    return dict((lst, list(entries.values())) for lst, entries in out.items())
