@@ -7,50 +7,25 @@ import json
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.gpuvirt.provision.plugins.modules import (
     dra_manifests, dra_preflight, hco_permitted_devices, kubevirt_devices_plan, kubevirt_permitted_devices,
     machineconfig_manifests, mcp_status)
 
-
-class Exit(Exception):
-    pass
-
-
-def run(monkeypatch, module, args):
-    monkeypatch.setattr(basic, '_ANSIBLE_ARGS', to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args})))
-    monkeypatch.setattr(basic, '_ANSIBLE_PROFILE', 'legacy')
-    out = {'warnings': []}
-
-    def exit_json(self, **kw):
-        out.update(kw, failed=False)
-        raise Exit()
-
-    def fail_json(self, msg, **kw):
-        out.update(kw, failed=True, msg=msg)
-        raise Exit()
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, w: out['warnings'].append(w))
-    with pytest.raises(Exit):
-        module.main()
-    return out
+from .harness import run_module
 
 
 NODES = [{'metadata': {'name': 'gpu-1'}, 'status': {'allocatable': {'nvidia.com/GA102GL_A10': '1'}}}]
 
 
 def test_plan_fails_naming_an_unadvertised_name(monkeypatch):
-    res = run(monkeypatch, kubevirt_devices_plan, {
+    res = run_module(monkeypatch, kubevirt_devices_plan, {
         'pci_devices': [{'selector': '10DE:2236', 'resource_name': 'nvidia.com/A10', 'nodes': ['gpu-1']}],
         'nodes': NODES})
     assert res['failed'] and 'nvidia.com/A10 ' in res['msg']
 
 
 def test_plan_without_nodes_passes_names_through(monkeypatch):
-    res = run(monkeypatch, kubevirt_devices_plan, {
+    res = run_module(monkeypatch, kubevirt_devices_plan, {
         'mediated_devices': [{'selector': 'NVIDIA A10-12Q', 'resource_name': 'nvidia.com/NVIDIA_A10-12Q'}]})
     assert not res['failed'] and not res['changed']
     assert res['mediated_devices'] == [{'selector': 'NVIDIA A10-12Q', 'resource_name': 'nvidia.com/NVIDIA_A10-12Q'}]
@@ -63,82 +38,82 @@ def test_hco_conflict_fails_unless_adopted(monkeypatch):
                'spec': {'permittedHostDevices': {'pciHostDevices': [
                    {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/A10'}]}}}
     args = {'current': current, 'pci_devices': [{'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}]}
-    res = run(monkeypatch, hco_permitted_devices, dict(args))
+    res = run_module(monkeypatch, hco_permitted_devices, dict(args))
     assert res['failed'] and 'nvidia.com/A10' in res['msg'] and 'adopt_conflicting' in res['msg']
-    res = run(monkeypatch, hco_permitted_devices, dict(args, adopt_conflicting=True))
+    res = run_module(monkeypatch, hco_permitted_devices, dict(args, adopt_conflicting=True))
     assert not res['failed'] and res['would_change'] and res['warnings']
     assert res['object']['spec']['permittedHostDevices']['pciHostDevices'][0]['resourceName'] == 'nvidia.com/GA102GL_A10'
 
 
 def test_kubevirt_module_refuses_under_hco(monkeypatch):
-    res = run(monkeypatch, kubevirt_permitted_devices, {'hco_present': True, 'pci_devices': []})
+    res = run_module(monkeypatch, kubevirt_permitted_devices, {'hco_present': True, 'pci_devices': []})
     assert res['failed'] and 'HyperConverged' in res['msg']
 
 
 def test_machineconfig_module_pool_checks(monkeypatch):
-    res = run(monkeypatch, machineconfig_manifests, {'pool': 'gpu', 'cpu_vendor': 'intel', 'existing_pools': ['worker']})
+    res = run_module(monkeypatch, machineconfig_manifests, {'pool': 'gpu', 'cpu_vendor': 'intel', 'existing_pools': ['worker']})
     assert res['failed'] and "'gpu' does not exist" in res['msg']
-    res = run(monkeypatch, machineconfig_manifests,
-              {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
+    res = run_module(monkeypatch, machineconfig_manifests,
+                     {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
     assert [o['kind'] for o in res['objects']] == ['MachineConfigPool', 'MachineConfig']
     # an existing pool is not re-created
-    res = run(monkeypatch, machineconfig_manifests,
-              {'pool': 'gpu', 'cpu_vendor': 'amd', 'create_pool': True, 'existing_pools': ['gpu']})
+    res = run_module(monkeypatch, machineconfig_manifests,
+                     {'pool': 'gpu', 'cpu_vendor': 'amd', 'create_pool': True, 'existing_pools': ['gpu']})
     assert [o['kind'] for o in res['objects']] == ['MachineConfig'] and res['kernel_args'][0] == 'amd_iommu=on'
 
 
 def test_mcp_status_fails_with_reason(monkeypatch):
     pool = {'metadata': {'name': 'gpu'}, 'status': {'machineCount': 2, 'degradedMachineCount': 1, 'conditions': [
         {'type': 'Degraded', 'status': 'True', 'message': 'Failed to render configuration'}]}}
-    res = run(monkeypatch, mcp_status, {'pool': pool})
+    res = run_module(monkeypatch, mcp_status, {'pool': pool})
     assert res['failed'] and 'Failed to render configuration' in res['msg']
-    res = run(monkeypatch, mcp_status, {'pool': pool, 'fail_on_degraded': False})
+    res = run_module(monkeypatch, mcp_status, {'pool': pool, 'fail_on_degraded': False})
     assert not res['failed'] and res['degraded'] and not res['done']
 
 
 def test_dra_manifests_gate_and_conflict(monkeypatch):
-    res = run(monkeypatch, dra_manifests, {'driver_mode': 'gke', 'kubevirt_version': '1.8.1', 'platform': 'hco',
-                                           'claim_templates': [{'name': 'g', 'namespace': 'vms'}]})
+    res = run_module(monkeypatch, dra_manifests, {'driver_mode': 'gke', 'kubevirt_version': '1.8.1', 'platform': 'hco',
+                                                  'claim_templates': [{'name': 'g', 'namespace': 'vms'}]})
     assert res['helm_values']['nvidiaDriverRoot'] == '/home/kubernetes/bin/nvidia'
     ops = json.loads(res['gate_object']['metadata']['annotations']['kubevirt.kubevirt.io/jsonpatch'])
     assert ops == [{'op': 'add', 'path': '/spec/configuration/developerConfiguration/featureGates/-',
                     'value': 'GPUsWithDRA'}]
     assert res['gate_object']['apiVersion'] == 'hco.kubevirt.io/v1beta1'
-    res = run(monkeypatch, dra_manifests, {'driver_mode': 'host', 'dra_nodes': ['n1'],
-                                           'nodes': [{'metadata': {'name': 'n1'},
-                                                      'status': {'allocatable': {'nvidia.com/gpu': '8'}}}]})
+    res = run_module(monkeypatch, dra_manifests, {'driver_mode': 'host', 'dra_nodes': ['n1'],
+                                                  'nodes': [{'metadata': {'name': 'n1'},
+                                                             'status': {'allocatable': {'nvidia.com/gpu': '8'}}}]})
     assert res['failed'] and 'DRA node n1' in res['msg']
 
 
 def test_dra_manifests_driver_root_follows_the_operator_driver(monkeypatch):
     # NVIDIA DRA guide, "Install the DRA Driver": nvidiaDriverRoot "/" for a host-installed driver,
     # "/run/nvidia/driver" for a GPU Operator-managed driver
-    res = run(monkeypatch, dra_manifests, {'operator_driver': True, 'dra_nodes': ['n1']})
+    res = run_module(monkeypatch, dra_manifests, {'operator_driver': True, 'dra_nodes': ['n1']})
     assert res['helm_values']['nvidiaDriverRoot'] == '/run/nvidia/driver' and res['driver_mode'] == 'operator'
-    res = run(monkeypatch, dra_manifests, {'operator_driver': False, 'dra_nodes': ['n1']})
+    res = run_module(monkeypatch, dra_manifests, {'operator_driver': False, 'dra_nodes': ['n1']})
     assert res['helm_values']['nvidiaDriverRoot'] == '/' and res['driver_mode'] == 'host'
-    res = run(monkeypatch, dra_manifests, {'dra_nodes': ['n1'], 'pci_facts': {
+    res = run_module(monkeypatch, dra_manifests, {'dra_nodes': ['n1'], 'pci_facts': {
         'n1': {'gpus': [{'bdf': '0000:3b:00.0', 'driver': 'nvidia'}]}}})
     assert res['helm_values']['nvidiaDriverRoot'] == '/' and 'facts' in res['driver_mode_reason']
-    res = run(monkeypatch, dra_manifests, {'driver_mode': 'host', 'operator_driver': True, 'dra_nodes': ['n1']})
+    res = run_module(monkeypatch, dra_manifests, {'driver_mode': 'host', 'operator_driver': True, 'dra_nodes': ['n1']})
     assert res['failed'] and 'dra_driver_nvidia_driver is host' in res['msg'] and 'driver.enabled true' in res['msg']
 
 
 def test_dra_preflight(monkeypatch):
     holders = [{'pid': 7, 'command': 'nv-hostengine', 'device': '/dev/nvidia0', 'unit': 'nvidia-dcgm.service'}]
-    res = run(monkeypatch, dra_preflight, {'holders': holders})
+    res = run_module(monkeypatch, dra_preflight, {'holders': holders})
     assert res['failed'] and 'PID 7' in res['msg']
-    res = run(monkeypatch, dra_preflight, {'holders': holders, 'fail_on_blocking': False})
+    res = run_module(monkeypatch, dra_preflight, {'holders': holders, 'fail_on_blocking': False})
     assert not res['failed'] and res['blocking'][0]['category'] == 'dcgm'
 
 
 @pytest.mark.parametrize('version,gate', [('v1.8.0', False), ('v1.9.0', True), ('4.12.3', False), ('4.14.1', True)])
 def test_hco_module_derives_the_gate_from_the_version(monkeypatch, version, gate):
-    res = run(monkeypatch, hco_permitted_devices, {'hco_version': version, 'pci_devices': []})
+    res = run_module(monkeypatch, hco_permitted_devices, {'hco_version': version, 'pci_devices': []})
     assert ('featureGates' in res['object']['spec']) is gate
     assert ('kubevirt.kubevirt.io/jsonpatch' in res['object']['metadata']['annotations']) is not gate
 
 
 def test_hco_module_prefers_the_crd_answer(monkeypatch):
-    res = run(monkeypatch, hco_permitted_devices, {'hco_version': '1.18.1', 'gate_supported': False})
+    res = run_module(monkeypatch, hco_permitted_devices, {'hco_version': '1.18.1', 'gate_supported': False})
     assert 'featureGates' not in res['object']['spec']

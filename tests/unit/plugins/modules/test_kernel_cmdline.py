@@ -5,49 +5,24 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.gpuvirt.provision.plugins.modules import kernel_cmdline
+
+from .harness import run_module
 
 OFF = 'BOOT_IMAGE=/boot/vmlinuz-6.1.0-50-amd64 root=UUID=c2e9 ro console=ttyS0,115200n8 intel_iommu=off quiet\n'
 ON = 'BOOT_IMAGE=/boot/vmlinuz-6.1.0-50-amd64 root=UUID=c2e9 ro console=ttyS0,115200n8 quiet intel_iommu=on iommu=pt\n'
 
 
-class Exit(Exception):
-    pass
+def run(monkeypatch, args, commands=None, rc=0, **modes):
+    """Run the module with ``args``; return its JSON result. ``commands`` collects run_command argv.
 
-
-def run(monkeypatch, args, commands=None, rc=0):
-    """Run the module with ``args``; return its JSON result. ``commands`` collects run_command argv."""
-    args = dict(args, _ansible_check_mode=args.pop('check', False), _ansible_diff=args.pop('diff', False))
-    monkeypatch.setattr(basic, '_ANSIBLE_ARGS', to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args})))
-    monkeypatch.setattr(basic, '_ANSIBLE_PROFILE', 'legacy')
-    out = {}
-
-    def exit_json(self, **kw):
-        out.update(kw, failed=False)
-        raise Exit()
-
-    def fail_json(self, msg, **kw):
-        out.update(kw, failed=True, msg=msg)
-        raise Exit()
-
-    def run_command(self, cmd, **kw):
-        if commands is not None:
-            commands.append(cmd)
-        return rc, '', 'simulated failure' if rc else ''
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
-    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: '/usr/sbin/' + name)
-    with pytest.raises(Exit):
-        kernel_cmdline.main()
-    return out
+    run_command is always stubbed (answering ``rc``): update-grub and grub2-mkconfig would rewrite the boot
+    configuration of the machine running the tests. ``modes``: check, diff.
+    """
+    return run_module(monkeypatch, kernel_cmdline, args, commands=[] if commands is None else commands, rc=rc,
+                      bin_path=lambda name: '/usr/sbin/' + name, **modes)
 
 
 @pytest.fixture
@@ -65,7 +40,7 @@ def dropin_args(host, **kw):
 
 def test_check_mode_changes_nothing(monkeypatch, host):
     cmds = []
-    res = run(monkeypatch, dropin_args(host, check=True, diff=True), cmds)
+    res = run(monkeypatch, dropin_args(host), cmds, check=True, diff=True)
     assert res['changed'] and res['reboot_required'] and not res['failed']
     assert res['commands'] == [['/usr/sbin/update-grub']] and cmds == []
     assert 'intel_iommu=on iommu=pt' in res['diff']['after']

@@ -5,56 +5,29 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 
-import pytest
-
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.gpuvirt.provision.plugins.modules import gpu_holders, mdev_types
 
-
-class Exit(Exception):
-    pass
-
-
-def run(monkeypatch, module, args):
-    monkeypatch.setattr(basic, '_ANSIBLE_ARGS', to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args})))
-    monkeypatch.setattr(basic, '_ANSIBLE_PROFILE', 'legacy')
-    out = {}
-
-    def exit_json(self, **kw):
-        out.update(kw, failed=False)
-        raise Exit()
-
-    def fail_json(self, msg, **kw):
-        out.update(kw, failed=True, msg=msg)
-        raise Exit()
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    with pytest.raises(Exit):
-        module.main()
-    return out
+from .harness import run_module
 
 
 def test_mdev_types_vendor_vfio_in_check_mode(monkeypatch, fixtures_dir, sysfs):
     sysfs.device('0000:26:00.4', '0302', '10de', '26b9', driver='nvidia', group=31)
     with open(os.path.join(fixtures_dir, 'sysfs', 'l40s-vf-0000_26_00.4-nvidia', 'creatable_vgpu_types')) as f:
         sysfs.vendor_vgpu('0000:26:00.4', f.read())
-    res = run(monkeypatch, mdev_types, {'sysfs_root': sysfs.root, '_ansible_check_mode': True})
+    res = run_module(monkeypatch, mdev_types, {'sysfs_root': sysfs.root}, check=True)
     assert not res['failed'] and res['changed'] is False and res['state'] == 'available'
     assert 'NVIDIA L40S-48Q' in res['available_types'] and res['interfaces'] == ['vendor_vfio']
 
 
 def test_mdev_types_none_and_mdevctl_json(monkeypatch, fixtures_dir, sysfs):
-    res = run(monkeypatch, mdev_types, {'sysfs_root': sysfs.root})
+    res = run_module(monkeypatch, mdev_types, {'sysfs_root': sysfs.root})
     assert res['state'] == 'none' and res['parents'] == []
     with open(os.path.join(fixtures_dir, 'mdev', 'mdevctl-testdata-types-full.json')) as f:
-        res = run(monkeypatch, mdev_types, {'sysfs_root': sysfs.root, 'mdevctl_json': f.read()})
+        res = run_module(monkeypatch, mdev_types, {'sysfs_root': sysfs.root, 'mdevctl_json': f.read()})
     assert [p['parent'] for p in res['parents']] == ['0.0.26ab', '0000:00:02.0', '0000:00:03.0']
-    res = run(monkeypatch, mdev_types, {'sysfs_root': sysfs.root, 'mdevctl_json': '[1'})
+    res = run_module(monkeypatch, mdev_types, {'sysfs_root': sysfs.root, 'mdevctl_json': '[1'})
     assert res['failed'] and 'mdevctl types --dumpjson' in res['msg']
 
 
@@ -64,9 +37,9 @@ def test_gpu_holders_module(monkeypatch, tmp_path):
     (base / 'cmdline').write_bytes(b'/usr/bin/dcgm-exporter\0')
     (base / 'cgroup').write_text('0::/system.slice/dcgm-exporter.service\n')
     os.symlink('/dev/nvidia-uvm', str(base / 'fd' / '3'))
-    res = run(monkeypatch, gpu_holders, {'proc_root': str(tmp_path / 'proc'), '_ansible_check_mode': True})
+    res = run_module(monkeypatch, gpu_holders, {'proc_root': str(tmp_path / 'proc')}, check=True)
     assert res['changed'] is False and res['held'] is True
     assert res['holders'] == [{'pid': 77, 'command': '/usr/bin/dcgm-exporter', 'executable': 'dcgm-exporter', 'device': '/dev/nvidia-uvm',
                                'minor': None, 'bdf': None, 'unit': 'dcgm-exporter.service'}]
-    res = run(monkeypatch, gpu_holders, {'proc_root': str(tmp_path / 'missing')})
+    res = run_module(monkeypatch, gpu_holders, {'proc_root': str(tmp_path / 'missing')})
     assert res['failed'] and 'proc_root' in res['msg']

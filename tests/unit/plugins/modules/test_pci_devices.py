@@ -5,39 +5,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.gpuvirt.provision.plugins.modules import pci_devices
 
-
-class Exit(Exception):
-    pass
+from .harness import run_module
 
 
-def run(monkeypatch, args, lspci=None):
-    monkeypatch.setattr(basic, '_ANSIBLE_ARGS', to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args})))
-    monkeypatch.setattr(basic, '_ANSIBLE_PROFILE', 'legacy')
-    out = {}
-
-    def exit_json(self, **kw):
-        out.update(kw, failed=False)
-        raise Exit()
-
-    def fail_json(self, msg, **kw):
-        out.update(kw, failed=True, msg=msg)
-        raise Exit()
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: lspci)
-    with pytest.raises(Exit):
-        pci_devices.main()
-    return out
+def run(monkeypatch, args, lspci=None, check=False):
+    """pci_devices.main() with get_bin_path answering ``lspci`` for every program (None: pciutils missing)."""
+    return run_module(monkeypatch, pci_devices, args, check=check, bin_path=lambda name: lspci)
 
 
 def capture(fixtures_dir, name):
@@ -56,7 +35,7 @@ def gtx1060(sysfs):
 def test_gpu_with_hda_companion_and_group(monkeypatch, fixtures_dir, sysfs):
     gtx1060(sysfs)
     text = capture(fixtures_dir, 'gtx1060-nnk-with-tabs-nvidia-plus-hda_single-gpu-passthrough-issue-8.txt')
-    res = run(monkeypatch, {'lspci_output': text, 'sysfs_root': sysfs.root, '_ansible_check_mode': True})
+    res = run(monkeypatch, {'lspci_output': text, 'sysfs_root': sysfs.root}, check=True)
     assert not res['failed'] and res['changed'] is False
     gpu, hda = res['devices']
     assert gpu['companions'] == ['0000:01:00.1'] and hda['companions'] == []

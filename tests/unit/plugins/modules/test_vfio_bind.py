@@ -5,55 +5,28 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
-import pytest
-
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.gpuvirt.provision.plugins.modules import vfio_bind
 
 from ..module_utils.test_vfio_bind import BDF, make_tree
-
-
-class Exit(Exception):
-    pass
-
-
-def run(monkeypatch, args, check=False):
-    args = dict(args, _ansible_check_mode=check)
-    monkeypatch.setattr(basic, '_ANSIBLE_ARGS', to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args})))
-    monkeypatch.setattr(basic, '_ANSIBLE_PROFILE', 'legacy')
-    out = {}
-
-    def done(failed):
-        def f(self, **kw):
-            out.update(kw, failed=failed)
-            raise Exit()
-        return f
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', done(False))
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', done(True))
-    with pytest.raises(Exit):
-        vfio_bind.main()
-    return out
+from .harness import run_module
 
 
 def test_bound_device_unchanged(monkeypatch, tmp_path):
     make_tree(tmp_path, driver='vfio-pci', override='vfio-pci')
-    res = run(monkeypatch, dict(devices=[BDF], sysfs_root=str(tmp_path)))
+    res = run_module(monkeypatch, vfio_bind, dict(devices=[BDF], sysfs_root=str(tmp_path)))
     assert not res['failed'] and not res['changed'] and res['devices'][0]['steps'] == []
 
 
 def test_check_mode_writes_nothing(monkeypatch, tmp_path):
     make_tree(tmp_path, driver='nouveau')
-    res = run(monkeypatch, dict(devices=[BDF], sysfs_root=str(tmp_path)), check=True)
+    res = run_module(monkeypatch, vfio_bind, dict(devices=[BDF], sysfs_root=str(tmp_path)), check=True)
     assert res['changed'] and res['devices'][0]['steps'] == ['override', 'unbind', 'probe']
     assert (tmp_path / 'bus/pci/drivers_probe').read_text() == ''
 
 
 def test_one_missing_device_fails_before_any_write(monkeypatch, tmp_path):
     make_tree(tmp_path, driver='nouveau')
-    res = run(monkeypatch, dict(devices=[BDF, '0000:42:00.0'], sysfs_root=str(tmp_path)))
+    res = run_module(monkeypatch, vfio_bind, dict(devices=[BDF, '0000:42:00.0'], sysfs_root=str(tmp_path)))
     assert res['failed'] and '0000:42:00.0 does not exist' in res['msg']
     assert (tmp_path / 'bus/pci/drivers/nouveau/unbind').read_text() == ''
 
@@ -61,11 +34,11 @@ def test_one_missing_device_fails_before_any_write(monkeypatch, tmp_path):
 def test_probe_without_binding_is_reported(monkeypatch, tmp_path):
     # A plain file tree cannot bind: the module must notice the driver did not change and name the device.
     make_tree(tmp_path, driver=None)
-    res = run(monkeypatch, dict(devices=[BDF], sysfs_root=str(tmp_path), load_module=False))
+    res = run_module(monkeypatch, vfio_bind, dict(devices=[BDF], sysfs_root=str(tmp_path), load_module=False))
     assert res['failed'] and BDF + ' is bound to no driver after probing' in res['msg']
 
 
 def test_inspect_only_reports_without_iommu(monkeypatch, tmp_path):
     make_tree(tmp_path, driver='nouveau', group=None)
-    res = run(monkeypatch, dict(devices=[BDF], sysfs_root=str(tmp_path), inspect_only=True))
+    res = run_module(monkeypatch, vfio_bind, dict(devices=[BDF], sysfs_root=str(tmp_path), inspect_only=True))
     assert not res['failed'] and not res['changed'] and res['devices'][0]['driver'] == 'nouveau'

@@ -6,41 +6,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
-import json
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_image as vi
 from ansible_collections.gpuvirt.provision.plugins.modules import vgpu_image_facts
 
+from .harness import run_module
+
 KVM = 'NVIDIA-Linux-x86_64-550.90.05-vgpu-kvm.run'
-
-
-class Exit(Exception):
-    pass
-
-
-def run(monkeypatch, args):
-    args = dict(args, _ansible_check_mode=args.pop('check', False))
-    monkeypatch.setattr(basic, '_ANSIBLE_ARGS', to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args})))
-    monkeypatch.setattr(basic, '_ANSIBLE_PROFILE', 'legacy')
-    out = {}
-
-    def exit_json(self, **kw):
-        out.update(kw, failed=False)
-        raise Exit()
-
-    def fail_json(self, msg, **kw):
-        out.update(kw, failed=True, msg=msg)
-        raise Exit()
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    with pytest.raises(Exit):
-        vgpu_image_facts.main()
-    return out
 
 
 @pytest.fixture
@@ -55,7 +29,7 @@ def inputs(tmp_path):
 
 
 def test_computes_ref_labels_and_changes_nothing(monkeypatch, inputs):
-    out = run(monkeypatch, dict(inputs, openshift_version='4.16.12', check=True))
+    out = run_module(monkeypatch, vgpu_image_facts, dict(inputs, openshift_version='4.16.12'), check=True)
     assert out['failed'] is False and out['changed'] is False
     assert out['ref'] == 'quay.example.com/nvidia/vgpu-manager:550.90.05-rhcos4.16'
     assert out['containerfile'] == 'Dockerfile'
@@ -67,9 +41,9 @@ def test_computes_ref_labels_and_changes_nothing(monkeypatch, inputs):
 
 
 def test_run_file_copied_into_context_does_not_change_the_digest(monkeypatch, inputs, tmp_path):
-    before = run(monkeypatch, dict(inputs, os_tag='rhel9.4'))['context_digest']
+    before = run_module(monkeypatch, vgpu_image_facts, dict(inputs, os_tag='rhel9.4'))['context_digest']
     (tmp_path / 'vgpu-manager' / 'rhel9' / KVM).write_text('#!/bin/sh\n')
-    assert run(monkeypatch, dict(inputs, os_tag='rhel9.4'))['context_digest'] == before
+    assert run_module(monkeypatch, vgpu_image_facts, dict(inputs, os_tag='rhel9.4'))['context_digest'] == before
 
 
 @pytest.mark.parametrize('change,word', [
@@ -80,7 +54,7 @@ def test_run_file_copied_into_context_does_not_change_the_digest(monkeypatch, in
     (dict(os_tag='rhel9.4', containerfile='Containerfile'), 'no Containerfile'),
 ])
 def test_bad_input_fails_naming_the_fix(monkeypatch, inputs, change, word):
-    out = run(monkeypatch, dict(inputs, **change))
+    out = run_module(monkeypatch, vgpu_image_facts, dict(inputs, **change))
     assert out['failed'] is True
     assert word in out['msg']
 
@@ -88,13 +62,13 @@ def test_bad_input_fails_naming_the_fix(monkeypatch, inputs, change, word):
 def test_grid_driver_is_rejected(monkeypatch, inputs, tmp_path):
     grid = tmp_path / 'NVIDIA-Linux-x86_64-550.90.07-grid.run'
     grid.write_text('guest')
-    out = run(monkeypatch, dict(inputs, run_file=str(grid), version='550.90.07', os_tag='rhel9.4'))
+    out = run_module(monkeypatch, vgpu_image_facts, dict(inputs, run_file=str(grid), version='550.90.07', os_tag='rhel9.4'))
     assert out['failed'] is True and 'guest driver' in out['msg'] and '-vgpu-kvm.run' in out['msg']
 
 
 def test_os_tag_from_a_clusterversion_object(monkeypatch, inputs):
     cv = {'apiVersion': 'config.openshift.io/v1', 'kind': 'ClusterVersion', 'metadata': {'name': 'version'},
           'status': {'desired': {'version': '4.17.2'}, 'history': [{'state': 'Completed', 'version': '4.17.2'}]}}
-    out = run(monkeypatch, dict(inputs, clusterversion=cv))
+    out = run_module(monkeypatch, vgpu_image_facts, dict(inputs, clusterversion=cv))
     assert out['os_tag'] == 'rhcos4.17' and out['openshift_version'] == '4.17.2'
     assert out['ref'].endswith(':550.90.05-rhcos4.17')
