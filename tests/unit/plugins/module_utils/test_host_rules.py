@@ -58,12 +58,38 @@ def test_iommu_args_refuse_an_unknown_vendor():
 
 
 def test_the_kernel_args_role_builds_the_same_iommu_args():
-    # the role spells the rule in Jinja (roles/kernel_args/tasks/validate.yml): keep it in step with IOMMU_ARGS
+    # the role takes its IOMMU arguments from the rule the MachineConfig uses (filter iommu_kernel_args), and
+    # spells no copy of it in Jinja
     with open(os.path.join(ROOT, 'roles', 'kernel_args', 'tasks', 'validate.yml'), encoding='utf-8') as handle:
         text = handle.read()
-    assert "kernel_args_vendor ~ '_iommu=on'" in text and "['intel', 'amd']" in text and "['iommu=pt']" in text
+    assert 'gpuvirt.provision.iommu_kernel_args(' in text
+    assert "_iommu=on" not in text and "iommu=pt" not in text
     assert sorted(kernel_cmdline.IOMMU_ARGS) == ['amd', 'intel']
     assert all(arg == vendor + '_iommu=on' for vendor, arg in kernel_cmdline.IOMMU_ARGS.items())
+
+
+@pytest.mark.parametrize('vendor', ['intel', 'amd'])
+@pytest.mark.parametrize('passthrough', [True, False])
+def test_the_host_rule_is_the_machineconfig_rule(vendor, passthrough):
+    assert kernel_cmdline.host_iommu_args(vendor, passthrough) == \
+        machineconfig.iommu_kernel_args(vendor, passthrough_mode=passthrough)
+
+
+@pytest.mark.parametrize('passthrough', [True, False])
+def test_the_iommu_switched_off_asks_for_no_argument(passthrough):
+    assert kernel_cmdline.host_iommu_args(kernel_cmdline.IOMMU_OFF, passthrough) == []
+
+
+@pytest.mark.parametrize('vendor', ['arm', 'unknown', '', None, 'Intel'])
+def test_the_host_rule_refuses_an_unknown_vendor(vendor):
+    with pytest.raises(kernel_cmdline.CmdlineError, match='is not intel or amd'):
+        kernel_cmdline.host_iommu_args(vendor)
+
+
+@pytest.mark.parametrize('passthrough', ['false', 'true', 0, None])
+def test_the_host_rule_wants_a_real_boolean(passthrough):
+    with pytest.raises(kernel_cmdline.CmdlineError, match='expected a boolean'):
+        kernel_cmdline.host_iommu_args('intel', passthrough)
 
 
 def test_the_nouveau_role_writes_the_machineconfig_blacklist():
