@@ -62,7 +62,7 @@ def test_the_kernel_args_role_builds_the_same_iommu_args():
     # spells no copy of it in Jinja
     with open(os.path.join(ROOT, 'roles', 'kernel_args', 'tasks', 'validate.yml'), encoding='utf-8') as handle:
         text = handle.read()
-    assert 'gpuvirt.provision.iommu_kernel_args(' in text
+    assert 'kernel_args_vendor | gpuvirt.provision.iommu_kernel_args(' in text
     assert "_iommu=on" not in text and "iommu=pt" not in text
     assert sorted(kernel_cmdline.IOMMU_ARGS) == ['amd', 'intel']
     assert all(arg == vendor + '_iommu=on' for vendor, arg in kernel_cmdline.IOMMU_ARGS.items())
