@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline
+from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, modprobe
 
 
 def iommu_kernel_args(vendor, passthrough=True):
@@ -20,6 +20,13 @@ def iommu_kernel_args(vendor, passthrough=True):
         raise AnsibleFilterError('iommu_kernel_args: %s' % e)
 
 
+def modprobe_blacklist(module, header=None):
+    try:
+        return modprobe.blacklist_text(module, header)
+    except modprobe.ModprobeError as e:
+        raise AnsibleFilterError('modprobe_blacklist: %s' % e)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'iommu_kernel_args': iommu_kernel_args}
+        return {'iommu_kernel_args': iommu_kernel_args, 'modprobe_blacklist': modprobe_blacklist}

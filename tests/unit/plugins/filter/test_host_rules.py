@@ -12,7 +12,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cm
 
 
 def test_the_filters_are_registered():
-    assert set(host_rules.FilterModule().filters()) >= {'iommu_kernel_args'}
+    assert set(host_rules.FilterModule().filters()) >= {'iommu_kernel_args', 'modprobe_blacklist'}
 
 
 @pytest.mark.parametrize('vendor,passthrough,expected', [
@@ -35,3 +35,14 @@ def test_iommu_kernel_args_passthrough_defaults_to_true():
 def test_iommu_kernel_args_fails_as_a_filter(vendor, passthrough):
     with pytest.raises(AnsibleFilterError, match='iommu_kernel_args: '):
         host_rules.iommu_kernel_args(vendor, passthrough)
+
+
+def test_modprobe_blacklist():
+    assert host_rules.modprobe_blacklist('nouveau') == 'blacklist nouveau\noptions nouveau modeset=0\n'
+    assert host_rules.modprobe_blacklist('nouveau', 'who') == '# who\nblacklist nouveau\noptions nouveau modeset=0\n'
+
+
+@pytest.mark.parametrize('module,header', [('no uveau', None), ('nouveau', 'a\nb')])
+def test_modprobe_blacklist_fails_as_a_filter(module, header):
+    with pytest.raises(AnsibleFilterError, match='modprobe_blacklist: '):
+        host_rules.modprobe_blacklist(module, header)

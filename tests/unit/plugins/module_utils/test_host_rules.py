@@ -7,11 +7,14 @@ MachineConfig write the same lines)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, lspci, pci_address, vfio_bind
+from ansible_collections.gpuvirt.provision.plugins.module_utils import (kernel_cmdline, lspci, modprobe, pci_address,
+                                                                     vfio_bind)
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
@@ -92,9 +95,38 @@ def test_the_host_rule_wants_a_real_boolean(passthrough):
         kernel_cmdline.host_iommu_args('intel', passthrough)
 
 
-def test_the_nouveau_role_writes_the_machineconfig_blacklist():
+# the role's file as it was when the role spelled it literally: hosts must not see it change
+NOUVEAU_ROLE_FILE = ('# Managed by gpuvirt.provision (nouveau role): the GPU goes to vfio-pci or the NVIDIA driver, '
+                     'never nouveau.\nblacklist nouveau\noptions nouveau modeset=0\n')
+
+
+def _nouveau_task():
     with open(os.path.join(ROOT, 'roles', 'nouveau', 'tasks', 'main.yml'), encoding='utf-8') as handle:
         tasks = yaml.safe_load(handle)
-    content = [t for t in tasks if t.get('name') == 'Blacklist nouveau'][0]['ansible.builtin.copy']['content']
-    lines = [line for line in content.splitlines() if line and not line.startswith('#')]
+    return [t for t in tasks if t.get('name') == 'Blacklist nouveau'][0]['ansible.builtin.copy']
+
+
+def test_the_nouveau_role_writes_the_machineconfig_blacklist():
+    # the role's content goes through the one builder (modprobe.blacklist_text) that gives the MachineConfig its text
+    assert "'nouveau' | gpuvirt.provision.modprobe_blacklist(" in _nouveau_task()['content']
+    lines = [line for line in NOUVEAU_ROLE_FILE.splitlines() if line and not line.startswith('#')]
     assert lines == machineconfig.NOUVEAU_TEXT.splitlines()
+    assert machineconfig.NOUVEAU_TEXT == modprobe.blacklist_text('nouveau')
+
+
+def test_the_nouveau_role_file_is_byte_for_byte_what_it_was(tmp_path):
+    # the task's content expression, templated by ansible-playbook and written by copy as the role does
+    dest = tmp_path / 'blacklist.conf'
+    play = [{'hosts': 'localhost', 'connection': 'local', 'gather_facts': False, 'tasks': [{
+        'name': 'Write the role content', 'ansible.builtin.copy': {'dest': str(dest), 'content': _nouveau_task()['content'],
+                                                                   'mode': '0644'}}]}]
+    (tmp_path / 'play.yml').write_text(yaml.safe_dump(play))
+    proc = subprocess.run(['ansible-playbook', '-i', 'localhost,', str(tmp_path / 'play.yml'),
+                           '-e', 'ansible_python_interpreter=' + sys.executable],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert dest.read_bytes() == NOUVEAU_ROLE_FILE.encode('ascii')
+
+
+def test_the_machineconfig_nouveau_file_is_what_it_was():
+    assert machineconfig.NOUVEAU_TEXT == 'blacklist nouveau\noptions nouveau modeset=0\n'
