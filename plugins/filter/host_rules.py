@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, modprobe
+from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, modprobe, pci_address
 
 
 def iommu_kernel_args(vendor, passthrough=True):
@@ -27,6 +27,14 @@ def modprobe_blacklist(module, header=None):
         raise AnsibleFilterError('modprobe_blacklist: %s' % e)
 
 
+def invalid_bdfs(values):
+    """The entries that are no PCI address as sysfs names a device: what the vfio binder would refuse."""
+    if not isinstance(values, (list, tuple)):
+        raise AnsibleFilterError('invalid_bdfs: %r is not a list of PCI addresses' % (values,))
+    return [value for value in values if not pci_address.is_sysfs_bdf(value)]
+
+
 class FilterModule(object):
     def filters(self):
-        return {'iommu_kernel_args': iommu_kernel_args, 'modprobe_blacklist': modprobe_blacklist}
+        return {'iommu_kernel_args': iommu_kernel_args, 'modprobe_blacklist': modprobe_blacklist,
+                'invalid_bdfs': invalid_bdfs}

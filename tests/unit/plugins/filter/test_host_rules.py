@@ -5,14 +5,15 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.provision.plugins.filter import host_rules
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline
+from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, vfio_bind
 
 
 def test_the_filters_are_registered():
-    assert set(host_rules.FilterModule().filters()) >= {'iommu_kernel_args', 'modprobe_blacklist'}
+    assert set(host_rules.FilterModule().filters()) >= {'iommu_kernel_args', 'modprobe_blacklist', 'invalid_bdfs'}
 
 
 @pytest.mark.parametrize('vendor,passthrough,expected', [
@@ -46,3 +47,31 @@ def test_modprobe_blacklist():
 def test_modprobe_blacklist_fails_as_a_filter(module, header):
     with pytest.raises(AnsibleFilterError, match='modprobe_blacklist: '):
         host_rules.modprobe_blacklist(module, header)
+
+
+@pytest.mark.parametrize('values,bad', [
+    (['0000:41:00.0', '10000:00:05.0', '1a2b3c4d:00:00.0'], []),
+    (['41:00.0', '0000:41:00.0', '0000:C1:00.0', '123456789:00:00.0', 7, None], ['41:00.0', '0000:C1:00.0',
+                                                                                '123456789:00:00.0', 7, None]),
+    ([], []),
+])
+def test_invalid_bdfs(values, bad):
+    assert host_rules.invalid_bdfs(values) == bad
+
+
+@pytest.mark.parametrize('values', ['0000:41:00.0', None, {'a': 1}])
+def test_invalid_bdfs_wants_a_list(values):
+    with pytest.raises(AnsibleFilterError, match='invalid_bdfs: .* is not a list'):
+        host_rules.invalid_bdfs(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.from_regex(r'(?:[0-9a-fA-F]{3,9}:)?[0-9a-fA-F]{1,3}:[0-9a-fA-F]{1,3}\.[0-9]', fullmatch=True),
+                 st.text(max_size=20)))
+def test_invalid_bdfs_refuses_exactly_what_the_binder_refuses(value):
+    try:
+        vfio_bind.validate_bdf(value)
+        binder_accepts = True
+    except vfio_bind.BindError:
+        binder_accepts = False
+    assert host_rules.invalid_bdfs([value]) == ([] if binder_accepts else [value])
