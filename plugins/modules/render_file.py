@@ -103,5 +103,6 @@ def main():
         result['diff'] = placed['diff']
     module.exit_json(**result)
 
+
 if __name__ == '__main__':
     main()
