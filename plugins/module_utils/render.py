@@ -147,12 +147,7 @@ def place(dest, entries, mode, phase, check_mode):
         content_differs, mode_differs = needs_write(path, content, mode)
         files.append(path)
         if content_differs:
-            old = read(path) or ''
-            if 'object' in entry and entry['object'].get('kind') == 'Secret':
-                # a Secret's values never reach the diff: its keys show what changed
-                old, content_shown = render_session.redact_secret_texts(old, content)
-            else:
-                content_shown = content
+            old, content_shown = render_session.diff_texts(path, content, entry.get('object'))
             before.append(old)
             after.append(content_shown)
         if content_differs or mode_differs:
