@@ -25,8 +25,8 @@ def blacklist_text(module, header=None):
     comes first as a ``#`` comment, for a file on a host that says who manages it."""
     if not isinstance(module, str) or not MODULE_RE.fullmatch(module):
         raise ModprobeError("kernel module %r is not a module name (letters, digits, '_' and '-')" % (module,))
-    if header is not None and (not isinstance(header, str) or not header.strip() or '\n' in header
-                               or '\r' in header):
+    # printable only: a control character (a newline, a form feed) would end the comment and start a line of its own
+    if header is not None and (not isinstance(header, str) or not header.strip() or not header.isprintable()):
         raise ModprobeError("header %r is not one line of text" % (header,))
     lines = ['# %s' % header] if header is not None else []
     lines.append('blacklist %s' % module)

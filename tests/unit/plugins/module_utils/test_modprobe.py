@@ -29,7 +29,7 @@ def test_a_bad_module_name_is_refused(module):
         modprobe.blacklist_text(module)
 
 
-@pytest.mark.parametrize('header', ['', '  ', 'two\nlines', 'cr\r', 5])
+@pytest.mark.parametrize('header', ['', '  ', 'two\nlines', 'cr\r', 'ff\x0c', 'ls\u2028', 5])
 def test_a_header_that_is_not_one_line_is_refused(header):
     with pytest.raises(modprobe.ModprobeError, match='is not one line of text'):
         modprobe.blacklist_text('nouveau', header)
