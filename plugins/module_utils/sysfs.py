@@ -13,6 +13,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
+
+_HEX_RE = re.compile(r'0x[0-9a-fA-F]{1,16}')
 
 
 def read_bytes(path):
@@ -37,6 +40,15 @@ def read_text(path, error):
         raise error('%s, line %d: byte 0x%02x at offset %d is not UTF-8; expected the text a sysfs attribute '
                     'holds (ids such as 0x10de, numbers, names)'
                     % (path, data.count(b'\n', 0, e.start) + 1, data[e.start], e.start))
+
+
+def hex_id(value, digits):
+    """An id as sysfs prints it (``0x10de``, class ``0x030200``) -> its first ``digits`` hex digits, lower-case,
+    zero-filled on the left (``'10de'``, ``'0302'``); None for anything the kernel would not print there (absent,
+    empty, no ``0x``, not hex), so a damaged copy of a tree gives no made-up id."""
+    if not isinstance(value, str) or not _HEX_RE.fullmatch(value):
+        return None
+    return value[2:].lower().zfill(digits)[:digits]
 
 
 def link_target(path):

@@ -11,7 +11,7 @@ import os
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import lspci as lspci_mod
-from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import link_name, list_names, read_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import hex_id, link_name, list_names, read_text
 
 HEX4 = re.compile(r'[0-9a-f]{4}')
 CLASS_FILTER = re.compile(r'[0-9a-f]{2}([0-9a-f]{2})?')
@@ -37,12 +37,6 @@ def _count(base, name, value):
     return int(value)
 
 
-def _hex(value, digits):
-    if not value or not value.startswith('0x'):
-        return None
-    return value[2:2 + digits].lower()
-
-
 def pci_dir(root, bdf):
     return os.path.join(root, 'bus', 'pci', 'devices', bdf)
 
@@ -58,12 +52,12 @@ def read_device(root, bdf):
         return None
     numa = _read(os.path.join(base, 'numa_node'))
     dev = {
-        'class_id': _hex(_read(os.path.join(base, 'class')), 4),
-        'vendor_id': _hex(_read(os.path.join(base, 'vendor')), 4),
-        'device_id': _hex(_read(os.path.join(base, 'device')), 4),
-        'subsystem_vendor_id': _hex(_read(os.path.join(base, 'subsystem_vendor')), 4),
-        'subsystem_device_id': _hex(_read(os.path.join(base, 'subsystem_device')), 4),
-        'revision': _hex(_read(os.path.join(base, 'revision')), 2),
+        'class_id': hex_id(_read(os.path.join(base, 'class')), 4),
+        'vendor_id': hex_id(_read(os.path.join(base, 'vendor')), 4),
+        'device_id': hex_id(_read(os.path.join(base, 'device')), 4),
+        'subsystem_vendor_id': hex_id(_read(os.path.join(base, 'subsystem_vendor')), 4),
+        'subsystem_device_id': hex_id(_read(os.path.join(base, 'subsystem_device')), 4),
+        'revision': hex_id(_read(os.path.join(base, 'revision')), 2),
         'driver': link_name(os.path.join(base, 'driver')),
         'iommu_group': link_name(os.path.join(base, 'iommu_group')),
         'numa_node': int(numa) if numa and NUMBER.fullmatch(numa) else None,  # -1: no NUMA information

@@ -90,3 +90,26 @@ def test_every_reader_of_the_kernel_trees_uses_this_one():
     with open(gpu_holders.__file__.replace('.pyc', '.py'), encoding='utf-8') as handle:
         text = handle.read()
     assert 'os.readlink' not in text and 'open(' not in text
+
+
+@pytest.mark.parametrize('value,digits,expected', [
+    ('0x10de', 4, '10de'), ('0x10DE', 4, '10de'), ('0x030200', 4, '0302'), ('0xa1', 2, 'a1'), ('0x1', 4, '0001'),
+    ('10de', 4, None), ('0x', 4, None), ('0xzz', 4, None), ('', 4, None), (None, 4, None), ('0x10de\n', 4, None),
+])
+def test_hex_id(value, digits, expected):
+    assert sysfs.hex_id(value, digits) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=12), st.integers(min_value=1, max_value=8))
+def test_hex_id_is_hex_of_the_width_or_none(value, digits):
+    out = sysfs.hex_id(value, digits)
+    assert out is None or (len(out) == digits and all(c in '0123456789abcdef' for c in out))
+
+
+def test_the_binder_and_the_fact_reader_read_one_device_alike(sysfs):
+    sysfs.device('0000:41:00.0', '0302', '10de', '2236', group=7, driver='nvidia')
+    fact = sysfs_pci.read_device(sysfs.root, '0000:41:00.0')
+    st_ = vfio_bind.state(sysfs.root, '0000:41:00.0')
+    for key in ('vendor_id', 'device_id', 'class_id', 'driver', 'iommu_group'):
+        assert fact[key] == st_[key], key
