@@ -47,7 +47,7 @@ def check_labels(labels, name):
         raise ManifestError("pull secret %s: labels are %r; expected a map of label keys to values" % (name, labels))
     for key, value in labels.items():
         what = 'pull secret %s: label key %r' % (name, key)
-        prefix, _, base = key.rpartition('/') if isinstance(key, str) else ('', '', key)
+        prefix, dummy, base = key.rpartition('/') if isinstance(key, str) else ('', '', key)
         if prefix:
             checked(validators.dns1123_subdomain, prefix, what)
         if not base:
