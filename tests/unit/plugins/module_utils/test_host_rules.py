@@ -1,8 +1,8 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The host rules written once: the PCI address grammar (lspci parser and vfio binder), the IOMMU kernel arguments
-(kernel_cmdline, used by the MachineConfig builder) and the nouveau blacklist (the nouveau role and the
-MachineConfig write the same lines)."""
+"""The host rules written once: the PCI address grammar (lspci parser, vfio binder and the vfio role), the IOMMU
+kernel arguments (kernel_cmdline, used by the MachineConfig builder and the kernel_args role) and the nouveau
+blacklist (modprobe: the nouveau role and the MachineConfig write the same lines)."""
 
 from __future__ import annotations
 
