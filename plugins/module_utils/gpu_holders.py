@@ -10,6 +10,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import sysfs
+
 DEVICE = re.compile(r'/dev/nvidia(?P<minor>\d+)?(?:ctl|-uvm|-uvm-tools|-modeset|-nvswitchctl|-caps/.*)?')
 UNIT = re.compile(r'\.(service|scope|socket|mount|swap)$')
 
@@ -24,12 +26,12 @@ HOLDER_EXECUTABLES = (
 )
 
 
-def _read(path, mode='r'):
-    try:
-        with open(path, mode) as f:
-            return f.read()
-    except (IOError, OSError):
-        return None
+class HoldersError(ValueError):
+    """A /proc file that cannot be understood; the message names it (scan's callers catch ValueError)."""
+
+
+def _read(path):
+    return sysfs.read_text(path, HoldersError)
 
 
 def unit_from_cgroup(text):
@@ -64,7 +66,7 @@ def holder_category(holder):
 
 
 def _executable(proc, pid):
-    raw = _read(os.path.join(proc, pid, 'cmdline'), 'rb')
+    raw = sysfs.read_bytes(os.path.join(proc, pid, 'cmdline'))
     if raw:
         return os.path.basename(raw.split(b'\0', 1)[0].decode('utf-8', 'replace')) or None
     comm = _read(os.path.join(proc, pid, 'comm'))
@@ -72,7 +74,7 @@ def _executable(proc, pid):
 
 
 def command(proc, pid):
-    raw = _read(os.path.join(proc, pid, 'cmdline'), 'rb')
+    raw = sysfs.read_bytes(os.path.join(proc, pid, 'cmdline'))
     if raw:
         return raw.rstrip(b'\0').replace(b'\0', b' ').decode('utf-8', 'replace')
     comm = _read(os.path.join(proc, pid, 'comm'))
@@ -83,11 +85,7 @@ def minor_bdfs(proc):
     """GPU minor -> BDF from /proc/driver/nvidia/gpus/<bdf>/information ("Device Minor: 0")."""
     base = os.path.join(proc, 'driver', 'nvidia', 'gpus')
     out = {}
-    try:
-        bdfs = os.listdir(base)
-    except OSError:
-        return out
-    for bdf in bdfs:
+    for bdf in sysfs.list_names(base):
         m = re.search(r'Device Minor:\s*(\d+)', _read(os.path.join(base, bdf, 'information')) or '')
         if m:
             out[int(m.group(1))] = bdf.lower()
@@ -113,11 +111,8 @@ def scan(proc='/proc', gpus=None):
             continue
         seen = set()
         for fd in sorted(fds, key=lambda n: int(n) if n.isdigit() else -1):  # fd order, stable output
-            try:
-                target = os.readlink(os.path.join(fd_dir, fd))
-            except OSError:
-                continue
-            m = DEVICE.fullmatch(target)
+            target = sysfs.link_target(os.path.join(fd_dir, fd))
+            m = DEVICE.fullmatch(target) if target is not None else None
             if not m or target in seen:
                 continue
             seen.add(target)

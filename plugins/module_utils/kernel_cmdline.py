@@ -29,6 +29,8 @@ _WORD_END = ' \t;&|<>()'
 # (pass-through for the host's own DMA): the one rule for a host's boot loader and an OpenShift MachineConfig.
 IOMMU_ARGS = {'intel': 'intel_iommu=on', 'amd': 'amd_iommu=on'}
 IOMMU_PASSTHROUGH_ARG = 'iommu=pt'
+# The kernel_args role's vendor when the IOMMU is switched off: no argument at all, not even iommu=pt.
+IOMMU_OFF = 'none'
 
 DROPIN_HEADER = "# Managed by gpuvirt.provision (kernel_args role). Local changes are overwritten.\n"
 
@@ -81,6 +83,17 @@ def iommu_args(cpu_vendor, passthrough=True):
     if not isinstance(cpu_vendor, str) or cpu_vendor not in IOMMU_ARGS:
         raise CmdlineError("CPU vendor %r is not %s" % (cpu_vendor, ' or '.join(sorted(IOMMU_ARGS, reverse=True))))
     return [IOMMU_ARGS[cpu_vendor]] + ([IOMMU_PASSTHROUGH_ARG] if passthrough else [])
+
+
+def host_iommu_args(vendor, passthrough=True):
+    """The IOMMU arguments of a host the kernel_args role prepares: ``iommu_args`` for intel or amd, nothing for
+    ``'none'`` (the role's vendor when the IOMMU is switched off). ``passthrough`` must be a real boolean: a
+    string "false" from -e would otherwise count as true."""
+    if not isinstance(passthrough, bool):
+        raise CmdlineError("passthrough is %r; expected a boolean" % (passthrough,))
+    if vendor == IOMMU_OFF:
+        return []
+    return iommu_args(vendor, passthrough)
 
 
 def validate_patterns(patterns):

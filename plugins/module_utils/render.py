@@ -105,3 +105,54 @@ def needs_write(path, content, mode):
     if current != content:
         return True, True
     return False, (os.stat(path).st_mode & 0o7777) != mode
+
+
+def place(dest, entries, mode, phase, check_mode):
+    """The common end of render_file and render_manifests. With a render session open in ``dest``, note every
+    entry in it (the session writes each file once when it closes; in check mode nothing is noted and the close
+    reports). Without one, write each entry whose content or mode differs, atomically, and give the diff, a
+    Secret's values redacted.
+
+    ``entries`` are dicts: ``name`` (the file name), ``writer`` (who renders it, for the session's messages) and
+    either ``object`` (a Kubernetes object, dumped as YAML) or ``content`` (the text of a file that is no object,
+    such as Helm values). Returns ``{'changed', 'files', 'deferred', 'diff'}``: ``files`` the paths written or to
+    be written, ``diff`` ``{'before', 'after'}`` or None when no file's content changes. A RenderError raised
+    here carries ``files``, the entries noted before it."""
+    # imported here: render_session builds on this module, so a top-level import would be circular
+    from ansible_collections.gpuvirt.provision.plugins.module_utils import render_session
+
+    if not os.path.isdir(dest) and not check_mode:  # check mode: the directory task only pretended
+        raise RenderError('%s is not a directory: create it first' % dest)
+    if os.path.isdir(dest) and render_session.session(dest) is not None:
+        if check_mode:  # a play previewing inside a real render run: the session's close writes and reports
+            return {'changed': False, 'files': [os.path.join(dest, e['name']) for e in entries], 'deferred': True,
+                    'diff': None}
+        files = []
+        for entry in entries:
+            try:
+                if 'object' in entry:
+                    name = render_session.record(dest, entry['object'], entry['name'], entry['writer'], phase, mode)
+                else:
+                    name = render_session.record_file(dest, entry['name'], entry['content'], entry['writer'], phase,
+                                                      mode)
+            except RenderError as e:
+                e.files = files
+                raise
+            files.append(os.path.join(dest, name))
+        return {'changed': False, 'files': files, 'deferred': True, 'diff': None}
+    files, changed, before, after = [], False, [], []
+    for entry in entries:
+        path = os.path.join(dest, entry['name'])
+        content = dump(entry['object']) if 'object' in entry else entry['content']
+        content_differs, mode_differs = needs_write(path, content, mode)
+        files.append(path)
+        if content_differs:
+            old, content_shown = render_session.diff_texts(path, content, entry.get('object'))
+            before.append(old)
+            after.append(content_shown)
+        if content_differs or mode_differs:
+            changed = True
+            if not check_mode:
+                write_atomic(path, content, mode)
+    diff = {'before': ''.join(before), 'after': ''.join(after)} if before else None
+    return {'changed': changed, 'files': files, 'deferred': False, 'diff': diff}

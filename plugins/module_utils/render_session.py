@@ -265,11 +265,7 @@ def close_session(dest, dump):
         path = os.path.join(dest, entry['file'])
         content_differs, mode_differs = render.needs_write(path, content, entry.get('mode', 0o644))
         if content_differs:
-            old = render.read(path) or ''
-            if (entry.get('object') or {}).get('kind') == 'Secret':
-                old, content_shown = redact_secret_texts(old, content)
-            else:
-                content_shown = content
+            old, content_shown = diff_texts(path, content, entry.get('object'))
             before.append(old)
             after.append(content_shown)
         if content_differs or mode_differs:
@@ -305,6 +301,16 @@ def close_session(dest, dump):
     os.unlink(os.path.join(dest, LOCK))
     return {'closed': True, 'written': written_files, 'pruned': pruned, 'files': sorted(ours),
             'before': ''.join(before), 'after': ''.join(after)}
+
+
+def diff_texts(path, content, obj=None):
+    """What a diff shows for writing ``content`` (the rendering of ``obj``, None for a file that is no object) to
+    ``path``: the file's text now and ``content``; for a Secret, both with every value redacted, so its keys show
+    what changed and the credential never reaches the output."""
+    old = render.read(path) or ''
+    if (obj or {}).get('kind') == 'Secret':
+        return redact_secret_texts(old, content)
+    return old, content
 
 
 def redact_secret_texts(before, after):

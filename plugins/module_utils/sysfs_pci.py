@@ -11,7 +11,7 @@ import os
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import lspci as lspci_mod
-from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import hex_id, link_name, list_names, read_text
 
 HEX4 = re.compile(r'[0-9a-f]{4}')
 CLASS_FILTER = re.compile(r'[0-9a-f]{2}([0-9a-f]{2})?')
@@ -37,29 +37,12 @@ def _count(base, name, value):
     return int(value)
 
 
-def _link_name(path):
-    """Basename of a symlink target (driver, iommu_group, physfn), None when absent."""
-    try:
-        return os.path.basename(os.readlink(path))
-    except (IOError, OSError):
-        return None
-
-
-def _hex(value, digits):
-    if not value or not value.startswith('0x'):
-        return None
-    return value[2:2 + digits].lower()
-
-
 def pci_dir(root, bdf):
     return os.path.join(root, 'bus', 'pci', 'devices', bdf)
 
 
 def list_bdfs(root):
-    try:
-        return sorted(os.listdir(os.path.join(root, 'bus', 'pci', 'devices')))
-    except OSError:
-        return []
+    return list_names(os.path.join(root, 'bus', 'pci', 'devices'))
 
 
 def read_device(root, bdf):
@@ -69,25 +52,21 @@ def read_device(root, bdf):
         return None
     numa = _read(os.path.join(base, 'numa_node'))
     dev = {
-        'class_id': _hex(_read(os.path.join(base, 'class')), 4),
-        'vendor_id': _hex(_read(os.path.join(base, 'vendor')), 4),
-        'device_id': _hex(_read(os.path.join(base, 'device')), 4),
-        'subsystem_vendor_id': _hex(_read(os.path.join(base, 'subsystem_vendor')), 4),
-        'subsystem_device_id': _hex(_read(os.path.join(base, 'subsystem_device')), 4),
-        'revision': _hex(_read(os.path.join(base, 'revision')), 2),
-        'driver': _link_name(os.path.join(base, 'driver')),
-        'iommu_group': _link_name(os.path.join(base, 'iommu_group')),
+        'class_id': hex_id(_read(os.path.join(base, 'class')), 4),
+        'vendor_id': hex_id(_read(os.path.join(base, 'vendor')), 4),
+        'device_id': hex_id(_read(os.path.join(base, 'device')), 4),
+        'subsystem_vendor_id': hex_id(_read(os.path.join(base, 'subsystem_vendor')), 4),
+        'subsystem_device_id': hex_id(_read(os.path.join(base, 'subsystem_device')), 4),
+        'revision': hex_id(_read(os.path.join(base, 'revision')), 2),
+        'driver': link_name(os.path.join(base, 'driver')),
+        'iommu_group': link_name(os.path.join(base, 'iommu_group')),
         'numa_node': int(numa) if numa and NUMBER.fullmatch(numa) else None,  # -1: no NUMA information
-        'physfn': _link_name(os.path.join(base, 'physfn')),
+        'physfn': link_name(os.path.join(base, 'physfn')),
         'sriov': None,
     }
     total = _read(os.path.join(base, 'sriov_totalvfs'))
     if total is not None:
-        try:
-            names = os.listdir(base)
-        except OSError:
-            names = []
-        vfs = [_link_name(os.path.join(base, n)) for n in names if re.fullmatch(r'virtfn\d+', n)]
+        vfs = [link_name(os.path.join(base, n)) for n in list_names(base) if re.fullmatch(r'virtfn\d+', n)]
         numvfs = _read(os.path.join(base, 'sriov_numvfs'))
         dev['sriov'] = {'totalvfs': _count(base, 'sriov_totalvfs', total),
                         'numvfs': _count(base, 'sriov_numvfs', numvfs), 'vfs': sorted(v for v in vfs if v)}
@@ -97,17 +76,7 @@ def read_device(root, bdf):
 def iommu_groups(root):
     """{group: [BDF, ...]} from <root>/kernel/iommu_groups/<n>/devices; {} when the IOMMU is off."""
     base = os.path.join(root, 'kernel', 'iommu_groups')
-    out = {}
-    try:
-        groups = os.listdir(base)
-    except OSError:
-        return out
-    for g in groups:
-        try:
-            out[g] = sorted(os.listdir(os.path.join(base, g, 'devices')))
-        except OSError:
-            out[g] = []
-    return out
+    return dict((g, list_names(os.path.join(base, g, 'devices'))) for g in list_names(base))
 
 
 def iommu_summary(root, groups):

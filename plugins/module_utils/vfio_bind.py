@@ -14,7 +14,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import pci_address
-from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import hex_id, link_name, list_names, read_text
 
 
 class BindError(Exception):
@@ -39,17 +39,6 @@ def _write(path, value):
         f.write(value)
 
 
-def _link_name(path):
-    return os.path.basename(os.path.realpath(path)) if os.path.islink(path) else None
-
-
-def _hex(value, width):
-    """sysfs ids read like "0x10de" / "0x030200": return the lower-case hex digits we compare on."""
-    if not value:
-        return None
-    return value.lower().replace('0x', '').zfill(width)[:width]
-
-
 def state(sysfs_root, bdf):
     """What sysfs says about one device: exists, ids, driver, driver_override, iommu_group."""
     d = device_dir(sysfs_root, bdf)
@@ -60,25 +49,20 @@ def state(sysfs_root, bdf):
     override = _read(os.path.join(d, 'driver_override'))
     st.update(
         exists=True,
-        vendor_id=_hex(_read(os.path.join(d, 'vendor')), 4),
-        device_id=_hex(_read(os.path.join(d, 'device')), 4),
-        class_id=_hex(_read(os.path.join(d, 'class')), 6),
-        driver=_link_name(os.path.join(d, 'driver')),
+        vendor_id=hex_id(_read(os.path.join(d, 'vendor')), 4),
+        device_id=hex_id(_read(os.path.join(d, 'device')), 4),
+        class_id=hex_id(_read(os.path.join(d, 'class')), 4),  # class and subclass: 0302 a 3D controller
+        driver=link_name(os.path.join(d, 'driver')),
         driver_override=None if override in (None, '', '(null)') else override,
-        iommu_group=_link_name(os.path.join(d, 'iommu_group')),
+        iommu_group=link_name(os.path.join(d, 'iommu_group')),
     )
-    if st['class_id']:
-        st['class_id'] = st['class_id'][:4]
     return st
 
 
 def group_members(sysfs_root, group):
     """Every device of an IOMMU group, sorted (they must all move to vfio-pci together)."""
     path = os.path.join(sysfs_root, 'kernel', 'iommu_groups', group, 'devices')
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
+    return list_names(path)
 
 
 def expand_groups(sysfs_root, bdfs):

@@ -12,7 +12,7 @@ import os
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import short_type_name
-from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import link_name, list_names, read_text
 
 UUID = re.compile(r'[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}')
 DIGITS = re.compile(r'[0-9]+')
@@ -26,13 +26,6 @@ class VgpuError(ValueError):
 
 def _read(path):
     return read_text(path, VgpuError)
-
-
-def _listdir(path):
-    try:
-        return sorted(os.listdir(path))
-    except OSError:
-        return []
 
 
 def parse_description(text):
@@ -57,20 +50,17 @@ def _type(type_id, name, description=None, available=None, device_api=None):
 
 
 def _physfn(root, bdf):
-    try:
-        return os.path.basename(os.readlink(os.path.join(root, 'bus', 'pci', 'devices', bdf, 'physfn')))
-    except OSError:
-        return None
+    return link_name(os.path.join(root, 'bus', 'pci', 'devices', bdf, 'physfn'))
 
 
 def mdev_parents(root, problems=None):
     """Parents under <root>/class/mdev_bus (the kernel's list of mdev-capable devices)."""
     problems = [] if problems is None else problems
     out = []
-    for parent in _listdir(os.path.join(root, 'class', 'mdev_bus')):
+    for parent in list_names(os.path.join(root, 'class', 'mdev_bus')):
         base = os.path.join(root, 'class', 'mdev_bus', parent)
         types, devices = [], []
-        for tid in _listdir(os.path.join(base, 'mdev_supported_types')):
+        for tid in list_names(os.path.join(base, 'mdev_supported_types')):
             tdir = os.path.join(base, 'mdev_supported_types', tid)
             path = os.path.join(tdir, 'available_instances')
             avail = available_count(_read(path), path, problems)
@@ -79,12 +69,9 @@ def mdev_parents(root, problems=None):
                                _read(os.path.join(tdir, 'device_api'))))
         names = dict((t['type_id'], t['name']) for t in types)
         # instances are <parent>/<uuid>/ with mdev_type -> ../mdev_supported_types/<type>
-        for entry in _listdir(base):
+        for entry in list_names(base):
             if UUID.fullmatch(entry):
-                try:
-                    tid = os.path.basename(os.readlink(os.path.join(base, entry, 'mdev_type')))
-                except OSError:
-                    tid = None
+                tid = link_name(os.path.join(base, entry, 'mdev_type'))
                 devices.append({'uuid': entry, 'type_id': tid, 'name': names.get(tid)})
         out.append({'parent': parent, 'interface': 'mdev', 'physfn': _physfn(root, parent), 'types': types,
                     'devices': devices, 'current_type': None})
@@ -118,7 +105,7 @@ def available_count(value, where, problems):
 def vendor_parents(root):
     """VFs with an nvidia/ directory (vGPU 17+ vendor-specific VFIO)."""
     found = []
-    for bdf in _listdir(os.path.join(root, 'bus', 'pci', 'devices')):
+    for bdf in list_names(os.path.join(root, 'bus', 'pci', 'devices')):
         ndir = os.path.join(root, 'bus', 'pci', 'devices', bdf, 'nvidia')
         creatable = _read(os.path.join(ndir, 'creatable_vgpu_types'))
         if creatable is None:

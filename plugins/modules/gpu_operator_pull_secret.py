@@ -45,6 +45,9 @@ options:
   image_repository:
     description: The vGPU Manager image repository, checked to be in O(registry).
     type: str
+  labels:
+    description: Labels of the Secret (keys and values by the Kubernetes label grammar).
+    type: dict
 extends_documentation_fragment:
   - gpuvirt.provision.attributes.builds_only
 '''
@@ -83,6 +86,7 @@ def main():
             password=dict(type='str', required=True, no_log=True),
             email=dict(type='str'),
             image_repository=dict(type='str'),
+            labels=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -90,7 +94,8 @@ def main():
     try:
         if p['image_repository']:
             ps.check_registry_matches(p['registry'], gop.registry_of(p['image_repository']), p['name'])
-        obj = ps.build_pull_secret(p['name'], p['namespace'], p['registry'], p['username'], p['password'], p['email'])
+        obj = ps.build_pull_secret(p['name'], p['namespace'], p['registry'], p['username'], p['password'], p['email'],
+                                   p['labels'])
     except ps.ManifestError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, object=obj)

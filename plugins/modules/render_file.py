@@ -69,7 +69,6 @@ path:
   returned: success
 '''
 
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
@@ -94,22 +93,14 @@ def main():
     if not render_session.FILE_RE.fullmatch(p['name']) or p['name'] == render_session.KUSTOMIZATION:
         module.fail_json(msg='name %r is not valid; expected a file name of letters, digits, ".", "_" and "-" ending '
                              'in .yaml, not %s' % (p['name'], render_session.KUSTOMIZATION))
-    if not os.path.isdir(p['dest']) and not module.check_mode:
-        module.fail_json(msg='%s is not a directory: create it first' % p['dest'])
-    path = os.path.join(p['dest'], p['name'])
-    if os.path.isdir(p['dest']) and render_session.session(p['dest']) is not None:
-        if not module.check_mode:
-            try:
-                render_session.record_file(p['dest'], p['name'], p['content'], p['name'], p['phase'], mode)
-            except render.RenderError as e:
-                module.fail_json(msg=str(e))
-        module.exit_json(changed=False, path=path, deferred=True)
-    content_differs, mode_differs = render.needs_write(path, p['content'], mode)
-    result = dict(changed=content_differs or mode_differs, path=path, deferred=False)
-    if module._diff and content_differs:
-        result['diff'] = {'before': render.read(path) or '', 'after': p['content']}
-    if result['changed'] and not module.check_mode:
-        render.write_atomic(path, p['content'], mode)
+    try:
+        placed = render.place(p['dest'], [{'name': p['name'], 'content': p['content'], 'writer': p['name']}], mode,
+                              p['phase'], module.check_mode)
+    except render.RenderError as e:
+        module.fail_json(msg=str(e))
+    result = dict(changed=placed['changed'], path=placed['files'][0], deferred=placed['deferred'])
+    if module._diff and placed['diff']:
+        result['diff'] = placed['diff']
     module.exit_json(**result)
 
 

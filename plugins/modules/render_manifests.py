@@ -86,10 +86,9 @@ files:
   sample: [/srv/gitops/gpu/10-operator-000-namespace-cluster-nvidia-gpu-operator.yaml]
 '''
 
-import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
+from ansible_collections.gpuvirt.provision.plugins.module_utils import render
 
 
 def main():
@@ -123,42 +122,16 @@ def main():
             module.fail_json(msg='file_name names one file but objects has %d objects; give exactly one'
                                  % len(names))
         names = [p['file_name']]
-    if not os.path.isdir(p['dest']) and not module.check_mode:  # check mode: the directory task only pretended
-        module.fail_json(msg='%s is not a directory: create it first' % p['dest'])
-    in_session = os.path.isdir(p['dest']) and render_session.session(p['dest']) is not None
-    if in_session and module.check_mode:
-        # a play previewing inside a real render run: the session's close writes and reports the files
-        module.exit_json(changed=False, files=[os.path.join(p['dest'], name) for name in names], deferred=True)
-    if in_session:
-        # a render session is open: the objects are written once each when it closes
-        files = []
-        for obj, name in zip(p['objects'], names):
-            try:
-                files.append(os.path.join(p['dest'], render_session.record(
-                    p['dest'], obj, name, p['prefix'] or name, p['phase'], mode)))
-            except render.RenderError as e:
-                module.fail_json(msg=str(e), files=files)
-        module.exit_json(changed=False, files=files, deferred=True)
-    files, changed, before, after = [], False, [], []
-    for obj, name in zip(p['objects'], names):
-        path = os.path.join(p['dest'], name)
-        content = render.dump(obj)
-        content_differs, mode_differs = render.needs_write(path, content, mode)
-        files.append(path)
-        if content_differs:
-            old = render.read(path) or ''
-            # a Secret's values never reach the diff: its keys show what changed
-            old, shown = render_session.redact_secret_texts(old, content) if obj.get('kind') == 'Secret' \
-                else (old, content)
-            before.append(old)
-            after.append(shown)
-        if content_differs or mode_differs:
-            changed = True
-            if not module.check_mode:
-                render.write_atomic(path, content, mode)
-    result = dict(changed=changed, files=files)
-    if module._diff and changed:
-        result['diff'] = {'before': ''.join(before), 'after': ''.join(after)}
+    entries = [{'name': name, 'object': obj, 'writer': p['prefix'] or name} for obj, name in zip(p['objects'], names)]
+    try:
+        placed = render.place(p['dest'], entries, mode, p['phase'], module.check_mode)
+    except render.RenderError as e:
+        module.fail_json(msg=str(e), files=getattr(e, 'files', []))
+    result = dict(changed=placed['changed'], files=placed['files'])
+    if placed['deferred']:
+        result['deferred'] = True
+    if module._diff and placed['diff']:
+        result['diff'] = placed['diff']
     module.exit_json(**result)
 
 

@@ -14,14 +14,15 @@ __metaclass__ = type
 
 import base64
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, modprobe, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 MC_API_VERSION = 'machineconfiguration.openshift.io/v1'
 ROLE_LABEL = 'machineconfiguration.openshift.io/role'
 IGNITION_VERSION = '3.2.0'
 NOUVEAU_PATH = '/etc/modprobe.d/blacklist-nouveau.conf'
-NOUVEAU_TEXT = 'blacklist nouveau\noptions nouveau modeset=0\n'
+# the nouveau role's lines without its header comment: the file Ignition writes stays as it always was
+NOUVEAU_TEXT = modprobe.blacklist_text('nouveau')
 BUILTIN_POOLS = ('master', 'worker')
 # What the machine-config-daemon writes on each Node (openshift/machine-config-operator,
 # pkg/daemon/constants/constants.go): the rendered config it runs, the one it is told to run, and its state

@@ -39,15 +39,38 @@ def check_login(name, registry, username, password_given, image_registry=None, c
     check_registry_matches(registry, image_registry, name)
 
 
-def build_pull_secret(name, namespace, registry, username, password, email=None):
-    """A dockerconfigjson Secret holding one registry login."""
+def check_labels(labels, name):
+    """Labels for the Secret's metadata: keys ``[prefix/]name`` and values by the Kubernetes label grammar."""
+    if labels is None:
+        return
+    if not isinstance(labels, dict):
+        raise ManifestError("pull secret %s: labels are %r; expected a map of label keys to values" % (name, labels))
+    for key, value in labels.items():
+        what = 'pull secret %s: label key %r' % (name, key)
+        prefix, dummy, base = key.rpartition('/') if isinstance(key, str) else ('', '', key)
+        if prefix:
+            checked(validators.dns1123_subdomain, prefix, what)
+        if not base:
+            raise ManifestError("%s has no name after its prefix" % what)
+        checked(validators.label_value, base, what)
+        checked(validators.label_value, value, 'pull secret %s: label %s' % (name, key))
+
+
+def build_pull_secret(name, namespace, registry, username, password, email=None, labels=None):
+    """A dockerconfigjson Secret holding one registry login; ``labels`` (a map) go into its metadata. The one
+    builder of this Secret: the gpu_operator role and the vgpu_manager_image role both get it from the
+    gpu_operator_pull_secret module."""
     check_login(name, registry, username, bool(password))
+    check_labels(labels, name)
     entry = {'username': username, 'password': password, 'auth': _b64('%s:%s' % (username, password))}
     if email:
         entry['email'] = email
     config = json.dumps({'auths': {registry: entry}}, sort_keys=True)
+    metadata = {'name': name, 'namespace': namespace}
+    if labels:
+        metadata['labels'] = dict(labels)
     return {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dockerconfigjson',
-            'metadata': {'name': name, 'namespace': namespace},
+            'metadata': metadata,
             'data': {'.dockerconfigjson': _b64(config)}}
 
 

@@ -56,3 +56,30 @@ def test_the_secret_file_is_0600_even_under_umask_0_and_the_password_stays_out_o
     assert doc['type'] == 'kubernetes.io/dockerconfigjson'
     config = json.loads(base64.b64decode(doc['data']['.dockerconfigjson']))
     assert config['auths']['registry.example.com:5000']['password'] == password
+
+
+def test_the_secret_comes_from_the_one_builder_and_every_task_with_the_credential_is_no_log():
+    tasks = yaml.safe_load(open(TASKS).read())
+    (build,) = [t for t in tasks if 'gpuvirt.provision.gpu_operator_pull_secret' in t]
+    assert build['gpuvirt.provision.gpu_operator_pull_secret']['password'] == \
+        '{{ vgpu_manager_image_registry_password }}'
+    assert all(t.get('no_log') is True for t in tasks), [t['name'] for t in tasks if t.get('no_log') is not True]
+    # no dockerconfigjson spelled in Jinja beside the builder
+    assert 'b64encode' not in open(TASKS).read()
+
+
+def test_the_written_secret_is_the_builders_with_the_managed_by_label(tmp_path):
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret
+    (tmp_path / 'play.yml').write_text(PLAY)
+    path = tmp_path / 'pull-secret.yaml'
+    extra = {'ansible_python_interpreter': sys.executable, 'vgpu_manager_image_registry': 'registry.example.com:5000',
+             'vgpu_manager_image_registry_username': 'puller', 'vgpu_manager_image_registry_password': 'Pw-1',
+             'vgpu_manager_image_pull_secret_file': str(path)}
+    proc = subprocess.run(['ansible-playbook', '-i', 'localhost,', str(tmp_path / 'play.yml'), '-e', json.dumps(extra)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = yaml.safe_load(path.read_text())
+    assert doc == pull_secret.build_pull_secret('vgpu-registry-secret', 'nvidia-gpu-operator',
+                                                'registry.example.com:5000', 'puller', 'Pw-1',
+                                                labels={'app.kubernetes.io/managed-by': 'gpuvirt.provision'})
+    assert doc['metadata']['labels'] == {'app.kubernetes.io/managed-by': 'gpuvirt.provision'}

@@ -96,3 +96,79 @@ def test_file_mode_reads_octal_text(text, mode):
 def test_file_mode_refuses_what_is_not_a_permission_mode(text):
     with pytest.raises(render.RenderError, match='is not an octal file mode'):
         render.file_mode(text)
+
+
+# render.place: the common end of render_file and render_manifests
+
+SECRET = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'pull', 'namespace': 'gpu'},
+          'data': {'.dockerconfigjson': 'c2VjcmV0'}}
+
+
+def test_place_writes_what_differs_and_reports_the_diff(tmp_path):
+    dest = str(tmp_path)
+    placed = render.place(dest, [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'},
+                                 {'name': 'values.yaml', 'content': 'a: 1\n', 'writer': 'values.yaml'}],
+                          0o644, '', False)
+    assert placed == {'changed': True, 'deferred': False,
+                      'files': [os.path.join(dest, 'cm.yaml'), os.path.join(dest, 'values.yaml')],
+                      'diff': {'before': '', 'after': render.dump(CM) + 'a: 1\n'}}
+    assert (tmp_path / 'cm.yaml').read_text() == render.dump(CM)
+    again = render.place(dest, [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'}], 0o644, '', False)
+    assert again['changed'] is False and again['diff'] is None
+
+
+def test_place_fixes_a_mode_without_a_diff(tmp_path):
+    (tmp_path / 'values.yaml').write_text('a: 1\n')
+    os.chmod(str(tmp_path / 'values.yaml'), 0o644)
+    placed = render.place(str(tmp_path), [{'name': 'values.yaml', 'content': 'a: 1\n', 'writer': 'v'}], 0o600, '',
+                          False)
+    assert placed['changed'] is True and placed['diff'] is None
+    assert stat.S_IMODE(os.stat(str(tmp_path / 'values.yaml')).st_mode) == 0o600
+
+
+def test_place_in_check_mode_writes_nothing(tmp_path):
+    placed = render.place(str(tmp_path), [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'}], 0o644, '', True)
+    assert placed['changed'] is True and not os.listdir(str(tmp_path))
+    # a directory the play only pretended to create: no failure in check mode
+    assert render.place(str(tmp_path / 'new'), [{'name': 'v.yaml', 'content': '', 'writer': 'v'}], 0o644, '',
+                        True)['changed'] is True
+
+
+def test_place_refuses_a_missing_directory(tmp_path):
+    with pytest.raises(render.RenderError, match='is not a directory: create it first'):
+        render.place(str(tmp_path / 'new'), [{'name': 'v.yaml', 'content': '', 'writer': 'v'}], 0o644, '', False)
+
+
+def test_place_redacts_a_secrets_values_in_the_diff(tmp_path):
+    placed = render.place(str(tmp_path), [{'name': 's.yaml', 'object': SECRET, 'writer': 's'}], 0o600, '', False)
+    assert 'c2VjcmV0' not in placed['diff']['after'] and 'c2VjcmV0' in (tmp_path / 's.yaml').read_text()
+
+
+def test_place_in_a_session_records_and_writes_nothing(tmp_path):
+    from ansible_collections.gpuvirt.provision.plugins.module_utils import render_session
+    dest = str(tmp_path)
+    render_session.open_session(dest, 'site', pid=os.getpid())
+    entries = [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'},
+               {'name': 'values.yaml', 'content': 'a: 1\n', 'writer': 'values.yaml'}]
+    preview = render.place(dest, entries, 0o644, 'p', True)
+    assert preview['deferred'] is True and preview['changed'] is False
+    assert not render_session.session(dest)['objects']
+    placed = render.place(dest, entries, 0o644, 'p', False)
+    assert placed == {'changed': False, 'deferred': True, 'diff': None,
+                      'files': [os.path.join(dest, 'cm.yaml'), os.path.join(dest, 'values.yaml')]}
+    lock = render_session.session(dest)
+    assert len(lock['objects']) == 1 and list(lock['files']) == ['values.yaml']
+    assert not set(os.listdir(dest)) & {"cm.yaml", "values.yaml"}  # written when the session closes
+
+
+def test_place_in_a_session_names_the_files_noted_before_a_refusal(tmp_path):
+    from ansible_collections.gpuvirt.provision.plugins.module_utils import render_session
+    dest = str(tmp_path)
+    render_session.open_session(dest, 'site', pid=os.getpid())
+    other = dict(CM, data={'a': '1'})
+    render.place(dest, [{'name': 'cm.yaml', 'object': dict(CM, data={'a': '2'}), 'writer': 'first'}], 0o644, '', False)
+    with pytest.raises(render.RenderError, match='rendered twice, differently') as err:
+        render.place(dest, [{'name': 'ns.yaml', 'object': dict(CM, metadata={'name': 'x', 'namespace': 'gpu'}),
+                             'writer': 'second'},
+                            {'name': 'cm2.yaml', 'object': other, 'writer': 'second'}], 0o644, '', False)
+    assert err.value.files == [os.path.join(dest, 'ns.yaml')]

@@ -247,3 +247,15 @@ def test_operator_crs_skip_argo_cd_dry_run_other_objects_do_not():
                       ('machineconfiguration.openshift.io/v1', 'MachineConfig'), ('example.com/v1', 'KubeVirt')):
         out = rs.with_argocd({'apiVersion': api, 'kind': kind, 'metadata': {'name': 'n'}}, '20-x.yaml')
         assert out['metadata']['annotations'] == {'argocd.argoproj.io/sync-wave': '20'}
+
+
+def test_diff_texts_redact_a_secret_and_keep_anything_else(tmp_path):
+    secret = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 's', 'namespace': 'gpu'},
+              'data': {'token': 'b2xk'}}
+    path = tmp_path / 's.yaml'
+    path.write_text(render.dump(secret))
+    new = render.dump(dict(secret, data={'token': 'bmV3'}))
+    old_shown, new_shown = rs.diff_texts(str(path), new, secret)
+    assert 'b2xk' not in old_shown and 'bmV3' not in new_shown and rs.REDACTED_CHANGED in new_shown
+    assert rs.diff_texts(str(path), 'a: 1\n') == (render.dump(secret), 'a: 1\n')
+    assert rs.diff_texts(str(tmp_path / 'missing.yaml'), 'a: 1\n', {'kind': 'ConfigMap'}) == ('', 'a: 1\n')

@@ -41,3 +41,27 @@ def test_errors_name_the_field_not_the_password():
 def test_a_registry_outside_the_host_port_grammar_is_refused(registry):
     with pytest.raises(pull_secret.ManifestError, match='gpu_operator_pull_secret.registry'):
         pull_secret.check_login('pull', registry, 'u', True)
+
+
+def test_labels_go_into_the_metadata_and_none_leaves_it_as_it_was():
+    plain = pull_secret.build_pull_secret('vgpu-pull', 'gpu', 'registry.example.com', 'bob', 'pw')
+    assert plain['metadata'] == {'name': 'vgpu-pull', 'namespace': 'gpu'}
+    labelled = pull_secret.build_pull_secret('vgpu-pull', 'gpu', 'registry.example.com', 'bob', 'pw',
+                                             labels={'app.kubernetes.io/managed-by': 'gpuvirt.provision'})
+    schema.validate(labelled)
+    assert labelled['metadata']['labels'] == {'app.kubernetes.io/managed-by': 'gpuvirt.provision'}
+    assert dict(labelled, metadata=plain['metadata']) == plain
+
+
+@pytest.mark.parametrize('labels,named', [
+    ('a=b', 'expected a map'),
+    ({'bad key!': 'x'}, 'label key'),
+    ({'Example.com/x': 'y'}, 'label key'),
+    ({'example.com/': 'y'}, 'has no name after its prefix'),
+    ({'ok': 'not ok!'}, 'label ok'),
+    ({'ok': 3}, 'label ok'),
+])
+def test_bad_labels_are_refused_naming_them_not_the_password(labels, named):
+    with pytest.raises(pull_secret.ManifestError, match=named) as err:
+        pull_secret.build_pull_secret('vgpu-pull', 'gpu', 'registry.example.com', 'bob', 'hunter2', labels=labels)
+    assert 'hunter2' not in str(err.value)

@@ -1,0 +1,77 @@
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host_rules filters: thin carriers of the module_utils rules into a play, failing as filters do."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpuvirt.provision.plugins.filter import host_rules
+from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, vfio_bind
+
+
+def test_the_filters_are_registered():
+    assert set(host_rules.FilterModule().filters()) >= {'iommu_kernel_args', 'modprobe_blacklist', 'invalid_bdfs'}
+
+
+@pytest.mark.parametrize('vendor,passthrough,expected', [
+    ('intel', True, ['intel_iommu=on', 'iommu=pt']),
+    ('amd', True, ['amd_iommu=on', 'iommu=pt']),
+    ('intel', False, ['intel_iommu=on']),
+    ('none', True, []),
+    ('none', False, []),
+])
+def test_iommu_kernel_args(vendor, passthrough, expected):
+    assert host_rules.iommu_kernel_args(vendor, passthrough) == expected
+    assert expected == kernel_cmdline.host_iommu_args(vendor, passthrough)
+
+
+def test_iommu_kernel_args_passthrough_defaults_to_true():
+    assert host_rules.iommu_kernel_args('amd') == ['amd_iommu=on', 'iommu=pt']
+
+
+@pytest.mark.parametrize('vendor,passthrough', [('arm', True), ('unknown', True), ('intel', 'false')])
+def test_iommu_kernel_args_fails_as_a_filter(vendor, passthrough):
+    with pytest.raises(AnsibleFilterError, match='iommu_kernel_args: '):
+        host_rules.iommu_kernel_args(vendor, passthrough)
+
+
+def test_modprobe_blacklist():
+    assert host_rules.modprobe_blacklist('nouveau') == 'blacklist nouveau\noptions nouveau modeset=0\n'
+    assert host_rules.modprobe_blacklist('nouveau', 'who') == '# who\nblacklist nouveau\noptions nouveau modeset=0\n'
+
+
+@pytest.mark.parametrize('module,header', [('no uveau', None), ('nouveau', 'a\nb')])
+def test_modprobe_blacklist_fails_as_a_filter(module, header):
+    with pytest.raises(AnsibleFilterError, match='modprobe_blacklist: '):
+        host_rules.modprobe_blacklist(module, header)
+
+
+@pytest.mark.parametrize('values,bad', [
+    (['0000:41:00.0', '10000:00:05.0', '1a2b3c4d:00:00.0'], []),
+    (['41:00.0', '0000:41:00.0', '0000:C1:00.0', '123456789:00:00.0', 7, None],
+     ['41:00.0', '0000:C1:00.0', '123456789:00:00.0', 7, None]),
+    ([], []),
+])
+def test_invalid_bdfs(values, bad):
+    assert host_rules.invalid_bdfs(values) == bad
+
+
+@pytest.mark.parametrize('values', ['0000:41:00.0', None, {'a': 1}])
+def test_invalid_bdfs_wants_a_list(values):
+    with pytest.raises(AnsibleFilterError, match='invalid_bdfs: .* is not a list'):
+        host_rules.invalid_bdfs(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.from_regex(r'(?:[0-9a-fA-F]{3,9}:)?[0-9a-fA-F]{1,3}:[0-9a-fA-F]{1,3}\.[0-9]', fullmatch=True),
+                 st.text(max_size=20)))
+def test_invalid_bdfs_refuses_exactly_what_the_binder_refuses(value):
+    try:
+        vfio_bind.validate_bdf(value)
+        binder_accepts = True
+    except vfio_bind.BindError:
+        binder_accepts = False
+    assert host_rules.invalid_bdfs([value]) == ([] if binder_accepts else [value])
