@@ -9,7 +9,7 @@ the IOMMU on, whether the host binds its GPUs to vfio-pci itself, the kind of re
 whether it is a vGPU pool. Adding a pool kind is a new row here (plus its docs and tests).
 
 ``gpu_hosts`` turns the inventory (its groups and the hosts' variables) into the per-host view:
-``[{host, node, pool, groups, vgpu_config, vgpu_types, facts, gathered}]``, one entry per GPU host, in the order
+``[{host, node, pool, traits, groups, vgpu_config, vgpu_types, facts, gathered}]``, one entry per GPU host, in the order
 of the pool table's groups. Plain Python (no Ansible import): the filter gpuvirt.provision.gpu_hosts exposes it.
 """
 from __future__ import absolute_import, division, print_function
@@ -127,7 +127,9 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
     """The per-host view of the fleet, from the inventory's ``hostvars`` and ``groups``.
 
     One entry per GPU host: ``host`` (inventory name), ``node`` (node_name's rule), ``pool`` (host_pool's rule:
-    its one GPU group, ``gpuvirt_pool`` agreeing), ``groups`` (its GPU groups), ``vgpu_config``
+    its one GPU group, ``gpuvirt_pool`` agreeing), ``traits`` (the pool's row of the pool table, so a phase
+    selects hosts by what their pool does, ``selectattr('traits.iommu')``, never by pool name), ``groups`` (its
+    GPU groups), ``vgpu_config``
     (``gpuvirt_vgpu_config`` or None), ``vgpu_types`` (the short vGPU type names that config creates, with the
     custom ``vgpu_configs``, as in gpu_operator_vgpu_configs), ``facts``
     (``pci_devices``, ``mdev_types``, ``gpu_holders``: the registered host facts, {} when absent) and ``gathered``
@@ -139,10 +141,12 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
         in_groups = [g for g in GPU_GROUPS if host in ((groups or {}).get(g) or [])]
         config = _var(hv, 'gpuvirt_vgpu_config')
         pci = _var(hv, 'gpuvirt_pci_devices')
+        pool = host_pool(host, in_groups, _var(hv, 'gpuvirt_pool'))
         view.append({
             'host': host,
             'node': node_name(host, _var(hv, 'gpuvirt_node_name')),
-            'pool': host_pool(host, in_groups, _var(hv, 'gpuvirt_pool')),
+            'pool': pool,
+            'traits': pool_traits(pool),
             'groups': in_groups,
             'vgpu_config': config,
             'vgpu_types': resource_names.vgpu_config_types(config, vgpu_configs or {}),

@@ -52,6 +52,10 @@ def test_view_one_entry_per_host_in_group_order():
     assert by_host['p']['gathered'] is True and by_host['p']['groups'] == ['gpu_vm_passthrough']
     assert by_host['d']['facts']['gpu_holders'] == {'held': False, 'holders': []}
     assert by_host['d']['facts']['pci_devices'] == {}
+    # each entry carries its pool's row, the phases select on it (not on pool names)
+    assert all(h['traits'] == fleet.pool_traits(h['pool']) for h in view)
+    assert [h['host'] for h in view if h['traits']['iommu']] == ['p', 'v.example.com', 'd']
+    assert by_host['p']['traits']['resource'] == 'pci' and by_host['v.example.com']['traits']['resource'] == 'mdev'
 
 
 def test_a_host_in_two_groups_is_refused_naming_both():
