@@ -16,8 +16,8 @@ are everything a role branches on:
   kubevirt_config       which custom resource holds KubeVirt's configuration by default: ``hco`` (the
                         HyperConverged of OpenShift Virtualization, which owns the KubeVirt CR) or ``kubevirt``
                         (the KubeVirt CR itself);
-  detect_api            the API group/version whose presence tells this platform apart in apply mode (None: the
-                        platform is what remains when no other row's API is served).
+  detect_api, detect_kind  the API group/version and a kind of it whose presence tells this platform apart in
+                        apply mode (None: the platform is what remains when no other row's API is served).
 
 The collection-wide settings (role gpuvirt.provision.cluster) name a platform with ``gpuvirt_platform``: a row's
 name, or ``auto`` (apply mode only: detected once from the API server); and the CR that holds KubeVirt's
@@ -37,7 +37,7 @@ __metaclass__ = type
 from collections import namedtuple
 
 Platform = namedtuple('Platform', ['name', 'gpu_operator_install', 'gpu_operator_namespace', 'nfd_install',
-                                   'kernel_args', 'kubevirt_config', 'detect_api'])
+                                   'kernel_args', 'kubevirt_config', 'detect_api', 'detect_kind'])
 
 # One row per platform, in the order the documentation lists them.
 #   OpenShift: NVIDIA's "NVIDIA GPU Operator with OpenShift Virtualization" installs the operator from OLM
@@ -47,8 +47,9 @@ Platform = namedtuple('Platform', ['name', 'gpu_operator_install', 'gpu_operator
 #   Kubernetes: NVIDIA's Helm chart (namespace gpu-operator), which deploys NFD itself; upstream KubeVirt's CR;
 #   the hosts' kernel command line set over SSH (host_prep.yml).
 PLATFORM_TABLE = (
-    Platform('openshift', 'olm', 'nvidia-gpu-operator', 'olm', 'machineconfig', 'hco', 'config.openshift.io/v1'),
-    Platform('kubernetes', 'helm', 'gpu-operator', 'chart', 'host', 'kubevirt', None),
+    Platform('openshift', 'olm', 'nvidia-gpu-operator', 'olm', 'machineconfig', 'hco', 'config.openshift.io/v1',
+             'ClusterVersion'),
+    Platform('kubernetes', 'helm', 'gpu-operator', 'chart', 'host', 'kubevirt', None, None),
 )
 PLATFORMS = dict((p.name, p) for p in PLATFORM_TABLE)
 PLATFORM_NAMES = tuple(p.name for p in PLATFORM_TABLE)

@@ -21,10 +21,11 @@ def test_table_rows():
     # deploys NFD as its own subchart (nfd.enabled: true in its values.yaml).
     assert platform.traits('openshift') == {
         'name': 'openshift', 'gpu_operator_install': 'olm', 'gpu_operator_namespace': 'nvidia-gpu-operator',
-        'nfd_install': 'olm', 'kernel_args': 'machineconfig', 'kubevirt_config': 'hco', 'detect_api': OPENSHIFT_API}
+        'nfd_install': 'olm', 'kernel_args': 'machineconfig', 'kubevirt_config': 'hco', 'detect_api': OPENSHIFT_API,
+        'detect_kind': 'ClusterVersion'}
     assert platform.traits('kubernetes') == {
         'name': 'kubernetes', 'gpu_operator_install': 'helm', 'gpu_operator_namespace': 'gpu-operator',
-        'nfd_install': 'chart', 'kernel_args': 'host', 'kubevirt_config': 'kubevirt', 'detect_api': None}
+        'nfd_install': 'chart', 'kernel_args': 'host', 'kubevirt_config': 'kubevirt', 'detect_api': None, 'detect_kind': None}
     assert platform.traits('rke2') == {}
     assert list(platform.traits()) == ['openshift', 'kubernetes']
     assert platform.PLATFORM_CHOICES == ('auto', 'openshift', 'kubernetes')
