@@ -107,7 +107,7 @@ def test_the_rule_knows_the_flags():
     # the rule is only as good as its flag list: the ones the audit found read raw must be in it
     assert {'kernel_args_iommu_passthrough', 'vgpu_manager_image_force', 'machineconfig_wait', 'nouveau_blacklist',
             'gpu_operator_nfd_install', 'gpu_operator_chart_values_check', 'vfio_persistent'} <= ROLE_FLAGS
-    assert {'gpuvirt_validate_certs', 'gpuvirt_host_vfio', 'gpuvirt_allow_no_gpu', 'gpuvirt_openshift'} <= GPUVIRT_FLAGS
+    assert {'gpuvirt_validate_certs', 'gpuvirt_host_vfio', 'gpuvirt_allow_no_gpu'} <= GPUVIRT_FLAGS
 
 
 @pytest.mark.parametrize('text, expected', [
