@@ -38,7 +38,7 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE, DISA
     if hco_present:
         raise ManifestError("this cluster runs the HyperConverged operator, which owns the KubeVirt CR and "
                             "overwrites changes to it; configure devices through HyperConverged instead "
-                            "(kubevirt_devices_platform: hco)")
+                            "(gpuvirt_kubevirt_config: hco)")
     desired = hco_mod.desired_entries(pci_devices, mediated_devices,
                                       selector_keys=('pciVendorSelector', 'mdevNameSelector'))
     owned = hco_mod.read_owner_annotation(current)

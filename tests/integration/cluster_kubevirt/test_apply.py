@@ -42,8 +42,8 @@ def run(tmp_path, inventory, *args, **extra):
 
 
 def devices_apply(cluster, **extra):
-    args = {'kubevirt_machineconfig_enabled': False, 'kubevirt_devices_mode': 'apply', 'kubevirt_devices_platform': 'auto',
-            'kubevirt_devices_kubeconfig': cluster.kubeconfig, 'kubevirt_devices_current': {}}
+    args = {'kubevirt_machineconfig_enabled': False, 'gpuvirt_cluster_mode': 'apply', 'gpuvirt_platform': 'auto',
+            'gpuvirt_kubevirt_config': 'auto', 'gpuvirt_kubeconfig': cluster.kubeconfig, 'kubevirt_devices_current': {}}
     args.update(extra)
     return args
 
@@ -136,7 +136,7 @@ def test_a_missing_hyperconverged_names_the_api_looked_for_and_what_was_found(tm
 
 
 def test_kubevirt_platform_where_the_hco_crd_is_served_is_refused_for_the_right_reason(tmp_path, kube):
-    # kubevirt_devices_platform=kubevirt on a cluster serving HCO's CRD: the KubeVirt CR is there and is read; the
+    # gpuvirt_kubevirt_config=kubevirt on a cluster serving HCO's CRD: the KubeVirt CR is there and is read; the
     # refusal is that HCO owns that CR: it is the single entry point that creates its operators' CRs (Red Hat,
     # OpenShift Virtualization architecture, "About the hco-operator") and reconciles them back to its own spec,
     # which is why HCO offers the kubevirt.kubevirt.io/jsonpatch annotation for what it does not model
@@ -145,7 +145,7 @@ def test_kubevirt_platform_where_the_hco_crd_is_served_is_refused_for_the_right_
     cluster = kube([kubevirt_object(), node('gpu-1', {'nvidia.com/GA102GL_A10': '2'}),
                     node('vgpu-t4', {'nvidia.com/NVIDIA_T4-1Q': '4'})], openshift=False, hco=True)
     rc, log = run(tmp_path, 'mixed-kubevirt', **devices_apply(cluster, kubevirt_devices_nodes=[],
-                                                              kubevirt_devices_platform='kubevirt'))
+                                                              gpuvirt_kubevirt_config='kubevirt'))
     assert rc != 0 and 'owns the KubeVirt CR' in log and 'was not found' not in log, log
     assert cluster.writes() == []
 
@@ -222,7 +222,7 @@ def vgpu_nodes(labels=None):
 
 
 def mc_apply(cluster, **extra):
-    args = {'kubevirt_devices_enabled': False, 'machineconfig_mode': 'apply', 'machineconfig_kubeconfig': cluster.kubeconfig,
+    args = {'kubevirt_devices_enabled': False, 'gpuvirt_cluster_mode': 'apply', 'gpuvirt_kubeconfig': cluster.kubeconfig,
             'machineconfig_wait_delay': 1, 'machineconfig_wait_timeout': 20}
     args.update(extra)
     return args
@@ -353,7 +353,7 @@ def test_dra_refuses_a_cluster_without_resource_k8s_io_v1_before_anything_else(t
     # helm needed (it used to need helm even in check mode and to read on regardless).
     labels = {'nvidia.com/gpu.present': 'true'}
     cluster = kube([kubevirt_object()] + [node(n, {'cpu': '64'}, labels) for n in ('dra-1', 'dra-2')], openshift=False)
-    rc, log = run(tmp_path, 'dra-kubevirt', dra_driver_mode='apply', dra_driver_kubeconfig=cluster.kubeconfig,
+    rc, log = run(tmp_path, 'dra-kubevirt', gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=cluster.kubeconfig,
                   dra_driver_kubevirt_version='')
     assert rc != 0 and 'does not serve resource.k8s.io/v1' in log, log
     assert 'Install the chart' not in log and 'Preview: would install chart' not in log, log

@@ -59,7 +59,7 @@ def test_dra_apply_refuses_a_node_running_the_classic_plugin_before_writing(tmp_
                            'labels': {'app': 'nvidia-device-plugin-daemonset'}}}
     nodes = [dict(node(n, {'cpu': '64'}), metadata={'name': n, 'labels': labels}) for n in ('dra-1', 'dra-2')]
     api = cluster([kv, plugin] + nodes)
-    rc, log = run(tmp_path, 'dra-kubevirt', dra_driver_mode='apply', dra_driver_kubeconfig=api.kubeconfig,
+    rc, log = run(tmp_path, 'dra-kubevirt', gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=api.kubeconfig,
                   dra_driver_kubevirt_version='')
     assert rc != 0 and 'DRA node dra-1' in log and 'nvidia-device-plugin-daemonset-q8z4d' in log, log
     assert 'dra-2' not in log.split('DRA node dra-1', 1)[1].split('\n', 1)[0]

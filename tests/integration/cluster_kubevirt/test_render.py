@@ -162,7 +162,7 @@ def test_dra_on_hco_puts_the_gate_on_hyperconverged_never_on_the_kubevirt_cr(tmp
     # docs/cluster-configuration.md, "Jsonpatch Annotations").
     current = {'apiVersion': 'hco.kubevirt.io/v1beta1', 'kind': 'HyperConverged',
                'metadata': {'name': 'kubevirt-hyperconverged', 'namespace': 'openshift-cnv'}, 'spec': {}}
-    rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_platform='hco', dra_driver_current=current)
+    rc, log, out = run(tmp_path, 'dra-kubevirt', gpuvirt_kubevirt_config='hco', dra_driver_current=current)
     assert rc == 0, log
     objs = rendered(out)
     assert 'KubeVirt' not in objs
@@ -173,8 +173,8 @@ def test_dra_on_hco_puts_the_gate_on_hyperconverged_never_on_the_kubevirt_cr(tmp
 
 
 def test_dra_render_needs_the_platform_named(tmp_path):
-    rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_platform='auto')
-    assert_failed_before_writing(rc, log, out, 'dra_driver_platform hco (OpenShift Virtualization) or kubevirt')
+    rc, log, out = run(tmp_path, 'dra-kubevirt', gpuvirt_platform='auto')
+    assert_failed_before_writing(rc, log, out, 'gpuvirt_platform to one of openshift, kubernetes')
 
 
 def test_dra_kubelet_plugin_defaults_to_the_nodes_without_the_classic_plugin(tmp_path):
@@ -239,8 +239,8 @@ def test_display_manager_holding_a_gpu_fails_before_writing(tmp_path):
 
 
 def test_render_without_platform_fails_naming_the_fix(tmp_path):
-    rc, log, out = run(tmp_path, 'mixed-kubevirt', kubevirt_devices_platform='auto')
-    assert_failed_before_writing(rc, log, out, 'kubevirt_devices_platform')
+    rc, log, out = run(tmp_path, 'mixed-kubevirt', gpuvirt_platform='auto')
+    assert_failed_before_writing(rc, log, out, 'gpuvirt_platform')
 
 
 @pytest.mark.skipif(not any('permitted_host_devices' in open(p, encoding='utf-8').read()

@@ -128,7 +128,7 @@ def cluster_version():
 
 
 def operator_apply(cluster, **extra):
-    args = {'gpu_operator_mode': 'apply', 'gpu_operator_platform': 'auto', 'gpu_operator_kubeconfig': cluster.kubeconfig,
+    args = {'gpuvirt_cluster_mode': 'apply', 'gpuvirt_platform': 'auto', 'gpuvirt_kubeconfig': cluster.kubeconfig,
             'gpu_operator_csv_timeout': 30, 'gpu_operator_olm_poll_delay': 1}
     args.update(extra)
     return args
@@ -242,7 +242,7 @@ def vmi(name, node, phase='Running'):
 
 
 def labels_apply(cluster):
-    return dict(node_labels_mode='apply', node_labels_kubeconfig=cluster.kubeconfig)
+    return dict(gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=cluster.kubeconfig)
 
 
 def test_node_labels_apply_patches_only_differences_then_nothing(tmp_path, kube):
@@ -283,7 +283,7 @@ def test_verify_apply_waits_then_reports_per_node(tmp_path, kube):
          'status': {'allocatable': {'nvidia.com/GA102GL_A10': '2'}}},
         {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-2'}, 'status': {'allocatable': {'cpu': '8'}}}],
         openshift=False)
-    args = dict(verify_mode='apply', verify_kubeconfig=cluster.kubeconfig, verify_expected=expected,
+    args = dict(gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=cluster.kubeconfig, verify_expected=expected,
                 verify_timeout=2, verify_delay=1)
     rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', **args)
     assert rc != 0 and 'node gpu-2: expected nvidia.com/NVIDIA_A10-12Q>=1; advertised no nvidia.com/*' in log, log
@@ -301,7 +301,7 @@ def test_verify_check_mode_reports_the_wait_instead_of_waiting(tmp_path, kube):
     expected = {'gpu-1': {'nvidia.com/GA102GL_A10': 2}}
     cluster = kube([{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-1'},
                      'status': {'allocatable': {'cpu': '8'}}}], openshift=False)
-    args = dict(verify_mode='apply', verify_kubeconfig=cluster.kubeconfig, verify_expected=expected,
+    args = dict(gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=cluster.kubeconfig, verify_expected=expected,
                 verify_timeout=30, verify_delay=1)
     rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', '--check', **args)
     assert rc == 0, log

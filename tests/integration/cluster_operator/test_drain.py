@@ -65,7 +65,7 @@ def kubelet(cluster):
 
 
 def drain(tmp_path, cluster, **extra):
-    args = {'reboot_node_name': NODE, 'reboot_kubeconfig': cluster.kubeconfig, 'reboot_drain_timeout': 20,
+    args = {'reboot_node_name': NODE, 'gpuvirt_kubeconfig': cluster.kubeconfig, 'reboot_drain_timeout': 20,
             'reboot_drain_retry_delay': 1}
     args.update(extra)
     return kube_cluster.run_playbook(tmp_path, '../tests/integration/cluster_operator/drain', 'localhost,', **args)
@@ -132,7 +132,7 @@ def test_no_cluster_credentials_at_all_stops_the_host(tmp_path, kube):
     cluster = kube(fleet())
     env_free = {k: v for k, v in os.environ.items() if not k.startswith('K8S_AUTH')}
     assert env_free.get('KUBECONFIG') is None
-    rc, log = drain(tmp_path, cluster, reboot_kubeconfig='')
+    rc, log = drain(tmp_path, cluster, gpuvirt_kubeconfig='')
     assert rc != 0 and 'No cluster credentials were found' in log and 'reboot_drain: false' in log, log
     assert cluster.writes() == []
 
@@ -141,7 +141,7 @@ def test_no_cluster_credentials_stop_at_once_without_retrying(tmp_path, kube):
     # nothing to retry for: without any credentials every attempt fails the same way, so the drain's until loop
     # (reboot_drain_timeout / reboot_drain_retry_delay attempts; 60 x 10 s by default) must not run
     cluster = kube(fleet())
-    rc, log = drain(tmp_path, cluster, reboot_kubeconfig='')
+    rc, log = drain(tmp_path, cluster, gpuvirt_kubeconfig='')
     assert rc != 0 and 'No cluster credentials were found' in log, log
     assert 'RETRYING' not in log, log
     assert cluster.writes() == []
@@ -154,7 +154,7 @@ def test_awx_bearer_token_from_the_environment_drains_before_reboot(tmp_path, ku
     cluster = kube(fleet())
     cluster.controller('kubelet', kubelet)
     server = cluster.server
-    extra_vars = {'reboot_node_name': NODE, 'reboot_kubeconfig': '', 'reboot_drain_timeout': 20,
+    extra_vars = {'reboot_node_name': NODE, 'gpuvirt_kubeconfig': '', 'reboot_drain_timeout': 20,
                   'reboot_drain_retry_delay': 1, 'ansible_python_interpreter': sys.executable}
     cache = tmp_path / 'tmp'
     cache.mkdir(exist_ok=True)

@@ -36,7 +36,7 @@ def nodes():
 
 def run_nodes(tmp_path, kubeconfig):
     return kube_cluster.run_playbook(tmp_path, 'nodes', os.path.join(HERE, 'inventories', 'mixed-openshift.yml'),
-                                     node_labels_mode='apply', node_labels_kubeconfig=kubeconfig)
+                                     gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=kubeconfig)
 
 
 def grant(cluster, role):

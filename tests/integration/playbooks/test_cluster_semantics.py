@@ -105,7 +105,7 @@ def container_fleet(tmp_path, **cluster):
     local = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable, 'ansible_become': False}
     return {'all': {
         'vars': dict(local, gpuvirt_cluster_mode='render', gpuvirt_render_dir=str(tmp_path / 'render'),
-                     node_labels_mode='render', node_labels_render_dir=str(tmp_path / 'render'), **cluster),
+                     gpuvirt_platform='kubernetes', **cluster),
         'children': {'gpu_container': {'hosts': {
             'gpu-1.example.com': gpu_facts(),
             'gpu-2.example.com': dict(gpu_facts(), gpuvirt_node_name='worker-gpu-2')}}}}}

@@ -46,6 +46,7 @@ def good_inventory(render_dir):
     return {'all': {
         'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
                  'ansible_become': False, 'gpuvirt_cluster_mode': 'render', 'gpuvirt_render_dir': str(render_dir),
+                 'gpuvirt_platform': 'kubernetes',
                  'kernel_args_iommu_vendor': 'intel', 'gpu_operator_vgpu_configs': {'a10-mixed': {'A10-12Q': 1}}},
         'children': {
             'gpu_vm_passthrough': {'hosts': {'pt-1': dict(facts(), gpuvirt_host_vfio=False)}},
@@ -206,7 +207,7 @@ def test_site_stops_in_preflight_before_any_other_phase(tmp_path):
     inventory = copy.deepcopy(good_inventory(tmp_path / 'render'))
     expected = bad('vgpu_type_not_offered')(inventory)
     # --check as a second guard: the hosts here are this machine.
-    rc, out = run(tmp_path, inventory, 'site.yml', '--check', '-e', json.dumps({'gpu_operator_platform': 'kubernetes'}))
+    rc, out = run(tmp_path, inventory, 'site.yml', '--check', '-e', json.dumps({'gpuvirt_platform': 'kubernetes'}))
     assert rc != 0 and expected in out, out
     assert 'PLAY [Prepare GPU hosts' not in out and 'PLAY [Install and configure the NVIDIA GPU Operator' not in out, out
     assert not (tmp_path / 'render').exists() or not os.listdir(tmp_path / 'render')

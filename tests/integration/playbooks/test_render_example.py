@@ -134,7 +134,7 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     assert 'changed=0' in recap, recap
 
     # Kubernetes (a string, as -e passes it): Helm values instead of OLM, the KubeVirt CR instead of HyperConverged
-    rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_openshift=false')
+    rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_platform=kubernetes')
     assert rc == 0, log
     listed, found = objects(out)
     assert 'ClusterPolicy' not in found and 'HyperConverged' not in found and 'MachineConfig' not in found
@@ -210,7 +210,7 @@ def test_a_pool_removed_prunes_our_stale_files_keeps_foreign_ones_and_the_invent
 
 def test_kubernetes_then_openshift_leaves_no_helm_values_file(tmp_path):
     inv = example_copy(tmp_path)
-    rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_openshift=false')
+    rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_platform=kubernetes')
     assert rc == 0, log
     values = glob.glob(str(out / '*-helm-values-*.yaml'))
     assert values, os.listdir(out)

@@ -52,7 +52,7 @@ def site(tmp_path, *extra):
 
 CASES = {
     'site-example-openshift': site,
-    'site-example-kubernetes': lambda tmp: site(tmp, '-e', 'gpuvirt_openshift=false'),
+    'site-example-kubernetes': lambda tmp: site(tmp, '-e', 'gpuvirt_platform=kubernetes'),
     'operator-mixed-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'operator', 'mixed-openshift'),
     'nodes-mixed-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'nodes', 'mixed-openshift'),
     'kubevirt-facts-hco': lambda tmp: phase(tmp, 'cluster_kubevirt', 'kubevirt', 'facts-hco'),

@@ -37,10 +37,9 @@ STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
 # what may follow a flag's name: its coercion (with a default first when the flag may be undefined), or to_json,
 # which only shows the raw value in a message
 ALLOWED_AFTER = re.compile(r'\s*(?:\|\s*default\([^()]*\)\s*)?\|\s*(?:gpuvirt\.provision\.strict_bool\(|to_json\b)')
-# kubernetes.core.helm's bool parameters take these two flags as given there (the module's own bool conversion);
+# kubernetes.core.helm's bool parameters take this flag as given there (the module's own bool conversion);
 # the role refuses anything that is not a boolean at its start, before the task is reached
-RAW_EXEMPT = {('roles/gpu_operator/tasks/helm.yml', 'gpu_operator_validate_certs'),
-              ('roles/gpu_operator/tasks/helm.yml', 'gpu_operator_helm_wait')}
+RAW_EXEMPT = {('roles/gpu_operator/tasks/helm.yml', 'gpu_operator_helm_wait')}
 # gather.yml: see the note on FILES above
 PLAYBOOKS = sorted(p for p in ROOT.glob('playbooks/*.yml') if p.name != 'gather.yml')
 
@@ -107,7 +106,7 @@ def test_the_rule_knows_the_flags():
     # the rule is only as good as its flag list: the ones the audit found read raw must be in it
     assert {'kernel_args_iommu_passthrough', 'vgpu_manager_image_force', 'machineconfig_wait', 'nouveau_blacklist',
             'gpu_operator_nfd_install', 'gpu_operator_chart_values_check', 'vfio_persistent'} <= ROLE_FLAGS
-    assert {'gpuvirt_validate_certs', 'gpuvirt_host_vfio', 'gpuvirt_allow_no_gpu', 'gpuvirt_openshift'} <= GPUVIRT_FLAGS
+    assert {'gpuvirt_validate_certs', 'gpuvirt_host_vfio', 'gpuvirt_allow_no_gpu'} <= GPUVIRT_FLAGS
 
 
 @pytest.mark.parametrize('text, expected', [

@@ -32,15 +32,15 @@ def _run(tmp_path, **flags):
 
 def test_validate_certs_off_as_survey_string_warns(tmp_path):
     # an AWX survey or -e passes the string "false"
-    rc, out = _run(tmp_path, reboot_validate_certs="false")
+    rc, out = _run(tmp_path, gpuvirt_validate_certs="false")
     assert rc == 0, out
-    assert "WARNING: reboot_validate_certs is" in out, out
+    assert "WARNING: gpuvirt_validate_certs is" in out, out
 
 
 def test_validate_certs_on_does_not_warn(tmp_path):
-    rc, out = _run(tmp_path, reboot_validate_certs="true")
+    rc, out = _run(tmp_path, gpuvirt_validate_certs="true")
     assert rc == 0, out
-    assert "WARNING: reboot_validate_certs" not in out, out
+    assert "WARNING: gpuvirt_validate_certs" not in out, out
 
 
 def test_flag_typo_is_refused_naming_the_variable(tmp_path):

@@ -1,0 +1,31 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""cluster_platform: the platform table and the one resolution of the collection-wide cluster settings
+(module_utils/platform.py). Documentation lives in the sidecar cluster_platform.yml."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.collections import is_string
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
+
+
+def cluster_platform(value=None):
+    if value is None:
+        return platform.traits()
+    if is_string(value):
+        return platform.traits(value)
+    if not isinstance(value, dict):
+        raise AnsibleFilterError('cluster_platform: expected the cluster settings (a dict), a platform name or none, '
+                                 'got %s' % type(value).__name__)
+    try:
+        return platform.resolve(value)
+    except platform.PlatformError as exc:
+        raise AnsibleFilterError('cluster_platform: %s' % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'cluster_platform': cluster_platform}

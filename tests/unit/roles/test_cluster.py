@@ -1,0 +1,77 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run the cluster role for real (ansible-playbook, render mode: no cluster): the collection-wide settings are
+checked, the per-role variables they replace are refused naming the replacement, and one fact is set."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: The cluster settings
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.cluster
+
+    - name: Write the fact
+      ansible.builtin.copy:
+        content: "{{ gpuvirt_cluster | to_json }}"
+        dest: "{{ fact_file }}"
+        mode: "0644"
+"""
+
+
+def _run(tmp_path, **extra):
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY)
+    extra_vars = dict({"gpuvirt_cluster_mode": "render", "gpuvirt_render_dir": str(tmp_path / "out")}, **extra)
+    extra_vars.update(ansible_python_interpreter=sys.executable, fact_file=str(tmp_path / "fact.json"))
+    if (tmp_path / "fact.json").exists():
+        (tmp_path / "fact.json").unlink()
+    cmd = ["ansible-playbook", "-i", "localhost,", str(play), "-e", json.dumps(extra_vars)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    out = proc.stdout + proc.stderr
+    fact = json.loads((tmp_path / "fact.json").read_text()) if (tmp_path / "fact.json").exists() else None
+    return proc.returncode, out, fact
+
+
+def test_render_resolves_the_platform_and_its_kubevirt_config(tmp_path):
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="openshift")
+    assert rc == 0, out
+    assert (fact["mode"], fact["platform"], fact["kubevirt_config"]) == ("render", "openshift", "hco"), fact
+    assert fact["traits"]["gpu_operator_install"] == "olm" and fact["validate_certs"] is True
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes", gpuvirt_kubevirt_config="hco")
+    assert rc == 0, out
+    assert (fact["platform"], fact["kubevirt_config"], fact["traits"]["kernel_args"]) == ("kubernetes", "hco", "host")
+
+
+def test_render_refuses_auto_naming_the_variable(tmp_path):
+    rc, out, fact = _run(tmp_path)
+    assert rc != 0 and fact is None, out
+    assert "set gpuvirt_platform to one of openshift, kubernetes" in out, out
+
+
+def test_removed_per_role_variables_are_refused_naming_the_replacement(tmp_path):
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="openshift", gpuvirt_openshift="false",
+                         gpu_operator_kubeconfig="/k", reboot_validate_certs="true")
+    assert rc != 0 and fact is None, out
+    flat = " ".join(out.split())
+    assert "gpu_operator_kubeconfig is set, gpuvirt_openshift is set, reboot_validate_certs is set" in flat, out
+    assert "set gpuvirt_kubeconfig, gpuvirt_platform, gpuvirt_validate_certs instead" in flat, out
+
+
+def test_tls_off_as_survey_string_warns_once_and_a_typo_is_refused(tmp_path):
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes", gpuvirt_validate_certs="false")
+    assert rc == 0 and fact["validate_certs"] is False, out
+    assert out.count("WARNING: gpuvirt_validate_certs is") == 1, out
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes", gpuvirt_validate_certs="flase")
+    assert rc != 0 and "gpuvirt_validate_certs" in out and "flase" in out, out
+
+
+def test_bad_mode_is_refused(tmp_path):
+    rc, out, fact = _run(tmp_path, gpuvirt_cluster_mode="aply", gpuvirt_platform="kubernetes")
+    assert rc != 0 and 'gpuvirt_cluster_mode is "aply"' in out, out
