@@ -9,7 +9,7 @@ the IOMMU on, whether the host binds its GPUs to vfio-pci itself, the kind of re
 whether it is a vGPU pool. Adding a pool kind is a new row here (plus its docs and tests).
 
 ``gpu_hosts`` turns the inventory (its groups and the hosts' variables) into the per-host view:
-``[{host, node, pool, traits, groups, vgpu_config, vgpu_types, facts, gathered}]``, one entry per GPU host, in the order
+``[{host, node, pool, traits, groups, vgpu_config, vgpu_types, facts, gathered, os_tag}]``, one entry per GPU host, in the order
 of the pool table's groups. Plain Python (no Ansible import): the filter gpuvirt.provision.gpu_hosts exposes it.
 """
 from __future__ import absolute_import, division, print_function
@@ -133,7 +133,8 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
     (``gpuvirt_vgpu_config`` or None), ``vgpu_types`` (the short vGPU type names that config creates, with the
     custom ``vgpu_configs``, as in gpu_operator_vgpu_configs), ``facts``
     (``pci_devices``, ``mdev_types``, ``gpu_holders``: the registered host facts, {} when absent) and ``gathered``
-    (whether the host has its PCI facts, ``gpuvirt_pci_devices``). Raises FleetError naming the host on bad input.
+    (whether the host has its PCI facts, ``gpuvirt_pci_devices``) and ``os_tag`` (``gpuvirt_os_tag``, the OS the
+    GPU Operator's driver images are tagged for, or None). Raises FleetError naming the host on bad input.
     """
     view = []
     for host in gpu_host_names(groups, hostvars):
@@ -154,5 +155,6 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
                       'mdev_types': _var(hv, 'gpuvirt_mdev_types', {}),
                       'gpu_holders': _var(hv, 'gpuvirt_gpu_holders', {})},
             'gathered': pci is not None,
+            'os_tag': _var(hv, 'gpuvirt_os_tag') or None,
         })
     return view

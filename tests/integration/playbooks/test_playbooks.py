@@ -117,11 +117,11 @@ def bad(name):
     """Inventory mutations, each with the text the failure must show."""
     def in_two_pools(inv):
         inv['all']['children']['gpu_vm_vgpu']['hosts']['pt-1'] = {}
-        return 'pt-1 is in the groups gpu_vm_passthrough, gpu_vm_vgpu'
+        return 'pt-1 is in the pools vm-passthrough, vm-vgpu (groups gpu_vm_passthrough, gpu_vm_vgpu)'
 
     def unknown_pool(inv):
         inv['all']['children']['gpu_vm_passthrough']['hosts']['pt-1']['gpuvirt_pool'] = 'vm-passthru'
-        return 'gpuvirt_pool=vm-passthru'
+        return "pt-1: unknown pool 'vm-passthru' (gpuvirt_pool)"
 
     def cluster_mode(inv):
         inv['all']['vars']['gpuvirt_cluster_mode'] = 'aply'

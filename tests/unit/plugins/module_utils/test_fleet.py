@@ -36,7 +36,7 @@ def test_old_names_read_the_one_table():
 def test_view_one_entry_per_host_in_group_order():
     groups = {'all': ['v.example.com', 'c', 'p', 'd', 'x'], 'gpu_vm_vgpu': ['v.example.com'], 'gpu_container': ['c'],
               'gpu_vm_passthrough': ['p', 'gone'], 'gpu_dra': ['d'], 'workers': ['x']}
-    hostvars = {'v.example.com': {'gpuvirt_vgpu_config': 'custom', 'gpuvirt_pci_devices': PCI},
+    hostvars = {'v.example.com': {'gpuvirt_vgpu_config': 'custom', 'gpuvirt_pci_devices': PCI, 'gpuvirt_os_tag': 'rhcos4.18'},
                 'c': {'gpuvirt_node_name': 'ctr-node', 'gpuvirt_pool': 'container'},
                 'p': {'gpuvirt_pci_devices': PCI, 'gpuvirt_mdev_types': {'parents': []}},
                 'd': {'gpuvirt_gpu_holders': {'held': False, 'holders': []}}, 'x': {}}
@@ -56,6 +56,7 @@ def test_view_one_entry_per_host_in_group_order():
     assert all(h['traits'] == fleet.pool_traits(h['pool']) for h in view)
     assert [h['host'] for h in view if h['traits']['iommu']] == ['p', 'v.example.com', 'd']
     assert by_host['p']['traits']['resource'] == 'pci' and by_host['v.example.com']['traits']['resource'] == 'mdev'
+    assert by_host['v.example.com']['os_tag'] == 'rhcos4.18' and by_host['p']['os_tag'] is None
 
 
 def test_a_host_in_two_groups_is_refused_naming_both():
