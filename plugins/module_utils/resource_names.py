@@ -141,20 +141,24 @@ def vgpu_config_types(config, configs=None):
 def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=PREFIX):
     """{resource name: minimum count} that a node of ``pool`` advertises once the GPU Operator runs, from its facts.
 
-    container: nvidia.com/gpu, one per GPU. vm-passthrough: the plugin's pci.ids name, one per GPU (PFs).
-    vm-vgpu: one resource per type of the node's vGPU config (all offered types when it has none), named from the
-    full type name the host reports (NVIDIA A10-12Q); at least one device of each."""
+    The pool table's resource kind of ``pool`` decides: ``gpu`` (container): nvidia.com/gpu, one per GPU; ``pci``
+    (vm-passthrough): the plugin's pci.ids name, one per GPU (PFs); ``mdev`` (vm-vgpu): one resource per type of
+    the node's vGPU config (all offered types when it has none), named from the full type name the host reports
+    (NVIDIA A10-12Q); at least one device of each. A pool without an extended resource (dra) is refused."""
+    # imported here: fleet reads vgpu_config_types from this module
+    from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet
+    kind = fleet.pool_traits(pool).get('resource')
     pci_facts, mdev_facts = _facts(host)
     gpus = [g for g in (pci_facts.get('gpus') or []) if not g.get('is_vf')]
     want = {}
-    if pool == 'container':
+    if kind == 'gpu':
         if gpus:
             want[prefix + 'gpu'] = len(gpus)
-    elif pool == 'vm-passthrough':
+    elif kind == 'pci':
         for gpu in gpus:
             name = pci_resource_name(gpu, pciids, prefix)
             want[name] = want.get(name, 0) + 1
-    elif pool == 'vm-vgpu':
+    elif kind == 'mdev':
         offered = {}
         for parent in mdev_facts.get('parents', []):
             for t in parent.get('types', []):
@@ -165,5 +169,6 @@ def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=N
             # before the vGPU Manager loads the host reports no types: the name is the NVIDIA spelling
             want[mdev_resource_name(offered.get(short, full_type_name(short)), prefix)] = 1
     else:
-        raise ResourceNameError('unknown pool %r: use container, vm-passthrough or vm-vgpu' % (pool,))
+        raise ResourceNameError('unknown pool %r: use one of %s (pools whose nodes advertise an extended resource)'
+                                % (pool, ', '.join(p.name for p in fleet.POOL_TABLE if p.resource in ('gpu', 'pci', 'mdev'))))
     return want

@@ -80,10 +80,12 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None):
     pool's kernel arguments)."""
     if pool not in POOLS:
         raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(POOLS)))
-    labels = {WORKLOAD_LABEL: 'container' if pool == 'dra' else pool}
+    row = fleet.BY_NAME[pool]
+    labels = {WORKLOAD_LABEL: row.workload}
+    # the DRA driver, not the operator's device plugin, allocates the GPUs of a pool whose resource is DRA
     for key in DRA_OPERANDS_OFF:
-        labels[key] = 'false' if pool == 'dra' else RemoveIf('false')
-    if pool == 'vm-vgpu':
+        labels[key] = 'false' if row.resource == 'dra' else RemoveIf('false')
+    if row.vgpu:
         if not vgpu_config:
             raise ManifestError("vGPU nodes need a vGPU config name for %s (gpuvirt_vgpu_config on the host, or "
                                 "node_labels_vgpu_config_default)" % VGPU_LABEL)
@@ -193,7 +195,7 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None):
             continue
         seen[name] = item.get('host', name)
         desired = desired_labels(item['pool'], item.get('vgpu_config'), pool_selector)
-        if item['pool'] == 'vm-vgpu':
+        if fleet.BY_NAME[item['pool']].vgpu:
             unusable = vgpu_config_error(name, desired[VGPU_LABEL], item.get('facts'), custom_configs)
             if unusable:
                 errors.append(unusable)

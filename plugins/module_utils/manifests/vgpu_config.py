@@ -18,7 +18,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import (
     board_models, model_on_boards, reported_short_name, short_type_name, type_model)
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
@@ -110,7 +110,7 @@ def validate(configs, hosts, default_config):
     if default_config not in configs:
         errors.append("default vGPU config %r is not among the configs (%s); set gpu_operator_vgpu_config_default to "
                       "one of them" % (default_config, ', '.join(sorted(configs))))
-    vgpu_hosts = [h for h in hosts if h.get('pool') == 'vm-vgpu']
+    vgpu_hosts = [h for h in hosts if fleet.pool_traits(h.get('pool')).get('vgpu')]
     selected = set()
     for host in vgpu_hosts:
         name = host.get('vgpu_config') or default_config

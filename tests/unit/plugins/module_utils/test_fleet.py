@@ -9,7 +9,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.provision.plugins.filter import fleet as fleet_filter
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, preflight
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, preflight, resource_names
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator, node_labels
 
 PCI = {'gpus': [{'bdf': '0000:41:00.0', 'device_id': '2236', 'is_vf': False}]}
@@ -101,3 +101,17 @@ def test_the_playbooks_host_pattern_is_the_pool_table_s():
     path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'playbooks', 'vars', 'fleet.yml')
     with open(path, encoding='utf-8') as handle:
         assert yaml.safe_load(handle)['__gpuvirt_gpu_hosts_pattern'] == fleet.GPU_HOSTS_PATTERN
+
+
+def test_expected_resources_follow_the_pool_row_not_its_name(monkeypatch):
+    # a hypothetical second passthrough pool: its row's resource kind gives it the passthrough resources
+    row = fleet.Pool('vm-passthrough-ib', 'gpu_vm_passthrough_ib', 'vm-passthrough', True, True, 'pci', False)
+    monkeypatch.setattr(fleet, 'BY_NAME', dict(fleet.BY_NAME, **{row.name: row}))
+    facts = {'pci_devices': {'gpus': [dict(PCI['gpus'][0], vendor_id='10de', device_name='GA102GL [A10]')]}}
+    assert resource_names.expected_resources(facts, 'vm-passthrough-ib') == {'nvidia.com/GA102GL_A10': 1}
+    assert resource_names.expected_resources(facts, 'vm-passthrough-ib') == \
+        resource_names.expected_resources(facts, 'vm-passthrough')
+    # the DRA pool advertises no extended resource: asking for one names the pools that do
+    with pytest.raises(resource_names.ResourceNameError,
+                       match=r"unknown pool 'dra': use one of container, vm-passthrough, vm-vgpu \("):
+        resource_names.expected_resources(facts, 'dra')
