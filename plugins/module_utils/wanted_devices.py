@@ -51,7 +51,7 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.
 
     Each host's facts go through resource_names.permitted_host_devices with the vGPU types its config creates;
     an entry keeps the first resource name computed for its selector and gains each node that offers it."""
-    out = dict((lst, {}) for lst, _, _ in RESOURCE_LISTS.values())
+    out = dict((row[0], {}) for row in RESOURCE_LISTS.values())
     for host in hosts or []:
         node, kind = _checked(host)
         lst, hco_key, sel_key = RESOURCE_LISTS[kind]
