@@ -5,8 +5,8 @@ checked, the per-role variables they replace are refused naming the replacement,
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+
+from play_runner import run_play
 
 PLAY = """
 - hosts: localhost
@@ -26,17 +26,13 @@ PLAY = """
 
 
 def _run(tmp_path, **extra):
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY)
     extra_vars = dict({"gpuvirt_cluster_mode": "render", "gpuvirt_render_dir": str(tmp_path / "out")}, **extra)
-    extra_vars.update(ansible_python_interpreter=sys.executable, fact_file=str(tmp_path / "fact.json"))
+    extra_vars.update(fact_file=str(tmp_path / "fact.json"))
     if (tmp_path / "fact.json").exists():
         (tmp_path / "fact.json").unlink()
-    cmd = ["ansible-playbook", "-i", "localhost,", str(play), "-e", json.dumps(extra_vars)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    out = proc.stdout + proc.stderr
+    rc, out = run_play(tmp_path, PLAY, extra_vars)
     fact = json.loads((tmp_path / "fact.json").read_text()) if (tmp_path / "fact.json").exists() else None
-    return proc.returncode, out, fact
+    return rc, out, fact
 
 
 def test_render_resolves_the_platform_and_its_kubevirt_config(tmp_path):

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 import sys
 
 import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import schema  # noqa: E402
+from play_runner import run_play  # noqa: E402
 
 PLAY = """
 - hosts: localhost
@@ -40,14 +40,8 @@ SECRET = {
 
 
 def _run(tmp_path, objects, prefix="", secret=False, extra=()):
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY)
     extra_vars = {"out": str(tmp_path / "out"), "objects": objects, "prefix": prefix, "secret": secret}
-    # the controller's own interpreter: discovery on this machine finds a broken pyenv shim
-    extra_vars["ansible_python_interpreter"] = sys.executable
-    cmd = ["ansible-playbook", "-i", "localhost,", str(play), "-e", json.dumps(extra_vars)] + list(extra)
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    return proc.returncode, proc.stdout + proc.stderr
+    return run_play(tmp_path, PLAY, extra_vars, args=extra)
 
 
 def _recap(output):

@@ -5,9 +5,7 @@ the argument list. Flags come the way a user passes them, ``-e name=value``, whi
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
+from play_runner import run_play, shown
 
 PLAY = """
 - hosts: localhost
@@ -25,19 +23,14 @@ PLAY = """
 
 
 def _run(tmp_path, *extra):
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY)
-    cmd = ["ansible-playbook", "-i", "localhost,", str(play), "-e", "ansible_python_interpreter=" + sys.executable,
-           "-e", "kernel_args_iommu_vendor=intel"]
+    args = ["-e", "kernel_args_iommu_vendor=intel"]
     for e in extra:
-        cmd += ["-e", e]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    return proc.returncode, proc.stdout + proc.stderr
+        args += ["-e", e]
+    return run_play(tmp_path, PLAY, args=args)
 
 
 def _wanted(out):
-    line = next(ln for ln in out.splitlines() if 'WANTED=' in ln)
-    return json.loads(line.split('WANTED=', 1)[1].rstrip('"'))
+    return shown(out, 'WANTED')
 
 
 def test_passthrough_false_as_extra_var_string_adds_no_iommu_pt(tmp_path):

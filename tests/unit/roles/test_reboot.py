@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+from play_runner import run_play
+
 PLAY = """
 - hosts: localhost
   connection: local
@@ -22,12 +24,7 @@ PLAY = """
 
 
 def _run(tmp_path, **flags):
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY)
-    extra_vars = dict(flags, ansible_python_interpreter=sys.executable)
-    cmd = ["ansible-playbook", "-i", "localhost,", str(play), "-e", json.dumps(extra_vars)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    return proc.returncode, proc.stdout + proc.stderr
+    return run_play(tmp_path, PLAY, flags)
 
 
 def test_validate_certs_off_as_survey_string_warns(tmp_path):

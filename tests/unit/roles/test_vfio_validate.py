@@ -6,13 +6,10 @@ domain, upper case) stops the role before anything changes."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import vfio_bind
+from play_runner import run_play, shown
 from sysfs_tree import SysfsTree
 
 PLAY = """
@@ -33,20 +30,14 @@ PLAY = """
 def _run(tmp_path, bdfs):
     tree = SysfsTree(tmp_path / 'sys')
     tree.device('1a2b3c4d:00:00.0', '0302', '10de', '2236', group=7, parent='pci1a2b3c4d:00')
-    (tmp_path / 'play.yml').write_text(PLAY)
-    extra = {'ansible_python_interpreter': sys.executable, 'vfio_gpus': False, 'vfio_bdfs': bdfs,
-             'vfio_sysfs_root': tree.root}
-    proc = subprocess.run(['ansible-playbook', '-i', 'localhost,', str(tmp_path / 'play.yml'), '-e', json.dumps(extra)],
-                          capture_output=True, text=True, check=False)
-    return proc.returncode, proc.stdout + proc.stderr
+    return run_play(tmp_path, PLAY, {'vfio_gpus': False, 'vfio_bdfs': bdfs, 'vfio_sysfs_root': tree.root})
 
 
 def test_an_8_digit_domain_is_accepted_as_the_binder_accepts_it(tmp_path):
     vfio_bind.validate_bdf('1a2b3c4d:00:00.0')
     rc, out = _run(tmp_path, ['1a2b3c4d:00:00.0'])
     assert rc == 0, out
-    line = next(ln for ln in out.splitlines() if 'SELECTED=' in ln)
-    assert json.loads(line.split('SELECTED=', 1)[1].rstrip('"')) == ['1a2b3c4d:00:00.0'], out
+    assert shown(out, 'SELECTED') == ['1a2b3c4d:00:00.0'], out
 
 
 @pytest.mark.parametrize('bdf', ['41:00.0', '0000:C1:00.0'])
