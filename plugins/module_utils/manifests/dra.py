@@ -109,22 +109,45 @@ def helm_values(driver_mode, node_selector=None):
     return values
 
 
+# KubeVirt gives a VM one device per claim request: pkg/dra/utils.go resolveDevice refuses a request with more than
+# one allocated device ("KubeVirt only supports exactly one device per request (count > 1 is not supported)"), and
+# its VEP 10 "Support DRA devices" maps each `gpus` entry to one claimName/requestName pair. So N GPUs are N
+# requests of one device each. resource.k8s.io/v1 allows at most 32 requests in a claim (DeviceRequestsMaxSize,
+# k8s.io/api/resource/v1 types.go).
+MAX_REQUESTS = 32
+
+
+def claim_request_names(request, count):
+    """The request names of a claim of ``count`` GPUs: ``request`` itself for one GPU (what a VM names in
+    ``requestName``), ``request-1`` .. ``request-N`` for more, one `gpus` entry each."""
+    if count == 1:
+        return [request]
+    return ['%s-%d' % (request, i) for i in range(1, count + 1)]
+
+
 def resource_claim_template(name, namespace, request='dra-gpu', count=1):
-    """The namespaced claim template VMs reference: ``count`` GPUs of the VFIO class, legacy IOMMU backend
-    (KubeVirt cannot use IOMMUFD yet) and /dev/vfio/vfio mounted (libvirt needs it)."""
+    """The namespaced claim template VMs reference: ``count`` GPUs of the VFIO class as ``count`` requests of
+    exactly one device (KubeVirt attaches one device per request), legacy IOMMU backend (KubeVirt cannot use
+    IOMMUFD yet) and /dev/vfio/vfio mounted (libvirt needs it)."""
     _dns(name, 'ResourceClaimTemplate name')
     _dns(namespace, 'namespace')
     _dns(request, 'request name')
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise ManifestError("GPU count %r must be a positive integer" % (count,))
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1 or count > MAX_REQUESTS:
+        raise ManifestError("GPU count %r of claim template %s must be an integer from 1 to %d (one request per "
+                            "GPU; resource.k8s.io/v1 allows %d requests in a claim)"
+                            % (count, name, MAX_REQUESTS, MAX_REQUESTS))
+    names = claim_request_names(request, count)
+    for req_name in names:
+        _dns(req_name, 'request name')
     return {
         'apiVersion': 'resource.k8s.io/v1',
         'kind': 'ResourceClaimTemplate',
         'metadata': {'name': name, 'namespace': namespace},
         'spec': {'spec': {'devices': {
-            'requests': [{'name': request, 'exactly': {
-                'deviceClassName': DEVICE_CLASS, 'allocationMode': 'ExactCount', 'count': count}}],
-            'config': [{'requests': [request], 'opaque': {'driver': DRIVER, 'parameters': {
+            'requests': [{'name': req_name, 'exactly': {
+                'deviceClassName': DEVICE_CLASS, 'allocationMode': 'ExactCount', 'count': 1}}
+                for req_name in names],
+            'config': [{'requests': names, 'opaque': {'driver': DRIVER, 'parameters': {
                 'apiVersion': 'resource.nvidia.com/v1beta1',
                 'kind': 'VfioDeviceConfig',
                 'iommu': {'backendPolicy': 'LegacyOnly', 'enableAPIDevice': True},

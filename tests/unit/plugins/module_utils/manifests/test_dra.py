@@ -132,15 +132,34 @@ def test_kubelet_plugin_runs_only_where_the_classic_device_plugin_is_off():
 
 
 def test_claim_template_is_valid_v1_and_requests_the_vfio_class():
-    obj = dra.resource_claim_template('vfio-gpu', 'vms', count=2)
+    obj = dra.resource_claim_template('vfio-gpu', 'vms')
     schema.validate(obj, k8s_version='1.34.0')
     devices = obj['spec']['spec']['devices']
-    req = devices['requests'][0]
-    assert req['exactly']['deviceClassName'] == 'vfio.gpu.nvidia.com' and req['exactly']['count'] == 2
+    (req,) = devices['requests']
+    # one GPU: the request keeps the name VMs give as requestName (docs/pools/dra.md)
+    assert req['name'] == 'dra-gpu'
+    assert req['exactly'] == {'deviceClassName': 'vfio.gpu.nvidia.com', 'allocationMode': 'ExactCount', 'count': 1}
     params = devices['config'][0]['opaque']['parameters']
     assert devices['config'][0]['requests'] == [req['name']]
     assert params['kind'] == 'VfioDeviceConfig'
     assert params['iommu'] == {'backendPolicy': 'LegacyOnly', 'enableAPIDevice': True}
+
+
+@pytest.mark.parametrize('count', [2, 3, 32])
+def test_a_claim_of_n_gpus_is_n_requests_of_one_device(count):
+    # KubeVirt v1.9 pkg/dra/utils.go resolveDevice: "request %q has %d devices but KubeVirt only supports exactly
+    # one device per request (count > 1 is not supported)"; its VEP 10 "Support DRA devices" maps each VMI `gpus`
+    # entry to one (claimName, requestName) pair, and the VMI admitter wants those pairs unique. So a template
+    # for N GPUs must offer N requests of one device each, every one covered by the VFIO config.
+    obj = dra.resource_claim_template('vfio-gpu-x', 'vms', count=count)
+    schema.validate(obj, k8s_version='1.34.0')
+    devices = obj['spec']['spec']['devices']
+    names = [r['name'] for r in devices['requests']]
+    assert len(names) == count and len(set(names)) == count
+    assert names == dra.claim_request_names('dra-gpu', count)
+    assert all(r['exactly']['count'] == 1 and r['exactly']['allocationMode'] == 'ExactCount'
+               for r in devices['requests'])
+    assert devices['config'][0]['requests'] == names
 
 
 def test_the_upstream_example_validates_too():
@@ -151,7 +170,8 @@ def test_the_upstream_example_validates_too():
     schema.validate(docs[0])
 
 
-@pytest.mark.parametrize('bad', [0, -1, True, '1'])
+# resource.k8s.io/v1 DeviceRequestsMaxSize (k8s.io/api/resource/v1 types.go): at most 32 requests in a claim
+@pytest.mark.parametrize('bad', [0, -1, True, '1', 33, 10 ** 6])
 def test_claim_template_rejects_bad_counts(bad):
     with pytest.raises(dra.ManifestError):
         dra.resource_claim_template('vfio-gpu', 'vms', count=bad)
