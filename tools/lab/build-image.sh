@@ -8,6 +8,9 @@
 # The guest starts from intel_iommu=off on purpose: Debian's kernel enables the Intel IOMMU by default, so
 # only an explicit "off" lets the kernel_args role prove that its change took effect after the reboot.
 set -euo pipefail
+# stdout carries one line, the image path (tools/lab/start.sh reads it): every other line of this script and of
+# the commands it runs goes to stderr, so no progress message can be taken for the path.
+exec 3>&1 1>&2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 lab=${LAB_DIR:-$root/.lab}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -17,7 +20,7 @@ mkdir -p "$lab/ssh"
 recipe=$( { cat "$0"; echo "$mirror"; cat "$lab/ssh/id_ed25519.pub"; } | sha256sum | cut -c1-12)
 out=$lab/images/$recipe
 if [ -f "$out/disk.raw" ] && [ -f "$out/.complete" ]; then
-  echo "$out/disk.raw"; exit 0
+  echo "$out/disk.raw" >&3; exit 0
 fi
 [ "$(id -u)" -eq 0 ] || { echo "build-image.sh: building the lab disk needs root (losetup, mount)" >&2; exit 1; }
 
@@ -91,5 +94,5 @@ losetup -d "$loop"; loop=""
 mkdir -p "$out"
 mv "$work/disk.raw" "$out/disk.raw"
 touch "$out/.complete"
-echo "built $out/disk.raw in $(( $(date +%s) - start ))s" >&2
-echo "$out/disk.raw"
+echo "built $out/disk.raw in $(( $(date +%s) - start ))s"
+echo "$out/disk.raw" >&3
