@@ -123,7 +123,22 @@ def strip_cel(node):
     return node
 
 
+class ReferenceMissing(RuntimeError):
+    """The reference folder lacks upstream files the server loads: says which, and the two ways to get them."""
+
+
+def check_reference(reference):
+    """Refuse, before anything starts, a reference folder without every CRD file the server loads."""
+    missing = [name for name in CRD_FILES if not os.path.isfile(os.path.join(reference, 'crds', name))]
+    if missing:
+        raise ReferenceMissing(
+            'the upstream reference files are missing from %s (crds/: %s). Get them one of two ways: `make reference` '
+            '(fetches the pinned upstream files into .build/reference, which is then used), or set GPUVIRT_REFERENCE '
+            'to a folder that has them (crds/, helm/, olm/, examples/).' % (reference, ', '.join(missing)))
+
+
 def load_crds(reference):
+    check_reference(reference)
     crds = []
     for name in CRD_FILES:
         path = os.path.join(reference, 'crds', name)
@@ -178,6 +193,7 @@ class KubeAPIServer(object):
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def start(self):
+        check_reference(self.reference)
         apiserver = os.path.join(self.bin, 'kube-apiserver')
         if not os.access(apiserver, os.X_OK):
             raise RuntimeError('%s not built: run tools/kube/build.sh (make kube-apiserver)' % apiserver)
@@ -581,7 +597,11 @@ def main(argv):
                 pass
         os.remove(os.path.join(workdir, 'pids'))
         return 0
-    server = KubeAPIServer(workdir).start()
+    try:
+        server = KubeAPIServer(workdir).start()
+    except ReferenceMissing as exc:
+        sys.stderr.write('apiserver.py: %s\n' % exc)
+        return 2
     # by hand (the lab, `make demo`): a plain Kubernetes cluster with KubeVirt, no OpenShift or HCO APIs
     server.serve(openshift=False, hco=False)
     # leave the processes running: the PIDs are in DIR/pids for `stop`
