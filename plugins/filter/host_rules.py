@@ -64,8 +64,8 @@ HOST_GRAMMARS = {
     'modprobe_d_path': lambda value, name: validators.config_path(value, name, 'modprobe.d'),
     'modules_load_d_path': lambda value, name: validators.config_path(value, name, 'modules-load.d'),
     'dracut_conf_d_path': lambda value, name: validators.config_path(value, name, 'dracut.conf.d'),
-    'initramfs_tools_modules_path': lambda value, name: validators.config_path(value, name, 'initramfs-tools',
-                                                                             'modules'),
+    'initramfs_tools_modules_path':
+        lambda value, name: validators.config_path(value, name, 'initramfs-tools', 'modules'),
 }
 
 

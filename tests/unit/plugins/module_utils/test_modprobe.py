@@ -63,9 +63,9 @@ def test_vfio_files_keep_the_bytes_hosts_carry():
     files = modprobe.vfio_files(['10de:1aef', '10de:2236'], ['nouveau', 'nvidia', 'nvidiafb', 'snd_hda_intel'],
                                 MODULES)
     assert files == {
-        'modprobe': HEADER + 'options vfio-pci ids=10de:1aef,10de:2236\nsoftdep nouveau pre: vfio-pci\n'
-                    'softdep nvidia pre: vfio-pci\nsoftdep nvidiafb pre: vfio-pci\n'
-                    'softdep snd_hda_intel pre: vfio-pci\n',
+        'modprobe': (HEADER + 'options vfio-pci ids=10de:1aef,10de:2236\nsoftdep nouveau pre: vfio-pci\n'
+                     'softdep nvidia pre: vfio-pci\nsoftdep nvidiafb pre: vfio-pci\n'
+                     'softdep snd_hda_intel pre: vfio-pci\n'),
         'modules_load': HEADER + 'vfio\nvfio_iommu_type1\nvfio_pci\n',
         'initramfs_tools': 'vfio\nvfio_iommu_type1\nvfio_pci',
         'dracut': HEADER + 'add_drivers+=" vfio vfio_iommu_type1 vfio_pci "\n',
