@@ -2,15 +2,17 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The host rules the host roles share with the Python that builds MachineConfigs and binds devices: the IOMMU
-kernel arguments, the modprobe blacklist text and the PCI address as sysfs names it. The logic lives in
-module_utils (kernel_cmdline, modprobe, pci_address); these filters only carry it into a play. Documentation lives
-in the sidecars iommu_kernel_args.yml, modprobe_blacklist.yml and invalid_bdfs.yml."""
+kernel arguments, the modprobe blacklist text, the PCI address as sysfs names it, the grammars of what goes into
+the kernel module configuration and the vfio role's files. The logic lives in module_utils (kernel_cmdline,
+modprobe, pci_address, validators); these filters only carry it into a play. Documentation lives in the sidecars
+iommu_kernel_args.yml, modprobe_blacklist.yml, invalid_bdfs.yml, invalid_pci_ids.yml, host_checked.yml and
+vfio_files.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, modprobe, pci_address
+from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, modprobe, pci_address, validators
 
 
 def iommu_kernel_args(vendor, passthrough=True):
@@ -34,7 +36,60 @@ def invalid_bdfs(values):
     return [value for value in values if not pci_address.is_sysfs_bdf(value)]
 
 
+def invalid_pci_ids(values, name='ids'):
+    """The entries that are no PCI vendor:device id (validators.pci_id), in their order."""
+    if not isinstance(values, (list, tuple)):
+        raise AnsibleFilterError('invalid_pci_ids: %s is %r, not a list of vendor:device ids such as 10de:2236'
+                                 % (name, values))
+    bad = []
+    for value in values:
+        try:
+            validators.pci_id(value, name)
+        except validators.ValidationError:
+            bad.append(value)
+    return bad
+
+
+def _each(check):
+    def run(values, name):
+        if not isinstance(values, (list, tuple)):
+            raise validators.ValidationError('%s: %r is not a list; give a YAML list such as [a, b]' % (name, values))
+        return [check(value, '%s[%d]' % (name, i)) for i, value in enumerate(values)]
+    return run
+
+
+HOST_GRAMMARS = {
+    'kernel_modules': _each(validators.kernel_module),
+    'pci_ids': _each(validators.pci_id),
+    'modprobe_d_path': lambda value, name: validators.config_path(value, name, 'modprobe.d'),
+    'modules_load_d_path': lambda value, name: validators.config_path(value, name, 'modules-load.d'),
+    'dracut_conf_d_path': lambda value, name: validators.config_path(value, name, 'dracut.conf.d'),
+    'initramfs_tools_modules_path':
+        lambda value, name: validators.config_path(value, name, 'initramfs-tools', 'modules'),
+}
+
+
+def host_checked(value, grammar, name):
+    """``value`` checked against a host configuration grammar (normalised where it has one spelling), or an error
+    naming ``name``, the value and what is expected."""
+    if grammar not in HOST_GRAMMARS:
+        raise AnsibleFilterError('host_checked: unknown grammar %r; use one of %s'
+                                 % (grammar, ', '.join(sorted(HOST_GRAMMARS))))
+    try:
+        return HOST_GRAMMARS[grammar](value, name)
+    except validators.ValidationError as e:
+        raise AnsibleFilterError(str(e))
+
+
+def vfio_files(ids, softdeps, modules):
+    try:
+        return modprobe.vfio_files(ids, softdeps, modules)
+    except modprobe.ModprobeError as e:
+        raise AnsibleFilterError('vfio_files: %s' % e)
+
+
 class FilterModule(object):
     def filters(self):
         return {'iommu_kernel_args': iommu_kernel_args, 'modprobe_blacklist': modprobe_blacklist,
-                'invalid_bdfs': invalid_bdfs}
+                'invalid_bdfs': invalid_bdfs, 'invalid_pci_ids': invalid_pci_ids, 'host_checked': host_checked,
+                'vfio_files': vfio_files}

@@ -172,3 +172,49 @@ def oci_reference(value, name):
     if tag is not None:
         oci_tag(tag, name)
     return value
+
+
+# Host files the kernel's module tools read (modprobe.d, modules-load.d, the initramfs lists, and the dracut conf
+# that bash sources): a value there is a word of a line, so only the characters of its grammar may reach them.
+# A kernel module name: Kbuild names a module after its object file, letters, digits and '_' ('-' in the file
+# name becomes '_'; kmod's modname_normalize treats '-' and '_' alike). The kernel keeps the name in
+# char name[MODULE_NAME_LEN], MODULE_NAME_LEN = 64 - sizeof(unsigned long) (include/linux/module.h), and modpost
+# refuses a name of MODULE_NAME_LEN characters or more (scripts/mod/modpost.c): at most 55 on 64-bit. The first
+# character is a letter or digit so that no name reads as an option (-x) to modprobe or dracut.
+KERNEL_MODULE_MAX = 55
+KERNEL_MODULE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]*')
+# A PCI vendor:device id as "options vfio-pci ids=" takes it (four hex digits each; the kernel reads them with
+# sscanf %x, either case). Returned in lower case, the case sysfs prints and lspci -n shows.
+PCI_ID_RE = re.compile(r'[0-9A-Fa-f]{4}:[0-9A-Fa-f]{4}')
+# A path of a host configuration file: absolute, parts of letters, digits, '_', '.' and '-' not starting with '.'
+# (so no '..' and no hidden parts), and inside the directory the consumer reads (a modprobe.d file elsewhere
+# would be read by nobody, or by something else: a shell sourcing /etc/profile.d runs its lines).
+_PATH_PART = r'[A-Za-z0-9_][A-Za-z0-9_.-]*'
+PATH_MAX = 4095
+
+
+def kernel_module(value, name):
+    """A kernel module (or driver) name as modprobe, systemd-modules-load and dracut take it: at most 55 of
+    [A-Za-z0-9_-], starting with a letter or digit. The spelling is kept ('vfio-pci' stays), since both are
+    valid and files already written with one must not change."""
+    return _check(value, name, KERNEL_MODULE_RE, KERNEL_MODULE_MAX,
+                  "a kernel module name such as vfio_pci: at most %d letters, digits, '_' and '-', starting with "
+                  "a letter or digit (no spaces, quotes or newlines)" % KERNEL_MODULE_MAX)
+
+
+def pci_id(value, name):
+    """A PCI ``vendor:device`` id (``10de:2236``), returned in lower case."""
+    return _check(value, name, PCI_ID_RE, 9,
+                  'a PCI vendor:device id such as 10de:2236: four hex digits, a colon, four hex digits').lower()
+
+
+def config_path(value, name, directory, filename=None):
+    """An absolute path of a file directly in a directory named ``directory`` (``modprobe.d``), called
+    ``filename`` when given, else any ``*.conf`` file (the only names modprobe, systemd-modules-load and dracut
+    read there)."""
+    leaf = re.escape(filename) if filename else _PATH_PART + r'\.conf'
+    pattern = re.compile(r'(?:/' + _PATH_PART + r')*/' + re.escape(directory) + r'/' + leaf)
+    example = '/etc/%s/%s' % (directory, filename or 'gpuvirt-vfio.conf')
+    return _check(value, name, pattern, PATH_MAX,
+                  "a file in a %s directory such as %s (an absolute path of letters, digits, '_', '.' and '-'%s)"
+                  % (directory, example, '' if filename else '; the name ends in .conf'))

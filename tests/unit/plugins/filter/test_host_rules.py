@@ -75,3 +75,41 @@ def test_invalid_bdfs_refuses_exactly_what_the_binder_refuses(value):
     except vfio_bind.BindError:
         binder_accepts = False
     assert host_rules.invalid_bdfs([value]) == ([] if binder_accepts else [value])
+
+
+def test_invalid_pci_ids_returns_what_the_writer_refuses():
+    assert host_rules.invalid_pci_ids(['10de:2236', '10DE:1AEF', '10de:2236\n', '10de:22;36']) == \
+        ['10de:2236\n', '10de:22;36']
+
+
+def test_invalid_pci_ids_needs_a_list_naming_the_variable():
+    with pytest.raises(AnsibleFilterError, match="vfio_device_ids is '10de:2236'"):
+        host_rules.invalid_pci_ids('10de:2236', 'vfio_device_ids')
+
+
+@pytest.mark.parametrize('value,grammar,expected', [
+    (['vfio', 'vfio-pci'], 'kernel_modules', ['vfio', 'vfio-pci']),
+    (['10DE:2236'], 'pci_ids', ['10de:2236']),
+    ('/etc/modprobe.d/gpuvirt-vfio.conf', 'modprobe_d_path', '/etc/modprobe.d/gpuvirt-vfio.conf'),
+    ('/etc/initramfs-tools/modules', 'initramfs_tools_modules_path', '/etc/initramfs-tools/modules'),
+])
+def test_host_checked_returns_the_checked_value(value, grammar, expected):
+    assert host_rules.host_checked(value, grammar, 'v') == expected
+
+
+@pytest.mark.parametrize('value,grammar,message', [
+    (['vfio', 'vfio_pci" ; touch /PWNED ; x="'], 'kernel_modules', 'vfio_modules\\[1\\]: .vfio_pci'),
+    ('vfio_pci', 'kernel_modules', "vfio_modules: 'vfio_pci' is not a list"),
+    (['10de:2236\n'], 'pci_ids', "vfio_modules\\[0\\]: '10de:2236\\\\n'"),
+    ('/etc/profile.d/x.sh', 'dracut_conf_d_path', "vfio_modules: '/etc/profile.d/x.sh' is not valid"),
+    ('x', 'shell', 'unknown grammar'),
+])
+def test_host_checked_fails_as_a_filter_naming_the_variable(value, grammar, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        host_rules.host_checked(value, grammar, 'vfio_modules')
+
+
+def test_vfio_files_renders_and_fails_as_a_filter():
+    assert host_rules.vfio_files(['10de:2236'], [], ['vfio_pci'])['modules_load'].endswith('\nvfio_pci\n')
+    with pytest.raises(AnsibleFilterError, match='vfio_files: .*vfio_pci;reboot'):
+        host_rules.vfio_files(['10de:2236'], ['vfio_pci;reboot'], ['vfio_pci'])
