@@ -122,3 +122,31 @@ def test_drain_timings_that_are_not_whole_seconds_are_refused_naming_them(tmp_pa
     assert rc != 0, out
     assert 'reboot_drain_timeout ("30s")' in out and "whole seconds" in out, out
     assert "could not be drained" not in out, out
+
+
+PENDING_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Reboot role with a reboot pending and not allowed
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+      vars:
+        reboot_pending_reasons: ['kernel_args: running kernel lacks intel_iommu=on']
+        reboot_allowed: false
+"""
+
+
+def test_pending_reboot_not_allowed_fails_naming_the_reason(tmp_path):
+    rc, out = run_play(tmp_path, PENDING_PLAY)
+    assert rc != 0, out
+    assert "needs a reboot but reboot_allowed is false" in out and "lacks intel_iommu=on" in out, out
+
+
+def test_the_derived_reasons_cannot_be_emptied_from_outside(tmp_path):
+    # extra vars beat set_fact: -e reboot_reasons=[] used to skip the pending reboot and the reboot_allowed check
+    rc, out = run_play(tmp_path, PENDING_PLAY, {"reboot_reasons": []})
+    assert rc != 0, out
+    assert "reboot_reasons is set ([])" in " ".join(out.split()), out
+    assert "nothing pending, no reboot" not in out, out
