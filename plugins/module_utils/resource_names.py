@@ -86,8 +86,9 @@ def pci_resource_name(device, pciids=None, prefix=PREFIX):
         name = None
         if pciids is not None and device.get('vendor_id') and device.get('device_id'):
             name = pciids.device_name(device['vendor_id'], device['device_id'])
-            source = 'the name %s gives GPU %s (%s:%s)' % (getattr(pciids, 'path', None) or 'the given pci.ids',
-                                                            device.get('bdf'), device['vendor_id'], device['device_id'])
+            source = 'the name %s gives GPU %s (%s:%s)' % (
+                getattr(pciids, 'path', None) or 'the given pci.ids', device.get('bdf'), device['vendor_id'],
+                device['device_id'])
         if not name:
             name = device.get('device_name')
             source = 'the device_name of GPU %s (%s:%s) in the pci_devices fact' % (
