@@ -184,7 +184,7 @@ def pciids_and_plain_lspci(size):
 
 
 def lspci_with_pciids(text):
-    ids, _, lines = text.partition('\f')
+    ids, lines = text.split('\f', 1)
     return lspci.parse(lines, pciids.parse(ids).vendor_ids_by_name())
 
 
