@@ -175,5 +175,22 @@ def main(only=None):
     assert not failures, 'parsers of host output are not linear: ' + '; '.join(failures)
 
 
+def pciids_and_plain_lspci(size):
+    """Half a pci.ids of many vendors (23,831 made the old parser walk every vendor name on every lspci line: 31.6
+    s), half plain lspci lines whose vendor is none of them; a form feed between the two. SYNTHETIC."""
+    vendors = ''.join('%04x  Vendor %d Inc.\n' % (i % 0x10000, i) for i in range(size // 2 // 24))  # all distinct
+    lines = times('41:00.0 3D controller: Unknown Maker GA102GL [A10] (rev a1)\n', size // 2)
+    return vendors + '\f' + lines
+
+
+def lspci_with_pciids(text):
+    ids, lines = text.split('\f', 1)
+    return lspci.parse(lines, pciids.parse(ids).vendor_ids_by_name())
+
+
+CASES.append(('lspci + pci.ids', 'many vendors, plain lines', (lspci.LspciError, pciids.PciIdsError),
+              pciids_and_plain_lspci, lspci_with_pciids))
+
+
 if __name__ == '__main__':
     main(sys.argv[1] if len(sys.argv) > 1 else None)

@@ -88,14 +88,69 @@ def _empty(bdf):
             'driver': None, 'kernel_modules': [], 'iommu_group': None, 'numa_node': None, 'physical_slot': None}
 
 
-def split_vendor_device(text, vendor_names=None):
+# A vendor name longer than this (real pci.ids names are at most 65 characters) is never looked for when splitting
+# "vendor device": the split then costs a bounded number of lookups per line, whatever a pci.ids holds.
+VENDOR_NAME_MAX = 256
+
+
+class VendorIndex(object):
+    """pci.ids vendor names (name -> id), indexed once per parse so that splitting a line costs dict lookups by
+    the line's own tokens, not a walk over every vendor (23,831 vendors made that walk quadratic)."""
+
+    def __init__(self, vendor_names):
+        self.ids = {}
+        self.by_id = {}
+        for name, vid in vendor_names.items():
+            if not isinstance(name, str) or not name or len(name) > VENDOR_NAME_MAX:
+                continue
+            self.ids[name] = vid
+            if isinstance(vid, str):
+                self.by_id.setdefault(vid.lower(), name)
+        self.lengths = frozenset(len(name) for name in self.ids)
+
+    def get(self, name, default=None):
+        return self.ids.get(name, default)
+
+    def __bool__(self):
+        return bool(self.ids)
+
+    __nonzero__ = __bool__
+
+    def split(self, text, vendor_id=None):
+        """(vendor, device) when ``text`` starts with a known vendor name and a space, else None.
+
+        The name of ``vendor_id`` (the id lspci -nn printed) wins; otherwise the longest known name that ends at
+        one of the first spaces of ``text``. Only spaces within VENDOR_NAME_MAX characters are tried, and a slice
+        is looked up only when some vendor name has its length: at most VENDOR_NAME_MAX lookups of at most
+        VENDOR_NAME_MAX characters per line."""
+        name = self.by_id.get((vendor_id or '').lower())
+        if name and text.startswith(name + ' '):
+            return name, text[len(name) + 1:]
+        end = text.rfind(' ', 0, min(len(text), VENDOR_NAME_MAX + 1))
+        while end > 0:
+            if end in self.lengths and text[:end] in self.ids:
+                return text[:end], text[end + 1:]
+            end = text.rfind(' ', 0, end)
+        return None
+
+
+def vendor_index(vendor_names):
+    """A VendorIndex for ``vendor_names`` (a dict name -> id, or an index already), None for none."""
+    if not vendor_names:
+        return None
+    return vendor_names if isinstance(vendor_names, VendorIndex) else VendorIndex(vendor_names)
+
+
+def split_vendor_device(text, vendor_names=None, vendor_id=None):
     """Split "NVIDIA Corporation GA102GL [A10]" into vendor and device names.
 
     lspci prints the two names separated by one space, so the boundary is ambiguous. A known vendor name (from
-    pci.ids) wins; otherwise the first company suffix marks the end of the vendor."""
-    for name in vendor_names or ():
-        if text.startswith(name + ' '):
-            return name, text[len(name) + 1:]
+    pci.ids: the name of ``vendor_id`` first, then the longest that fits) wins; otherwise the first company suffix
+    marks the end of the vendor. Pass a VendorIndex (vendor_index) when splitting many lines."""
+    index = vendor_index(vendor_names)
+    found = index.split(text, vendor_id) if index else None
+    if found:
+        return found
     m = COMPANY.fullmatch(text)
     if m:
         return m.group('vendor'), m.group('dev')
@@ -160,7 +215,7 @@ def _terse(line, vendor_names):
     rest, ids = _ids_suffix(rest)
     if ids:
         dev['vendor_id'], dev['device_id'] = ids.group('v').lower(), ids.group('d').lower()
-    vendor, device = split_vendor_device(rest, vendor_names)
+    vendor, device = split_vendor_device(rest, vendor_names, dev['vendor_id'])
     dev['vendor_name'], dev['device_name'] = vendor, device
     unknown = UNKNOWN_DEVICE.fullmatch(device or '')
     if unknown and not dev['device_id']:  # plain lspci prints an unnamed device as "Device 2236"
@@ -178,7 +233,7 @@ def _continuation(dev, key, value, vendor_names):
             dev['subsystem_vendor_id'], dev['subsystem_device_id'] = ids.group('v').lower(), ids.group('d').lower()
             name = head.strip()
         dev['subsystem_name'] = name
-        sv, sd = split_vendor_device(name, vendor_names)
+        sv, sd = split_vendor_device(name, vendor_names, dev['subsystem_vendor_id'])
         if sv and not dev['subsystem_vendor_id']:
             dev['subsystem_vendor_id'] = (vendor_names or KNOWN_VENDORS).get(sv)
         unknown = UNKNOWN_DEVICE.fullmatch(sd or '')
@@ -341,6 +396,7 @@ def parse(text, vendor_names=None):
     if not isinstance(text, str):
         raise LspciError('lspci text must be a string, got %s' % type(text).__name__)
     lines = text.replace('\r\n', '\n').split('\n')
+    vendor_names = vendor_index(vendor_names)
     if any(VMM_SLOT.fullmatch(ln) for ln in lines):
         devices = _parse_vmm(lines)
     else:

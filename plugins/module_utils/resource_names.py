@@ -13,9 +13,43 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names impor
 
 PREFIX = 'nvidia.com/'
 
+# An extended resource name is a qualified name with a prefix (k8s.io/apimachinery pkg/util/validation
+# IsQualifiedName; k8s.io/kubernetes pkg/apis/core/helper IsExtendedResourceName): a DNS-1123 subdomain prefix of
+# at most 253 characters, '/', then a name part of 1 to 63 characters. Names built from host output (pci.ids
+# names, mdev type names) are checked against it before they reach an HCO/KubeVirt object.
+QUALIFIED_PREFIX_MAX = 253
+QUALIFIED_NAME_MAX = 63
+_DNS_LABEL = r'[a-z0-9](?:[-a-z0-9]*[a-z0-9])?'
+QUALIFIED_PREFIX_RE = re.compile(_DNS_LABEL + r'(?:\.' + _DNS_LABEL + r')*')
+QUALIFIED_NAME_RE = re.compile(r'[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?')
+
 
 class ResourceNameError(ValueError):
     pass
+
+
+def _shown(text):
+    """``text`` for an error message: a name from host output can be 10,000 characters long."""
+    text = repr(text)
+    return text if len(text) <= 100 else '%s...(%d characters)' % (text[:100], len(text))
+
+
+def checked_resource_name(name, source):
+    """``name`` when it is an extended resource name (prefix/name, see above; a name built with an empty prefix
+    is checked as the name part alone), else ResourceNameError naming
+    ``source`` (where the name came from: which fact, which device) and the grammar. Linear: the parts are
+    length-checked before a fullmatch."""
+    prefix, slash, part = name.partition('/')
+    if not slash:  # the caller asked for no prefix (prefix=''): the name part alone
+        prefix, part = None, name
+    prefix_ok = prefix is None or (0 < len(prefix) <= QUALIFIED_PREFIX_MAX and QUALIFIED_PREFIX_RE.fullmatch(prefix))
+    if prefix_ok and 0 < len(part) <= QUALIFIED_NAME_MAX and QUALIFIED_NAME_RE.fullmatch(part):
+        return name
+    raise ResourceNameError(
+        'resource name %s built from %s is not a Kubernetes extended resource name: expected <prefix>/<name>, '
+        "the name 1 to 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit; fix the "
+        'name on the host (or in the pci.ids given) or leave that device out'
+        % (_shown(name), source))
 
 
 def pci_name_part(device_name):
@@ -47,23 +81,30 @@ def pci_resource_name(device, pciids=None, prefix=PREFIX):
     """``device``: a pci_devices entry (dict) or a device name. With ``pciids`` (a PciIds) the name comes from
     that database by vendor/device id, as the plugin does with the pci.ids in its image; the device's own
     device_name is the fallback."""
-    name = device
+    name, source = device, 'the PCI device name %s' % _shown(device)
     if isinstance(device, dict):
         name = None
         if pciids is not None and device.get('vendor_id') and device.get('device_id'):
             name = pciids.device_name(device['vendor_id'], device['device_id'])
-        name = name or device.get('device_name')
+            source = 'the name %s gives GPU %s (%s:%s)' % (
+                getattr(pciids, 'path', None) or 'the given pci.ids', device.get('bdf'), device['vendor_id'],
+                device['device_id'])
+        if not name:
+            name = device.get('device_name')
+            source = 'the device_name of GPU %s (%s:%s) in the pci_devices fact' % (
+                device.get('bdf'), device.get('vendor_id'), device.get('device_id'))
         if not name:
             raise ResourceNameError('device %s has no device_name and its id %s:%s is not in %s'
                                     % (device.get('bdf'), device.get('vendor_id'), device.get('device_id'),
                                        getattr(pciids, 'path', None) or 'the given pci.ids'))
-    return prefix + pci_name_part(name)
+    return checked_resource_name(prefix + pci_name_part(name), source)
 
 
-def mdev_resource_name(type_name, prefix=PREFIX):
+def mdev_resource_name(type_name, prefix=PREFIX, source=None):
+    """``source`` says where the type name came from (which fact, which parent device) for the error."""
     if isinstance(type_name, dict):
         type_name = type_name.get('name')
-    return prefix + mdev_name_part(type_name)
+    return checked_resource_name(prefix + mdev_name_part(type_name), source or 'the vGPU type name %s' % _shown(type_name))
 
 
 def _facts(host):
@@ -76,9 +117,10 @@ def _facts(host):
     return pci, mdev
 
 
-def _add_mdev(entries, name, prefix):
-    entries.setdefault(name, {'mdevNameSelector': name, 'resourceName': mdev_resource_name(name, prefix),
-                              'externalResourceProvider': True})
+def _add_mdev(entries, name, prefix, source):
+    if name not in entries:
+        entries[name] = {'mdevNameSelector': name, 'resourceName': mdev_resource_name(name, prefix, source),
+                         'externalResourceProvider': True}
 
 
 def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX, vgpu_types=None):
@@ -117,10 +159,11 @@ def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX,
                     'host to gpu_vm_passthrough or out of gpu_vm_vgpu until vGPU creation there is supported'
                     % (wanted[0]['name'], parent.get('parent')))
             for t in wanted:
-                _add_mdev(mdev, t['name'], prefix)
+                _add_mdev(mdev, t['name'], prefix, 'vGPU type %s of mdev parent %s in the mdev_types fact'
+                          % (_shown(t['name']), parent.get('parent')))
         if not mdev_facts.get('parents'):
             for short in sorted(keep):
-                _add_mdev(mdev, full_type_name(short), prefix)
+                _add_mdev(mdev, full_type_name(short), prefix, 'vGPU config type %s' % _shown(short))
     return {'pciHostDevices': [pci[k] for k in sorted(pci)], 'mediatedDevices': [mdev[k] for k in sorted(mdev)]}
 
 
@@ -163,11 +206,16 @@ def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=N
         for parent in mdev_facts.get('parents', []):
             for t in parent.get('types', []):
                 if t.get('name'):
-                    offered.setdefault(reported_short_name(t), t['name'])
+                    offered.setdefault(reported_short_name(t), (t['name'], parent.get('parent')))
         wanted = vgpu_config_types(vgpu_config, vgpu_configs) or sorted(offered)
         for short in wanted:
             # before the vGPU Manager loads the host reports no types: the name is the NVIDIA spelling
-            want[mdev_resource_name(offered.get(short, full_type_name(short)), prefix)] = 1
+            if short in offered:
+                name, parent = offered[short]
+                source = 'vGPU type %s of mdev parent %s in the mdev_types fact' % (_shown(name), parent)
+            else:
+                name, source = full_type_name(short), 'vGPU config type %s' % _shown(short)
+            want[mdev_resource_name(name, prefix, source)] = 1
     else:
         raise ResourceNameError('unknown pool %r: use one of %s (pools whose nodes advertise an extended resource)'
                                 % (pool, ', '.join(p.name for p in fleet.POOL_TABLE if p.resource in ('gpu', 'pci', 'mdev'))))

@@ -26,10 +26,14 @@ SEMVER_RE = re.compile(
     r'v?(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)'
     r'(?:-(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*)?'
     r'(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?')
-# A chart repository: http(s) or oci URL, host[:port] then an optional path of URL-safe characters.
+# A chart repository: http(s) or oci URL, host[:port] then an optional path of unreserved characters (RFC 3986),
+# '+', ':', '@' and %XX escapes. kubernetes.core.helm joins the URL into one command string that AnsibleModule
+# run_command shlex-splits (kubernetes.core plugins/modules/helm.py, "--repo=" + chart_repo_url): a quote, a
+# blank, '$', a backtick, ';', '&', '|', '\\', a bracket or a newline would split or re-quote the helm argv, so
+# the RFC's sub-delims are not accepted either.
 _HOST = _DNS_LABEL.replace('a-z0-9', 'A-Za-z0-9')
 REPO_URL_RE = re.compile(r'(?:https?|oci)://' + _HOST + r'(?:\.' + _HOST + r')*(?::[0-9]{1,5})?'
-                         r'(?:/[A-Za-z0-9._~%!$&\'()*+,;=:@-]*)*')
+                         r'(?:/(?:[A-Za-z0-9._~+:@-]|%[0-9A-Fa-f]{2})*)*')
 # A chart reference: a chart name (optionally repo/name) or an oci:// URL.
 CHART_NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]*(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?')
 # OCI distribution reference grammar (distribution/reference): registry host[:port], path components, tag.
@@ -112,8 +116,9 @@ def semver(value, name):
 
 def repo_url(value, name):
     return _check(value, name, REPO_URL_RE, 2048,
-                  'an http://, https:// or oci:// URL such as https://helm.ngc.nvidia.com/nvidia (no spaces, '
-                  'quotes or newlines)')
+                  'an http://, https:// or oci:// URL such as https://helm.ngc.nvidia.com/nvidia: host[:port], then a '
+                  "path of letters, digits, '.', '_', '~', '+', ':', '@', '-', '/' and %XX escapes (no blanks, "
+                  'quotes, $, backticks, ;, &, |, brackets or newlines)')
 
 
 def chart_ref(value, name):

@@ -56,3 +56,11 @@ def test_flag_typo_is_refused_naming_the_variable(tmp_path):
     assert rc != 0, out
     assert "kernel_args_iommu_passthrough" in out and "flase" in out, out
     assert "WANTED=" not in out, out
+
+
+def test_the_derived_vendor_cannot_be_set_from_outside(tmp_path):
+    # extra vars beat set_fact: -e kernel_args_vendor=none used to leave the IOMMU arguments out silently
+    rc, out = _run(tmp_path, "kernel_args_vendor=none")
+    assert rc != 0, out
+    assert 'kernel_args_vendor is set ("none")' in " ".join(out.split()), out
+    assert "kernel_args_iommu_vendor" in out and "WANTED=" not in out, out

@@ -77,3 +77,76 @@ def test_drain_node_name_follows_the_node_name_filter(tmp_path):
     # one rule for every phase (docs/contracts.md, "Node names"; filter gpuvirt.provision.node_name)
     assert _node_name(tmp_path, "gpu-1.example.com") == "gpu-1"
     assert _node_name(tmp_path, "gpu-2.example.com", gpuvirt_node_name="worker-gpu-2") == "worker-gpu-2"
+
+
+DRAIN_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Drain only (nothing else of the role)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+        tasks_from: drain.yml
+"""
+
+
+def _drain_without_credentials(tmp_path, *args):
+    """The drain task file on localhost with no kubeconfig, no K8S_AUTH_* and no in-cluster config: the real
+    kubernetes.core.k8s_drain finds no credentials (HOME is an empty directory, so no ~/.kube/config)."""
+    import os
+    play = tmp_path / "drain.yml"
+    play.write_text(DRAIN_PLAY)
+    env = dict((k, v) for k, v in os.environ.items()
+               if not k.startswith("K8S_AUTH_") and k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST"))
+    env["HOME"] = str(tmp_path)
+    cmd = ["ansible-playbook", "-i", "localhost,", str(play), "-e",
+           json.dumps({"ansible_python_interpreter": sys.executable})] + list(args)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, timeout=300)
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
+
+
+def test_no_credentials_message_says_it_stopped_after_one_attempt(tmp_path):
+    # typed as a user types it (-e name=value: a string)
+    rc, out = _drain_without_credentials(tmp_path, "-e", "reboot_drain_timeout=30")
+    assert rc != 0, out
+    assert "localhost was NOT rebooted" in out and "no cluster credentials were found" in out, out
+    assert "stopped after its first attempt" in out, out
+    # it did not wait, so it must not say it tried for the timeout
+    assert "within 30 s" not in out, out
+    assert "gpuvirt_kubeconfig" in out and "reboot_drain: false" in out, out
+
+
+def test_drain_timings_that_are_not_whole_seconds_are_refused_naming_them(tmp_path):
+    rc, out = _drain_without_credentials(tmp_path, "-e", "reboot_drain_timeout=30s")
+    assert rc != 0, out
+    assert 'reboot_drain_timeout ("30s")' in out and "whole seconds" in out, out
+    assert "could not be drained" not in out, out
+
+
+PENDING_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Reboot role with a reboot pending and not allowed
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+      vars:
+        reboot_pending_reasons: ['kernel_args: running kernel lacks intel_iommu=on']
+        reboot_allowed: false
+"""
+
+
+def test_pending_reboot_not_allowed_fails_naming_the_reason(tmp_path):
+    rc, out = run_play(tmp_path, PENDING_PLAY)
+    assert rc != 0, out
+    assert "needs a reboot but reboot_allowed is false" in out and "lacks intel_iommu=on" in out, out
+
+
+def test_the_derived_reasons_cannot_be_emptied_from_outside(tmp_path):
+    # extra vars beat set_fact: -e reboot_reasons=[] used to skip the pending reboot and the reboot_allowed check
+    rc, out = run_play(tmp_path, PENDING_PLAY, {"reboot_reasons": []})
+    assert rc != 0, out
+    assert "reboot_reasons is set ([])" in " ".join(out.split()), out
+    assert "nothing pending, no reboot" not in out, out

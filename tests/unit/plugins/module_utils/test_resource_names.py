@@ -142,3 +142,43 @@ def test_a_vgpu_host_without_a_vgpu_interface_yet_is_permitted_its_configured_ty
     # and no config, no guess
     host['mdev_types'] = {'parents': []}
     assert rn.permitted_host_devices([host])['mediatedDevices'] == []
+
+
+# Names from host output must be Kubernetes extended resource names (k8s.io/apimachinery pkg/util/validation
+# IsQualifiedName: optional DNS-1123 subdomain prefix and '/', name part of 1-63 characters
+# [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?; k8s.io/kubernetes pkg/apis/core/helper IsExtendedResourceName).
+@pytest.mark.parametrize('type_name', ['NVIDIA A10-12Q/../../x: y', 'A' * 10000, 'NVIDIA A10-12Q-', '-x',
+                                       'NVIDIA A10:12Q', 'NVIDIA A10-12Q\n'.strip() + '/x'])
+def test_hostile_mdev_type_names_are_refused_naming_the_source(type_name):
+    with pytest.raises(rn.ResourceNameError, match='is not a Kubernetes extended resource name') as e:
+        rn.mdev_resource_name(type_name)
+    assert 'the vGPU type name' in str(e.value)
+    assert len(str(e.value)) < 800  # a 10k-character name is cut in the message
+
+
+@pytest.mark.parametrize('device_name', ['[]', '()', 'x' * 64, '-', 'GA102GL.'])
+def test_hostile_pci_names_are_refused_naming_the_gpu(device_name):
+    gpu = {'bdf': '0000:41:00.0', 'vendor_id': '10de', 'device_id': '2236', 'device_name': device_name}
+    with pytest.raises(rn.ResourceNameError, match='is not a Kubernetes extended resource name') as e:
+        rn.pci_resource_name(gpu)
+    assert 'GPU 0000:41:00.0 (10de:2236) in the pci_devices fact' in str(e.value)
+
+
+def test_name_part_at_the_63_character_limit_passes_and_one_more_is_refused():
+    assert rn.mdev_resource_name('A' * 63) == 'nvidia.com/' + 'A' * 63
+    with pytest.raises(rn.ResourceNameError):
+        rn.mdev_resource_name('A' * 64)
+    with pytest.raises(rn.ResourceNameError):
+        rn.mdev_resource_name('NVIDIA A10-12Q', prefix='Not_A_Domain/')
+
+
+def test_hostile_type_in_the_facts_names_the_parent_device():
+    facts = {'pci_devices': {'gpus': []},
+             'mdev_types': {'parents': [{'parent': '0000:41:00.4', 'interface': 'mdev',
+                                         'types': [{'name': 'NVIDIA A10-12Q/../../x: y'}]}]}}
+    with pytest.raises(rn.ResourceNameError) as e:
+        rn.permitted_host_devices([facts])
+    assert "vGPU type 'NVIDIA A10-12Q/../../x: y' of mdev parent 0000:41:00.4 in the mdev_types fact" in str(e.value)
+    with pytest.raises(rn.ResourceNameError) as e:
+        rn.expected_resources(facts, 'vm-vgpu')
+    assert 'mdev parent 0000:41:00.4' in str(e.value)

@@ -51,3 +51,42 @@ def test_grammars(check, good, bad):
 def test_non_strings_are_named():
     with pytest.raises(v.ValidationError, match=r"^ns: 5 is not a string"):
         v.dns1123_label(5, 'ns')
+
+
+# What kubernetes.core.helm's command string must never carry: it is one string that AnsibleModule.run_command
+# shlex-splits (kubernetes.core plugins/modules/helm.py builds "--repo=" + chart_repo_url, chart_ref, name and
+# "--version=" + chart_version into it), so a blank, a quote or a backslash changes the argv, and the shell
+# characters would do harm wherever the value is ever pasted into a shell (the rendered header's helm command).
+HOSTILE_ALPHABET = ' \t\n\r\'"$`;&|\\<>(){}[]*?!#,=^'
+HELM_CHECKS = [
+    (v.repo_url, 'https://helm.ngc.nvidia.com/nvidia'),
+    (v.repo_url, 'oci://registry.k8s.io/dra-driver-nvidia/charts'),
+    (v.chart_ref, 'oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu'),
+    (v.chart_ref, 'nvidia/gpu-operator'),
+    (v.helm_release_name, 'gpu-operator'),
+    (v.semver, 'v25.3.0'),
+]
+
+
+@pytest.mark.parametrize('check, good', HELM_CHECKS)
+@pytest.mark.parametrize('char', list(HOSTILE_ALPHABET))
+def test_helm_strings_refuse_the_hostile_alphabet_anywhere(check, good, char):
+    assert check(good, 'the_var') == good
+    for bad in (good + char, good + char + 'x', good + '/' + char + 'x', good[:9] + char + good[9:]):
+        with pytest.raises(v.ValidationError, match=r'^the_var: '):
+            check(bad, 'the_var')
+
+
+@pytest.mark.parametrize('bad', ["https://x.example.com/a'b", 'https://x.example.com/$(id)', 'https://x.example.com/`id`',
+                                 'oci://r.example.com/a;b', 'https://x.example.com/a%2', 'https://x.example.com/a%zz'])
+def test_repo_url_refusal_names_variable_value_and_the_allowed_path(bad):
+    with pytest.raises(v.ValidationError) as e:
+        v.repo_url(bad, 'gpu_operator_chart_repo_url')
+    assert str(e.value).startswith('gpu_operator_chart_repo_url: %r is not valid' % bad)
+    assert '%XX escapes' in str(e.value)
+
+
+@pytest.mark.parametrize('good', ['https://helm.ngc.nvidia.com/nvidia', 'https://charts.example.com:8443/a/b~c/d+e/',
+                                  'https://x.example.com/a%20b', 'oci://registry.k8s.io/a/b@x', 'http://127.0.0.1:8080'])
+def test_repo_url_keeps_real_repositories(good):
+    assert v.repo_url(good, 'gpu_operator_chart_repo_url') == good

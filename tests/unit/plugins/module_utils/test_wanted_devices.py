@@ -114,3 +114,20 @@ def test_filter_wraps_errors_and_pciids_option(tmp_path):
     with pytest.raises(AnsibleFilterError, match='^wanted_devices: cannot read pci.ids'):
         fleet_filter.wanted_devices(EXAMPLE, pciids=str(tmp_path / 'missing.ids'))
     assert fleet_filter.wanted_devices(EXAMPLE) == wd.wanted_devices(EXAMPLE)
+
+
+def test_hostile_names_from_host_output_are_refused_naming_the_host_and_the_device():
+    # an mdev type name from the host's sysfs that would make nvidia.com/NVIDIA_A10-12Q/../../x:_y
+    facts = {'pci_devices': {'gpus': []},
+             'mdev_types': {'parents': [{'parent': '0000:41:00.4', 'interface': 'mdev',
+                                         'types': [{'name': 'NVIDIA A10-12Q/../../x: y'}]}]}}
+    with pytest.raises(wd.WantedDevicesError) as e:
+        wd.wanted_devices([host('gpu-v09.example.com', 'vm-vgpu', facts=facts)])
+    assert str(e.value).startswith('gpu-v09: ')
+    assert 'mdev parent 0000:41:00.4 in the mdev_types fact' in str(e.value)
+    # an empty device name (nothing left after the plugin's naming): nvidia.com/
+    gpu = {'bdf': '0000:41:00.0', 'vendor_id': '10de', 'device_id': '2236', 'device_name': '[]', 'kind': 'gpu'}
+    with pytest.raises(wd.WantedDevicesError) as e:
+        wd.wanted_devices([host('gpu-p09.example.com', 'vm-passthrough',
+                                facts={'pci_devices': {'gpus': [gpu]}, 'mdev_types': {}})])
+    assert str(e.value).startswith('gpu-p09: ') and 'GPU 0000:41:00.0 (10de:2236)' in str(e.value)
