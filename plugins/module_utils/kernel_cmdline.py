@@ -16,6 +16,7 @@ __metaclass__ = type
 import fnmatch
 import os
 import re
+import signal
 import subprocess
 import tempfile
 
@@ -469,12 +470,13 @@ def sh_reading(data, var, path=GRUB_DEFAULT_PATH, tmpdir=None, timeout=SH_TIMEOU
         with os.fdopen(fd, 'wb') as f:
             f.write(data)
         script = '. "$1" >&2 </dev/null; printf "%s%%s" "${%s-}"' % (_SH_MARK, var)
+        # a session of its own: on timeout the whole group goes, children that hold the pipes open included
         proc = subprocess.Popen([SH, '-c', script, 'sh', tmp], env={}, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
             raise CmdlineError('%s: %s did not finish reading it within %d s; expected the grub defaults file to be '
                                'plain assignments: fix it by hand' % (path, SH, timeout))
