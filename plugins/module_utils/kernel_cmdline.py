@@ -144,10 +144,6 @@ class _Wanted(object):
         return arg_key(arg) in self.keys
 
 
-def _unwanted(arg, ensure, remove):
-    return _Wanted(ensure, remove).unwanted(arg)
-
-
 def apply(args, ensure, remove):
     """Return ``args`` with unwanted args dropped and missing ensured args appended (order kept)."""
     wanted = _Wanted(ensure, remove)
@@ -539,9 +535,22 @@ def parse_grubby_info(text):
 
 def grubby_changes(entries, ensure, remove):
     """Args to pass to ``grubby --update-kernel=ALL --args=... --remove-args=...`` (empty: nothing to do)."""
-    add, drop, added, dropped = [], [], set(), set()
+    add, drop = _Union(), _Union()
     for entry in entries:
         missing, unwanted = compare(entry['args'], ensure, remove)
-        add.extend(a for a in missing if not (a in added or added.add(a)))
-        drop.extend(a for a in unwanted if not (a in dropped or dropped.add(a)))
-    return add, drop
+        add.extend(missing)
+        drop.extend(unwanted)
+    return add.items, drop.items
+
+
+class _Union(object):
+    """Items in first-seen order without repeats; a set answers "seen?" so many entries stay linear."""
+
+    def __init__(self):
+        self.items, self._seen = [], set()
+
+    def extend(self, items):
+        for item in items:
+            if item not in self._seen:
+                self._seen.add(item)
+                self.items.append(item)
