@@ -388,9 +388,9 @@ VALUE = st.lists(ARG, max_size=5).map(' '.join)
 def owned_line(draw):
     value = draw(VALUE)
     quoted = draw(st.sampled_from(['"%s"', "'%s'", '%s' if value and ' ' not in value else '"%s"']))
-    return '%s%sGRUB_CMDLINE_LINUX=%s%s' % (draw(st.sampled_from(['', '  ', '\t'])),
-                                           draw(st.sampled_from(['', 'export '])), quoted % value,
-                                           draw(st.sampled_from(['', ' # comment', '\t#c'])))
+    indent, export = draw(st.sampled_from(['', '  ', '\t'])), draw(st.sampled_from(['', 'export ']))
+    comment = draw(st.sampled_from(['', ' # comment', '\t#c']))
+    return '%s%sGRUB_CMDLINE_LINUX=%s%s' % (indent, export, quoted % value, comment)
 
 
 # legal shell that sets, reads or merely names the variable; the editor must refuse or get them right
