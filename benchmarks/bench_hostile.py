@@ -145,6 +145,48 @@ CASES = [
 ]
 
 
+def distinct_args(size):
+    """About ``size`` characters of kernel args, no two alike: the shape that made a list lookup per arg
+    quadratic (a 1 MB GRUB value took 99.9 s, grubby output 10.5 s)."""
+    out, total, i = [], 0, 0
+    while total < size:
+        arg = 'a%d=%d' % (i, i)
+        out.append(arg)
+        total += len(arg) + 1
+        i += 1
+    return ' '.join(out)
+
+
+def grub_update(text):
+    """The grub_default backend as the module runs it: the edit, then the /bin/sh reading of old and new."""
+    return kc.grub_default_update(text.encode('utf-8'), 'GRUB_CMDLINE_LINUX', ['intel_iommu=on', 'iommu=pt'],
+                                  ['a1*'])
+
+
+def grubby_plan(text):
+    return kc.grubby_changes(kc.parse_grubby_info(text), ['intel_iommu=on', 'iommu=pt'], ['a1*'])
+
+
+def grub_cmdline_cases():
+    """Cases for the GRUB value and grubby output made of distinct args, and the sh-cross-checked edit."""
+    return [
+        ('grub default', 'one value of distinct args', kc.CmdlineError,
+         lambda n: 'GRUB_CMDLINE_LINUX="%s"\n' % distinct_args(n), grub_edit),
+        ('grub default + /bin/sh', 'one value of distinct args', kc.CmdlineError,
+         lambda n: 'GRUB_CMDLINE_LINUX="%s"\n' % distinct_args(n), grub_update),
+        ('grub default + /bin/sh', 'many lines, our variable last', kc.CmdlineError,
+         lambda n: times('GRUB_TIMEOUT=5\n', n) + GRUB, grub_update),
+        ('grubby --info', 'one entry of distinct args', kc.CmdlineError,
+         lambda n: 'index=0\nkernel="/boot/vmlinuz"\nargs="%s"\n' % distinct_args(n), grubby_plan),
+        ('grubby --info', 'many entries, distinct args', kc.CmdlineError,
+         lambda n: ''.join('index=%d\nkernel="/boot/vmlinuz-%d"\nargs="ro a%d"\n' % (i, i, i)
+                           for i in range(max(1, n // 40))), grubby_plan),
+    ]
+
+
+CASES.extend(grub_cmdline_cases())
+
+
 def timed(call, text, error):
     def run():
         try:

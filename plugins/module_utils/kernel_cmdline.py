@@ -14,7 +14,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
+import os
 import re
+import signal
+import subprocess
+import tempfile
 
 # Kernel args end up in files that /bin/sh sources (GRUB drop-ins) and on command lines: allow only a
 # conservative character set, so no value can inject shell syntax.
@@ -24,6 +28,13 @@ _PATTERN_RE = re.compile(r'[A-Za-z0-9_*?][A-Za-z0-9_.,:=+/@%*?-]*')
 _ASSIGN_RE = re.compile(r'(?P<indent>[ \t]*)(?P<export>export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=')
 _UNQUOTED_SAFE_RE = re.compile(r'[A-Za-z0-9_.,:=+/@%-]+')
 _WORD_END = ' \t;&|<>()'
+_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+
+GRUB_DEFAULT_PATH = '/etc/default/grub'
+# The shell grub-mkconfig runs as (its first line), used to read the defaults file the way it does.
+SH = '/bin/sh'
+SH_TIMEOUT_S = 30
+_SH_MARK = 'gpuvirt-sh-end:'
 
 # The IOMMU switch a GPU host boots with, by CPU vendor (amd_iommu=on is AMD's default: harmless), and iommu=pt
 # (pass-through for the host's own DMA): the one rule for a host's boot loader and an OpenShift MachineConfig.
@@ -116,22 +127,36 @@ def check_consistent(ensure, remove):
                 raise CmdlineError("kernel arg %r is also matched by remove pattern %r" % (arg, pat))
 
 
-def _unwanted(arg, ensure, remove):
-    if arg in ensure:
-        return False
-    if any(matches(arg, pat) for pat in remove):
-        return True
-    return any(arg_key(arg) == arg_key(e) for e in ensure)
+class _Wanted(object):
+    """``ensure`` and ``remove`` as sets and a key table, so judging one arg costs the same however long the
+    command line is (a list lookup per arg made a 1 MB GRUB value take minutes)."""
+
+    def __init__(self, ensure, remove):
+        self.ensure = set(ensure)
+        self.keys = set(arg_key(e) for e in ensure)
+        self.remove = list(remove)
+
+    def unwanted(self, arg):
+        if arg in self.ensure:
+            return False
+        if any(matches(arg, pat) for pat in self.remove):
+            return True
+        return arg_key(arg) in self.keys
 
 
 def apply(args, ensure, remove):
     """Return ``args`` with unwanted args dropped and missing ensured args appended (order kept)."""
-    out = []
+    wanted = _Wanted(ensure, remove)
+    out, seen = [], set()
     for arg in args:
-        if _unwanted(arg, ensure, remove) or arg in out and arg in ensure:
+        if wanted.unwanted(arg) or arg in seen and arg in wanted.ensure:
             continue
         out.append(arg)
-    out.extend(e for e in ensure if e not in out)
+        seen.add(arg)
+    for e in ensure:
+        if e not in seen:
+            out.append(e)
+            seen.add(e)
     return out
 
 
@@ -141,8 +166,9 @@ def compare(current, ensure, remove):
     Returns ``(missing, unwanted)``: ensured args absent from ``current``, and args in ``current``
     that must go. Either non-empty means the running kernel does not have the wanted args yet.
     """
-    missing = [e for e in ensure if e not in current]
-    unwanted = [a for a in current if _unwanted(a, ensure, remove)]
+    have, wanted = set(current), _Wanted(ensure, remove)
+    missing = [e for e in ensure if e not in have]
+    unwanted = [a for a in current if wanted.unwanted(a)]
     return missing, unwanted
 
 
@@ -253,15 +279,12 @@ def _shell_word(line, pos, where):
     return ''.join(out), pos, style, computed
 
 
-def _parse_assignment(line, number):
-    """``None`` for a line that is no assignment, else a dict: indent, export, name, value, style, computed and
-    trailer (blanks and a comment after the value, kept verbatim). Anything else after the value (a second
-    word, ``;`` and another command) is refused: such a line is not a single shell assignment."""
-    body = line.rstrip('\r\n')
+def _parse_assignment(body, where):
+    """The assignment at the start of ``body`` (a line without its end of line), as a dict: indent, export, name,
+    value, style, computed and trailer (blanks and a comment after the value, kept verbatim). Anything else after
+    the value (a second word, ``;`` and another command) is refused: such a line is not a single shell
+    assignment."""
     m = _ASSIGN_RE.match(body)
-    if not m:
-        return None
-    where = 'line %d (%r)' % (number, body[:200])
     value, end, style, computed = _shell_word(body, m.end(), where)
     trailer = body[end:]
     rest = trailer.lstrip(' \t')
@@ -280,23 +303,41 @@ def _quote(value, style):
     return '"%s"' % ''.join('\\' + c if c in '\\"$`' else c for c in value)
 
 
-def _carry(line, state):
-    """The quoting in force after ``line`` when ``state`` was in force before it: None (a new command may start
-    on the next line), a quote character (a quoted value goes on), or a backslash (the line continues). One pass
-    over the line; what a comment holds does not count."""
-    body = line.rstrip('\r\n')
-    pos, n = 0, len(body)
+def _lines(text):
+    """``text`` cut after each newline, the newline kept. Only a newline ends a line for /bin/sh: a form feed, a
+    lone carriage return or U+2028 (where str.splitlines cuts) is part of the line."""
+    parts = text.split('\n')
+    out = [part + '\n' for part in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def _body(line):
+    """The line without its end of line: the newline and the carriage returns before it (CRLF files)."""
+    return line.rstrip('\r\n')
+
+
+def _scan(body, state, hits=()):
+    """The quoting in force after ``body`` when ``state`` was in force before it: None (a new command may start
+    on the next line), a quote character (a quoted value goes on), or a backslash (the line continues); and
+    ``[(pos, quoting)]`` for each position of ``hits`` that is shell code (quoting None) or inside double quotes
+    ('"'). A hit inside single quotes, after a backslash or in a comment is plain text and not listed. One pass
+    over the line."""
+    pos, n, found = 0, len(body), []
     while pos < n:
         if state == "'":
             end = body.find("'", pos)
             if end < 0:
-                return state
+                return state, found
             state, pos = None, end + 1
             continue
+        if pos in hits:
+            found.append((pos, state))
         ch = body[pos]
         if ch == '\\':
             if pos + 1 >= n:
-                return state or '\\'
+                return state or '\\', found
             pos += 2
             continue
         if state == '"':
@@ -305,52 +346,87 @@ def _carry(line, state):
         elif ch in '"\'':
             state = ch
         elif ch == '#' and (pos == 0 or body[pos - 1] in ' \t;&|()'):
-            return None
+            return None, found
         pos += 1
-    return state
+    return state, found
 
 
-def _assignments(text, var):
-    """``[(index, assignment)]`` for every line that assigns ``var``. A line inside a quoted value or after a
-    backslash continuation of another command is no assignment of its own, so a value of another variable that
-    spans lines (or merely holds the name) is read past and kept byte for byte."""
+def _sets_by_expansion(body, pos, var):
+    """``${VAR=word}`` and ``${VAR:=word}`` assign VAR while they expand."""
+    return body.endswith('${', 0, pos) and body.startswith(('=', ':='), pos + len(var))
+
+
+def _reads(body, pos):
+    """``$VAR``, ``${VAR}``, ``${#VAR}`` and the other ``${VAR...}`` forms read VAR."""
+    return body.endswith(('$', '${', '${#'), 0, pos)
+
+
+def _where(path, number, body):
+    return '%s line %d (%r)' % (path, number, body[:200])
+
+
+def _assignments(text, var, path):
+    """``[(index, assignment)]`` for every line that assigns ``var`` in the one form the editor owns: a plain
+    ``[export] VAR=value`` at the start of a line, alone on it (a trailing comment aside).
+
+    Any other place where shell code names ``var`` (after ``;``, ``&&`` or a backslash continuation, after
+    ``readonly``, ``unset`` or ``read``, as ``${VAR:=...}``) is refused, naming the line: /bin/sh would set the
+    variable there and the editor would not see it. Reading it (``$VAR``) is fine. A line inside a quoted value
+    or a comment is no shell code, so a value of another variable that spans lines (or merely holds the name) is
+    read past and kept byte for byte."""
+    name_re = re.compile(r'(?<![A-Za-z0-9_])%s(?![A-Za-z0-9_])' % re.escape(var))
     found, state, opened = [], None, 0
-    for number, line in enumerate(text.splitlines(True), 1):
-        if state is None:
+    for number, line in enumerate(_lines(text), 1):
+        body = _body(line)
+        at_start = state is None
+        if at_start:
             opened = number
-            m = _ASSIGN_RE.match(line) if var in line else None
-            if m and m.group('name') == var:
-                found.append((number - 1, _parse_assignment(line, number)))
-        state = _carry(line, state if state != '\\' else None)
+        hits = set(m.start() for m in name_re.finditer(body)) if var in body else ()
+        owned = _ASSIGN_RE.match(body) if at_start and hits else None
+        state, named = _scan(body, None if state == '\\' else state, hits)
+        for pos, quoting in named:
+            where = _where(path, number, body)
+            sets = _sets_by_expansion(body, pos, var)
+            if not sets and (_reads(body, pos) or quoting == '"'):
+                continue
+            if not sets and owned and pos == owned.start('name'):
+                found.append((number - 1, _parse_assignment(body, where)))
+                continue
+            raise CmdlineError(
+                '%s sets or names %s in a form the editor does not own; expected one plain assignment alone on '
+                'a line, %s="..." (export and a trailing comment allowed): rewrite it so and run again'
+                % (where, var, var))
     if state is not None:
-        raise CmdlineError('line %d: %s opened there is not closed by the end of the file; expected the grub '
+        raise CmdlineError('%s line %d: %s opened there is not closed by the end of the file; expected the grub '
                            'defaults file to be complete shell assignments: fix it by hand'
-                           % (opened, 'a backslash continuation' if state == '\\' else 'the quote %s' % state))
+                           % (path, opened, 'a backslash continuation' if state == '\\' else 'the quote %s' % state))
     return found
 
 
-def grub_default_get(text, var):
+def grub_default_get(text, var, path=GRUB_DEFAULT_PATH):
     """Value of ``VAR`` in /etc/default/grub (``export VAR=...`` too; the last assignment wins, like sh)."""
-    found = _assignments(text, var)
+    found = _assignments(text, var, path)
     return found[-1][1]['value'] if found else None
 
 
-def grub_default_edit(text, var, ensure, remove):
+def grub_default_edit(text, var, ensure, remove, path=GRUB_DEFAULT_PATH):
     """Edit only our args inside ``VAR`` of /etc/default/grub (EL8 has no grub.d drop-ins).
 
-    The line keeps its indentation, ``export``, quoting style and trailing comment; every other line stays
-    byte for byte, and nothing changes when the args are already right. ``$`` or backquotes in the value mean
-    it is computed by shell code we cannot edit safely: refuse instead of guessing.
+    The line keeps its indentation, ``export``, quoting style, trailing comment and end of line (CRLF too); every
+    other line stays byte for byte, and nothing changes when the args are already right. ``$`` or backquotes in
+    the value mean it is computed by shell code we cannot edit safely: refuse instead of guessing. So does a file
+    that sets ``VAR`` in any form but the one the editor owns (see ``_assignments``).
     """
     validate_args(ensure)
     validate_patterns(remove)
     check_consistent(ensure, remove)
-    lines = text.splitlines(True)
-    found = _assignments(text, var)
+    lines = _lines(text)
+    found = _assignments(text, var, path)
     if not found:
         new = ' '.join(ensure)
-        sep = '' if not text or text.endswith('\n') else '\n'
-        return text + sep + '%s="%s"\n' % (var, new)
+        eol = '\r\n' if lines and lines[0].endswith('\r\n') else '\n'
+        sep = '' if not text or text.endswith('\n') else eol
+        return text + sep + '%s="%s"%s' % (var, new, eol)
     idx, a = found[-1]
     if a['computed']:
         raise CmdlineError("%s in the grub defaults file is computed (%s); edit it by hand" % (var, a['where']))
@@ -359,10 +435,84 @@ def grub_default_edit(text, var, ensure, remove):
     if wanted == current:
         return text
     line = lines[idx]
-    eol = line[len(line.rstrip('\r\n')):]
+    eol = line[len(_body(line)):]
     lines[idx] = '%s%s%s=%s%s%s' % (a['indent'], a['export'], var, _quote(' '.join(wanted), a['style']),
                                     a['trailer'], eol)
     return ''.join(lines)
+
+
+def decode_grub_default(data, path=GRUB_DEFAULT_PATH):
+    """The text of a grub defaults file read as bytes; a file that is not UTF-8 is refused, naming it."""
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as e:
+        raise CmdlineError('%s is not UTF-8 text (byte 0x%02x at offset %d); expected a UTF-8 (or ASCII) grub '
+                           'defaults file: convert it (for example iconv -f LATIN1 -t UTF-8) and run again'
+                           % (path, bytearray(data[e.start:e.start + 1])[0], e.start))
+
+
+def sh_reading(data, var, path=GRUB_DEFAULT_PATH, tmpdir=None, timeout=SH_TIMEOUT_S):
+    """The value /bin/sh gives ``var`` after sourcing ``data`` (the bytes of a grub defaults file).
+
+    grub-mkconfig reads /etc/default/grub with ``. "${sysconfdir}/default/grub"`` under /bin/sh, so this is the
+    consumer's own reading. The bytes go to a temporary file in ``tmpdir`` that the shell gets as ``$1`` (never
+    inside the command string), in an empty environment, with stdin from /dev/null and a time limit. Sourcing
+    runs whatever commands the file holds, as grub-mkconfig does on each run. The file's own output goes to
+    stderr; a marker before the value proves the shell got to the end."""
+    if len(var) > 64 or not _NAME_RE.fullmatch(var):
+        raise CmdlineError('variable name %r is not a shell name' % (var,))
+    fd, tmp = tempfile.mkstemp(prefix='gpuvirt-grub-', dir=tmpdir)
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(data)
+        script = '. "$1" >&2 </dev/null; printf "%s%%s" "${%s-}"' % (_SH_MARK, var)
+        # a session of its own: on timeout the whole group goes, children that hold the pipes open included
+        proc = subprocess.Popen([SH, '-c', script, 'sh', tmp], env={}, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise CmdlineError('%s: %s did not finish reading it within %d s; expected the grub defaults file to be '
+                               'plain assignments: fix it by hand' % (path, SH, timeout))
+    finally:
+        os.unlink(tmp)
+    out = out.decode('utf-8', 'surrogateescape')
+    if proc.returncode != 0 or not out.startswith(_SH_MARK):
+        raise CmdlineError('%s: %s could not read it (exit status %d: %s); expected a file grub-mkconfig can source: '
+                           'fix it by hand' % (path, SH, proc.returncode,
+                                               err.decode('utf-8', 'replace').strip()[-300:] or 'no message'))
+    return out[len(_SH_MARK):]
+
+
+def _shown(value):
+    return repr(value) if len(value) <= 300 else '%r... (%d characters)' % (value[:300], len(value))
+
+
+def check_sh_edit(old_value, new_value, ensure, remove, var, path=GRUB_DEFAULT_PATH):
+    """Refuse unless /bin/sh's reading after the edit is its reading before plus the added args, minus the
+    removed ones (as argument lists): the editor's parser and the consumer's must agree before anything is
+    written."""
+    before = split_cmdline(old_value)
+    expected = apply(before, ensure, remove)
+    if split_cmdline(new_value) != expected:
+        raise CmdlineError(
+            '%s: /bin/sh reads %s as %s before the edit and %s after it, not %s (the old arguments with %s '
+            'ensured and %s removed); nothing was written: set the arguments in that file by hand'
+            % (path, var, _shown(old_value), _shown(new_value), _shown(' '.join(expected)),
+               ' '.join(ensure) or 'none', ' '.join(remove) or 'none'))
+
+
+def grub_default_update(data, var, ensure, remove, path=GRUB_DEFAULT_PATH, tmpdir=None, timeout=SH_TIMEOUT_S):
+    """The bytes of the grub defaults file with our args in ``var``: ``grub_default_edit`` on the text, cross-checked
+    with /bin/sh (``check_sh_edit``) before the caller writes anything. Unchanged bytes come back when nothing is
+    to do, and even then /bin/sh must already read the wanted args."""
+    new = grub_default_edit(decode_grub_default(data, path), var, ensure, remove, path).encode('utf-8')
+    old_value = sh_reading(data, var, path, tmpdir, timeout)
+    new_value = old_value if new == data else sh_reading(new, var, path, tmpdir, timeout)
+    check_sh_edit(old_value, new_value, ensure, remove, var, path)
+    return new
 
 
 def parse_grubby_info(text):
@@ -385,9 +535,22 @@ def parse_grubby_info(text):
 
 def grubby_changes(entries, ensure, remove):
     """Args to pass to ``grubby --update-kernel=ALL --args=... --remove-args=...`` (empty: nothing to do)."""
-    add, drop = [], []
+    add, drop = _Union(), _Union()
     for entry in entries:
         missing, unwanted = compare(entry['args'], ensure, remove)
-        add.extend(a for a in missing if a not in add)
-        drop.extend(a for a in unwanted if a not in drop)
-    return add, drop
+        add.extend(missing)
+        drop.extend(unwanted)
+    return add.items, drop.items
+
+
+class _Union(object):
+    """Items in first-seen order without repeats; a set answers "seen?" so many entries stay linear."""
+
+    def __init__(self):
+        self.items, self._seen = [], set()
+
+    def extend(self, items):
+        for item in items:
+            if item not in self._seen:
+                self._seen.add(item)
+                self.items.append(item)

@@ -17,7 +17,15 @@ description:
   - C(grub_dropin) (Debian, Ubuntu) writes a drop-in under C(/etc/default/grub.d/) that filters and extends
     C(GRUB_CMDLINE_LINUX) when C(update-grub) runs; the user's C(/etc/default/grub) is never rewritten.
   - C(grub_default) (EL8) edits only the managed arguments inside C(GRUB_CMDLINE_LINUX) of
-    C(/etc/default/grub) and runs C(grub2-mkconfig).
+    C(/etc/default/grub) and runs C(grub2-mkconfig). It owns one form of the variable, a plain single-line
+    C(GRUB_CMDLINE_LINUX="...") (or C('...') or one word, C(export) and a trailing comment allowed) at the
+    start of a line, and refuses a file that sets the variable in any other way (after C(;), C(&&) or a
+    backslash continuation, with C(readonly), C(unset), C(${GRUB_CMDLINE_LINUX:=...})), naming the line.
+    Every byte outside the edited line is kept (CRLF too); a file that is not UTF-8 is refused.
+  - Before writing, C(grub_default) sources the old and the new file with C(/bin/sh) in an empty environment, as
+    C(grub2-mkconfig) does, and refuses the edit unless the new value is the old one plus the added and minus the
+    removed arguments. Sourcing runs the commands the file holds (such as C(GRUB_DISTRIBUTOR="$(sed ...)")), as
+    every C(grub2-mkconfig) run does; this happens in check mode too.
   - C(grubby) (EL9 and later) runs C(grubby --update-kernel=ALL) with the arguments to add and remove.
   - Ensuring C(key=value) removes every other value of C(key) (for example C(intel_iommu=off)).
   - When the boot loader update command fails the configuration file is restored, so a later run retries.
@@ -132,13 +140,22 @@ commands:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline as kc
 
 
 def read(path):
     try:
         with open(path) as f:
+            return f.read()
+    except (IOError, OSError):
+        return None
+
+
+def read_bytes(path):
+    """The file as bytes (None when absent): an edit must keep every byte it does not own, CR included."""
+    try:
+        with open(path, 'rb') as f:
             return f.read()
     except (IOError, OSError):
         return None
@@ -168,23 +185,26 @@ class Runner(object):
 
 
 def write_file(module, path, old, new):
-    """Write atomically, keeping mode/owner of an existing file (0644 for a new one)."""
+    """Write bytes atomically, keeping mode/owner of an existing file (0644 for a new one)."""
     tmp = path + '.gpuvirt-tmp'
-    with open(tmp, 'w') as f:
+    with open(tmp, 'wb') as f:
         f.write(new)
     if old is None:
         os.chmod(tmp, 0o644)
     module.atomic_move(tmp, path)
 
 
-def file_backend(module, result, runner, path, new_text, update_cmd):
-    old = read(path)
-    if old == new_text:
+def file_backend(module, result, runner, path, new_data, update_cmd, old=None):
+    """Write ``new_data`` (bytes) to ``path`` when it differs and run ``update_cmd``; ``old`` is the file as the
+    caller read it (read here when None)."""
+    old = read_bytes(path) if old is None else old
+    if old == new_data:
         return
     result['changed'] = True
     if module._diff:
         result['diff'] = {'before_header': path, 'after_header': path,
-                          'before': old or '', 'after': new_text}
+                          'before': to_text(old or b'', errors='surrogate_or_replace'),
+                          'after': to_text(new_data, errors='surrogate_or_replace')}
     if module.check_mode:
         if module.params['update_bootloader']:
             result['commands'].append(update_cmd)
@@ -193,7 +213,7 @@ def file_backend(module, result, runner, path, new_text, update_cmd):
     parent = os.path.dirname(path)
     if not os.path.isdir(parent):
         os.makedirs(parent, 0o755)
-    write_file(module, path, old, new_text)
+    write_file(module, path, old, new_data)
     if not module.params['update_bootloader']:
         return
     try:
@@ -238,14 +258,18 @@ def main():
     try:
         if backend == 'grub_dropin':
             cmd = [module.get_bin_path('update-grub') or 'update-grub']
-            file_backend(module, result, runner, p['dropin_path'], kc.render_grub_dropin(ensure, remove), cmd)
+            file_backend(module, result, runner, p['dropin_path'],
+                         to_bytes(kc.render_grub_dropin(ensure, remove)), cmd)
         elif backend == 'grub_default':
-            text = read(p['grub_default_path'])
-            if text is None:
-                module.fail_json(msg='%s does not exist: is GRUB installed?' % p['grub_default_path'], **result)
-            new = kc.grub_default_edit(text, 'GRUB_CMDLINE_LINUX', ensure, remove)
+            path = p['grub_default_path']
+            data = read_bytes(path)
+            if data is None:
+                module.fail_json(msg='%s does not exist: is GRUB installed?' % path, **result)
+            # Edited by the parser, then cross-checked with /bin/sh reading the old and the new bytes (check mode
+            # too), before anything is written.
+            new = kc.grub_default_update(data, 'GRUB_CMDLINE_LINUX', ensure, remove, path, module.tmpdir)
             cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
-            file_backend(module, result, runner, p['grub_default_path'], new, cmd)
+            file_backend(module, result, runner, path, new, cmd, old=data)
         elif backend == 'grubby':
             grubby = module.get_bin_path('grubby', required=True)
             rc, out, err = module.run_command([grubby, '--info=ALL'])

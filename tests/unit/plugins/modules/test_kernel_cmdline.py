@@ -87,7 +87,8 @@ def test_grub_default_backend(monkeypatch, host):
     grub.write_text('GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="rhgb quiet"\n')
     cmds = []
     res = run(monkeypatch, dict(args=['intel_iommu=on'], backend='grub_default', grub_default_path=str(grub),
-                                grub_config='/boot/grub2/grub.cfg', proc_cmdline=str(host / 'cmdline')), cmds)
+                                grub_config='/boot/grub2/grub.cfg', proc_cmdline=str(host / 'cmdline'),
+                                _ansible_tmpdir=str(host)), cmds)
     assert res['changed'] and cmds == [['/usr/sbin/grub2-mkconfig', '-o', '/boot/grub2/grub.cfg']]
     assert grub.read_text() == 'GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="rhgb quiet intel_iommu=on"\n'
 
@@ -96,3 +97,72 @@ def test_backend_none_only_compares(monkeypatch, host):
     (host / 'cmdline').write_text(ON)
     res = run(monkeypatch, dict(args=['intel_iommu=on', 'iommu=pt'], backend='none', proc_cmdline=str(host / 'cmdline')))
     assert not res['changed'] and not res['reboot_required'] and res['commands'] == []
+
+
+def grub_args(host, **kw):
+    base = dict(args=['intel_iommu=on', 'iommu=pt'], backend='grub_default', grub_default_path=str(host / 'grub'),
+                grub_config='/boot/grub2/grub.cfg', proc_cmdline=str(host / 'cmdline'), _ansible_tmpdir=str(host))
+    base.update(kw)
+    return base
+
+
+ROOT = 'rd.lvm.lv=rhel/root crashkernel=auto'
+
+
+@pytest.mark.parametrize('text, line', [
+    ('GRUB_TIMEOUT=5; GRUB_CMDLINE_LINUX="%s"\n' % ROOT, 1),
+    ('GRUB_TIMEOUT=5 \\\n  GRUB_CMDLINE_LINUX="%s"\n' % ROOT, 2),
+    ('[ -d /sys/firmware/efi ] && GRUB_CMDLINE_LINUX="%s"\n' % ROOT, 1),
+    ('GRUB_TIMEOUT=5\nreadonly GRUB_CMDLINE_LINUX="%s"\n' % ROOT, 2),
+    ('export GRUB_TIMEOUT=5 GRUB_CMDLINE_LINUX="%s"\n' % ROOT, 1),
+])
+@pytest.mark.parametrize('check', [False, True])
+def test_grub_default_refuses_a_form_it_does_not_own(monkeypatch, host, text, line, check):
+    grub = host / 'grub'
+    grub.write_bytes(text.encode())
+    cmds = []
+    res = run(monkeypatch, grub_args(host), cmds, check=check)
+    assert res['failed'] and not res['changed'] and cmds == [] and res['commands'] == []
+    assert res['msg'].startswith('%s line %d ' % (grub, line)) and 'form the editor does not own' in res['msg']
+    assert grub.read_bytes() == text.encode()  # unchanged, byte for byte
+
+
+def test_grub_default_sh_cross_check_refuses_before_writing(monkeypatch, host):
+    # "$((VAR=5))" in another value assigns our variable: only /bin/sh sees it, and nothing is written
+    text = b'GRUB_CMDLINE_LINUX="rhgb quiet"\nGRUB_X="$((GRUB_CMDLINE_LINUX=5))"\n'
+    grub = host / 'grub'
+    grub.write_bytes(text)
+    cmds = []
+    res = run(monkeypatch, grub_args(host), cmds)
+    assert res['failed'] and cmds == [] and grub.read_bytes() == text
+    assert res['msg'].startswith("%s: /bin/sh reads GRUB_CMDLINE_LINUX as '5' before the edit and '5' after it" % grub)
+
+
+def test_grub_default_keeps_crlf_byte_for_byte(monkeypatch, host):
+    grub = host / 'grub'
+    grub.write_bytes(b'GRUB_TIMEOUT=5\r\nGRUB_CMDLINE_LINUX="rhgb quiet"\r\nGRUB_DISABLE_RECOVERY="true"\r\n')
+    res = run(monkeypatch, grub_args(host))
+    assert res['changed'] and not res['failed']
+    assert grub.read_bytes() == (b'GRUB_TIMEOUT=5\r\nGRUB_CMDLINE_LINUX="rhgb quiet intel_iommu=on iommu=pt"\r\n'
+                                 b'GRUB_DISABLE_RECOVERY="true"\r\n')
+    cmds = []
+    res = run(monkeypatch, grub_args(host), cmds)
+    assert not res['changed'] and cmds == []
+
+
+def test_grub_default_names_a_file_that_is_not_utf8(monkeypatch, host):
+    grub = host / 'grub'
+    grub.write_bytes(b'GRUB_CMDLINE_LINUX="rhgb quiet"\n# caf\xe9\n')
+    res = run(monkeypatch, grub_args(host))
+    assert res['failed'] and res['msg'].startswith('%s is not UTF-8 text (byte 0xe9 at offset 37)' % grub)
+    assert grub.read_bytes() == b'GRUB_CMDLINE_LINUX="rhgb quiet"\n# caf\xe9\n'
+
+
+def test_grub_default_check_and_diff_mode(monkeypatch, host):
+    grub = host / 'grub'
+    grub.write_text('GRUB_CMDLINE_LINUX="rhgb quiet"\n')
+    cmds = []
+    res = run(monkeypatch, grub_args(host), cmds, check=True, diff=True)
+    assert res['changed'] and cmds == [] and grub.read_text() == 'GRUB_CMDLINE_LINUX="rhgb quiet"\n'
+    assert res['diff']['after'] == 'GRUB_CMDLINE_LINUX="rhgb quiet intel_iommu=on iommu=pt"\n'
+    assert res['commands'] == [['/usr/sbin/grub2-mkconfig', '-o', '/boot/grub2/grub.cfg']]
