@@ -148,10 +148,11 @@ def lstat(path):
 def check_directory(dest):
     """The render directory must be a directory itself, not a symbolic link to one: the directory is a Git
     checkout others commit to, and a committed link would send every write and delete somewhere else."""
-    st = lstat(os.path.abspath(dest))
+    path = os.path.abspath(dest)  # no trailing "/": lstat of "link/" would follow the link
+    st = lstat(path)
     if st is not None and stat.S_ISLNK(st.st_mode):
         raise RenderError('%s is a symbolic link; set the render directory to the real directory it points to (%s)'
-                          % (dest, os.path.realpath(dest)))
+                          % (path, os.path.realpath(path)))
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise RenderError('%s is not a directory: create it first' % dest)
 
