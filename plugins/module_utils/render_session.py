@@ -9,7 +9,11 @@ writer of the same object is merged into the first file, or refused when the two
 an earlier complete render of the same scope wrote and this one did not are deleted (never a file we did not
 write), ``kustomization.yaml`` lists the objects in file-name order, and ``.gpuvirt-render.json`` records what is
 ours with ``complete: true``. A killed render leaves the lock and ``complete: false``: the next render says so and
-replaces it. Pure Python, no Ansible imports.
+replaces it.
+
+The directory is a Git checkout others commit to, so the lock and the manifest are untrusted input: checked for
+shape and names before use, never followed through a symbolic link, and a file is pruned only when it is a
+regular file still holding the sha256 recorded when it was written. Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, division, print_function
 
