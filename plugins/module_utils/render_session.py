@@ -192,6 +192,9 @@ def _check_lock(data, path):
                 raise _bad(path, '%s[%s].mode' % (where, key), entry.get('mode'))
             if not isinstance(entry.get('writer'), str):
                 raise _bad(path, '%s[%s].writer' % (where, key), entry.get('writer'))
+            writers = entry.get('writers', [])
+            if not (isinstance(writers, list) and all(isinstance(writer, str) for writer in writers)):
+                raise _bad(path, '%s[%s].writers' % (where, key), writers)
             body = 'object' if where == 'objects' else 'content'
             if not isinstance(entry.get(body), dict if body == 'object' else str):
                 raise _bad(path, '%s[%s].%s' % (where, key, body), type(entry.get(body)).__name__)

@@ -109,6 +109,8 @@ def test_a_manifest_of_another_shape_is_refused_naming_it_never_a_traceback(tree
     (dict(objects={'k': {'file': 'a.yaml', 'writer': 'w', 'phase': 'p', 'object': 'x'}}), r'objects\[k\].object'),
     (dict(files={'a.yaml': {'file': 'b.yaml', 'writer': 'w', 'content': ''}}), r'files\[a.yaml\].file'),
     (dict(depth='2'), "depth is '2'"), (dict(phases=[1]), 'phases is'),
+    (dict(objects={'k': {'file': 'a.yaml', 'writer': 'w', 'object': {}, 'writers': 'w'}}),
+     r"objects\[k\].writers is 'w'"),
 ])
 def test_a_lock_of_another_shape_is_refused_naming_it(tree, change, what):
     dest = tree / 'render'
@@ -296,9 +298,11 @@ def test_hostile_bookkeeping_never_deletes_or_writes_outside_or_a_non_regular_fi
             """The placeholders made real: OUTSIDE as a name is the outside file's absolute path, as a hash its
             sha256; OURS the sha256 of ours.yaml."""
             hashed = {'OUTSIDE': outside_hash, 'OURS': ours_hash}
-            return dict((outside if name == 'OUTSIDE' else name, dict(entry, sha256=hashed.get(entry['sha256'],
-                                                                                              entry['sha256'])))
-                        for name, entry in table.items())
+            out = {}
+            for name, entry in table.items():
+                out[outside if name == 'OUTSIDE' else name] = dict(entry, sha256=hashed.get(entry['sha256'],
+                                                                                            entry['sha256']))
+            return out
 
         files, writing = real(files), real(writing)
         with open(os.path.join(dest, rs.MANIFEST), 'w') as f:
