@@ -10,8 +10,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
+import hashlib
 import os
 import re
+import stat
 import tempfile
 
 try:
@@ -75,11 +78,103 @@ def dump(obj):
 
 
 def read(path):
+    """The text of the regular file ``path``, None when it is missing, a symbolic link or not UTF-8 text: a link
+    planted in the render directory is never followed (O_NOFOLLOW)."""
+    data = read_bytes(path)
+    if data is None:
+        return None
     try:
-        with open(path, 'rb') as f:
-            return f.read().decode('utf-8')
+        return data.decode('utf-8')
+    except UnicodeDecodeError:
+        return None
+
+
+def _open_regular(path):
+    """A file descriptor of the regular file ``path``, opened without following a symbolic link and without
+    blocking on a FIFO; None when it is missing or not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
     except (IOError, OSError):
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_bytes(path, limit=None):
+    """The bytes of the regular file ``path`` (None as for ``read``); with ``limit``, at most that many bytes
+    plus one, so a caller sees that the file is too big without reading all of it."""
+    fd = _open_regular(path)
+    if fd is None:
+        return None
+    chunks, size = [], 0
+    with os.fdopen(fd, 'rb') as f:
+        while limit is None or size <= limit:
+            chunk = f.read(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    return b''.join(chunks)
+
+
+def sha256_text(text):
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+def file_sha256(path):
+    """The sha256 of the regular file ``path``, read without following a link; None when it is no regular file."""
+    fd = _open_regular(path)
+    if fd is None:
+        return None
+    digest = hashlib.sha256()
+    with os.fdopen(fd, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 16), b''):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def lstat(path):
+    """os.lstat, or None when nothing is there."""
+    try:
+        return os.lstat(path)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise
+
+
+def check_directory(dest):
+    """The render directory must be a directory itself, not a symbolic link to one: the directory is a Git
+    checkout others commit to, and a committed link would send every write and delete somewhere else."""
+    path = os.path.abspath(dest)  # no trailing "/": lstat of "link/" would follow the link
+    st = lstat(path)
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise RenderError('%s is a symbolic link; set the render directory to the real directory it points to (%s)'
+                          % (path, os.path.realpath(path)))
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise RenderError('%s is not a directory: create it first' % dest)
+
+
+def check_replaceable(path, content, recorded=None, writer=None):
+    """The one rule for writing ``content`` over a name in the render directory: nothing there, or a regular file
+    (never a symbolic link, directory or device: lstat) that already holds ``content`` or whose sha256 is
+    ``recorded``, the hash this collection recorded when it wrote the file. Anything else was put there by someone
+    else, or changed since: RenderError naming it, before anything is written."""
+    st = lstat(path)
+    if st is None:
+        return
+    what = writer or os.path.basename(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = 'a symbolic link' if stat.S_ISLNK(st.st_mode) else 'not a regular file'
+        raise RenderError('%s is %s; the render writes %s there and never follows or replaces one: remove it'
+                          % (path, kind, what))
+    current = file_sha256(path)
+    if current is None or (current != sha256_text(content) and current != recorded):
+        raise RenderError('%s exists and was not written by this collection (or was changed since: its sha256 is not '
+                          'the one recorded in the render bookkeeping); move it away (the render writes %s there)'
+                          % (path, what))
 
 
 def write_atomic(path, content, mode):
@@ -104,7 +199,7 @@ def needs_write(path, content, mode):
     current = read(path)
     if current != content:
         return True, True
-    return False, (os.stat(path).st_mode & 0o7777) != mode
+    return False, (os.lstat(path).st_mode & 0o7777) != mode
 
 
 def place(dest, entries, mode, phase, check_mode):
@@ -121,6 +216,7 @@ def place(dest, entries, mode, phase, check_mode):
     # imported here: render_session builds on this module, so a top-level import would be circular
     from ansible_collections.gpuvirt.provision.plugins.module_utils import render_session
 
+    check_directory(dest)
     if not os.path.isdir(dest) and not check_mode:  # check mode: the directory task only pretended
         raise RenderError('%s is not a directory: create it first' % dest)
     if os.path.isdir(dest) and render_session.session(dest) is not None:
@@ -140,6 +236,12 @@ def place(dest, entries, mode, phase, check_mode):
                 raise
             files.append(os.path.join(dest, name))
         return {'changed': False, 'files': files, 'deferred': True, 'diff': None}
+    # no session, so no bookkeeping of what is ours: a regular file of that name is the caller's to replace, but a
+    # symbolic link (or a directory) planted there is refused before anything is read or written
+    for entry in entries:
+        st = lstat(os.path.join(dest, entry['name']))
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            check_replaceable(os.path.join(dest, entry['name']), '', None, entry['writer'])
     files, changed, before, after = [], False, [], []
     for entry in entries:
         path = os.path.join(dest, entry['name'])

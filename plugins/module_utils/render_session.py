@@ -9,7 +9,11 @@ writer of the same object is merged into the first file, or refused when the two
 an earlier complete render of the same scope wrote and this one did not are deleted (never a file we did not
 write), ``kustomization.yaml`` lists the objects in file-name order, and ``.gpuvirt-render.json`` records what is
 ours with ``complete: true``. A killed render leaves the lock and ``complete: false``: the next render says so and
-replaces it. Pure Python, no Ansible imports.
+replaces it.
+
+The directory is a Git checkout others commit to, so the lock and the manifest are untrusted input: checked for
+shape and names before use, never followed through a symbolic link, and a file is pruned only when it is a
+regular file still holding the sha256 recorded when it was written. Pure Python, no Ansible imports.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -17,10 +21,10 @@ __metaclass__ = type
 
 import copy
 import errno
-import hashlib
 import json
 import os
 import re
+import stat
 import time
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import render
@@ -28,7 +32,18 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import render
 LOCK = '.gpuvirt-render.lock'
 MANIFEST = '.gpuvirt-render.json'
 KUSTOMIZATION = 'kustomization.yaml'
-FORMAT = 1
+# 2: every file recorded with the sha256 of what was written (1 could record an empty one); the lock records
+# what its close is writing, so the next render can prove what a killed close wrote
+FORMAT = 2
+# more than any render writes (the lock holds every pending object): a bigger bookkeeping file is refused unread
+MAX_BOOKKEEPING = 32 * 1024 * 1024
+# the largest pid_max Linux allows (PID_MAX_LIMIT in the kernel's include/linux/threads.h, 4 * 1024 * 1024 on
+# 64-bit)
+PID_MAX = 4 * 1024 * 1024
+PHASE_RE = re.compile(r'[A-Za-z0-9._-]{0,63}')
+SHA256_RE = re.compile(r'[0-9a-f]{64}')
+_FIX = ('restore it from the Git history of the directory, or remove it (with no bookkeeping nothing is pruned '
+        'and a file of a rendered name that does not hold the rendered text stops the render)')
 SYNC_WAVE = 'argocd.argoproj.io/sync-wave'
 SYNC_OPTIONS = 'argocd.argoproj.io/sync-options'
 SKIP_DRY_RUN = 'SkipDryRunOnMissingResource=true'
@@ -51,21 +66,143 @@ def object_key(obj):
 
 
 def sha256(text):
-    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+    return render.sha256_text(text)
 
 
-def _load(path):
-    text = render.read(path)
-    if text is None:
+def _load(path, check):
+    """The bookkeeping file ``path`` (the lock or the manifest), checked by ``check(data, path)``; None when it is
+    missing. The render directory is a Git checkout others commit to, so its bookkeeping is input like any other:
+    a symbolic link, a file over MAX_BOOKKEEPING bytes, text that is not JSON or JSON of another shape is refused,
+    naming the file and the fix."""
+    st = render.lstat(path)
+    if st is None:
         return None
+    if not stat.S_ISREG(st.st_mode):
+        raise render.RenderError('%s is not a regular file (a symbolic link or a directory); it is the render '
+                                 'bookkeeping of this directory and is never followed: %s' % (path, _FIX))
+    data = render.read_bytes(path, MAX_BOOKKEEPING)
+    if data is None:
+        raise render.RenderError('%s cannot be read as a regular file: %s' % (path, _FIX))
+    if len(data) > MAX_BOOKKEEPING:
+        raise render.RenderError('%s is larger than %d bytes, more than a render writes: %s'
+                                 % (path, MAX_BOOKKEEPING, _FIX))
     try:
-        data = json.loads(text)
-    except ValueError:
-        raise render.RenderError('%s is not valid JSON; it is the render bookkeeping of this directory: remove it '
-                                 'and render again' % path)
+        data = json.loads(data.decode('utf-8'))
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the interpreter's stack
+        raise render.RenderError('%s is not valid JSON; it is the render bookkeeping of this directory: %s'
+                                 % (path, _FIX))
     if not isinstance(data, dict):
-        raise render.RenderError('%s must hold a JSON object; remove it and render again' % path)
+        raise render.RenderError('%s must hold a JSON object: %s' % (path, _FIX))
+    check(data, path)
     return data
+
+
+def _bad(path, what, value):
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + '...'
+    return render.RenderError('%s: %s is %s; %s: %s' % (path, what, shown, 'not what this collection writes', _FIX))
+
+
+def _is_int(value, low, high):
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def valid_name(name):
+    """A file name the render writes: letters, digits, ".", "_" and "-", not hidden, no directory (so no "/",
+    "..", NUL or newline), not kustomization.yaml (written apart)."""
+    return (isinstance(name, str) and len(name) <= 251 and render.FILE_NAME_RE.fullmatch(name) is not None
+            and name != KUSTOMIZATION)
+
+
+def valid_phase(phase):
+    return isinstance(phase, str) and len(phase) <= 63 and PHASE_RE.fullmatch(phase) is not None
+
+
+def _check_recorded(path, where, files, hash_optional):
+    """``files``: {name: {'phase', 'sha256', 'resource'}}, the shape of the manifest's files and of the lock's
+    ``writing``."""
+    if not isinstance(files, dict):
+        raise _bad(path, where, files)
+    for name, entry in files.items():
+        if not valid_name(name):
+            raise _bad(path, 'a file name in %s' % where, name)
+        if not isinstance(entry, dict):
+            raise _bad(path, '%s[%s]' % (where, name), entry)
+        digest = entry.get('sha256')
+        if not (isinstance(digest, str) and (SHA256_RE.fullmatch(digest) or (hash_optional and digest == ''))):
+            raise _bad(path, '%s[%s].sha256' % (where, name), digest)
+        if not valid_phase(entry.get('phase') if entry.get('phase') is not None else ''):
+            raise _bad(path, '%s[%s].phase' % (where, name), entry.get('phase'))
+        if not isinstance(entry.get('resource', True), bool):
+            raise _bad(path, '%s[%s].resource' % (where, name), entry.get('resource'))
+
+
+def _check_manifest(data, path):
+    version = data.get('format')
+    if _is_int(version, FORMAT + 1, 1 << 30):
+        raise render.RenderError('%s has format %d, written by a newer version of this collection; upgrade the '
+                                 'collection' % (path, version))
+    if not _is_int(version, 1, FORMAT):
+        raise _bad(path, 'format', version)
+    # format 1 recorded an empty sha256 for what an interrupted render may have written: such a file cannot be
+    # proven ours and is never pruned
+    _check_recorded(path, 'files', data.get('files', {}), version < FORMAT)
+    if not isinstance(data.get('complete', False), bool):
+        raise _bad(path, 'complete', data.get('complete'))
+    kustomization = data.get('kustomization', '')
+    if not (isinstance(kustomization, str) and (kustomization == '' or SHA256_RE.fullmatch(kustomization))):
+        raise _bad(path, 'kustomization', kustomization)
+    if not _is_number(data.get('finished', 0)):
+        raise _bad(path, 'finished', data.get('finished'))
+
+
+def _check_lock(data, path):
+    if not _is_int(data.get('format'), 1, FORMAT):
+        raise _bad(path, 'format', data.get('format'))
+    # a pid of 0 or below would make the liveness check signal a whole process group
+    if not _is_int(data.get('pid'), 1, PID_MAX):
+        raise _bad(path, 'pid', data.get('pid'))
+    owner = data.get('owner')
+    if not (isinstance(owner, str) and render.PREFIX_RE.fullmatch(owner)):
+        raise _bad(path, 'owner', owner)
+    if not _is_number(data.get('started', 0)):
+        raise _bad(path, 'started', data.get('started'))
+    if not _is_int(data.get('depth', 1), 0, 1000):
+        raise _bad(path, 'depth', data.get('depth'))
+    phases = data.get('phases', [])
+    if not (isinstance(phases, list) and all(valid_phase(phase) for phase in phases)):
+        raise _bad(path, 'phases', phases)
+    for where in ('objects', 'files'):
+        entries = data.get(where, {})
+        if not isinstance(entries, dict):
+            raise _bad(path, where, entries)
+        for key, entry in entries.items():
+            if not (isinstance(key, str) and len(key) <= 1024 and isinstance(entry, dict)):
+                raise _bad(path, 'an entry of %s' % where, key)
+            if not valid_name(entry.get('file')) or (where == 'files' and entry.get('file') != key):
+                raise _bad(path, '%s[%s].file' % (where, key), entry.get('file'))
+            if not valid_phase(entry.get('phase') if entry.get('phase') is not None else ''):
+                raise _bad(path, '%s[%s].phase' % (where, key), entry.get('phase'))
+            if not _is_int(entry.get('mode', 0o644), 0, 0o777):
+                raise _bad(path, '%s[%s].mode' % (where, key), entry.get('mode'))
+            if not isinstance(entry.get('writer'), str):
+                raise _bad(path, '%s[%s].writer' % (where, key), entry.get('writer'))
+            writers = entry.get('writers', [])
+            if not (isinstance(writers, list) and all(isinstance(writer, str) for writer in writers)):
+                raise _bad(path, '%s[%s].writers' % (where, key), writers)
+            body = 'object' if where == 'objects' else 'content'
+            if not isinstance(entry.get(body), dict if body == 'object' else str):
+                raise _bad(path, '%s[%s].%s' % (where, key, body), type(entry.get(body)).__name__)
+    _check_recorded(path, 'writing', data.get('writing', {}), False)
+
+
+def _load_manifest(dest):
+    return _load(os.path.join(dest, MANIFEST), _check_manifest)
 
 
 def _dump(path, data, mode=0o644):
@@ -81,35 +218,44 @@ def _alive(pid):
 
 
 def open_session(dest, owner, pid, now=None):
-    """Take the directory for one render run. Returns ``{'interrupted': <the earlier lock or None>}``.
+    """Take the directory for one render run. Returns ``{'interrupted': <the earlier lock or None>, 'reopened',
+    'warnings'}``.
 
     Refuses while another live process holds the lock; a lock whose process is gone is an interrupted render,
-    taken over (its files are replaced by this render's)."""
+    taken over: the files its close had begun writing (recorded in the lock with their sha256 before the first
+    write) count as ours when they still hold that text, and are pruned at close unless this render writes them."""
+    render.check_directory(dest)
     path = os.path.join(dest, LOCK)
     lock = {'format': FORMAT, 'owner': owner, 'pid': pid, 'started': now or time.time(), 'objects': {}, 'depth': 1,
             'phases': []}
-    earlier = _load(path)
+    earlier = _load(path, _check_lock)
+    manifest = _load_manifest(dest) or {'format': FORMAT, 'files': {}}
+    warnings = []
     if earlier is not None:
-        if earlier.get('pid') != pid and _alive(earlier.get('pid')):
+        if earlier['pid'] != pid and _alive(earlier['pid']):
             raise render.RenderError(
                 'another render (pid %s, %s) is writing into %s; wait for it to finish. If no such render runs, '
-                'remove %s' % (earlier.get('pid'), earlier.get('owner'), dest, path))
-        if earlier.get('pid') == pid:
+                'remove %s' % (earlier['pid'], earlier['owner'], dest, path))
+        if earlier['pid'] == pid:
             # a phase playbook imported by site.yml: the same run, one level deeper
             earlier['depth'] = earlier.get('depth', 1) + 1
             _dump(path, earlier, 0o600)
-            return {'interrupted': None, 'reopened': True}
-        os.unlink(path)
-    manifest = _load(os.path.join(dest, MANIFEST)) or {'format': FORMAT, 'files': {}}
-    if earlier is not None:
-        # what the interrupted render wrote is ours too: pruned at close unless this render writes it again
-        for entry in list((earlier.get('objects') or {}).values()) + list((earlier.get('files') or {}).values()):
-            manifest.setdefault('files', {}).setdefault(entry['file'], {'phase': entry.get('phase'), 'sha256': '',
-                                                                        'resource': 'object' in entry})
+            return {'interrupted': None, 'reopened': True, 'warnings': []}
+        os.unlink(path)  # a regular file (checked): unlink removes the name, never what a link would point to
+        files = manifest.setdefault('files', {})
+        for name, entry in sorted((earlier.get('writing') or {}).items()):
+            if files.get(name, {}).get('sha256') != entry['sha256'] and \
+                    render.file_sha256(os.path.join(dest, name)) == entry['sha256']:
+                files[name] = {'phase': entry.get('phase') or '', 'sha256': entry['sha256'],
+                               'resource': entry.get('resource', True)}
             if entry.get('phase') not in lock['phases']:
-                lock['phases'].append(entry.get('phase'))
+                lock['phases'].append(entry.get('phase') or '')
+        if earlier.get('format') != FORMAT and (earlier.get('objects') or earlier.get('files')):
+            warnings.append('the interrupted render\'s lock %s is of an older format that does not record the files '
+                            'its close wrote: none of them is pruned; remove stale ones by hand' % path)
     try:
-        # 0600: the lock holds the objects of this render until it closes, a Secret among them
+        # 0600: the lock holds the objects of this render until it closes, a Secret among them. O_EXCL: never
+        # through a link planted at that name
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as e:
         if e.errno == errno.EEXIST:
@@ -119,7 +265,7 @@ def open_session(dest, owner, pid, now=None):
         f.write(json.dumps(lock, indent=2, sort_keys=True) + '\n')
     manifest['complete'] = False
     _dump(os.path.join(dest, MANIFEST), manifest)
-    return {'interrupted': _summary(earlier), 'reopened': False}
+    return {'interrupted': _summary(earlier), 'reopened': False, 'warnings': warnings}
 
 
 def _summary(lock):
@@ -156,7 +302,7 @@ def controller_pid(pid=None):
 
 def session(dest):
     """The open session's lock data, or None when no render session is open in ``dest``."""
-    return _load(os.path.join(dest, LOCK))
+    return _load(os.path.join(dest, LOCK), _check_lock)
 
 
 def merge(first, second, where=''):
@@ -239,29 +385,66 @@ def close_session(dest, dump):
     are not Kubernetes objects (``record_file``) are pruned the same way and never listed in kustomization.yaml.
     The diff (``before``/``after``) shows a Secret's data keys, never their values.
 
-    Returns ``{'closed': bool, 'written': [...], 'pruned': [...], 'files': [...], 'before': .., 'after': ..}``."""
+    Everything in the directory is input: a name is pruned only when the bookkeeping lists it, it is a regular
+    file (lstat) and it still holds what this collection wrote (its recorded sha256); otherwise it stays, with a
+    warning naming it. A name this close writes that holds a symbolic link, a directory, or a file this collection
+    did not write or that was changed since stops the render before anything is written.
+
+    Returns ``{'closed': bool, 'written': [...], 'pruned': [...], 'files': [...], 'before': .., 'after': ..,
+    'warnings': [...]}``."""
     lock = session(dest)
     if lock is None:
         raise render.RenderError('no render session is open in %s' % dest)
     lock['depth'] = lock.get('depth', 1) - 1
     if lock['depth'] > 0:
         _dump(os.path.join(dest, LOCK), lock, 0o600)
-        return {'closed': False, 'written': [], 'pruned': [], 'files': [], 'before': '', 'after': ''}
+        return {'closed': False, 'written': [], 'pruned': [], 'files': [], 'before': '', 'after': '', 'warnings': []}
     site_wide = lock.get('owner') == SITE
     scope = set(lock.get('phases') or []) | set(entry.get('phase') for entry in lock['objects'].values())
     scope |= set(entry.get('phase') for entry in (lock.get('files') or {}).values()) | {lock.get('owner')}
-    manifest = _load(os.path.join(dest, MANIFEST)) or {'format': FORMAT, 'files': {}}
+    manifest = _load_manifest(dest) or {'format': FORMAT, 'files': {}}
     ours = dict(manifest.get('files') or {})
-    # a file of that name the collection did not write is never replaced
-    for entry in (lock.get('files') or {}).values():
-        path = os.path.join(dest, entry['file'])
-        if entry['file'] not in ours and os.path.lexists(path) and render.read(path) != entry['content']:
-            raise render.RenderError('%s exists and was not written by this collection; move it away (the render '
-                                     'writes %s there)' % (path, entry['writer']))
     pending = [(entry, dump(with_argocd(entry['object'], entry['file']))) for entry in lock['objects'].values()]
     pending += [(entry, entry['content']) for entry in (lock.get('files') or {}).values()]
+    pending.sort(key=lambda pair: pair[0]['file'])
+    # every name this close writes, checked before anything changes: never through a link, never over a file
+    # someone else put there or changed since this collection wrote it
+    for entry, content in pending:
+        render.check_replaceable(os.path.join(dest, entry['file']), content,
+                                 (ours.get(entry['file']) or {}).get('sha256'), entry['writer'])
+    written = dict((entry['file'], {'phase': entry['phase'] or '', 'sha256': sha256(content),
+                                    'resource': 'object' in entry}) for entry, content in pending)
+    prune, warnings = [], []
+    for name, entry in sorted(ours.items()):
+        unproven = not entry.get('sha256')  # format 1: whatever phase, it stays unproven, so it is dropped now
+        if name in written or (not site_wide and entry.get('phase') not in scope and not unproven):
+            continue
+        del ours[name]
+        path = os.path.join(dest, name)
+        st = render.lstat(path)
+        if st is None:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            warnings.append('%s is not a regular file (a symbolic link or a directory): not pruned, and no longer '
+                            'recorded as written by this render' % path)
+        elif unproven:
+            warnings.append('%s has no sha256 in the render bookkeeping (an older format): it cannot be proven '
+                            'to be this collection\'s and is not pruned; remove it by hand if it is stale' % path)
+        elif render.file_sha256(path) != entry['sha256']:
+            warnings.append('%s was changed since this collection wrote it: not pruned, and no longer recorded as '
+                            'written by this render; remove it by hand if it is stale' % path)
+        else:
+            prune.append(name)
+    ours.update(written)
+    kustomization = kustomization_text(sorted(name for name, entry in ours.items() if entry.get('resource', True)))
+    kpath = os.path.join(dest, KUSTOMIZATION)
+    render.check_replaceable(kpath, kustomization, manifest.get('kustomization'), 'its own list of the objects')
+    # a close killed from here on leaves files the lock does not name: record what it writes, with the hashes,
+    # so the next render can prove them its own
+    lock['writing'] = written
+    _dump(os.path.join(dest, LOCK), lock, 0o600)
     written_files, before, after = [], [], []
-    for entry, content in sorted(pending, key=lambda pair: pair[0]['file']):
+    for entry, content in pending:
         path = os.path.join(dest, entry['file'])
         content_differs, mode_differs = render.needs_write(path, content, entry.get('mode', 0o644))
         if content_differs:
@@ -271,36 +454,22 @@ def close_session(dest, dump):
         if content_differs or mode_differs:
             render.write_atomic(path, content, entry.get('mode', 0o644))
             written_files.append(entry['file'])
-    written = dict((entry['file'], (entry['phase'], 'object' in entry)) for entry, dummy in pending)
     pruned = []
-    for name, entry in sorted(ours.items()):
-        if name in written:
-            continue
+    for name in prune:
         path = os.path.join(dest, name)
-        if not site_wide and entry.get('phase') not in scope:
-            continue
-        # a file we wrote and someone edited since is still ours to remove: it is not in this render
-        if os.path.exists(path):
+        # checked again right before: unlink removes a name, and the name must still be our regular file
+        st = render.lstat(path)
+        if st is not None and stat.S_ISREG(st.st_mode):
             os.unlink(path)
             pruned.append(name)
-        del ours[name]
-    for name, (phase, resource) in written.items():
-        ours[name] = {'phase': phase, 'sha256': sha256(render.read(os.path.join(dest, name)) or ''),
-                      'resource': resource}
-    kustomization = kustomization_text(sorted(name for name, entry in ours.items() if entry.get('resource', True)))
-    kpath = os.path.join(dest, KUSTOMIZATION)
-    existing = render.read(kpath)
-    if existing is not None and existing != kustomization and manifest.get('kustomization') != sha256(existing):
-        raise render.RenderError('%s exists and was not written by this collection; move it away (the render '
-                                 'writes its own list of the objects there)' % kpath)
-    if existing != kustomization:
+    if render.read(kpath) != kustomization:
         render.write_atomic(kpath, kustomization, 0o644)
         written_files.append(KUSTOMIZATION)
     _dump(os.path.join(dest, MANIFEST), {'format': FORMAT, 'complete': True, 'files': ours,
                                          'kustomization': sha256(kustomization), 'finished': time.time()})
     os.unlink(os.path.join(dest, LOCK))
     return {'closed': True, 'written': written_files, 'pruned': pruned, 'files': sorted(ours),
-            'before': ''.join(before), 'after': ''.join(after)}
+            'before': ''.join(before), 'after': ''.join(after), 'warnings': warnings}
 
 
 def diff_texts(path, content, obj=None):

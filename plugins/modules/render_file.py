@@ -90,6 +90,9 @@ def main():
         mode = render.file_mode(p['mode'])
     except render.RenderError as e:
         module.fail_json(msg=str(e))
+    if not render_session.valid_phase(p['phase']):
+        module.fail_json(msg='phase %r is not valid; expected at most 63 letters, digits, ".", "_" and "-", such as '
+                             'kubevirt' % (p['phase'],))
     if not render_session.FILE_RE.fullmatch(p['name']) or p['name'] == render_session.KUSTOMIZATION:
         module.fail_json(msg='name %r is not valid; expected a file name of letters, digits, ".", "_" and "-" ending '
                              'in .yaml, not %s' % (p['name'], render_session.KUSTOMIZATION))

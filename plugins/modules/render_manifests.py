@@ -88,7 +88,7 @@ files:
 
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import render
+from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
 
 
 def main():
@@ -110,6 +110,9 @@ def main():
         mode = render.file_mode(p['mode'])
     except render.RenderError as e:
         module.fail_json(msg=str(e))
+    if not render_session.valid_phase(p['phase']):
+        module.fail_json(msg='phase %r is not valid; expected at most 63 letters, digits, ".", "_" and "-", such as '
+                             'kubevirt' % (p['phase'],))
     try:
         names = render.file_names(p['objects'], p['prefix'])
     except render.RenderError as e:

@@ -17,6 +17,11 @@ description:
   - While the session is open, M(gpuvirt.provision.render_manifests) writes each object once. A second role
     rendering the same apiVersion/kind/namespace/name is merged into the first file, or refused when the two
     disagree.
+  - The directory's own files are untrusted input (others commit to it). A bookkeeping file that is not the JSON
+    this collection writes, or is a symbolic link, is refused naming it. A file is pruned only when it is listed,
+    is a regular file and still has the sha256 recorded when it was written; otherwise it stays, with a warning. A
+    symbolic link, a directory, or a file the collection did not write (or that was changed since) at a name the
+    render writes stops the render before anything is written. O(dest) itself must not be a symbolic link.
   - Opens and closes nest within one run (a phase playbook imported by C(site.yml) opens and closes a level).
     The outermost O(state=closed) writes each object once, deletes the files an earlier render wrote and this one
     did not (in a run opened by C(site.yml) every phase's, a phase playbook run alone only its own phase's; never a
@@ -109,11 +114,14 @@ def main():
         module.fail_json(msg='owner %r is not valid; expected letters, digits, ".", "_" and "-"' % p['owner'])
     if module.check_mode:
         module.exit_json(changed=False, pruned=[], files=[])
-    if not os.path.isdir(p['dest']):
-        module.fail_json(msg='%s is not a directory: create it first' % p['dest'])
     try:
+        render.check_directory(p['dest'])
+        if not os.path.isdir(p['dest']):
+            raise render.RenderError('%s is not a directory: create it first' % p['dest'])
         if p['state'] == 'open':
             result = render_session.open_session(p['dest'], p['owner'], render_session.controller_pid())
+            for warning in result['warnings']:
+                module.warn(warning)
             if result['interrupted']:
                 earlier = result['interrupted']
                 module.warn('an earlier render into %s (pid %s, %s) did not finish; its files are replaced by this '
@@ -123,6 +131,8 @@ def main():
         result = render_session.close_session(p['dest'], render.dump)
     except render.RenderError as e:
         module.fail_json(msg=str(e))
+    for warning in result['warnings']:
+        module.warn(warning)
     out = dict(changed=bool(result['written'] or result['pruned']), written=result['written'],
                pruned=result['pruned'], files=result['files'])
     if module._diff and result['before'] != result['after']:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import glob
+import hashlib
 import json
 import os
 import subprocess
@@ -283,9 +284,10 @@ def test_one_render_writes_each_object_once_lists_it_and_prunes_only_its_own(tmp
     out.mkdir()
     (out / 'foreign.yaml').write_text('kind: ConfigMap\n')
     (out / '60-kubevirt-devices-009-stale-cluster-old.yaml').write_text('stale\n')
-    # an earlier complete render wrote that stale file: it is ours to prune
-    (out / '.gpuvirt-render.json').write_text(json.dumps({'format': 1, 'complete': True, 'files': {
-        '60-kubevirt-devices-009-stale-cluster-old.yaml': {'phase': 'kubevirt', 'sha256': ''}}}))
+    # an earlier complete render wrote that stale file, and recorded its sha256: it is ours to prune
+    (out / '.gpuvirt-render.json').write_text(json.dumps({'format': 2, 'complete': True, 'files': {
+        '60-kubevirt-devices-009-stale-cluster-old.yaml': {'phase': 'kubevirt',
+                                                           'sha256': hashlib.sha256(b'stale\n').hexdigest()}}}))
     rc, log, out = run(tmp_path, 'kubevirt-with-dra')
     assert rc == 0, log
     kubevirts = [path for path in glob.glob(str(out / '*.yaml')) if '-kubevirt-' in os.path.basename(path)

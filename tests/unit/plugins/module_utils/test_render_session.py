@@ -79,7 +79,7 @@ def test_jsonpatch_annotations_of_two_writers_are_joined():
         {'op': 'add', 'value': 'A'}, {'op': 'add', 'value': 'B'}]
 
 
-def test_a_live_render_holds_the_directory_a_killed_one_is_taken_over(tmp_path):
+def test_a_live_render_holds_the_directory_a_killed_one_is_taken_over(tmp_path, monkeypatch):
     rs.open_session(str(tmp_path), 'site', pid=os.getpid())
     assert stat.S_IMODE(os.stat(tmp_path / rs.LOCK).st_mode) == 0o600  # it holds the objects, a Secret among them
     assert json.loads((tmp_path / rs.MANIFEST).read_text())['complete'] is False
@@ -89,15 +89,28 @@ def test_a_live_render_holds_the_directory_a_killed_one_is_taken_over(tmp_path):
     assert rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())['reopened'] is True
     assert rs.close_session(str(tmp_path), dump)['closed'] is False
     assert json.loads((tmp_path / rs.LOCK).read_text())['depth'] == 1
-    # a render that was killed: its lock names a process that is gone
+    # a render that was killed in its close, right after writing its one object (files are written only there,
+    # each atomically): its lock names a process that is gone, and what the close was writing, with the hashes
     rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt')
-    (tmp_path / '60-a-000.yaml').write_text('half\n')
+    real_write = render.write_atomic
+
+    def killed_after_one_write(path, content, mode):
+        real_write(path, content, mode)
+        if not os.path.basename(path).startswith('.'):  # the bookkeeping is written with it too
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(render, 'write_atomic', killed_after_one_write)
+    with pytest.raises(KeyboardInterrupt):
+        rs.close_session(str(tmp_path), dump)
+    monkeypatch.setattr(render, 'write_atomic', real_write)
+    assert (tmp_path / '60-a-000.yaml').exists()
     lock = json.loads((tmp_path / rs.LOCK).read_text())
     lock['pid'] = dead_pid()
+    lock['depth'] = 1
     (tmp_path / rs.LOCK).write_text(json.dumps(lock))
     result = rs.open_session(str(tmp_path), 'site', pid=os.getpid())
-    assert result['interrupted']['pid'] == lock['pid']
-    # this render does not produce 60-a: the interrupted render's file is pruned
+    assert result['interrupted']['pid'] == lock['pid'] and result['warnings'] == []
+    # this render does not produce 60-a: the interrupted render's file, proven by its hash, is pruned
     assert rs.close_session(str(tmp_path), dump)['pruned'] == ['60-a-000.yaml']
 
 

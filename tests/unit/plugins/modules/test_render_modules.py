@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The render modules over a real render directory whose own files are untrusted: what the close leaves in
+place comes back as a warning naming it, a refused bookkeeping file or planted link fails the task naming it."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import render_session as rs
+from ansible_collections.gpuvirt.provision.plugins.modules import render_file, render_manifests, render_session
+
+from .harness import run_module
+
+CONFIGMAP = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'a', 'namespace': 'x'}}
+
+
+def session(monkeypatch, dest, state):
+    return run_module(monkeypatch, render_session, dict(dest=str(dest), owner='site', state=state))
+
+
+def test_a_file_changed_since_it_was_rendered_is_not_pruned_and_the_close_warns_naming_it(monkeypatch, tmp_path):
+    assert not session(monkeypatch, tmp_path, 'open')['failed']
+    res = run_module(monkeypatch, render_manifests, dict(dest=str(tmp_path), objects=[CONFIGMAP], prefix='60-kv',
+                                                         phase='kubevirt'))
+    assert not res['failed'] and res['deferred'], res
+    (name,) = [os.path.basename(path) for path in res['files']]
+    assert session(monkeypatch, tmp_path, 'closed')['written'] == [name, rs.KUSTOMIZATION]
+    (tmp_path / name).write_text('edited in the checkout\n')
+    session(monkeypatch, tmp_path, 'open')
+    res = session(monkeypatch, tmp_path, 'closed')
+    assert not res['failed'] and res['pruned'] == [] and (tmp_path / name).read_text() == 'edited in the checkout\n'
+    assert res['warnings'] == ['%s was changed since this collection wrote it: not pruned, and no longer recorded as '
+                               'written by this render; remove it by hand if it is stale' % (tmp_path / name)]
+
+
+def test_a_manifest_listing_a_file_outside_fails_the_task_naming_it(monkeypatch, tmp_path):
+    dest = tmp_path / 'render'
+    dest.mkdir()
+    (tmp_path / 'outside.yaml').write_text('x\n')
+    (dest / rs.MANIFEST).write_text(json.dumps({'format': 2, 'files': {'../outside.yaml': {'sha256': '0' * 64}}}))
+    res = session(monkeypatch, dest, 'open')
+    assert res['failed']
+    assert res['msg'].startswith("%s: a file name in files is '../outside.yaml'" % (dest / rs.MANIFEST))
+    assert (tmp_path / 'outside.yaml').exists() and not (dest / rs.LOCK).exists()
+
+
+def test_a_symlinked_render_directory_and_a_hostile_phase_are_refused(monkeypatch, tmp_path):
+    (tmp_path / 'real').mkdir()
+    os.symlink('real', str(tmp_path / 'link'))
+    res = session(monkeypatch, tmp_path / 'link', 'open')
+    assert res['failed'] and 'link is a symbolic link; set the render directory to the real directory' in res['msg']
+    res = run_module(monkeypatch, render_manifests, dict(dest=str(tmp_path / 'link'), objects=[CONFIGMAP]))
+    assert res['failed'] and 'is a symbolic link' in res['msg'] and os.listdir(str(tmp_path / 'real')) == []
+    res = run_module(monkeypatch, render_file, dict(dest=str(tmp_path / 'real'), name='v.yaml', content='x',
+                                                    phase='kubevirt\n'))
+    assert res['failed'] and res['msg'].startswith("phase 'kubevirt\\n' is not valid")
