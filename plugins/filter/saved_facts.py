@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible.utils.unsafe_proxy import wrap_var
+from ansible.utils import unsafe_proxy
 from ansible_collections.gpuvirt.provision.plugins.module_utils import saved_facts
 
 
@@ -24,7 +24,7 @@ def from_saved_facts(doc, host, path):
     what a lookup or filter returns as a template; wrap_var also marks the values unsafe for the older cores this
     collection supports (in 2.19 it removes any template trust, recursively)."""
     try:
-        return wrap_var(saved_facts.from_saved(doc, host, path))
+        return unsafe_proxy.wrap_var(saved_facts.from_saved(doc, host, path))
     except saved_facts.SavedFactsError as e:
         raise AnsibleFilterError(str(e))
 

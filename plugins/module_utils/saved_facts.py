@@ -50,10 +50,6 @@ DEVICE_KINDS = ('gpu', 'nvswitch', 'audio', 'usb', 'serial', 'bridge', 'other')
 MDEV_INTERFACES = ('mdev', 'vendor_vfio')
 MDEV_STATES = ('none', 'exhausted', 'unreadable', 'available')
 
-MIGRATION = ('mkdir -p %(dir)s/gpuvirt_facts && jq .gpuvirt_saved_facts %(old)s > %(new)s && rm %(old)s, then '
-             'set format_version to 2 and drop the holders\' command (docs/saved-facts.md, "Moving from format 1"), '
-             'or gather again: playbooks/gather.yml with the host reachable and gpuvirt_facts_save true')
-
 
 class SavedFactsError(ValueError):
     """A saved facts file that cannot be used; the message names the file, the key and the fix."""
