@@ -49,6 +49,7 @@ HOLDER_DEVICE_RE = re.compile(r'/dev/nvidia(?:[0-9]{1,7}|ctl|-uvm|-uvm-tools|-mo
 DEVICE_KINDS = ('gpu', 'nvswitch', 'audio', 'usb', 'serial', 'bridge', 'other')
 MDEV_INTERFACES = ('mdev', 'vendor_vfio')
 MDEV_STATES = ('none', 'exhausted', 'unreadable', 'available')
+EXECUTABLE_EXPECTED = 'an executable name (letters, digits, _.+@-) or "%s"' % UNKNOWN_EXECUTABLE
 
 
 class SavedFactsError(ValueError):
@@ -212,8 +213,7 @@ class _Checker(object):
         return self.obj(value, where, {
             'pid': lambda v, w: self.integer(v, w, 1, MAX_PID),
             'executable': lambda v, w: v if v == UNKNOWN_EXECUTABLE else self.string(
-                v, w, validators.EXECUTABLE_NAME_RE, 255, expected='an executable name (letters, digits, _.+@-) '
-                                                                     'or "%s"' % UNKNOWN_EXECUTABLE),
+                v, w, validators.EXECUTABLE_NAME_RE, 255, expected=EXECUTABLE_EXPECTED),
             'device': lambda v, w: self.string(v, w, HOLDER_DEVICE_RE, 64, expected='an NVIDIA device file'),
             'minor': lambda v, w: self.integer(v, w, 0, 1048575, True),
             'bdf': lambda v, w: self.bdf(v, w, True),
