@@ -8,16 +8,23 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible.utils import unsafe_proxy
 from ansible_collections.gpuvirt.provision.plugins.module_utils import saved_facts
 
 
 def to_saved_facts(hostvars, host, source=None):
-    return saved_facts.to_saved(host, hostvars, source)
+    try:
+        return saved_facts.to_saved(host, hostvars, source)
+    except saved_facts.SavedFactsError as e:
+        raise AnsibleFilterError(str(e))
 
 
 def from_saved_facts(doc, host, path):
+    """The checked facts, as data only: a saved string is never a template. ansible-core 2.19 does not trust
+    what a lookup or filter returns as a template; wrap_var also marks the values unsafe for the older cores this
+    collection supports (in 2.19 it removes any template trust, recursively)."""
     try:
-        return saved_facts.from_saved(doc, host, path)
+        return unsafe_proxy.wrap_var(saved_facts.from_saved(doc, host, path))
     except saved_facts.SavedFactsError as e:
         raise AnsibleFilterError(str(e))
 

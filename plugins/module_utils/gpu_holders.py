@@ -10,10 +10,17 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import sysfs
+from ansible_collections.gpuvirt.provision.plugins.module_utils import sysfs, validators
 
-DEVICE = re.compile(r'/dev/nvidia(?P<minor>\d+)?(?:ctl|-uvm|-uvm-tools|-modeset|-nvswitchctl|-caps/.*)?')
-UNIT = re.compile(r'\.(service|scope|socket|mount|swap)$')
+# Every number is checked by its digits before int(): a copied /proc may hold anything, and int() of more than
+# 4300 digits raises an error that names nothing. Minors are 20 bits; pid_max is at most 2^22 (proc(5)).
+DEVICE = re.compile(r'/dev/nvidia(?:(?P<minor>[0-9]{1,7})|ctl|-uvm|-uvm-tools|-modeset|-nvswitchctl'
+                    r'|-caps/[a-z0-9-]{1,64})')
+DEVICE_MAX = 64
+PID = re.compile(r'[0-9]{1,7}')
+FD = re.compile(r'[0-9]{1,10}')
+DEVICE_MINOR = re.compile(r'Device Minor:\s*(?P<minor>[0-9]{1,7})\s*')
+UNKNOWN_EXECUTABLE = '?'
 
 # The one rule for what a holder is: its executable name (basename of argv[0]) compared exactly, lower-cased.
 # Preflight and the DRA rebind check both use holder_category().
@@ -38,7 +45,7 @@ def unit_from_cgroup(text):
     """The innermost systemd unit in /proc/<pid>/cgroup ("0::/system.slice/nvidia-persistenced.service")."""
     for line in (text or '').splitlines():
         path = line.split(':', 2)[-1]
-        units = [c for c in path.split('/') if UNIT.search(c)]
+        units = [c for c in path.split('/') if len(c) <= 255 and validators.SYSTEMD_UNIT_RE.fullmatch(c)]
         if units:
             return units[-1]
     return None
@@ -66,11 +73,18 @@ def holder_category(holder):
 
 
 def _executable(proc, pid):
+    """Basename of argv[0], else comm: the name holders are recognised by. Any user names their processes as they
+    like, and the name travels into saved facts, so only a conservative grammar passes; anything else is "?"."""
     raw = sysfs.read_bytes(os.path.join(proc, pid, 'cmdline'))
     if raw:
-        return os.path.basename(raw.split(b'\0', 1)[0].decode('utf-8', 'replace')) or None
-    comm = _read(os.path.join(proc, pid, 'comm'))
-    return comm.strip() if comm else None
+        name = os.path.basename(raw.split(b'\0', 1)[0].decode('utf-8', 'replace'))
+    else:
+        name = (_read(os.path.join(proc, pid, 'comm')) or '').rstrip('\n')
+    if not name:
+        return None
+    if len(name) > 255 or not validators.EXECUTABLE_NAME_RE.fullmatch(name):
+        return UNKNOWN_EXECUTABLE
+    return name
 
 
 def command(proc, pid):
@@ -86,9 +100,15 @@ def minor_bdfs(proc):
     base = os.path.join(proc, 'driver', 'nvidia', 'gpus')
     out = {}
     for bdf in sysfs.list_names(base):
-        m = re.search(r'Device Minor:\s*(\d+)', _read(os.path.join(base, bdf, 'information')) or '')
-        if m:
-            out[int(m.group(1))] = bdf.lower()
+        path = os.path.join(base, bdf, 'information')
+        for line in (_read(path) or '').splitlines():
+            if not line.startswith('Device Minor:'):
+                continue
+            m = DEVICE_MINOR.fullmatch(line) if len(line) <= 64 else None
+            if not m:
+                raise HoldersError('%s: %r is not "Device Minor: <number of at most 7 digits>"; give proc_root a '
+                                   'copy of procfs as the NVIDIA driver writes it' % (path, line[:80]))
+            out[int(m.group('minor'))] = bdf.lower()
     return out
 
 
@@ -99,7 +119,8 @@ def scan(proc='/proc', gpus=None):
     wanted = set(b.lower() for b in gpus or [])
     holders, unreadable = [], 0
     try:
-        pids = [p for p in os.listdir(proc) if p.isdigit()]
+        # the process directories; other names (self, net, an out-of-range number) are not processes
+        pids = [p for p in os.listdir(proc) if PID.fullmatch(p)]
     except OSError as e:
         raise ValueError('cannot list %s (%s); give proc_root, the directory procfs is mounted on' % (proc, e))
     for pid in sorted(pids, key=int):
@@ -110,9 +131,9 @@ def scan(proc='/proc', gpus=None):
             unreadable += 1  # another user's process without root, or it exited
             continue
         seen = set()
-        for fd in sorted(fds, key=lambda n: int(n) if n.isdigit() else -1):  # fd order, stable output
+        for fd in sorted(fds, key=lambda n: int(n) if FD.fullmatch(n) else -1):  # fd order, stable output
             target = sysfs.link_target(os.path.join(fd_dir, fd))
-            m = DEVICE.fullmatch(target) if target is not None else None
+            m = DEVICE.fullmatch(target) if target is not None and len(target) <= DEVICE_MAX else None
             if not m or target in seen:
                 continue
             seen.add(target)

@@ -223,3 +223,24 @@ def config_path(value, name, directory, filename=None):
     return _check(value, name, pattern, PATH_MAX,
                   "a file in a %s directory such as %s (an absolute path of letters, digits, '_', '.' and '-'%s)"
                   % (directory, example, '' if filename else '; the name ends in .conf'))
+
+
+# A process's executable name as gpu_holders records it (basename of argv[0], or /proc/<pid>/comm): at most 255
+# (NAME_MAX) letters, digits and '_', '.', '+', '@', '-', not starting with '.' or '-'. Any user of a GPU host
+# chooses this name, so anything else is never passed on (gpu_holders reports '?').
+EXECUTABLE_NAME_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.+@-]{0,254}')
+# A systemd unit name (systemd.unit(5): ASCII letters, digits, ':', '-', '_', '.', '\\' and '@', at most 255
+# characters) of the types a process can run in.
+SYSTEMD_UNIT_RE = re.compile(r'[A-Za-z0-9:_.\\@-]+\.(?:service|scope|socket|mount|swap)')
+
+
+def executable_name(value, name):
+    return _check(value, name, EXECUTABLE_NAME_RE, 255,
+                  "an executable name: at most 255 letters, digits, '_', '.', '+', '@' and '-', not starting "
+                  "with '.' or '-'")
+
+
+def systemd_unit(value, name):
+    return _check(value, name, SYSTEMD_UNIT_RE, 255,
+                  "a systemd unit name such as nvidia-persistenced.service (letters, digits, ':', '-', '_', "
+                  "'.', '\\\\', '@'; at most 255 characters)")

@@ -51,8 +51,10 @@ held:
   returned: always
   type: bool
 holders:
-  description: pid, command, executable (basename of argv[0], what holders are recognised by), device, minor
-    (null for control devices), bdf (null when unknown), unit (null when not in a systemd unit).
+  description: pid, command, executable (basename of argv[0], else comm; what holders are recognised by; C(?) when
+    the name is not letters, digits and C(_.+@-), since any user names their processes), device, minor (null for
+    control devices), bdf (null when unknown), unit (null when not in a systemd unit). Saved facts keep all but
+    the command.
   returned: always
   type: list
   elements: dict

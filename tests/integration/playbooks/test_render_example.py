@@ -3,7 +3,7 @@
 """The example inventory renders as shipped, with the GPU hosts unreachable (a GitOps pipeline with no SSH).
 
 ``ansible-playbook -i inventories/example playbooks/site.yml -e gpuvirt_cluster_mode=render``, on a copy of the
-inventory: the GPU facts come from the saved facts it ships (host_vars/<host>/gpuvirt_saved_facts.json, built
+inventory: the GPU facts come from the saved facts it ships (.gpuvirt_facts/<host>.json, built
 from real lspci captures by tools/example/facts.yml), no host is contacted (each points at an address of
 TEST-NET-1, RFC 5737, which nothing answers), and every cluster object of the fleet is rendered, once, listed in
 kustomization.yaml and valid against the real CRD/OpenAPI schemas. Then OpenShift -> Kubernetes in the same
@@ -188,8 +188,8 @@ def test_a_pool_removed_prunes_our_stale_files_keeps_foreign_ones_and_the_invent
     vgpu['gpu_operator_vgpu_configs'] = {}
     vgpu.pop('gpu_operator_vgpu_config_default')
     (inv / 'group_vars' / 'all' / 'vgpu.yml').write_text(yaml.safe_dump(vgpu))
-    saved = json.loads((inv / 'host_vars' / 'gpu-p02.example.com' / 'gpuvirt_saved_facts.json').read_text())
-    assert saved['gpuvirt_saved_facts']['gpuvirt_node_name'] == 'gpu-p02'
+    saved = json.loads((inv / '.gpuvirt_facts' / 'gpu-p02.example.com.json').read_text())
+    assert saved['gpuvirt_node_name'] == 'gpu-p02'
     rc, log, out = render(tmp_path, inv)
     assert rc == 0, log
     after = ours(out)

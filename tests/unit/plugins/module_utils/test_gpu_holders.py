@@ -7,6 +7,8 @@ __metaclass__ = type
 
 import os
 
+import pytest
+
 from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders as gh
 
 
@@ -79,3 +81,41 @@ def test_holder_category_matches_the_executable_exactly():
     assert gh.holder_category({'command': 'my-gdm-probe', 'unit': 'gdm.service'}) == 'other'
     assert gh.holder_category({'command': '[nvidia-persistenced]'}) == 'persistenced'  # kernel-side comm form
     assert gh.holder_category({}) == 'other'
+
+
+HOSTILE_NAME = "{{ lookup('ansible.builtin.pipe', 'touch MARKER') }}"
+
+
+def test_an_executable_name_outside_the_grammar_is_reported_as_unknown(tmp_path):
+    # any user of the host names their process: only a conservative name is passed on (it reaches saved facts)
+    proc = tmp_path / 'proc'
+    proc_pid(proc, 20, [HOSTILE_NAME, '--x'], ['/dev/nvidia0'], '')
+    proc_pid(proc, 21, ['/tmp/a\nb'], ['/dev/nvidia0'], '')
+    proc_pid(proc, 22, ['/usr/libexec/gdm-wayland-session', 'x'], ['/dev/nvidia0'], '')
+    by_pid = {h['pid']: h for h in gh.scan(str(proc))['holders']}
+    assert by_pid[20]['executable'] == '?' and by_pid[21]['executable'] == '?'
+    assert by_pid[22]['executable'] == 'gdm-wayland-session'
+    assert gh.holder_category(by_pid[20]) == 'other'
+
+
+def test_a_unit_outside_the_systemd_grammar_is_none():
+    # the old suffix search took any path component ending in .service, braces and spaces included
+    assert gh.unit_from_cgroup('0::/user.slice/%s.service\n' % HOSTILE_NAME) is None
+    assert gh.unit_from_cgroup('0::/system.slice/dev-disk-by\\x2duuid.swap\n') == 'dev-disk-by\\x2duuid.swap'
+
+
+def test_numbers_are_checked_by_their_digits_before_int(tmp_path):
+    proc = tmp_path / 'proc'
+    proc_pid(proc, 30, ['app'], ['/dev/nvidia0'], '')
+    # str.isdigit() takes '²' for a digit and int() then fails: neither is a pid nor an fd
+    (proc / '\u00b2' / 'fd').mkdir(parents=True)
+    os.symlink('/dev/nvidia0', str(proc / '30' / 'fd' / '\u00b2'))
+    res = gh.scan(str(proc))
+    assert [(h['pid'], h['device']) for h in res['holders']] == [(30, '/dev/nvidia0')]
+    # int() of more than 4300 digits raises its own error naming nothing: the file is named instead
+    info = proc / 'driver' / 'nvidia' / 'gpus' / '0000:41:00.0'
+    info.mkdir(parents=True)
+    (info / 'information').write_text('Device Minor: \t %s\n' % ('9' * 5000))
+    with pytest.raises(gh.HoldersError) as err:
+        gh.scan(str(proc))
+    assert str(info / 'information') in str(err.value) and 'Device Minor' in str(err.value)

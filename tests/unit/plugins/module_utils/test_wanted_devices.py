@@ -18,9 +18,9 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 def example_facts(host):
     """The example fleet's saved facts (gathered from real captures, see the example inventory)."""
-    path = os.path.join(ROOT, 'inventories', 'example', 'host_vars', host, 'gpuvirt_saved_facts.json')
+    path = os.path.join(ROOT, 'inventories', 'example', '.gpuvirt_facts', host + '.json')
     with open(path, encoding='utf-8') as f:
-        saved = json.load(f)['gpuvirt_saved_facts']
+        saved = json.load(f)
     return {'pci_devices': saved['gpuvirt_pci_devices'], 'mdev_types': saved['gpuvirt_mdev_types']}
 
 
