@@ -46,6 +46,13 @@ IOMMU_OFF = 'none'
 DROPIN_HEADER = "# Managed by gpuvirt.provision (kernel_args role). Local changes are overwritten.\n"
 
 
+# The kernel keeps at most COMMAND_LINE_SIZE bytes of its command line (2048 on x86, arch/x86/include/asm/setup.h;
+# 4096 on arm64) and silently truncates the rest, which can cut root= or rd.lvm.lv= off the end: the arguments the
+# collection adds are bounded well below that, each and together.
+ARG_MAX = 1024
+ARGS_TOTAL_MAX = 1024
+
+
 class CmdlineError(ValueError):
     """Invalid input; the message names the offending value."""
 
@@ -76,10 +83,19 @@ def arg_key(arg):
 
 def validate_args(args):
     for arg in args:
+        if isinstance(arg, str) and len(arg) > ARG_MAX:
+            raise CmdlineError("kernel arg %r... is %d characters: at most %d are allowed (the kernel truncates a "
+                               "command line past 2048 bytes on x86, which can cut root= off)"
+                               % (arg[:40], len(arg), ARG_MAX))
         if not isinstance(arg, str) or not ARG_RE.fullmatch(arg):
             raise CmdlineError(
                 "kernel arg %r is not allowed: only letters, digits and _ . , : = + / @ %% - may appear "
                 "(no spaces, quotes or shell metacharacters)" % (arg,))
+    total = sum(len(arg) + 1 for arg in args)
+    if total > ARGS_TOTAL_MAX:
+        raise CmdlineError("the kernel args given are %d characters together: at most %d are allowed (the kernel "
+                           "truncates a command line past 2048 bytes on x86, which can cut root= off)"
+                           % (total, ARGS_TOTAL_MAX))
     keys = {}
     for arg in args:
         key = arg_key(arg)

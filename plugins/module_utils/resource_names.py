@@ -62,10 +62,12 @@ def pci_name_part(device_name):
     return re.sub(r'[^A-Za-z0-9_]', '', name)
 
 
-def mdev_name_part(type_name):
+def mdev_name_part(type_name, source=None):
     """vGPU type name with whitespace -> "_": "NVIDIA A10-12Q" -> "NVIDIA_A10-12Q"."""
     if not isinstance(type_name, str) or not type_name.strip():
-        raise ResourceNameError('a vGPU type name such as "NVIDIA A10-12Q" is needed, got %r' % (type_name,))
+        raise ResourceNameError('a vGPU type name such as "NVIDIA A10-12Q" is needed, got %s%s'
+                                % (_shown(type_name) if isinstance(type_name, str) else repr(type_name),
+                                   ' from %s' % source if source else ''))
     return re.sub(r'\s', '_', type_name.strip())
 
 
@@ -104,7 +106,7 @@ def mdev_resource_name(type_name, prefix=PREFIX, source=None):
     """``source`` says where the type name came from (which fact, which parent device) for the error."""
     if isinstance(type_name, dict):
         type_name = type_name.get('name')
-    return checked_resource_name(prefix + mdev_name_part(type_name), source or 'the vGPU type name %s' % _shown(type_name))
+    return checked_resource_name(prefix + mdev_name_part(type_name, source), source or 'the vGPU type name %s' % _shown(type_name))
 
 
 def _facts(host):
