@@ -6,10 +6,11 @@ One server per pytest session (~10 s to start with the CRDs); every test gets it
 deleted, the platform's APIs served) and its own TMPDIR/HOME, because kubernetes.core caches API discovery there
 per server and user, and a cache from a test that served other APIs would outlive the reset.
 
-The playbooks run as the least-privilege automation identity (docs/rbac/gpuvirt-automation.yml), never as an
-admin. What no server runs here — OLM, the Machine Config Operator, kubelets, the GPU Operator — a test stands in
-for by writing, through this API and as the admin, what that controller would write; each such place names the
-controller it stands in for.
+The playbooks run as the least-privilege automation identity, never as an admin: every reset grants it the
+shipped RBAC file of the platform the test serves (docs/rbac/gpuvirt-automation.yml on OpenShift,
+gpuvirt-automation-kubernetes.yml on Kubernetes), parsed from the file as is, and nothing else. What no server runs here (OLM, the
+Machine Config Operator, kubelets, the GPU Operator) a test stands in for by writing, through this API and as the
+admin, what that controller would write; each such place names the controller it stands in for.
 """
 from __future__ import annotations
 

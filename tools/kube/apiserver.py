@@ -7,8 +7,9 @@
 
 * TLS: a CA made here and a serving certificate for 127.0.0.1 (clients verify it: the kubeconfigs carry the CA);
 * token authentication: an admin (group ``system:masters``) and the automation user, which is the service
-  account ``gpuvirt-system/gpuvirt-automation`` by name and groups, so the shipped RBAC binding
-  (docs/rbac/gpuvirt-automation.yml) applies to it exactly as on a cluster;
+  account ``gpuvirt-system/gpuvirt-automation`` by name and groups, so the shipped RBAC file of the platform served
+  (docs/rbac/gpuvirt-automation.yml on OpenShift, gpuvirt-automation-kubernetes.yml on Kubernetes; RBAC_FILES)
+  applies to it exactly as on a cluster: ``reset`` grants it afresh, parsed from the file as is;
 * ``Node,RBAC`` authorization and an audit log (one JSON line per request: verb, resource, user, and the body of
   every write), which is how a test proves a second run wrote nothing;
 * the upstream CRDs the phases touch, loaded from the reference folder (``x-kubernetes-validations`` removed: CEL
@@ -44,7 +45,12 @@ import urllib.request
 import yaml
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
-RBAC_FILE = os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation.yml')
+# The shipped RBAC, one file per platform (its namespaces are that platform's defaults); the Helm installs' own.
+RBAC_FILES = {
+    'openshift': os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation.yml'),
+    'kubernetes': os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation-kubernetes.yml'),
+}
+HELM_RBAC_FILE = os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation-helm.yml')
 AUTOMATION_NS, AUTOMATION_SA = 'gpuvirt-system', 'gpuvirt-automation'
 AUTOMATION_USER = 'system:serviceaccount:%s:%s' % (AUTOMATION_NS, AUTOMATION_SA)
 # a second service account with no binding of its own: tests grant it part of the role to see a refusal
@@ -112,6 +118,15 @@ def reference_dir():
     if os.path.isdir(os.path.join(fetched, 'crds')):
         return fetched
     return os.path.normpath(os.path.join(ROOT, '..', 'shared', 'reference'))
+
+
+def rbac_objects(path):
+    """The objects of a shipped RBAC file: one v1 List, as `kubectl apply -f` takes it."""
+    with open(path, encoding='utf-8') as handle:
+        doc = yaml.safe_load(handle)
+    if not isinstance(doc, dict) or doc.get('kind') != 'List':
+        raise ValueError('%s: not one v1 List' % path)
+    return doc['items']
 
 
 def strip_cel(node):
@@ -246,7 +261,6 @@ class KubeAPIServer(object):
         self._ssl = ssl.create_default_context(cafile=self.ca)
         self._wait_ready()
         self._load_crds()
-        self._load_rbac()
         self.write_kubeconfig('admin')
         self.write_kubeconfig('automation')
         self.write_kubeconfig('limited')
@@ -430,14 +444,60 @@ class KubeAPIServer(object):
         self.serving = set(self.optional)
         self._wait_established([c['metadata']['name'] for c in crds])
 
-    def _load_rbac(self):
-        with open(RBAC_FILE, encoding='utf-8') as handle:
-            docs = yaml.safe_load(handle)['items']  # a v1 List, as `kubectl apply -f` takes it
-        for doc in docs:
-            if doc['kind'] == 'Namespace':
-                self.ensure_namespace(doc['metadata']['name'])
-            elif doc['kind'] != 'ServiceAccount':  # the token stands in for the account's token
-                self.create(doc)
+    def grant(self, platform):
+        """Apply the platform's shipped RBAC file (RBAC_FILES) as a cluster admin does with ``kubectl apply -f``:
+        every object, in the file's order. A Role's namespace that the file does not create is the platform's own
+        (default, openshift-marketplace) or comes with KubeVirt (openshift-cnv, kubevirt): made first, as that
+        install would have. Returns once the authorizer (fed by an informer) sees every rule."""
+        objects = rbac_objects(RBAC_FILES[platform])
+        for obj in objects:
+            if obj['kind'] == 'Namespace':
+                self._create_namespace(obj)
+                continue
+            if obj['metadata'].get('namespace'):
+                self._create_namespace({'apiVersion': 'v1', 'kind': 'Namespace',
+                                        'metadata': {'name': obj['metadata']['namespace']}})
+            self.create(obj)
+        self._wait_granted(objects)
+
+    def _create_namespace(self, obj, timeout=30):
+        # reset() has just finalized the namespaces of the previous test: a name may still be terminating
+        deadline = time.time() + timeout
+        while True:
+            status, body = self.request('POST', '/api/v1/namespaces', obj, raw=True)
+            if status == 201 or time.time() > deadline:
+                break
+            if status == 409 and 'being deleted' not in body:
+                break  # there already: default, or one this grant made for an earlier object
+            time.sleep(0.2)
+        if status not in (201, 409) or 'being deleted' in body:
+            raise APIError(status, body, 'POST', '/api/v1/namespaces')
+
+    def _wait_granted(self, objects, timeout=30):
+        roles = [o for o in objects if o['kind'] in ('Role', 'ClusterRole')]
+        checks = []
+        for role in roles:
+            for rule in role['rules']:
+                checks.append({'verb': rule['verbs'][0], 'group': rule['apiGroups'][0],
+                               'resource': rule['resources'][0].split('/')[0],
+                               'subresource': (rule['resources'][0].split('/') + [''])[1],
+                               'namespace': role['metadata'].get('namespace', ''),
+                               'name': (rule.get('resourceNames') or [''])[0]})
+        deadline = time.time() + timeout
+        while checks and time.time() < deadline:
+            checks = [c for c in checks if not self.can('automation', c)]
+            if checks:
+                time.sleep(0.1)
+        if checks:
+            raise RuntimeError('the shipped RBAC is not in force after %ds: %s' % (timeout, checks))
+
+    def can(self, user, attributes):
+        """Whether ``user`` may do ``attributes`` (a SelfSubjectAccessReview's resourceAttributes: verb, group,
+        resource, subresource, namespace, name), asked as that user."""
+        review = {'apiVersion': 'authorization.k8s.io/v1', 'kind': 'SelfSubjectAccessReview',
+                  'spec': {'resourceAttributes': attributes}}
+        answer = self.request('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', review, user=user)
+        return bool(answer['status'].get('allowed'))
 
     def serve(self, openshift=True, hco=None):
         """Serve the optional APIs of a platform: ClusterVersion on OpenShift, HyperConverged where HCO runs (by
@@ -528,8 +588,9 @@ class KubeAPIServer(object):
         return uids
 
     def reset(self, openshift=True, hco=None):
-        """Delete every object made since start (namespaces last, finalized by hand: no namespace controller), and
-        serve the platform's APIs. The CRDs, RBAC and built-in objects of a fresh server stay."""
+        """Delete every object made since start (namespaces last, finalized by hand: no namespace controller), serve
+        the platform's APIs and grant its shipped RBAC afresh (so a test sees exactly the file, never what an
+        earlier test changed). The CRDs and built-in objects of a fresh server stay."""
         namespaces = []
         for gv, plural, _namespaced in self._resources():
             status, text = self.request('GET', self.path(gv, plural), raw=True)
@@ -559,6 +620,7 @@ class KubeAPIServer(object):
                 ns['spec']['finalizers'] = []
                 self.request('PUT', '/api/v1/namespaces/%s/finalize' % name, ns, ok=(200, 404, 409))
         self.serve(openshift, hco)
+        self.grant('openshift' if openshift else 'kubernetes')
 
 
 AUDIT_POLICY = {
@@ -602,8 +664,9 @@ def main(argv):
     except ReferenceMissing as exc:
         sys.stderr.write('apiserver.py: %s\n' % exc)
         return 2
-    # by hand (the lab, `make demo`): a plain Kubernetes cluster with KubeVirt, no OpenShift or HCO APIs
-    server.serve(openshift=False, hco=False)
+    # by hand (the lab, `make demo`): a plain Kubernetes cluster with KubeVirt, no OpenShift or HCO APIs, and the
+    # automation granted what docs/rbac/gpuvirt-automation-kubernetes.yml grants
+    server.reset(openshift=False, hco=False)
     # leave the processes running: the PIDs are in DIR/pids for `stop`
     server.procs.clear()
     print(json.dumps({'url': server.url, 'admin_kubeconfig': server.kubeconfig_path('admin'),
