@@ -142,20 +142,13 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
 from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline as kc
+# the file as bytes (None when absent): an edit must keep every byte it does not own, CR included
+from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_bytes
 
 
 def read(path):
     try:
         with open(path) as f:
-            return f.read()
-    except (IOError, OSError):
-        return None
-
-
-def read_bytes(path):
-    """The file as bytes (None when absent): an edit must keep every byte it does not own, CR included."""
-    try:
-        with open(path, 'rb') as f:
             return f.read()
     except (IOError, OSError):
         return None
