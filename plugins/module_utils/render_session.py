@@ -482,15 +482,32 @@ def diff_texts(path, content, obj=None):
     return old, content
 
 
+# A Secret's file is parsed only to redact it for a diff: larger than this, or nested past what the YAML parser
+# can walk (a committed file of 100,000 '['), it is shown fully redacted instead of failing the run.
+REDACT_PARSE_MAX = 1024 * 1024
+
+
 def redact_secret_texts(before, after):
     """The texts of a Secret's file before and after, for a diff: every value of ``data`` and ``stringData``
-    replaced, so the diff shows which keys changed and not what they hold."""
+    replaced, so the diff shows which keys changed and not what they hold. A text that cannot be read as one
+    mapping (not YAML, too large, too deeply nested) is shown as one redacted line."""
     def values(text):
+        if not text or len(text) > REDACT_PARSE_MAX:
+            return None
         try:
-            doc = render.yaml.safe_load(text) if text else None
-        except render.yaml.YAMLError:
+            doc = render.yaml.safe_load(text)
+        except (render.yaml.YAMLError, RecursionError, ValueError, TypeError):
             return None
         return doc if isinstance(doc, dict) else None
+
+    def redacted(doc, other):
+        doc = copy.deepcopy(doc)
+        for field in ('data', 'stringData'):
+            if isinstance(doc.get(field), dict):
+                theirs = (other or {}).get(field) or {}
+                doc[field] = dict((key, REDACTED if isinstance(theirs, dict) and theirs.get(key) == value
+                                   else REDACTED_CHANGED) for key, value in doc[field].items())
+        return render.dump(doc)
 
     old, new = values(before), values(after)
     shown = []
@@ -498,13 +515,10 @@ def redact_secret_texts(before, after):
         if doc is None:
             shown.append('' if doc is old and not before else '%s\n' % REDACTED)
             continue
-        doc = copy.deepcopy(doc)
-        for field in ('data', 'stringData'):
-            if isinstance(doc.get(field), dict):
-                theirs = (other or {}).get(field) or {}
-                doc[field] = dict((key, REDACTED if isinstance(theirs, dict) and theirs.get(key) == value
-                                   else REDACTED_CHANGED) for key, value in doc[field].items())
-        shown.append(render.dump(doc))
+        try:
+            shown.append(redacted(doc, other))
+        except (RecursionError, ValueError, TypeError):
+            shown.append('%s\n' % REDACTED)
     return shown[0], shown[1]
 
 

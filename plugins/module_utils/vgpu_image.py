@@ -292,13 +292,54 @@ def build_args(version, cuda_version=None, arch='x86_64', extra=None):
     return args
 
 
+# The extra `podman build` arguments a user may add: only options that change how the build runs, never what it
+# builds, where from or with what trust. Everything else is refused: --tls-verify (TLS of the base-image pull),
+# --build-arg / --label / --file / --tag (they would beat the recorded inputs, so the labels that say an image is up
+# to date would lie), --volume / --secret / --security-opt / --authfile / --cert-dir / --creds (host files and
+# credentials in the build).
+PODMAN_EXTRA_ARGS = (
+    re.compile(r'--isolation=(?:oci|chroot|rootless)'),
+    re.compile(r'--jobs=[0-9]{1,3}'),
+    re.compile(r'--layers(?:=(?:true|false))?'),
+    re.compile(r'--pull(?:=(?:always|missing|never|newer|true|false))?'),
+    re.compile(r'--squash(?:-all)?'),
+    re.compile(r'--network=(?:host|none|private)'),
+    re.compile(r'--cgroupns=(?:host|private)'),
+    re.compile(r'--ulimit=[a-z]{1,16}=[0-9]{1,10}(?::[0-9]{1,10})?'),
+)
+PODMAN_EXTRA_ARGS_SHOWN = ('--isolation=oci|chroot|rootless, --jobs=N, --layers[=true|false], --pull[=always|missing|'
+                           'never|newer], --squash, --squash-all, --network=host|none|private, --cgroupns=host|private, '
+                           '--ulimit=NAME=SOFT[:HARD]')
+
+
+def check_build_extra_args(args):
+    """The extra ``podman build`` arguments, each one of PODMAN_EXTRA_ARGS (full match); else VgpuImageError
+    naming the argument and what is allowed."""
+    if args is None:
+        return []
+    if not isinstance(args, list):
+        raise VgpuImageError('vgpu_manager_image_build_extra_args is %s; expected a list of podman build options'
+                             % type(args).__name__)
+    for arg in args:
+        if not isinstance(arg, str) or len(arg) > 64 or not any(p.fullmatch(arg) for p in PODMAN_EXTRA_ARGS):
+            raise VgpuImageError(
+                'vgpu_manager_image_build_extra_args: %r is not allowed; use only %s (options that change what the '
+                'build sees, its trust or its recorded inputs, such as --tls-verify, --build-arg, --label, --volume, '
+                '--secret or --file, are refused)' % (arg if not isinstance(arg, str) else arg[:80],
+                                                       PODMAN_EXTRA_ARGS_SHOWN))
+    return list(args)
+
+
 def digest_json(data):
     return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(',', ':')).encode('utf-8')).hexdigest()
 
 
-def image_labels(run_sha256, ctx_digest, args, version):
+def image_labels(run_sha256, ctx_digest, args, version, extra_args=None):
+    """The labels recording the build's inputs; extra podman options (when any) are part of the build-args digest,
+    so an image built with other options is not taken for up to date."""
+    recorded = {'args': args, 'podman': list(extra_args)} if extra_args else args
     return {LABEL_RUN_SHA256: run_sha256, LABEL_CONTEXT_DIGEST: ctx_digest,
-            LABEL_BUILD_ARGS_DIGEST: digest_json(args), LABEL_DRIVER_VERSION: version}
+            LABEL_BUILD_ARGS_DIGEST: digest_json(recorded), LABEL_DRIVER_VERSION: version}
 
 
 def label_differences(wanted, remote):

@@ -78,6 +78,16 @@ options:
     description: More build arguments. C(DRIVER_VERSION), C(DRIVER_ARCH) and C(CUDA_VERSION) are set from the other options.
     type: dict
     default: {}
+  build_extra_args:
+    description:
+      - Extra C(podman build) options, each one of C(--isolation=oci|chroot|rootless), C(--jobs=N),
+        C(--layers[=true|false]), C(--pull[=always|missing|never|newer]), C(--squash), C(--squash-all),
+        C(--network=host|none|private), C(--cgroupns=host|private), C(--ulimit=NAME=SOFT[:HARD]).
+      - Anything else (C(--tls-verify), C(--build-arg), C(--label), C(--volume), C(--secret), C(--file)...) is refused,
+        since it would change the build's trust or make the recorded labels lie. They are part of the build-args digest.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Runs the same in check mode (it changes nothing).
@@ -146,6 +156,11 @@ build_args:
   description: Build arguments to pass.
   returned: success
   type: dict
+build_extra_args:
+  description: The checked extra C(podman build) options, to append to the build command.
+  returned: success
+  type: list
+  elements: str
 labels:
   description: Labels recording the inputs; an image whose labels hold these values is up to date.
   returned: success
@@ -167,8 +182,10 @@ def compute(p):
     containerfile = vi.find_containerfile(p['context_dir'], p['containerfile'] or None)
     digest = vi.context_digest(p['context_dir'], exclude=[run['name']])
     args = vi.build_args(run['version'], p['cuda_version'] or None, run['arch'], p['build_args'])
+    extra = vi.check_build_extra_args(p['build_extra_args'])
     return dict(ref, os_tag=os_tag, openshift_version=openshift, context_dir=p['context_dir'], run=run,
-                context_digest=digest, containerfile=containerfile, build_args=args, labels=vi.image_labels(run['sha256'], digest, args, run['version']))
+                context_digest=digest, containerfile=containerfile, build_args=args, build_extra_args=extra,
+                labels=vi.image_labels(run['sha256'], digest, args, run['version'], extra))
 
 
 def main():
@@ -187,6 +204,7 @@ def main():
             name=dict(type='str', default='vgpu-manager'),
             cuda_version=dict(type='str', default=''),
             build_args=dict(type='dict', default={}),
+            build_extra_args=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )

@@ -10,6 +10,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import resource_names, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 
 
@@ -47,13 +50,30 @@ def compare(expected, nodes):
     return ok, report
 
 
+# A Kubernetes quantity as a memory request takes it (k8s.io/apimachinery resource.Quantity, the forms a user
+# writes for memory: a decimal number with an optional binary or decimal suffix).
+MEMORY_RE = re.compile(r'[0-9]{1,15}(?:\.[0-9]{1,6})?(?:Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?')
+
+
 def smoke_vm(name, namespace, resource_name, image, memory='2Gi', running=False):
-    """A small VirtualMachine asking for one GPU of ``resource_name`` (``spec.domain.devices.gpus``)."""
+    """A small VirtualMachine asking for one GPU of ``resource_name`` (``spec.domain.devices.gpus``). Every input
+    comes from the inventory or -e and becomes part of an object (and, in render mode, a file Argo CD applies): each
+    is checked against its grammar first."""
     if not resource_name or '/' not in resource_name:
         raise ManifestError("smoke VM resource %r is not a device plugin resource name like nvidia.com/GA102GL_A10; "
                             "set verify_smoke_vm_resource" % (resource_name,))
     if not image:
         raise ManifestError("smoke VM needs a containerDisk image (verify_smoke_vm_image)")
+    try:
+        resource_names.checked_resource_name(resource_name, 'verify_smoke_vm_resource')
+        validators.dns1123_subdomain(name, 'verify_smoke_vm_name')
+        validators.dns1123_label(namespace, 'verify_smoke_vm_namespace')
+        validators.oci_reference(image, 'verify_smoke_vm_image')
+    except (resource_names.ResourceNameError, validators.ValidationError) as exc:
+        raise ManifestError(str(exc))
+    if not isinstance(memory, str) or len(memory) > 24 or not MEMORY_RE.fullmatch(memory):
+        raise ManifestError("smoke VM memory %r is not a Kubernetes quantity such as 2Gi (the verify_smoke_vm module's memory)"
+                            % (memory if not isinstance(memory, str) else memory[:40],))
     return {
         'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachine',
         'metadata': {'name': name, 'namespace': namespace, 'labels': {'app.kubernetes.io/part-of': 'gpuvirt-verify'}},

@@ -71,3 +71,13 @@ def test_tls_off_as_survey_string_warns_once_and_a_typo_is_refused(tmp_path):
 def test_bad_mode_is_refused(tmp_path):
     rc, out, fact = _run(tmp_path, gpuvirt_cluster_mode="aply", gpuvirt_platform="kubernetes")
     assert rc != 0 and 'gpuvirt_cluster_mode is "aply"' in out, out
+
+
+def test_a_cluster_model_given_from_outside_is_refused(tmp_path):
+    # gpuvirt_cluster is derived; extra vars beat set_fact, so a -e copy would replace the resolution (here: send
+    # every phase's files to another directory) unless the role checks the fact in force against the settings
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes",
+                         gpuvirt_cluster={"mode": "render", "render_dir": str(tmp_path / "elsewhere")})
+    assert rc != 0, out
+    assert "gpuvirt_cluster is derived by the cluster role" in out and "Nothing was changed" in out, out
+    assert fact is None

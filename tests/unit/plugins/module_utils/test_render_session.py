@@ -272,3 +272,16 @@ def test_diff_texts_redact_a_secret_and_keep_anything_else(tmp_path):
     assert 'b2xk' not in old_shown and 'bmV3' not in new_shown and rs.REDACTED_CHANGED in new_shown
     assert rs.diff_texts(str(path), 'a: 1\n') == (render.dump(secret), 'a: 1\n')
     assert rs.diff_texts(str(tmp_path / 'missing.yaml'), 'a: 1\n', {'kind': 'ConfigMap'}) == ('', 'a: 1\n')
+
+
+@pytest.mark.parametrize('committed', ['[' * 100000, 'a:\n' + '  ' * 3 + 'b: ' + '{' * 60000,
+                                       'data: {token: ' + 'x' * (2 * 1024 * 1024) + '}\n'])
+def test_a_secret_file_too_deep_or_too_large_to_parse_is_shown_redacted_not_a_traceback(tmp_path, committed):
+    # the file at a Secret's name is whatever someone committed: parsing it for the diff must not fail the run
+    secret = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 's', 'namespace': 'gpu'},
+              'data': {'token': 'bmV3'}}
+    path = tmp_path / 's.yaml'
+    path.write_text(committed)
+    old_shown, new_shown = rs.diff_texts(str(path), render.dump(secret), secret)
+    assert old_shown == rs.REDACTED + '\n'
+    assert 'bmV3' not in new_shown and rs.REDACTED_CHANGED in new_shown

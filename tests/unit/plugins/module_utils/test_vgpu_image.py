@@ -14,6 +14,8 @@ import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_image as vi
 
+ROOT_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+
 KVM = 'NVIDIA-Linux-x86_64-550.90.05-vgpu-kvm.run'
 
 
@@ -208,3 +210,35 @@ def test_pull_secret_passes_the_kubernetes_schema():
     secret['data']['extra'] = 1
     with pytest.raises(Exception):
         kubernetes_validate.validate(secret, '1.34.0', strict=True)
+
+
+# Extra podman build options come from the inventory or -e: only options that change how the build runs pass;
+# one that turns TLS off for the base-image pull, mounts host files, or beats a recorded input is refused, since the
+# labels would then say "up to date" for an image built from other inputs.
+@pytest.mark.parametrize('arg', ['--tls-verify=false', '--volume=/:/host:rw', '-v', '/:/host',
+                                 '--build-arg=DRIVER_VERSION=evil', '--label=x=y', '--file=/etc/passwd', '-f',
+                                 '--tag=evil', '--authfile=/root/.docker/config.json', '--secret=id=x,src=/etc/shadow',
+                                 '--security-opt=seccomp=unconfined', '--isolation=chroot\n--tls-verify=false',
+                                 '--isolation=chroot ', '--jobs=1; id', '--network=container:x', '', 7])
+def test_build_extra_args_refuse_what_changes_trust_or_inputs(arg):
+    with pytest.raises(vi.VgpuImageError, match='vgpu_manager_image_build_extra_args'):
+        vi.check_build_extra_args(['--isolation=chroot', arg])
+
+
+def test_build_extra_args_allow_how_the_build_runs_and_are_recorded():
+    allowed = ['--isolation=chroot', '--jobs=2', '--layers=false', '--pull=never', '--network=host',
+               '--ulimit=nofile=20000:20000']
+    assert vi.check_build_extra_args(allowed) == allowed
+    args = vi.build_args('580.95.02')
+    plain = vi.image_labels('a' * 64, 'b' * 64, args, '580.95.02')
+    # no extra options: the digest is the one images already in registries carry
+    assert plain == vi.image_labels('a' * 64, 'b' * 64, args, '580.95.02', [])
+    assert plain[vi.LABEL_BUILD_ARGS_DIGEST] != vi.image_labels('a' * 64, 'b' * 64, args, '580.95.02',
+                                                               allowed)[vi.LABEL_BUILD_ARGS_DIGEST]
+
+
+def test_the_podman_build_appends_only_the_checked_extra_args():
+    with open(os.path.join(ROOT_DIR, 'roles', 'vgpu_manager_image', 'tasks', 'podman.yml'), encoding='utf-8') as f:
+        text = f.read()
+    assert '__vgpu_manager_image_facts.build_extra_args' in text
+    assert '+ vgpu_manager_image_build_extra_args' not in text

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 import schema  # noqa: E402
@@ -41,3 +42,19 @@ def test_smoke_vm_is_a_valid_virtual_machine():
     assert vm['spec']['template']['spec']['domain']['devices']['gpus'][0]['deviceName'] == 'nvidia.com/GA102GL_A10'
     with pytest.raises(verify.ManifestError, match='verify_smoke_vm_resource'):
         verify.smoke_vm('x', 'default', 'GA102GL_A10', 'img')
+
+
+# The smoke VM's inputs come from the inventory or -e and end up in an object (and, rendered, in a file Argo CD
+# applies): a resource name that is not an extended resource name, an image with a second line, a namespace or
+# name outside DNS-1123, or a memory that is no quantity is refused before the object exists.
+@pytest.mark.parametrize('field,value', [
+    ('resource_name', 'a b/$(x)'), ('resource_name', 'nvidia.com/' + 'A' * 64), ('resource_name', 'nvidia.com/x\n'),
+    ('image', 'x\n\ny'), ('image', 'quay.io/containerdisks/fedora:41\n--privileged'), ('image', '$(id)/x:1'),
+    ('namespace', 'Kube System'), ('namespace', '../default'), ('name', 'Evil..Name'),
+    ('memory', '2Gi; rm'), ('memory', '2Gi\n'), ('memory', 'a' * 100)])
+def test_smoke_vm_refuses_inputs_outside_their_grammar(field, value):
+    args = dict(name='gpuvirt-smoke', namespace='default', resource_name='nvidia.com/GA102GL_A10',
+                image='quay.io/containerdisks/fedora:41', memory='2Gi')
+    args[field] = value
+    with pytest.raises(ManifestError):
+        verify.smoke_vm(**args)
