@@ -425,6 +425,17 @@ def grub_default_get(text, var, path=GRUB_DEFAULT_PATH):
     return found[-1][1]['value'] if found else None
 
 
+def _odd_character(value):
+    """The first character of a kernel command line value that is neither printable nor a plain space or tab,
+    shown as U+XXXX; None when there is none."""
+    for ch in value:
+        if ch in ' \t':
+            continue
+        if ch.isspace() or not ch.isprintable():
+            return 'U+%04X' % ord(ch)
+    return None
+
+
 def grub_default_edit(text, var, ensure, remove, path=GRUB_DEFAULT_PATH):
     """Edit only our args inside ``VAR`` of /etc/default/grub (EL8 has no grub.d drop-ins).
 
@@ -446,6 +457,13 @@ def grub_default_edit(text, var, ensure, remove, path=GRUB_DEFAULT_PATH):
     idx, a = found[-1]
     if a['computed']:
         raise CmdlineError("%s in the grub defaults file is computed (%s); edit it by hand" % (var, a['where']))
+    odd = _odd_character(a['value'])
+    if odd is not None:
+        # The editor re-joins the arguments with spaces: a no-break space, form feed or other Unicode space inside
+        # an argument would be rewritten, and GRUB (space, tab, newline) and the kernel (its own ctype) split on
+        # different characters anyway, so nobody can say which arguments such a value holds.
+        raise CmdlineError("%s in the grub defaults file holds the character %s (%s), which GRUB and the kernel "
+                           "split differently; replace it with a plain space by hand" % (var, odd, a['where']))
     current = split_cmdline(a['value'])
     wanted = apply(current, ensure, remove)
     if wanted == current:

@@ -446,3 +446,11 @@ def test_property_update_refuses_or_matches_sh(data, changes):
     except kc.CmdlineError:
         return
     assert_sh_moves_by_the_edit(data, new, ensure, remove)
+
+
+@pytest.mark.parametrize('odd', ['\u00a0', '\x1c', '\x85', '\u2028', '\x0b', '\x0c', '\u200b'])
+def test_a_value_with_a_space_grub_and_the_kernel_split_differently_is_refused(odd):
+    # re-joining the arguments would turn it into a plain space and change an argument (here the one with root=)
+    text = 'GRUB_CMDLINE_LINUX="root=/dev/x%sro quiet"\n' % odd
+    with pytest.raises(kc.CmdlineError, match='U\\+%04X' % ord(odd)):
+        kc.grub_default_edit(text, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], [])
