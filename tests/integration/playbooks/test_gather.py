@@ -194,3 +194,17 @@ def test_a_format_1_file_in_host_vars_stops_the_run_naming_the_move(tmp_path):
     assert probe == {'node': 'gpu-local', 'os_tag': 'savedos1.0', 'offline': True}, probe
     moved = json.loads((inv / '.gpuvirt_facts' / (HOST + '.json')).read_text())
     assert moved['format_version'] == 2 and 'command' not in moved['gpuvirt_gpu_holders']['holders'][0]
+
+
+def test_saved_facts_committed_as_a_symbolic_link_are_refused(tmp_path):
+    # the inventory repository is shared: a link would make the file lookup read any controller file into the run
+    inv = inventory(tmp_path, gpuvirt_facts_source='saved')
+    (inv / '.gpuvirt_facts').mkdir()
+    secret = tmp_path / 'controller-secret.json'
+    secret.write_text('{"format_version": 2, "host": "%s", "token": "hunter2"}' % HOST)
+    os.symlink(str(secret), str(inv / '.gpuvirt_facts' / (HOST + '.json')))
+    (tmp_path / 'probe.yml').write_text(yaml.safe_dump([{'name': 'Probe', 'hosts': 'localhost',
+                                                         'gather_facts': False, 'tasks': []}]))
+    rc, log, _ = gather(tmp_path, inv)
+    assert rc != 0 and 'is a symbolic link; saved facts must be a regular file' in log, log
+    assert 'hunter2' not in log
