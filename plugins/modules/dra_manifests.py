@@ -44,7 +44,10 @@ options:
     description: Node labels the kubelet plugin is restricted to.
     type: dict
   claim_templates:
-    description: Claim templates to build, each C(name), C(namespace) and optional C(count) (default 1; GPUs, one claim request each, at most 32; C(dra-gpu) for one GPU, C(dra-gpu-1) to C(dra-gpu-N) for more).
+    description:
+      - Claim templates to build, each C(name), C(namespace) and optional C(count) (default 1).
+      - C(count) GPUs are C(count) claim requests of one device each, at most 32; C(dra-gpu) for one GPU,
+        C(dra-gpu-1) to C(dra-gpu-N) for more.
     type: list
     elements: dict
     default: []

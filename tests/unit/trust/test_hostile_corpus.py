@@ -80,7 +80,7 @@ WRITERS = [
     ('initramfs-tools', lambda v: modprobe.initramfs_tools_block([v])),
     ('softdep', lambda v: modprobe.vfio_options_text(['10de:2236'], [v])),
     ('options ids', lambda v: modprobe.vfio_options_text([v], [])),
-    ('blacklist', lambda v: modprobe.blacklist_text(v)),
+    ('blacklist', modprobe.blacklist_text),
 ]
 
 
@@ -150,7 +150,7 @@ def test_resource_names_from_host_output_are_refused_or_grammatical():
         except resource_names.ResourceNameError as exc:
             assert 'host h, mdev type' in str(exc)
             return
-        prefix, _, part = name.partition('/')
+        prefix, part = name.split('/', 1)
         assert prefix == 'nvidia.com' and 0 < len(part) <= 63 and not has_code(part) and '/' not in part
     prop()
 
@@ -182,12 +182,10 @@ def _strings(node):
     if isinstance(node, dict):
         for k, v in node.items():
             yield k
-            for s in _strings(v):
-                yield s
+            yield from _strings(v)
     elif isinstance(node, list):
         for v in node:
-            for s in _strings(v):
-                yield s
+            yield from _strings(v)
     elif isinstance(node, str):
         yield node
 
