@@ -41,7 +41,10 @@ options:
     type: dict
     default: {}
   node_selector:
-    description: Node labels the kubelet plugin is restricted to.
+    description:
+      - Node labels the kubelet plugin is restricted to, besides C(nvidia.com/dra-kubelet-plugin=true) (always part
+        of the selector). The nodes phase puts them on the DRA nodes; with O(nodes), a DRA node lacking one, or a
+        node outside O(dra_nodes) carrying them all, fails.
     type: dict
   claim_templates:
     description: Claim templates to build, each C(name), C(namespace) and optional C(count) (default 1; GPUs, one claim request each, at most 32; C(dra-gpu) for one GPU, C(dra-gpu-1) to C(dra-gpu-N) for more).
@@ -152,6 +155,7 @@ def main():
         module.fail_json(msg=str(exc))
     if p['nodes'] is not None:
         errors = dra.classic_plugin_conflicts(p['nodes'], p['dra_nodes'], p['plugin_pods'])
+        errors += dra.selector_conflicts(p['nodes'], p['dra_nodes'], p['node_selector'])
         if errors:
             module.fail_json(msg='; '.join(errors), errors=errors)
     gate_object = None
