@@ -119,10 +119,11 @@ def node_selector_of(node_selector=None):
     return selector
 
 
-def selector_conflicts(nodes, dra_nodes, node_selector=None):
+def selector_conflicts(nodes, dra_nodes, node_selector=None, labelled=True):
     """Errors for the nodes the kubelet plugin's nodeSelector gets wrong: a DRA node that lacks one of its
     labels (the plugin would not run there: its GPUs publish no device), and a node outside the DRA pool that
-    carries them all (the plugin would run there too, beside the classic device plugin or under a VM pool)."""
+    carries them all (the plugin would run there too, beside the classic device plugin or under a VM pool).
+    ``labelled`` False (a render: the nodes phase's label patches are not applied yet) skips the first check."""
     selector = node_selector_of(node_selector)
     wanted = set(dra_nodes or [])
     errors = []
@@ -130,7 +131,7 @@ def selector_conflicts(nodes, dra_nodes, node_selector=None):
         name = (node.get('metadata') or {}).get('name')
         labels = (node.get('metadata') or {}).get('labels') or {}
         missing = sorted('%s=%s' % (k, v) for k, v in selector.items() if labels.get(k) != v)
-        if name in wanted and missing:
+        if name in wanted and missing and labelled:
             errors.append("DRA node %s lacks the kubelet plugin's node selector labels %s: the DRA driver would not "
                           "run there; run the nodes phase (playbooks/nodes.yml labels the DRA nodes with "
                           "dra_driver_node_selector) or fix dra_driver_node_selector" % (name, ', '.join(missing)))

@@ -156,6 +156,8 @@ def test_selector_conflicts_check_the_custom_selector_against_the_nodes():
     assert dra.selector_conflicts(nodes, ['dra-1'], sel) == []
     # the default selector: a DRA node the nodes phase did not label is named
     assert 'nvidia.com/dra-kubelet-plugin=true' in dra.selector_conflicts([nodes[2]], ['gpu-1'])[0]
+    # a render: the label patches are rendered, not applied, so only a non-DRA node carrying the selector is named
+    assert dra.selector_conflicts([nodes[2]], ['gpu-1'], labelled=False) == []
 
 
 def test_claim_template_is_valid_v1_and_requests_the_vfio_class():
