@@ -244,3 +244,20 @@ def systemd_unit(value, name):
     return _check(value, name, SYSTEMD_UNIT_RE, 255,
                   "a systemd unit name such as nvidia-persistenced.service (letters, digits, ':', '-', '_', "
                   "'.', '\\\\', '@'; at most 255 characters)")
+
+
+# A Kubernetes label key (apimachinery validation IsQualifiedName): an optional DNS-1123 subdomain prefix of at
+# most 253 characters and '/', then a name of at most 63 letters, digits, '-', '_' and '.', starting and ending
+# alphanumeric.
+LABEL_NAME_RE = re.compile(r'[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?')
+
+
+def label_key(value, name):
+    expected = ("a label key: an optional DNS-1123 subdomain prefix (at most 253 characters) and '/', then at most "
+                "63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit")
+    _need_str(value, name, expected)
+    prefix, sep, rest = value.rpartition('/')
+    if len(value) > 317 or (sep and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN_RE.fullmatch(prefix))) \
+            or len(rest) > 63 or not LABEL_NAME_RE.fullmatch(rest):
+        raise ValidationError('%s: %r is not valid; expected %s' % (name, value, expected))
+    return value

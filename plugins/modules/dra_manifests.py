@@ -41,7 +41,10 @@ options:
     type: dict
     default: {}
   node_selector:
-    description: Node labels the kubelet plugin is restricted to.
+    description:
+      - Node labels the kubelet plugin is restricted to, besides C(nvidia.com/dra-kubelet-plugin=true) (always part
+        of the selector). The nodes phase puts them on the DRA nodes; with O(nodes), a DRA node lacking one, or a
+        node outside O(dra_nodes) carrying them all, fails.
     type: dict
   claim_templates:
     description:
@@ -63,6 +66,12 @@ options:
     description: Node objects from the cluster or facts; omit to skip the exclusion check.
     type: list
     elements: dict
+  nodes_labelled:
+    description:
+      - Whether O(nodes) already carry the nodes phase's labels (read from the cluster). False in a render, where
+        the label patches are rendered, not applied; then a DRA node lacking the selector is not an error.
+    type: bool
+    default: true
   plugin_pods:
     description: Pods of the classic nvidia-device-plugin DaemonSet(s).
     type: list
@@ -138,6 +147,7 @@ def main():
             dra_nodes=dict(type='list', elements='str', default=[]),
             nodes=dict(type='list', elements='dict'),
             plugin_pods=dict(type='list', elements='dict', default=[]),
+            nodes_labelled=dict(type='bool', default=True),
             platform=dict(type='str', choices=['kubevirt', 'hco'], default='kubevirt'),
             current=dict(type='dict'),
         ),
@@ -155,6 +165,7 @@ def main():
         module.fail_json(msg=str(exc))
     if p['nodes'] is not None:
         errors = dra.classic_plugin_conflicts(p['nodes'], p['dra_nodes'], p['plugin_pods'])
+        errors += dra.selector_conflicts(p['nodes'], p['dra_nodes'], p['node_selector'], p['nodes_labelled'])
         if errors:
             module.fail_json(msg='; '.join(errors), errors=errors)
     gate_object = None

@@ -96,6 +96,15 @@ options:
     type: list
     elements: dict
     default: []
+  dra_nodes:
+    description:
+      - The nodes of the C(dra) pool. When there are any and the operator's driver is on (C(driver.enabled) not
+        false), C(driver.manager.env) gets C(NODE_LABEL_FOR_GPU_POD_EVICTION=nvidia.com/dra-kubelet-plugin), so
+        the driver manager evicts the DRA kubelet plugin before it unloads the driver; an entry naming another
+        label fails.
+    type: list
+    elements: str
+    default: []
   alm_examples:
     description: The CSV's C(alm-examples) annotation (JSON text or parsed list); OpenShift only.
     type: raw
@@ -258,13 +267,16 @@ def build(p):
                 # a file given by the user (render mode); alm-examples read from the installed CSV are its own
                 gop.check_alm_examples_source(p['package_manifest'], result['channel'], p['alm_examples'],
                                               p['alm_examples_source'], p['alm_examples_release'])
-            result['cluster_policy'] = gop.build_cluster_policy(p['alm_examples'], overlay)
+            policy = gop.build_cluster_policy(p['alm_examples'], overlay)
+            policy['spec'] = gop.with_dra_eviction(policy['spec'], p['dra_nodes'], "the CSV's alm-examples")
+            result['cluster_policy'] = policy
         if p['nfd_install']:
             result['nfd_objects'] = gop.build_nfd_install(p['nfd_channel'], p['install_plan_approval'],
                                                           p['nfd_catalog_source'], p['catalog_namespace'])
             result['nfd_instance'] = gop.build_nfd_instance(p['nfd_instance'])
     else:
-        values = gop.helm_values(overlay, p['helm_values_extra'])
+        values = gop.with_dra_eviction(gop.helm_values(overlay, p['helm_values_extra']), p['dra_nodes'],
+                                       'gpu_operator_helm_values_extra')
         if p['chart_values'] is not None:
             gop.check_values_keys(values, p['chart_values'])
         result['helm_values'] = values
@@ -291,6 +303,7 @@ def main():
             vgpu_config_default=dict(type='str', default='default'),
             vgpu_configmap_name=dict(type='str', default='gpuvirt-vgpu-devices-config'),
             hosts=dict(type='list', elements='dict', default=[]),
+            dra_nodes=dict(type='list', elements='str', default=[]),
             alm_examples=dict(type='raw'),
             alm_examples_source=dict(type='str'),
             nfd_install=dict(type='bool', default=False),

@@ -56,6 +56,13 @@ options:
       - Those nodes get the labels, so that the pool's IOMMU MachineConfig reaches them; any other GPU node loses
         a label that carries exactly this value. Omit when there is no dedicated pool.
     type: dict
+  dra_selector:
+    description:
+      - The DRA kubelet plugin's node selector given by the user (C(dra_driver_node_selector)). The C(dra) nodes
+        get its labels, so that the plugin runs there; any other GPU node loses a label that carries exactly this
+        value. The C(dra) nodes always get C(nvidia.com/dra-kubelet-plugin=true), the label the GPU Operator's
+        driver manager evicts the plugin by before a driver upgrade.
+    type: dict
 attributes:
   check_mode:
     description: Builds data only; nothing changes in any mode.
@@ -101,6 +108,7 @@ def main():
             vgpu_config_default=dict(type='str'),
             vgpu_configs=dict(type='dict'),
             pool_selector=dict(type='dict'),
+            dra_selector=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -119,7 +127,8 @@ def main():
         module.fail_json(msg='\n'.join(errors))
     try:
         custom = vc.normalise_configs(p['vgpu_configs']) if p['vgpu_configs'] else None
-        patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'])
+        patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'],
+                                  p['dra_selector'])
     except (nl.ManifestError, vc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, patches=patches, report=report)

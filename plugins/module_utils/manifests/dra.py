@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked, version_tuple
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.node_labels import DEVICE_PLUGIN_LABEL
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.node_labels import DRA_PLUGIN_LABEL, check_dra_selector
 
 CHART_NAME = 'dra-driver-nvidia-gpu'
 CHART_REF = 'oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu'
@@ -26,9 +26,11 @@ DRIVER_ROOTS = {'host': '/', 'operator': '/run/nvidia/driver', 'gke': '/home/kub
 # the driver modes that are not the GPU Operator's driver container
 _NOT_OPERATOR = ('host', 'gke')
 # The chart's kubelet plugin has an empty nodeSelector and an affinity for every NVIDIA node: alone it would run
-# beside the classic device plugin. By default it runs where the classic plugin is switched off, which the
-# node_labels role does on the DRA nodes (and only there).
-DEFAULT_NODE_SELECTOR = {DEVICE_PLUGIN_LABEL: 'false'}
+# beside the classic device plugin. It runs on the nodes labelled nvidia.com/dra-kubelet-plugin=true, which the
+# node_labels role sets on the DRA nodes (and only there), beside nvidia.com/gpu.deploy.device-plugin=false. That
+# label, not the device-plugin one, is what the GPU Operator's driver manager can pause to evict the plugin before
+# it unloads the driver (node_labels.DRA_PLUGIN_LABEL; it leaves a "false" label as it is, maybeSetPaused).
+DEFAULT_NODE_SELECTOR = {DRA_PLUGIN_LABEL: 'true'}
 
 
 def _dns(value, what):
@@ -105,8 +107,40 @@ def helm_values(driver_mode, node_selector=None):
         'resources': {'gpus': {'enabled': True}, 'computeDomains': {'enabled': False}},
         'featureGates': {'PassthroughSupport': True, 'DeviceMetadata': True},
     }
-    values['kubeletPlugin'] = {'nodeSelector': dict(node_selector or DEFAULT_NODE_SELECTOR)}
+    values['kubeletPlugin'] = {'nodeSelector': node_selector_of(node_selector)}
     return values
+
+
+def node_selector_of(node_selector=None):
+    """The kubelet plugin's nodeSelector: DRA_PLUGIN_LABEL=true and the labels of ``node_selector``
+    (``dra_driver_node_selector``, checked), which the node_labels role puts on the DRA nodes."""
+    selector = dict(DEFAULT_NODE_SELECTOR)
+    selector.update(check_dra_selector(node_selector))
+    return selector
+
+
+def selector_conflicts(nodes, dra_nodes, node_selector=None, labelled=True):
+    """Errors for the nodes the kubelet plugin's nodeSelector gets wrong: a DRA node that lacks one of its
+    labels (the plugin would not run there: its GPUs publish no device), and a node outside the DRA pool that
+    carries them all (the plugin would run there too, beside the classic device plugin or under a VM pool).
+    ``labelled`` False (a render: the nodes phase's label patches are not applied yet) skips the first check."""
+    selector = node_selector_of(node_selector)
+    wanted = set(dra_nodes or [])
+    errors = []
+    for node in nodes or []:
+        name = (node.get('metadata') or {}).get('name')
+        labels = (node.get('metadata') or {}).get('labels') or {}
+        missing = sorted('%s=%s' % (k, v) for k, v in selector.items() if labels.get(k) != v)
+        if name in wanted and missing and labelled:
+            errors.append("DRA node %s lacks the kubelet plugin's node selector labels %s: the DRA driver would not "
+                          "run there; run the nodes phase (playbooks/nodes.yml labels the DRA nodes with "
+                          "dra_driver_node_selector) or fix dra_driver_node_selector" % (name, ', '.join(missing)))
+        elif name not in wanted and not missing:
+            errors.append("node %s is not a DRA node (dra_driver_nodes) but carries every label of the kubelet "
+                          "plugin's node selector %s: the DRA driver would run there too; remove the labels from "
+                          "it or pick a dra_driver_node_selector only the DRA nodes carry"
+                          % (name, ', '.join(sorted('%s=%s' % kv for kv in selector.items()))))
+    return errors
 
 
 # KubeVirt gives a VM one device per claim request: pkg/dra/utils.go resolveDevice refuses a request with more than

@@ -18,6 +18,7 @@ import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 
 OPENSHIFT_NAMESPACE = 'nvidia-gpu-operator'
 KUBERNETES_NAMESPACE = 'gpu-operator'
@@ -353,3 +354,34 @@ def check_alm_examples_source(package_manifest, channel, alm_examples, source_na
             "ClusterPolicy would carry another operator version's defaults; use that CSV's alm-examples "
             "(oc get csv %s -n %s -o jsonpath='{.metadata.annotations.alm-examples}') or pin the channel of the file "
             "(gpu_operator_channel)" % (source_name, csv, channel, csv, OPENSHIFT_NAMESPACE))
+
+
+def with_dra_eviction(spec, dra_nodes, source):
+    """``spec`` (the ClusterPolicy spec or the Helm values: the same ``driver.manager.env``) with the driver
+    manager told the DRA kubelet plugin's label, when the operator's driver container runs on DRA nodes.
+
+    NVIDIA's "DRA Driver for NVIDIA GPUs" (GPU Operator docs, "Known Issues"): the driver manager does not evict
+    the DRA kubelet plugin before it unloads the driver unless NODE_LABEL_FOR_GPU_POD_EVICTION names the label the
+    DRA nodes carry (k8s-driver-manager cmd/driver-manager/main.go: evictAllGPUOperatorComponents pauses that label;
+    see node_labels.DRA_PLUGIN_LABEL). ``driver.enabled`` false (a host driver) or no DRA node: unchanged.
+    ``source`` names where the env came from in a refusal (gpu_operator_helm_values_extra, or the CSV's
+    alm-examples). An env that names another label is refused: the plugin would stay on a node whose driver goes.
+    """
+    driver = (spec or {}).get('driver') or {}
+    if not dra_nodes or driver.get('enabled', True) in (False, 'false'):
+        return spec
+    env = list((driver.get('manager') or {}).get('env') or [])
+    for entry in env:
+        if isinstance(entry, dict) and entry.get('name') == nl.DRA_EVICTION_ENV:
+            if entry.get('value') == nl.DRA_PLUGIN_LABEL:
+                return spec
+            raise ManifestError(
+                "driver.manager.env (%s) sets %s=%r, but the DRA nodes (%s) run the DRA kubelet plugin selected by "
+                "%s=true: the driver manager would leave the plugin on the node while it unloads the driver; remove "
+                "that entry (the collection sets it to %s)"
+                % (source, nl.DRA_EVICTION_ENV, entry.get('value'), ', '.join(dra_nodes), nl.DRA_PLUGIN_LABEL,
+                   nl.DRA_PLUGIN_LABEL))
+    env.append({'name': nl.DRA_EVICTION_ENV, 'value': nl.DRA_PLUGIN_LABEL})
+    out = copy.deepcopy(spec)
+    out.setdefault('driver', {}).setdefault('manager', {})['env'] = env
+    return out

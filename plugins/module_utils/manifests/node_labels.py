@@ -28,6 +28,20 @@ DEVICE_PLUGIN_LABEL = 'nvidia.com/gpu.deploy.device-plugin'
 DCGM_LABEL = 'nvidia.com/gpu.deploy.dcgm'
 DCGM_EXPORTER_LABEL = 'nvidia.com/gpu.deploy.dcgm-exporter'
 DRA_OPERANDS_OFF = (DEVICE_PLUGIN_LABEL, DCGM_LABEL, DCGM_EXPORTER_LABEL)
+# The GPU Operator's driver manager evicts, before it unloads the driver, the pods of every operand whose
+# nvidia.com/gpu.deploy.* label it knows, plus those selected by the one label named in its env
+# NODE_LABEL_FOR_GPU_POD_EVICTION: it rewrites that label's "true" to "paused-for-driver-upgrade", so a DaemonSet
+# selecting <label>=true leaves the node, and sets "true" back after the upgrade (NVIDIA/k8s-driver-manager
+# cmd/driver-manager/main.go@v0.12.0, the version gpu-operator v26.7.0's values.yaml ships: fetchCurrentLabels,
+# evictAllGPUOperatorComponents, maybeSetPaused, maybeSetTrue). NVIDIA's "DRA Driver for NVIDIA GPUs" page of
+# the GPU Operator docs, "Known Issues": the driver manager does not know the DRA kubelet plugin; label the DRA
+# nodes and pass that label in driver.manager.env, and select the plugin by it (its install step:
+# NODE_LABEL_FOR_GPU_POD_EVICTION=nvidia.com/dra-kubelet-plugin, kubeletPlugin.nodeSelector
+# nvidia.com/dra-kubelet-plugin: "true"). DRA nodes carry it; the DRA chart's kubelet plugin selects it.
+DRA_PLUGIN_LABEL = 'nvidia.com/dra-kubelet-plugin'
+DRA_EVICTION_ENV = 'NODE_LABEL_FOR_GPU_POD_EVICTION'
+# the value the driver manager gives the label while it upgrades the driver (maybeSetPaused)
+DRIVER_UPGRADE_PAUSED = 'paused-for-driver-upgrade'
 # "dra": the DRA passthrough path (group gpu_dra); its nodes run the container operands without the device plugin.
 # The pool table lives in module_utils/fleet.py; these names stay for the callers that read them here.
 POOLS = fleet.POOLS
@@ -36,6 +50,12 @@ IOMMU_POOLS = fleet.IOMMU_POOLS
 GROUP_POOLS = fleet.GROUP_POOLS
 # VMI phases in which the VM no longer holds its devices.
 _FINISHED = ('Succeeded', 'Failed')
+
+
+class UnlessPaused(str):
+    """A desired label value that is also satisfied while the driver manager has paused it for a driver upgrade
+    (the value then holds ``paused-for-driver-upgrade``): writing it back mid-upgrade would bring the evicted
+    kubelet plugin back onto a node whose driver is being unloaded. The driver manager restores the value itself."""
 
 
 class RemoveIf(str):
@@ -71,8 +91,33 @@ def node_pool(host, groups, explicit=None):
         raise ManifestError(str(exc))
 
 
-def desired_labels(pool, vgpu_config=None, pool_selector=None):
+def check_dra_selector(selector, variable='dra_driver_node_selector'):
+    """The DRA kubelet plugin's node selector as ``{key: value}`` strings, each key and value checked; the
+    driver manager's label (DRA_PLUGIN_LABEL) may only be "true" (the plugin must be selected by it)."""
+    if selector in (None, ''):
+        return {}
+    if not isinstance(selector, dict):
+        raise ManifestError("%s must be a mapping of node labels, got %r" % (variable, selector))
+    out = {}
+    for key, value in selector.items():
+        checked(validators.label_key, key, '%s key' % variable)
+        value = str(value).lower() if isinstance(value, bool) else value
+        checked(validators.label_value, value, '%s[%s]' % (variable, key))
+        out[key] = value
+    if out.get(DRA_PLUGIN_LABEL, 'true') != 'true':
+        raise ManifestError(
+            "%s sets %s to %r: the GPU Operator's driver manager evicts the DRA kubelet plugin before a driver "
+            "upgrade only by this label's value \"true\"; remove the key from %s (it is always part of the selector)"
+            % (variable, DRA_PLUGIN_LABEL, out[DRA_PLUGIN_LABEL], variable))
+    return out
+
+
+def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None):
     """Labels a node of ``pool`` must carry; ``None`` values mean the label must go.
+
+    ``dra_selector``: the DRA kubelet plugin's node selector beyond DRA_PLUGIN_LABEL (``dra_driver_node_selector``):
+    the DRA nodes get its labels, so the plugin runs there; any other node loses them when it carries exactly that
+    value (docs/pools/dra.md, "Node selector").
 
     ``pool_selector``: the labels a dedicated OpenShift MachineConfigPool selects its nodes by (the IOMMU
     MachineConfig reaches only the nodes of its pool). A node of an IOMMU pool gets them; any other node loses
@@ -99,6 +144,21 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None):
         labels[VGPU_LABEL] = None
     for key, value in (pool_selector or {}).items():
         labels[key] = str(value) if pool in IOMMU_POOLS else RemoveIf(str(value))
+    is_dra = row.resource == 'dra'
+    labels[DRA_PLUGIN_LABEL] = UnlessPaused('true') if is_dra else RemoveIf('true')
+    for key, value in check_dra_selector(dra_selector).items():
+        if key == DRA_PLUGIN_LABEL:
+            continue
+        if is_dra and key in labels and labels[key] is not None and not isinstance(labels[key], RemoveIf) \
+                and str(labels[key]) != value:
+            raise ManifestError(
+                "dra_driver_node_selector sets %s=%s but a node of pool %s must carry %s=%s (the GPU Operator reads "
+                "it); the kubelet plugin would select no node: pick another label for dra_driver_node_selector"
+                % (key, value, pool, key, labels[key]))
+        if is_dra:
+            labels[key] = value
+        elif key not in labels or isinstance(labels[key], RemoveIf):
+            labels[key] = RemoveIf(value)
     return labels
 
 
@@ -135,6 +195,8 @@ def label_diff(current, desired):
     current = current or {}
     patch = {}
     for key, value in desired.items():
+        if isinstance(value, UnlessPaused) and DRIVER_UPGRADE_PAUSED in str(current.get(key, '')):
+            continue
         if isinstance(value, RemoveIf):
             if key in current and current[key] == str(value):
                 patch[key] = None
@@ -171,14 +233,15 @@ def guard(node, current, patch, vmis):
             "first" % (node, changes, ', '.join(running)))
 
 
-def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None):
+def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selector=None):
     """Plan the label changes for every wanted node.
 
     ``wanted``: ``[{node, pool, vgpu_config, facts}]`` (``facts``: the host's pci_devices/mdev_types, optional);
     ``nodes``: Node objects from the cluster (or given in render mode), ``None`` when unknown (render without
     cluster state: every label is set); ``vmis``: VMI objects; ``custom_configs``: the custom vGPU configs
     (normalised), None when the operator's default ConfigMap is used; ``pool_selector``: the node labels of a
-    dedicated MachineConfigPool for the IOMMU pools (see desired_labels), None when there is none.
+    dedicated MachineConfigPool for the IOMMU pools (see desired_labels), None when there is none;
+    ``dra_selector``: ``dra_driver_node_selector`` (see desired_labels).
     Returns ``(patches, report)``; raises ManifestError naming every blocked, missing or unusable node.
     """
     current_by_name = None
@@ -194,7 +257,7 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None):
                 name, seen[name], item.get('host', name)))
             continue
         seen[name] = item.get('host', name)
-        desired = desired_labels(item['pool'], item.get('vgpu_config'), pool_selector)
+        desired = desired_labels(item['pool'], item.get('vgpu_config'), pool_selector, dra_selector)
         if fleet.BY_NAME[item['pool']].vgpu:
             unusable = vgpu_config_error(name, desired[VGPU_LABEL], item.get('facts'), custom_configs)
             if unusable:

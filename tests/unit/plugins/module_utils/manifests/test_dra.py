@@ -125,10 +125,39 @@ def test_kubelet_plugin_runs_only_where_the_classic_device_plugin_is_off():
     defaults = chart_defaults()['kubeletPlugin']
     assert defaults['nodeSelector'] == {}
     assert 'nvidia.com/gpu.present' in yaml.safe_dump(defaults['affinity'])
-    # ours: the nodes where node_labels switched the classic plugin off (the DRA pool)
+    # ours: the nodes node_labels labels nvidia.com/dra-kubelet-plugin=true (the DRA pool, where it also switches the
+    # classic plugin off). NVIDIA, "DRA Driver for NVIDIA GPUs" (GPU Operator docs), "Known Issues" and its install
+    # step: the plugin is selected by the label the driver manager is given (NODE_LABEL_FOR_GPU_POD_EVICTION), since
+    # the driver manager evicts by pausing that label's "true" (k8s-driver-manager cmd/driver-manager/main.go@v0.12.0
+    # maybeSetPaused); a "false" label (the device-plugin one) it leaves as it is, so it cannot evict by that.
     values = dra.helm_values('operator')
-    assert values['kubeletPlugin'] == {'nodeSelector': {'nvidia.com/gpu.deploy.device-plugin': 'false'}}
-    assert dra.helm_values('operator', {'pool': 'dra'})['kubeletPlugin'] == {'nodeSelector': {'pool': 'dra'}}
+    assert values['kubeletPlugin'] == {'nodeSelector': {'nvidia.com/dra-kubelet-plugin': 'true'}}
+    # a custom selector adds to the driver manager's label, never replaces it
+    assert dra.helm_values('operator', {'pool': 'dra'})['kubeletPlugin'] == {
+        'nodeSelector': {'nvidia.com/dra-kubelet-plugin': 'true', 'pool': 'dra'}}
+    with pytest.raises(dra.ManifestError, match=r"dra_driver_node_selector\[pool\]: 'a\\nb' is not valid"):
+        dra.helm_values('operator', {'pool': 'a\nb'})
+
+
+def test_selector_conflicts_check_the_custom_selector_against_the_nodes():
+    # the kubelet plugin runs exactly where every nodeSelector label matches (Kubernetes "Assign Pods to Nodes",
+    # nodeSelector: "Kubernetes only schedules the Pod onto nodes that have each of the labels you specify")
+    sel = {'gpuvirt.io/dra': 'true'}
+    plugin = {'nvidia.com/dra-kubelet-plugin': 'true'}
+    nodes = [{'metadata': {'name': 'dra-1', 'labels': dict(plugin)}},
+             {'metadata': {'name': 'cpu-1', 'labels': dict(plugin, **sel)}},
+             {'metadata': {'name': 'gpu-1', 'labels': {}}}]
+    errors = dra.selector_conflicts(nodes, ['dra-1'], sel)
+    assert len(errors) == 2
+    assert errors[0].startswith('DRA node dra-1 lacks the kubelet plugin') and 'gpuvirt.io/dra=true' in errors[0]
+    assert errors[1].startswith('node cpu-1 is not a DRA node') and 'dra_driver_node_selector' in errors[1]
+    nodes[0]['metadata']['labels'].update(sel)
+    del nodes[1]['metadata']['labels']['gpuvirt.io/dra']
+    assert dra.selector_conflicts(nodes, ['dra-1'], sel) == []
+    # the default selector: a DRA node the nodes phase did not label is named
+    assert 'nvidia.com/dra-kubelet-plugin=true' in dra.selector_conflicts([nodes[2]], ['gpu-1'])[0]
+    # a render: the label patches are rendered, not applied, so only a non-DRA node carrying the selector is named
+    assert dra.selector_conflicts([nodes[2]], ['gpu-1'], labelled=False) == []
 
 
 def test_claim_template_is_valid_v1_and_requests_the_vfio_class():

@@ -248,3 +248,32 @@ def test_an_image_version_with_an_os_tag_is_refused_under_its_own_name():
 def test_names_that_reach_the_cluster_or_helm_are_checked_against_their_grammar(call, needle):
     with pytest.raises(gop.ManifestError, match=needle):
         call()
+
+
+def test_driver_manager_is_told_the_dra_kubelet_plugin_label_when_it_manages_the_driver_on_dra_nodes():
+    # NVIDIA, "DRA Driver for NVIDIA GPUs" (GPU Operator docs), "Known Issues": the driver manager will not evict
+    # the DRA kubelet plugin unless the DRA nodes' label is passed in driver.manager.env; its install step sets
+    # NODE_LABEL_FOR_GPU_POD_EVICTION=nvidia.com/dra-kubelet-plugin. k8s-driver-manager
+    # cmd/driver-manager/main.go@v0.12.0 reads that env (flag node-label-for-gpu-pod-eviction) and pauses the label
+    # in evictAllGPUOperatorComponents; gpu-operator v26.7.0 deployments/gpu-operator/values.yaml: driver.manager.env
+    # defaults to [] and driver.enabled to true.
+    env = {'name': 'NODE_LABEL_FOR_GPU_POD_EVICTION', 'value': 'nvidia.com/dra-kubelet-plugin'}
+    values = gop.with_dra_eviction(gop.helm_values(gop.settings()), ['dra-1'], 'gpu_operator_helm_values_extra')
+    assert values['driver']['manager']['env'] == [env]
+    # ClusterPolicy: the same field under spec; entries the alm-examples carry stay
+    spec = {'driver': {'enabled': True, 'manager': {'env': [{'name': 'ENABLE_AUTO_DRAIN', 'value': 'false'}]}}}
+    out = gop.with_dra_eviction(spec, ['dra-1'], "the CSV's alm-examples")
+    assert out['driver']['manager']['env'] == [{'name': 'ENABLE_AUTO_DRAIN', 'value': 'false'}, env]
+    assert spec['driver']['manager']['env'] == [{'name': 'ENABLE_AUTO_DRAIN', 'value': 'false'}]
+    # idempotent: already there, nothing added
+    assert gop.with_dra_eviction(out, ['dra-1'], 'x') == out
+    # no DRA node, or the operator's driver off (a host driver: no driver manager runs): unchanged
+    assert gop.with_dra_eviction(spec, [], 'x') == spec
+    off = {'driver': {'enabled': False}}
+    assert gop.with_dra_eviction(off, ['dra-1'], 'x') == off
+    # another label would leave the plugin on the node while its driver is unloaded
+    with pytest.raises(gop.ManifestError, match=r"gpu_operator_helm_values_extra\) sets NODE_LABEL_FOR_GPU_POD_"
+                                                 r"EVICTION='pool'.*dra-1"):
+        gop.with_dra_eviction({'driver': {'manager': {'env': [{'name': 'NODE_LABEL_FOR_GPU_POD_EVICTION',
+                                                               'value': 'pool'}]}}},
+                              ['dra-1'], 'gpu_operator_helm_values_extra')

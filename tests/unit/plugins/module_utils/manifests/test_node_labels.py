@@ -112,14 +112,19 @@ def test_dra_nodes_run_container_operands_without_the_classic_device_plugin_and_
     # (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0, gpuStateLabels and addGPUStateLabels).
     d, dcgm, exporter = (nl.DEVICE_PLUGIN_LABEL, 'nvidia.com/gpu.deploy.dcgm', 'nvidia.com/gpu.deploy.dcgm-exporter')
     assert nl.node_pool('h1', ['gpu_dra']) == 'dra'
-    assert nl.desired_labels('dra') == {W: 'container', d: 'false', dcgm: 'false', exporter: 'false', V: None}
-    assert nl.label_diff({W: 'container'}, nl.desired_labels('dra')) == {d: 'false', dcgm: 'false', exporter: 'false'}
+    plugin = nl.DRA_PLUGIN_LABEL
+    assert nl.desired_labels('dra') == {W: 'container', d: 'false', dcgm: 'false', exporter: 'false', V: None,
+                                        plugin: 'true'}
+    assert nl.label_diff({W: 'container'}, nl.desired_labels('dra')) == {d: 'false', dcgm: 'false', exporter: 'false',
+                                                                         plugin: 'true'}
     # what the operator set on a container node before the node joined the DRA pool is switched off
     operator_set = {W: 'container', d: 'true', dcgm: 'true', exporter: 'true'}
-    assert nl.label_diff(operator_set, nl.desired_labels('dra')) == {d: 'false', dcgm: 'false', exporter: 'false'}
+    assert nl.label_diff(operator_set, nl.desired_labels('dra')) == {d: 'false', dcgm: 'false', exporter: 'false',
+                                                                     plugin: 'true'}
     # a node leaving the DRA path gets its operands back: our "false" goes, the operator then sets "true"
-    leaving = {W: 'container', d: 'false', dcgm: 'false', exporter: 'false'}
-    assert nl.label_diff(leaving, nl.desired_labels('container')) == {d: None, dcgm: None, exporter: None}
+    leaving = {W: 'container', d: 'false', dcgm: 'false', exporter: 'false', plugin: 'true'}
+    assert nl.label_diff(leaving, nl.desired_labels('container')) == {d: None, dcgm: None, exporter: None,
+                                                                      plugin: None}
     # the operator's own "true" on other nodes is left alone (removing it would only be undone: a write every run)
     for pool in ('container', 'vm-passthrough'):
         assert nl.label_diff(dict(operator_set, **{W: pool}), nl.desired_labels(pool)) == {}
@@ -173,3 +178,49 @@ def test_nodes_needing_the_iommu_are_labelled_into_the_dedicated_machineconfig_p
 def test_a_vgpu_config_outside_the_label_value_grammar_is_refused(config):
     with pytest.raises(nl.ManifestError, match=r'vGPU config name.*not valid.*label value.*set gpuvirt_vgpu_config'):
         nl.desired_labels('vm-vgpu', config)
+
+
+def test_dra_nodes_carry_the_label_the_driver_manager_evicts_the_kubelet_plugin_by():
+    # NVIDIA, "DRA Driver for NVIDIA GPUs" (GPU Operator docs), "Known Issues": the driver manager does not evict
+    # the DRA kubelet plugin unless the DRA nodes are labelled and driver.manager.env names the label; its install
+    # step uses nvidia.com/dra-kubelet-plugin=true. NVIDIA/k8s-driver-manager cmd/driver-manager/main.go@v0.12.0
+    # (the version gpu-operator v26.7.0 ships): evictAllGPUOperatorComponents rewrites that label's value with
+    # maybeSetPaused ("true" -> "paused-for-driver-upgrade") and maybeSetTrue sets "true" back afterwards.
+    assert nl.DRA_PLUGIN_LABEL == 'nvidia.com/dra-kubelet-plugin'
+    assert nl.DRA_EVICTION_ENV == 'NODE_LABEL_FOR_GPU_POD_EVICTION'
+    assert nl.desired_labels('dra')[nl.DRA_PLUGIN_LABEL] == 'true'
+    assert nl.label_diff({}, nl.desired_labels('dra'))[nl.DRA_PLUGIN_LABEL] == 'true'
+    # mid-upgrade the driver manager holds the label paused: writing "true" back would return the plugin to a node
+    # whose driver is being unloaded
+    paused = {W: 'container', nl.DEVICE_PLUGIN_LABEL: 'false', 'nvidia.com/gpu.deploy.dcgm': 'false',
+              'nvidia.com/gpu.deploy.dcgm-exporter': 'false', nl.DRA_PLUGIN_LABEL: 'paused-for-driver-upgrade'}
+    assert nl.label_diff(paused, nl.desired_labels('dra')) == {}
+    # no other pool gets it; a node that left the DRA pool loses our "true"
+    for pool in ('container', 'vm-passthrough'):
+        assert nl.DRA_PLUGIN_LABEL not in nl.label_diff({}, nl.desired_labels(pool))
+        assert nl.label_diff({W: pool, nl.DRA_PLUGIN_LABEL: 'true'}, nl.desired_labels(pool)) == {
+            nl.DRA_PLUGIN_LABEL: None}
+
+
+def test_dra_nodes_get_the_custom_kubelet_plugin_selector():
+    # a pod is scheduled only onto nodes that carry every label of its nodeSelector (Kubernetes docs, "Assign Pods
+    # to Nodes", nodeSelector): a DRA node without the custom selector's labels runs no kubelet plugin, so they are
+    # put on the DRA nodes (docs/pools/dra.md, "Node selector")
+    sel = {'gpuvirt.io/dra': 'true'}
+    patches, report = nl.plan([{'node': 'dra-1', 'pool': 'dra'}, {'node': 'pt-1', 'pool': 'vm-passthrough'}],
+                              [{'metadata': {'name': 'dra-1', 'labels': {}}},
+                               {'metadata': {'name': 'pt-1', 'labels': {'gpuvirt.io/dra': 'true'}}}],
+                              [], dra_selector=sel)
+    by_node = dict((p['metadata']['name'], p['metadata']['labels']) for p in patches)
+    assert by_node['dra-1']['gpuvirt.io/dra'] == 'true'
+    # a node outside the DRA pool loses our value (it would otherwise run the DRA plugin too)
+    assert by_node['pt-1']['gpuvirt.io/dra'] is None
+    # bad keys and values are refused before any write, naming the variable and the value
+    for bad, match in (({'gpuvirt.io/dra\n': 'true'}, r'dra_driver_node_selector key: .*gpuvirt.io/dra'),
+                       ({'a/b/c': 'x'}, r"dra_driver_node_selector key: 'a/b/c' is not valid"),
+                       ({'gpuvirt.io/dra': 'a b'}, r"dra_driver_node_selector\[gpuvirt.io/dra\]: 'a b'"),
+                       ({nl.DRA_PLUGIN_LABEL: 'false'}, r'driver manager evicts the DRA kubelet plugin'),
+                       ({W: 'vm-passthrough'}, r'sets nvidia.com/gpu.workload.config=vm-passthrough but a node of '
+                                               r'pool dra must carry')):
+        with pytest.raises(nl.ManifestError, match=match):
+            nl.desired_labels('dra', dra_selector=bad)

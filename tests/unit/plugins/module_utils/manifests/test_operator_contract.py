@@ -31,7 +31,7 @@ VALUE_FIELDS = {
     ('KubeVirt', 'spec.configuration.developerConfiguration.featureGates[]'),
     ('HyperConverged', 'metadata.annotations[kubevirt.kubevirt.io/jsonpatch]'),
     ('Helm dra-driver-nvidia-gpu', 'nvidiaDriverRoot'),
-    ('Helm dra-driver-nvidia-gpu', 'kubeletPlugin.nodeSelector[nvidia.com/gpu.deploy.device-plugin]'),
+    ('Helm dra-driver-nvidia-gpu', 'kubeletPlugin.nodeSelector[nvidia.com/dra-kubelet-plugin]'),
     ('ResourceClaimTemplate', 'spec.spec.devices.requests[].exactly.deviceClassName'),
     ('ResourceClaimTemplate', 'spec.spec.devices.config[].opaque.parameters.iommu.backendPolicy'),
     ('ResourceClaimTemplate', 'spec.spec.devices.config[].opaque.parameters.kind'),
@@ -79,6 +79,10 @@ def produced():
     add('ClusterPolicy', gop.build_cluster_policy([{'kind': 'ClusterPolicy', 'spec': {}}], overlay))
     add('ClusterPolicy', gop.build_cluster_policy([{'kind': 'ClusterPolicy', 'spec': {}}], gop.settings()))
     add('Helm gpu-operator', gop.helm_values(overlay, HELM_EXTRA))
+    # DRA nodes under the operator's driver: the driver manager is told the DRA kubelet plugin's label
+    policy = gop.build_cluster_policy([{'kind': 'ClusterPolicy', 'spec': {}}], gop.settings())
+    add('ClusterPolicy', dict(policy, spec=gop.with_dra_eviction(policy['spec'], ['dra-1'], 'alm-examples')))
+    add('Helm gpu-operator', gop.with_dra_eviction(gop.helm_values(gop.settings()), ['dra-1'], 'extra'))
     for supported in (True, False):
         add('HyperConverged', hco.build_hco(None, PCI, MDEV, gate_supported=supported)[0])
     add('HyperConverged', dra.hco_gate_object(None, dra.kubevirt_gates('1.8.2')))
