@@ -178,13 +178,14 @@ def test_dra_render_needs_the_platform_named(tmp_path):
     assert_failed_before_writing(rc, log, out, 'gpuvirt_platform to one of openshift, kubernetes')
 
 
-def test_dra_kubelet_plugin_defaults_to_the_nodes_without_the_classic_plugin(tmp_path):
+def test_dra_kubelet_plugin_defaults_to_the_labelled_dra_nodes(tmp_path):
     # chart 0.4.x: kubeletPlugin.nodeSelector is empty and its affinity matches every NVIDIA node; node_labels sets
-    # nvidia.com/gpu.deploy.device-plugin=false on the DRA nodes only
+    # nvidia.com/dra-kubelet-plugin=true on the DRA nodes only, the label the GPU Operator's driver manager is told
+    # to evict the plugin by (NVIDIA GPU Operator docs, "DRA Driver for NVIDIA GPUs", Known Issues)
     rc, log, out = run(tmp_path, 'dra-kubevirt', dra_driver_node_selector={})
     assert rc == 0, log
     (values,) = rendered(out)['HelmValues']
-    assert values['kubeletPlugin'] == {'nodeSelector': {'nvidia.com/gpu.deploy.device-plugin': 'false'}}
+    assert values['kubeletPlugin'] == {'nodeSelector': {'nvidia.com/dra-kubelet-plugin': 'true'}}
 
 
 def test_dra_on_kubevirt_1_9_needs_no_gate_and_host_driver_root(tmp_path):
