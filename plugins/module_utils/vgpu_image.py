@@ -322,11 +322,11 @@ def check_build_extra_args(args):
                              % type(args).__name__)
     for arg in args:
         if not isinstance(arg, str) or len(arg) > 64 or not any(p.fullmatch(arg) for p in PODMAN_EXTRA_ARGS):
+            shown = arg[:80] if isinstance(arg, str) else arg
             raise VgpuImageError(
                 'vgpu_manager_image_build_extra_args: %r is not allowed; use only %s (options that change what the '
                 'build sees, its trust or its recorded inputs, such as --tls-verify, --build-arg, --label, --volume, '
-                '--secret or --file, are refused)' % (arg if not isinstance(arg, str) else arg[:80],
-                                                       PODMAN_EXTRA_ARGS_SHOWN))
+                '--secret or --file, are refused)' % (shown, PODMAN_EXTRA_ARGS_SHOWN))
     return list(args)
 
 

@@ -205,6 +205,6 @@ def test_saved_facts_committed_as_a_symbolic_link_are_refused(tmp_path):
     os.symlink(str(secret), str(inv / '.gpuvirt_facts' / (HOST + '.json')))
     (tmp_path / 'probe.yml').write_text(yaml.safe_dump([{'name': 'Probe', 'hosts': 'localhost',
                                                          'gather_facts': False, 'tasks': []}]))
-    rc, log, _ = gather(tmp_path, inv)
-    assert rc != 0 and 'is a symbolic link; saved facts must be a regular file' in log, log
+    rc, log, probe = gather(tmp_path, inv)
+    assert rc != 0 and probe is None and 'is a symbolic link; saved facts must be a regular file' in log, log
     assert 'hunter2' not in log

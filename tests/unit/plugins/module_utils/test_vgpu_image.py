@@ -233,8 +233,8 @@ def test_build_extra_args_allow_how_the_build_runs_and_are_recorded():
     plain = vi.image_labels('a' * 64, 'b' * 64, args, '580.95.02')
     # no extra options: the digest is the one images already in registries carry
     assert plain == vi.image_labels('a' * 64, 'b' * 64, args, '580.95.02', [])
-    assert plain[vi.LABEL_BUILD_ARGS_DIGEST] != vi.image_labels('a' * 64, 'b' * 64, args, '580.95.02',
-                                                               allowed)[vi.LABEL_BUILD_ARGS_DIGEST]
+    extra = vi.image_labels('a' * 64, 'b' * 64, args, '580.95.02', allowed)
+    assert plain[vi.LABEL_BUILD_ARGS_DIGEST] != extra[vi.LABEL_BUILD_ARGS_DIGEST]
 
 
 def test_the_podman_build_appends_only_the_checked_extra_args():
