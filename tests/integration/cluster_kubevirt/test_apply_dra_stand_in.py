@@ -51,7 +51,10 @@ def run(tmp_path, inventory, **extra):
 
 
 def test_dra_apply_refuses_a_node_running_the_classic_plugin_before_writing(tmp_path, cluster):
-    labels = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.deploy.device-plugin': 'false'}
+    # the DRA nodes as the nodes phase leaves them: the classic plugin switched off, the kubelet plugin's selector on
+    # (the inventory's dra_driver_node_selector and the driver manager's eviction label)
+    labels = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.deploy.device-plugin': 'false',
+              'nvidia.com/dra-kubelet-plugin': 'true', 'gpuvirt.io/dra': 'true'}
     kv = {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt', 'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'},
           'spec': {}, 'status': {'observedKubeVirtVersion': 'v1.8.2'}}
     plugin = {'apiVersion': 'v1', 'kind': 'Pod', 'spec': {'nodeName': 'dra-1'},
