@@ -248,3 +248,14 @@ def test_an_image_version_with_an_os_tag_is_refused_under_its_own_name():
 def test_names_that_reach_the_cluster_or_helm_are_checked_against_their_grammar(call, needle):
     with pytest.raises(gop.ManifestError, match=needle):
         call()
+
+
+def test_nfd_instance_is_required_for_a_render_that_installs_nfd():
+    # NVIDIA, "Installing the Node Feature Discovery (NFD) Operator" (OpenShift guide): after installing the
+    # operator, create a NodeFeatureDiscovery; NFD then labels GPU nodes feature.node.kubernetes.io/pci-10de.present,
+    # which the GPU Operator selects nodes on (shared seeds, gpu-operator-complete-guide, "Node Feature Discovery").
+    with pytest.raises(gop.ManifestError, match='gpu_operator_nfd_instance is empty.*pci-10de.*alm-examples'):
+        gop.build_nfd_instance({}, required=True)
+    with pytest.raises(gop.ManifestError, match='gpu_operator_nfd_instance'):
+        gop.build_nfd_instance(None, required=True)
+    assert gop.build_nfd_instance(None) is None  # apply mode: the installed CSV's example is used
