@@ -132,6 +132,12 @@ options:
         checked and in C(openshift-nfd) as RV(nfd_instance). Render mode needs it for a complete tree; apply mode
         otherwise takes the installed NFD CSV's own example.
     type: dict
+  nfd_instance_required:
+    description:
+      - Fail when O(nfd_install) is true and O(nfd_instance) is empty (render mode, where no installed NFD CSV can
+        supply its example and a tree without a NodeFeatureDiscovery labels no GPU node).
+    type: bool
+    default: false
   nfd_channel:
     description: Channel of the C(nfd) Subscription.
     type: str
@@ -273,7 +279,7 @@ def build(p):
         if p['nfd_install']:
             result['nfd_objects'] = gop.build_nfd_install(p['nfd_channel'], p['install_plan_approval'],
                                                           p['nfd_catalog_source'], p['catalog_namespace'])
-            result['nfd_instance'] = gop.build_nfd_instance(p['nfd_instance'])
+            result['nfd_instance'] = gop.build_nfd_instance(p['nfd_instance'], p['nfd_instance_required'])
     else:
         values = gop.with_dra_eviction(gop.helm_values(overlay, p['helm_values_extra']), p['dra_nodes'],
                                        'gpu_operator_helm_values_extra')
@@ -309,6 +315,7 @@ def main():
             nfd_install=dict(type='bool', default=False),
             nfd_channel=dict(type='str', default=gop.NFD_CHANNEL),
             nfd_instance=dict(type='dict'),
+            nfd_instance_required=dict(type='bool', default=False),
             alm_examples_release=dict(type='str'),
             nfd_catalog_source=dict(type='str', default=gop.NFD_CATALOG),
             package_manifest=dict(type='dict'),

@@ -9,13 +9,17 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: kubevirt_permitted_devices
-short_description: Build the upstream KubeVirt CR's permitted host devices and GPU feature gates
+short_description: Build the upstream KubeVirt CR's permitted host devices, GPU feature gates and mdev switch
 version_added: 0.1.0
 description:
   - For KubeVirt installed without the HyperConverged operator. Returns the partial C(kubevirt.io/v1) KubeVirt
     object with C(spec.configuration.permittedHostDevices) (C(pciVendorSelector) / C(mdevNameSelector),
     C(externalResourceProvider)) and C(developerConfiguration.featureGates), merged with the CR's current
     content the same way as M(gpuvirt.provision.hco_permitted_devices).
+  - "With O(disable_mdev_configuration), KubeVirt stops creating mediated devices (the GPU Operator's vGPU Device
+    Manager does) - C(spec.configuration.mediatedDevicesConfiguration.enabled=false) on KubeVirt v1.8.0 and later,
+    which deprecated the C(DisableMDEVConfiguration) gate; the gate on older versions. A gate an earlier run added
+    is removed once the field replaces it."
   - Fails when O(hco_present) is true, because HCO overwrites the KubeVirt CR.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
@@ -34,10 +38,21 @@ options:
     elements: dict
     default: []
   feature_gates:
-    description: Feature gates that must be on (others in the CR are kept).
+    description:
+      - Feature gates that must be on (others in the CR are kept). C(DisableMDEVConfiguration) here is read as
+        O(disable_mdev_configuration).
     type: list
     elements: str
-    default: [GPU, DisableMDEVConfiguration]
+    default: [GPU]
+  disable_mdev_configuration:
+    description: Turn KubeVirt's mediated device handling off (the field or the gate, by O(kubevirt_version)).
+    type: bool
+    default: true
+  kubevirt_version:
+    description:
+      - The KubeVirt release the cluster runs (SemVer, for example C(v1.9.0)); decides between the field and the
+        gate. When omitted, O(current)'s C(status.observedKubeVirtVersion) is used; without either the module fails.
+    type: str
   hco_present:
     description: The cluster runs the HyperConverged operator.
     type: bool
@@ -59,6 +74,7 @@ EXAMPLES = r'''
   gpuvirt.provision.kubevirt_permitted_devices:
     current: "{{ kv_info.resources[0] | default(omit) }}"
     pci_devices: [{selector: "10DE:2236", resource_name: nvidia.com/GA102GL_A10}]
+    kubevirt_version: v1.9.0
   register: kv
 '''
 
@@ -72,7 +88,9 @@ would_change:
   returned: success
   type: bool
 report:
-  description: Per list C(added), C(updated), C(removed), C(kept_foreign), C(duplicates_dropped); C(featureGates).
+  description:
+    - Per list C(added), C(updated), C(removed), C(kept_foreign), C(duplicates_dropped); C(featureGates);
+      C(mediatedDevicesConfiguration) (what is written there, or null).
   returned: success
   type: dict
 '''
@@ -87,7 +105,9 @@ def main():
             current=dict(type='dict'),
             pci_devices=dict(type='list', elements='dict', default=[]),
             mediated_devices=dict(type='list', elements='dict', default=[]),
-            feature_gates=dict(type='list', elements='str', default=[kubevirt.GPU_GATE, kubevirt.DISABLE_MDEV_GATE]),
+            feature_gates=dict(type='list', elements='str', default=[kubevirt.GPU_GATE]),
+            disable_mdev_configuration=dict(type='bool', default=True),
+            kubevirt_version=dict(type='str'),
             hco_present=dict(type='bool', default=False),
             name=dict(type='str', default=kubevirt.KUBEVIRT_NAME),
             namespace=dict(type='str', default=kubevirt.KUBEVIRT_NAMESPACE),
@@ -97,7 +117,9 @@ def main():
     p = module.params
     try:
         obj, changed, report = kubevirt.build_kubevirt(p['current'], p['pci_devices'], p['mediated_devices'],
-                                                       p['feature_gates'], p['hco_present'], p['name'], p['namespace'])
+                                                       p['feature_gates'], p['hco_present'], p['name'], p['namespace'],
+                                                       disable_mdev_configuration=p['disable_mdev_configuration'],
+                                                       version=p['kubevirt_version'])
     except kubevirt.ManifestError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, would_change=changed, object=obj, report=report)

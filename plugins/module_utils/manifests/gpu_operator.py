@@ -283,11 +283,23 @@ def build_nfd_install(channel=NFD_CHANNEL, approval='Automatic', source=NFD_CATA
     return [namespace, group, sub]
 
 
-def build_nfd_instance(instance):
+def build_nfd_instance(instance, required=False):
     """The NodeFeatureDiscovery to create once the NFD operator runs, as given (the NFD CSV's alm-examples entry,
     ``oc get csv -n openshift-nfd -o jsonpath='{.items[0].metadata.annotations.alm-examples}'``): checked to be a
-    ``nfd.openshift.io/v1`` NodeFeatureDiscovery with a name, placed in openshift-nfd. ``None`` when not given."""
+    ``nfd.openshift.io/v1`` NodeFeatureDiscovery with a name, placed in openshift-nfd. ``None`` when not given.
+
+    ``required`` (render mode): a tree that installs the NFD operator but holds no NodeFeatureDiscovery labels no
+    node, so the GPU Operator deploys nothing; refused rather than rendered. No instance is made up here: its
+    operand image is the cluster release's (ose-node-feature-discovery-rhel9:v4.NN) and only the user knows it."""
     if not instance:
+        if required:
+            raise ManifestError("gpu_operator_nfd_instance is empty, but this render installs the Node Feature "
+                                "Discovery operator (gpu_operator_nfd_install): without a NodeFeatureDiscovery no node "
+                                "gets the feature.node.kubernetes.io/pci-10de.present label and the GPU Operator "
+                                "deploys nothing. Set gpu_operator_nfd_instance to your NFD CSV's alm-examples entry "
+                                "(oc get csv -n openshift-nfd -o jsonpath='{.items[0].metadata.annotations.alm-examples}'),"
+                                " whose operand image matches your OpenShift release, or set gpu_operator_nfd_install: "
+                                "false when NFD is managed elsewhere")
         return None
     if not isinstance(instance, dict) or instance.get('kind') != 'NodeFeatureDiscovery' or \
             instance.get('apiVersion') != 'nfd.openshift.io/v1':

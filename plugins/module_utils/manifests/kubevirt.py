@@ -12,9 +12,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (  # noqa: F401 re-exported
-    ManifestError, differs, merge_owned_items, merge_permitted_devices)
+    ManifestError, checked, differs, merge_owned_items, merge_permitted_devices, version_tuple)
 
 KUBEVIRT_API_VERSION = 'kubevirt.io/v1'
 KUBEVIRT_NAME = 'kubevirt'
@@ -22,6 +23,10 @@ KUBEVIRT_NAMESPACE = 'kubevirt'
 GPU_GATE = 'GPU'
 DISABLE_MDEV_GATE = 'DisableMDEVConfiguration'
 OWNER_ANNOTATION = hco_mod.OWNER_ANNOTATION
+# The KubeVirt release the collection targets: render mode assumes it unless told otherwise.
+TARGET_KUBEVIRT_VERSION = 'v1.9.0'
+# owner-annotation key recording that we wrote mediatedDevicesConfiguration.enabled: false
+_MDEV_FIELD_OWNED = 'mdevConfigurationDisabled'
 
 # KubeVirt spells the PCI selector key differently from HCO
 _LISTS = (('pciHostDevices', 'pciVendorSelector'), ('mediatedDevices', 'mdevNameSelector'))
@@ -32,9 +37,43 @@ def merge_gates(current, wanted, owned):
     return merge_owned_items(current, wanted, owned)
 
 
-def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE, DISABLE_MDEV_GATE), hco_present=False,
-                   name=KUBEVIRT_NAME, namespace=KUBEVIRT_NAMESPACE):
-    """Return ``(object, changed, report)``: the partial KubeVirt CR to apply."""
+def kubevirt_version(given, current, name='kubevirt_devices_kubevirt_version'):
+    """The KubeVirt version deciding how mdev handling is turned off: ``given`` (render mode) when set, else the
+    version the cluster's KubeVirt CR reports (``status.observedKubeVirtVersion``, which virt-operator sets once it
+    has deployed that version). Refused, naming its source, when malformed or when neither is there."""
+    if given not in (None, ''):
+        return checked(validators.semver, given, name,
+                       hint='; give the KubeVirt release the cluster runs, for example %s' % TARGET_KUBEVIRT_VERSION)
+    observed = ((current or {}).get('status') or {}).get('observedKubeVirtVersion')
+    if observed in (None, ''):
+        raise ManifestError("the KubeVirt CR reports no status.observedKubeVirtVersion (KubeVirt not deployed yet?) "
+                            "and %s is not set: wait for KubeVirt to be deployed, or set %s to the KubeVirt release "
+                            "it runs (for example %s)" % (name, name, TARGET_KUBEVIRT_VERSION))
+    return checked(validators.semver, observed, 'KubeVirt CR status.observedKubeVirtVersion',
+                   hint='; set %s to the KubeVirt release the cluster runs' % name)
+
+
+def has_mdev_enabled_field(version):
+    """Whether KubeVirt ``version`` has ``configuration.mediatedDevicesConfiguration.enabled``.
+
+    It came with v1.8.0 (absent in v1.8.0-alpha.0, present from v1.8.0-beta.0), the release that deprecated the
+    ``DisableMDEVConfiguration`` gate; a v1.8.0 pre-release is given the gate, which every version still honours
+    (virt-config ``MediatedDevicesHandlingDisabled`` reads the field first, then the gate)."""
+    ver = version_tuple(version)
+    if ver == (1, 8, 0) and '-' in str(version).split('+')[0]:
+        return False
+    return ver >= (1, 8, 0)
+
+
+def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE,), hco_present=False,
+                   name=KUBEVIRT_NAME, namespace=KUBEVIRT_NAMESPACE, disable_mdev_configuration=True, version=None):
+    """Return ``(object, changed, report)``: the partial KubeVirt CR to apply.
+
+    ``disable_mdev_configuration`` (or ``DisableMDEVConfiguration`` among ``gates``) leaves mdev creation to the
+    GPU Operator's vGPU Device Manager: written as ``mediatedDevicesConfiguration.enabled: false`` where the
+    KubeVirt ``version`` (see ``kubevirt_version``) has that field, as the deprecated gate where it does not. A gate
+    an earlier run added is removed once the field replaces it.
+    """
     if hco_present:
         raise ManifestError("this cluster runs the HyperConverged operator, which owns the KubeVirt CR and "
                             "overwrites changes to it; configure devices through HyperConverged instead "
@@ -45,18 +84,30 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE, DISA
     config = ((current or {}).get('spec') or {}).get('configuration') or {}
     cur_phd = config.get('permittedHostDevices') or {}
     phd, new_owned, report = merge_permitted_devices(cur_phd, desired, _LISTS, owned)
+    wanted_gates = [g for g in gates if g != DISABLE_MDEV_GATE]
+    disable = bool(disable_mdev_configuration) or DISABLE_MDEV_GATE in gates
+    # a given version is checked even when not needed: a typo must not wait for the day it matters
+    resolved = kubevirt_version(version, current) if disable or version not in (None, '') else None
+    use_field = disable and has_mdev_enabled_field(resolved)
+    if disable and not use_field:
+        wanted_gates.append(DISABLE_MDEV_GATE)
     cur_gates = (config.get('developerConfiguration') or {}).get('featureGates')
-    gate_list, owned_gates = merge_gates(cur_gates, list(gates), owned.get('featureGates'))
+    gate_list, owned_gates = merge_gates(cur_gates, wanted_gates, owned.get('featureGates'))
     if owned_gates:
         new_owned['featureGates'] = owned_gates
     report['featureGates'] = gate_list
+    spec_config = {'permittedHostDevices': phd, 'developerConfiguration': {'featureGates': gate_list}}
+    if use_field:
+        # only this field: server-side apply merges it into the struct, keeping the mdev types others set
+        spec_config['mediatedDevicesConfiguration'] = {'enabled': False}
+        new_owned[_MDEV_FIELD_OWNED] = True
+    report['mediatedDevicesConfiguration'] = spec_config.get('mediatedDevicesConfiguration')
     obj = {
         'apiVersion': KUBEVIRT_API_VERSION,
         'kind': 'KubeVirt',
         'metadata': {'name': name, 'namespace': namespace,
                      'annotations': {OWNER_ANNOTATION: hco_mod.owner_annotation(new_owned)}},
-        'spec': {'configuration': {'permittedHostDevices': phd,
-                                   'developerConfiguration': {'featureGates': gate_list}}},
+        'spec': {'configuration': spec_config},
     }
     return obj, differs(current, obj), report
 

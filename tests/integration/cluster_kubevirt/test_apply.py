@@ -97,7 +97,9 @@ def test_check_mode_reports_the_advertise_wait_instead_of_waiting(tmp_path, kube
 
 def kubevirt_object():
     return {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt', 'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'},
-            'spec': {'configuration': {'developerConfiguration': {'featureGates': ['Snapshot']}}}}
+            'spec': {'configuration': {'developerConfiguration': {'featureGates': ['Snapshot']}}},
+            # what virt-operator reports once deployed; it decides mediatedDevicesConfiguration.enabled vs the gate
+            'status': {'observedKubeVirtVersion': 'v1.9.0'}}
 
 
 def test_kubevirt_cr_apply_without_hco(tmp_path, kube):
@@ -106,7 +108,10 @@ def test_kubevirt_cr_apply_without_hco(tmp_path, kube):
     rc, log = run(tmp_path, 'mixed-kubevirt', **devices_apply(cluster, kubevirt_devices_nodes=[]))
     assert rc == 0, log
     got = cluster.get('kubevirt.io/v1', 'KubeVirt', 'kubevirt', 'kubevirt')['spec']['configuration']
-    assert got['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU', 'DisableMDEVConfiguration']
+    # KubeVirt v1.9.0: the field replaces the deprecated gate (kubevirt/kubevirt staging/src/kubevirt.io/api/core/v1/
+    # types.go MediatedDevicesConfiguration.Enabled)
+    assert got['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU']
+    assert got['mediatedDevicesConfiguration'] == {'enabled': False}
     assert got['permittedHostDevices']['mediatedDevices'][0]['resourceName'] == 'nvidia.com/NVIDIA_T4-1Q'
     second = cluster.now()
     rc, log = run(tmp_path, 'mixed-kubevirt', **devices_apply(cluster, kubevirt_devices_nodes=[]))

@@ -116,7 +116,11 @@ def test_mixed_upstream_kubevirt_prefers_advertised_names(tmp_path):
     assert 'HyperConverged' not in objs
     (kv,) = objs['KubeVirt']
     conf = kv['spec']['configuration']
-    assert conf['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU', 'DisableMDEVConfiguration']
+    # rendered for KubeVirt v1.9.0 (kubevirt_devices_kubevirt_version's default): mediatedDevicesConfiguration.enabled
+    # replaces the DisableMDEVConfiguration gate, deprecated since v1.8.0 (kubevirt/kubevirt
+    # staging/src/kubevirt.io/api/core/v1/types.go MediatedDevicesConfiguration.Enabled)
+    assert conf['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU']
+    assert conf['mediatedDevicesConfiguration'] == {'enabled': False}
     assert conf['permittedHostDevices']['pciHostDevices'] == [
         {'pciVendorSelector': '10DE:2236', 'resourceName': 'nvidia.com/GA102GL_A10', 'externalResourceProvider': True}]
     assert conf['permittedHostDevices']['mediatedDevices'][0]['resourceName'] == 'nvidia.com/NVIDIA_T4-1Q'

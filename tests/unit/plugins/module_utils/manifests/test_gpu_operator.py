@@ -277,3 +277,14 @@ def test_driver_manager_is_told_the_dra_kubelet_plugin_label_when_it_manages_the
         gop.with_dra_eviction({'driver': {'manager': {'env': [{'name': 'NODE_LABEL_FOR_GPU_POD_EVICTION',
                                                                'value': 'pool'}]}}},
                               ['dra-1'], 'gpu_operator_helm_values_extra')
+
+
+def test_nfd_instance_is_required_for_a_render_that_installs_nfd():
+    # NVIDIA, "Installing the Node Feature Discovery (NFD) Operator" (OpenShift guide): after installing the
+    # operator, create a NodeFeatureDiscovery; NFD then labels GPU nodes feature.node.kubernetes.io/pci-10de.present,
+    # which the GPU Operator selects nodes on (shared seeds, gpu-operator-complete-guide, "Node Feature Discovery").
+    with pytest.raises(gop.ManifestError, match='gpu_operator_nfd_instance is empty.*pci-10de.*alm-examples'):
+        gop.build_nfd_instance({}, required=True)
+    with pytest.raises(gop.ManifestError, match='gpu_operator_nfd_instance'):
+        gop.build_nfd_instance(None, required=True)
+    assert gop.build_nfd_instance(None) is None  # apply mode: the installed CSV's example is used

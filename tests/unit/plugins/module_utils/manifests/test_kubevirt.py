@@ -26,7 +26,7 @@ def cluster_kubevirt(gates, pci=None):
 def test_builds_a_valid_cr_keeping_foreign_gates_and_devices():
     foreign = {'pciVendorSelector': '8086:0D5C', 'resourceName': 'intel.com/QAT'}
     cur = cluster_kubevirt(['Snapshot', 'GPU'], [foreign])
-    obj, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [T4_1Q])
+    obj, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [T4_1Q], version='v1.7.4')
     schema.validate(obj)
     conf = obj['spec']['configuration']
     assert conf['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU', 'DisableMDEVConfiguration']
@@ -39,13 +39,80 @@ def test_builds_a_valid_cr_keeping_foreign_gates_and_devices():
 
 def test_gates_we_added_are_removed_when_no_longer_wanted_but_foreign_gpu_stays():
     cur = cluster_kubevirt(['GPU'])
-    obj, unused1, unused2 = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'])
+    obj, unused1, unused2 = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'],
+                                                    version='v1.7.4')
     cur['metadata']['annotations'] = obj['metadata']['annotations']
     cur['spec'] = obj['spec']
-    obj2, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'])
+    obj2, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'],
+                                                     version='v1.7.4')
     assert not changed
-    obj3, unused1, unused2 = kubevirt.build_kubevirt(cur, [A10], [], gates=[])
+    obj3, unused1, unused2 = kubevirt.build_kubevirt(cur, [A10], [], gates=[], disable_mdev_configuration=False)
     assert obj3['spec']['configuration']['developerConfiguration']['featureGates'] == ['GPU']
+
+
+# kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/types.go, MediatedDevicesConfiguration.Enabled:
+# "Enable the creation and removal of mediated devices by virt-handler / Replaces the deprecated
+# DisableMDEVConfiguration feature gate"; the field is there from v1.8.0-beta.0 (absent in v1.8.0-alpha.0 and
+# v1.7.x). pkg/virt-config/featuregate/inactive.go (v1.8.0, v1.9.0) registers the gate as Deprecated "since v1.8.0";
+# pkg/virt-config/virt-config.go MediatedDevicesHandlingDisabled reads the field first, then the gate.
+# kubevirt/hyperconverged-cluster-operator v1.18.1 controllers/handlers/kubevirt.go toKvMediatedDevicesConfiguration
+# writes the same: Enabled = false when HyperConverged's disableMDevConfiguration is set.
+def test_kubevirt_1_9_gets_the_enabled_field_not_the_deprecated_gate():
+    cur = cluster_kubevirt(['Snapshot', 'GPU'])
+    cur['status'] = {'observedKubeVirtVersion': 'v1.9.0'}
+    obj, changed, report = kubevirt.build_kubevirt(cur, [A10], [T4_1Q])
+    schema.validate(obj)
+    conf = obj['spec']['configuration']
+    assert conf['mediatedDevicesConfiguration'] == {'enabled': False}
+    assert conf['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU']
+    assert report['mediatedDevicesConfiguration'] == {'enabled': False}
+    assert changed
+
+
+@pytest.mark.parametrize('version, field', [
+    ('v1.7.4', False), ('v1.8.0-alpha.0', False), ('1.8.0-beta.0', False), ('v1.8.0', True), ('v1.8.4', True),
+    ('v1.9.0', True), ('v1.10.0-rc.1', True), ('v2.0.0', True)])
+def test_field_or_gate_follows_the_version(version, field):
+    obj, unused1, unused2 = kubevirt.build_kubevirt(None, [A10], [], version=version)
+    conf = obj['spec']['configuration']
+    assert ('mediatedDevicesConfiguration' in conf) is field
+    assert ('DisableMDEVConfiguration' in conf['developerConfiguration']['featureGates']) is not field
+
+
+def test_upgrade_to_1_9_replaces_the_gate_an_earlier_run_added():
+    cur = cluster_kubevirt(['Snapshot'])
+    old, unused1, unused2 = kubevirt.build_kubevirt(cur, [A10], [], version='v1.7.4')
+    cur['metadata']['annotations'] = old['metadata']['annotations']
+    cur['spec'] = old['spec']
+    cur['status'] = {'observedKubeVirtVersion': 'v1.9.0'}
+    new, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [])
+    assert changed
+    assert new['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU']
+    assert new['spec']['configuration']['mediatedDevicesConfiguration'] == {'enabled': False}
+    # a second run on what the first applied changes nothing
+    cur['metadata']['annotations'] = new['metadata']['annotations']
+    cur['spec'] = new['spec']
+    assert not kubevirt.build_kubevirt(cur, [A10], [])[1]
+    # turning it off again gives the field back (the annotation no longer claims it: server-side apply drops it)
+    off, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [], disable_mdev_configuration=False)
+    assert changed and 'mediatedDevicesConfiguration' not in off['spec']['configuration']
+
+
+@pytest.mark.parametrize('bad', ['1.9', 'v1.9.0\n', 'latest', 'v1.9.0; rm', '1.09.0'])
+def test_malformed_given_version_is_refused_naming_the_variable(bad):
+    with pytest.raises(kubevirt.ManifestError, match='kubevirt_devices_kubevirt_version'):
+        kubevirt.build_kubevirt(None, [A10], [], version=bad)
+    with pytest.raises(kubevirt.ManifestError, match='kubevirt_devices_kubevirt_version'):
+        kubevirt.build_kubevirt(None, [A10], [], version=bad, disable_mdev_configuration=False)
+
+
+def test_unknown_or_malformed_cluster_version_is_refused_naming_the_source():
+    with pytest.raises(kubevirt.ManifestError, match='observedKubeVirtVersion.*kubevirt_devices_kubevirt_version'):
+        kubevirt.build_kubevirt(cluster_kubevirt([]), [A10], [])
+    cur = cluster_kubevirt([])
+    cur['status'] = {'observedKubeVirtVersion': 'devel'}
+    with pytest.raises(kubevirt.ManifestError, match="status.observedKubeVirtVersion: 'devel'"):
+        kubevirt.build_kubevirt(cur, [A10], [])
 
 
 def test_refused_under_hco():

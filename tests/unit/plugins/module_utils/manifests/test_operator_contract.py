@@ -86,7 +86,8 @@ def produced():
     for supported in (True, False):
         add('HyperConverged', hco.build_hco(None, PCI, MDEV, gate_supported=supported)[0])
     add('HyperConverged', dra.hco_gate_object(None, dra.kubevirt_gates('1.8.2')))
-    add('KubeVirt', kv.build_kubevirt(None, PCI, MDEV)[0])
+    for version in ('v1.7.4', kv.TARGET_KUBEVIRT_VERSION):  # the deprecated gate, then the field replacing it
+        add('KubeVirt', kv.build_kubevirt(None, PCI, MDEV, version=version)[0])
     add('KubeVirt', dra.kubevirt_gate_object(None, dra.kubevirt_gates('1.8.2')))
     for vendor in ('intel', 'amd'):
         add('MachineConfig', mc.build_machineconfig(POOL, mc.iommu_kernel_args(vendor)))
