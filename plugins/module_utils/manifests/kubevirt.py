@@ -60,7 +60,7 @@ def has_mdev_enabled_field(version):
     ``DisableMDEVConfiguration`` gate; a v1.8.0 pre-release is given the gate, which every version still honours
     (virt-config ``MediatedDevicesHandlingDisabled`` reads the field first, then the gate)."""
     ver = version_tuple(version)
-    if ver == (1, 8, 0) and '-' in str(version).split('+')[0]:
+    if ver == (1, 8, 0) and '-' in str(version).split('+', maxsplit=1)[0]:
         return False
     return ver >= (1, 8, 0)
 

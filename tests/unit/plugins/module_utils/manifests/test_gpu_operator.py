@@ -272,8 +272,8 @@ def test_driver_manager_is_told_the_dra_kubelet_plugin_label_when_it_manages_the
     off = {'driver': {'enabled': False}}
     assert gop.with_dra_eviction(off, ['dra-1'], 'x') == off
     # another label would leave the plugin on the node while its driver is unloaded
-    with pytest.raises(gop.ManifestError, match=r"gpu_operator_helm_values_extra\) sets NODE_LABEL_FOR_GPU_POD_"
-                                                 r"EVICTION='pool'.*dra-1"):
+    refusal = r"gpu_operator_helm_values_extra\) sets NODE_LABEL_FOR_GPU_POD_EVICTION='pool'.*dra-1"
+    with pytest.raises(gop.ManifestError, match=refusal):
         gop.with_dra_eviction({'driver': {'manager': {'env': [{'name': 'NODE_LABEL_FOR_GPU_POD_EVICTION',
                                                                'value': 'pool'}]}}},
                               ['dra-1'], 'gpu_operator_helm_values_extra')
