@@ -42,6 +42,8 @@ IsProtectedCommunityGroup and GetAPIApprovalState; apiextensions.k8s.io/v1 since
 """
 from __future__ import annotations
 
+import copy
+
 GROUP, VERSION = 'resource.k8s.io', 'v1'
 API_APPROVAL = ('unapproved, test stand-in for the built-in resource.k8s.io/v1 (Kubernetes 1.34), which a 1.20 '
                 'kube-apiserver does not serve')
@@ -161,7 +163,7 @@ NAMES = tuple('%s.%s' % (plural, GROUP) for plural, _scope, _spec in KINDS.value
 
 
 def crd(kind):
-    """The stand-in CRD of one kind: no status subresource (none of the three has a status)."""
+    """The stand-in CRD of one kind (a copy of its own): no status subresource (none of the three has a status)."""
     plural, scope, spec = KINDS[kind]
     return {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
             'metadata': {'name': '%s.%s' % (plural, GROUP), 'labels': {'gpuvirt.test/stand-in': 'true'},
@@ -169,7 +171,7 @@ def crd(kind):
             'spec': {'group': GROUP, 'scope': scope,
                      'names': {'kind': kind, 'plural': plural, 'singular': kind.lower(), 'listKind': kind + 'List'},
                      'versions': [{'name': VERSION, 'served': True, 'storage': True,
-                                   'schema': {'openAPIV3Schema': _obj({'spec': spec}, ['spec'])}}]}}
+                                   'schema': {'openAPIV3Schema': copy.deepcopy(_obj({'spec': spec}, ['spec']))}}]}}
 
 
 def crds():

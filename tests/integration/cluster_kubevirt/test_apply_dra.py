@@ -114,7 +114,7 @@ def used_rights(events, group):
     pkg/endpoints/handlers/patch.go, createAuthorizerAttributes); its answer is 201."""
     used = set()
     for event in events:
-        ref = event['objectRef']
+        ref = event.get('objectRef') or {}  # none on discovery (/api, /apis)
         if ref.get('apiGroup') != group:
             continue
         key = (ref['resource'], ref.get('namespace', ''), ref.get('name', ''))
