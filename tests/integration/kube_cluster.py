@@ -140,13 +140,13 @@ def kube_server(tmp_path_factory):
 
 @pytest.fixture
 def kube(kube_server, tmp_path):
-    """``kube(objects, openshift=True, hco=None)``: reset the server (serving OpenShift's and HCO's APIs or not; HCO
-    follows OpenShift unless given), create ``objects`` (statuses through the status subresource), and return the
-    test's Cluster."""
+    """``kube(objects, openshift=True, hco=None, dra=False)``: reset the server (serving OpenShift's and HCO's APIs or
+    not; HCO follows OpenShift unless given; resource.k8s.io/v1 when ``dra``), create ``objects`` (statuses through
+    the status subresource), and return the test's Cluster."""
     made = []
 
-    def start(objects=(), openshift=True, hco=None):
-        kube_server.reset(openshift=openshift, hco=hco)
+    def start(objects=(), openshift=True, hco=None, dra=False):
+        kube_server.reset(openshift=openshift, hco=hco, dra=dra)
         cluster = Cluster(kube_server, tmp_path)
         for obj in objects:
             cluster.create(obj)

@@ -44,6 +44,8 @@ import urllib.request
 
 import yaml
 
+import dra_stand_ins  # resource.k8s.io/v1 (DRA) stand-in CRDs, tools/kube/dra_stand_ins.py
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 # The shipped RBAC, one file per platform (its namespaces are that platform's defaults); the Helm installs' own.
 RBAC_FILES = {
@@ -106,8 +108,9 @@ STAND_INS = {
                                      'Namespaced'),
 }
 # CRDs served or not per test, which is how the phases tell platforms apart: ClusterVersion (OpenShift) and
-# HyperConverged (OpenShift Virtualization / HCO; plain KubeVirt has the KubeVirt CR alone).
-OPTIONAL = ('clusterversions.config.openshift.io', 'hyperconvergeds.hco.kubevirt.io')
+# HyperConverged (OpenShift Virtualization / HCO; plain KubeVirt has the KubeVirt CR alone); and resource.k8s.io/v1
+# (DRA, Kubernetes 1.34+), served only to the tests that ask for it (dra_stand_ins.py says why it is a stand-in).
+OPTIONAL = ('clusterversions.config.openshift.io', 'hyperconvergeds.hco.kubevirt.io') + dra_stand_ins.NAMES
 
 
 def reference_dir():
@@ -439,6 +442,7 @@ class KubeAPIServer(object):
 
     def _load_crds(self):
         crds = load_crds(self.reference) + [STAND_INS['packagemanifest'], STAND_INS['clusterversion']]
+        crds += dra_stand_ins.crds()
         for crd in crds:
             if crd['metadata']['name'] in OPTIONAL:
                 self.optional[crd['metadata']['name']] = crd
@@ -510,10 +514,10 @@ class KubeAPIServer(object):
         answer = self.request('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', review, user=user)
         return bool(answer['status'].get('allowed'))
 
-    def serve(self, openshift=True, hco=None):
+    def serve(self, openshift=True, hco=None, dra=False):
         """Serve the optional APIs of a platform: ClusterVersion on OpenShift, HyperConverged where HCO runs (by
-        default: on OpenShift)."""
-        want = set()
+        default: on OpenShift), resource.k8s.io/v1 where ``dra`` (a 1.34+ cluster)."""
+        want = set(dra_stand_ins.NAMES) if dra else set()
         if openshift:
             want.add('clusterversions.config.openshift.io')
         if openshift if hco is None else hco:
@@ -598,7 +602,7 @@ class KubeAPIServer(object):
                 uids.update(i['metadata']['uid'] for i in json.loads(text).get('items', []))
         return uids
 
-    def reset(self, openshift=True, hco=None):
+    def reset(self, openshift=True, hco=None, dra=False):
         """Delete every object made since start (namespaces last, finalized by hand: no namespace controller), serve
         the platform's APIs and grant its shipped RBAC afresh (so a test sees exactly the file, never what an
         earlier test changed). The CRDs and built-in objects of a fresh server stay."""
@@ -630,7 +634,7 @@ class KubeAPIServer(object):
                 ns = json.loads(text)
                 ns['spec']['finalizers'] = []
                 self.request('PUT', '/api/v1/namespaces/%s/finalize' % name, ns, ok=(200, 404, 409))
-        self.serve(openshift, hco)
+        self.serve(openshift, hco, dra)
         self.grant('openshift' if openshift else 'kubernetes')
 
 
