@@ -41,11 +41,11 @@ AWX_TASKS = [(t['name'], m, t[m]) for t in TASKS for m in t if m.startswith('awx
 
 
 def test_configure_uses_awx_modules():
-    assert {m for _, m, _ in AWX_TASKS} >= {'awx.awx.credential_type', 'awx.awx.job_template',
+    assert {task[1] for task in AWX_TASKS} >= {'awx.awx.credential_type', 'awx.awx.job_template',
                                             'awx.awx.workflow_job_template', 'awx.awx.project'}
 
 
-@pytest.mark.parametrize('name, module, args', AWX_TASKS, ids=[n for n, _, _ in AWX_TASKS])
+@pytest.mark.parametrize('name, module, args', AWX_TASKS, ids=[task[0] for task in AWX_TASKS])
 def test_each_task_uses_documented_options(name, module, args):
     options = module_options(module)
     unknown = sorted(set(args) - set(options))

@@ -50,24 +50,24 @@ def introspected(tmp_path_factory):
     """`ansible-builder introspect` over the built, installed collection and the collections galaxy.yml names."""
     base = tmp_path_factory.mktemp('ee')
     built, installed = base / 'built', base / 'installed'
-    run = dict(capture_output=True, text=True, check=False)
     proc = subprocess.run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'build', '--output-path', str(built),
-                           ROOT], **run)
+                           ROOT], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (tarball,) = built.iterdir()
     proc = subprocess.run([os.path.join(BIN, 'ansible-galaxy'), 'collection', 'install', '--force', '--no-deps',
-                           '-p', str(installed), str(tarball)], **run)
+                           '-p', str(installed), str(tarball)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for fqcn in _load('galaxy.yml')['dependencies']:
         namespace, name = fqcn.split('.')
         shutil.copytree(_bundled_collection(fqcn), str(installed / 'ansible_collections' / namespace / name))
-    proc = subprocess.run([os.path.join(BIN, 'ansible-builder'), 'introspect', str(installed)], **run)
+    proc = subprocess.run([os.path.join(BIN, 'ansible-builder'), 'introspect', str(installed)],
+                          capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = yaml.safe_load(proc.stdout)
     by_source = {}
     for kind in ('python', 'system'):
         for line in data.get(kind) or []:
-            requirement, _, source = line.partition('# from collection ')
+            requirement, source = (line.split('# from collection ', 1) + [''])[:2]
             by_source.setdefault((kind, source.strip()), []).append(requirement.strip())
     return by_source
 
@@ -132,8 +132,8 @@ def test_every_library_our_plugins_import_is_declared():
 def test_ee_installs_exactly_the_galaxy_dependencies_at_the_tested_versions():
     declared = _load('galaxy.yml')['dependencies']
     pinned = {c['name']: str(c['version']) for c in _load('ee/requirements.yml')['collections']}
-    assert sorted(pinned) == sorted(declared), 'ee/requirements.yml %s, galaxy.yml %s' % (sorted(pinned),
-                                                                                            sorted(declared))
+    assert sorted(pinned) == sorted(declared), 'ee/requirements.yml %s, galaxy.yml %s' % (
+        sorted(pinned), sorted(declared))
     for fqcn, version in pinned.items():
         assert version == _bundled_version(fqcn), '%s: the EE pins %s, the tests run %s' % (
             fqcn, version, _bundled_version(fqcn))
