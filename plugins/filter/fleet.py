@@ -2,9 +2,10 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpu_hosts: the per-host view of the fleet (module_utils/fleet.py) every phase consumes; pool_traits: a pool's
-row of the pool table, for the plays that run per host; wanted_devices: the devices KubeVirt must permit, from
+row of the pool table, for the plays that run per host; hosts_pattern_problem: why a host pattern is not one of
+pool groups; wanted_devices: the devices KubeVirt must permit, from
 the view's VM hosts (module_utils/wanted_devices.py). Documentation lives in the sidecars gpu_hosts.yml,
-pool_traits.yml and wanted_devices.yml."""
+pool_traits.yml, hosts_pattern_problem.yml and wanted_devices.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -24,6 +25,10 @@ def pool_traits(pool):
     return fleet.pool_traits(pool)
 
 
+def hosts_pattern_problem(pattern):
+    return fleet.hosts_pattern_problem(pattern) or ''
+
+
 def wanted_devices(hosts, pciids=None, include_vfs=False):
     try:
         return wd.wanted_devices(hosts, pciids_db.from_option(pciids), include_vfs)
@@ -33,4 +38,4 @@ def wanted_devices(hosts, pciids=None, include_vfs=False):
 
 class FilterModule(object):
     def filters(self):
-        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'wanted_devices': wanted_devices}
+        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'hosts_pattern_problem': hosts_pattern_problem, 'wanted_devices': wanted_devices}

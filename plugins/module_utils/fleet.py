@@ -54,6 +54,25 @@ WORKLOADS = tuple(sorted(set(p.workload for p in POOL_TABLE), key=[p.workload fo
 WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
 
 
+def hosts_pattern_problem(pattern):
+    """Why ``pattern`` is not a host pattern of GPU pool groups (``gpu_container:gpu_dra``), or None when it is.
+    The plays select their hosts with it before any role runs, so it must not reach other hosts (``all``, a
+    control-plane group, a regex ``~...``): only the pool groups, joined by ``:``, each at most once."""
+    if not isinstance(pattern, str):
+        return 'a host pattern is a string of pool groups joined by ":", got %s' % type(pattern).__name__
+    if len(pattern) > 1024:
+        return 'a host pattern of %d characters is longer than every pool group joined (1024 at most)' % len(pattern)
+    parts = pattern.split(':')
+    unknown = [p for p in parts if p not in GPU_GROUPS]
+    if unknown:
+        return ('%s %s not a GPU pool group; the pattern names pool groups joined by ":" (%s), and AWX\'s limit '
+                'or -l narrows it to hosts' % (', '.join(repr(u[:64]) for u in unknown[:5]),
+                                               'is' if len(unknown) == 1 else 'are', ', '.join(GPU_GROUPS)))
+    if len(set(parts)) != len(parts):
+        return 'the host pattern %r names a pool group twice' % pattern
+    return None
+
+
 class FleetError(ValueError):
     """The inventory does not describe a fleet: a host in two pools, an unknown pool, a bad node name."""
 

@@ -1,0 +1,76 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""awx/configure.yml creates the AWX objects as code: every awx.awx task uses only options the installed awx.awx
+modules document (their DOCUMENTATION, the same text their argument specs are built from), with the required ones
+present and fixed values among the documented choices; every job template runs a playbook of this collection."""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+
+import pytest
+import yaml
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
+
+
+def _load(path):
+    with open(os.path.join(ROOT, path), encoding='utf-8') as handle:
+        return yaml.safe_load(handle)
+
+
+def module_options(fqcn):
+    """{option or alias: option doc} of an installed awx.awx module, from its DOCUMENTATION."""
+    namespace, collection, name = fqcn.split('.')
+    spec = importlib.util.find_spec('ansible_collections.%s.%s.plugins.modules.%s' % (namespace, collection, name))
+    assert spec is not None, '%s is not installed' % fqcn
+    with open(spec.origin, encoding='utf-8') as handle:
+        tree = ast.parse(handle.read())
+    doc = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
+               and any(getattr(t, 'id', None) == 'DOCUMENTATION' for t in node.targets))
+    options = {}
+    for option, body in (yaml.safe_load(doc).get('options') or {}).items():
+        for key in [option] + list(body.get('aliases') or []):
+            options[key] = body
+    return options
+
+
+TASKS = [t for play in _load('awx/configure.yml') for t in play['tasks']]
+AWX_TASKS = [(t['name'], m, t[m]) for t in TASKS for m in t if m.startswith('awx.awx.')]
+
+
+def test_configure_uses_awx_modules():
+    assert {task[1] for task in AWX_TASKS} >= {'awx.awx.credential_type', 'awx.awx.job_template',
+                                            'awx.awx.workflow_job_template', 'awx.awx.project'}
+
+
+@pytest.mark.parametrize('name, module, args', AWX_TASKS, ids=[task[0] for task in AWX_TASKS])
+def test_each_task_uses_documented_options(name, module, args):
+    options = module_options(module)
+    unknown = sorted(set(args) - set(options))
+    assert not unknown, '%s (%s): %s not options of the installed module' % (name, module, unknown)
+    missing = sorted(o for o, body in options.items() if body.get('required') and o not in args
+                     and not any(a in args for a in body.get('aliases') or []))
+    assert not missing, '%s: required %s' % (name, missing)
+    for key, value in args.items():
+        choices = options[key].get('choices')
+        if choices and isinstance(value, str) and '{{' not in value:
+            assert value in choices, '%s: %s=%r not in %s' % (name, key, value, choices)
+        if options[key].get('type') == 'bool' and not (isinstance(value, str) and '{{' in value):
+            assert isinstance(value, bool), '%s: %s=%r is not a boolean' % (name, key, value)
+
+
+def test_every_job_template_runs_a_playbook_of_the_collection():
+    phases = _load('awx/vars.yml')['awx_phases']
+    assert phases
+    for phase in phases:
+        assert os.path.isfile(os.path.join(ROOT, phase['playbook'])), phase
+
+
+def test_credential_types_inject_only_declared_fields():
+    for ctype in _load('awx/credential_types.yml'):
+        fields = {f['id'] for f in ctype['inputs']['fields']}
+        assert set(ctype['inputs'].get('required') or []) <= fields, ctype['name']
+        secret = {f['id'] for f in ctype['inputs']['fields'] if f.get('secret')}
+        assert secret, '%s: a credential type without a secret field' % ctype['name']
