@@ -270,6 +270,7 @@ def build(p):
         config_objects.append(vc.build_configmap(p['vgpu_configmap_name'], namespace, configs))
         vdm_config = {'name': p['vgpu_configmap_name'], 'default': p['vgpu_config_default']}
     gop.check_one_os_tag(p['os_tags'], p['vgpu_manager'])
+    gop.check_dra_fleet(p['dra_nodes'], p['hosts'])
     overlay = gop.settings(p['sandbox_enabled'], p['default_workload'], p['sandbox_mode'], p['vgpu_manager'],
                            vdm_config, p['vfio_manager'], p['sandbox_device_plugin'], p['pull_secret_name'])
     result = dict(namespace=namespace, config_objects=config_objects, cluster_policy=None, helm_values=None,

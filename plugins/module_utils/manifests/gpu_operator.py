@@ -428,17 +428,7 @@ def with_dra_validator(spec, dra_nodes, hosts, source, given=None):
     """
     if not dra_nodes:
         return spec
-    plugin_hosts = sorted('%s (pool %s)' % (h.get('host') or h.get('node'), h.get('pool'))
-                          for h in hosts or [] if h.get('pool') in DEVICE_PLUGIN_POOLS)
-    if plugin_hosts:
-        raise ManifestError(
-            "the GPU Operator cannot serve the DRA nodes (%s) and the classic device plugin's nodes (%s) under one "
-            "ClusterPolicy: on a DRA node the operator validator's plugin-validation waits for nvidia.com/gpu, which "
-            "no device plugin advertises there, and crash-loops; gpu-operator v26.7.0 removes that check only with "
-            "devicePlugin.enabled false, which takes the device plugin from those nodes too, and offers no per-node "
-            "switch (docs/pools/dra.md, \"The operator validator\"). Move those hosts into gpu_dra (the DRA driver "
-            "allocates GPUs to pods as well), or the DRA hosts out of this cluster's inventory"
-            % (', '.join(dra_nodes), ', '.join(plugin_hosts)))
+    check_dra_fleet(dra_nodes, hosts)
     wanted = ((given or {}).get('devicePlugin') or {}).get('enabled')
     if wanted not in (None, False, 'false'):
         raise ManifestError(
@@ -451,6 +441,25 @@ def with_dra_validator(spec, dra_nodes, hosts, source, given=None):
     out = copy.deepcopy(spec or {})
     out.setdefault('devicePlugin', {})['enabled'] = False
     return out
+
+
+def check_dra_fleet(dra_nodes, hosts):
+    """Refuse DRA nodes beside nodes of the classic device plugin's pools (see with_dra_validator): called first, so
+    that apply mode on OpenShift, which builds the ClusterPolicy only once the operator is installed, stops before its
+    first write."""
+    if not dra_nodes:
+        return
+    plugin_hosts = sorted('%s (pool %s)' % (h.get('host') or h.get('node'), h.get('pool'))
+                          for h in hosts or [] if h.get('pool') in DEVICE_PLUGIN_POOLS)
+    if plugin_hosts:
+        raise ManifestError(
+            "the GPU Operator cannot serve the DRA nodes (%s) and the classic device plugin's nodes (%s) under one "
+            "ClusterPolicy: on a DRA node the operator validator's plugin-validation waits for nvidia.com/gpu, which "
+            "no device plugin advertises there, and crash-loops; gpu-operator v26.7.0 removes that check only with "
+            "devicePlugin.enabled false, which takes the device plugin from those nodes too, and offers no per-node "
+            "switch (docs/pools/dra.md, \"The operator validator\"). Move those hosts into gpu_dra (the DRA driver "
+            "allocates GPUs to pods as well), or the DRA hosts out of this cluster's inventory"
+            % (', '.join(dra_nodes), ', '.join(plugin_hosts)))
 
 
 def check_one_os_tag(os_tags, vgpu_manager):
