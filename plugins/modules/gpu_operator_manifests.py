@@ -102,9 +102,20 @@ options:
         false), C(driver.manager.env) gets C(NODE_LABEL_FOR_GPU_POD_EVICTION=nvidia.com/dra-kubelet-plugin), so
         the driver manager evicts the DRA kubelet plugin before it unloads the driver; an entry naming another
         label fails.
+      - With any, C(devicePlugin.enabled) is set false, so the operator validator stops waiting for
+        C(nvidia.com/gpu) on them; O(hosts) holding a node of the classic device plugin's pool (C(container)) then
+        fails, naming the hosts, and so does C(devicePlugin.enabled) true in O(helm_values_extra).
     type: list
     elements: str
     default: []
+  os_tags:
+    description:
+      - 'The OS tag of every GPU host, C({host: os tag}) (C(gpuvirt_os_tag) from gather.yml); hosts without one are
+        left out.'
+      - With O(vgpu_manager), two or more distinct tags fail, naming each tag and its hosts, since the operator takes
+        one GPU node's OS tag for every vGPU Manager image it pulls.
+    type: dict
+    default: {}
   alm_examples:
     description: The CSV's C(alm-examples) annotation (JSON text or parsed list); OpenShift only.
     type: raw
@@ -258,6 +269,8 @@ def build(p):
         warnings = vc.validate(configs, p['hosts'], p['vgpu_config_default'])
         config_objects.append(vc.build_configmap(p['vgpu_configmap_name'], namespace, configs))
         vdm_config = {'name': p['vgpu_configmap_name'], 'default': p['vgpu_config_default']}
+    gop.check_one_os_tag(p['os_tags'], p['vgpu_manager'])
+    gop.check_dra_fleet(p['dra_nodes'], p['hosts'])
     overlay = gop.settings(p['sandbox_enabled'], p['default_workload'], p['sandbox_mode'], p['vgpu_manager'],
                            vdm_config, p['vfio_manager'], p['sandbox_device_plugin'], p['pull_secret_name'])
     result = dict(namespace=namespace, config_objects=config_objects, cluster_policy=None, helm_values=None,
@@ -275,6 +288,8 @@ def build(p):
                                               p['alm_examples_source'], p['alm_examples_release'])
             policy = gop.build_cluster_policy(p['alm_examples'], overlay)
             policy['spec'] = gop.with_dra_eviction(policy['spec'], p['dra_nodes'], "the CSV's alm-examples")
+            policy['spec'] = gop.with_dra_validator(policy['spec'], p['dra_nodes'], p['hosts'],
+                                                    "the CSV's alm-examples")
             result['cluster_policy'] = policy
         if p['nfd_install']:
             result['nfd_objects'] = gop.build_nfd_install(p['nfd_channel'], p['install_plan_approval'],
@@ -283,6 +298,8 @@ def build(p):
     else:
         values = gop.with_dra_eviction(gop.helm_values(overlay, p['helm_values_extra']), p['dra_nodes'],
                                        'gpu_operator_helm_values_extra')
+        values = gop.with_dra_validator(values, p['dra_nodes'], p['hosts'], 'gpu_operator_helm_values_extra',
+                                        p['helm_values_extra'])
         if p['chart_values'] is not None:
             gop.check_values_keys(values, p['chart_values'])
         result['helm_values'] = values
@@ -310,6 +327,7 @@ def main():
             vgpu_configmap_name=dict(type='str', default='gpuvirt-vgpu-devices-config'),
             hosts=dict(type='list', elements='dict', default=[]),
             dra_nodes=dict(type='list', elements='str', default=[]),
+            os_tags=dict(type='dict', default={}),
             alm_examples=dict(type='raw'),
             alm_examples_source=dict(type='str'),
             nfd_install=dict(type='bool', default=False),

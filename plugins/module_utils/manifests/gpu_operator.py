@@ -397,3 +397,94 @@ def with_dra_eviction(spec, dra_nodes, source):
     out = copy.deepcopy(spec)
     out.setdefault('driver', {}).setdefault('manager', {})['env'] = env
     return out
+
+
+# The classic device plugin's pools: their nodes advertise nvidia.com/gpu (module_utils/fleet.py POOL_TABLE).
+DEVICE_PLUGIN_POOLS = tuple(p.name for p in fleet.POOL_TABLE if p.resource == 'gpu')
+
+
+def with_dra_validator(spec, dra_nodes, hosts, source, given=None):
+    """``spec`` (the ClusterPolicy spec or the Helm values) with ``devicePlugin.enabled: false`` when DRA nodes are
+    served, so that the operator validator stops checking for the classic device plugin's resource on them.
+
+    DRA nodes keep the GPU Operator's ``container`` workload (its driver and toolkit), so they run its
+    ``nvidia-operator-validator`` (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0 ``gpuStateLabels``:
+    ``nvidia.com/gpu.deploy.operator-validator`` is a container-workload label). Its last init container,
+    ``plugin-validation``, waits for ``nvidia.com/gpu`` or ``nvidia.com/mig-*`` capacity on the node and exits with
+    an error when none appears (cmd/nvidia-validator/main.go@v26.7.0 ``Plugin.validate`` -> ``validateGPUResource``,
+    30 tries 5 s apart): a DRA node advertises none, so the pod crash-loops. Nothing per node skips that check
+    (``Plugin.validate`` reads no node label and no env that would); the operator removes the init container only
+    when ``devicePlugin`` is disabled cluster-wide (controllers/object_controls.go@v26.7.0
+    ``TransformValidatorComponent``, case ``"plugin"``). Turning the validator off on DRA nodes is no way out: it
+    writes ``toolkit-ready``, which gpu-feature-discovery and the mig-manager wait for (assets/*/ init containers),
+    and the driver upgrade controller waits for a Ready validator pod on every node whose driver it restarts
+    (cmd/gpu-operator/main.go ``WithValidationEnabled("app=nvidia-operator-validator")``; k8s-operator-libs
+    pkg/upgrade/validation_manager.go ``Validate`` returns "not done" while the node has no such pod).
+
+    So the device plugin is turned off in the ClusterPolicy when DRA nodes are served and no node of the fleet needs
+    it; a fleet that has both (hosts of a pool in DEVICE_PLUGIN_POOLS) is refused, naming the hosts. ``given``: the
+    user's own values (Helm ``gpu_operator_helm_values_extra``); ``devicePlugin.enabled`` true there is refused.
+    ``source`` names where the spec came from in a refusal.
+    """
+    if not dra_nodes:
+        return spec
+    check_dra_fleet(dra_nodes, hosts)
+    wanted = ((given or {}).get('devicePlugin') or {}).get('enabled')
+    if wanted not in (None, False, 'false'):
+        raise ManifestError(
+            "devicePlugin.enabled is %r in %s, but the DRA nodes (%s) need it false: with the device plugin on, the "
+            "GPU Operator's validator waits on them for nvidia.com/gpu, which only the device plugin advertises, and "
+            "crash-loops (docs/pools/dra.md, \"The operator validator\"); remove devicePlugin.enabled from %s"
+            % (wanted, source, ', '.join(dra_nodes), source))
+    if ((spec or {}).get('devicePlugin') or {}).get('enabled') is False:
+        return spec
+    out = copy.deepcopy(spec or {})
+    out.setdefault('devicePlugin', {})['enabled'] = False
+    return out
+
+
+def check_dra_fleet(dra_nodes, hosts):
+    """Refuse DRA nodes beside nodes of the classic device plugin's pools (see with_dra_validator): called first, so
+    that apply mode on OpenShift, which builds the ClusterPolicy only once the operator is installed, stops before its
+    first write."""
+    if not dra_nodes:
+        return
+    plugin_hosts = sorted('%s (pool %s)' % (h.get('host') or h.get('node'), h.get('pool'))
+                          for h in hosts or [] if h.get('pool') in DEVICE_PLUGIN_POOLS)
+    if plugin_hosts:
+        raise ManifestError(
+            "the GPU Operator cannot serve the DRA nodes (%s) and the classic device plugin's nodes (%s) under one "
+            "ClusterPolicy: on a DRA node the operator validator's plugin-validation waits for nvidia.com/gpu, which "
+            "no device plugin advertises there, and crash-loops; gpu-operator v26.7.0 removes that check only with "
+            "devicePlugin.enabled false, which takes the device plugin from those nodes too, and offers no per-node "
+            "switch (docs/pools/dra.md, \"The operator validator\"). Move those hosts into gpu_dra (the DRA driver "
+            "allocates GPUs to pods as well), or the DRA hosts out of this cluster's inventory"
+            % (', '.join(dra_nodes), ', '.join(plugin_hosts)))
+
+
+def check_one_os_tag(os_tags, vgpu_manager):
+    """Refuse a vGPU Manager under the ClusterPolicy when the GPU hosts run more than one OS tag.
+
+    ``os_tags``: ``{host: os tag}`` of every GPU host of the fleet (``gpuvirt_os_tag`` from gather.yml; hosts
+    without the fact are left out). The GPU Operator reads one OS tag per reconcile, from one GPU node: it lists the
+    nodes labelled ``nvidia.com/gpu.present=true`` with ``Limit(1)`` and takes that node's NFD
+    ``system-os_release.ID`` and ``VERSION_ID`` (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0
+    ``getGPUNodeOSInfo``, called from ``init``), then appends it to ``vgpuManager.version`` for every vGPU Manager
+    DaemonSet (controllers/object_controls.go ``resolveDriverTag``: ``<version>-<n.gpuNodeOSTag>``). Every GPU node
+    counts, not only the vGPU ones, and which one comes first is not ours to choose: with two OS tags some vGPU
+    nodes would pull an image built for another OS. One image per tag cannot help, since only one tag is pulled.
+    """
+    if not vgpu_manager:
+        return
+    by_tag = {}
+    for host, tag in sorted((os_tags or {}).items()):
+        if tag:
+            by_tag.setdefault(str(tag), []).append(str(host))
+    if len(by_tag) > 1:
+        raise ManifestError(
+            "the GPU hosts run %d OS tags (%s), but the GPU Operator builds the vGPU Manager image tag from one GPU "
+            "node's OS for every node (gpu-operator v26.7.0 getGPUNodeOSInfo lists one node, resolveDriverTag appends "
+            "its tag to vgpuManager.version): some vGPU nodes would load a vGPU Manager built for another OS. Bring "
+            "every GPU worker of this cluster to one OS (finish the upgrade), or give the other OS its own cluster "
+            "(docs/pools/vgpu.md, \"One OS per cluster\")"
+            % (len(by_tag), '; '.join('%s: %s' % (tag, ', '.join(hosts)) for tag, hosts in sorted(by_tag.items()))))

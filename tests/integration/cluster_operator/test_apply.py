@@ -404,3 +404,37 @@ def test_without_nfd_install_a_cluster_lacking_nfd_is_refused_before_any_write(t
     assert rc == 0, log
     assert cluster.get(OLM_V1A1, 'Subscription', 'nfd', 'openshift-nfd') is None
     assert cluster.get(OLM_V1A1, 'Subscription', 'gpu-operator-certified', NS) is not None
+
+
+def test_dra_nodes_get_a_cluster_policy_without_the_device_plugin_in_the_api_server(tmp_path, kube):
+    # DRA nodes keep the container workload, so the GPU Operator runs nvidia-operator-validator there
+    # (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0 gpuStateLabels); its plugin-validation waits for
+    # nvidia.com/gpu capacity and fails without it (cmd/nvidia-validator/main.go@v26.7.0 Plugin.validate ->
+    # validateGPUResource); the operator drops that init container only when devicePlugin is disabled
+    # (controllers/object_controls.go@v26.7.0 TransformValidatorComponent, case "plugin"). The ClusterPolicy built from
+    # the installed CSV's alm-examples carries devicePlugin.enabled false, accepted by the v26.7.0 CRD the server holds.
+    cluster = kube([cluster_version()] + package_manifests())
+    cluster.controller('olm', olm())
+    rc, log = run(tmp_path, 'operator', 'dra-openshift', **operator_apply(cluster))
+    assert rc == 0, log
+    cp = cluster.get('nvidia.com/v1', 'ClusterPolicy', 'gpu-cluster-policy')
+    assert cp['spec']['devicePlugin']['enabled'] is False
+    assert cp['spec']['sandboxDevicePlugin']['enabled'] is True
+    (sent,) = cluster.sent('clusterpolicies')
+    schema.validate(sent, crd_sources=[RELEASE])
+    second = cluster.now()
+    rc, log = run(tmp_path, 'operator', 'dra-openshift', **operator_apply(cluster))
+    assert rc == 0 and recap(log)['changed'] == '0', log
+    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+
+
+def test_a_vgpu_fleet_on_two_os_tags_is_refused_before_any_write(tmp_path, kube):
+    # NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0 getGPUNodeOSInfo takes one GPU node's OS tag (Limit(1))
+    # and controllers/object_controls.go resolveDriverTag appends it for every vGPU Manager DaemonSet: the run stops
+    # naming both tags and their hosts before the first object reaches the server
+    cluster = kube([cluster_version()] + package_manifests())
+    cluster.controller('olm', olm())
+    rc, log = run(tmp_path, 'operator', 'vgpu-two-os', **operator_apply(cluster))
+    assert rc != 0, log
+    assert 'rhcos4.18: vgpu-1' in log and 'rhcos4.19: ctr-1' in log, log
+    assert cluster.writes() == [], write_summary(cluster.writes())

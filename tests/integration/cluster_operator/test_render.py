@@ -338,3 +338,47 @@ def test_a_pinned_channel_of_another_release_than_the_alm_examples_file_is_refus
     rc, log, out = run(tmp_path, 'operator', 'mixed-openshift', gpu_operator_alm_examples_release='')
     assert_failed_before_writing(rc, log, out, 'name the GPU Operator release the alm-examples in',
                                  'gpu_operator_alm_examples_release')
+
+
+# DRA nodes keep the container workload, so the GPU Operator runs nvidia-operator-validator there
+# (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0 gpuStateLabels); its plugin-validation init container
+# waits for nvidia.com/gpu or nvidia.com/mig-* capacity and fails without it (cmd/nvidia-validator/main.go@v26.7.0
+# Plugin.validate -> validateGPUResource), and the operator removes that init container only when devicePlugin is
+# disabled (controllers/object_controls.go@v26.7.0 TransformValidatorComponent, case "plugin").
+def test_dra_nodes_render_a_cluster_policy_without_the_device_plugin(tmp_path):
+    rc, log, out = run(tmp_path, 'operator', 'dra-openshift')
+    assert rc == 0, log
+    (cp,) = rendered(out)['ClusterPolicy']
+    schema.validate(cp, crd_sources=['v26.7.0'])
+    assert cp['spec']['devicePlugin']['enabled'] is False
+    base = [e for e in reference_json('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json')
+            if e['kind'] == 'ClusterPolicy'][0]
+    assert base['spec']['devicePlugin']['enabled'] is True, 'NVIDIA default changed: revisit this test'
+    assert ('spec', 'devicePlugin', 'enabled') in changed_paths(base, cp)
+    rc, log, dummy = run(tmp_path, 'operator', 'dra-openshift')
+    assert rc == 0 and recap(log)['changed'] == '0', log
+
+
+def test_dra_nodes_beside_container_nodes_are_refused_before_writing(tmp_path):
+    # devicePlugin.enabled is cluster-wide (isStateEnabled "state-device-plugin"): false would take the classic
+    # device plugin from ctr-1, true leaves the validator crash-looping on dra-1; the render stops naming both
+    chart = os.path.join(schema.reference_dir(), 'helm', 'gpu-operator-v26.7.0-values.yaml')
+    rc, log, out = run(tmp_path, 'operator', 'dra-nodes', gpu_operator_chart_values_file=chart)
+    assert rc != 0, log
+    assert 'DRA nodes (dra-1)' in log and 'ctr-1 (pool container)' in log and 'gpu_dra' in log, log
+    assert not glob.glob(str(out / '*.yaml')), os.listdir(out)
+
+
+# The GPU Operator reads one GPU node's OS tag for the whole cluster (NVIDIA/gpu-operator
+# controllers/state_manager.go@v26.7.0 getGPUNodeOSInfo: nodes with nvidia.com/gpu.present=true, Limit(1)) and
+# appends it to vgpuManager.version for every vGPU Manager DaemonSet (controllers/object_controls.go@v26.7.0
+# resolveDriverTag).
+def test_a_vgpu_fleet_on_two_os_tags_is_refused_naming_both_before_writing(tmp_path):
+    rc, log, out = run(tmp_path, 'operator', 'vgpu-two-os')
+    assert rc != 0, log
+    assert 'rhcos4.18: vgpu-1' in log and 'rhcos4.19: ctr-1' in log and 'One OS per cluster' in log, log
+    assert not glob.glob(str(out / '*.yaml')), os.listdir(out)
+    # one OS: rendered
+    rc, log, out = run(tmp_path, 'operator', 'vgpu-two-os', gpuvirt_os_tag='rhcos4.18')
+    assert rc == 0, log
+    assert rendered(out)['ClusterPolicy'][0]['spec']['vgpuManager']['version'] == '580.82.02'

@@ -8,6 +8,7 @@ credential in them) rather than tracebacks.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -174,3 +175,74 @@ def test_smoke_vm_module(monkeypatch):
     assert res['object']['spec']['runStrategy'] == 'Halted'
     res = run_module(monkeypatch, verify_smoke_vm, {'resource_name': '', 'image': 'x'})
     assert res['failed'] and 'verify_smoke_vm_resource' in res['msg']
+
+
+# The GPU Operator's validator on DRA nodes. DRA nodes keep the container workload, so the operator labels them
+# nvidia.com/gpu.deploy.operator-validator=true (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0
+# gpuStateLabels) and runs nvidia-operator-validator there; its plugin-validation init container waits for
+# nvidia.com/gpu or nvidia.com/mig-* capacity and fails without it (cmd/nvidia-validator/main.go@v26.7.0
+# Plugin.validate -> validateGPUResource: 30 tries, then "GPU resources are not discovered by the node"), which a
+# DRA node never advertises. The operator drops that init container only when devicePlugin is disabled
+# (controllers/object_controls.go@v26.7.0 TransformValidatorComponent, case "plugin": !config.DevicePlugin.IsEnabled()).
+def test_dra_nodes_turn_the_device_plugin_off_so_the_validator_drops_its_plugin_check(monkeypatch):
+    passthrough = {'host': 'pt-1', 'node': 'pt-1', 'pool': 'vm-passthrough'}
+    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(dra_nodes=['dra-1'], hosts=[passthrough]))
+    assert not res['failed'], res.get('msg')
+    spec = res['cluster_policy']['spec']
+    schema.validate(res['cluster_policy'], crd_sources=['v26.7.0'])
+    assert spec['devicePlugin']['enabled'] is False
+    # the rest of NVIDIA's devicePlugin defaults (the alm-examples) stay; the sandbox device plugin is another state
+    # (state_manager.go isStateEnabled: "state-sandbox-device-plugin" reads SandboxDevicePlugin, not DevicePlugin)
+    alm = json.loads(reference_text('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json'))
+    base = [e for e in alm if e['kind'] == 'ClusterPolicy'][0]['spec']['devicePlugin']
+    assert {k: v for k, v in spec['devicePlugin'].items() if k != 'enabled'} == \
+        {k: v for k, v in base.items() if k != 'enabled'}
+    assert spec['sandboxDevicePlugin']['enabled'] is True
+    # without DRA nodes NVIDIA's default stays
+    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(hosts=[passthrough]))
+    assert res['cluster_policy']['spec']['devicePlugin']['enabled'] == base['enabled']
+    # Helm: the same field, a key of the chart's values.yaml
+    chart = yaml.safe_load(reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
+    res = run_module(monkeypatch, gpu_operator_manifests, {
+        'platform': 'kubernetes', 'chart_values': chart, 'dra_nodes': ['dra-1'], 'hosts': [passthrough]})
+    assert not res['failed'], res.get('msg')
+    assert res['helm_values']['devicePlugin'] == {'enabled': False}
+
+
+def test_dra_nodes_beside_device_plugin_nodes_are_refused_naming_both(monkeypatch):
+    # devicePlugin.enabled false is cluster-wide (TransformValidatorComponent, isStateEnabled "state-device-plugin"):
+    # it would take the classic device plugin from the container nodes, and nothing per node skips the check
+    ctr = {'host': 'ctr-1', 'node': 'ctr-1', 'pool': 'container'}
+    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(dra_nodes=['dra-1'], hosts=[ctr]))
+    assert res['failed'], res
+    assert 'dra-1' in res['msg'] and 'ctr-1 (pool container)' in res['msg'] and 'gpu_dra' in res['msg'], res['msg']
+    # apply mode on OpenShift builds the ClusterPolicy only once OLM installed the operator (no alm_examples in the
+    # first call): the refusal comes with that first call, before the Subscription is written
+    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(dra_nodes=['dra-1'], hosts=[ctr],
+                                                                         alm_examples=None))
+    assert res['failed'] and 'ctr-1 (pool container)' in res['msg'], res
+    chart = yaml.safe_load(reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
+    res = run_module(monkeypatch, gpu_operator_manifests, {
+        'platform': 'kubernetes', 'chart_values': chart, 'dra_nodes': ['dra-1'],
+        'helm_values_extra': {'devicePlugin': {'enabled': True}}})
+    assert res['failed'] and 'devicePlugin.enabled is True in gpu_operator_helm_values_extra' in res['msg'], res
+
+
+# The vGPU Manager's OS tag is the cluster's, not the node's: the operator lists the GPU nodes with Limit(1) and
+# takes that one node's NFD os_release ID and VERSION_ID (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0
+# getGPUNodeOSInfo, from init), then appends it to vgpuManager.version for every vGPU Manager DaemonSet
+# (controllers/object_controls.go@v26.7.0 resolveDriverTag: "%s-%s", image, n.gpuNodeOSTag).
+def test_a_vgpu_fleet_on_two_os_tags_is_refused_naming_the_tags_and_hosts(monkeypatch):
+    os_tags = {'vgpu-1': 'rhcos4.18', 'vgpu-2': 'rhcos4.19', 'ctr-1': 'rhcos4.18'}
+    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(os_tags=os_tags))
+    assert res['failed'], res
+    assert 'rhcos4.18: ctr-1, vgpu-1' in res['msg'] and 'rhcos4.19: vgpu-2' in res['msg'], res['msg']
+    # every GPU node counts (getGPUNodeOSInfo selects nvidia.com/gpu.present=true, not the vGPU nodes)
+    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(
+        os_tags={'vgpu-1': 'ubuntu22.04', 'ctr-1': 'ubuntu24.04'}))
+    assert res['failed'] and 'ubuntu24.04: ctr-1' in res['msg'], res
+    # one tag, hosts without the fact, or no vGPU Manager: nothing to refuse
+    for over in ({'os_tags': {'vgpu-1': 'rhcos4.18', 'vgpu-2': 'rhcos4.18', 'ctr-1': None}},
+                 {'os_tags': os_tags, 'vgpu_manager': None, 'default_workload': 'container'}):
+        res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(**over))
+        assert not res['failed'], res.get('msg')

@@ -36,6 +36,8 @@ VALUE_FIELDS = {
     ('ResourceClaimTemplate', 'spec.spec.devices.config[].opaque.parameters.iommu.backendPolicy'),
     ('ResourceClaimTemplate', 'spec.spec.devices.config[].opaque.parameters.kind'),
     ('Node', 'metadata.labels[nvidia.com/gpu.workload.config]'),
+    ('ClusterPolicy', 'spec.devicePlugin.enabled'),
+    ('Helm gpu-operator', 'devicePlugin.enabled'),
 }
 
 
@@ -83,6 +85,9 @@ def produced():
     policy = gop.build_cluster_policy([{'kind': 'ClusterPolicy', 'spec': {}}], gop.settings())
     add('ClusterPolicy', dict(policy, spec=gop.with_dra_eviction(policy['spec'], ['dra-1'], 'alm-examples')))
     add('Helm gpu-operator', gop.with_dra_eviction(gop.helm_values(gop.settings()), ['dra-1'], 'extra'))
+    # DRA nodes: the device plugin off, so the operator validator drops its plugin check
+    add('ClusterPolicy', dict(policy, spec=gop.with_dra_validator(policy['spec'], ['dra-1'], [], 'alm-examples')))
+    add('Helm gpu-operator', gop.with_dra_validator(gop.helm_values(gop.settings()), ['dra-1'], [], 'extra'))
     for supported in (True, False):
         add('HyperConverged', hco.build_hco(None, PCI, MDEV, gate_supported=supported)[0])
     add('HyperConverged', dra.hco_gate_object(None, dra.kubevirt_gates('1.8.2')))
