@@ -224,9 +224,9 @@ def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
         errors.append(_vendor_vfio_error(host, reason))
         return errors
     if interface is None and facts:
-        warnings.append("%s: which vGPU interface the vGPU Manager will bring is not known yet (%s): kernel 6.8 or "
-                        "later with a driver branch before 580 may bring NVIDIA's vendor-specific VFIO interface, "
-                        "which preflight stops once it shows" % (host, reason))
+        warnings.append("%s: which vGPU interface the vGPU Manager will bring is not known yet (%s): from kernel 6.8 "
+                        "it may be NVIDIA's vendor-specific VFIO interface, which preflight stops once it shows"
+                        % (host, reason))
     warnings.append("%s: no vGPU types visible (neither mdev_supported_types nor nvidia/creatable_vgpu_types): "
                     "the vGPU Manager is not loaded yet; types are checked against GPU models only" % host)
     models = board_models(gpus)

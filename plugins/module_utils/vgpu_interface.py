@@ -38,8 +38,13 @@ MAX_NAMED = 4
 #   framework"); Nova's guide (openstack/nova @ 00a03040, doc/source/admin/virtual-gpu.rst, Caveats: VFs with
 #   nvidia/ and no mdev "most likely occurs on Ubuntu Noble or RHEL 10"). The driver side: R580 (vGPU 19).
 # - Ada Lovelace, Hopper, Blackwell with vGPU 17 (R550) or later: vendor-specific VFIO on any kernel
-#   (NVIDIA/vgpu-device-manager pull 195, pkg/vgpu/framework.go FrameworkVendorVFIO: "used by the NVIDIA vGPU Manager
-#   driver (vGPU 17.0+) on Ada, Hopper and newer GPUs").
+#   (NVIDIA/vgpu-device-manager @ 4d31dc65, its vendor-VFIO backend not yet in a release, pkg/vgpu/framework.go
+#   FrameworkVendorVFIO: "used by the NVIDIA vGPU Manager driver (vGPU 17.0+) on Ada, Hopper and newer GPUs").
+# What the host shows decides first, read as upstream reads it: the same vgpu-device-manager code (framework.go
+# detectFramework) takes a populated /sys/class/mdev_bus for mdev, and a VF's nvidia/ directory (pkg/vgpu/vfio/sysfs.go
+# hasVGPUSysfs, creatableVGPUTypes) for vendor VFIO; KubeVirt v1.9.0 accepts a VF that stays on the nvidia driver as a
+# host device only with nvidia/current_vgpu_type set (pkg/virt-handler/device-manager/nvidia.go shouldPermitNvidia,
+# common.go HasVGPUProfile: "" and "0" are no profile), and finds mdevs only on the mdev bus.
 VENDOR_VFIO_KERNEL = (6, 8)
 VENDOR_VFIO_ALL_GPUS_BRANCH = 580
 VENDOR_VFIO_CHIP_BRANCH = 550

@@ -154,7 +154,7 @@ def test_l40s_vf_is_vendor_vfio_from_sysfs_and_before_loading_from_chip_with_hos
     l40s = [gpu('0000:26:00.0', 'AD102GL [L40S]', '26b9')]
     errors, dummy = judge(res, l40s, ['L40S-24Q'])
     assert len(errors) == 1 and '(0000:26:00.4 has nvidia/creatable_vgpu_types' in errors[0]
-    # Before loading: on a 5.14 kernel the chip decides (vgpu-device-manager pull 195, pkg/vgpu/framework.go
+    # Before loading: on a 5.14 kernel the chip decides (NVIDIA/vgpu-device-manager @ 4d31dc65, pkg/vgpu/framework.go
     # FrameworkVendorVFIO: "vGPU 17.0+ on Ada, Hopper and newer GPUs"), and the message still names the host facts
     bare = {'parents': [], 'host_interface': {'interface': 'none', 'kernel_release': RHEL_94, 'driver_version': None,
                                               'evidence': ['no /sys/class/mdev_bus entry', 'kernel %s' % RHEL_94]}}
