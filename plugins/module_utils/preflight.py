@@ -219,7 +219,9 @@ def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
     # enabled. Which interface it will bring follows from the host's kernel and the driver branch (and, for Ada and
     # later, the chip); without host facts from the chip alone. The board a type belongs to can still be checked
     # against the GPUs' pci.ids names.
-    interface, reason = vgpu_interface.predict(facts, gpus, driver_version)
+    # (a host that shows the mdev bus, if with no type yet, is on mdev: nothing to predict)
+    interface, reason = ("mdev", "") if facts and facts["interface"] == "mdev" else vgpu_interface.predict(
+        facts, gpus, driver_version)
     if interface == "vendor-vfio":
         errors.append(_vendor_vfio_error(host, reason))
         return errors

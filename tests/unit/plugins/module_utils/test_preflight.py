@@ -205,6 +205,14 @@ def test_ampere_host_on_kernel_6_8_with_r580_is_stopped_by_its_host_facts_not_it
                                             mdev={"parents": [], "host_interface": facts},
                                             requested_vgpu_types=["A10-12Q"], vgpu_driver_version="580.82.02")
     assert errors == [] and any("no vGPU types visible" in w for w in warnings)
+    # what the host shows beats any prediction: an mdev bus (if with no type yet) on 6.8 with R580 is mdev
+    facts = {"interface": "mdev", "kernel_release": "6.8.0-60-generic", "driver_version": "580.82.02",
+             "evidence": ["/sys/class/mdev_bus lists 0000:41:00.4 with mdev_supported_types",
+                          "kernel 6.8.0-60-generic, driver 580.82.02"]}
+    errors, warnings = preflight.check_host(
+        "gpu-a10", ["vm-vgpu"], pci(gpu()), iommu_firmware=True, requested_vgpu_types=["A10-12Q"],
+        mdev={"parents": [{"parent": "0000:41:00.4", "interface": "mdev", "types": []}], "host_interface": facts})
+    assert errors == [] and not any("not known yet" in w for w in warnings)
 
 
 def test_malformed_host_interface_facts_are_named():
