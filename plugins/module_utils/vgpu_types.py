@@ -85,7 +85,7 @@ def mdev_parents(root, problems=None):
 CREATABLE_MAX_CHARS = 65536
 CREATABLE_MAX_TYPES = 1024
 CREATABLE_HEADER = re.compile(r'ID[ \t]*:[ \t]*vGPU Name')
-CREATABLE_LINE = re.compile(r'([0-9]{1,9})[ \t]*:[ \t]*([A-Za-z0-9][A-Za-z0-9 ._+()/-]{0,127})')
+CREATABLE_LINE = re.compile(r'([0-9]{1,9})[ \t]*:[ \t]*([A-Za-z0-9][A-Za-z0-9 ._-]{0,127})')
 
 
 def parse_creatable(text, where='creatable_vgpu_types'):
