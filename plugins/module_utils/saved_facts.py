@@ -202,6 +202,7 @@ class _Checker(object):
                 'physfn': lambda x, y: self.bdf(x, y, True),
                 'types': lambda x, y: self.listof(x, y, vtype), 'devices': lambda x, y: self.listof(x, y, mdev),
                 'current_type': text}, ('parent',))
+
         def host_interface(v, w):
             # which vGPU interface the host offers (module_utils/vgpu_interface.py): its evidence is printed in
             # preflight's messages, so each sentence is printable ASCII of bounded length

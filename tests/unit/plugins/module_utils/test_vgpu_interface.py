@@ -138,8 +138,8 @@ def test_a10_before_its_vgpu_manager_loads_is_judged_by_kernel_and_driver(sysfs,
         assert any('is not known yet' in w for w in warnings) == unsure, warnings
 
 
-def test_l40s_vf_is_vendor_vfio_from_sysfs_and_before_loading_from_chip_with_host_evidence(fixtures_dir, sysfs,
-                                                                                            tmp_path):
+def test_l40s_vf_is_vendor_vfio_from_sysfs_and_before_loading_from_chip_with_host_evidence(
+        fixtures_dir, sysfs, tmp_path):
     # the real L40S VF files (harvester/pcidevices testdata): no mdev bus, nvidia/creatable_vgpu_types on the VF
     sysfs.device('0000:26:00.0', '0302', '10de', '26b9', driver='nvidia', group=30)
     sysfs.device('0000:26:00.4', '0302', '10de', '26b9', driver='nvidia', group=31)
