@@ -18,6 +18,7 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import pci_address, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import hex_id, link_name, list_names, read_text
 
 INTERFACES = ('mdev', 'vendor-vfio', 'none')
@@ -86,7 +87,9 @@ def _sriov_pfs(root):
     base = os.path.join(root, 'bus', 'pci', 'devices')
     for bdf in list_names(base):
         dev = os.path.join(base, bdf)
-        if hex_id(read_text(os.path.join(dev, 'vendor'), VgpuInterfaceError), 4) != '10de':
+        # names from a copied tree are the copier's: only a PCI address, and a driver name of its grammar, are told
+        if not pci_address.BDF_RE.fullmatch(bdf) or hex_id(
+                read_text(os.path.join(dev, 'vendor'), VgpuInterfaceError), 4) != '10de':
             continue
         cls = hex_id(read_text(os.path.join(dev, 'class'), VgpuInterfaceError), 6) or ''
         total = read_text(os.path.join(dev, 'sriov_totalvfs'), VgpuInterfaceError)
@@ -94,8 +97,10 @@ def _sriov_pfs(root):
             continue
         numvfs = read_text(os.path.join(dev, 'sriov_numvfs'), VgpuInterfaceError)
         numbers = [v if v is not None and re.fullmatch(r'[0-9]{1,5}', v) else '?' for v in (numvfs, total)]
-        out.append('%s on %s, %s of %s VFs enabled' % (
-            bdf, link_name(os.path.join(dev, 'driver')) or 'no driver', numbers[0], numbers[1]))
+        driver = link_name(os.path.join(dev, 'driver'))
+        if driver is not None and not (len(driver) <= 64 and validators.EXECUTABLE_NAME_RE.fullmatch(driver)):
+            driver = '?'
+        out.append('%s on %s, %s of %s VFs enabled' % (bdf, driver or 'no driver', numbers[0], numbers[1]))
     return out
 
 

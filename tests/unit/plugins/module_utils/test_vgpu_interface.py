@@ -198,6 +198,18 @@ def test_unreadable_kernel_and_driver_are_named_not_guessed(sysfs, tmp_path):
     assert errors == [] and any('is not known yet' in w for w in warnings)
 
 
+def test_a_copied_trees_driver_name_is_told_only_when_grammatical(sysfs, tmp_path):
+    # a sosreport's link names are whoever copied it: the evidence (printed by preflight, saved) keeps a driver name
+    # only of the kernel's grammar
+    sysfs.device(A10_PF, '0302', '10de', '2236', driver='nv{{ 7 * 6 }}', group=44)
+    sysfs.write(os.path.join(os.path.relpath(os.path.realpath(sysfs.path('bus', 'pci', 'devices', A10_PF)),
+                                             sysfs.root), 'sriov_totalvfs'), '32\n')
+    facts = vt.discover(sysfs.root, proc_root=proc(tmp_path, UBUNTU_NOBLE))['host_interface']
+    assert facts['evidence'][1] == 'SR-IOV PF 0000:41:00.0 on ?, ? of 32 VFs enabled'
+    saved_facts.to_saved('gpu-a10', {'gpuvirt_pci_devices': {'gpus': []}, 'gpuvirt_mdev_types': {
+        'host_interface': facts}})
+
+
 # creatable_vgpu_types: linear, bounded, and anything but its format is refused
 
 type_ids = st.integers(min_value=0, max_value=999999999).map(str)
