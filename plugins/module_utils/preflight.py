@@ -12,9 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, gpu_holders
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, gpu_holders, vgpu_interface
 from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import (
     board_models, model_on_boards, reported_short_name, short_type_name, type_model)
 
@@ -31,12 +30,9 @@ DRA_TOLERATED_HOLDERS = ("persistenced",)
 # The drivers a GPU may be taken from by the vfio role (anything else holds it: nvidia, pci-stub...).
 REBINDABLE = ("vfio-pci", "nouveau", None)
 
-# GPU chips (the pci.ids device name's code: "AD102GL [L40S]", "GH100 [H100 PCIe]", "GB202GL [...]") of the
-# architectures whose vGPUs, from vGPU 17 (driver branch 550) on, come through NVIDIA's vendor-specific VFIO
-# interface (nvidia/creatable_vgpu_types on each VF) instead of the mdev bus: Ada Lovelace (AD1xx), Hopper (GH1xx),
-# Blackwell (GB1xx, GB2xx). Older branches, and older architectures on any branch, use mdev.
-_VENDOR_VFIO_CHIP = re.compile(r"(?:AD|GH|GB)[12][0-9]{2}[A-Z]*")
-VENDOR_VFIO_FIRST_BRANCH = 550
+# The vGPU interface is decided from the host's facts (module_utils/vgpu_interface.py, with the upstream sources);
+# the chip rule (Ada/Hopper/Blackwell with vGPU 17+) is the fallback where the chip name is the only data.
+VENDOR_VFIO_FIRST_BRANCH = vgpu_interface.VENDOR_VFIO_CHIP_BRANCH
 
 
 class PreflightError(ValueError):
@@ -69,6 +65,12 @@ def check_facts(pci, holders=None, mdev=None):
         for j, vtype in enumerate(_need(parent.get("types") or [], list, "mdev_types.parents[%d].types" % i,
                                         "a list of types")):
             _need(vtype, dict, "mdev_types.parents[%d].types[%d]" % (i, j), "a dict with name")
+    facts = (mdev or {}).get("host_interface")
+    if facts is not None:
+        _need(facts, dict, "mdev_types.host_interface", "a dict with interface and evidence")
+        for i, sentence in enumerate(_need(facts.get("evidence") or [], list, "mdev_types.host_interface.evidence",
+                                           "a list of sentences")):
+            _need(sentence, str, "mdev_types.host_interface.evidence[%d]" % i, "a sentence")
 
 
 def offered_vgpu_types(mdev_result):
@@ -84,18 +86,13 @@ def offered_vgpu_types(mdev_result):
 
 def vendor_vfio_chips(gpus, driver_version):
     """``[(bdf, device name)]`` of the GPUs whose vGPUs the vGPU Manager ``driver_version`` (e.g. 580.82.02) will
-    offer on the vendor-specific VFIO interface, judged before it is loaded: an Ada/Hopper/Blackwell chip with a
-    driver branch of 550 (vGPU 17) or later. Empty when the version is not a driver version."""
-    match = re.fullmatch(r"([0-9]+)(?:\.[0-9]+)+", str(driver_version or "").strip())
-    if not match or int(match.group(1)) < VENDOR_VFIO_FIRST_BRANCH:
+    offer on the vendor-specific VFIO interface by their chip alone: an Ada/Hopper/Blackwell chip with a driver
+    branch of 550 (vGPU 17) or later. Empty when the version is not a driver version."""
+    branch = vgpu_interface.driver_branch(driver_version)
+    if branch is None or branch < VENDOR_VFIO_FIRST_BRANCH:
         return []
-    found = []
-    for gpu in gpus:
-        name = gpu.get("device_name") or ""
-        chip = name.split(" ", 1)[0]
-        if _VENDOR_VFIO_CHIP.fullmatch(chip):
-            found.append((gpu.get("bdf"), name))
-    return found
+    return [(gpu.get("bdf"), gpu.get("device_name")) for gpu in gpus
+            if vgpu_interface.VENDOR_VFIO_CHIP_RE.fullmatch((gpu.get("device_name") or "").split(" ", 1)[0])]
 
 
 def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=None,
@@ -188,12 +185,25 @@ def _vendor_vfio_error(host, where):
             % (host, where, host))
 
 
+def _host_interface(mdev):
+    """The host_interface facts of an mdev_types result, or None: facts given as variables or saved before the
+    collection gathered them have none."""
+    facts = (mdev or {}).get("host_interface")
+    if not isinstance(facts, dict) or facts.get("interface") not in vgpu_interface.INTERFACES:
+        return None
+    return facts
+
+
 def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
     errors = []
     # KubeVirt finds vGPUs only on the mdev bus (kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go
     # discoverPermittedHostMediatedDevices reads /sys/bus/mdev/devices) and the vGPU Device Manager creates them
     # through mdev_supported_types: on this interface no vGPU is created and an HCO mediatedDevices entry never matches.
+    facts = _host_interface(mdev)
     vendor = vendor_vfio_parents(mdev)
+    if facts and facts["interface"] == "vendor-vfio":
+        errors.append(_vendor_vfio_error(host, vgpu_interface.evidence_text(facts)))
+        return errors
     if vendor:
         errors.append(_vendor_vfio_error(host, "nvidia/creatable_vgpu_types on %s" % (
             ", ".join(vendor[:4]) + (" ..." if len(vendor) > 4 else ""))))
@@ -205,14 +215,20 @@ def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
                 errors.append("%s: vGPU type %s is not offered by any GPU here (offered: %s); pick one of "
                               "those in the host's vGPU config" % (host, vtype, ", ".join(sorted(offered))))
         return errors
-    # No vGPU interface yet: the vGPU Manager (installed by the GPU Operator) is not loaded. Which interface it will
-    # bring follows from the GPU's architecture and the driver branch; the board a type belongs to can still be
-    # checked against the GPUs' pci.ids names.
-    chips = vendor_vfio_chips(gpus, driver_version)
-    if chips:
-        errors.append(_vendor_vfio_error(host, "vGPU Manager %s on %s" % (
-            driver_version, ", ".join("%s %s" % chip for chip in chips[:4]) + (" ..." if len(chips) > 4 else ""))))
+    # No vGPU interface yet: the vGPU Manager (installed by the GPU Operator) is not loaded, or its VFs are not
+    # enabled. Which interface it will bring follows from the host's kernel and the driver branch (and, for Ada and
+    # later, the chip); without host facts from the chip alone. The board a type belongs to can still be checked
+    # against the GPUs' pci.ids names.
+    # (a host that shows the mdev bus, if with no type yet, is on mdev: nothing to predict)
+    interface, reason = ("mdev", "") if facts and facts["interface"] == "mdev" else vgpu_interface.predict(
+        facts, gpus, driver_version)
+    if interface == "vendor-vfio":
+        errors.append(_vendor_vfio_error(host, reason))
         return errors
+    if interface is None and facts:
+        warnings.append("%s: which vGPU interface the vGPU Manager will bring is not known yet (%s): from kernel 6.8 "
+                        "it may be NVIDIA's vendor-specific VFIO interface, which preflight stops once it shows"
+                        % (host, reason))
     warnings.append("%s: no vGPU types visible (neither mdev_supported_types nor nvidia/creatable_vgpu_types): "
                     "the vGPU Manager is not loaded yet; types are checked against GPU models only" % host)
     models = board_models(gpus)

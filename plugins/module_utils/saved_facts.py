@@ -19,13 +19,13 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import pci_address, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils import pci_address, validators, vgpu_interface
 
 FORMAT_VERSION = 2
 # the discovery facts gather.yml registers, and the module result keys kept for each
 FACTS = {
     'gpuvirt_pci_devices': ('devices', 'gpus', 'nvswitches', 'gpus_by_driver', 'iommu'),
-    'gpuvirt_mdev_types': ('parents', 'interfaces', 'state', 'available_types', 'message'),
+    'gpuvirt_mdev_types': ('parents', 'interfaces', 'state', 'available_types', 'message', 'host_interface'),
     'gpuvirt_gpu_holders': ('held', 'holders', 'message', 'unreadable'),
 }
 SCALARS = ('gpuvirt_node_name', 'gpuvirt_os_tag')
@@ -202,8 +202,23 @@ class _Checker(object):
                 'physfn': lambda x, y: self.bdf(x, y, True),
                 'types': lambda x, y: self.listof(x, y, vtype), 'devices': lambda x, y: self.listof(x, y, mdev),
                 'current_type': text}, ('parent',))
+
+        def host_interface(v, w):
+            # which vGPU interface the host offers (module_utils/vgpu_interface.py): its evidence is printed in
+            # preflight's messages, so each sentence is printable ASCII of bounded length
+            return self.obj(v, w, {
+                'interface': lambda x, y: self.choice(x, y, vgpu_interface.INTERFACES),
+                'evidence': lambda x, y: self.listof(x, y, lambda a, b: s(
+                    a, b, vgpu_interface.EVIDENCE_RE, 512, expected='a sentence of printable ASCII')),
+                'kernel_release': lambda x, y: s(x, y, vgpu_interface.KERNEL_RELEASE_RE, 64, True,
+                                                 'a kernel release such as 6.8.0-60-generic'),
+                'driver_version': lambda x, y: s(x, y, vgpu_interface.DRIVER_VERSION_RE, 32, True,
+                                                 'an NVIDIA driver version such as 580.82.02'),
+            }, ('interface', 'evidence'))
+
         return self.obj(value, where, {
             'parents': lambda v, w: self.listof(v, w, parent),
+            'host_interface': host_interface,
             'interfaces': lambda v, w: self.listof(v, w, lambda x, y: self.choice(x, y, MDEV_INTERFACES)),
             'state': lambda v, w: self.choice(v, w, MDEV_STATES),
             'available_types': lambda v, w: self.listof(v, w, lambda x, y: s(x, y, max_len=255)),

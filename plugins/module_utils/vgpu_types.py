@@ -11,6 +11,7 @@ import json
 import os
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_interface
 from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import short_type_name
 from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import link_name, list_names, read_text
 
@@ -78,14 +79,44 @@ def mdev_parents(root, problems=None):
     return out
 
 
-def parse_creatable(text):
-    """creatable_vgpu_types: header "ID    : vGPU Name" then "<id>  : <name>" lines -> [(id, name)]."""
-    out = []
-    for line in (text or '').splitlines():
-        tid, sep, name = line.partition(':')
-        tid, name = tid.strip(), name.strip()
-        if sep and DIGITS.fullmatch(tid) and name:
-            out.append((tid, name))
+# creatable_vgpu_types (NVIDIA vendor-specific VFIO, per VF): the header "ID    : vGPU Name", then one
+# "<id>  : <name>" line per type creatable now (the L40S capture in tests/unit/fixtures/sysfs). Bounded: a sysfs
+# attribute is at most a page, and no board has a thousand types.
+CREATABLE_MAX_CHARS = 65536
+CREATABLE_MAX_TYPES = 1024
+CREATABLE_HEADER = re.compile(r'ID[ \t]*:[ \t]*vGPU Name')
+CREATABLE_LINE = re.compile(r'([0-9]{1,9})[ \t]*:[ \t]*([A-Za-z0-9][A-Za-z0-9 ._-]{0,127})')
+
+
+def parse_creatable(text, where='creatable_vgpu_types'):
+    """creatable_vgpu_types -> [(id, name)]. Linear in the text; anything but blank lines, the header (first) and
+    "<id> : <name>" lines is refused with a VgpuError naming ``where``, the line and what was expected."""
+    text = text or ''
+    if len(text) > CREATABLE_MAX_CHARS:
+        raise VgpuError('%s holds %d characters, more than the %d a creatable_vgpu_types file has; expected the '
+                        '"ID : vGPU Name" header and one "<id> : <name>" line per type'
+                        % (where, len(text), CREATABLE_MAX_CHARS))
+    out, names, first = [], {}, True
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        if first and CREATABLE_HEADER.fullmatch(line):
+            first = False
+            continue
+        first = False
+        match = CREATABLE_LINE.fullmatch(line)
+        if not match:
+            raise VgpuError('%s, line %d: %s is not a vGPU type line; expected "<id> : <name>" (such as '
+                            '"1155  : NVIDIA L40S-24Q") after the "ID : vGPU Name" header' % (where, number, _brief(line)))
+        tid, name = match.group(1), match.group(2).rstrip()
+        if names.get(tid, name) != name:
+            raise VgpuError('%s, line %d: type %s is listed as %s and as %s; one id names one type'
+                            % (where, number, tid, _brief(names[tid]), _brief(name)))
+        if len(out) >= CREATABLE_MAX_TYPES:
+            raise VgpuError('%s lists more than %d vGPU types; no board has that many' % (where, CREATABLE_MAX_TYPES))
+        names[tid] = name
+        out.append((tid, name))
     return out
 
 
@@ -110,7 +141,12 @@ def vendor_parents(root):
         creatable = _read(os.path.join(ndir, 'creatable_vgpu_types'))
         if creatable is None:
             continue
-        found.append((bdf, parse_creatable(creatable), (_read(os.path.join(ndir, 'current_vgpu_type')) or '0')))
+        current_path = os.path.join(ndir, 'current_vgpu_type')
+        current = _read(current_path) or '0'
+        if not NUMBER.fullmatch(current):
+            raise VgpuError('%s reads %s; expected the id of the vGPU type set on the VF, 0 for none'
+                            % (current_path, _brief(current)))
+        found.append((bdf, parse_creatable(creatable, os.path.join(ndir, 'creatable_vgpu_types')), current))
     # the list shrinks as capacity is used, so a VF's own current type may be missing from it: name it from
     # any VF's list (same board, same ids)
     names = {}
@@ -199,13 +235,20 @@ def summarise(parents, problems=None):
     return {'interfaces': interfaces, 'state': state, 'available_types': available, 'message': msg}
 
 
-def discover(root='/sys', mdevctl_json=None):
+def discover(root='/sys', mdevctl_json=None, proc_root=None):
+    """The vGPU types of both interfaces and ``host_interface``, the facts that say which interface the host offers
+    (module_utils/vgpu_interface.py; the kernel release is read under ``proc_root`` when it is given)."""
     if not os.path.isdir(root):
         raise VgpuError('sysfs_root %s does not exist; give the directory sysfs is mounted on (/sys)' % root)
     problems = []
     parents = mdev_parents(root, problems) + vendor_parents(root)
+    listed = []
     if mdevctl_json:
         seen = set(p['parent'] for p in parents)
-        parents += [p for p in parse_mdevctl_json(mdevctl_json, problems) if p['parent'] not in seen]
-    parents.sort(key=lambda p: p['parent'])
-    return dict(parents=parents, **summarise(parents, problems))
+        listed = [p for p in parse_mdevctl_json(mdevctl_json, problems) if p['parent'] not in seen]
+    try:
+        facts = vgpu_interface.host_facts(root, parents, proc_root, [p['parent'] for p in listed])
+    except vgpu_interface.VgpuInterfaceError as e:
+        raise VgpuError(str(e))
+    parents = sorted(parents + listed, key=lambda p: p['parent'])
+    return dict(parents=parents, host_interface=facts, **summarise(parents, problems))

@@ -18,6 +18,9 @@ description:
     C(nvidia/creatable_vgpu_types) and C(current_vgpu_type).
   - Says which case holds - no interface at all (vGPU Manager not loaded), types that exist but none available,
     or types available.
+  - Says which vGPU interface the host offers (RV(host_interface)) from what it shows - the mdev bus, the VFs'
+    C(nvidia/creatable_vgpu_types), the kernel release (C(<proc_root>/sys/kernel/osrelease)) and the loaded NVIDIA
+    driver (C(<sysfs_root>/module/nvidia/version)) - each piece of evidence named.
   - Read-only.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
@@ -26,6 +29,11 @@ options:
     description: Where sysfs is mounted, or a copied tree.
     type: path
     default: /sys
+  proc_root:
+    description:
+      - Where procfs is mounted, for the kernel release; give the copy's with a copied O(sysfs_root).
+    type: path
+    default: /proc
   mdevctl_json:
     description:
       - Output of C(mdevctl types --dumpjson) to read as well (parents sysfs already showed are not repeated).
@@ -77,6 +85,22 @@ message:
   description: One sentence saying which state holds and why.
   returned: always
   type: str
+host_interface:
+  description:
+    - Which vGPU interface the host offers - C(interface) is C(mdev) (parents on C(/sys/class/mdev_bus), or listed by
+      C(mdevctl)), C(vendor-vfio) (a VF with C(nvidia/creatable_vgpu_types); also when other GPUs are on the mdev
+      bus) or C(none) (neither yet - the vGPU Manager is not loaded or its VFs are not enabled).
+    - C(evidence) is the list of sentences that decided it, the last one the kernel release and driver version;
+      C(kernel_release) and C(driver_version) are those values, null when absent or not of their grammar.
+  returned: always
+  type: dict
+  sample:
+    interface: vendor-vfio
+    evidence:
+      - 0000:41:00.4 has nvidia/creatable_vgpu_types and no mdev_supported_types
+      - kernel 6.8.0-60-generic, driver 580.82.02
+    kernel_release: 6.8.0-60-generic
+    driver_version: 580.82.02
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -85,11 +109,13 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_type
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(sysfs_root=dict(type='path', default='/sys'), mdevctl_json=dict(type='str')),
+        argument_spec=dict(sysfs_root=dict(type='path', default='/sys'), proc_root=dict(type='path', default='/proc'),
+                           mdevctl_json=dict(type='str')),
         supports_check_mode=True,
     )
     try:
-        result = vgpu_types.discover(module.params['sysfs_root'], module.params['mdevctl_json'])
+        result = vgpu_types.discover(module.params['sysfs_root'], module.params['mdevctl_json'],
+                                     module.params['proc_root'])
     except vgpu_types.VgpuError as e:
         module.fail_json(msg=str(e))
     module.exit_json(changed=False, **result)

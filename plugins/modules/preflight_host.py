@@ -58,10 +58,14 @@ options:
     default: false
   vgpu_driver_version:
     description:
-      - The vGPU Manager's driver version (C(580.82.02)), for a C(vm-vgpu) host whose vGPU Manager is not loaded yet.
-      - An Ada Lovelace, Hopper or Blackwell GPU (pci.ids chip C(AD1xx), C(GH1xx), C(GB1xx)/C(GB2xx)) with a driver
-        branch of 550 (vGPU 17) or later offers its vGPUs on NVIDIA's vendor-specific VFIO interface, which the
-        vGPU Device Manager and KubeVirt's mediated devices do not support yet; such a host is refused.
+      - The vGPU Manager's driver version (C(580.82.02)), for a C(vm-vgpu) host whose vGPU Manager is not loaded yet
+        (a driver the host has loaded, in the C(host_interface) facts of O(mdev_types), comes first).
+      - Which vGPU interface the host offers is decided from its C(host_interface) facts (mdev bus, the VFs'
+        C(nvidia/creatable_vgpu_types), kernel release, driver version). Before the vGPU Manager loads, kernel 6.8 or
+        later with driver branch 580 or later, or an Ada Lovelace, Hopper or Blackwell GPU (pci.ids chip C(AD1xx),
+        C(GH1xx), C(GB1xx)/C(GB2xx)) with branch 550 (vGPU 17) or later, brings NVIDIA's vendor-specific VFIO
+        interface, which the vGPU Device Manager and KubeVirt's mediated devices do not support yet; such a host is
+        refused, the evidence named. Without host facts only the chip rule applies, and the message says so.
     type: str
     default: ''
   fail_on_error:

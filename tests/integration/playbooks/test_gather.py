@@ -137,7 +137,9 @@ def test_saved_strings_are_never_templates(tmp_path):
                                                'devices': [{'uuid': hostile, 'type_id': hostile, 'name': hostile}],
                                                'current_type': hostile}],
                                   'interfaces': ['mdev'], 'state': 'none', 'available_types': [hostile],
-                                  'message': hostile},
+                                  'message': hostile,
+                                  'host_interface': {'interface': 'mdev', 'evidence': [hostile],
+                                                     'kernel_release': None, 'driver_version': None}},
            'gpuvirt_gpu_holders': {'held': True, 'message': hostile, 'unreadable': 0,
                                    'holders': [{'pid': 1, 'executable': '?', 'device': '/dev/nvidia0'}]},
            'gpuvirt_os_tag': 'savedos1.0'}
@@ -153,6 +155,7 @@ def test_saved_strings_are_never_templates(tmp_path):
     # carried verbatim, as data
     assert seen['pci']['gpus'][0]['device_name'] == hostile and seen['mdev']['parents'][0]['types'][0]['name'] == hostile
     assert seen['holders']['message'] == hostile and seen['mdev']['available_types'] == [hostile]
+    assert seen['mdev']['host_interface']['evidence'] == [hostile]
     # where a grammar applies, the template is refused naming the file and the field
     for field, value in (('gpuvirt_os_tag', hostile), ('gpuvirt_node_name', hostile)):
         bad = dict(doc, **{field: value})
@@ -160,6 +163,12 @@ def test_saved_strings_are_never_templates(tmp_path):
         rc, log, dummy = gather(tmp_path, inv)
         assert rc != 0 and '%s: $.%s is str' % (saved, field) in log, log
         assert not marker.exists(), log
+    bad = json.loads(json.dumps(doc))
+    bad['gpuvirt_mdev_types']['host_interface']['kernel_release'] = hostile
+    saved.write_text(json.dumps(bad))
+    rc, log, dummy = gather(tmp_path, inv)
+    assert rc != 0 and '$.gpuvirt_mdev_types.host_interface.kernel_release is str' in log, log
+    assert not marker.exists(), log
     bad = json.loads(json.dumps(doc))
     bad['gpuvirt_gpu_holders']['holders'][0]['executable'] = hostile
     saved.write_text(json.dumps(bad))

@@ -18,7 +18,7 @@ from hostile_alphabet import ALPHABET, has_code, hostile_text, spoiled
 from ansible_collections.gpuvirt.provision.plugins.filter.saved_facts import from_saved_facts
 from ansible_collections.gpuvirt.provision.plugins.module_utils import (
     gpu_holders, kernel_cmdline, modprobe, render, render_session, resource_names, saved_facts, validators,
-    vfio_bind)
+    vfio_bind, vgpu_interface, vgpu_types)
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -153,6 +153,23 @@ def test_resource_names_from_host_output_are_refused_or_grammatical():
         prefix, part = name.split('/', 1)
         assert prefix == 'nvidia.com' and 0 < len(part) <= 63 and not has_code(part) and '/' not in part
     prop()
+
+
+# host output (a VF's nvidia/creatable_vgpu_types, the kernel release, the driver version) -> preflight's messages,
+# saved facts and, through the type names, resource names
+@pytest.mark.parametrize('name', spoiled('NVIDIA L40S-24Q'))
+def test_creatable_vgpu_type_names_and_versions_refuse_the_alphabet(name):
+    try:
+        parsed = vgpu_types.parse_creatable('ID    : vGPU Name\n1155  : %s\n' % name, 'nvidia/creatable_vgpu_types')
+    except vgpu_types.VgpuError as exc:
+        assert str(exc).startswith('nvidia/creatable_vgpu_types')
+    else:
+        assert all(vgpu_types.CREATABLE_LINE.fullmatch('%s : %s' % pair) and not has_code(pair[1])
+                   and '/' not in pair[1] for pair in parsed), parsed
+    for valid, read in (('6.8.0-60-generic', vgpu_interface.kernel_version),
+                        ('580.82.02', vgpu_interface.driver_branch)):
+        for value in spoiled(valid):
+            assert read(value) is None or value.strip() == valid, value
 
 
 # host processes (any user names a process) -> the saved holder record

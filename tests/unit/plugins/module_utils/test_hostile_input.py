@@ -66,7 +66,12 @@ def test_cmdline_and_grubby_parsers_never_crash(text):
 @SETTINGS
 @given(st.text(max_size=300))
 def test_vgpu_text_parsers_never_crash(text):
-    assert isinstance(vgpu_types.parse_creatable(text), list)
+    # creatable_vgpu_types refuses what is not its format, with the one named error (test_vgpu_types.py has the
+    # grammar's own properties); the description parser reads what it can
+    try:
+        assert isinstance(vgpu_types.parse_creatable(text), list)
+    except vgpu_types.VgpuError as e:
+        assert str(e).startswith('creatable_vgpu_types')
     assert isinstance(vgpu_types.parse_description(text), dict)
 
 

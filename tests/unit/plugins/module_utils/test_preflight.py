@@ -179,3 +179,44 @@ def test_ada_vgpu_host_is_stopped_before_its_vgpu_manager_loads():
         [{"bdf": "a", "device_name": "GH100 [H100 PCIe]"}, {"bdf": "b", "device_name": "GB202GL [RTX PRO 6000]"},
          {"bdf": "c", "device_name": "GA100 [A100 PCIe 40GB]"}, {"bdf": "d"}], "550.54.10")] == [
         "GH100 [H100 PCIe]", "GB202GL [RTX PRO 6000]"]
+
+
+def test_ampere_host_on_kernel_6_8_with_r580_is_stopped_by_its_host_facts_not_its_chip():
+    # The chip rule alone lets this A10 through (it is no Ada/Hopper/Blackwell), but the host decides: the OpenNebula
+    # vGPU guide (OpenNebula/docs @ 7e66d99c, source/open_cluster_deployment/kvm_node/vgpu.rst, "Using the vGPU")
+    # shows an A10 VF on "the new vendor-specific interface introduced with Ubuntu 24.04", and KubeVirt's VEP 210
+    # (kubevirt/enhancements veps/sig-compute/210-centos-stream-10/vep.md, "vGPU / mdev Compatibility") that from
+    # kernel 6.8 the mdev sysfs is no longer populated. Host facts as the mdev_types module gathers them before the
+    # vGPU Manager is loaded (tests/unit/plugins/module_utils/test_vgpu_interface.py builds them from sysfs).
+    facts = {"interface": "none", "kernel_release": "6.8.0-60-generic", "driver_version": None,
+             "evidence": ["no /sys/class/mdev_bus entry and no nvidia/creatable_vgpu_types on any PCI device",
+                          "kernel 6.8.0-60-generic, no NVIDIA driver loaded (no /sys/module/nvidia/version)"]}
+    errors, dummy = preflight.check_host("gpu-a10", ["vm-vgpu"], pci(gpu()), iommu_firmware=True,
+                                         mdev={"parents": [], "host_interface": facts},
+                                         requested_vgpu_types=["A10-12Q"], vgpu_driver_version="580.82.02")
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(
+        "gpu-a10: its vGPU types are on NVIDIA's vendor-specific VFIO interface (no /sys/class/mdev_bus entry and no "
+        "nvidia/creatable_vgpu_types on any PCI device; kernel 6.8.0-60-generic, driver 580.82.02 (the vGPU Manager "
+        "to install), no mdev bus)")
+    # the same host on Ubuntu 22.04's kernel keeps mdev: checked against the board, no error
+    facts = dict(facts, kernel_release="5.15.0-119-generic", evidence=["kernel 5.15.0-119-generic"])
+    errors, warnings = preflight.check_host("gpu-a10", ["vm-vgpu"], pci(gpu()), iommu_firmware=True,
+                                            mdev={"parents": [], "host_interface": facts},
+                                            requested_vgpu_types=["A10-12Q"], vgpu_driver_version="580.82.02")
+    assert errors == [] and any("no vGPU types visible" in w for w in warnings)
+    # what the host shows beats any prediction: an mdev bus (if with no type yet) on 6.8 with R580 is mdev
+    facts = {"interface": "mdev", "kernel_release": "6.8.0-60-generic", "driver_version": "580.82.02",
+             "evidence": ["/sys/class/mdev_bus lists 0000:41:00.4 with mdev_supported_types",
+                          "kernel 6.8.0-60-generic, driver 580.82.02"]}
+    errors, warnings = preflight.check_host(
+        "gpu-a10", ["vm-vgpu"], pci(gpu()), iommu_firmware=True, requested_vgpu_types=["A10-12Q"],
+        mdev={"parents": [{"parent": "0000:41:00.4", "interface": "mdev", "types": []}], "host_interface": facts})
+    assert errors == [] and not any("not known yet" in w for w in warnings)
+
+
+def test_malformed_host_interface_facts_are_named():
+    for facts, named in (("vendor-vfio", "mdev_types.host_interface is 'vendor-vfio'; expected a dict"),
+                         ({"interface": "none", "evidence": [3]}, "mdev_types.host_interface.evidence[0] is 3")):
+        with pytest.raises(preflight.PreflightError, match=re.escape(named)):
+            preflight.check_host("h1", ["vm-vgpu"], pci(gpu()), mdev={"parents": [], "host_interface": facts})

@@ -43,3 +43,15 @@ def test_gpu_holders_module(monkeypatch, tmp_path):
                                'minor': None, 'bdf': None, 'unit': 'dcgm-exporter.service'}]
     res = run_module(monkeypatch, gpu_holders, {'proc_root': str(tmp_path / 'missing')})
     assert res['failed'] and 'proc_root' in res['msg']
+
+
+def test_mdev_types_reads_the_kernel_under_proc_root(monkeypatch, tmp_path, sysfs):
+    (tmp_path / 'proc' / 'sys' / 'kernel').mkdir(parents=True)
+    (tmp_path / 'proc' / 'sys' / 'kernel' / 'osrelease').write_text('6.8.0-60-generic\n')
+    sysfs.write('module/nvidia/version', '580.82.02\n')
+    res = run_module(monkeypatch, mdev_types, {'sysfs_root': sysfs.root, 'proc_root': str(tmp_path / 'proc')},
+                     check=True)
+    assert res['host_interface'] == {
+        'interface': 'none', 'kernel_release': '6.8.0-60-generic', 'driver_version': '580.82.02',
+        'evidence': ['no /sys/class/mdev_bus entry and no nvidia/creatable_vgpu_types on any PCI device',
+                     'kernel 6.8.0-60-generic, driver 580.82.02']}
