@@ -41,8 +41,8 @@ AWX_TASKS = [(t['name'], m, t[m]) for t in TASKS for m in t if m.startswith('awx
 
 
 def test_configure_uses_awx_modules():
-    assert {task[1] for task in AWX_TASKS} >= {'awx.awx.credential_type', 'awx.awx.job_template',
-                                            'awx.awx.workflow_job_template', 'awx.awx.project'}
+    wanted = {'awx.awx.credential_type', 'awx.awx.job_template', 'awx.awx.workflow_job_template', 'awx.awx.project'}
+    assert {task[1] for task in AWX_TASKS} >= wanted
 
 
 @pytest.mark.parametrize('name, module, args', AWX_TASKS, ids=[task[0] for task in AWX_TASKS])
