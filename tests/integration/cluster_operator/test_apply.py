@@ -167,7 +167,7 @@ def test_openshift_apply_installs_through_olm_and_builds_the_policy_from_the_ins
     second = cluster.now()
     rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster, gpu_operator_package_manifest=render_pm))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_openshift_apply_check_mode_writes_nothing(tmp_path, kube):
@@ -175,7 +175,7 @@ def test_openshift_apply_check_mode_writes_nothing(tmp_path, kube):
     cluster.controller('olm', olm())
     rc, log = run(tmp_path, 'operator', 'openshift-vgpu', '--check', **operator_apply(cluster))
     assert rc == 0, log
-    assert cluster.writes() == [], write_summary(cluster.writes())
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
     assert cluster.get('nvidia.com/v1', 'ClusterPolicy', 'gpu-cluster-policy') is None
     # the objects were sent, as dry runs only
     assert cluster.dry_runs(), log
@@ -205,7 +205,7 @@ def test_apply_bad_vgpu_type_fails_before_any_write(tmp_path, kube):
         cluster, gpu_operator_vgpu_configs={'A10-12Q': {'A10-12Q': 2}, 'L40S-24Q': {'L40S-24Q': 2},
                                             'x': {'A10-48Q': 1}}))
     assert rc != 0 and 'A10-48Q' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_plain_kubernetes_reads_the_chart_values_before_any_write(tmp_path, kube):
@@ -214,7 +214,7 @@ def test_plain_kubernetes_reads_the_chart_values_before_any_write(tmp_path, kube
         cluster, gpu_operator_chart_values_file='', gpu_operator_helm_binary=str(tmp_path / 'no-helm')))
     # Kubernetes was detected (the chart is read only there); without helm that fails, and nothing was written
     assert rc != 0 and "Read the chart's values.yaml" in log and 'no-helm' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_plain_kubernetes_is_detected_and_goes_to_helm(tmp_path, kube):
@@ -223,7 +223,7 @@ def test_plain_kubernetes_is_detected_and_goes_to_helm(tmp_path, kube):
     # the inventory gives the chart's values.yaml; the Helm install itself needs the helm binary and the chart
     # repository, neither available here
     assert 'Install the gpu-operator chart' in log, log
-    assert write_summary(cluster.writes()) == ['patch namespaces -/gpu-operator'], log
+    assert write_summary(cluster.attempts()) == ['patch namespaces -/gpu-operator'], log
 
 
 # --- node labels ------------------------------------------------------------------------------------------------
@@ -249,28 +249,28 @@ def test_node_labels_apply_patches_only_differences_then_nothing(tmp_path, kube)
     cluster = kube(labelled_nodes() + [vmi('win11', 'pt-1'), vmi('old', 'vgpu-1', phase='Succeeded')])
     rc, log = run(tmp_path, 'nodes', 'mixed-openshift', **labels_apply(cluster))
     assert rc == 0, log
-    assert sorted(write_summary(cluster.writes())) == ['patch nodes -/ctr-1', 'patch nodes -/vgpu-1'], log
+    assert sorted(write_summary(cluster.attempts())) == ['patch nodes -/ctr-1', 'patch nodes -/vgpu-1'], log
     assert cluster.get('v1', 'Node', 'ctr-1')['metadata']['labels'] == {'kubernetes.io/hostname': 'ctr-1',
                                                                         W: 'container'}
     assert cluster.get('v1', 'Node', 'vgpu-1')['metadata']['labels'][V] == 'A10-24Q'
     second = cluster.now()
     rc, log = run(tmp_path, 'nodes', 'mixed-openshift', **labels_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_node_labels_apply_refuses_a_change_under_a_running_vmi(tmp_path, kube):
     cluster = kube(labelled_nodes() + [vmi('cad-3', 'vgpu-1')])
     rc, log = run(tmp_path, 'nodes', 'mixed-openshift', **labels_apply(cluster))
     assert rc != 0 and 'vdi/cad-3' in log and 'A10-12Q -> A10-24Q' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_node_labels_apply_names_a_node_missing_from_the_cluster(tmp_path, kube):
     cluster = kube(labelled_nodes()[:2])
     rc, log = run(tmp_path, 'nodes', 'mixed-openshift', **labels_apply(cluster))
     assert rc != 0 and 'node vgpu-1 is not in the cluster' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 # --- verify -----------------------------------------------------------------------------------------------------
@@ -309,7 +309,7 @@ def test_verify_check_mode_reports_the_wait_instead_of_waiting(tmp_path, kube):
     said = ' '.join(log.split())  # the message as one line (the callback wraps it)
     assert 'Preview: not waiting. A real run waits up to 30 s (verify_timeout)' in said, log
     assert 'node gpu-1: expected nvidia.com/GA102GL_A10>=2; advertised no nvidia.com/*' in said, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 # --- preflight --------------------------------------------------------------------------------------------------
@@ -321,7 +321,7 @@ def test_preflight_reaches_the_cluster_and_tells_openshift_apart(tmp_path, kube,
     assert rc == 0, log
     want = 'OpenShift (OLM, HyperConverged, MachineConfig)' if openshift else 'Kubernetes (Helm, KubeVirt CR)'
     assert 'Cluster answers: ' + want in log, log
-    assert cluster.writes() == [] and cluster.dry_runs() == []
+    assert cluster.attempts() == [] and cluster.dry_runs() == []
 
 
 def test_preflight_fails_when_the_cluster_does_not_answer(tmp_path, kube):
@@ -350,7 +350,7 @@ def test_node_labels_switch_the_operator_operands_off_on_dra_nodes_only(tmp_path
             W: 'container', OPERANDS[0]: 'false', OPERANDS[1]: 'false', OPERANDS[2]: 'true'}}}])
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
     assert rc == 0, log
-    assert sorted(write_summary(cluster.writes())) == ['patch nodes -/ctr-1', 'patch nodes -/dra-1'], log
+    assert sorted(write_summary(cluster.attempts())) == ['patch nodes -/ctr-1', 'patch nodes -/dra-1'], log
     dra = cluster.get('v1', 'Node', 'dra-1')['metadata']['labels']
     assert {key: dra[key] for key in OPERANDS} == {key: 'false' for key in OPERANDS} and dra[W] == 'container'
     ctr = cluster.get('v1', 'Node', 'ctr-1')['metadata']['labels']
@@ -360,7 +360,7 @@ def test_node_labels_switch_the_operator_operands_off_on_dra_nodes_only(tmp_path
     second = cluster.now()
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_nodes_phase_labels_the_iommu_nodes_into_the_dedicated_machineconfig_pool(tmp_path, kube):
@@ -383,7 +383,7 @@ def test_nodes_phase_labels_the_iommu_nodes_into_the_dedicated_machineconfig_poo
     second = cluster.now()
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **extra)
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_without_nfd_install_a_cluster_lacking_nfd_is_refused_before_any_write(tmp_path, kube):
@@ -397,7 +397,7 @@ def test_without_nfd_install_a_cluster_lacking_nfd_is_refused_before_any_write(t
     assert rc != 0, log
     assert 'no NodeFeatureDiscovery CRD (nodefeaturediscoveries.nfd.openshift.io)' in log, log
     assert 'Set gpu_operator_nfd_install: true' in log, log
-    assert cluster.writes() == [], write_summary(cluster.writes())
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
     # once NFD is there (its OLM bundle created the CRD), the same run goes on and installs the GPU Operator only
     cluster.server.create_crd(NFD_CRD)
     rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster, gpu_operator_nfd_install='false'))
