@@ -217,12 +217,44 @@ def test_plain_kubernetes_reads_the_chart_values_before_any_write(tmp_path, kube
     assert cluster.attempts() == []
 
 
+# helm's stand-in: no Helm binary can be had on these machines (module docstring), so the one part that cannot run
+# is replaced by a script that records how kubernetes.core.helm called it (argv, the HELM_NAMESPACE and KUBECONFIG
+# it sets: kubernetes.core module_utils/helm.py, AnsibleHelmModule._prepare_helm_environment) and then fails as a
+# helm without its chart repository would.
+HELM_STAND_IN = """#!%s
+import json, os, sys
+kubeconfig = os.environ.get('KUBECONFIG')
+call = {'argv': sys.argv[1:], 'namespace': os.environ.get('HELM_NAMESPACE'),
+        'kubeconfig': open(kubeconfig).read() if kubeconfig else None}
+with open(__file__ + '.calls', 'a') as handle:
+    handle.write(json.dumps(call) + '\\n')
+sys.stderr.write('Error: helm stand-in: no chart repository here\\n')
+sys.exit(1)
+"""
+
+
+def failed_task(log):
+    """The name of the task whose failure stopped the run (the TASK header before the first fatal line)."""
+    head = log.split('fatal: [', 1)[0]
+    return head.rsplit('TASK [', 1)[1].split(']', 1)[0]
+
+
 def test_plain_kubernetes_is_detected_and_goes_to_helm(tmp_path, kube):
     cluster = kube([], openshift=False)
-    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(cluster))
-    # the inventory gives the chart's values.yaml; the Helm install itself needs the helm binary and the chart
-    # repository, neither available here
-    assert 'Install the gpu-operator chart' in log, log
+    helm = tmp_path / 'helm'
+    helm.write_text(HELM_STAND_IN % sys.executable)
+    helm.chmod(0o755)
+    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(cluster,
+                                                                                   gpu_operator_helm_binary=str(helm)))
+    # the inventory gives the chart's values.yaml; the install reached helm, which (a stand-in) failed it
+    assert rc != 0 and 'helm stand-in: no chart repository here' in log, log
+    assert failed_task(log) == 'gpuvirt.provision.gpu_operator : Install the gpu-operator chart', log
+    calls = [json.loads(line) for line in (tmp_path / 'helm.calls').read_text().splitlines()]
+    # helm was asked about the operator's release, in the Kubernetes namespace, with the run's cluster access
+    assert calls[0]['argv'][:1] == ['list'] and calls[0]['argv'][-2:] == ['--filter', 'gpu-operator'], calls
+    assert {c['namespace'] for c in calls} == {'gpu-operator'}, calls
+    assert cluster.server.url in calls[0]['kubeconfig'] and cluster.server.tokens['automation'] in calls[0]['kubeconfig']
+    # Kubernetes: the namespace and nothing of OLM's (no Subscription, OperatorGroup or ClusterPolicy)
     assert write_summary(cluster.attempts()) == ['patch namespaces -/gpu-operator'], log
 
 
@@ -284,12 +316,29 @@ def test_verify_apply_waits_then_reports_per_node(tmp_path, kube):
         {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-2'}, 'status': {'allocatable': {'cpu': '8'}}}],
         openshift=False)
     args = dict(gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=cluster.kubeconfig, verify_expected=expected,
-                verify_timeout=2, verify_delay=1)
-    rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', **args)
+                verify_delay=1)
+    rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_timeout=2, **args)
     assert rc != 0 and 'node gpu-2: expected nvidia.com/NVIDIA_A10-12Q>=1; advertised no nvidia.com/*' in log, log
-    cluster.set_status(cluster.get('v1', 'Node', 'gpu-2'), {'allocatable': {'nvidia.com/NVIDIA_A10-12Q': '4'}})
-    rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_smoke_vm=True, **args)
+    # Now gpu-2's resource appears while the role waits: the kubelet's stand-in writes it only after the role's wait
+    # has read the nodes at least once in this run (its reads are in the audit log) and found gpu-2 short.
+    second = cluster.now()
+    reads_before = []
+
+    def kubelet(cluster):
+        # every node listed (the cluster role's earlier check lists one by a field selector)
+        reads = [e for e in cluster.requests(since=second) if e['verb'] == 'list'
+                 and e.get('objectRef', {}).get('resource') == 'nodes' and 'fieldSelector' not in e['requestURI']]
+        if not reads:
+            return False
+        reads_before.append(len(reads))
+        cluster.set_status(cluster.get('v1', 'Node', 'gpu-2'), {'allocatable': {'nvidia.com/NVIDIA_A10-12Q': '4'}})
+        return True
+    cluster.controller('kubelet', kubelet)
+    rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_timeout=60, verify_smoke_vm=True, **args)
     assert rc == 0 and 'node gpu-2: nvidia.com/NVIDIA_A10-12Q=4 advertised' in log, log
+    # the role saw "not yet" (a read without the resource, then a retry) before it saw the resource
+    assert reads_before, log
+    assert 'RETRYING: [localhost]: Wait for the expected resources on every node' in log, log
     (vm,) = cluster.sent('virtualmachines')
     schema.validate(vm)
 
