@@ -59,8 +59,22 @@ class Cluster(object):
 
     # audit -----------------------------------------------------------------------------------------------------
     def writes(self, since=None, user=apiserver.AUTOMATION_USER):
-        """``user``'s (the automation identity's) successful writes since the test began (or since ``since``)."""
+        """``user``'s (the automation identity's) successful writes since the test began (or since ``since``): what
+        changed. A "nothing was written" assertion uses ``attempts`` instead, which also counts the refused ones."""
         return self.server.writes(self.mark if since is None else since, user=user)
+
+    def attempts(self, since=None, user=apiserver.AUTOMATION_USER):
+        """Every write (create/update/patch/delete, not a dry run) ``user`` sent since the test began (or since
+        ``since``), whatever the server answered: one refused by RBAC (403), a conflict (409), a rejected object
+        (422) or a PodDisruptionBudget (429) was still attempted. "No write" assertions count these."""
+        return [e for e in self.server.audit(self.mark if since is None else since)
+                if e['verb'] in apiserver.WRITE_VERBS and e['user']['username'] == user
+                and 'dryRun=All' not in e.get('requestURI', '')]
+
+    def requests(self, since=None, user=apiserver.AUTOMATION_USER):
+        """Every request ``user`` made (reads too) since the test began (or since ``since``)."""
+        return [e for e in self.server.audit(self.mark if since is None else since)
+                if e['user']['username'] == user]
 
     def dry_runs(self, since=None):
         return self.server.dry_runs(self.mark if since is None else since)

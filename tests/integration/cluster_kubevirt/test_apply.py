@@ -53,7 +53,7 @@ def test_hco_apply_merges_keeps_foreign_and_writes_nothing_the_second_time(tmp_p
                     node('gpu-2', {'nvidia.com/AD102GL_L40S': '1'})])
     rc, log = run(tmp_path, 'passthrough-hco-new', **devices_apply(cluster))
     assert rc == 0, log
-    assert write_summary(cluster.writes()) == ['patch hyperconvergeds openshift-cnv/kubevirt-hyperconverged'], log
+    assert write_summary(cluster.attempts()) == ['patch hyperconvergeds openshift-cnv/kubevirt-hyperconverged'], log
     (sent,) = cluster.sent('hyperconvergeds')
     assert sent['apiVersion'] == 'hco.kubevirt.io/v1beta1'
     schema.validate(sent)
@@ -67,7 +67,7 @@ def test_hco_apply_merges_keeps_foreign_and_writes_nothing_the_second_time(tmp_p
     second = cluster.now()
     rc, log = run(tmp_path, 'passthrough-hco-new', **devices_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_hco_apply_fails_before_writing_when_no_node_advertises_a_name(tmp_path, kube):
@@ -77,7 +77,7 @@ def test_hco_apply_fails_before_writing_when_no_node_advertises_a_name(tmp_path,
                   **devices_apply(cluster, kubevirt_devices_advertise_timeout=2, kubevirt_devices_advertise_delay=1))
     assert rc != 0 and 'nvidia.com/AD102GL_L40S' in log and 'not advertised' in log, log
     assert 'RETRYING: [localhost]: Read the nodes, waiting for the GPU nodes to advertise' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_check_mode_reports_the_advertise_wait_instead_of_waiting(tmp_path, kube):
@@ -92,7 +92,7 @@ def test_check_mode_reports_the_advertise_wait_instead_of_waiting(tmp_path, kube
     said = ' '.join(log.split())  # the message as one line (the callback wraps it)
     assert ('Preview: not waiting. Nodes gpu-2 advertise no nvidia.com/* resource yet; a real run waits up to 20 s '
             '(kubevirt_devices_advertise_timeout)') in said, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def kubevirt_object():
@@ -116,7 +116,7 @@ def test_kubevirt_cr_apply_without_hco(tmp_path, kube):
     second = cluster.now()
     rc, log = run(tmp_path, 'mixed-kubevirt', **devices_apply(cluster, kubevirt_devices_nodes=[]))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_kubevirt_cr_missing_is_not_created(tmp_path, kube):
@@ -124,7 +124,7 @@ def test_kubevirt_cr_missing_is_not_created(tmp_path, kube):
                    openshift=False)
     rc, log = run(tmp_path, 'mixed-kubevirt', **devices_apply(cluster, kubevirt_devices_nodes=[]))
     assert rc != 0 and 'KubeVirt CR kubevirt/kubevirt was not found' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_a_missing_hyperconverged_names_the_api_looked_for_and_what_was_found(tmp_path, kube):
@@ -137,7 +137,7 @@ def test_a_missing_hyperconverged_names_the_api_looked_for_and_what_was_found(tm
     assert rc != 0, log
     assert 'HyperConverged openshift-cnv/kubevirt-hyperconverged was not found' in log, log
     assert 'hco.kubevirt.io/v1beta1' in log and 'HyperConverged objects in the cluster: none' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_kubevirt_platform_where_the_hco_crd_is_served_is_refused_for_the_right_reason(tmp_path, kube):
@@ -152,7 +152,7 @@ def test_kubevirt_platform_where_the_hco_crd_is_served_is_refused_for_the_right_
     rc, log = run(tmp_path, 'mixed-kubevirt', **devices_apply(cluster, kubevirt_devices_nodes=[],
                                                               gpuvirt_kubevirt_config='kubevirt'))
     assert rc != 0 and 'owns the KubeVirt CR' in log and 'was not found' not in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 # --- MachineConfig and the pool rollout (OpenShift) ------------------------------------------------------------
@@ -244,14 +244,14 @@ def test_first_machineconfig_rollout_waits_on_the_real_object(tmp_path, kube):
     assert 'Preview: MachineConfig %s is not in the cluster yet' % MC_NAME in log, log
     assert 'worker: 2/2 machines updated, 2 ready' in log, log
     # server-side apply creates with a PATCH
-    assert write_summary(cluster.writes()) == ['patch machineconfigs -/' + MC_NAME], log
+    assert write_summary(cluster.attempts()) == ['patch machineconfigs -/' + MC_NAME], log
     mc = cluster.get(MC_V1, 'MachineConfig', MC_NAME)
     assert mc['spec']['kernelArguments'] == ['intel_iommu=on', 'iommu=pt']
     assert mc['metadata']['labels'] == {'machineconfiguration.openshift.io/role': 'worker'}
     second = cluster.now()
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_machineconfig_apply_reports_a_degraded_pool(tmp_path, kube):
@@ -280,7 +280,7 @@ def test_machineconfig_apply_refuses_a_missing_pool_before_writing(tmp_path, kub
     cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_pool='gpu'))
     assert rc != 0 and "'gpu' does not exist" in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_a_node_outside_an_existing_pool_is_refused_before_any_write(tmp_path, kube):
@@ -291,14 +291,14 @@ def test_a_node_outside_an_existing_pool_is_refused_before_any_write(tmp_path, k
     assert rc != 0, log
     assert ("MachineConfigPool 'worker' does not select vgpu-l40s (lacks node-role.kubernetes.io/worker=)"
             in log), log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_a_missing_node_is_refused_before_any_write(tmp_path, kube):
     cluster = kube([pool('worker', ['00-worker'], DONE), node('vgpu-a10', {}, dict(WORKER))])
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
     assert rc != 0 and 'no Node in the cluster for vgpu-l40s' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_a_dedicated_pool_gets_its_nodes_labelled_in_before_its_machineconfig(tmp_path, kube):
@@ -314,7 +314,7 @@ def test_a_dedicated_pool_gets_its_nodes_labelled_in_before_its_machineconfig(tm
                                                       mc_name=gpu_mc))
     rc, log = run(tmp_path, 'passthrough-hco-new', **mc_apply(cluster))
     assert rc == 0, log
-    writes = write_summary(cluster.writes())
+    writes = write_summary(cluster.attempts())
     assert writes == ['patch nodes -/gpu-1', 'patch nodes -/gpu-2', 'patch machineconfigpools -/gpu',
                       'patch machineconfigs -/' + gpu_mc], writes
     assert cluster.get('v1', 'Node', 'gpu-1')['metadata']['labels']['node-role.kubernetes.io/gpu'] == ''
@@ -323,7 +323,7 @@ def test_a_dedicated_pool_gets_its_nodes_labelled_in_before_its_machineconfig(tm
     second = cluster.now()
     rc, log = run(tmp_path, 'passthrough-hco-new', **mc_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_a_pool_that_selects_no_node_is_never_done(tmp_path, kube):
@@ -362,4 +362,4 @@ def test_dra_refuses_a_cluster_without_resource_k8s_io_v1_before_anything_else(t
                   dra_driver_kubevirt_version='')
     assert rc != 0 and 'does not serve resource.k8s.io/v1' in log, log
     assert 'Install the chart' not in log and 'Preview: would install chart' not in log, log
-    assert cluster.writes() == [] and cluster.dry_runs() == []
+    assert cluster.attempts() == [] and cluster.dry_runs() == []

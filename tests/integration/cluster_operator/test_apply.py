@@ -167,7 +167,7 @@ def test_openshift_apply_installs_through_olm_and_builds_the_policy_from_the_ins
     second = cluster.now()
     rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster, gpu_operator_package_manifest=render_pm))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_openshift_apply_check_mode_writes_nothing(tmp_path, kube):
@@ -175,7 +175,7 @@ def test_openshift_apply_check_mode_writes_nothing(tmp_path, kube):
     cluster.controller('olm', olm())
     rc, log = run(tmp_path, 'operator', 'openshift-vgpu', '--check', **operator_apply(cluster))
     assert rc == 0, log
-    assert cluster.writes() == [], write_summary(cluster.writes())
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
     assert cluster.get('nvidia.com/v1', 'ClusterPolicy', 'gpu-cluster-policy') is None
     # the objects were sent, as dry runs only
     assert cluster.dry_runs(), log
@@ -205,7 +205,7 @@ def test_apply_bad_vgpu_type_fails_before_any_write(tmp_path, kube):
         cluster, gpu_operator_vgpu_configs={'A10-12Q': {'A10-12Q': 2}, 'L40S-24Q': {'L40S-24Q': 2},
                                             'x': {'A10-48Q': 1}}))
     assert rc != 0 and 'A10-48Q' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_plain_kubernetes_reads_the_chart_values_before_any_write(tmp_path, kube):
@@ -214,16 +214,48 @@ def test_plain_kubernetes_reads_the_chart_values_before_any_write(tmp_path, kube
         cluster, gpu_operator_chart_values_file='', gpu_operator_helm_binary=str(tmp_path / 'no-helm')))
     # Kubernetes was detected (the chart is read only there); without helm that fails, and nothing was written
     assert rc != 0 and "Read the chart's values.yaml" in log and 'no-helm' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
+
+
+# helm's stand-in: no Helm binary can be had on these machines (module docstring), so the one part that cannot run
+# is replaced by a script that records how kubernetes.core.helm called it (argv, the HELM_NAMESPACE and KUBECONFIG
+# it sets: kubernetes.core module_utils/helm.py, AnsibleHelmModule._prepare_helm_environment) and then fails as a
+# helm without its chart repository would.
+HELM_STAND_IN = """#!%s
+import json, os, sys
+kubeconfig = os.environ.get('KUBECONFIG')
+call = {'argv': sys.argv[1:], 'namespace': os.environ.get('HELM_NAMESPACE'),
+        'kubeconfig': open(kubeconfig).read() if kubeconfig else None}
+with open(__file__ + '.calls', 'a') as handle:
+    handle.write(json.dumps(call) + '\\n')
+sys.stderr.write('Error: helm stand-in: no chart repository here\\n')
+sys.exit(1)
+"""
+
+
+def failed_task(log):
+    """The name of the task whose failure stopped the run (the TASK header before the first fatal line)."""
+    head = log.split('fatal: [', 1)[0]
+    return head.rsplit('TASK [', 1)[1].split(']', 1)[0]
 
 
 def test_plain_kubernetes_is_detected_and_goes_to_helm(tmp_path, kube):
     cluster = kube([], openshift=False)
-    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(cluster))
-    # the inventory gives the chart's values.yaml; the Helm install itself needs the helm binary and the chart
-    # repository, neither available here
-    assert 'Install the gpu-operator chart' in log, log
-    assert write_summary(cluster.writes()) == ['patch namespaces -/gpu-operator'], log
+    helm = tmp_path / 'helm'
+    helm.write_text(HELM_STAND_IN % sys.executable)
+    helm.chmod(0o755)
+    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(cluster,
+                                                                                   gpu_operator_helm_binary=str(helm)))
+    # the inventory gives the chart's values.yaml; the install reached helm, which (a stand-in) failed it
+    assert rc != 0 and 'helm stand-in: no chart repository here' in log, log
+    assert failed_task(log) == 'gpuvirt.provision.gpu_operator : Install the gpu-operator chart', log
+    calls = [json.loads(line) for line in (tmp_path / 'helm.calls').read_text().splitlines()]
+    # helm was asked about the operator's release, in the Kubernetes namespace, with the run's cluster access
+    assert calls[0]['argv'][:1] == ['list'] and calls[0]['argv'][-2:] == ['--filter', 'gpu-operator'], calls
+    assert {c['namespace'] for c in calls} == {'gpu-operator'}, calls
+    assert cluster.server.url in calls[0]['kubeconfig'] and cluster.server.tokens['automation'] in calls[0]['kubeconfig']
+    # Kubernetes: the namespace and nothing of OLM's (no Subscription, OperatorGroup or ClusterPolicy)
+    assert write_summary(cluster.attempts()) == ['patch namespaces -/gpu-operator'], log
 
 
 # --- node labels ------------------------------------------------------------------------------------------------
@@ -249,28 +281,28 @@ def test_node_labels_apply_patches_only_differences_then_nothing(tmp_path, kube)
     cluster = kube(labelled_nodes() + [vmi('win11', 'pt-1'), vmi('old', 'vgpu-1', phase='Succeeded')])
     rc, log = run(tmp_path, 'nodes', 'mixed-openshift', **labels_apply(cluster))
     assert rc == 0, log
-    assert sorted(write_summary(cluster.writes())) == ['patch nodes -/ctr-1', 'patch nodes -/vgpu-1'], log
+    assert sorted(write_summary(cluster.attempts())) == ['patch nodes -/ctr-1', 'patch nodes -/vgpu-1'], log
     assert cluster.get('v1', 'Node', 'ctr-1')['metadata']['labels'] == {'kubernetes.io/hostname': 'ctr-1',
                                                                         W: 'container'}
     assert cluster.get('v1', 'Node', 'vgpu-1')['metadata']['labels'][V] == 'A10-24Q'
     second = cluster.now()
     rc, log = run(tmp_path, 'nodes', 'mixed-openshift', **labels_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_node_labels_apply_refuses_a_change_under_a_running_vmi(tmp_path, kube):
     cluster = kube(labelled_nodes() + [vmi('cad-3', 'vgpu-1')])
     rc, log = run(tmp_path, 'nodes', 'mixed-openshift', **labels_apply(cluster))
     assert rc != 0 and 'vdi/cad-3' in log and 'A10-12Q -> A10-24Q' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 def test_node_labels_apply_names_a_node_missing_from_the_cluster(tmp_path, kube):
     cluster = kube(labelled_nodes()[:2])
     rc, log = run(tmp_path, 'nodes', 'mixed-openshift', **labels_apply(cluster))
     assert rc != 0 and 'node vgpu-1 is not in the cluster' in log, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 # --- verify -----------------------------------------------------------------------------------------------------
@@ -284,12 +316,29 @@ def test_verify_apply_waits_then_reports_per_node(tmp_path, kube):
         {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-2'}, 'status': {'allocatable': {'cpu': '8'}}}],
         openshift=False)
     args = dict(gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=cluster.kubeconfig, verify_expected=expected,
-                verify_timeout=2, verify_delay=1)
-    rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', **args)
+                verify_delay=1)
+    rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_timeout=2, **args)
     assert rc != 0 and 'node gpu-2: expected nvidia.com/NVIDIA_A10-12Q>=1; advertised no nvidia.com/*' in log, log
-    cluster.set_status(cluster.get('v1', 'Node', 'gpu-2'), {'allocatable': {'nvidia.com/NVIDIA_A10-12Q': '4'}})
-    rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_smoke_vm=True, **args)
+    # Now gpu-2's resource appears while the role waits: the kubelet's stand-in writes it only after the role's wait
+    # has read the nodes at least once in this run (its reads are in the audit log) and found gpu-2 short.
+    second = cluster.now()
+    reads_before = []
+
+    def kubelet(cluster):
+        # every node listed (the cluster role's earlier check lists one by a field selector)
+        reads = [e for e in cluster.requests(since=second) if e['verb'] == 'list'
+                 and e.get('objectRef', {}).get('resource') == 'nodes' and 'fieldSelector' not in e['requestURI']]
+        if not reads:
+            return False
+        reads_before.append(len(reads))
+        cluster.set_status(cluster.get('v1', 'Node', 'gpu-2'), {'allocatable': {'nvidia.com/NVIDIA_A10-12Q': '4'}})
+        return True
+    cluster.controller('kubelet', kubelet)
+    rc, log = run(tmp_path, 'verify', 'kubernetes-passthrough', verify_timeout=60, verify_smoke_vm=True, **args)
     assert rc == 0 and 'node gpu-2: nvidia.com/NVIDIA_A10-12Q=4 advertised' in log, log
+    # the role saw "not yet" (a read without the resource, then a retry) before it saw the resource
+    assert reads_before, log
+    assert 'RETRYING: [localhost]: Wait for the expected resources on every node' in log, log
     (vm,) = cluster.sent('virtualmachines')
     schema.validate(vm)
 
@@ -309,7 +358,7 @@ def test_verify_check_mode_reports_the_wait_instead_of_waiting(tmp_path, kube):
     said = ' '.join(log.split())  # the message as one line (the callback wraps it)
     assert 'Preview: not waiting. A real run waits up to 30 s (verify_timeout)' in said, log
     assert 'node gpu-1: expected nvidia.com/GA102GL_A10>=2; advertised no nvidia.com/*' in said, log
-    assert cluster.writes() == []
+    assert cluster.attempts() == []
 
 
 # --- preflight --------------------------------------------------------------------------------------------------
@@ -321,7 +370,7 @@ def test_preflight_reaches_the_cluster_and_tells_openshift_apart(tmp_path, kube,
     assert rc == 0, log
     want = 'OpenShift (OLM, HyperConverged, MachineConfig)' if openshift else 'Kubernetes (Helm, KubeVirt CR)'
     assert 'Cluster answers: ' + want in log, log
-    assert cluster.writes() == [] and cluster.dry_runs() == []
+    assert cluster.attempts() == [] and cluster.dry_runs() == []
 
 
 def test_preflight_fails_when_the_cluster_does_not_answer(tmp_path, kube):
@@ -350,7 +399,7 @@ def test_node_labels_switch_the_operator_operands_off_on_dra_nodes_only(tmp_path
             W: 'container', OPERANDS[0]: 'false', OPERANDS[1]: 'false', OPERANDS[2]: 'true'}}}])
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
     assert rc == 0, log
-    assert sorted(write_summary(cluster.writes())) == ['patch nodes -/ctr-1', 'patch nodes -/dra-1'], log
+    assert sorted(write_summary(cluster.attempts())) == ['patch nodes -/ctr-1', 'patch nodes -/dra-1'], log
     dra = cluster.get('v1', 'Node', 'dra-1')['metadata']['labels']
     assert {key: dra[key] for key in OPERANDS} == {key: 'false' for key in OPERANDS} and dra[W] == 'container'
     ctr = cluster.get('v1', 'Node', 'ctr-1')['metadata']['labels']
@@ -360,7 +409,7 @@ def test_node_labels_switch_the_operator_operands_off_on_dra_nodes_only(tmp_path
     second = cluster.now()
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_nodes_phase_labels_the_iommu_nodes_into_the_dedicated_machineconfig_pool(tmp_path, kube):
@@ -383,7 +432,7 @@ def test_nodes_phase_labels_the_iommu_nodes_into_the_dedicated_machineconfig_poo
     second = cluster.now()
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **extra)
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_without_nfd_install_a_cluster_lacking_nfd_is_refused_before_any_write(tmp_path, kube):
@@ -397,7 +446,7 @@ def test_without_nfd_install_a_cluster_lacking_nfd_is_refused_before_any_write(t
     assert rc != 0, log
     assert 'no NodeFeatureDiscovery CRD (nodefeaturediscoveries.nfd.openshift.io)' in log, log
     assert 'Set gpu_operator_nfd_install: true' in log, log
-    assert cluster.writes() == [], write_summary(cluster.writes())
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
     # once NFD is there (its OLM bundle created the CRD), the same run goes on and installs the GPU Operator only
     cluster.server.create_crd(NFD_CRD)
     rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster, gpu_operator_nfd_install='false'))

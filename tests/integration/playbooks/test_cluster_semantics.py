@@ -136,7 +136,7 @@ def test_apply_preflight_names_the_hosts_without_a_node(tmp_path, kube):
     assert rc != 0, log
     assert 'No Node in the cluster for gpu-2.example.com -> worker-gpu-2 (host -> node name)' in flat(log), log
     assert 'gpu-1.example.com ->' not in flat(log), log
-    assert cluster.writes() == [] and cluster.dry_runs() == []
+    assert cluster.attempts() == [] and cluster.dry_runs() == []
     cluster.create({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'worker-gpu-2'}})
     rc, log = run(tmp_path, inventory, ['preflight.yml'], env=env)
     assert rc == 0, log
