@@ -175,7 +175,8 @@ def write_cluster_policy(client, merged):
         return
     crd = client.ok('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterpolicies.nvidia.com')
     fields = crd['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec']['properties']
-    spec = dict((key, value) for key, value in merged.items() if key in fields and isinstance(value, dict))
+    spec = dict((key, without_nulls(value)) for key, value in merged.items()
+                if key in fields and isinstance(value, dict))
     path = '/apis/nvidia.com/v1/clusterpolicies/' + CLUSTER_POLICY
     body = {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': {
         'name': CLUSTER_POLICY, 'labels': {'app.kubernetes.io/managed-by': 'Helm'}}, 'spec': spec}
@@ -184,6 +185,15 @@ def write_cluster_policy(client, merged):
         client.ok('POST', '/apis/nvidia.com/v1/clusterpolicies', body)
     else:
         client.ok('PATCH', path, body, 'application/merge-patch+json')
+
+
+def without_nulls(value):
+    # the chart's template leaves out what is unset ({{- if ... }}); a null would fail the CRD's types
+    if isinstance(value, dict):
+        return dict((k, without_nulls(v)) for k, v in value.items() if v is not None)
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value if v is not None]
+    return value
 
 
 def merge(base, over):
