@@ -111,6 +111,12 @@ def chart_values(chart, version, repo):
         return handle.read()
 
 
+# values the gpu-operator chart passes through whole (toYaml into the pod spec or metadata): free-form maps, whose
+# keys are the user's (NVIDIA/gpu-operator deployments/gpu-operator/templates/operator.yaml: nodeSelector, labels,
+# annotations); an empty map in values.yaml is one too
+FREE_FORM = ('nodeSelector', 'labels', 'annotations')
+
+
 def unknown_keys(given, chart, prefix=''):
     """Key paths of ``given`` that the chart's values do not have (a dict under a key the chart has as a dict)."""
     out = []
@@ -118,7 +124,8 @@ def unknown_keys(given, chart, prefix=''):
         path = prefix + str(key)
         if not isinstance(chart, dict) or key not in chart:
             out.append(path)
-        elif isinstance(value, dict) and isinstance(chart[key], dict) and chart[key]:
+        elif (isinstance(value, dict) and isinstance(chart[key], dict) and chart[key]
+              and key not in FREE_FORM):
             out += unknown_keys(value, chart[key], path + '.')
     return out
 
