@@ -309,9 +309,9 @@ def main(argv):
 
 def record(argv):
     with open(os.environ['FAKE_HELM_LOG'], 'a') as handle:
-        handle.write(json.dumps({'argv': argv, 'namespace': os.environ.get('HELM_NAMESPACE'),
-                                 'context': os.environ.get('HELM_KUBECONTEXT'),
-                                 'kubeconfig': bool(os.environ.get('KUBECONFIG'))}) + '\n')
+        entry = {'argv': argv, 'namespace': os.environ.get('HELM_NAMESPACE'),
+                 'context': os.environ.get('HELM_KUBECONTEXT'), 'kubeconfig': bool(os.environ.get('KUBECONFIG'))}
+        handle.write(json.dumps(entry) + '\n')
 
 
 def install(bin_dir, log, reference):
@@ -319,8 +319,8 @@ def install(bin_dir, log, reference):
     os.makedirs(bin_dir, exist_ok=True)
     path = os.path.join(bin_dir, 'helm')
     with open(path, 'w') as handle:
-        handle.write('#!/bin/sh\nexec %s %s "$@"\n' % (shlex.quote(sys.executable),
-                                                      shlex.quote(os.path.abspath(__file__))))
+        handle.write('#!/bin/sh\nexec %s %s "$@"\n' % (
+            shlex.quote(sys.executable), shlex.quote(os.path.abspath(__file__))))
     os.chmod(path, 0o755)
     return {'PATH': bin_dir + os.pathsep + os.environ['PATH'], 'FAKE_HELM_LOG': str(log),
             'FAKE_HELM_REFERENCE': str(reference)}

@@ -285,8 +285,8 @@ def pool_status(mcp, machineconfig_name=None, expected_nodes=None, nodes=None, d
     if not rendered_includes:
         message += '; rendered config does not include %s yet' % machineconfig_name
     elif not current:
-        message += '; rendered config %s does not hold the current content of %s yet' % (rendered or '-',
-                                                                                        machineconfig_name)
+        message += '; rendered config %s does not hold the current content of %s yet' % (
+            rendered or '-', machineconfig_name)
     if waiting:
         message += '; not yet on %s: %s' % (rendered or 'the rendered config', '; '.join(waiting))
     if degraded:

@@ -426,8 +426,8 @@ def test_an_edit_the_operator_never_renders_times_out_naming_the_stale_rendered_
     cluster.controller('machine-config-operator', operator)
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
     assert rc == 0, log
-    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_extra_kernel_args=[ACS],
-                                                      machineconfig_wait_timeout=3))
+    rc, log = run(tmp_path, 'vgpu-hco-old',
+                  **mc_apply(cluster, machineconfig_extra_kernel_args=[ACS], machineconfig_wait_timeout=3))
     assert rc != 0, log
     assert ('waiting for MachineConfigPool worker to roll out MachineConfig %s as it is now (no rendered-worker-* '
             'MachineConfig holds its current content yet' % MC_NAME) in log, log

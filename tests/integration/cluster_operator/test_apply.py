@@ -286,8 +286,8 @@ def test_kubernetes_installs_the_chart_through_helm_with_the_argv_kubernetes_cor
     assert rc == 0 and recap(log)['changed'] == '0', log
     again = [c['argv'] for c in fake_helm.calls(calls_log)[before:]]
     assert not [a for a in again if 'upgrade' in a], again
-    assert cluster.writes(since=second, user=helm_user) == [], write_summary(cluster.writes(since=second,
-                                                                                             user=helm_user))
+    again_writes = cluster.writes(since=second, user=helm_user)
+    assert again_writes == [], write_summary(again_writes)
 
 
 def test_a_value_key_the_chart_does_not_have_stops_the_helm_install(tmp_path, kube, monkeypatch):
