@@ -2,8 +2,9 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """mcp_nodes_waiting: the expected nodes not yet running a pool's rendered config; mcp_pool_selector: the node
-labels a dedicated GPU MachineConfigPool selects (module_utils.manifests.machineconfig). Documentation lives in
-the sidecars mcp_nodes_waiting.yml and mcp_pool_selector.yml."""
+labels a dedicated GPU MachineConfigPool selects; mcp_rendered_with: the pool's rendered configs that hold a
+MachineConfig's current content (module_utils.manifests.machineconfig). Documentation lives in the sidecars
+mcp_nodes_waiting.yml, mcp_pool_selector.yml and mcp_rendered_with.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -23,6 +24,14 @@ def mcp_pool_selector(pool, node_selector=None):
         raise AnsibleFilterError('mcp_pool_selector: %s' % exc)
 
 
+def mcp_rendered_with(machineconfigs, machineconfig, pool):
+    try:
+        return mc.rendered_with(machineconfigs, machineconfig, pool)
+    except mc.ManifestError as exc:
+        raise AnsibleFilterError('mcp_rendered_with: %s' % exc)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'mcp_nodes_waiting': mcp_nodes_waiting, 'mcp_pool_selector': mcp_pool_selector}
+        return {'mcp_nodes_waiting': mcp_nodes_waiting, 'mcp_pool_selector': mcp_pool_selector,
+                'mcp_rendered_with': mcp_rendered_with}

@@ -16,6 +16,7 @@ GRAMMARS = {
     'label_value': validators.label_value,
     'helm_release_name': validators.helm_release_name,
     'semver': validators.semver,
+    'helm_binary': validators.helm_binary,
     'repo_url': validators.repo_url,
     'chart_ref': validators.chart_ref,
     'oci_registry': validators.oci_registry,

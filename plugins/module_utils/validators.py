@@ -109,6 +109,24 @@ def helm_release_name(value, name):
                   "ending with a letter or digit" % HELM_RELEASE_MAX)
 
 
+# The helm binary: kubernetes.core.helm joins binary_path into the one command string it shlex-splits
+# (kubernetes.core plugins/module_utils/helm.py get_helm_binary, plugins/modules/helm.py deploy), so a blank, quote
+# or shell character would split or re-quote the argv. A bare name found on PATH, or an absolute path whose parts
+# are letters, digits, '_', '.', '+' and '-', none of them '.' or '..'.
+HELM_BINARY_NAME_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.+-]{0,254}')
+HELM_BINARY_PATH_RE = re.compile(r'(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.+-]{1,255})+')
+
+
+def helm_binary(value, name):
+    """The helm binary: a bare name looked up on PATH (``helm``) or an absolute path (``/usr/local/bin/helm``)."""
+    expected = ("the helm binary: a bare name such as helm (looked up on PATH) or an absolute path such as "
+                "/usr/local/bin/helm, of letters, digits, '_', '.', '+', '-' and '/' (no blanks, quotes, shell "
+                "characters or '..')")
+    _need_str(value, name, expected)
+    pattern = HELM_BINARY_PATH_RE if value.startswith('/') else HELM_BINARY_NAME_RE
+    return _check(value, name, pattern, 4096, expected)
+
+
 def semver(value, name):
     return _check(value, name, SEMVER_RE, 128,
                   'a SemVer 2.0 version such as 1.2.3, v25.3.0 or 0.4.1-rc.1')

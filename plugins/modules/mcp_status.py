@@ -50,6 +50,14 @@ options:
     description: The pool is a dedicated GPU pool, which must hold exactly the O(expected_nodes).
     type: bool
     default: false
+  rendered_configs:
+    description:
+      - The rendered MachineConfigs that hold the current content of O(machineconfig_name) (filter
+        P(gpuvirt.provision.mcp_rendered_with#filter)). Given, done also needs the pool's rendered config
+        (C(status.configuration.name)) to be one of them, because after an edit the pool keeps showing the
+        previous rendered config as updated until the new content is rendered and rolled out.
+    type: list
+    elements: str
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
 '''
@@ -115,12 +123,14 @@ def main():
             expected_nodes=dict(type='list', elements='str', default=[]),
             nodes=dict(type='list', elements='dict', default=[]),
             dedicated=dict(type='bool', default=False),
+            rendered_configs=dict(type='list', elements='str'),
         ),
         supports_check_mode=True,
     )
     params = module.params
     status = mc.pool_status(params['pool'], params['machineconfig_name'], expected_nodes=params['expected_nodes'],
-                            nodes=params['nodes'], dedicated=params['dedicated'])
+                            nodes=params['nodes'], dedicated=params['dedicated'],
+                            rendered_configs=params['rendered_configs'])
     if status['degraded'] and module.params['fail_on_degraded']:
         module.fail_json(msg='MachineConfigPool %s' % status['message'], **status)
     module.exit_json(changed=False, **status)

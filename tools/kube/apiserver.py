@@ -59,6 +59,9 @@ AUTOMATION_USER = 'system:serviceaccount:%s:%s' % (AUTOMATION_NS, AUTOMATION_SA)
 AUTOMATION_GROUPS = ('system:serviceaccounts', 'system:serviceaccounts:%s' % AUTOMATION_NS)
 # a second service account with no binding of its own: tests grant it part of the role to see a refusal
 LIMITED_USER = 'system:serviceaccount:%s:gpuvirt-limited' % AUTOMATION_NS
+# the Helm installs' own service account (docs/rbac/gpuvirt-automation-helm.yml): no binding until a test grants
+# that file (grant_helm), as the docs say to grant it for the Helm phase only
+HELM_USER = 'system:serviceaccount:%s:gpuvirt-helm' % AUTOMATION_NS
 WRITE_VERBS = ('create', 'update', 'patch', 'delete', 'deletecollection')
 
 # The upstream CRDs loaded, by file-name pattern in <reference>/crds/. One release per kind: the GPU Operator CRD
@@ -220,7 +223,7 @@ class KubeAPIServer(object):
         os.makedirs(self.dir, exist_ok=True)
         self._pki()
         self.tokens = {'admin': secrets.token_hex(16), 'automation': secrets.token_hex(16),
-                       'limited': secrets.token_hex(16)}
+                       'limited': secrets.token_hex(16), 'helm': secrets.token_hex(16)}
         with open(os.path.join(self.dir, 'tokens.csv'), 'w', encoding='utf-8') as handle:
             os.fchmod(handle.fileno(), 0o600)
             handle.write('%s,admin,uid-admin,system:masters\n' % self.tokens['admin'])
@@ -228,6 +231,8 @@ class KubeAPIServer(object):
                          % (self.tokens['automation'], AUTOMATION_USER, ','.join(AUTOMATION_GROUPS)))
             handle.write('%s,%s,uid-limited,"system:serviceaccounts,system:serviceaccounts:%s"\n'
                          % (self.tokens['limited'], LIMITED_USER, AUTOMATION_NS))
+            handle.write('%s,%s,uid-helm,"system:serviceaccounts,system:serviceaccounts:%s"\n'
+                         % (self.tokens['helm'], HELM_USER, AUTOMATION_NS))
         with open(os.path.join(self.dir, 'audit-policy.yaml'), 'w', encoding='utf-8') as handle:
             yaml.safe_dump(AUDIT_POLICY, handle)
         etcd_port, peer_port, port = _free_port(), _free_port(), _free_port()
@@ -269,6 +274,7 @@ class KubeAPIServer(object):
         self.write_kubeconfig('admin')
         self.write_kubeconfig('automation')
         self.write_kubeconfig('limited')
+        self.write_kubeconfig('helm')
         self._baseline = self._uids()
         with open(os.path.join(self.dir, 'state.json'), 'w', encoding='utf-8') as handle:
             os.fchmod(handle.fileno(), 0o600)
@@ -465,6 +471,21 @@ class KubeAPIServer(object):
                                         'metadata': {'name': obj['metadata']['namespace']}})
             self.create(obj)
         self._wait_granted(objects)
+
+    def grant_helm(self):
+        """Apply docs/rbac/gpuvirt-automation-helm.yml as an admin does for the Helm phase; reset() removes it."""
+        objects = rbac_objects(HELM_RBAC_FILE)
+        for obj in objects:
+            if obj['kind'] == 'Namespace':
+                self._create_namespace(obj)
+            else:
+                self.create(obj)
+        deadline = time.time() + 30
+        while not self.granted(HELM_USER, ('system:serviceaccounts',), {'verb': 'create', 'resource': 'secrets',
+                                                                        'namespace': 'gpu-operator'}):
+            if time.time() > deadline:
+                raise RuntimeError('the Helm RBAC file was applied but %s is still refused' % HELM_USER)
+            time.sleep(0.2)
 
     def _create_namespace(self, obj, timeout=30):
         # reset() has just finalized the namespaces of the previous test: a name may still be terminating

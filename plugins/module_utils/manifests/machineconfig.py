@@ -194,18 +194,59 @@ def nodes_waiting(nodes, expected, rendered):
     return [w for w in waiting if w]
 
 
+RENDERED_PREFIX = 'rendered-'
+
+
+def renders_content(rendered, machineconfig):
+    """Whether the ``rendered`` MachineConfig holds ``machineconfig``'s current content: each of its kernel arguments
+    and each of its Ignition files (same path, same contents source).
+
+    The render controller merges every MachineConfig of a pool, in name order, into one rendered MachineConfig
+    ``rendered-<pool>-<hash of the merged spec>``: kernel arguments are appended, a later file of the same path
+    replaces an earlier one (openshift/machine-config-operator pkg/controller/common/helpers.go MergeMachineConfigs,
+    pkg/controller/render/hash.go getMachineConfigHashedName). So a rendered config holds our content exactly when
+    it has our arguments and our files as we wrote them; one rendered before our last edit does not.
+    """
+    spec = (rendered or {}).get('spec') or {}
+    ours = (machineconfig or {}).get('spec') or {}
+    args = spec.get('kernelArguments') or []
+    if any(arg not in args for arg in ours.get('kernelArguments') or []):
+        return False
+    files = dict((f.get('path'), (f.get('contents') or {}).get('source'))
+                 for f in ((spec.get('config') or {}).get('storage') or {}).get('files') or [] if isinstance(f, dict))
+    for entry in ((ours.get('config') or {}).get('storage') or {}).get('files') or []:
+        if files.get(entry.get('path')) != (entry.get('contents') or {}).get('source'):
+            return False
+    return True
+
+
+def rendered_with(machineconfigs, machineconfig, pool):
+    """The names of ``pool``'s rendered MachineConfigs (``rendered-<pool>-*``, among ``machineconfigs``) that hold
+    ``machineconfig``'s current content, sorted. Rendered configs are never edited, only replaced by new names
+    (the name is a hash of the content), so one of these names in the pool's status means our edit is rolled out."""
+    prefix = '%s%s-' % (RENDERED_PREFIX, check_name(pool, 'MachineConfigPool'))
+    return sorted(m['metadata']['name'] for m in machineconfigs or []
+                  if isinstance(m, dict) and str((m.get('metadata') or {}).get('name') or '').startswith(prefix)
+                  and renders_content(m, machineconfig))
+
+
 def _conditions(status):
     return dict((c.get('type'), c) for c in status.get('conditions') or [] if isinstance(c, dict))
 
 
-def pool_status(mcp, machineconfig_name=None, expected_nodes=None, nodes=None, dedicated=False):
+def pool_status(mcp, machineconfig_name=None, expected_nodes=None, nodes=None, dedicated=False,
+                rendered_configs=None):
     """Evaluate a MachineConfigPool's rollout.
 
     ``done``: the pool has machines, every one is updated and ready, the pool is not updating, it observed its
     latest spec and (when given) its rendered config includes ``machineconfig_name``; with ``expected_nodes``
     (names) and ``nodes`` (Node objects) also every expected node runs the pool's rendered config (its
     machine-config-daemon annotations say so), and a ``dedicated`` pool has exactly those machines. A pool with no
-    machine is never done: its MachineConfig reaches no node. ``degraded``: a Degraded / NodeDegraded /
+    machine is never done: its MachineConfig reaches no node. With ``rendered_configs`` (the rendered
+    MachineConfigs that hold our current content, ``rendered_with``) the pool's rendered config must be one of them:
+    after an edit the pool still shows the previous rendered config as Updated until the render controller has
+    rendered the edit and the node controller has rolled it out (pkg/controller/node/status.go calculateStatus copies
+    spec.configuration to status.configuration only once every machine is updated). ``degraded``: a Degraded / NodeDegraded /
     RenderDegraded condition is True or a machine is degraded; ``reason`` says why.
     """
     meta = mcp.get('metadata') or {}
@@ -229,9 +270,10 @@ def pool_status(mcp, machineconfig_name=None, expected_nodes=None, nodes=None, d
     expected = sorted(expected_nodes or [])
     rendered = (status.get('configuration') or {}).get('name')
     waiting = nodes_waiting(nodes, expected, rendered)
+    current = rendered_configs is None or rendered in rendered_configs
     exact = bool(dedicated and expected)
     count_ok = counts['machineCount'] > 0 and (not exact or counts['machineCount'] == len(expected))
-    done = (not degraded and observed and rendered_includes and not updating and updated_cond and count_ok
+    done = (not degraded and observed and rendered_includes and current and not updating and updated_cond and count_ok
             and not waiting
             and counts['updatedMachineCount'] == counts['machineCount'] == counts['readyMachineCount'])
     message = '%s: %d/%d machines updated, %d ready' % (
@@ -242,9 +284,13 @@ def pool_status(mcp, machineconfig_name=None, expected_nodes=None, nodes=None, d
         message += '; expected exactly %d machine(s), the nodes %s' % (len(expected), ', '.join(expected))
     if not rendered_includes:
         message += '; rendered config does not include %s yet' % machineconfig_name
+    elif not current:
+        message += '; rendered config %s does not hold the current content of %s yet' % (
+            rendered or '-', machineconfig_name)
     if waiting:
         message += '; not yet on %s: %s' % (rendered or 'the rendered config', '; '.join(waiting))
     if degraded:
         message += '; degraded: %s' % reason
     return dict(counts, name=meta.get('name'), done=done, degraded=degraded, reason=reason, updating=updating,
-                rendered_includes=rendered_includes, rendered=rendered, waiting=waiting, message=message)
+                rendered_includes=rendered_includes, current=current, rendered=rendered, waiting=waiting,
+                message=message)

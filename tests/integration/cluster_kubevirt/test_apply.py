@@ -8,8 +8,11 @@ the Machine Config Operator or a kubelet would write status, the test writes it 
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
@@ -183,33 +186,61 @@ WORKER = {'node-role.kubernetes.io/worker': ''}
 MCD = 'machineconfiguration.openshift.io/'
 
 
-def mco(status, pool_name='worker', mc_name=MC_NAME, annotate=None):
+def rendered_spec(mc):
+    """The render controller's merge of our one MachineConfig (the pool's other sources are not objects here):
+    kernel arguments appended, files by path (openshift/machine-config-operator pkg/controller/common/helpers.go
+    MergeMachineConfigs), named rendered-<pool>-<md5 of the spec> (pkg/controller/render/hash.go
+    getMachineConfigHashedName)."""
+    spec = mc['spec']
+    return {'config': spec.get('config') or {}, 'kernelArguments': list(spec.get('kernelArguments') or [])}
+
+
+def rendered_name(pool_name, spec):
+    return 'rendered-%s-%s' % (pool_name, hashlib.md5(json.dumps(spec, sort_keys=True).encode()).hexdigest())
+
+
+def mco(status, pool_name='worker', mc_name=MC_NAME, annotate=None, hold=None):
     """The Machine Config Operator's part, as a controller step: once our MachineConfig (and pool) exist, the
-    render controller adds it to the pool's rendered configuration, the node controller rolls it out to the nodes
-    the pool selects, whose daemons annotate them (openshift/machine-config-operator, pkg/controller/render and
-    pkg/controller/node: status.configuration.source lists the MachineConfigs rendered in, machineCount counts the
-    nodes the pool's nodeSelector selects; Updated=True once every machine runs it). ``status`` is the pool status
-    it ends with (machineCount: the selected nodes, unless given); ``annotate``: the nodes whose daemon reports
-    the new config (default: every selected node)."""
+    render controller renders the pool's MachineConfigs into a new rendered-<pool>-<hash> MachineConfig and points
+    the pool's spec.configuration at it (pkg/controller/render/render_controller.go syncGeneratedMachineConfig); the
+    node controller rolls it out to the nodes the pool selects, whose daemons annotate them, and copies
+    spec.configuration to status.configuration once every machine runs it (pkg/controller/node/status.go
+    calculateStatus: status.configuration.source lists the MachineConfigs rendered in, machineCount counts the
+    nodes the pool's nodeSelector selects; Updated=True once every machine runs it). It keeps watching: an edited
+    MachineConfig is rendered and rolled out again under a new name. ``status`` is the pool status it ends with
+    (machineCount: the selected nodes, unless given); ``annotate``: the nodes whose daemon reports the new config
+    (default: every selected node); ``hold(mc)``: true while the render controller has not got to this content
+    yet (the pool keeps its previous configuration). ``step.rendered`` lists the rendered names, in order."""
     def step(cluster):
-        if cluster.get(MC_V1, 'MachineConfig', mc_name) is None:
+        mc = cluster.get(MC_V1, 'MachineConfig', mc_name)
+        if mc is None:
             return False
         pool = cluster.get(MC_V1, 'MachineConfigPool', pool_name)
-        if pool is None:
+        if pool is None or (hold is not None and hold(mc)):
             return False
+        spec = rendered_spec(mc)
+        rendered = rendered_name(pool_name, spec)
+        if step.rendered and step.rendered[-1] == rendered:
+            return False
+        if cluster.get(MC_V1, 'MachineConfig', rendered) is None:
+            cluster.create({'apiVersion': MC_V1, 'kind': 'MachineConfig', 'metadata': {'name': rendered},
+                            'spec': spec})
+        configuration = dict(status['configuration'], name=rendered)
+        pool = cluster.patch(pool, {'spec': {'configuration': configuration}})
         selector = pool['spec']['nodeSelector']['matchLabels']
         selected = [n['metadata']['name'] for n in cluster.server.request('GET', '/api/v1/nodes')['items']
                     if all((n['metadata'].get('labels') or {}).get(k) == v for k, v in selector.items())]
-        final = dict(status, observedGeneration=pool['metadata']['generation'])
+        final = dict(status, observedGeneration=pool['metadata']['generation'], configuration=configuration)
         if 'machineCount' not in status:
             final.update(machineCount=len(selected), updatedMachineCount=len(selected),
                          readyMachineCount=len(selected))
-        cluster.set_status(pool, final)
-        rendered = final['configuration']['name']
         for name in selected if annotate is None else annotate:
             cluster.patch(cluster.get('v1', 'Node', name), {'metadata': {'annotations': {
                 MCD + 'currentConfig': rendered, MCD + 'desiredConfig': rendered, MCD + 'state': 'Done'}}})
-        return True
+        cluster.set_status(pool, final)
+        step.rendered.append(rendered)
+        return False
+    step.rendered = []
     return step
 
 
@@ -342,11 +373,66 @@ def test_a_pool_that_selects_no_node_is_never_done(tmp_path, kube):
 def test_the_wait_names_the_nodes_that_do_not_run_the_rendered_config(tmp_path, kube):
     # the pool's counters say done, but vgpu-l40s's daemon never reported the new rendered config
     cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
-    cluster.controller('machine-config-operator', mco(rollout_done(['00-worker', MC_NAME]), annotate=['vgpu-a10']))
+    operator = mco(rollout_done(['00-worker', MC_NAME]), annotate=['vgpu-a10'])
+    cluster.controller('machine-config-operator', operator)
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_wait_timeout=3))
     assert rc != 0, log
     assert 'waiting for the GPU nodes to run MachineConfigPool worker' in log, log
-    assert 'not yet on rendered-worker-2: vgpu-l40s (currentConfig -, desiredConfig -, state -)' in log, log
+    assert 'not yet on %s: vgpu-l40s (currentConfig -, desiredConfig -, state -)' % operator.rendered[-1] in log, log
+
+
+def rendered_args(cluster, pool_name='worker'):
+    """The kernel arguments of the rendered config the pool runs now (status.configuration.name)."""
+    pool = cluster.get(MC_V1, 'MachineConfigPool', pool_name)
+    return cluster.get(MC_V1, 'MachineConfig', pool['status']['configuration']['name'])['spec']['kernelArguments']
+
+
+ACS = 'pcie_acs_override=downstream'
+
+
+def test_an_edited_machineconfig_is_waited_for_until_its_new_content_is_rolled_out(tmp_path, kube):
+    # The pool's Updated=True and its source list naming our MachineConfig were the previous content's: after an
+    # edit they stay so until the render controller renders the edit and the node controller rolls it out
+    # (pkg/controller/node/status.go calculateStatus). The second run edits the kernel arguments; the stand-in
+    # renders the edit only 4 s after seeing it, and the run must wait for that, not pass at once on stale status.
+    cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
+    seen = {}
+
+    def hold(mc):
+        if ACS not in mc['spec'].get('kernelArguments', []):
+            return False
+        return time.time() - seen.setdefault('edit', time.time()) < 4
+    operator = mco(rollout_done(['00-worker', MC_NAME]), hold=hold)
+    cluster.controller('machine-config-operator', operator)
+    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
+    assert rc == 0, log
+    assert len(operator.rendered) == 1 and rendered_args(cluster) == ['intel_iommu=on', 'iommu=pt']
+    second = cluster.now()
+    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_extra_kernel_args=[ACS]))
+    # read before anything else: the run must have returned only once the pool runs the edited content
+    args = rendered_args(cluster)
+    assert rc == 0, log
+    assert args == ['intel_iommu=on', 'iommu=pt', ACS], (args, log)
+    assert len(operator.rendered) == 2, operator.rendered
+    assert write_summary(cluster.writes(since=second)) == ['patch machineconfigs -/' + MC_NAME], log
+
+
+def test_an_edit_the_operator_never_renders_times_out_naming_the_stale_rendered_config(tmp_path, kube):
+    # the render controller never gets to the edited content (a render stuck, say): the pool goes on showing the old
+    # rendered config as Updated, which must not pass for the edit's rollout
+    cluster = kube([pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
+    operator = mco(rollout_done(['00-worker', MC_NAME]),
+                   hold=lambda mc: ACS in mc['spec'].get('kernelArguments', []))
+    cluster.controller('machine-config-operator', operator)
+    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
+    assert rc == 0, log
+    rc, log = run(tmp_path, 'vgpu-hco-old',
+                  **mc_apply(cluster, machineconfig_extra_kernel_args=[ACS], machineconfig_wait_timeout=3))
+    assert rc != 0, log
+    assert ('waiting for MachineConfigPool worker to roll out MachineConfig %s as it is now (no rendered-worker-* '
+            'MachineConfig holds its current content yet' % MC_NAME) in log, log
+    assert ('Last seen: worker: 2/2 machines updated, 2 ready; rendered config %s does not hold the current content '
+            'of %s yet' % (operator.rendered[0], MC_NAME)) in log, log
 
 
 # --- DRA ----------------------------------------------------------------------------------------------------------

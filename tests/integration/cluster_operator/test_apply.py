@@ -6,8 +6,8 @@ The server (tests/integration/kube_cluster.py) holds the real OLM, GPU Operator 
 playbooks run as the least-privilege automation identity (docs/rbac/gpuvirt-automation.yml). No controller runs:
 OLM's part (Subscription -> InstallPlan -> approval -> CSV) is played by ``olm()`` below, a kubelet's (allocatable)
 by the test, each through the API and named where it happens. No Helm binary can be had on these machines (not
-in Debian 12, no internet), so the Helm install itself is not run: the tests show the run reaches it and what it
-wrote before.
+in Debian 12, no internet): the Helm installs run the recorded fake of tests/integration/fake_helm.py, which checks
+the argv and values and writes the release through this API server, but does not template the chart.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 from kube_cluster import recap, run_playbook, write_summary  # noqa: E402
+import apiserver  # noqa: E402  (tools/kube, on sys.path through kube_cluster)
+import fake_helm  # noqa: E402
 import schema  # noqa: E402
 
 NS = 'nvidia-gpu-operator'
@@ -208,29 +210,100 @@ def test_apply_bad_vgpu_type_fails_before_any_write(tmp_path, kube):
     assert cluster.attempts() == []
 
 
-def test_plain_kubernetes_reads_the_chart_values_before_any_write(tmp_path, kube):
+def test_without_helm_the_run_stops_first_saying_what_to_install(tmp_path, kube):
+    # A new user's Kubernetes cluster, no helm on the controller: the run used to stop at `helm show values` with
+    # only "Error executing command." (rc 2, empty stderr). Kubernetes was detected (helm is asked only there); the
+    # binary is asked for its version before anything is read or written, and the message says what to install.
     cluster = kube([], openshift=False)
+    missing = str(tmp_path / 'no-helm')
     rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(
-        cluster, gpu_operator_chart_values_file='', gpu_operator_helm_binary=str(tmp_path / 'no-helm')))
-    # Kubernetes was detected (the chart is read only there); without helm that fails, and nothing was written
-    assert rc != 0 and "Read the chart's values.yaml" in log and 'no-helm' in log, log
+        cluster, gpu_operator_chart_values_file='', gpu_operator_helm_binary=missing))
+    assert rc != 0, log
+    assert 'gpu_operator_helm_binary %s: is not on the controller.' % missing in log, log
+    assert 'install helm 3 (https://helm.sh/docs/intro/install/' in log, log
+    assert "Read the chart's values.yaml" not in log, log
     assert cluster.attempts() == []
 
 
-# helm's stand-in: no Helm binary can be had on these machines (module docstring), so the one part that cannot run
-# is replaced by a script that records how kubernetes.core.helm called it (argv, the HELM_NAMESPACE and KUBECONFIG
-# it sets: kubernetes.core module_utils/helm.py, AnsibleHelmModule._prepare_helm_environment) and then fails as a
-# helm without its chart repository would.
-HELM_STAND_IN = """#!%s
-import json, os, sys
-kubeconfig = os.environ.get('KUBECONFIG')
-call = {'argv': sys.argv[1:], 'namespace': os.environ.get('HELM_NAMESPACE'),
-        'kubeconfig': open(kubeconfig).read() if kubeconfig else None}
-with open(__file__ + '.calls', 'a') as handle:
-    handle.write(json.dumps(call) + '\\n')
-sys.stderr.write('Error: helm stand-in: no chart repository here\\n')
-sys.exit(1)
-"""
+def test_a_helm_binary_outside_its_grammar_is_refused_naming_it(tmp_path, kube):
+    # kubernetes.core.helm joins binary_path into one shlex-split command string (kubernetes.core
+    # plugins/module_utils/helm.py get_helm_binary): a value with a blank would add arguments to every helm call
+    cluster = kube([], openshift=False)
+    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(
+        cluster, gpu_operator_helm_binary='helm --kubeconfig=/tmp/other'))
+    assert rc != 0, log
+    assert "gpu_operator_helm_binary: 'helm --kubeconfig=/tmp/other' is not valid" in log, log
+    assert cluster.attempts() == []
+
+
+def fake_helm_env(tmp_path, monkeypatch):
+    """The recorded fake helm (tests/integration/fake_helm.py) first on PATH for the playbook run."""
+    env = fake_helm.install(str(tmp_path / 'bin'), tmp_path / 'helm-calls.jsonl', schema.reference_dir())
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return tmp_path / 'helm-calls.jsonl'
+
+
+def test_kubernetes_installs_the_chart_through_helm_with_the_argv_kubernetes_core_sends(tmp_path, kube, monkeypatch):
+    # Helm is run (the recorded fake, tests/integration/fake_helm.py) with the Helm identity's kubeconfig, as
+    # docs/rbac/gpuvirt-automation-helm.yml says to run the Helm phase. Proves: the binary check, the chart values
+    # read with `helm show values`, the exact commands kubernetes.core.helm builds (plugins/modules/helm.py main,
+    # get_release_status, fetch_chart_info, deploy), every value key in the chart's values.yaml, the release stored
+    # as Helm 3 stores it, the ClusterPolicy made, and no second install when nothing changed.
+    calls_log = fake_helm_env(tmp_path, monkeypatch)
+    cluster = kube([], openshift=False)
+    cluster.server.grant_helm()
+    helm_config = cluster.server.kubeconfig_path('helm')
+    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(
+        cluster, gpu_operator_chart_values_file='', gpuvirt_kubeconfig=helm_config))
+    assert rc == 0, log
+    calls = fake_helm.calls(calls_log)
+    argvs = [c['argv'] for c in calls]
+    repo, version = 'https://helm.ngc.nvidia.com/nvidia', 'v26.7.0'
+    assert argvs[0] == ['version'], argvs
+    assert ['show', 'values', 'gpu-operator', '--repo', repo, '--version', version] in argvs, argvs
+    upgrades = [a for a in argvs if 'upgrade' in a]
+    assert len(upgrades) == 1, argvs
+    (upgrade,) = upgrades
+    values_file = [a for a in upgrade if a.startswith('-f=')]
+    assert upgrade == ['--version=' + version, '--repo=' + repo, 'upgrade', '-i', '--reset-values', '--wait']\
+        + values_file + ['gpu-operator', 'gpu-operator'], upgrade
+    assert [c['namespace'] for c in calls if 'upgrade' in c['argv']] == ['gpu-operator']
+    assert all(c['kubeconfig'] for c in calls if c['argv'] != ['version'] and c['argv'][:2] != ['show', 'values'])
+    release = cluster.get('v1', 'Secret', 'sh.helm.release.v1.gpu-operator.v1', 'gpu-operator')
+    assert release['type'] == 'helm.sh/release.v1'
+    assert release['metadata']['labels'] == {'name': 'gpu-operator', 'owner': 'helm', 'status': 'deployed',
+                                             'version': '1'}
+    policy = cluster.get('nvidia.com/v1', 'ClusterPolicy', 'cluster-policy')
+    assert policy['spec']['sandboxWorkloads']['enabled'] is True, policy['spec']
+    assert policy['spec']['sandboxWorkloads']['defaultWorkload'] == 'vm-passthrough', policy['spec']
+    helm_user = fake_helm_user()
+    assert [w for w in write_summary(cluster.writes(user=helm_user)) if w.startswith('create secrets gpu-operator/')]
+    # the second run: the release's values and chart equal what is asked, so kubernetes.core.helm does not upgrade
+    second, before = cluster.now(), len(calls)
+    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(
+        cluster, gpu_operator_chart_values_file='', gpuvirt_kubeconfig=helm_config))
+    assert rc == 0 and recap(log)['changed'] == '0', log
+    again = [c['argv'] for c in fake_helm.calls(calls_log)[before:]]
+    assert not [a for a in again if 'upgrade' in a], again
+    again_writes = cluster.writes(since=second, user=helm_user)
+    assert again_writes == [], write_summary(again_writes)
+
+
+def test_a_value_key_the_chart_does_not_have_stops_the_helm_install(tmp_path, kube, monkeypatch):
+    # the fake checks the values file kubernetes.core.helm writes against the chart's values.yaml, as the role's
+    # own check does before it; with that check off, a typo reaches helm and the fake refuses it (real helm would
+    # install the defaults and ignore it)
+    fake_helm_env(tmp_path, monkeypatch)
+    cluster = kube([], openshift=False)
+    cluster.server.grant_helm()
+    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(
+        cluster, gpu_operator_chart_values_file='', gpuvirt_kubeconfig=cluster.server.kubeconfig_path('helm'),
+        gpu_operator_chart_values_check=False,
+        gpu_operator_helm_values_extra={'operator': {'nodeSelectr': {'a': 'b'}}}))
+    assert rc != 0, log
+    assert 'values not in chart gpu-operator v26.7.0 values.yaml: operator.nodeSelectr' in log, log
+    assert cluster.get('v1', 'Secret', 'sh.helm.release.v1.gpu-operator.v1', 'gpu-operator') is None
 
 
 def failed_task(log):
@@ -239,23 +312,20 @@ def failed_task(log):
     return head.rsplit('TASK [', 1)[1].split(']', 1)[0]
 
 
-def test_plain_kubernetes_is_detected_and_goes_to_helm(tmp_path, kube):
+def fake_helm_user():
+    return apiserver.HELM_USER
+
+
+def test_plain_kubernetes_is_detected_and_goes_to_helm(tmp_path, kube, monkeypatch):
+    fake_helm_env(tmp_path, monkeypatch)
     cluster = kube([], openshift=False)
-    helm = tmp_path / 'helm'
-    helm.write_text(HELM_STAND_IN % sys.executable)
-    helm.chmod(0o755)
-    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(cluster,
-                                                                                   gpu_operator_helm_binary=str(helm)))
-    # the inventory gives the chart's values.yaml; the install reached helm, which (a stand-in) failed it
-    assert rc != 0 and 'helm stand-in: no chart repository here' in log, log
+    rc, log = run(tmp_path, 'operator', 'kubernetes-passthrough', **operator_apply(cluster))
+    # the inventory gives the chart's values.yaml; the Helm install (the fake helm) runs as the automation identity,
+    # which may not write Helm's release Secret: the Helm phase needs docs/rbac/gpuvirt-automation-helm.yml
+    assert 'Install the gpu-operator chart' in log, log
+    assert rc != 0 and 'secrets is forbidden' in log, log
     assert failed_task(log) == 'gpuvirt.provision.gpu_operator : Install the gpu-operator chart', log
-    calls = [json.loads(line) for line in (tmp_path / 'helm.calls').read_text().splitlines()]
-    # helm was asked about the operator's release, in the Kubernetes namespace, with the run's cluster access
-    assert calls[0]['argv'][:1] == ['list'] and calls[0]['argv'][-2:] == ['--filter', 'gpu-operator'], calls
-    assert {c['namespace'] for c in calls} == {'gpu-operator'}, calls
-    assert cluster.server.url in calls[0]['kubeconfig'] and cluster.server.tokens['automation'] in calls[0]['kubeconfig']
-    # Kubernetes: the namespace and nothing of OLM's (no Subscription, OperatorGroup or ClusterPolicy)
-    assert write_summary(cluster.attempts()) == ['patch namespaces -/gpu-operator'], log
+    assert write_summary(cluster.writes()) == ['patch namespaces -/gpu-operator'], log
 
 
 # --- node labels ------------------------------------------------------------------------------------------------

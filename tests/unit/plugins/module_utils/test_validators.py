@@ -65,6 +65,8 @@ HELM_CHECKS = [
     (v.chart_ref, 'nvidia/gpu-operator'),
     (v.helm_release_name, 'gpu-operator'),
     (v.semver, 'v25.3.0'),
+    (v.helm_binary, '/usr/local/bin/helm'),
+    (v.helm_binary, 'helm'),
 ]
 
 
@@ -90,3 +92,14 @@ def test_repo_url_refusal_names_variable_value_and_the_allowed_path(bad):
                                   'https://x.example.com/a%20b', 'oci://registry.k8s.io/a/b@x', 'http://127.0.0.1:8080'])
 def test_repo_url_keeps_real_repositories(good):
     assert v.repo_url(good, 'gpu_operator_chart_repo_url') == good
+
+
+@pytest.mark.parametrize('bad', ['', 'bin/helm', './helm', '/usr/local/../bin/helm', '/opt/./helm', '/usr/bin/',
+                                 '--help', '/usr/bin/helm --kubeconfig=/tmp/x', '/', 'helm\n', 3])
+def test_the_helm_binary_is_a_bare_name_or_an_absolute_path_and_its_refusal_says_so(bad):
+    # kubernetes.core.helm joins binary_path into the command string it shlex-splits (kubernetes.core
+    # plugins/module_utils/helm.py get_helm_binary): a relative or '..' path, a flag or a blank is refused up front
+    with pytest.raises(v.ValidationError) as e:
+        v.helm_binary(bad, 'gpu_operator_helm_binary')
+    assert str(e.value).startswith('gpu_operator_helm_binary: ')
+    assert 'a bare name such as helm (looked up on PATH) or an absolute path such as /usr/local/bin/helm' in str(e.value)

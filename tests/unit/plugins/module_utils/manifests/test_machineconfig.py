@@ -82,6 +82,48 @@ def test_pool_updating_or_not_rendered_yet():
     assert not mc.pool_status(pool(3, 3, 3, DONE, observed=1))['done']
 
 
+def ours(args, nouveau=True):
+    return mc.build_machineconfig('worker', args, nouveau)
+
+
+def rendered(name, args, files=()):
+    return {'metadata': {'name': name}, 'spec': {'kernelArguments': list(args), 'config': {'storage': {'files': [
+        {'path': p, 'contents': {'source': src}} for p, src in files]}}}}
+
+
+NOUVEAU = (mc.NOUVEAU_PATH, mc.data_url(mc.NOUVEAU_TEXT))
+
+
+def test_only_a_rendered_config_of_the_pool_holding_our_current_content_counts():
+    # the render controller's rendered-<pool>-<hash> holds the merged content of the pool's MachineConfigs
+    # (openshift/machine-config-operator pkg/controller/common/helpers.go MergeMachineConfigs); an edit of ours
+    # is in a new one only
+    old = rendered('rendered-worker-aaa', ['rd.foo', 'intel_iommu=on', 'iommu=pt'], [NOUVEAU])
+    new = rendered('rendered-worker-bbb', ['intel_iommu=on', 'iommu=pt', 'pcie_acs_override=downstream'], [NOUVEAU])
+    other_pool = rendered('rendered-gpu-ccc', ['intel_iommu=on', 'iommu=pt', 'pcie_acs_override=downstream'],
+                          [NOUVEAU])
+    no_file = rendered('rendered-worker-ddd', ['intel_iommu=on', 'iommu=pt', 'pcie_acs_override=downstream'])
+    other_text = rendered('rendered-worker-eee', ['intel_iommu=on', 'iommu=pt', 'pcie_acs_override=downstream'],
+                          [(mc.NOUVEAU_PATH, mc.data_url('blacklist nouveau\n'))])
+    every = [old, new, other_pool, no_file, other_text, ours(['intel_iommu=on'])]
+    edited = ours(['intel_iommu=on', 'iommu=pt', 'pcie_acs_override=downstream'])
+    assert mc.rendered_with(every, edited, 'worker') == ['rendered-worker-bbb']
+    assert mc.rendered_with(every, ours(['intel_iommu=on', 'iommu=pt']), 'worker') == [
+        'rendered-worker-aaa', 'rendered-worker-bbb']
+
+
+def test_a_pool_still_on_the_rendered_config_before_our_edit_is_not_done():
+    # after an edit the pool keeps saying Updated with the previous rendered config (pkg/controller/node/status.go
+    # calculateStatus copies spec.configuration to status only once every machine runs the new one)
+    stale = pool(3, 3, 3, DONE)
+    stale['status']['configuration']['name'] = 'rendered-gpu-aaa'
+    st = mc.pool_status(stale, '100-gpu-gpuvirt-iommu', rendered_configs=['rendered-gpu-bbb'])
+    assert not st['done'] and not st['current']
+    assert ('rendered config rendered-gpu-aaa does not hold the current content of 100-gpu-gpuvirt-iommu yet'
+            in st['message'])
+    assert mc.pool_status(stale, '100-gpu-gpuvirt-iommu', rendered_configs=['rendered-gpu-aaa'])['done']
+
+
 def test_pool_degraded_reports_reason():
     conds = [('NodeDegraded', 'True', 'Node gpu-2 is reporting: "unexpected on-disk state"'), ('Updated', 'False', '')]
     st = mc.pool_status(pool(1, 1, 3, conds, degraded=1))
