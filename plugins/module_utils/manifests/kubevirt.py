@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (  # noqa: F401 re-exported
-    ManifestError, checked, differs, merge_owned_items, merge_permitted_devices, version_tuple)
+    ManifestError, checked, differs, merge_owned_items, merge_permitted_devices, unmerged_warning, version_tuple)
 
 KUBEVIRT_API_VERSION = 'kubevirt.io/v1'
 KUBEVIRT_NAME = 'kubevirt'
@@ -30,6 +30,13 @@ _MDEV_FIELD_OWNED = 'mdevConfigurationDisabled'
 
 # KubeVirt spells the PCI selector key differently from HCO
 _LISTS = (('pciHostDevices', 'pciVendorSelector'), ('mediatedDevices', 'mdevNameSelector'))
+# What a render of the KubeVirt CR shares with the live object (common.unmerged_warning): all three lists are
+# x-kubernetes-list-type: atomic (kubevirt/kubevirt v1.9.0 pkg/virt-operator/resource/generate/components/
+# validations_generated.go, "kubevirt": spec.configuration.permittedHostDevices.pciHostDevices / mediatedDevices,
+# developerConfiguration.featureGates).
+SHARED_LISTS = ((('spec', 'configuration', 'permittedHostDevices', 'pciHostDevices'), 'atomic'),
+                (('spec', 'configuration', 'permittedHostDevices', 'mediatedDevices'), 'atomic'),
+                (('spec', 'configuration', 'developerConfiguration', 'featureGates'), 'atomic'))
 
 
 def merge_gates(current, wanted, owned):
