@@ -51,6 +51,8 @@ def run(tmp_path, inventory, **extra):
 def rendered(out, kind):
     found = []
     for path in sorted(glob.glob(str(out / '*.yaml'))):
+        if '-helm-values-' in os.path.basename(path):  # chart values, not an object
+            continue
         for doc in schema.validate_file(path):
             if doc['kind'] == kind:
                 found.append(doc)
@@ -121,6 +123,13 @@ def test_a_render_with_no_cluster_and_no_live_object_warns_naming_the_lists_it_r
     text = said(log)
     assert 'HyperConverged openshift-cnv/kubevirt-hyperconverged %s' % UNREAD in text, log
     assert 'spec.permittedHostDevices.pciHostDevices (map)' in text, log
+    # a cluster named but not readable (a pipeline without access): the render goes on, and says why it merged nothing
+    rc, log, out = run(tmp_path, 'passthrough-hco-new', kubevirt_devices_current={},
+                       gpuvirt_kubeconfig=str(tmp_path / 'no-such-kubeconfig'))
+    assert rc == 0, log
+    text = said(log)
+    assert 'HyperConverged openshift-cnv/kubevirt-hyperconverged %s (the cluster could not be read (' % UNREAD in text, log
+    assert 'no-such-kubeconfig' in text, log
     # given the live object, nothing is replaced unseen: no warning
     rc, log, out = run(tmp_path, 'passthrough-hco-new')
     assert rc == 0 and UNREAD not in said(log), log
@@ -136,6 +145,7 @@ def test_the_dra_gate_render_keeps_the_live_gates_or_warns(tmp_path, kube):
     assert gates[:2] == ['Snapshot', 'HostDevices'] and 'GPUsWithDRA' in gates, gates
     assert UNREAD not in said(log), log
     assert cluster.writes() == [], write_summary(cluster.writes())
+    (tmp_path / 'second').mkdir()
     rc, log, out = run(tmp_path / 'second', 'dra-kubevirt', dra_driver_current={})
     assert rc == 0, log
     assert 'spec.configuration.developerConfiguration.featureGates (atomic)' in said(log), log

@@ -8,8 +8,6 @@ import glob
 import json
 import os
 
-import pytest
-
 from ansible_collections.gpuvirt.provision.plugins.module_utils import gitops, render_session as rs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,20 +56,16 @@ OWNED = [
 ]
 
 
-@pytest.mark.parametrize('api,kind', SHARED)
-def test_objects_the_collection_patches_are_never_pruned_or_deleted(api, kind):
-    out = rs.with_argocd(obj(api, kind), '30-node-labels-000-x.yaml')
-    assert 'Prune=false' in options(out) and 'Delete=false' in options(out)
-    assert out['metadata']['annotations'][FLUX] == 'disabled'
-    assert out['metadata']['annotations']['argocd.argoproj.io/sync-wave'] == '30'
-
-
-@pytest.mark.parametrize('api,kind', OWNED)
-def test_objects_the_collection_creates_stay_prunable(api, kind):
-    out = rs.with_argocd(obj(api, kind), '40-x.yaml')
-    annotations = out['metadata']['annotations']
-    assert FLUX not in annotations
-    assert not {'Prune=false', 'Delete=false'} & set(options(out))
+def test_objects_the_collection_patches_are_never_pruned_or_deleted_and_those_it_creates_stay_prunable():
+    for api, kind in SHARED:
+        out = rs.with_argocd(obj(api, kind), '30-node-labels-000-x.yaml')
+        assert 'Prune=false' in options(out) and 'Delete=false' in options(out), kind
+        assert out['metadata']['annotations'][FLUX] == 'disabled', kind
+        assert out['metadata']['annotations']['argocd.argoproj.io/sync-wave'] == '30', kind
+    for api, kind in OWNED:
+        out = rs.with_argocd(obj(api, kind), '40-x.yaml')
+        annotations = out['metadata']['annotations']
+        assert FLUX not in annotations and not {'Prune=false', 'Delete=false'} & set(options(out)), kind
 
 
 def test_an_option_the_object_had_is_kept_and_a_prune_or_delete_of_its_own_is_overridden():
