@@ -104,13 +104,15 @@ def _set_option(options, option):
     return [o for o in options if o.split('=', 1)[0] != name] + [option]
 
 
-def annotations(obj):
+def annotations(obj, skip_dry_run=True):
     """The annotations of ``obj`` as rendered for a GitOps tool: its own, plus Argo CD's sync options and Flux's
-    prune policy that its kind's row asks for. Render mode only: apply mode is not synced by a GitOps tool."""
+    prune policy that its kind's row asks for (``skip_dry_run``: with the dry-run skip of an operator's custom
+    resource, which belongs to a render run's ordering). Render mode only: apply mode is not synced by a GitOps
+    tool."""
     row = rule(obj)
     out = dict(((obj or {}).get('metadata') or {}).get('annotations') or {})
     options = [o.strip() for o in (out.get(SYNC_OPTIONS) or '').split(',') if o.strip()]
-    if row.operator_crd and SKIP_DRY_RUN not in options:
+    if skip_dry_run and row.operator_crd and SKIP_DRY_RUN not in options:
         options.append(SKIP_DRY_RUN)
     if not row.owned:
         # not ours to delete: whatever the object said, the GitOps tool must not prune or delete it
@@ -121,9 +123,9 @@ def annotations(obj):
     return out
 
 
-def for_gitops(obj):
-    """A copy of ``obj`` with ``annotations(obj)``; ``obj`` itself when nothing is added."""
-    wanted = annotations(obj)
+def for_gitops(obj, skip_dry_run=True):
+    """A copy of ``obj`` with ``annotations(obj, skip_dry_run)``; ``obj`` itself when nothing is added."""
+    wanted = annotations(obj, skip_dry_run)
     if wanted == (((obj or {}).get('metadata') or {}).get('annotations') or {}):
         return obj
     out = copy.deepcopy(obj)

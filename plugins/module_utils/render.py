@@ -245,9 +245,9 @@ def place(dest, entries, mode, phase, check_mode):
     files, changed, before, after = [], False, [], []
     for entry in entries:
         path = os.path.join(dest, entry['name'])
-        # what the object's kind asks of a GitOps tool (gitops.KINDS: never delete an object we only patch) goes on
-        # every rendered object, session or not; the sync wave only in a session (it orders the kustomization)
-        content = dump(gitops.for_gitops(entry['object'])) if 'object' in entry else entry['content']
+        # what keeps a GitOps tool from deleting an object we only patch (gitops.KINDS) goes on every rendered object,
+        # session or not; the sync wave and the dry-run skip order a render run's sync, they stay the session's
+        content = dump(gitops.for_gitops(entry['object'], skip_dry_run=False)) if 'object' in entry else entry['content']
         content_differs, mode_differs = needs_write(path, content, mode)
         files.append(path)
         if content_differs:
