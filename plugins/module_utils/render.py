@@ -247,7 +247,10 @@ def place(dest, entries, mode, phase, check_mode):
         path = os.path.join(dest, entry['name'])
         # what keeps a GitOps tool from deleting an object we only patch (gitops.KINDS) goes on every rendered object,
         # session or not; the sync wave and the dry-run skip order a render run's sync, they stay the session's
-        content = dump(gitops.for_gitops(entry['object'], skip_dry_run=False)) if 'object' in entry else entry['content']
+        if 'object' in entry:
+            content = dump(gitops.for_gitops(entry['object'], skip_dry_run=False))
+        else:
+            content = entry['content']
         content_differs, mode_differs = needs_write(path, content, mode)
         files.append(path)
         if content_differs:

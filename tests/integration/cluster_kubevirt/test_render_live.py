@@ -70,7 +70,8 @@ def live_hco():
 
 
 def live_kubevirt():
-    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt', 'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'},
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt',
+            'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'},
             'spec': {'configuration': {
                 'developerConfiguration': {'featureGates': ['Snapshot', 'HostDevices']},
                 'permittedHostDevices': {'pciHostDevices': [
@@ -128,7 +129,8 @@ def test_a_render_with_no_cluster_and_no_live_object_warns_naming_the_lists_it_r
                        gpuvirt_kubeconfig=str(tmp_path / 'no-such-kubeconfig'))
     assert rc == 0, log
     text = said(log)
-    assert 'HyperConverged openshift-cnv/kubevirt-hyperconverged %s (the cluster could not be read (' % UNREAD in text, log
+    hco_name = 'HyperConverged openshift-cnv/kubevirt-hyperconverged'
+    assert '%s %s (the cluster could not be read (' % (hco_name, UNREAD) in text, log
     assert 'no-such-kubeconfig' in text, log
     # given the live object, nothing is replaced unseen: no warning
     rc, log, out = run(tmp_path, 'passthrough-hco-new')
