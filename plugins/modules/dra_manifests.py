@@ -139,7 +139,7 @@ kubevirt_gates:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra, hco, kubevirt
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, dra, hco, kubevirt
 
 
 def main():
@@ -182,7 +182,7 @@ def main():
         gate_object = build(p['current'], gates)
         if p['live_unread']:
             shared = hco.SHARED_LISTS if p['platform'] == 'hco' else kubevirt.SHARED_LISTS
-            warning = hco.unmerged_warning(gate_object, shared, p['live_unread'])
+            warning = common.unmerged_warning(gate_object, shared, p['live_unread'])
             if warning:
                 module.warn(warning)
     module.exit_json(changed=False, helm_values=values, objects=objects, kubevirt_gates=gates,

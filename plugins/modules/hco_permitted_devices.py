@@ -103,7 +103,7 @@ report:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, hco
 
 
 def main():
@@ -143,7 +143,7 @@ def main():
             module.warn('HyperConverged %s listed %s more than once; keeping the first'
                         % (list_name, ', '.join(report[list_name]['duplicates_dropped'])))
     if p['live_unread']:
-        warning = hco.unmerged_warning(obj, hco.SHARED_LISTS, p['live_unread'])
+        warning = common.unmerged_warning(obj, hco.SHARED_LISTS, p['live_unread'])
         if warning:
             module.warn(warning)
     module.exit_json(changed=False, would_change=changed, object=obj, report=report)

@@ -103,7 +103,7 @@ report:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, kubevirt
 
 
 def main():
@@ -131,7 +131,7 @@ def main():
     except kubevirt.ManifestError as exc:
         module.fail_json(msg=str(exc))
     if p['live_unread']:
-        warning = kubevirt.unmerged_warning(obj, kubevirt.SHARED_LISTS, p['live_unread'])
+        warning = common.unmerged_warning(obj, kubevirt.SHARED_LISTS, p['live_unread'])
         if warning:
             module.warn(warning)
     module.exit_json(changed=False, would_change=changed, object=obj, report=report)

@@ -18,8 +18,7 @@ import json
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (  # noqa: F401 re-exported
-    UNKEYED, ManifestError, differs, merge_owned_items, merge_owned_list, merge_permitted_devices, unmerged_warning,
-    version_tuple)
+    UNKEYED, ManifestError, differs, merge_owned_items, merge_owned_list, merge_permitted_devices, version_tuple)
 
 # the names callers and tests know these by
 merge_list = merge_owned_list

@@ -15,7 +15,7 @@ __metaclass__ = type
 from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (  # noqa: F401 re-exported
-    ManifestError, checked, differs, merge_owned_items, merge_permitted_devices, unmerged_warning, version_tuple)
+    ManifestError, checked, differs, merge_owned_items, merge_permitted_devices, version_tuple)
 
 KUBEVIRT_API_VERSION = 'kubevirt.io/v1'
 KUBEVIRT_NAME = 'kubevirt'
