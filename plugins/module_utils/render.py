@@ -23,7 +23,7 @@ try:
 except ImportError:
     HAS_YAML = False
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils import gitops, validators
 
 KIND_RE = re.compile(r'[A-Za-z][A-Za-z0-9]{0,62}')
 PREFIX_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,62}')
@@ -245,7 +245,12 @@ def place(dest, entries, mode, phase, check_mode):
     files, changed, before, after = [], False, [], []
     for entry in entries:
         path = os.path.join(dest, entry['name'])
-        content = dump(entry['object']) if 'object' in entry else entry['content']
+        # what keeps a GitOps tool from deleting an object we only patch (gitops.KINDS) goes on every rendered object,
+        # session or not; the sync wave and the dry-run skip order a render run's sync, they stay the session's
+        if 'object' in entry:
+            content = dump(gitops.for_gitops(entry['object'], skip_dry_run=False))
+        else:
+            content = entry['content']
         content_differs, mode_differs = needs_write(path, content, mode)
         files.append(path)
         if content_differs:

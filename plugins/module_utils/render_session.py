@@ -27,7 +27,7 @@ import re
 import stat
 import time
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import render
+from ansible_collections.gpuvirt.provision.plugins.module_utils import gitops, render
 
 LOCK = '.gpuvirt-render.lock'
 MANIFEST = '.gpuvirt-render.json'
@@ -44,17 +44,13 @@ PHASE_RE = re.compile(r'[A-Za-z0-9._-]{0,63}')
 SHA256_RE = re.compile(r'[0-9a-f]{64}')
 _FIX = ('restore it from the Git history of the directory, or remove it (with no bookkeeping nothing is pruned '
         'and a file of a rendered name that does not hold the rendered text stops the render)')
-SYNC_WAVE = 'argocd.argoproj.io/sync-wave'
-SYNC_OPTIONS = 'argocd.argoproj.io/sync-options'
-SKIP_DRY_RUN = 'SkipDryRunOnMissingResource=true'
+SYNC_WAVE = gitops.SYNC_WAVE
+SYNC_OPTIONS = gitops.SYNC_OPTIONS
+SKIP_DRY_RUN = gitops.SKIP_DRY_RUN
 # the owner of a site-wide render run (playbooks/site.yml): its close prunes every phase's stale files
 SITE = 'site'
-# custom resources whose CRD an operator installs (GPU Operator, NFD operator, OpenShift Virtualization's HCO,
-# virt-operator), not the cluster: in one Argo CD sync with that operator the CRD is not served yet at dry-run time,
-# which fails the whole sync unless the resource skips it (Argo CD user guide, Sync Options, "Skip Dry Run for new
-# custom resources types": https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/)
-OPERATOR_CRS = frozenset([('nvidia.com', 'ClusterPolicy'), ('nfd.openshift.io', 'NodeFeatureDiscovery'),
-                          ('hco.kubevirt.io', 'HyperConverged'), ('kubevirt.io', 'KubeVirt')])
+# custom resources whose CRD an operator installs: gitops.KINDS, the one table of what a kind means to a GitOps tool
+OPERATOR_CRS = gitops.OPERATOR_CRS
 FILE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,250}\.yaml')
 REDACTED = '(redacted)'
 REDACTED_CHANGED = '(redacted, changed)'
@@ -523,22 +519,13 @@ def redact_secret_texts(before, after):
 
 
 def with_argocd(obj, file_name):
-    """``obj`` as written into a render directory: its sync wave (``with_sync_wave``) and, for a custom resource
-    whose CRD an operator installs, Argo CD's ``SkipDryRunOnMissingResource=true`` sync option (the operator, synced
-    in an earlier wave of the same sync, has not created the CRD when Argo CD dry-runs the whole sync)."""
-    out = with_sync_wave(obj, file_name)
-    group = (out.get('apiVersion') or '').rpartition('/')[0]
-    if (group, out.get('kind')) not in OPERATOR_CRS:
-        return out
-    out = copy.deepcopy(out)
-    meta = out.setdefault('metadata', {})
-    annotations = dict(meta.get('annotations') or {})
-    options = [o.strip() for o in (annotations.get(SYNC_OPTIONS) or '').split(',') if o.strip()]
-    if SKIP_DRY_RUN not in options:
-        options.append(SKIP_DRY_RUN)
-    annotations[SYNC_OPTIONS] = ','.join(options)
-    meta['annotations'] = annotations
-    return out
+    """``obj`` as written into a render directory: its sync wave (``with_sync_wave``) and what its kind's row of
+    ``gitops.KINDS`` asks of Argo CD and Flux: ``SkipDryRunOnMissingResource=true`` for a custom resource whose CRD
+    an operator installs (the operator, synced in an earlier wave of the same sync, has not created the CRD when
+    Argo CD dry-runs the whole sync), and ``Prune=false,Delete=false`` / Flux's ``prune: disabled`` for an object
+    this collection patches but does not own (a Node, the HyperConverged, the KubeVirt CR), which a GitOps tool must
+    never delete."""
+    return gitops.for_gitops(with_sync_wave(obj, file_name))
 
 
 def with_sync_wave(obj, file_name):

@@ -85,8 +85,15 @@ options:
     choices: [kubevirt, hco]
     default: kubevirt
   current:
-    description: The KubeVirt CR or HyperConverged read from the cluster (its gates are kept).
+    description: The live KubeVirt CR or HyperConverged (read from the cluster, or given in render mode); its gates
+      are kept.
     type: dict
+  live_unread:
+    description:
+      - Render mode when the live object was neither read from the cluster nor given - why, and what to set. The
+        module then warns that the rendered gates replace the live ones. Empty when O(current) is the live object.
+    type: str
+    default: ""
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
 '''
@@ -132,7 +139,7 @@ kubevirt_gates:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, dra, hco, kubevirt
 
 
 def main():
@@ -150,6 +157,7 @@ def main():
             nodes_labelled=dict(type='bool', default=True),
             platform=dict(type='str', choices=['kubevirt', 'hco'], default='kubevirt'),
             current=dict(type='dict'),
+            live_unread=dict(type='str', default=''),
         ),
         supports_check_mode=True,
     )
@@ -172,6 +180,11 @@ def main():
     if gates:
         build = dra.hco_gate_object if p['platform'] == 'hco' else dra.kubevirt_gate_object
         gate_object = build(p['current'], gates)
+        if p['live_unread']:
+            shared = hco.SHARED_LISTS if p['platform'] == 'hco' else kubevirt.SHARED_LISTS
+            warning = common.unmerged_warning(gate_object, shared, p['live_unread'])
+            if warning:
+                module.warn(warning)
     module.exit_json(changed=False, helm_values=values, objects=objects, kubevirt_gates=gates,
                      gate_object=gate_object, driver_mode=mode, driver_mode_reason=mode_reason)
 

@@ -24,8 +24,15 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
+  live_unread:
+    description:
+      - Render mode when the live object was neither read from the cluster nor given - why, and what to set. The
+        module then warns that the rendered lists replace the live ones, naming them. Empty when O(current) is the
+        live object (apply mode, or a render that read or was given it).
+    type: str
+    default: ""
   current:
-    description: The HyperConverged read from the cluster; omit in render mode.
+    description: The live HyperConverged (read from the cluster, or given in render mode); omit when there is none.
     type: dict
   pci_devices:
     description: Passthrough devices to permit, each C(selector) (C(VENDOR:DEVICE)) and C(resource_name).
@@ -96,13 +103,14 @@ report:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, hco
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             current=dict(type='dict'),
+            live_unread=dict(type='str', default=''),
             pci_devices=dict(type='list', elements='dict', default=[]),
             mediated_devices=dict(type='list', elements='dict', default=[]),
             disable_mdev_configuration=dict(type='bool', default=True),
@@ -134,6 +142,10 @@ def main():
         if report[list_name]['duplicates_dropped']:
             module.warn('HyperConverged %s listed %s more than once; keeping the first'
                         % (list_name, ', '.join(report[list_name]['duplicates_dropped'])))
+    if p['live_unread']:
+        warning = common.unmerged_warning(obj, hco.SHARED_LISTS, p['live_unread'])
+        if warning:
+            module.warn(warning)
     module.exit_json(changed=False, would_change=changed, object=obj, report=report)
 
 

@@ -24,8 +24,15 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
+  live_unread:
+    description:
+      - Render mode when the live object was neither read from the cluster nor given - why, and what to set. The
+        module then warns that the rendered lists replace the live ones, naming them. Empty when O(current) is the
+        live object (apply mode, or a render that read or was given it).
+    type: str
+    default: ""
   current:
-    description: The KubeVirt CR read from the cluster; omit in render mode.
+    description: The live KubeVirt CR (read from the cluster, or given in render mode); omit when there is none.
     type: dict
   pci_devices:
     description: Passthrough devices, each C(selector) and C(resource_name).
@@ -96,13 +103,14 @@ report:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, kubevirt
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             current=dict(type='dict'),
+            live_unread=dict(type='str', default=''),
             pci_devices=dict(type='list', elements='dict', default=[]),
             mediated_devices=dict(type='list', elements='dict', default=[]),
             feature_gates=dict(type='list', elements='str', default=[kubevirt.GPU_GATE]),
@@ -122,6 +130,10 @@ def main():
                                                        version=p['kubevirt_version'])
     except kubevirt.ManifestError as exc:
         module.fail_json(msg=str(exc))
+    if p['live_unread']:
+        warning = common.unmerged_warning(obj, kubevirt.SHARED_LISTS, p['live_unread'])
+        if warning:
+            module.warn(warning)
     module.exit_json(changed=False, would_change=changed, object=obj, report=report)
 
 

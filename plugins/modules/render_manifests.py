@@ -22,6 +22,10 @@ description:
     two set a field differently. Each object then carries the C(argocd.argoproj.io/sync-wave) annotation of its
     file's numeric prefix, and a custom resource whose CRD an operator installs (ClusterPolicy,
     NodeFeatureDiscovery, HyperConverged, KubeVirt) the Argo CD sync option C(SkipDryRunOnMissingResource=true).
+  - Every object, in a session or not, that the collection patches but does not own (Node, HyperConverged, KubeVirt
+    CR, and any kind without a row in the per-kind table of C(plugins/module_utils/gitops.py)) carries the Argo CD
+    sync options C(Prune=false,Delete=false) and Flux's C(kustomize.toolkit.fluxcd.io/prune=disabled), so that
+    neither tool deletes it when its file leaves the directory or its Application is deleted.
   - With C(--diff), a Secret's data shows its keys and whether each changed, never the values.
 options:
   dest:

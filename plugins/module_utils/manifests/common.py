@@ -153,3 +153,26 @@ def differs(current, obj):
     probe = copy.deepcopy(obj)
     return not (sub(probe['metadata'].get('annotations', {}), (current.get('metadata') or {}).get('annotations') or {})
                 and sub(probe['spec'], current.get('spec') or {}))
+
+
+def unmerged_warning(obj, lists, hint):
+    """The warning for ``obj`` rendered without the live object it patches (render mode, nothing read or given),
+    or None when it sets none of ``lists``. ``lists``: ``(path, how)`` pairs, ``path`` a tuple of keys, ``how``
+    what the object's schema makes of the field: ``atomic`` (any apply replaces the whole list), ``map`` (a list
+    keyed per entry: server-side apply keeps other managers' entries, a client-side apply replaces it) or ``text``
+    (one string value: replaced by any apply). ``hint``: what to set so the render reads or is given it."""
+    present = []
+    for path, how in lists:
+        node = obj
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            present.append('%s (%s)' % ('.'.join(path), how))
+    if not present:
+        return None
+    meta = obj.get('metadata') or {}
+    where = '/'.join(part for part in (meta.get('namespace'), meta.get('name')) if part)
+    return ("%s %s is rendered without the live object (%s): %s hold only this render's entries, and a sync of the "
+            "render replaces the live ones, removing the entries others added (an atomic list or a text by any "
+            "apply, a map-keyed list by a client-side apply; docs/gitops.md, \"Lists the render shares with the "
+            "cluster\")" % (obj.get('kind'), where, hint, ', '.join(present)))

@@ -38,6 +38,13 @@ _RESOURCE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9.-]*/[A-Za-z0-9_.-]+')
 
 # list name in HCO -> selector key
 LISTS = (('pciHostDevices', 'pciDeviceSelector'), ('mediatedDevices', 'mdevNameSelector'))
+# What a render of the HyperConverged shares with the live object (common.unmerged_warning): the permitted-device
+# lists are map-keyed on their selector (x-kubernetes-list-type: map, x-kubernetes-list-map-keys pciDeviceSelector /
+# mdevNameSelector in kubevirt/hyperconverged-cluster-operator v1.18.1 config/crd/bases/
+# hco.kubevirt.io_hyperconvergeds.yaml, v1beta1), the jsonpatch annotation is one string.
+SHARED_LISTS = ((('spec', 'permittedHostDevices', 'pciHostDevices'), 'map'),
+                (('spec', 'permittedHostDevices', 'mediatedDevices'), 'map'),
+                (('metadata', 'annotations', JSONPATCH_ANNOTATION), 'text'))
 
 
 def pci_selector(value):

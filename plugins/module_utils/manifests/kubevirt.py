@@ -30,6 +30,13 @@ _MDEV_FIELD_OWNED = 'mdevConfigurationDisabled'
 
 # KubeVirt spells the PCI selector key differently from HCO
 _LISTS = (('pciHostDevices', 'pciVendorSelector'), ('mediatedDevices', 'mdevNameSelector'))
+# What a render of the KubeVirt CR shares with the live object (common.unmerged_warning): all three lists are
+# x-kubernetes-list-type: atomic (kubevirt/kubevirt v1.9.0 pkg/virt-operator/resource/generate/components/
+# validations_generated.go, "kubevirt": spec.configuration.permittedHostDevices.pciHostDevices / mediatedDevices,
+# developerConfiguration.featureGates).
+SHARED_LISTS = ((('spec', 'configuration', 'permittedHostDevices', 'pciHostDevices'), 'atomic'),
+                (('spec', 'configuration', 'permittedHostDevices', 'mediatedDevices'), 'atomic'),
+                (('spec', 'configuration', 'developerConfiguration', 'featureGates'), 'atomic'))
 
 
 def merge_gates(current, wanted, owned):

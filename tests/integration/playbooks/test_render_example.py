@@ -45,7 +45,10 @@ def render(tmp_path, inv, *extra):
     cmd = ['ansible-playbook', '-i', str(inv), os.path.join(ROOT, 'playbooks', 'site.yml'),
            '-e', 'gpuvirt_cluster_mode=render', '-e', 'gpuvirt_render_dir=%s' % out,
            '-e', 'ansible_python_interpreter=%s' % sys.executable] + list(extra)
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
+    # the example names $KUBECONFIG (else ~/.kube/config), and a render that names a cluster reads the live
+    # HyperConverged from it (docs/gitops.md): point it at no file, so that no cluster of the machine is read
+    env = dict(os.environ, KUBECONFIG=str(tmp_path / 'no-kubeconfig'))
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
     return proc.returncode, proc.stdout + proc.stderr, out
 
 

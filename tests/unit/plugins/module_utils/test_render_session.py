@@ -48,9 +48,12 @@ def test_two_roles_rendering_one_object_get_one_file_with_both_parts(tmp_path):
     (obj,) = yaml.safe_load_all((tmp_path / first).read_text())
     assert obj['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot', 'HostDevices', 'GPUsWithDRA']
     assert obj['spec']['configuration']['permittedHostDevices']['pciHostDevices'] == [{'pciVendorSelector': '10DE:2236'}]
-    # the KubeVirt CR's CRD comes from virt-operator: Argo CD skips its dry run while the CRD is missing
-    assert obj['metadata']['annotations'] == {'argocd.argoproj.io/sync-wave': '60',
-                                              'argocd.argoproj.io/sync-options': 'SkipDryRunOnMissingResource=true'}
+    # the KubeVirt CR's CRD comes from virt-operator: Argo CD skips its dry run while the CRD is missing; the CR is
+    # the KubeVirt install's, not ours: never pruned or deleted (test_gitops.py)
+    assert obj['metadata']['annotations'] == {
+        'argocd.argoproj.io/sync-wave': '60',
+        'argocd.argoproj.io/sync-options': 'SkipDryRunOnMissingResource=true,Prune=false,Delete=false',
+        'kustomize.toolkit.fluxcd.io/prune': 'disabled'}
     assert not (tmp_path / '71-dra-gate-000-kubevirt-kubevirt-kubevirt.yaml').exists()
 
 
@@ -252,14 +255,21 @@ def test_operator_crs_skip_argo_cd_dry_run_other_objects_do_not():
     assert out['metadata']['annotations'] == {'argocd.argoproj.io/sync-options': 'Prune=false,SkipDryRunOnMissingResource=true',
                                               'argocd.argoproj.io/sync-wave': '42'}
     assert policy['metadata']['annotations'] == {'argocd.argoproj.io/sync-options': 'Prune=false'}
-    for api, kind in (('nfd.openshift.io/v1', 'NodeFeatureDiscovery'), ('hco.kubevirt.io/v1beta1', 'HyperConverged'),
-                      ('kubevirt.io/v1', 'KubeVirt')):
+    out = rs.with_argocd({'apiVersion': 'nfd.openshift.io/v1', 'kind': 'NodeFeatureDiscovery', 'metadata': {'name': 'n'}},
+                         '36-x.yaml')
+    assert out['metadata']['annotations']['argocd.argoproj.io/sync-options'] == 'SkipDryRunOnMissingResource=true'
+    # patched, not owned (test_gitops.py): never pruned or deleted as well
+    for api, kind in (('hco.kubevirt.io/v1beta1', 'HyperConverged'), ('kubevirt.io/v1', 'KubeVirt')):
         out = rs.with_argocd({'apiVersion': api, 'kind': kind, 'metadata': {'name': 'n'}}, '36-x.yaml')
-        assert out['metadata']['annotations']['argocd.argoproj.io/sync-options'] == 'SkipDryRunOnMissingResource=true'
+        assert out['metadata']['annotations']['argocd.argoproj.io/sync-options'] == \
+            'SkipDryRunOnMissingResource=true,Prune=false,Delete=false'
     for api, kind in (('v1', 'Namespace'), ('operators.coreos.com/v1alpha1', 'Subscription'),
-                      ('machineconfiguration.openshift.io/v1', 'MachineConfig'), ('example.com/v1', 'KubeVirt')):
+                      ('machineconfiguration.openshift.io/v1', 'MachineConfig')):
         out = rs.with_argocd({'apiVersion': api, 'kind': kind, 'metadata': {'name': 'n'}}, '20-x.yaml')
         assert out['metadata']['annotations'] == {'argocd.argoproj.io/sync-wave': '20'}
+    # a KubeVirt of another group is not the KubeVirt CR: no dry-run skip; a kind without a row is kept (gitops.DEFAULT)
+    out = rs.with_argocd({'apiVersion': 'example.com/v1', 'kind': 'KubeVirt', 'metadata': {'name': 'n'}}, '20-x.yaml')
+    assert out['metadata']['annotations']['argocd.argoproj.io/sync-options'] == 'Prune=false,Delete=false'
 
 
 def test_diff_texts_redact_a_secret_and_keep_anything_else(tmp_path):
