@@ -33,7 +33,7 @@ Host lab-gpu-0
   IdentityFile $lab/ssh/id_ed25519
   IdentitiesOnly yes
   BatchMode yes
-  ConnectTimeout 10
+  ConnectTimeout 30
   StrictHostKeyChecking no
   UserKnownHostsFile /dev/null
   LogLevel ERROR

@@ -57,7 +57,7 @@ MANAGED = [
 ]
 
 
-@pytest.mark.parametrize('path,line', MANAGED, ids=[os.path.basename(m[0]) for m in MANAGED])
+@pytest.mark.parametrize('path,line', MANAGED, ids=[m[0] for m in MANAGED])
 def test_managed_file_with_its_mode_and_owner(lab, path, line):
     managed = lab.file(path)
     assert managed.is_file, path
