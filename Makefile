@@ -10,6 +10,8 @@ PY          := $(VENV)/bin/python
 BIN         := $(VENV)/bin
 PYVER       := $(shell python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 COLLECTIONS := $(ROOT)/.build/collections
+# the QEMU lab's directory (mk/lab.mk, tools/lab/)
+LAB_DIR     ?= $(ROOT)/.lab
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export PATH := $(BIN):$(PATH)
@@ -34,7 +36,7 @@ include $(wildcard mk/*.mk)
 
 help:
 	@echo "make demo         run the main job against the embedded lab"
-	@echo "make test         everything CI runs: unit, sanity, lint, molecule, integration"
+	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule, integration"
 	@echo "make unit|sanity|lint|molecule|integration   one stage"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
 
@@ -83,16 +85,19 @@ molecule: deps
 integration: HOST_GROUPS = core kube podman registry docker
 integration: deps $(INTEGRATION_TARGETS)
 
-test: deps unit sanity lint molecule integration
+# demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it
+test: deps unit sanity lint demo-cold-check molecule integration
 	@echo "make test: all stages passed"
 
 build: venv
 	$(BIN)/ansible-galaxy collection build --force .
 
+# LAB_DIR: the lab's directory (disk, SSH key, VM, API server; tools/lab/*.sh and inventories/lab read it too).
 # LAB_KUBECONFIG: the lab's API server (tools/lab/cluster.sh, started by the demo); the reboot drains through it
 demo: HOST_GROUPS = core kube lab
 demo: deps kube-apiserver
-	LAB_KUBECONFIG=$(ROOT)/.lab/run/kubeconfig $(BIN)/ansible-playbook -i inventories/lab/hosts.yml playbooks/demo.yml
+	LAB_DIR=$(LAB_DIR) LAB_KUBECONFIG=$(LAB_DIR)/run/kubeconfig \
+	  $(BIN)/ansible-playbook -i inventories/lab/hosts.yml playbooks/demo.yml
 
 clean:
 	rm -rf .build tests/output *.tar.gz

@@ -1,5 +1,5 @@
 # The QEMU lab (tools/lab/): one Debian 12 guest with an emulated Intel IOMMU and a stand-in PCI device.
-.PHONY: lab-image lab-up lab-down lab-ssh
+.PHONY: lab-image lab-up lab-down lab-ssh lab-test demo-cold-check
 
 lab-image:  ## build (or reuse) the cached lab disk under .lab/images/ (root: losetup)
 	tools/lab/build-image.sh
@@ -11,4 +11,13 @@ lab-down:  ## stop the lab VM and drop its overlay
 	tools/lab/stop.sh
 
 lab-ssh:  ## open a shell on the lab VM
-	ssh -i .lab/ssh/id_ed25519 -p $${LAB_SSH_PORT:-2222} -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null gpuvirt@127.0.0.1
+	ssh -F $(LAB_DIR)/run/ssh_config lab-gpu-0
+
+lab-test: venv  ## the testinfra checks of a prepared lab VM (after `make demo`; the vm scenario runs them too)
+	LAB_DIR=$(LAB_DIR) $(BIN)/pytest -q -p no:cacheprovider molecule/vm/tests
+
+# `make demo` from a clone of HEAD with an empty LAB_DIR (the disk built cold), then again: it must change nothing.
+# Empties LAB_DIR first (the cached disk too); leaves the newly built disk there for the vm Molecule scenario.
+demo-cold-check: HOST_GROUPS = core kube lab
+demo-cold-check: deps kube-apiserver
+	LAB_DIR=$(LAB_DIR) tools/lab/demo-cold-check.sh

@@ -5,6 +5,7 @@
 #
 #   tools/lab/start.sh [--keep]     # --keep: reuse the existing overlay (state survives) if there is one
 #
+# Writes LAB_DIR/run/ssh_config (host lab-gpu-0).
 # Environment: LAB_DIR (.lab), LAB_SSH_PORT (2222), LAB_MEM (2048), LAB_SMP (2), LAB_BOOT_TIMEOUT (300).
 # /dev/kvm on these machines is a nested implementation where guests crawl: TCG is faster and reliable.
 set -euo pipefail
@@ -23,6 +24,20 @@ if [ "$keep" -eq 0 ] || [ ! -f "$run/overlay.qcow2" ]; then
   qemu-img create -q -f qcow2 -F raw -b "$base" "$run/overlay.qcow2"
 fi
 echo "$port" >"$run/port"
+# the lab's ssh config (`ssh -F LAB_DIR/run/ssh_config lab-gpu-0`; the testinfra checks of molecule/vm/tests use it)
+cat >"$run/ssh_config" <<CONFIG
+Host lab-gpu-0
+  HostName 127.0.0.1
+  Port $port
+  User gpuvirt
+  IdentityFile $lab/ssh/id_ed25519
+  IdentitiesOnly yes
+  BatchMode yes
+  ConnectTimeout 30
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  LogLevel ERROR
+CONFIG
 start=$(date +%s)
 qemu-system-x86_64 -name gpuvirt-lab -accel tcg -cpu max -smp "${LAB_SMP:-2}" -m "${LAB_MEM:-2048}" \
   -machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on -device edu,addr=0x10 \

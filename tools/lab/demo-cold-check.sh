@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# `make demo-cold-check`: `make demo` as a new user (or CI's fresh machine) runs it, twice.
+#   1. Stop the lab and empty its directory (LAB_DIR, .lab): no cached disk, no SSH key, no overlay, no API server.
+#   2. Clone HEAD's committed tree into a temporary directory. CI's machine has nothing else but what `make test`
+#      builds before this target (.venv, .build/kube): those two are linked in, so that `make demo` there finds
+#      them as CI's would, and everything else (the staged collection, the lab disk, the VM, the API server) the
+#      clone makes itself.
+#   3. `make demo` there: the disk is built cold through tools/lab/start.sh. The run must pass, reboot the lab host
+#      once, say so in its summary, and list the writes it made to the lab API server (cordon, uncordon, node
+#      labels).
+#   4. `make demo` again: it must change nothing and say so (summary and cluster writes), recap changed=0.
+# The disk stays cached in LAB_DIR for the vm Molecule scenario (same recipe: same script, mirror and SSH key); the
+# VM and the API server are stopped at the end. Each run's output is kept in LAB_DIR/demo-cold-check/.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+lab=${LAB_DIR:-$root/.lab}
+work=$(mktemp -d)
+cleanup() {
+  LAB_DIR=$lab "$root/tools/lab/stop.sh" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+LAB_DIR=$lab "$root/tools/lab/stop.sh" >/dev/null 2>&1 || true
+rm -rf "$lab"
+git clone -q --no-hardlinks "$root" "$work/repo"
+clone=$work/repo
+ln -s "$(readlink -f "$root/.venv")" "$clone/.venv"
+mkdir -p "$clone/.build"
+ln -s "$(readlink -f "$root/.build/kube")" "$clone/.build/kube"
+# the venv was built from these requirements (make venv compares their times with its stamp)
+touch -r "$root/.venv/.installed" "$clone/requirements.txt" "$clone/requirements-dev.txt"
+logs=$work/logs
+mkdir -p "$logs"
+
+fail() {
+  echo "demo-cold-check: $1 (output: $lab/demo-cold-check/$2.log)" >&2
+  mkdir -p "$lab/demo-cold-check" && cp "$logs"/*.log "$lab/demo-cold-check/"
+  tail -60 "$logs/$2.log" >&2
+  exit 1
+}
+has() { grep -qF -- "$2" "$logs/$1.log" || fail "run '$1' lacks: $2" "$1"; }
+lacks() { ! grep -qF -- "$2" "$logs/$1.log" || fail "run '$1' has: $2" "$1"; }
+# the PLAY RECAP line of a host: "lab-gpu-0 : ok=.. changed=N unreachable=0 failed=0 ..."
+recap() { grep -E "^$2 +: ok=" "$logs/$1.log" | tail -1; }
+
+for run in cold again; do
+  start=$(date +%s)
+  echo "demo-cold-check: make demo ($run) in $clone, LAB_DIR=$lab"
+  (cd "$clone" && ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 LAB_DIR=$lab make demo) >"$logs/$run.log" 2>&1 \
+    || fail "make demo ($run) failed" "$run"
+  echo "demo-cold-check: make demo ($run) passed in $(( $(date +%s) - start ))s"
+  for host in localhost lab-gpu-0; do
+    recap "$run" "$host" | grep -qE 'unreachable=0 +failed=0' || fail "$host failed: $(recap "$run" "$host")" "$run"
+  done
+done
+
+# the cold run built the disk (there was none) and booted it
+ls "$lab"/images/*/.complete >/dev/null 2>&1 || fail "no lab disk was built" cold
+# it prepared the host with one reboot, and the summary says so (summary.yml's line for the host)
+has cold 'lab-gpu-0 (node lab-gpu-0, pool vm-passthrough): host prep ran; changed: '
+has cold '; rebooted: yes ('
+lacks cold 'changed: nothing; rebooted: no'
+# what it wrote to the cluster, listed: at least the drain's cordon and uncordon and the node labels (all patches of
+# the Node); nothing refused
+has cold 'patch nodes lab-gpu-0'
+lacks cold 'REFUSED ('
+lacks cold 'Cluster: nothing changed'
+# and what it left out
+has cold 'Not run: the GPU Operator phase'
+
+# the second run changed nothing, and says so
+has again 'lab-gpu-0 (node lab-gpu-0, pool vm-passthrough): host prep ran; changed: nothing; rebooted: no'
+has again 'Cluster: nothing changed (this run wrote nothing to the lab API server)'
+lacks again 'written: '
+lacks again 'REFUSED ('
+for host in localhost lab-gpu-0; do
+  recap again "$host" | grep -qE ' changed=0 ' || fail "second run changed $host: $(recap again "$host")" again
+done
+mkdir -p "$lab/demo-cold-check" && cp "$logs"/*.log "$lab/demo-cold-check/"
+echo "demo-cold-check: passed (cold run, then a second run that changed nothing)"
