@@ -197,7 +197,8 @@ def main():
     except (dra.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     if p['nodes'] is not None:
-        errors = dra.classic_plugin_conflicts(p['nodes'], p['dra_nodes'], p['plugin_pods'])
+        errors = dra.classic_plugin_conflicts(p['nodes'], p['dra_nodes'], p['plugin_pods'],
+                                              cluster_policy=stack != gc.STACK_GPUCLUSTER)
         errors += dra.selector_conflicts(p['nodes'], p['dra_nodes'], p['node_selector'], p['nodes_labelled'])
         if errors:
             module.fail_json(msg='; '.join(errors), errors=errors)
