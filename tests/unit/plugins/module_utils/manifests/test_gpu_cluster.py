@@ -148,3 +148,37 @@ def test_alm_examples_without_a_gpucluster_are_refused_naming_the_release_needed
 def test_only_a_0_4_driver_is_pinned(version):
     with pytest.raises(ManifestError, match='dra_driver_chart_version'):
         gc.build_gpu_cluster(alm_examples(), version)
+
+
+# --- what the GPUCluster path changes in the other phases -----------------------------------------------------
+
+OPERANDS = ('nvidia.com/gpu.deploy.device-plugin', 'nvidia.com/gpu.deploy.dcgm', 'nvidia.com/gpu.deploy.dcgm-exporter')
+
+
+def test_gpucluster_dra_nodes_get_no_operand_off_labels_and_a_leftover_false_goes():
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
+    # v26.7.0 controllers/nodelabeling_controller.go updateGPUStateLabels: with a GPUCluster the operator deletes
+    # devicePluginOnlyStateLabelKeys() (controllers/state_manager.go: the ClusterPolicy stack's deploy labels,
+    # device-plugin, dcgm and dcgm-exporter among them) from every GPU node, whatever their value
+    helm = nl.desired_labels('dra')
+    assert {key: helm[key] for key in OPERANDS} == {key: 'false' for key in OPERANDS}
+    ours = nl.desired_labels('dra', dra_stack='gpucluster')
+    for key in OPERANDS:
+        assert isinstance(ours[key], nl.RemoveIf) and ours[key] == nl.RemoveIf('false'), (key, ours[key])
+    patches, _report = nl.plan([{'node': 'dra-1', 'pool': 'dra'}],
+                               [{'metadata': {'name': 'dra-1', 'labels': {OPERANDS[0]: 'false', OPERANDS[1]: 'true'}}}],
+                               [], dra_stack='gpucluster')
+    labels = patches[0]['metadata']['labels']
+    assert labels[OPERANDS[0]] is None           # our leftover false goes
+    assert OPERANDS[1] not in labels             # a value that is not ours is left to the operator
+
+
+def test_without_a_clusterpolicy_the_device_plugin_label_does_not_block_a_dra_node():
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra
+    node = {'metadata': {'name': 'dra-1', 'labels': {'nvidia.com/gpu.present': 'true'}}, 'status': {}}
+    # beside a ClusterPolicy the operator deploys the classic plugin on a container-workload GPU node
+    # (controllers/state_manager.go gpuStateLabels); with a GPUCluster nothing deploys it
+    assert dra.classic_plugin_conflicts([node], ['dra-1'])
+    assert dra.classic_plugin_conflicts([node], ['dra-1'], cluster_policy=False) == []
+    running = [{'metadata': {'name': 'nvidia-device-plugin-x'}, 'spec': {'nodeName': 'dra-1'}}]
+    assert dra.classic_plugin_conflicts([node], ['dra-1'], running, cluster_policy=False)
