@@ -81,7 +81,10 @@ def test_an_openshift_dra_only_fleet_gets_the_gpucluster_and_nvidiadriver_and_no
 
 def test_kubernetes_refuses_the_gpucluster_before_any_write(tmp_path, kube):
     cluster = kube(openshift=False)
-    rc, log = run(tmp_path, 'operator', INVENTORY, **operator_apply(cluster, dra_driver_stack='gpucluster'))
+    # the chart's values.yaml from the reference set (no helm binary here), as the Kubernetes inventories give it
+    values = os.path.join(schema.reference_dir(), 'helm', 'gpu-operator-v26.7.0-values.yaml')
+    rc, log = run(tmp_path, 'operator', INVENTORY, **operator_apply(
+        cluster, dra_driver_stack='gpucluster', gpu_operator_chart_values_file=values))
     assert rc != 0
     assert 'dra_driver_stack is gpucluster' in log and 'Helm chart on kubernetes' in log, log
     assert cluster.writes() == [], write_summary(cluster.writes())
