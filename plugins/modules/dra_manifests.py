@@ -94,6 +94,24 @@ options:
         module then warns that the rendered gates replace the live ones. Empty when O(current) is the live object.
     type: str
     default: ""
+  stack:
+    description:
+      - Which DRA stack serves the O(dra_nodes) (C(dra_driver_stack)); V(auto) takes the GPU Operator's own
+        GPUCluster (written by the operator phase) on OpenShift when O(other_nodes) is empty, else the chart;
+        V(gpucluster) where it cannot serve fails, naming the reason.
+    type: str
+    choices: [auto, gpucluster, helm]
+    default: auto
+  cluster_platform:
+    description: The cluster platform (C(gpuvirt_cluster.platform)); the GPUCluster is taken on OpenShift only.
+    type: str
+    choices: [openshift, kubernetes]
+    default: kubernetes
+  other_nodes:
+    description: The GPU nodes outside the DRA pool (they need a ClusterPolicy, which no GPUCluster may run beside).
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
 '''
@@ -114,6 +132,14 @@ helm_values:
   description: Values for the chart.
   returned: success
   type: dict
+stack:
+  description: V(gpucluster) (the operator phase's GPUCluster serves the DRA nodes; no chart) or V(helm).
+  returned: success
+  type: str
+stack_reason:
+  description: Why RV(stack) was chosen.
+  returned: success
+  type: str
 objects:
   description: The ResourceClaimTemplates.
   returned: success
@@ -140,6 +166,7 @@ kubevirt_gates:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, dra, hco, kubevirt
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 
 
 def main():
@@ -158,6 +185,9 @@ def main():
             platform=dict(type='str', choices=['kubevirt', 'hco'], default='kubevirt'),
             current=dict(type='dict'),
             live_unread=dict(type='str', default=''),
+            stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
+            cluster_platform=dict(type='str', choices=['openshift', 'kubernetes'], default='kubernetes'),
+            other_nodes=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -169,10 +199,14 @@ def main():
         objects = [dra.resource_claim_template(t.get('name'), t.get('namespace'), count=t.get('count', 1))
                    for t in p['claim_templates']]
         gates = dra.kubevirt_gates(p['kubevirt_version']) if p['kubevirt_version'] else None
-    except dra.ManifestError as exc:
+        # the same decision as the operator phase's (gpu_operator_manifests): the GPUCluster or the chart
+        stack, stack_reason = gc.dra_stack(p['cluster_platform'], p['dra_nodes'], p['other_nodes'], p['stack'])
+        gc.check_driver_mode(stack, mode)
+    except (dra.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     if p['nodes'] is not None:
-        errors = dra.classic_plugin_conflicts(p['nodes'], p['dra_nodes'], p['plugin_pods'])
+        errors = dra.classic_plugin_conflicts(p['nodes'], p['dra_nodes'], p['plugin_pods'],
+                                              cluster_policy=stack != gc.STACK_GPUCLUSTER)
         errors += dra.selector_conflicts(p['nodes'], p['dra_nodes'], p['node_selector'], p['nodes_labelled'])
         if errors:
             module.fail_json(msg='; '.join(errors), errors=errors)
@@ -186,7 +220,8 @@ def main():
             if warning:
                 module.warn(warning)
     module.exit_json(changed=False, helm_values=values, objects=objects, kubevirt_gates=gates,
-                     gate_object=gate_object, driver_mode=mode, driver_mode_reason=mode_reason)
+                     gate_object=gate_object, driver_mode=mode, driver_mode_reason=mode_reason, stack=stack,
+                     stack_reason=stack_reason)
 
 
 if __name__ == '__main__':

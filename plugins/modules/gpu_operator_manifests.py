@@ -116,6 +116,19 @@ options:
         one GPU node's OS tag for every vGPU Manager image it pulls.
     type: dict
     default: {}
+  dra_stack:
+    description:
+      - Which DRA stack serves the O(dra_nodes) (C(dra_driver_stack)). V(auto) takes the GPU Operator's own
+        GPUCluster on OpenShift when every GPU node is a DRA node (O(hosts) empty), else the dra-driver-nvidia-gpu
+        chart; V(gpucluster) where it cannot serve fails, naming the reason (GPU Operator v26.7.0 refuses a
+        GPUCluster beside a ClusterPolicy).
+    type: str
+    choices: [auto, gpucluster, helm]
+    default: auto
+  dra_chart_version:
+    description: The DRA driver version (0.4.x) the GPUCluster pins its image to (C(dra_driver_chart_version)).
+    type: str
+    default: 0.4.1
   alm_examples:
     description: The CSV's C(alm-examples) annotation (JSON text or parsed list); OpenShift only.
     type: raw
@@ -215,9 +228,28 @@ config_objects:
   type: list
   elements: dict
 cluster_policy:
-  description: The ClusterPolicy (OpenShift, when O(alm_examples) is given), else null.
+  description: >-
+    The ClusterPolicy (OpenShift, when O(alm_examples) is given and RV(dra_stack) is V(helm)), else null.
   returned: success
   type: dict
+dra_stack:
+  description: >-
+    Which DRA stack serves the O(dra_nodes): V(gpucluster) (OpenShift, every GPU node a DRA node: the GPU
+    Operator's own GPUCluster, which may not exist beside a ClusterPolicy) or V(helm) (the dra-driver-nvidia-gpu chart).
+  returned: success
+  type: str
+dra_stack_reason:
+  description: Why RV(dra_stack) was chosen.
+  returned: success
+  type: str
+gpu_cluster_objects:
+  description: >-
+    With RV(dra_stack) V(gpucluster) and O(alm_examples): the NVIDIADriver and the GPUCluster from the CSV's
+    alm-examples (the DRA driver pinned to O(dra_chart_version), C(PassthroughSupport) and C(DeviceMetadata) on,
+    computeDomains off), else empty.
+  returned: success
+  type: list
+  elements: dict
 helm_values:
   description: Helm values (Kubernetes), else null.
   returned: success
@@ -247,6 +279,7 @@ warnings_list:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret as ps
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
@@ -274,7 +307,9 @@ def build(p):
     overlay = gop.settings(p['sandbox_enabled'], p['default_workload'], p['sandbox_mode'], p['vgpu_manager'],
                            vdm_config, p['vfio_manager'], p['sandbox_device_plugin'], p['pull_secret_name'])
     result = dict(namespace=namespace, config_objects=config_objects, cluster_policy=None, helm_values=None,
-                  channel=None, warnings_list=warnings, nfd_objects=[], nfd_instance=None)
+                  channel=None, warnings_list=warnings, nfd_objects=[], nfd_instance=None, gpu_cluster_objects=[])
+    result['dra_stack'], result['dra_stack_reason'] = gc.dra_stack(
+        p['platform'], p['dra_nodes'], [h.get('node') for h in p['hosts']], p['dra_stack'])
     install = [gop.build_namespace(namespace, openshift)]
     if openshift:
         result['channel'] = gop.default_channel(p['package_manifest'], p['channel'])
@@ -286,11 +321,16 @@ def build(p):
                 # a file given by the user (render mode); alm-examples read from the installed CSV are its own
                 gop.check_alm_examples_source(p['package_manifest'], result['channel'], p['alm_examples'],
                                               p['alm_examples_source'], p['alm_examples_release'])
-            policy = gop.build_cluster_policy(p['alm_examples'], overlay)
-            policy['spec'] = gop.with_dra_eviction(policy['spec'], p['dra_nodes'], "the CSV's alm-examples")
-            policy['spec'] = gop.with_dra_validator(policy['spec'], p['dra_nodes'], p['hosts'],
-                                                    "the CSV's alm-examples")
-            result['cluster_policy'] = policy
+            if result['dra_stack'] == gc.STACK_GPUCLUSTER:
+                # the GPU Operator's own DRA stack instead of a ClusterPolicy: the two may not exist together
+                result['gpu_cluster_objects'] = [gc.build_nvidia_driver(p['alm_examples']),
+                                                 gc.build_gpu_cluster(p['alm_examples'], p['dra_chart_version'])]
+            else:
+                policy = gop.build_cluster_policy(p['alm_examples'], overlay)
+                policy['spec'] = gop.with_dra_eviction(policy['spec'], p['dra_nodes'], "the CSV's alm-examples")
+                policy['spec'] = gop.with_dra_validator(policy['spec'], p['dra_nodes'], p['hosts'],
+                                                        "the CSV's alm-examples")
+                result['cluster_policy'] = policy
         if p['nfd_install']:
             result['nfd_objects'] = gop.build_nfd_install(p['nfd_channel'], p['install_plan_approval'],
                                                           p['nfd_catalog_source'], p['catalog_namespace'])
@@ -328,6 +368,8 @@ def main():
             hosts=dict(type='list', elements='dict', default=[]),
             dra_nodes=dict(type='list', elements='str', default=[]),
             os_tags=dict(type='dict', default={}),
+            dra_stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
+            dra_chart_version=dict(type='str', default='0.4.1'),
             alm_examples=dict(type='raw'),
             alm_examples_source=dict(type='str'),
             nfd_install=dict(type='bool', default=False),
@@ -348,7 +390,7 @@ def main():
     )
     try:
         result = build(module.params)
-    except (gop.ManifestError, ps.ManifestError, vc.ManifestError) as exc:
+    except (gop.ManifestError, gc.ManifestError, ps.ManifestError, vc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     for warning in result['warnings_list']:
         module.warn(warning)

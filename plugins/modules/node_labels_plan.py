@@ -63,6 +63,21 @@ options:
         value. The C(dra) nodes always get C(nvidia.com/dra-kubelet-plugin=true), the label the GPU Operator's
         driver manager evicts the plugin by before a driver upgrade.
     type: dict
+  dra_stack:
+    description:
+      - Which DRA stack serves the C(dra) nodes (C(dra_driver_stack)); V(auto) takes the GPU Operator's own
+        GPUCluster on OpenShift when every host is a C(dra) host, else the chart.
+      - With the GPUCluster the C(dra) nodes do not get C(nvidia.com/gpu.deploy.device-plugin), C(dcgm) and
+        C(dcgm-exporter) C(=false) (no ClusterPolicy deploys them, and the GPU Operator deletes those labels from
+        every GPU node while a GPUCluster exists); a leftover C(false) of ours is removed.
+    type: str
+    choices: [auto, gpucluster, helm]
+    default: auto
+  cluster_platform:
+    description: The cluster platform (C(gpuvirt_cluster.platform)); the GPUCluster is taken on OpenShift only.
+    type: str
+    choices: [openshift, kubernetes]
+    default: kubernetes
 attributes:
   check_mode:
     description: Builds data only; nothing changes in any mode.
@@ -95,6 +110,7 @@ report:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 
@@ -109,6 +125,8 @@ def main():
             vgpu_configs=dict(type='dict'),
             pool_selector=dict(type='dict'),
             dra_selector=dict(type='dict'),
+            dra_stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
+            cluster_platform=dict(type='str', choices=['openshift', 'kubernetes'], default='kubernetes'),
         ),
         supports_check_mode=True,
     )
@@ -127,9 +145,13 @@ def main():
         module.fail_json(msg='\n'.join(errors))
     try:
         custom = vc.normalise_configs(p['vgpu_configs']) if p['vgpu_configs'] else None
+        dra_nodes = [w['node'] for w in wanted if nl.fleet.BY_NAME[w['pool']].resource == 'dra']
+        other_nodes = [w['node'] for w in wanted if nl.fleet.BY_NAME[w['pool']].resource != 'dra']
+        # the same decision as the operator and kubevirt phases': the GPUCluster or the DRA chart
+        stack = gc.dra_stack(p['cluster_platform'], dra_nodes, other_nodes, p['dra_stack'])[0]
         patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'],
-                                  p['dra_selector'])
-    except (nl.ManifestError, vc.ManifestError) as exc:
+                                  p['dra_selector'], stack)
+    except (nl.ManifestError, vc.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, patches=patches, report=report)
 

@@ -198,12 +198,14 @@ def kubevirt_gates(kubevirt_version):
     return [DRA_GATE] if ver[:2] == (1, 8) else []
 
 
-def classic_plugin_conflicts(nodes, dra_nodes, plugin_pods=None):
+def classic_plugin_conflicts(nodes, dra_nodes, plugin_pods=None, cluster_policy=True):
     """Errors for DRA nodes where the classic nvidia-device-plugin runs or may run.
 
     ``nodes``: Node objects (labels, allocatable); ``plugin_pods``: pods of the nvidia-device-plugin
     DaemonSet (``spec.nodeName``). A DRA node fails when a plugin pod runs there, when it advertises
-    ``nvidia.com/gpu``, or when its GPU Operator label does not switch the plugin off.
+    ``nvidia.com/gpu``, or, when a ClusterPolicy deploys the plugin (``cluster_policy``), when its GPU Operator
+    label does not switch the plugin off. Without one (the GPUCluster path, manifests/gpu_cluster.py) nothing
+    deploys the classic plugin, and the operator deletes that label itself.
     """
     by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in nodes or [])
     on_node = {}
@@ -227,7 +229,8 @@ def classic_plugin_conflicts(nodes, dra_nodes, plugin_pods=None):
         deploy = labels.get('nvidia.com/gpu.deploy.device-plugin')
         workload = labels.get('nvidia.com/gpu.workload.config', 'container')
         # the GPU Operator deploys the plugin on GPU nodes of the container pool unless told not to
-        if deploy == 'true' or (deploy != 'false' and workload == 'container' and 'nvidia.com/gpu.present' in labels):
+        if cluster_policy and (deploy == 'true' or (deploy != 'false' and workload == 'container'
+                                                    and 'nvidia.com/gpu.present' in labels)):
             why.append('its labels let the GPU Operator deploy the device plugin (set '
                        'nvidia.com/gpu.deploy.device-plugin=false)')
         if why:

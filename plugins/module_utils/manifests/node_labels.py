@@ -112,8 +112,15 @@ def check_dra_selector(selector, variable='dra_driver_node_selector'):
     return out
 
 
-def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None):
+def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None, dra_stack='helm'):
     """Labels a node of ``pool`` must carry; ``None`` values mean the label must go.
+
+    ``dra_stack``: ``helm`` (the DRA chart beside the ClusterPolicy: the DRA nodes switch the device plugin, DCGM and
+    dcgm-exporter off by label) or ``gpucluster`` (the GPU Operator's own DRA stack, manifests/gpu_cluster.py): then
+    no ClusterPolicy deploys those operands, and the GPU Operator deletes their deploy labels from every GPU node
+    (v26.7.0 controllers/nodelabeling_controller.go updateGPUStateLabels: removeLabelsFromNode of
+    devicePluginOnlyStateLabelKeys, value-blind), so setting them would be undone at each reconcile: a leftover
+    ``false`` of ours goes, as the operator would remove it.
 
     ``dra_selector``: the DRA kubelet plugin's node selector beyond DRA_PLUGIN_LABEL (``dra_driver_node_selector``):
     the DRA nodes get its labels, so the plugin runs there; any other node loses them when it carries exactly that
@@ -129,7 +136,7 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
     labels = {WORKLOAD_LABEL: row.workload}
     # the DRA driver, not the operator's device plugin, allocates the GPUs of a pool whose resource is DRA
     for key in DRA_OPERANDS_OFF:
-        labels[key] = 'false' if row.resource == 'dra' else RemoveIf('false')
+        labels[key] = 'false' if row.resource == 'dra' and dra_stack != 'gpucluster' else RemoveIf('false')
     if row.vgpu:
         if not vgpu_config:
             raise ManifestError("vGPU nodes need a vGPU config name for %s (gpuvirt_vgpu_config on the host, or "
@@ -233,7 +240,7 @@ def guard(node, current, patch, vmis):
             "first" % (node, changes, ', '.join(running)))
 
 
-def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selector=None):
+def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selector=None, dra_stack='helm'):
     """Plan the label changes for every wanted node.
 
     ``wanted``: ``[{node, pool, vgpu_config, facts}]`` (``facts``: the host's pci_devices/mdev_types, optional);
@@ -241,7 +248,7 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     cluster state: every label is set); ``vmis``: VMI objects; ``custom_configs``: the custom vGPU configs
     (normalised), None when the operator's default ConfigMap is used; ``pool_selector``: the node labels of a
     dedicated MachineConfigPool for the IOMMU pools (see desired_labels), None when there is none;
-    ``dra_selector``: ``dra_driver_node_selector`` (see desired_labels).
+    ``dra_selector``: ``dra_driver_node_selector`` (see desired_labels); ``dra_stack``: see desired_labels.
     Returns ``(patches, report)``; raises ManifestError naming every blocked, missing or unusable node.
     """
     current_by_name = None
@@ -257,7 +264,7 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
                 name, seen[name], item.get('host', name)))
             continue
         seen[name] = item.get('host', name)
-        desired = desired_labels(item['pool'], item.get('vgpu_config'), pool_selector, dra_selector)
+        desired = desired_labels(item['pool'], item.get('vgpu_config'), pool_selector, dra_selector, dra_stack)
         if fleet.BY_NAME[item['pool']].vgpu:
             unusable = vgpu_config_error(name, desired[VGPU_LABEL], item.get('facts'), custom_configs)
             if unusable:

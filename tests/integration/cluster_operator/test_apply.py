@@ -534,7 +534,7 @@ def test_dra_nodes_get_a_cluster_policy_without_the_device_plugin_in_the_api_ser
     # the installed CSV's alm-examples carries devicePlugin.enabled false, accepted by the v26.7.0 CRD the server holds.
     cluster = kube([cluster_version()] + package_manifests())
     cluster.controller('olm', olm())
-    rc, log = run(tmp_path, 'operator', 'dra-openshift', **operator_apply(cluster))
+    rc, log = run(tmp_path, 'operator', 'dra-mixed-openshift', **operator_apply(cluster))
     assert rc == 0, log
     cp = cluster.get('nvidia.com/v1', 'ClusterPolicy', 'gpu-cluster-policy')
     assert cp['spec']['devicePlugin']['enabled'] is False
@@ -542,9 +542,9 @@ def test_dra_nodes_get_a_cluster_policy_without_the_device_plugin_in_the_api_ser
     (sent,) = cluster.sent('clusterpolicies')
     schema.validate(sent, crd_sources=[RELEASE])
     second = cluster.now()
-    rc, log = run(tmp_path, 'operator', 'dra-openshift', **operator_apply(cluster))
+    rc, log = run(tmp_path, 'operator', 'dra-mixed-openshift', **operator_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log
-    assert cluster.writes(since=second) == [], write_summary(cluster.writes(since=second))
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
 
 
 def test_a_vgpu_fleet_on_two_os_tags_is_refused_before_any_write(tmp_path, kube):

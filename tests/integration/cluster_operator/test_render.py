@@ -346,7 +346,7 @@ def test_a_pinned_channel_of_another_release_than_the_alm_examples_file_is_refus
 # Plugin.validate -> validateGPUResource), and the operator removes that init container only when devicePlugin is
 # disabled (controllers/object_controls.go@v26.7.0 TransformValidatorComponent, case "plugin").
 def test_dra_nodes_render_a_cluster_policy_without_the_device_plugin(tmp_path):
-    rc, log, out = run(tmp_path, 'operator', 'dra-openshift')
+    rc, log, out = run(tmp_path, 'operator', 'dra-mixed-openshift')
     assert rc == 0, log
     (cp,) = rendered(out)['ClusterPolicy']
     schema.validate(cp, crd_sources=['v26.7.0'])
@@ -355,7 +355,7 @@ def test_dra_nodes_render_a_cluster_policy_without_the_device_plugin(tmp_path):
             if e['kind'] == 'ClusterPolicy'][0]
     assert base['spec']['devicePlugin']['enabled'] is True, 'NVIDIA default changed: revisit this test'
     assert ('spec', 'devicePlugin', 'enabled') in changed_paths(base, cp)
-    rc, log, dummy = run(tmp_path, 'operator', 'dra-openshift')
+    rc, log, dummy = run(tmp_path, 'operator', 'dra-mixed-openshift')
     assert rc == 0 and recap(log)['changed'] == '0', log
 
 

@@ -57,6 +57,12 @@ CASES = {
     'nodes-mixed-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'nodes', 'mixed-openshift'),
     'kubevirt-facts-hco': lambda tmp: phase(tmp, 'cluster_kubevirt', 'kubevirt', 'facts-hco'),
     'kubevirt-dra-kubevirt': lambda tmp: phase(tmp, 'cluster_kubevirt', 'kubevirt', 'dra-kubevirt'),
+    # OpenShift whose GPU hosts are all DRA hosts: the GPU Operator's own DRA stack (GPUCluster) serves them
+    # (docs/pools/dra.md, "The GPU Operator's DRA stack"): NVIDIADriver and GPUCluster instead of the ClusterPolicy,
+    # no operand-off node labels, no DRA Helm values
+    'operator-dra-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'operator', 'dra-openshift'),
+    'nodes-dra-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'nodes', 'dra-openshift'),
+    'kubevirt-dra-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'kubevirt', 'dra-openshift'),
 }
 
 

@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The GPU Operator's own DRA stack (``GPUCluster``, nvidia.com/v1alpha1, GPU Operator v26.7.0+) and which DRA
+stack serves a fleet: the GPUCluster (through the OLM-installed operator) or the dra-driver-nvidia-gpu Helm chart.
+Pure Python.
+
+What the v26.7.0 code does, and so what this module decides (docs/pools/dra.md, "The GPU Operator's DRA stack"):
+
+* ``api/nvidia/v1alpha1/gpucluster_types.go`` (GPUClusterSpec): the DRA stack "does not manage the NVIDIA driver or
+  the device-plugin; the driver is installed separately (host-installed or via an NVIDIADriver CR)". Its
+  ``draDriver.featureGates`` map becomes the kubelet plugin's FEATURE_GATES, and ``PassthroughSupport: true`` mounts
+  /sys, /proc and /lib/modules into the ``gpus`` container (``manifests/state-dra-driver/0500_daemonset.yaml``);
+  the ``vfio.gpu.nvidia.com`` DeviceClass is always rendered (``0430_deviceclass-vfio-gpu.yaml``). So the
+  KubeVirt passthrough path is served.
+* ``controllers/gpucluster_controller.go`` (validatePrerequisites): "a ClusterPolicy CR and GPUCluster CR may not
+  exist at the same time" (the GPUCluster stays notReady); ``controllers/clusterpolicy_controller.go`` (Reconcile):
+  "ClusterPolicy and GPUCluster cannot co-exist" (the ClusterPolicy goes notReady); ``controllers/
+  nodelabeling_controller.go`` (Reconcile) stops labelling nodes while both exist. The container, vm-passthrough
+  and vm-vgpu pools need the ClusterPolicy, so a fleet with any of them keeps the Helm chart.
+* Node selection is not configurable ("Scheduling is opinionated and not configurable here", DRADriver
+  KubeletPluginSpec): the kubelet plugin DaemonSet selects ``nvidia.com/gpu.deploy.dra-driver=true``, which the
+  node-labeling controller (updateGPUClusterStateLabels, ``controllers/state_manager.go`` gpuClusterStateLabels)
+  puts on every node with ``nvidia.com/gpu.present=true``: with a GPUCluster every GPU node is a DRA node.
+* The CRD pins the name (XValidation ``self.metadata.name == 'gpu-cluster'``: a singleton).
+* The driver: a GPUCluster makes the node-labeling controller route every GPU node to an NVIDIADriver
+  (``usesNvidiaDriverCRD := nlc.gpuCluster != nil``, nvidiadriverutil.AssignOwners), and the kubelet plugin's
+  init container waits for it (``driver-validation``, DRIVER_INSTALL_DIR default /run/nvidia/driver).
+
+Kubernetes keeps the Helm chart: the GPU Operator is installed there from its chart, not OLM, and the collection's
+DRA role already drives the DRA chart with the same values.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
+
+API_VERSION = 'nvidia.com/v1alpha1'
+KIND = 'GPUCluster'
+# the CRD's XValidation: "GPUCluster is a singleton, metadata.name must be 'gpu-cluster'"
+NAME = 'gpu-cluster'
+NVIDIA_DRIVER_KIND = 'NVIDIADriver'
+
+STACK_GPUCLUSTER = 'gpucluster'
+STACK_HELM = 'helm'
+STACKS = (STACK_GPUCLUSTER, STACK_HELM)
+
+# the same gates the Helm path sets (manifests/dra.py helm_values): VFIO passthrough and the device metadata
+# KubeVirt reads; computeDomains (multi-node NVLink) is not the passthrough path and stays off.
+FEATURE_GATES = {'PassthroughSupport': True, 'DeviceMetadata': True}
+# the alm-examples image of the DRA driver, pinned to the chart version the collection supports (0.4.x)
+IMAGE = 'dra-driver-nvidia-gpu'
+REPOSITORY = 'nvcr.io/nvidia'
+
+COEXISTENCE = (
+    "GPU Operator v26.7.0 refuses a GPUCluster beside a ClusterPolicy (controllers/gpucluster_controller.go "
+    "validatePrerequisites: 'a ClusterPolicy CR and GPUCluster CR may not exist at the same time'; "
+    "controllers/clusterpolicy_controller.go Reconcile: 'ClusterPolicy and GPUCluster cannot co-exist')")
+
+
+def dra_stack(platform, dra_nodes, other_nodes=(), requested='auto'):
+    """Which stack serves the DRA nodes: ``(stack, reason)``.
+
+    ``platform``: the cluster platform (``openshift`` installs the GPU Operator from OLM, ``kubernetes`` from Helm);
+    ``dra_nodes``: the nodes of the DRA pool; ``other_nodes``: the GPU nodes of every other pool (container,
+    vm-passthrough, vm-vgpu), which the ClusterPolicy serves; ``requested``: ``auto``, ``gpucluster`` or ``helm``
+    (``dra_driver_stack``). ``auto`` takes the GPUCluster on OpenShift when every GPU node is a DRA node, the Helm
+    chart otherwise; ``gpucluster`` where it cannot serve is refused, naming the reason and the code.
+    """
+    if requested not in ('auto',) + STACKS:
+        raise ManifestError("dra_driver_stack is %r; use auto, gpucluster or helm" % (requested,))
+    if not dra_nodes:
+        return STACK_HELM, 'no DRA node'
+    if requested == STACK_HELM:
+        return STACK_HELM, 'dra_driver_stack is helm'
+    reason = None
+    if platform != 'openshift':
+        reason = ("the GPU Operator is installed from its Helm chart on %s (no OLM), so the DRA driver comes from its "
+                  "own chart" % platform)
+    elif other_nodes:
+        reason = ("GPU nodes outside the DRA pool (%s) need the ClusterPolicy, and %s; the GPUCluster would also run "
+                  "its kubelet plugin on every GPU node (nvidia.com/gpu.deploy.dra-driver, "
+                  "controllers/state_manager.go gpuClusterStateLabels)"
+                  % (', '.join(sorted(other_nodes)), COEXISTENCE))
+    if reason is None:
+        return STACK_GPUCLUSTER, 'OpenShift and every GPU node in the DRA pool: the OLM-installed operator serves it'
+    if requested == STACK_GPUCLUSTER:
+        raise ManifestError("dra_driver_stack is gpucluster, but %s; set dra_driver_stack to auto or helm (the "
+                            "dra-driver-nvidia-gpu chart)" % reason)
+    return STACK_HELM, reason
+
+
+def alm_example(alm_examples, kind):
+    """The ``kind`` example of a CSV's ``alm-examples`` annotation (a JSON string or the parsed list)."""
+    if isinstance(alm_examples, str):
+        try:
+            alm_examples = json.loads(alm_examples)
+        except ValueError as exc:
+            raise ManifestError("the CSV's alm-examples annotation is not JSON (%s)" % exc)
+    found = [e for e in alm_examples or [] if isinstance(e, dict) and e.get('kind') == kind]
+    if not found:
+        raise ManifestError(
+            "the CSV's alm-examples hold no %s (kinds: %s): the GPU Operator's own DRA stack needs v26.7.0 or later "
+            "(its CSV owns gpuclusters.nvidia.com); pin a newer channel, or set dra_driver_stack: helm"
+            % (kind, ', '.join(sorted(str(e.get('kind')) for e in alm_examples or [] if isinstance(e, dict)))))
+    return copy.deepcopy(found[0])
+
+
+def image_version(chart_version):
+    """The DRA driver image tag for a 0.4.x chart version (``0.4.1`` -> ``v0.4.1``)."""
+    version = str(chart_version or '').lstrip('v')
+    checked(validators.semver, version, 'dra_driver_chart_version')
+    if not version.startswith('0.4.'):
+        raise ManifestError("dra_driver_chart_version is %r; the GPUCluster needs a 0.4.x DRA driver (e.g. 0.4.1)"
+                            % (chart_version,))
+    return 'v' + version
+
+
+def build_gpu_cluster(alm_examples, chart_version):
+    """The GPUCluster: the CSV's alm-examples entry (NVIDIA's defaults for that operator version) with the DRA
+    driver pinned to ``chart_version``, the passthrough gates on and computeDomains off. Name ``gpu-cluster``."""
+    obj = alm_example(alm_examples, KIND)
+    if obj.get('apiVersion') != API_VERSION:
+        raise ManifestError("the alm-examples GPUCluster is %r, expected %s" % (obj.get('apiVersion'), API_VERSION))
+    spec = obj.setdefault('spec', {})
+    dra = spec.setdefault('draDriver', {})
+    dra['repository'] = dra.get('repository') or REPOSITORY
+    dra['image'] = dra.get('image') or IMAGE
+    dra['version'] = image_version(chart_version)
+    gates = dict(dra.get('featureGates') or {})
+    gates.update(FEATURE_GATES)
+    dra['featureGates'] = gates
+    dra['computeDomains'] = dict(dra.get('computeDomains') or {}, enabled=False)
+    obj['metadata'] = {'name': NAME}
+    return obj
+
+
+def build_nvidia_driver(alm_examples):
+    """The NVIDIADriver the GPUCluster waits for (the CSV's alm-examples entry as NVIDIA ships it: every GPU node,
+    the driver container): without a ClusterPolicy nothing else installs the driver on OpenShift's nodes."""
+    obj = alm_example(alm_examples, NVIDIA_DRIVER_KIND)
+    spec = obj.setdefault('spec', {})
+    if spec.get('driverType', 'gpu') != 'gpu':
+        raise ManifestError("the alm-examples NVIDIADriver has driverType %r; the DRA nodes need gpu"
+                            % spec.get('driverType'))
+    # Written out as the API server defaults it (v26.7.0 CRD: spec.default, required, default false): not the
+    # fallback driver, and its empty nodeSelector matches every GPU node (internal/nvidiadriver/nvidiadriver.go
+    # desiredOwnerForNode, labels.SelectorFromSet({}) matches all), which on this path are all DRA nodes.
+    spec.setdefault('default', False)
+    return obj
+
+
+def check_driver_mode(stack, driver_mode):
+    """On the GPUCluster path the driver comes from the alm-examples NVIDIADriver (the driver container, root
+    /run/nvidia/driver, the GPUCluster's default ``hostPaths.driverInstallDir``); another driver mode is refused."""
+    if stack == STACK_GPUCLUSTER and driver_mode != 'operator':
+        raise ManifestError(
+            "the DRA driver mode is %s, but the GPUCluster path installs the driver through the CSV's NVIDIADriver "
+            "(the driver container); set dra_driver_nvidia_driver to operator (or empty), or dra_driver_stack to helm"
+            % (driver_mode,))
