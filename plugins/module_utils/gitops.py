@@ -74,6 +74,9 @@ KINDS = {
     # the same for the DRA stack's CR (same CSV; chart deployments/gpu-operator/templates/gpucluster.yaml,
     # gpuCluster.deployCR, off by default)
     ('nvidia.com', 'GPUCluster'): Kind(True, True, 'created by the render from the CSV alm-examples (OpenShift)'),
+    # the GPUCluster path's driver (manifests/gpu_cluster.py build_nvidia_driver, from the same alm-examples): the
+    # render creates it; the GPUCluster waits for it (gpu-operator v26.7.0 internal/nvidiadriver AssignOwners)
+    ('nvidia.com', 'NVIDIADriver'): Kind(True, True, 'created by the render from the CSV alm-examples (OpenShift)'),
     ('machineconfiguration.openshift.io', 'MachineConfig'): Kind(True, False, 'the IOMMU / nouveau MachineConfig'),
     # only a dedicated pool is rendered: manifests/machineconfig.py build_pool refuses the built-in master/worker
     ('machineconfiguration.openshift.io', 'MachineConfigPool'): Kind(True, False, 'the dedicated GPU pool'),
