@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, validators
 
 GRAMMARS = {
     'dns1123_label': validators.dns1123_label,
@@ -22,6 +22,9 @@ GRAMMARS = {
     'oci_registry': validators.oci_registry,
     'oci_repository': validators.oci_repository,
     'oci_reference': validators.oci_reference,
+    'gpu_hosts_pattern': fleet.gpu_hosts_pattern,
+    'positive_int': validators.positive_int,
+    'percentage': validators.percentage,
 }
 
 

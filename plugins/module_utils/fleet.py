@@ -73,6 +73,16 @@ def hosts_pattern_problem(pattern):
     return None
 
 
+def gpu_hosts_pattern(pattern, name):
+    """``pattern`` when it names only GPU pool groups (hosts_pattern_problem), else ValidationError naming ``name``:
+    the plays select their hosts with it, and a play's hosts: expression that fails stops the run whatever the
+    limit or the tags (a check in an earlier play does not run when a limit leaves that play no host)."""
+    problem = hosts_pattern_problem(pattern)
+    if problem:
+        raise validators.ValidationError('%s: %s' % (name, problem))
+    return pattern
+
+
 class FleetError(ValueError):
     """The inventory does not describe a fleet: a host in two pools, an unknown pool, a bad node name."""
 

@@ -14,17 +14,38 @@ __metaclass__ = type
 
 import os
 import re
+import stat
 
 _HEX_RE = re.compile(r'0x[0-9a-fA-F]{1,16}')
 
 
-def read_bytes(path):
-    """The file's bytes; None when it is absent or cannot be read."""
+# at most this much of one file is read: a sysfs attribute is a page, a procfs file of ours a few KiB; a copied tree
+# may hold anything, and a caller's own bound (creatable_vgpu_types: 64 KiB) sees the one byte past it
+READ_LIMIT = 1024 * 1024
+
+
+def read_bytes(path, limit=READ_LIMIT):
+    """The file's bytes, at most ``limit`` + 1 of them; None when it is absent, cannot be read, or is not a regular
+    file (a FIFO or a device in a copied tree would block or never end; sysfs and procfs files are regular)."""
     try:
-        with open(path, 'rb') as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
     except (IOError, OSError):
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, left = [], limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b''.join(chunks)
+    except (IOError, OSError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def read_text(path, error):

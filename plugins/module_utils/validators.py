@@ -279,3 +279,22 @@ def label_key(value, name):
             or len(rest) > 63 or not LABEL_NAME_RE.fullmatch(rest):
         raise ValidationError('%s: %r is not valid; expected %s' % (name, value, expected))
     return value
+
+
+def int_in_range(value, name, low, high):
+    """An integer from low to high (a JSON number from AWX, or its decimal digits from -e name=value)."""
+    text = value if isinstance(value, str) else None
+    if isinstance(value, bool) or not (isinstance(value, int) or (text is not None and re.fullmatch(r'[0-9]{1,6}', text))):
+        raise ValidationError('%s: %r is not an integer; give a whole number from %d to %d' % (name, value, low, high))
+    number = int(value)
+    if not low <= number <= high:
+        raise ValidationError('%s: %d is outside %d to %d' % (name, number, low, high))
+    return number
+
+
+def positive_int(value, name):
+    return int_in_range(value, name, 1, 100000)
+
+
+def percentage(value, name):
+    return int_in_range(value, name, 0, 100)

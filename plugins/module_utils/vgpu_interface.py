@@ -70,6 +70,12 @@ def driver_branch(version):
     return int(match.group(1)) if match else None
 
 
+def _bdfs(items):
+    """Parent names from sysfs entries or mdevctl JSON of the host: only a PCI address is shown as it is, anything
+    else as '?' (a message must not carry a forged line or a megabyte from a copied tree)."""
+    return [i if isinstance(i, str) and len(i) <= 16 and pci_address.BDF_RE.fullmatch(i) else '?' for i in items]
+
+
 def _named(items):
     return ', '.join(items[:MAX_NAMED]) + (' and %d more' % (len(items) - MAX_NAMED) if len(items) > MAX_NAMED else '')
 
@@ -117,19 +123,19 @@ def host_facts(root, parents, proc_root=None, mdevctl_parents=()):
         only = [p for p in vendor if p not in mdev]
         if only:
             evidence.append('%s %s nvidia/creatable_vgpu_types and no mdev_supported_types'
-                            % (_named(only), 'has' if len(only) == 1 else 'have'))
+                            % (_named(_bdfs(only)), 'has' if len(only) == 1 else 'have'))
         if both:
             evidence.append('%s %s nvidia/creatable_vgpu_types and mdev_supported_types'
-                            % (_named(both), 'has' if len(both) == 1 else 'have'))
+                            % (_named(_bdfs(both)), 'has' if len(both) == 1 else 'have'))
         others = [p for p in mdev if p not in vendor]
         if others:
-            evidence.append('%s also on the mdev bus' % _named(others))
+            evidence.append('%s also on the mdev bus' % _named(_bdfs(others)))
     elif mdev or mdevctl_parents:
         interface = 'mdev'
         if mdev:
-            evidence.append('/sys/class/mdev_bus lists %s with mdev_supported_types' % _named(mdev))
+            evidence.append('/sys/class/mdev_bus lists %s with mdev_supported_types' % _named(_bdfs(mdev)))
         if mdevctl_parents:
-            evidence.append('mdevctl types lists %s' % _named(sorted(mdevctl_parents)))
+            evidence.append('mdevctl types lists %s' % _named(_bdfs(sorted(mdevctl_parents))))
     else:
         interface = 'none'
         evidence.append('no /sys/class/mdev_bus entry and no nvidia/creatable_vgpu_types on any PCI device')

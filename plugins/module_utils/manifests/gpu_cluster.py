@@ -45,6 +45,7 @@ KIND = 'GPUCluster'
 # the CRD's XValidation: "GPUCluster is a singleton, metadata.name must be 'gpu-cluster'"
 NAME = 'gpu-cluster'
 NVIDIA_DRIVER_KIND = 'NVIDIADriver'
+NVIDIA_DRIVER_NAME = 'gpu-driver'  # the alm-examples name, which the shipped RBAC names
 
 STACK_GPUCLUSTER = 'gpucluster'
 STACK_HELM = 'helm'
@@ -152,6 +153,10 @@ def build_nvidia_driver(alm_examples):
     # fallback driver, and its empty nodeSelector matches every GPU node (internal/nvidiadriver/nvidiadriver.go
     # desiredOwnerForNode, labels.SelectorFromSet({}) matches all), which on this path are all DRA nodes.
     spec.setdefault('default', False)
+    if obj.get('apiVersion') != API_VERSION:
+        raise ManifestError("the alm-examples NVIDIADriver is %r, expected %s" % (obj.get('apiVersion'), API_VERSION))
+    # only the name is ours: annotations (a sync hook), ownerReferences or finalizers of the example are not copied
+    obj['metadata'] = {'name': NVIDIA_DRIVER_NAME}
     return obj
 
 

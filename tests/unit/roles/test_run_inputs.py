@@ -5,6 +5,7 @@ hosts outside the GPU pools, or a rollout number of the wrong type, stops the ru
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 from hypothesis import given, strategies as st
@@ -66,3 +67,44 @@ def test_any_text_gets_an_answer(text):
 def test_the_default_pattern_passes():
     assert fleet.hosts_pattern_problem(fleet.GPU_HOSTS_PATTERN) is None
     assert 'int' in fleet.hosts_pattern_problem(3)
+
+
+INVENTORY = """
+all:
+  hosts:
+    cp1: {ansible_connection: local}
+  children:
+    gpu_container:
+      hosts:
+        gpu01: {ansible_connection: local}
+"""
+
+
+@pytest.mark.parametrize('playbook, variable', [
+    ('host_prep.yml', 'host_prep_hosts'),
+    ('host_prep.yml', 'gpuvirt_gpu_hosts_pattern'),
+    ('preflight.yml', 'gpuvirt_gpu_hosts_pattern'),
+    ('gather.yml', 'gpuvirt_gpu_hosts_pattern'),
+])
+def test_a_limit_that_skips_the_inputs_play_still_never_selects_a_non_gpu_host(tmp_path, playbook, variable):
+    # -l cp1 (AWX's Limit) leaves the localhost play of run_inputs.yml no host, so it does not run; the play that
+    # selects hosts checks its own hosts: expression (a templating error stops ansible-playbook before any task)
+    inventory = tmp_path / 'hosts.yml'
+    inventory.write_text(INVENTORY)
+    proc = subprocess.run(['ansible-playbook', '-i', str(inventory), os.path.join(ROOT, 'playbooks', playbook),
+                           '--list-hosts', '-l', 'cp1', '-e', '%s=all' % variable],
+                          capture_output=True, text=True, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "'all' is not a GPU pool group" in out, out
+    assert 'cp1' not in out.split('playbook:', 1)[-1].replace('-l cp1', ''), out
+
+
+def test_serial_outside_its_range_stops_the_rolling_play(tmp_path):
+    inventory = tmp_path / 'hosts.yml'
+    inventory.write_text(INVENTORY)
+    proc = subprocess.run(['ansible-playbook', '-i', str(inventory), os.path.join(ROOT, 'playbooks', 'host_prep.yml'),
+                           '--check', '-l', 'gpu01', '-e', 'host_prep_serial=100%'],
+                          capture_output=True, text=True, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "host_prep_serial: '100%' is not an integer" in out, out

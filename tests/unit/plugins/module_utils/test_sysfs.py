@@ -113,3 +113,20 @@ def test_the_binder_and_the_fact_reader_read_one_device_alike(sysfs):
     st_ = vfio_bind.state(sysfs.root, '0000:41:00.0')
     for key in ('vendor_id', 'device_id', 'class_id', 'driver', 'iommu_group'):
         assert fact[key] == st_[key], key
+
+
+def test_a_fifo_or_a_device_in_a_copied_tree_is_not_read(tmp_path):
+    # a FIFO would block open() and read(); /dev/zero never ends: neither is a regular file, as sysfs files are
+    fifo = tmp_path / 'creatable_vgpu_types'
+    os.mkfifo(str(fifo))
+    assert sysfs.read_bytes(str(fifo)) is None
+    zero = tmp_path / 'current_vgpu_type'
+    zero.symlink_to('/dev/zero')
+    assert sysfs.read_bytes(str(zero)) is None
+
+
+def test_a_large_file_is_read_only_one_byte_past_the_limit(tmp_path):
+    big = tmp_path / 'big'
+    big.write_bytes(b'x' * 100000)
+    assert len(sysfs.read_bytes(str(big), limit=1000)) == 1001
+    assert sysfs.read_bytes(str(big)) == b'x' * 100000

@@ -266,3 +266,12 @@ def test_kernel_and_driver_grammars():
     assert [vi.kernel_version(v) for v in ('6', '6.8 x', '6.8.0\n1', None, '6.' + '8' * 70)] == [None] * 5
     assert vi.driver_branch(R580) == 580 and vi.driver_branch('550.54') == 550
     assert [vi.driver_branch(v) for v in ('580', 'R580', '580.82.02.1.2', '', None)] == [None] * 5
+
+
+def test_names_from_the_host_reach_the_evidence_only_as_pci_addresses():
+    # an mdev_bus entry or an mdevctl parent key of a copied tree: a forged line or a huge name becomes '?'
+    parents = [{'parent': "{{ lookup('pipe','id') }}\nINJECTED", 'interface': 'mdev'},
+               {'parent': '0000:41:00.0', 'interface': 'mdev'}]
+    facts = vi.host_facts('/nonexistent', parents, mdevctl_parents=['A' * 100000])
+    text = ' '.join(facts['evidence'])
+    assert '0000:41:00.0' in text and 'INJECTED' not in text and 'lookup' not in text and len(text) < 1000

@@ -138,6 +138,23 @@ def test_the_nvidia_driver_is_the_csvs_and_valid_against_its_crd():
     schema.validate(obj, crd_sources=['v26.7.0'])
 
 
+def test_only_the_name_of_the_example_nvidia_driver_metadata_is_kept():
+    # an alm-examples file (inventory or CSV) with a sync hook, owners or finalizers on its NVIDIADriver: the
+    # rendered object carries none of them (they would steer Argo CD or block deletion)
+    examples = alm_examples()
+    for entry in examples:
+        if entry['kind'] == 'NVIDIADriver':
+            entry['metadata'].update({'annotations': {'argocd.argoproj.io/hook': 'PreSync'},
+                                      'ownerReferences': [{'kind': 'X'}], 'finalizers': ['example.com/block'],
+                                      'namespace': 'elsewhere'})
+    assert gc.build_nvidia_driver(examples)['metadata'] == {'name': 'gpu-driver'}
+    for entry in examples:
+        if entry['kind'] == 'NVIDIADriver':
+            entry['apiVersion'] = 'nvidia.com/v2'
+    with pytest.raises(ManifestError, match="NVIDIADriver is 'nvidia.com/v2'"):
+        gc.build_nvidia_driver(examples)
+
+
 def test_alm_examples_without_a_gpucluster_are_refused_naming_the_release_needed():
     older = [e for e in alm_examples() if e['kind'] != 'GPUCluster']
     with pytest.raises(ManifestError, match='no GPUCluster.*v26.7.0 or later'):
