@@ -47,7 +47,8 @@ recap() { grep -E "^$2 +: ok=" "$logs/$1.log" | tail -1; }
 for run in cold again; do
   start=$(date +%s)
   echo "demo-cold-check: make demo ($run) in $clone, LAB_DIR=$lab"
-  (cd "$clone" && ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 LAB_DIR=$lab make demo) >"$logs/$run.log" 2>&1 \
+  # JSON results: one line per message (the YAML format wraps long lines, which the checks below grep)
+  (cd "$clone" && ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 ANSIBLE_CALLBACK_RESULT_FORMAT=json LAB_DIR=$lab make demo) >"$logs/$run.log" 2>&1 \
     || fail "make demo ($run) failed" "$run"
   echo "demo-cold-check: make demo ($run) passed in $(( $(date +%s) - start ))s"
   for host in localhost lab-gpu-0; do
