@@ -96,8 +96,9 @@ def dra_stack(platform, dra_nodes, other_nodes=(), requested='auto'):
     return STACK_HELM, reason
 
 
-def alm_example(alm_examples, kind):
-    """The ``kind`` example of a CSV's ``alm-examples`` annotation (a JSON string or the parsed list)."""
+def alm_example(alm_examples, kind, api_version=API_VERSION):
+    """The ``kind`` example of a CSV's ``alm-examples`` annotation (a JSON string or the parsed list), which must
+    be of ``api_version``: the builders edit its spec by that version's schema."""
     if isinstance(alm_examples, str):
         try:
             alm_examples = json.loads(alm_examples)
@@ -109,6 +110,8 @@ def alm_example(alm_examples, kind):
             "the CSV's alm-examples hold no %s (kinds: %s): the GPU Operator's own DRA stack needs v26.7.0 or later "
             "(its CSV owns gpuclusters.nvidia.com); pin a newer channel, or set dra_driver_stack: helm"
             % (kind, ', '.join(sorted(str(e.get('kind')) for e in alm_examples or [] if isinstance(e, dict)))))
+    if found[0].get('apiVersion') != api_version:
+        raise ManifestError("the alm-examples %s is %r, expected %s" % (kind, found[0].get('apiVersion'), api_version))
     return copy.deepcopy(found[0])
 
 
@@ -126,8 +129,6 @@ def build_gpu_cluster(alm_examples, chart_version):
     """The GPUCluster: the CSV's alm-examples entry (NVIDIA's defaults for that operator version) with the DRA
     driver pinned to ``chart_version``, the passthrough gates on and computeDomains off. Name ``gpu-cluster``."""
     obj = alm_example(alm_examples, KIND)
-    if obj.get('apiVersion') != API_VERSION:
-        raise ManifestError("the alm-examples GPUCluster is %r, expected %s" % (obj.get('apiVersion'), API_VERSION))
     spec = obj.setdefault('spec', {})
     dra = spec.setdefault('draDriver', {})
     dra['repository'] = dra.get('repository') or REPOSITORY
@@ -153,8 +154,6 @@ def build_nvidia_driver(alm_examples):
     # fallback driver, and its empty nodeSelector matches every GPU node (internal/nvidiadriver/nvidiadriver.go
     # desiredOwnerForNode, labels.SelectorFromSet({}) matches all), which on this path are all DRA nodes.
     spec.setdefault('default', False)
-    if obj.get('apiVersion') != API_VERSION:
-        raise ManifestError("the alm-examples NVIDIADriver is %r, expected %s" % (obj.get('apiVersion'), API_VERSION))
     # only the name is ours: annotations (a sync hook), ownerReferences or finalizers of the example are not copied
     obj['metadata'] = {'name': NVIDIA_DRIVER_NAME}
     return obj

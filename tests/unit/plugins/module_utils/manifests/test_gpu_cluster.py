@@ -199,3 +199,14 @@ def test_without_a_clusterpolicy_the_device_plugin_label_does_not_block_a_dra_no
     assert dra.classic_plugin_conflicts([node], ['dra-1'], cluster_policy=False) == []
     running = [{'metadata': {'name': 'nvidia-device-plugin-x'}, 'spec': {'nodeName': 'dra-1'}}]
     assert dra.classic_plugin_conflicts([node], ['dra-1'], running, cluster_policy=False)
+
+
+@pytest.mark.parametrize('kind', ['GPUCluster', 'NVIDIADriver'])
+def test_an_example_of_another_api_version_is_refused_by_the_one_lookup(kind):
+    # both builders edit the spec by the v1alpha1 schema (the stand-in CRD); one lookup checks the version for both
+    examples = alm_examples()
+    for entry in examples:
+        if entry['kind'] == kind:
+            entry['apiVersion'] = 'nvidia.com/v1beta1'
+    with pytest.raises(ManifestError, match="%s is 'nvidia.com/v1beta1', expected nvidia.com/v1alpha1" % kind):
+        gc.alm_example(examples, kind)
