@@ -13,7 +13,10 @@ OUTDIR/result.json (what our readers returned), prints one line per check and ex
 - for each, vendor, device, class, driver, IOMMU group and NUMA node equal what /sys says, read directly here;
 - `vgpu_types.discover` and `gpu_holders.scan` run on the live /sys and /proc without an error;
 - a child process that holds /dev/nvidia<minor> and /dev/nvidiactl open is found by `gpu_holders.scan`, with
-  its pid, its executable and the BDF the driver gives that minor (/proc/driver/nvidia/gpus/<bdf>/information).
+  its pid, its executable and the BDF the driver gives that minor (/proc/driver/nvidia/gpus/<bdf>/information);
+- the ``host_interface`` facts (which vGPU interface the host offers: mdev, vendor-vfio or none) equal what the
+  machine shows when looked at directly (/sys/class/mdev_bus, each device's nvidia/creatable_vgpu_types), with
+  the kernel release of uname and the driver version of /sys/module/nvidia/version.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -144,6 +147,30 @@ def holder_check(gpu_holders, bdfs, check, result):
         child.wait()
 
 
+def interface_truth():
+    """Which vGPU interface the machine offers, looked at directly: a vendor-VFIO VF has
+    nvidia/creatable_vgpu_types; an mdev parent is listed under /sys/class/mdev_bus."""
+    vendor = [b for b in sorted(os.listdir(SYS_PCI)) if os.path.exists(os.path.join(SYS_PCI, b, 'nvidia',
+                                                                                    'creatable_vgpu_types'))]
+    mdev_bus = '/sys/class/mdev_bus'
+    mdev = sorted(os.listdir(mdev_bus)) if os.path.isdir(mdev_bus) else []
+    return 'vendor-vfio' if vendor else 'mdev' if mdev else 'none'
+
+
+def interface_check(vgpu_types, check, result):
+    facts = vgpu_types.discover(root='/sys', proc_root='/proc')['host_interface']
+    result['host_interface'] = facts
+    want = interface_truth()
+    check(facts['interface'] == want, 'host_interface %r, the machine shows %r: %s'
+          % (facts['interface'], want, '; '.join(facts['evidence'])))
+    check(facts['kernel_release'] == platform.release(),
+          'host_interface kernel %r, uname -r %r' % (facts['kernel_release'], platform.release()))
+    version = read('/sys/module/nvidia/version')
+    loaded = not version.startswith('<')
+    check(facts['driver_version'] == (version if loaded else None),
+          'host_interface driver %r, /sys/module/nvidia/version %r' % (facts['driver_version'], version))
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     sysfs_pci, vgpu_types, gpu_holders = import_readers()
@@ -182,6 +209,10 @@ def main(out):
 
     result = {'discover': found}
     holder_check(gpu_holders, sorted(truth), check, result)
+    try:
+        interface_check(vgpu_types, check, result)
+    except Exception as exc:  # report, do not hide
+        check(False, 'host_interface read on the live host: %r' % (exc,))
     for name, call in (('vgpu_types', lambda: vgpu_types.discover(root='/sys')),
                        ('gpu_holders', lambda: gpu_holders.scan(proc='/proc'))):
         try:

@@ -9,7 +9,8 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, lspci
+from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, lspci, vgpu_interface, vgpu_types
+from sysfs_tree import SysfsTree
 
 H200 = ('0000:00:06.0', '0302', '10de', '2335', '10de', '18bf', 'a1')
 
@@ -47,3 +48,28 @@ def test_minor_of_the_real_information_file(fixtures_dir, tmp_path):
     (gpus / 'information').write_text(
         capture(fixtures_dir, 'proc', 'h200-vm-0000_00_06.0-information_gpuvirt-device-check.txt'))
     assert gpu_holders.minor_bdfs(str(tmp_path)) == {0: '0000:00:06.0'}
+
+
+def test_host_interface_of_the_real_h200_host(fixtures_dir, tmp_path):
+    # What the lent H200 showed (gpu_host_check.py, 2026-11-26): the GPU at 0000:00:06.0 on the nvidia driver, no
+    # SR-IOV capability in the VM, no /sys/class/mdev_bus, no nvidia/creatable_vgpu_types (a datacenter driver, not
+    # the vGPU Manager), /sys/module/nvidia/version 580.159.04, uname -r 6.18.44-fc-v657-gpu. The check compared
+    # these facts with the machine itself; here the same layout fixes what they must be.
+    sys_root, proc_root = tmp_path / 'sys', tmp_path / 'proc'
+    tree = SysfsTree(sys_root)
+    tree.device('0000:00:06.0', '0302', '10de', '2335', subsystem=('10de', '18bf'), driver='nvidia')
+    tree.write('module/nvidia/version', '580.159.04\n')
+    (proc_root / 'sys' / 'kernel').mkdir(parents=True)
+    (proc_root / 'sys' / 'kernel' / 'osrelease').write_text('6.18.44-fc-v657-gpu\n')
+    facts = vgpu_types.discover(root=str(sys_root), proc_root=str(proc_root))['host_interface']
+    assert facts['interface'] == 'none'
+    assert (facts['kernel_release'], facts['driver_version']) == ('6.18.44-fc-v657-gpu', '580.159.04')
+    assert facts['evidence'][0].startswith('no /sys/class/mdev_bus entry')
+    # Once a vGPU Manager of that branch loads, a 6.8+ kernel with R580 gives vendor VFIO whatever the chip (the
+    # rule in docs/pools/vgpu.md): the host's old pci.ids names the chip only "Device [2335]", so the chip rule
+    # alone could not have told.
+    vmm = capture(fixtures_dir, 'lspci', 'h200-vm-vmmnnkD-nvidia-driver_gpuvirt-device-check.txt')
+    gpus = [d for d in lspci.parse(vmm) if d['kind'] == 'gpu']
+    assert vgpu_interface.chips(gpus) == []
+    interface, reason = vgpu_interface.predict(facts, gpus)
+    assert interface == 'vendor-vfio' and 'kernel 6.18.44-fc-v657-gpu' in reason and '580.159.04' in reason
