@@ -552,6 +552,8 @@ def report(plans):
 def persist_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=300):
     """The boot-time config (JSON, read by the role's restore script): only checked values, the wanted VF -> id of
     every GPU; VFs kept on another type are not recorded (they were not ours)."""
+    _unit_path(sysfs_root, 'sysfs_root')
+    _unit_path(sriov_manage, 'sriov_manage')
     gpus, types = [], {}
     for p in plans:
         for s in p['steps']:
@@ -586,3 +588,45 @@ def load_saved(data):
                                  'remove the file to start afresh' % (_brief(tid), _brief(name)))
         out[str(int(tid))] = name
     return out
+
+
+# what the unit file may carry: absolute paths of a conservative alphabet (systemd would split a space, expand a %
+# specifier or a $VARIABLE, and a newline would start a new directive)
+UNIT_PATH = re.compile(r'/[A-Za-z0-9._/-]{0,254}')
+UNIT_NAME = re.compile(r'[A-Za-z0-9_.@-]{1,200}\.service')
+
+
+def _unit_path(value, name):
+    if not isinstance(value, str) or not UNIT_PATH.fullmatch(value) or '/../' in value + '/' or '//' in value:
+        raise VfProfileError('%s is %s; expected an absolute path of letters, digits and ._/- (it goes into a systemd '
+                             'unit, where a space, %% or $ would change the command)' % (name, _brief(value)))
+    return value
+
+
+def unit_text(unit_path, script, config, python, timeout):
+    """The systemd unit that re-creates the VFs and profiles at boot. Oneshot, after the module load and the host's
+    vGPU Manager services; the script waits for the sysfs files itself (``timeout``), so a vGPU Manager that loads
+    later (the GPU Operator's, once kubelet runs its DaemonSet) is waited for too, not raced."""
+    _unit_path(unit_path, 'the unit path')
+    if not UNIT_NAME.fullmatch(os.path.basename(unit_path)):
+        raise VfProfileError('the unit path %s does not end in a unit name such as gpuvirt-vgpu-vf.service'
+                             % _brief(unit_path))
+    for value, name in ((script, 'the restore script path'), (config, 'the config path'),
+                        (python, 'the Python interpreter')):
+        _unit_path(value, name)
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
+        raise VfProfileError('wait_timeout is %s; expected 10 to 3600 seconds' % _brief(timeout))
+    return ('# Managed by gpuvirt.provision (vgpu_vf role).\n'
+            '[Unit]\n'
+            'Description=Re-create NVIDIA vGPU VFs and their profiles (gpuvirt.provision)\n'
+            'After=systemd-modules-load.service nvidia-vgpu-mgr.service nvidia-vgpud.service\n'
+            'ConditionPathExists=%s\n'
+            '\n'
+            '[Service]\n'
+            'Type=oneshot\n'
+            'RemainAfterExit=yes\n'
+            'ExecStart=%s %s %s\n'
+            'TimeoutStartSec=%d\n'
+            '\n'
+            '[Install]\n'
+            'WantedBy=multi-user.target\n' % (config, python, script, config, timeout + 60))

@@ -66,6 +66,28 @@ options:
     description: Seconds the boot-time restore waits for the driver's sysfs files; goes into the returned config.
     type: int
     default: 300
+  unit:
+    description:
+      - When given, the paths of the boot-time restore, checked (absolute, letters, digits and C(._/-) only) before
+        any change; the systemd unit text comes back as RV(unit).
+    type: dict
+    suboptions:
+      path:
+        description: The unit file, its name ending in C(.service).
+        type: path
+        required: true
+      script:
+        description: The restore script.
+        type: path
+        required: true
+      config:
+        description: The JSON config the script reads (RV(persist)).
+        type: path
+        required: true
+      python:
+        description: The Python 3 interpreter that runs the script.
+        type: path
+        default: /usr/bin/python3
 attributes:
   check_mode:
     description: Reports what would be enabled and set and writes nothing. A GPU whose VFs are off is reported as
@@ -106,6 +128,10 @@ persist:
   type: dict
   sample: {version: 1, sysfs_root: /sys, sriov_manage: /usr/lib/nvidia/sriov-manage, timeout: 300,
            gpus: [{pf: "0000:41:00.0", vfs: {"0000:41:00.4": 1155}}], types: {"1155": NVIDIA L40S-24Q}}
+unit:
+  description: The systemd unit text, when O(unit) was given.
+  returned: when O(unit) is given
+  type: str
 '''
 
 import json
@@ -140,6 +166,12 @@ def main():
             sysfs_root=dict(type='path', default='/sys'),
             proc_root=dict(type='path', default='/proc'),
             wait_timeout=dict(type='int', default=300),
+            unit=dict(type='dict', options=dict(
+                path=dict(type='path', required=True),
+                script=dict(type='path', required=True),
+                config=dict(type='path', required=True),
+                python=dict(type='path', default='/usr/bin/python3'),
+            )),
         ),
         required_if=[('state', 'present', ['config'])],
         supports_check_mode=True,
@@ -154,6 +186,10 @@ def main():
         if not 10 <= p['wait_timeout'] <= 3600:
             raise vvp.VfProfileError('wait_timeout is %d; expected 10 to 3600 seconds' % p['wait_timeout'])
         config = vvp.check_inputs(p['config'], p['gpus'], state, p['sriov_manage'])
+        unit = None
+        if p['unit']:
+            unit = vvp.unit_text(p['unit']['path'], p['unit']['script'], p['unit']['config'], p['unit']['python'],
+                                 p['wait_timeout'])
         known = _saved(p['saved_config'])
         plans = vvp.plan(root, config, p['gpus'], state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
                          known)
@@ -171,6 +207,8 @@ def main():
     except (vvp.VfProfileError, ValueError) as e:
         module.fail_json(msg=to_native(e))
     result = dict(changed=changed, vfs=rows, said=said, persist=persist)
+    if unit is not None:
+        result['unit'] = unit
     if module._diff:
         result['diff'] = {'before': before, 'after': after, 'before_header': 'vGPU profiles',
                           'after_header': 'vGPU profiles'}
