@@ -26,7 +26,8 @@ author:
 options:
   config:
     description:
-      - The node's vGPU config in vgpu-device-manager form, C({type: count}) for every GPU, or a list of
+      - >-
+        The node's vGPU config in vgpu-device-manager form, C({type: count}) for every GPU, or a list of
         C({devices: all | [GPU index, ...], vgpu-devices: {type: count}}). GPU index 0 is the NVIDIA GPU with the
         lowest PCI address. Type names as C(L40S-24Q); MIG-backed types are refused.
       - Required with O(state=present).
@@ -94,7 +95,8 @@ attributes:
       C(enable) only, since its VFs do not exist yet.
     support: full
   diff_mode:
-    description: One line per VF, C(<PF> <VF>: <type or none>), before and after.
+    description: >-
+      One line per VF, C(<PF> <VF>: <type or none>), before and after.
     support: full
 '''
 

@@ -19,10 +19,11 @@ What the model does, and where each rule comes from:
   the creatable lists no longer include the types of the devices that were already created");
 - writing an id the VF does not list fails with EINVAL, writing an id to a VF that holds one fails with EBUSY, and
   ``0`` removes the vGPU. Which errno the closed-source driver returns is not stated by any public source we could
-  read (vgpu-device-manager's sysfs.go setVGPUType only wraps the write error; kubevirt's SR-IOV vGPU support, PR
-  16890, only reads current_vgpu_type): EINVAL is the kernel's answer for a sysfs store that rejects its value, and
-  the one the NVIDIA vGPU driver gives for an mdev it cannot create (mdevctl issue 115, "Invalid argument (os error
-  22)"). The module does not depend on which errno: it reports any OSError with its errno name.
+  read (vgpu-device-manager's sysfs.go setVGPUType only wraps the write error; KubeVirt's "vGPU: SRIOV support",
+  pkg/virt-handler/device-manager/common.go HasVGPUProfile, only reads current_vgpu_type): EINVAL is the kernel's
+  answer for a sysfs store that rejects its value, and the one the NVIDIA vGPU driver gives for an mdev it cannot
+  start (mdevctl's tracker, "mdevctl start fails with Invalid argument (os error 22)", on a Tesla P40). The module
+  does not depend on which errno: it reports any OSError with its errno name.
 """
 from __future__ import annotations
 
