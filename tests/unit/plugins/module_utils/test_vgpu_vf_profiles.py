@@ -191,6 +191,16 @@ def test_vfs_are_enabled_through_sriov_numvfs_without_sriov_manage(tmp_path):
     assert _actions(plans)[0] == (VFS[0], 'set', '1155')
 
 
+def test_each_write_is_checked_again_against_the_vfs_list_just_before_it(tmp_path):
+    board = VfBoard(tmp_path)
+    plans = _plan(board, {'L40S-12Q': 2})
+    board.set(VFS[3], 1155)  # another tool puts a 24Q on the GPU after the plan: the others now list only 24Q
+    with pytest.raises(vvp.VfProfileError, match=r'VF 0000:41:00.4 no longer lists NVIDIA L40S-12Q \(1153\) as '
+                                                 r'creatable \(it lists 1155\)'):
+        _apply(board, plans)
+    assert board.refused == [] and board.current[VFS[0]] == 0  # stopped before the driver had to refuse anything
+
+
 def test_a_write_the_driver_refuses_is_reported_with_its_errno_and_what_was_done(tmp_path):
     board = VfBoard(tmp_path)
     plans = _plan(board, {'L40S-12Q': 2})
