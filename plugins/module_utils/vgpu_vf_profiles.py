@@ -247,8 +247,11 @@ def vf_holders(root, proc, vf):
 
 
 def _holder_text(holders):
-    return ', '.join('PID %d (%s) holds %s%s' % (h['pid'], h['command'] or '?', h['device'],
-                                                ' in unit %s' % h['unit'] if h['unit'] else '') for h in holders)
+    parts = []
+    for h in holders:
+        unit = ' in unit %s' % h['unit'] if h['unit'] else ''
+        parts.append('PID %d (%s) holds %s%s' % (h['pid'], h['command'] or '?', h['device'], unit))
+    return ', '.join(parts)
 
 
 def select(config, pfs, gpus=None):
@@ -542,10 +545,10 @@ def report(plans):
                          'before': None, 'after': None, 'name_before': None, 'name_after': None})
         for s in p['steps']:
             rows.append(dict(s, pf=p['pf']))
-            before.append('%s %s: %s\n' % (p['pf'], s['vf'], s['name_before'] or ('none' if s['before'] == '0'
-                                                                                   else s['before'])))
-            after.append('%s %s: %s\n' % (p['pf'], s['vf'], s['name_after'] or ('none' if s['after'] == '0'
-                                                                                 else s['after'])))
+            shown_before = s['name_before'] or ('none' if s['before'] == '0' else s['before'])
+            shown_after = s['name_after'] or ('none' if s['after'] == '0' else s['after'])
+            before.append('%s %s: %s\n' % (p['pf'], s['vf'], shown_before))
+            after.append('%s %s: %s\n' % (p['pf'], s['vf'], shown_after))
     return rows, ''.join(before), ''.join(after)
 
 
@@ -560,8 +563,7 @@ def persist_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=
             if s['action'] in ('keep', 'set', 'change') and s['name_after']:
                 types[s['after']] = s['name_after']
         vfs = dict((s['vf'], int(s['after'])) for s in p['steps'] if s['action'] in ('keep', 'set', 'change'))
-        bad = [v for v in vfs if not pci_address.is_sysfs_bdf(v)] + ([] if pci_address.is_sysfs_bdf(p['pf'])
-                                                                      else [p['pf']])
+        bad = [v for v in [p['pf']] + list(vfs) if not pci_address.is_sysfs_bdf(v)]
         if bad:
             raise VfProfileError('%s %s not a PCI address; nothing is saved for boot' % (
                 ', '.join(_brief(b) for b in bad), 'is' if len(bad) == 1 else 'are'))

@@ -121,8 +121,8 @@ def restore_gpu(cfg, pf, pairs, deadline):
                 say(6, 'GPU %s: enabling VFs with %s -e %s' % (pf, script, pf))
                 proc = subprocess.run([script, '-e', pf], capture_output=True, text=True, timeout=120, check=False)
                 if proc.returncode != 0:
-                    say(3, 'GPU %s: %s -e %s failed (rc %d): %s' % (pf, script, pf, proc.returncode,
-                                                                     (proc.stderr or proc.stdout).strip()[:500]))
+                    detail = (proc.stderr or proc.stdout).strip()[:500]
+                    say(3, 'GPU %s: %s -e %s failed (rc %d): %s' % (pf, script, pf, proc.returncode, detail))
                     return len(pairs) or 1
             else:
                 total = read(os.path.join(pf_dir, 'sriov_totalvfs'))
@@ -141,8 +141,8 @@ def restore_gpu(cfg, pf, pairs, deadline):
         current_path = os.path.join(ndir, 'current_vgpu_type')
         missing = wait_for([current_path, os.path.join(ndir, 'creatable_vgpu_types')], deadline)
         if missing:
-            say(3, 'VF %s: timed out after %ds waiting for %s; %s not restored' % (vf, cfg['timeout'],
-                                                                                  ', '.join(missing), name))
+            say(3, 'VF %s: timed out after %ds waiting for %s; %s not restored'
+                % (vf, cfg['timeout'], ', '.join(missing), name))
             failed += 1
             continue
         current = read(current_path)

@@ -70,9 +70,8 @@ def test_a_driver_that_never_comes_is_a_journal_error_after_the_timeout(tmp_path
     start = time.monotonic()
     assert restore.restore_gpu(cfg, PF, cfg['gpus'][0][1], time.monotonic() + 0.2) == 2
     assert time.monotonic() - start >= 0.2
-    assert ('<3>GPU %s: timed out after 10s waiting for %s' % (PF, os.path.join(board.root, 'bus/pci/devices', PF,
-                                                                              'sriov_numvfs'))
-            in capsys.readouterr().out)
+    numvfs = os.path.join(board.root, 'bus/pci/devices', PF, 'sriov_numvfs')
+    assert '<3>GPU %s: timed out after 10s waiting for %s' % (PF, numvfs) in capsys.readouterr().out
 
 
 def test_a_vf_someone_else_set_is_left_alone(tmp_path, restore, monkeypatch, capsys):
@@ -91,8 +90,8 @@ def test_a_vf_someone_else_set_is_left_alone(tmp_path, restore, monkeypatch, cap
     ({'sriov_manage': 'sriov-manage'}, 'sriov_manage is'),
     ({'timeout': 10 ** 6}, 'timeout is'),
 ])
-def test_a_config_outside_its_grammar_is_refused_before_anything(tmp_path, restore, monkeypatch, capsys, over,
-                                                                   message):
+def test_a_config_outside_its_grammar_is_refused_before_anything(tmp_path, restore, monkeypatch, capsys,
+                                                                 over, message):
     board = VfBoard(tmp_path / 'sys', enabled=False)
     monkeypatch.setattr(restore, 'write', board.writer)
     assert restore.main(['restore', _config(tmp_path, board, **over)]) == 2
