@@ -16,7 +16,8 @@ from vf_driver import VfBoard
 from .harness import run_module
 
 PF = '0000:41:00.0'
-VF0, VF1 = '0000:41:00.4', '0000:41:00.5'
+VF0 = '0000:41:00.4'
+VF1 = '0000:41:00.5'
 
 
 def _run(monkeypatch, board, args, check=False, diff=False):
