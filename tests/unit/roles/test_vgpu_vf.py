@@ -92,7 +92,8 @@ def test_absent_clears_the_profiles_and_removes_the_restore(tmp_path):
 def test_a_unit_path_that_would_add_a_directive_stops_the_role_before_any_change(tmp_path):
     board = VfBoard(tmp_path / 'sys')
     extra, root = _vars(tmp_path, board)
-    extra['vgpu_vf_script_path'] = '/usr/local/bin/x\nExecStartPre=/bin/sh -c reboot'
+    # under tmp_path: were the check missing, the role would create this path
+    extra['vgpu_vf_script_path'] = str(root / 'x\nExecStartPre=/bin/sh -c reboot')
     rc, out = run_play(tmp_path, PLAY, extra)
     assert rc != 0 and 'the restore script path is' in out and 'expected an absolute path' in out, out
     assert _current(board, VF0) == '0' and not _installed(extra)
