@@ -1,0 +1,221 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: vgpu_vf_profiles
+short_description: Give SR-IOV VFs their vGPU profiles on NVIDIA's vendor-specific VFIO interface
+version_added: 0.1.0
+description:
+  - Enables each NVIDIA GPU's SR-IOV VFs (C(/usr/lib/nvidia/sriov-manage -e <PF>) when present, else
+    C(sriov_totalvfs) written to C(sriov_numvfs)), then writes a vGPU type id to each chosen VF's
+    C(nvidia/current_vgpu_type), as the node's vGPU config asks.
+  - VFs are taken in C(virtfn) order; a VF already on a wanted type keeps it; each wanted type must be listed in the
+    chosen VF's C(nvidia/creatable_vgpu_types) before anything is written, and is checked again just before its write.
+  - A VF on another type is left alone unless O(remove_unlisted) is set or O(state=absent), and is refused, naming
+    the process, when a VM or process holds its VFIO device.
+  - Returns the boot-time config (O(saved_config) format) the C(vgpu_vf) role installs for its systemd unit.
+  - See docs/pools/vendor-vfio.md.
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  config:
+    description:
+      - >-
+        The node's vGPU config in vgpu-device-manager form, C({type: count}) for every GPU, or a list of
+        C({devices: all | [GPU index, ...], vgpu-devices: {type: count}}). GPU index 0 is the NVIDIA GPU with the
+        lowest PCI address. Type names as C(L40S-24Q); MIG-backed types are refused.
+      - Required with O(state=present).
+    type: raw
+  gpus:
+    description: Only these GPU PFs (addresses with domain, C(0000:41:00.0)); default every GPU the config names.
+    type: list
+    elements: str
+    default: []
+  state:
+    description: C(present) sets the profiles; C(absent) removes every profile of the GPUs (VFs stay enabled).
+    type: str
+    choices: [present, absent]
+    default: present
+  remove_unlisted:
+    description: Also clear VFs on types the config does not ask for (never a VF a process holds).
+    type: bool
+    default: false
+  saved_config:
+    description:
+      - The boot config an earlier run saved; its type names say which type a VF holds when the GPU is full and no
+        creatable list names it any more. Absent file, or empty value, is fine.
+    type: path
+  sriov_manage:
+    description: NVIDIA's script that enables the VFs; when it is not there, C(sriov_numvfs) is written.
+    type: path
+    default: /usr/lib/nvidia/sriov-manage
+  sysfs_root:
+    description: Root of sysfs; tests point it at a copied tree.
+    type: path
+    default: /sys
+  proc_root:
+    description: Root of procfs, where the holders of each VF's VFIO device are looked up.
+    type: path
+    default: /proc
+  wait_timeout:
+    description: Seconds the boot-time restore waits for the driver's sysfs files; goes into the returned config.
+    type: int
+    default: 300
+  unit:
+    description:
+      - When given, the paths of the boot-time restore, checked (absolute, letters, digits and C(._/-) only) before
+        any change; the systemd unit text comes back as RV(unit).
+    type: dict
+    suboptions:
+      path:
+        description: The unit file, its name ending in C(.service).
+        type: path
+        required: true
+      script:
+        description: The restore script.
+        type: path
+        required: true
+      config:
+        description: The JSON config the script reads (RV(persist)).
+        type: path
+        required: true
+      python:
+        description: The Python 3 interpreter that runs the script.
+        type: path
+        default: /usr/bin/python3
+attributes:
+  check_mode:
+    description: Reports what would be enabled and set and writes nothing. A GPU whose VFs are off is reported as
+      C(enable) only, since its VFs do not exist yet.
+    support: full
+  diff_mode:
+    description: >-
+      One line per VF, C(<PF> <VF>: <type or none>), before and after.
+    support: full
+'''
+
+EXAMPLES = r'''
+- name: Two L40S-24Q vGPUs on every GPU
+  gpuvirt.provision.vgpu_vf_profiles:
+    config: {L40S-24Q: 2}
+
+- name: Remove every profile of one GPU (its VMs stopped)
+  gpuvirt.provision.vgpu_vf_profiles:
+    state: absent
+    gpus: ["0000:41:00.0"]
+'''
+
+RETURN = r'''
+vfs:
+  description: Per VF (and per GPU whose VFs were enabled), what was done or would be.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{pf: "0000:41:00.0", vf: "0000:41:00.4", action: set, before: "0", after: "1155",
+            name_before: null, name_after: NVIDIA L40S-24Q}]
+said:
+  description: One line per change made, such as C(0000:41:00.4 got NVIDIA L40S-24Q (1155)).
+  returned: always
+  type: list
+  elements: str
+persist:
+  description: The boot-time config, only checked values (PCI addresses, decimal ids, type names).
+  returned: always
+  type: dict
+  sample: {version: 1, sysfs_root: /sys, sriov_manage: /usr/lib/nvidia/sriov-manage, timeout: 300,
+           gpus: [{pf: "0000:41:00.0", vfs: {"0000:41:00.4": 1155}}], types: {"1155": NVIDIA L40S-24Q}}
+unit:
+  description: The systemd unit text, when O(unit) was given.
+  returned: when O(unit) is given
+  type: str
+'''
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_profiles as vvp
+
+
+def _saved(path):
+    if not path or not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (IOError, OSError, ValueError) as e:
+        raise vvp.VfProfileError('saved_config %s cannot be read as JSON (%s); remove it to start afresh'
+                                 % (path, to_native(e)))
+    return vvp.load_saved(data)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            config=dict(type='raw'),
+            gpus=dict(type='list', elements='str', default=[]),
+            state=dict(type='str', choices=['present', 'absent'], default='present'),
+            remove_unlisted=dict(type='bool', default=False),
+            saved_config=dict(type='path'),
+            sriov_manage=dict(type='path', default=vvp.SRIOV_MANAGE),
+            sysfs_root=dict(type='path', default='/sys'),
+            proc_root=dict(type='path', default='/proc'),
+            wait_timeout=dict(type='int', default=300),
+            unit=dict(type='dict', options=dict(
+                path=dict(type='path', required=True),
+                script=dict(type='path', required=True),
+                config=dict(type='path', required=True),
+                python=dict(type='path', default='/usr/bin/python3'),
+            )),
+        ),
+        required_if=[('state', 'present', ['config'])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    root, state = p['sysfs_root'], p['state']
+
+    def run(argv):
+        return module.run_command(argv)
+
+    try:
+        if not 10 <= p['wait_timeout'] <= 3600:
+            raise vvp.VfProfileError('wait_timeout is %d; expected 10 to 3600 seconds' % p['wait_timeout'])
+        config = vvp.check_inputs(p['config'], p['gpus'], state, p['sriov_manage'])
+        unit = None
+        if p['unit']:
+            unit = vvp.unit_text(p['unit']['path'], p['unit']['script'], p['unit']['config'], p['unit']['python'],
+                                 p['wait_timeout'])
+        known = _saved(p['saved_config'])
+        plans = vvp.plan(root, config, p['gpus'], state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
+                         known)
+        said = []
+        if not module.check_mode:
+            vvp.finish_plan(root, plans, run, state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
+                            known=known)
+            said = ['%s: VFs enabled (%s)' % (x['pf'], x['enable']) for x in plans if x['enable']]
+        rows, before, after = vvp.report(plans)
+        changed = vvp.changed(plans)
+        if not module.check_mode:
+            for x in plans:
+                said.extend(vvp.apply_gpu(root, x))
+        persist = vvp.persist_config(plans, root, p['sriov_manage'], p['wait_timeout'])
+    except (vvp.VfProfileError, ValueError) as e:
+        module.fail_json(msg=to_native(e))
+    result = dict(changed=changed, vfs=rows, said=said, persist=persist)
+    if unit is not None:
+        result['unit'] = unit
+    if module._diff:
+        result['diff'] = {'before': before, 'after': after, 'before_header': 'vGPU profiles',
+                          'after_header': 'vGPU profiles'}
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Re-create NVIDIA vGPU VFs and their profiles at boot; installed by the gpuvirt.provision vgpu_vf role and run by
+its systemd unit as ``python3 <this file> <config.json>``. Standard library only.
+
+None of it survives a reboot (the VFs and every VF's nvidia/current_vgpu_type start empty), so this replays what the
+role applied: for each GPU (PF) it waits for the driver's sysfs files, enables the VFs (``sriov-manage -e <PF>``
+when the script is there, else sriov_totalvfs into sriov_numvfs), then writes each VF's saved type id, only where
+the VF is free and lists the id in nvidia/creatable_vgpu_types. A VF that holds another type is left alone.
+
+The config is JSON written by the role from checked values, and every value is checked again here: PCI addresses,
+decimal ids, absolute paths, a bounded timeout. Each line printed starts with a syslog priority (``<3>`` error,
+``<4>`` warning, ``<6>`` info), which systemd puts in the journal as that line's priority (sd-daemon(3)).
+Exit status: 0 all done, 1 something was not restored (the lines say what), 2 the config is unusable.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+BDF = re.compile(r'[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]')
+PATH = re.compile(r'/[A-Za-z0-9._/-]{0,254}')
+NUMBER = re.compile(r'[0-9]{1,9}')
+CREATABLE = re.compile(r'([0-9]{1,9})[ \t]*:[ \t]*([A-Za-z0-9][A-Za-z0-9 ._-]{0,127})')
+POLL = 1.0
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def say(priority, text):
+    sys.stdout.write('<%d>%s\n' % (priority, text))
+    sys.stdout.flush()
+
+
+def _path(value, name):
+    if not isinstance(value, str) or not PATH.fullmatch(value) or '/../' in value + '/':
+        raise ConfigError('%s is %r; expected an absolute path of letters, digits and ._/-' % (name, value))
+    return value
+
+
+def load(path):
+    """The checked config: {sysfs_root, sriov_manage, timeout, gpus: [(pf, [(vf, id)])], types: {id: name}}."""
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (IOError, OSError, ValueError) as e:
+        raise ConfigError('cannot read %s as JSON: %s' % (path, e))
+    if not isinstance(data, dict) or data.get('version') != 1:
+        raise ConfigError('%s is not a version 1 config of the vgpu_vf role' % path)
+    timeout = data.get('timeout')
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
+        raise ConfigError('timeout is %r; expected 10 to 3600 seconds' % (timeout,))
+    gpus = []
+    for gpu in data.get('gpus') or []:
+        pf = gpu.get('pf') if isinstance(gpu, dict) else None
+        vfs = gpu.get('vfs') if isinstance(gpu, dict) else None
+        if not isinstance(pf, str) or not BDF.fullmatch(pf) or not isinstance(vfs, dict):
+            raise ConfigError('GPU entry %r is not {pf: <PCI address>, vfs: {<VF address>: <type id>}}' % (gpu,))
+        pairs = []
+        for vf, tid in sorted(vfs.items()):
+            if not BDF.fullmatch(vf) or not isinstance(tid, int) or isinstance(tid, bool) or not 0 < tid < 10 ** 9:
+                raise ConfigError('VF entry %r: %r is not <VF PCI address>: <positive type id>' % (vf, tid))
+            pairs.append((vf, str(tid)))
+        gpus.append((pf, pairs))
+    types = data.get('types') or {}
+    names = dict((k, v) for k, v in types.items() if isinstance(k, str) and NUMBER.fullmatch(k)
+                 and isinstance(v, str) and CREATABLE.fullmatch('0 : ' + v)) if isinstance(types, dict) else {}
+    return {'sysfs_root': _path(data.get('sysfs_root'), 'sysfs_root'),
+            'sriov_manage': _path(data.get('sriov_manage'), 'sriov_manage'), 'timeout': timeout, 'gpus': gpus,
+            'types': names}
+
+
+def read(path):
+    try:
+        with open(path) as handle:
+            return handle.read(65536).strip()
+    except (IOError, OSError):
+        return None
+
+
+def write(path, value):
+    with open(path, 'w') as handle:
+        handle.write(value)
+
+
+def wait_for(paths, deadline):
+    """The paths still missing when the deadline passed ([] once all are there)."""
+    while True:
+        missing = [p for p in paths if not os.path.exists(p)]
+        if not missing or time.monotonic() >= deadline:
+            return missing
+        time.sleep(POLL)
+
+
+def creatable(text):
+    return [m.group(1) for m in (CREATABLE.fullmatch(line.strip()) for line in (text or '').splitlines()) if m]
+
+
+def restore_gpu(cfg, pf, pairs, deadline):
+    """Enable the PF's VFs and set their types; the number of VFs not restored."""
+    dev = os.path.join(cfg['sysfs_root'], 'bus', 'pci', 'devices')
+    pf_dir = os.path.join(dev, pf)
+    missing = wait_for([os.path.join(pf_dir, 'sriov_numvfs'), os.path.join(pf_dir, 'driver')], deadline)
+    if missing:
+        say(3, 'GPU %s: timed out after %ds waiting for %s; is the NVIDIA vGPU Manager loaded? Nothing restored on it'
+            % (pf, cfg['timeout'], ', '.join(missing)))
+        return len(pairs) or 1
+    if read(os.path.join(pf_dir, 'sriov_numvfs')) in ('0', '', None):
+        script = cfg['sriov_manage']
+        try:
+            if os.path.isfile(script) and os.access(script, os.X_OK):
+                say(6, 'GPU %s: enabling VFs with %s -e %s' % (pf, script, pf))
+                proc = subprocess.run([script, '-e', pf], capture_output=True, text=True, timeout=120, check=False)
+                if proc.returncode != 0:
+                    detail = (proc.stderr or proc.stdout).strip()[:500]
+                    say(3, 'GPU %s: %s -e %s failed (rc %d): %s' % (pf, script, pf, proc.returncode, detail))
+                    return len(pairs) or 1
+            else:
+                total = read(os.path.join(pf_dir, 'sriov_totalvfs'))
+                if not total or not NUMBER.fullmatch(total):
+                    say(3, 'GPU %s: sriov_totalvfs reads %r; cannot enable its VFs' % (pf, total))
+                    return len(pairs) or 1
+                say(6, 'GPU %s: enabling %s VFs through sriov_numvfs' % (pf, total))
+                write(os.path.join(pf_dir, 'sriov_numvfs'), total)
+        except (IOError, OSError, subprocess.SubprocessError) as e:
+            say(3, 'GPU %s: enabling its VFs failed: %s' % (pf, e))
+            return len(pairs) or 1
+    failed = 0
+    for vf, tid in pairs:
+        name = '%s (%s)' % (cfg['types'].get(tid, 'type'), tid)
+        ndir = os.path.join(dev, vf, 'nvidia')
+        current_path = os.path.join(ndir, 'current_vgpu_type')
+        missing = wait_for([current_path, os.path.join(ndir, 'creatable_vgpu_types')], deadline)
+        if missing:
+            say(3, 'VF %s: timed out after %ds waiting for %s; %s not restored'
+                % (vf, cfg['timeout'], ', '.join(missing), name))
+            failed += 1
+            continue
+        current = read(current_path)
+        if current == tid:
+            say(6, 'VF %s already on %s' % (vf, name))
+            continue
+        if current not in ('0', ''):
+            say(4, 'VF %s holds type %r, not %s: left alone' % (vf, (current or '')[:16], name))
+            failed += 1
+            continue
+        if tid not in creatable(read(os.path.join(ndir, 'creatable_vgpu_types'))):
+            say(3, 'VF %s does not list %s as creatable; not restored (has the GPU another type now?)' % (vf, name))
+            failed += 1
+            continue
+        try:
+            write(current_path, tid)
+        except (IOError, OSError) as e:
+            say(3, 'VF %s: writing %s to %s failed: %s' % (vf, tid, current_path, e))
+            failed += 1
+            continue
+        say(6, 'VF %s got %s' % (vf, name))
+    return failed
+
+
+def main(argv):
+    if len(argv) != 2:
+        say(3, 'usage: %s <config.json>' % argv[0])
+        return 2
+    try:
+        cfg = load(argv[1])
+    except ConfigError as e:
+        say(3, str(e))
+        return 2
+    deadline = time.monotonic() + cfg['timeout']
+    failed = sum(restore_gpu(cfg, pf, pairs, deadline) for pf, pairs in cfg['gpus'])
+    if failed:
+        say(3, '%d vGPU profile(s) not restored; see the lines above' % failed)
+        return 1
+    say(6, 'vGPU profiles restored on %d GPU(s)' % len(cfg['gpus']))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""vgpu_vf_profiles module against the driver stand-in (tests/unit/vf_driver.py): the module's one writer and its
+run_command are the stand-in's, so a refused write fails as the driver's does."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible.module_utils import basic
+from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_profiles as vvp
+from ansible_collections.gpuvirt.provision.plugins.modules import vgpu_vf_profiles
+
+from vf_driver import VfBoard
+from .harness import run_module
+
+PF = '0000:41:00.0'
+VF0 = '0000:41:00.4'
+VF1 = '0000:41:00.5'
+
+
+def _run(monkeypatch, board, args, check=False, diff=False):
+    monkeypatch.setattr(vvp, 'write_attr', board.writer)
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, argv, **kw: board.run(argv))
+    args = dict({'sysfs_root': board.root, 'proc_root': '/nonexistent', 'sriov_manage': '/nonexistent/sm'}, **args)
+    return run_module(monkeypatch, vgpu_vf_profiles, args, check=check, diff=diff)
+
+
+def test_apply_then_nothing_to_do(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}}, diff=True)
+    assert not res['failed'] and res['changed'], res
+    assert res['said'] == ['%s got NVIDIA L40S-24Q (1155)' % VF0, '%s got NVIDIA L40S-24Q (1155)' % VF1]
+    assert '%s %s: none\n' % (PF, VF0) in res['diff']['before']
+    assert '%s %s: NVIDIA L40S-24Q\n' % (PF, VF0) in res['diff']['after']
+    assert res['persist']['gpus'] == [{'pf': PF, 'vfs': {VF0: 1155, VF1: 1155}}]
+    saved = tmp_path / 'saved.json'
+    saved.write_text(json.dumps(res['persist']))
+    again = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, 'saved_config': str(saved)})
+    assert not again['failed'] and not again['changed'] and again['said'] == []
+
+
+def test_check_mode_writes_nothing_and_reports_the_plan(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    res = _run(monkeypatch, board, {'config': {'L40S-12Q': 1}}, check=True)
+    assert res['changed'] and [r['action'] for r in res['vfs']][:2] == ['set', 'none']
+    assert board.writes == [] and set(board.current.values()) == {0}
+
+
+def test_check_mode_on_vfs_that_are_off_reports_the_enable_only(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path, enabled=False)
+    res = _run(monkeypatch, board, {'config': {'L40S-12Q': 1}}, check=True)
+    assert res['changed'] and res['vfs'] == [dict(pf=PF, vf=None, action='enable', method='sriov_numvfs', before=None,
+                                                  after=None, name_before=None, name_after=None)]
+    assert board.writes == [] and board.commands == []
+
+
+def test_a_refusal_names_the_value_and_writes_nothing(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 3}})
+    assert res['failed'] and 'asks for 72 GB (3 x L40S-24Q)' in res['msg'] and board.writes == []
+    res = _run(monkeypatch, board, {'state': 'present'})
+    assert res['failed'] and 'config' in res['msg']
+
+
+def test_a_hostile_saved_config_is_refused(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    saved = tmp_path / 'saved.json'
+    saved.write_text(json.dumps({'types': {'1155': 'L40S-24Q\n$(reboot)'}}))
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}, 'saved_config': str(saved)})
+    assert res['failed'] and 'the saved config names type' in res['msg'] and board.writes == []

@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The vgpu_vf role for real (ansible-playbook on localhost, every path under a temporary root): check mode writes
+nothing, a run sets the profiles and installs the unit, its script and its JSON config, a second run changes
+nothing, and a value that would reach the unit file unchecked stops the role before any change.
+
+The sysfs tree here is a plain directory (the module runs in its own process, where the driver stand-in of
+tests/unit/vf_driver.py cannot replace its writer): it takes every write, so the refusals the driver makes are
+tested in tests/unit/plugins/module_utils/test_vgpu_vf_profiles.py."""
+from __future__ import annotations
+
+import json
+import os
+
+from play_runner import run_play
+from vf_driver import VfBoard
+
+PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Run the vgpu_vf role
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.vgpu_vf
+"""
+PF = '0000:41:00.0'
+VF0, VF1 = '0000:41:00.4', '0000:41:00.5'
+
+
+def _vars(tmp_path, board, **overrides):
+    root = tmp_path / 'root'
+    extra = {
+        'vgpu_vf_config': {'L40S-24Q': 2}, 'vgpu_vf_sysfs_root': board.root, 'vgpu_vf_systemd': False,
+        'vgpu_vf_proc_root': str(tmp_path / 'proc'), 'vgpu_vf_sriov_manage': str(tmp_path / 'no-sriov-manage'),
+        'vgpu_vf_config_path': str(root / 'etc/gpuvirt/vgpu-vf-profiles.json'),
+        'vgpu_vf_script_path': str(root / 'usr/local/libexec/gpuvirt-vgpu-vf-restore.py'),
+        'vgpu_vf_unit_path': str(root / 'etc/systemd/system/gpuvirt-vgpu-vf.service'),
+    }
+    (tmp_path / 'proc').mkdir(exist_ok=True)
+    (root / 'etc/systemd/system').mkdir(parents=True, exist_ok=True)  # there on every systemd host
+    extra.update(overrides)
+    return extra, root
+
+
+def _installed(extra):
+    return [p for p in ('vgpu_vf_config_path', 'vgpu_vf_script_path', 'vgpu_vf_unit_path') if os.path.exists(extra[p])]
+
+
+def _current(board, vf):
+    return open(os.path.join(board.root, 'bus/pci/devices', vf, 'nvidia/current_vgpu_type')).read().strip()
+
+
+def test_check_mode_changes_nothing(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    rc, out = run_play(tmp_path, PLAY, extra, args=['--check'])
+    assert rc == 0, out
+    assert '%s: set' % VF0 in out
+    assert _current(board, VF0) == '0' and not _installed(extra)
+
+
+def test_a_run_sets_the_profiles_and_installs_the_restore_and_a_second_run_changes_nothing(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    rc, out = run_play(tmp_path, PLAY, extra)
+    assert rc == 0, out
+    assert '%s got NVIDIA L40S-24Q (1155)' % VF0 in out and '%s got NVIDIA L40S-24Q (1155)' % VF1 in out
+    assert [_current(board, vf) for vf in (VF0, VF1)] == ['1155', '1155']
+    saved = json.loads((root / 'etc/gpuvirt/vgpu-vf-profiles.json').read_text())
+    assert saved == {'version': 1, 'sysfs_root': board.root, 'sriov_manage': str(tmp_path / 'no-sriov-manage'),
+                     'timeout': 300, 'gpus': [{'pf': PF, 'vfs': {VF0: 1155, VF1: 1155}}],
+                     'types': {'1155': 'NVIDIA L40S-24Q'}}
+    unit = (root / 'etc/systemd/system/gpuvirt-vgpu-vf.service').read_text()
+    assert 'ExecStart=/usr/bin/python3 %s %s\n' % (extra['vgpu_vf_script_path'], extra['vgpu_vf_config_path']) in unit
+    assert 'Type=oneshot\n' in unit and 'TimeoutStartSec=360\n' in unit
+    assert os.access(extra['vgpu_vf_script_path'], os.X_OK)
+    rc, out = run_play(tmp_path, PLAY, extra)
+    assert rc == 0 and 'changed=0' in out, out
+
+
+def test_absent_clears_the_profiles_and_removes_the_restore(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    assert run_play(tmp_path, PLAY, extra)[0] == 0
+    rc, out = run_play(tmp_path, PLAY, dict(extra, vgpu_vf_state='absent'))
+    assert rc == 0, out
+    assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
+    assert not os.path.exists(extra['vgpu_vf_unit_path']) and not os.path.exists(extra['vgpu_vf_config_path'])
+
+
+def test_a_unit_path_that_would_add_a_directive_stops_the_role_before_any_change(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    # under tmp_path: were the check missing, the role would create this path
+    extra['vgpu_vf_script_path'] = str(root / 'x\nExecStartPre=/bin/sh -c reboot')
+    rc, out = run_play(tmp_path, PLAY, extra)
+    assert rc != 0 and 'the restore script path is' in out and 'expected an absolute path' in out, out
+    assert _current(board, VF0) == '0' and not _installed(extra)
+
+
+def test_a_type_name_from_a_survey_that_is_no_type_stops_the_role_naming_it(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board, vgpu_vf_config={'L40S-24Q; reboot': 1})
+    rc, out = run_play(tmp_path, PLAY, extra)
+    assert rc != 0 and "'L40S-24Q; reboot' is not a vGPU type name" in out, out
+    assert _current(board, VF0) == '0' and not _installed(extra)

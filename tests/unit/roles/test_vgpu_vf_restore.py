@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The vgpu_vf role's boot-time restore script, against the driver stand-in (tests/unit/vf_driver.py) standing for
+a host just rebooted: no VFs, no profiles. Its one writer (``write``) is the stand-in's, as for the module."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+
+import pytest
+
+from vf_driver import VfBoard
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, '..', '..', '..', 'roles', 'vgpu_vf', 'files', 'gpuvirt_vgpu_vf_restore.py')
+PF = '0000:41:00.0'
+VF0, VF1 = '0000:41:00.4', '0000:41:00.5'
+
+
+@pytest.fixture
+def restore(monkeypatch):
+    spec = importlib.util.spec_from_file_location('gpuvirt_vgpu_vf_restore', SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, 'POLL', 0.01)
+    return module
+
+
+def _config(tmp_path, board, vfs=None, **over):
+    data = {'version': 1, 'sysfs_root': board.root, 'sriov_manage': str(tmp_path / 'no-sriov-manage'),
+            'timeout': 10, 'gpus': [{'pf': PF, 'vfs': vfs or {VF0: 1155, VF1: 1155}}],
+            'types': {'1155': 'NVIDIA L40S-24Q'}}
+    data.update(over)
+    path = tmp_path / 'config.json'
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_after_a_reboot_the_vfs_and_profiles_come_back(tmp_path, restore, monkeypatch, capsys):
+    board = VfBoard(tmp_path / 'sys', enabled=False)
+    monkeypatch.setattr(restore, 'write', board.writer)
+    assert restore.main(['restore', _config(tmp_path, board)]) == 0
+    assert [board.current[vf] for vf in (VF0, VF1)] == [1155, 1155]
+    out = capsys.readouterr().out
+    assert '<6>GPU %s: enabling 4 VFs through sriov_numvfs\n' % PF in out
+    assert '<6>VF %s got NVIDIA L40S-24Q (1155)\n' % VF0 in out
+    # a second start (systemctl restart) changes nothing
+    writes = list(board.writes)
+    assert restore.main(['restore', _config(tmp_path, board)]) == 0
+    assert board.writes == writes and '<6>VF %s already on NVIDIA L40S-24Q (1155)' % VF0 in capsys.readouterr().out
+
+
+def test_sriov_manage_is_run_with_the_pf_as_argv(tmp_path, restore, monkeypatch):
+    board = VfBoard(tmp_path / 'sys')
+    (tmp_path / 'sys' / os.path.relpath(os.path.realpath(os.path.join(board.root, 'bus/pci/devices', PF)),
+                                        board.root) / 'sriov_numvfs').write_text('0\n')
+    script = tmp_path / 'sriov-manage'
+    script.write_text('#!/bin/sh\nprintf "%%s|" "$@" > %s/argv\n' % tmp_path)
+    script.chmod(0o755)
+    monkeypatch.setattr(restore, 'write', board.writer)
+    assert restore.main(['restore', _config(tmp_path, board, sriov_manage=str(script))]) == 0
+    assert (tmp_path / 'argv').read_text() == '-e|%s|' % PF
+
+
+def test_a_driver_that_never_comes_is_a_journal_error_after_the_timeout(tmp_path, restore, capsys):
+    board = VfBoard(tmp_path / 'sys', pfs=('0000:c1:00.0',))
+    cfg = restore.load(_config(tmp_path, board))
+    start = time.monotonic()
+    assert restore.restore_gpu(cfg, PF, cfg['gpus'][0][1], time.monotonic() + 0.2) == 2
+    assert time.monotonic() - start >= 0.2
+    numvfs = os.path.join(board.root, 'bus/pci/devices', PF, 'sriov_numvfs')
+    assert '<3>GPU %s: timed out after 10s waiting for %s' % (PF, numvfs) in capsys.readouterr().out
+
+
+def test_a_vf_someone_else_set_is_left_alone(tmp_path, restore, monkeypatch, capsys):
+    board = VfBoard(tmp_path / 'sys')
+    board.set(VF0, 1153)
+    monkeypatch.setattr(restore, 'write', board.writer)
+    assert restore.main(['restore', _config(tmp_path, board, vfs={VF0: 1155})]) == 1
+    assert board.current[VF0] == 1153
+    assert "<4>VF %s holds type '1153', not NVIDIA L40S-24Q (1155): left alone" % VF0 in capsys.readouterr().out
+
+
+@pytest.mark.parametrize('over,message', [
+    ({'gpus': [{'pf': PF, 'vfs': {VF0 + '\n': 1155}}]}, 'is not <VF PCI address>'),
+    ({'gpus': [{'pf': '../../etc', 'vfs': {}}]}, 'is not {pf: <PCI address>'),
+    ({'sysfs_root': '/sys/../etc'}, 'sysfs_root is'),
+    ({'sriov_manage': 'sriov-manage'}, 'sriov_manage is'),
+    ({'timeout': 10 ** 6}, 'timeout is'),
+])
+def test_a_config_outside_its_grammar_is_refused_before_anything(tmp_path, restore, monkeypatch, capsys,
+                                                                 over, message):
+    board = VfBoard(tmp_path / 'sys', enabled=False)
+    monkeypatch.setattr(restore, 'write', board.writer)
+    assert restore.main(['restore', _config(tmp_path, board, **over)]) == 2
+    assert message in capsys.readouterr().out and board.writes == []
