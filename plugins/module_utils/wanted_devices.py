@@ -19,11 +19,23 @@ __metaclass__ = type
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, resource_names
 
-# which list of wanted devices a pool's resource kind feeds, and the key the per-host result holds it under
-RESOURCE_LISTS = {
-    'pci': ('pci_devices', 'pciHostDevices', 'pciDeviceSelector'),
-    'mdev': ('mediated_devices', 'mediatedDevices', 'mdevNameSelector'),
+# KubeVirt's permittedHostDevices lists (a pool row's ``permitted`` column): the wanted list each feeds and its
+# selector key (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/types.go PermittedHostDevices:
+# pciHostDevices[].pciVendorSelector / mediatedDevices[].mdevNameSelector; HCO's pciDeviceSelector).
+PERMITTED = {
+    'pciHostDevices': ('pci_devices', 'pciDeviceSelector'),
+    'mediatedDevices': ('mediated_devices', 'mdevNameSelector'),
 }
+
+
+def resource_lists():
+    """Which list of wanted devices each resource kind KubeVirt permits feeds: {kind: (wanted list, HCO list,
+    selector key)}, from the pool table's ``permitted`` column."""
+    return dict((row.resource, (PERMITTED[row.permitted][0], row.permitted, PERMITTED[row.permitted][1]))
+                for row in fleet.POOL_TABLE if row.permitted)
+
+
+RESOURCE_LISTS = resource_lists()
 
 
 class WantedDevicesError(ValueError):
@@ -32,7 +44,7 @@ class WantedDevicesError(ValueError):
 
 def vm_pools():
     """The pools whose nodes advertise a resource KubeVirt permits (pool table order)."""
-    return tuple(p.name for p in fleet.POOL_TABLE if p.resource in RESOURCE_LISTS)
+    return tuple(p.name for p in fleet.POOL_TABLE if p.permitted)
 
 
 def _checked(host):
@@ -43,7 +55,7 @@ def _checked(host):
             'kubevirt_devices_hosts entry %s: needs node, pool (%s; got %s) and facts.'
             % (node if isinstance(node, str) and node else host, ' or '.join(vm_pools()),
                pool if pool is not None else 'none'))
-    return node, fleet.BY_NAME[pool].resource
+    return node, fleet.BY_NAME[pool]
 
 
 def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.PREFIX):
@@ -51,18 +63,22 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.
 
     Each host's facts go through resource_names.permitted_host_devices with the vGPU types its config creates;
     an entry keeps the first resource name computed for its selector and gains each node that offers it."""
-    out = dict((row[0], {}) for row in RESOURCE_LISTS.values())
+    out = dict((lst, {}) for lst, sel_key in PERMITTED.values())
     for host in hosts or []:
-        node, kind = _checked(host)
-        lst, hco_key, sel_key = RESOURCE_LISTS[kind]
+        node, row = _checked(host)
+        lst, sel_key = PERMITTED[row.permitted]
+        hco_key = row.permitted
         try:
-            found = resource_names.permitted_host_devices([host['facts']], pciids, include_vfs, prefix,
-                                                          host.get('vgpu_types') or [])
+            # a pool of SR-IOV VFs (function vf) hands out the VFs themselves
+            found = resource_names.permitted_host_devices([host['facts']], pciids, include_vfs or row.function == 'vf',
+                                                          prefix, host.get('vgpu_types') or [],
+                                                          external=fleet.ADVERTISERS[row.advertiser])
         except resource_names.ResourceNameError as exc:
             raise WantedDevicesError('%s: %s' % (node, exc))
         for entry in found[hco_key]:
             sel = entry[sel_key]
             cur = out[lst].setdefault(sel, {'selector': sel, 'resource_name': entry['resourceName'],
-                                            'nodes': [], 'source': 'facts'})
+                                            'nodes': [], 'source': 'facts',
+                                            'external': entry['externalResourceProvider']})
             cur['nodes'].append(node)
     return dict((lst, list(entries.values())) for lst, entries in out.items())

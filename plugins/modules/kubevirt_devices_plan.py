@@ -45,6 +45,12 @@ options:
         type: str
         choices: [facts, input]
         default: input
+      external:
+        description:
+          - Whether a device plugin other than KubeVirt's own advertises the device (C(externalResourceProvider)):
+            the pool row's advertiser, as the filter gpuvirt.provision.wanted_devices gives it.
+        type: bool
+        default: true
   mediated_devices:
     description: Wanted vGPU types; like O(pci_devices) with the vGPU type name as C(selector).
     type: list
@@ -68,6 +74,10 @@ options:
         description: C(facts) or C(input), as for O(pci_devices[].source).
         type: str
         choices: [facts, input]
+      external:
+        description: As for O(pci_devices[].external).
+        type: bool
+        default: true
         default: input
   nodes:
     description:
@@ -115,7 +125,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 
 _ENTRY = dict(selector=dict(type='str', required=True), resource_name=dict(type='str', required=True),
               nodes=dict(type='list', elements='str', default=[]),
-              source=dict(type='str', choices=['facts', 'input'], default='input'))
+              source=dict(type='str', choices=['facts', 'input'], default='input'),
+              external=dict(type='bool', default=True))
 
 
 def main():
@@ -135,8 +146,10 @@ def main():
         module.fail_json(msg='; '.join(errors), errors=errors, advertised=advertised)
     for warning in warnings:
         module.warn(warning)
-    pci = [{'selector': e['selector'], 'resource_name': e['resource_name']} for e in entries if e['kind'] == 'pci']
-    mdev = [{'selector': e['selector'], 'resource_name': e['resource_name']} for e in entries if e['kind'] == 'mdev']
+    out = dict((kind, [{'selector': e['selector'], 'resource_name': e['resource_name'],
+                        'external': e.get('external', True)} for e in entries if e['kind'] == kind])
+               for kind in ('pci', 'mdev'))
+    pci, mdev = out['pci'], out['mdev']
     module.exit_json(changed=False, pci_devices=pci, mediated_devices=mdev, advertised=advertised,
                      resource_names=sorted(set(e['resource_name'] for e in entries)))
 
