@@ -6,10 +6,11 @@
 ``wanted_devices`` takes the VM hosts of :func:`fleet.gpu_hosts` (``[{node, pool, facts, vgpu_types}]``) and
 returns what the kubevirt_devices role plans with: ``{'pci_devices': [...], 'mediated_devices': [...]}``, each
 entry ``{selector, resource_name, nodes, source}``, one per selector (a PCI ``vendor:device`` or a vGPU type
-name), listing the nodes it was found on in host order. The pool table decides which list a host feeds: a pool
-whose nodes advertise a ``pci`` resource gives its GPUs, one that advertises ``mdev`` its vGPU types; a pool
-that advertises neither (the container and DRA pools) is refused here, so a new pool kind is a row in the pool
-table, not a branch here. Resource names come from the facts (resource_names.permitted_host_devices), never
+name), listing the nodes it was found on in host order. The pool table decides which list a host feeds: its row's
+``permitted`` column names the KubeVirt list (pciHostDevices: its GPUs, the VFs too for a row of function ``vf``;
+mediatedDevices: its vGPU types); a pool without one (the container and DRA pools) is refused here, so a new pool
+kind is a row in the pool table, not a branch here. An entry of a pool that KubeVirt's own device plugin serves
+(advertiser ``kubevirt``) carries ``external: false`` (externalResourceProvider). Resource names come from the facts (resource_names.permitted_host_devices), never
 from hand-typed YAML; the HyperConverged/KubeVirt key names (``pciDeviceSelector``, ``mdevNameSelector``) appear
 only where the objects are built.
 """
@@ -77,8 +78,8 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.
             raise WantedDevicesError('%s: %s' % (node, exc))
         for entry in found[hco_key]:
             sel = entry[sel_key]
-            cur = out[lst].setdefault(sel, {'selector': sel, 'resource_name': entry['resourceName'],
-                                            'nodes': [], 'source': 'facts',
-                                            'external': entry['externalResourceProvider']})
+            cur = out[lst].setdefault(sel, dict({'selector': sel, 'resource_name': entry['resourceName'],
+                                                 'nodes': [], 'source': 'facts'},
+                                                **({} if entry['externalResourceProvider'] else {'external': False})))
             cur['nodes'].append(node)
     return dict((lst, list(entries.values())) for lst, entries in out.items())

@@ -47,8 +47,9 @@ options:
         default: input
       external:
         description:
-          - Whether a device plugin other than KubeVirt's own advertises the device (C(externalResourceProvider)):
-            the pool row's advertiser, as the filter gpuvirt.provision.wanted_devices gives it.
+          - Whether a device plugin other than KubeVirt's own advertises the device (C(externalResourceProvider)),
+            from the pool row's advertiser; the filter gpuvirt.provision.wanted_devices gives C(false) for a pool
+            that KubeVirt's own device plugin serves and leaves it out otherwise. Returned only when C(false).
         type: bool
         default: true
   mediated_devices:
@@ -146,8 +147,9 @@ def main():
         module.fail_json(msg='; '.join(errors), errors=errors, advertised=advertised)
     for warning in warnings:
         module.warn(warning)
-    out = dict((kind, [{'selector': e['selector'], 'resource_name': e['resource_name'],
-                        'external': e.get('external', True)} for e in entries if e['kind'] == kind])
+    out = dict((kind, [dict({'selector': e['selector'], 'resource_name': e['resource_name']},
+                            **({} if e.get('external', True) else {'external': False}))
+                       for e in entries if e['kind'] == kind])
                for kind in ('pci', 'mdev'))
     pci, mdev = out['pci'], out['mdev']
     module.exit_json(changed=False, pci_devices=pci, mediated_devices=mdev, advertised=advertised,
