@@ -59,6 +59,16 @@ def _checked(host):
     return node, fleet.BY_NAME[pool]
 
 
+def _functions(facts, row):
+    """The host's facts with only the PCI functions its pool hands out: a pool of SR-IOV VFs (function ``vf``)
+    permits the VFs, not the PFs they belong to."""
+    if row.function != 'vf':
+        return facts
+    pci = dict(facts.get('pci_devices') or {})
+    pci['gpus'] = [g for g in pci.get('gpus') or [] if g.get('is_vf')]
+    return dict(facts, pci_devices=pci)
+
+
 def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.PREFIX):
     """The per-host view's VM hosts -> ``{'pci_devices': [...], 'mediated_devices': [...]}`` (module docstring).
 
@@ -70,9 +80,9 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.
         lst, sel_key = PERMITTED[row.permitted]
         hco_key = row.permitted
         try:
-            # a pool of SR-IOV VFs (function vf) hands out the VFs themselves
-            found = resource_names.permitted_host_devices([host['facts']], pciids, include_vfs or row.function == 'vf',
-                                                          prefix, host.get('vgpu_types') or [],
+            found = resource_names.permitted_host_devices([_functions(host['facts'], row)], pciids,
+                                                          include_vfs or row.function == 'vf', prefix,
+                                                          host.get('vgpu_types') or [],
                                                           external=fleet.ADVERTISERS[row.advertiser])
         except resource_names.ResourceNameError as exc:
             raise WantedDevicesError('%s: %s' % (node, exc))
