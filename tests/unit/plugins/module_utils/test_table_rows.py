@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import sys
 
 import yaml
 
@@ -20,8 +19,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 from ansible_collections.gpuvirt.provision.plugins.modules import gpu_operator_manifests
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
-from modules.harness import run_module  # noqa: E402
+from ..modules.harness import run_module
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 EXAMPLE = os.path.join(ROOT, 'inventories', 'example')
