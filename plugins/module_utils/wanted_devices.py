@@ -7,11 +7,11 @@
 returns what the kubevirt_devices role plans with: ``{'pci_devices': [...], 'mediated_devices': [...]}``, each
 entry ``{selector, resource_name, nodes, source}``, one per selector (a PCI ``vendor:device`` or a vGPU type
 name), listing the nodes it was found on in host order. The pool table decides which list a host feeds: its row's
-``permitted`` column names the KubeVirt list (pciHostDevices: its GPUs, the VFs too for a row of function ``vf``;
-mediatedDevices: its vGPU types); a pool without one (the container and DRA pools) is refused here, so a new pool
-kind is a row in the pool table, not a branch here. An entry of a pool that KubeVirt's own device plugin serves
-(advertiser ``kubevirt``) carries ``external: false`` (externalResourceProvider). Resource names come from the facts (resource_names.permitted_host_devices), never
-from hand-typed YAML; the HyperConverged/KubeVirt key names (``pciDeviceSelector``, ``mdevNameSelector``) appear
+``permitted`` column names the KubeVirt list (pciHostDevices: its GPUs, only their VFs for a row of function
+``vf``; mediatedDevices: its vGPU types); a pool without one (the container and DRA pools) is refused here, so a
+new pool kind is a row in the pool table, not a branch here. An entry of a pool that KubeVirt's own device plugin
+serves (advertiser ``kubevirt``) carries ``external: false`` (externalResourceProvider). Resource names come from
+the facts (resource_names.permitted_host_devices), never from hand-typed YAML; the HyperConverged/KubeVirt key names (``pciDeviceSelector``, ``mdevNameSelector``) appear
 only where the objects are built.
 """
 from __future__ import absolute_import, division, print_function
