@@ -11,8 +11,8 @@ name), listing the nodes it was found on in host order. The pool table decides w
 ``vf``; mediatedDevices: its vGPU types); a pool without one (the container and DRA pools) is refused here, so a
 new pool kind is a row in the pool table, not a branch here. An entry of a pool that KubeVirt's own device plugin
 serves (advertiser ``kubevirt``) carries ``external: false`` (externalResourceProvider). Resource names come from
-the facts (resource_names.permitted_host_devices), never from hand-typed YAML; the HyperConverged/KubeVirt key names (``pciDeviceSelector``, ``mdevNameSelector``) appear
-only where the objects are built.
+the facts (resource_names.permitted_host_devices), never from hand-typed YAML; the HyperConverged/KubeVirt key
+names (``pciDeviceSelector``, ``mdevNameSelector``) appear only where the objects are built.
 """
 from __future__ import absolute_import, division, print_function
 
