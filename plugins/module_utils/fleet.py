@@ -86,14 +86,14 @@ def check_table(table):
         for column in ('name', 'group'):
             value = getattr(row, column)
             if (column, value) in seen:
-                raise TableError('pool %s: %s %r is also the %s of pool %s' % (row.name, column, value, column,
-                                                                              seen[(column, value)]))
+                raise TableError('pool %s: %s %r is also the %s of pool %s'
+                                 % (row.name, column, value, column, seen[(column, value)]))
             seen[(column, value)] = row.name
         for column, allowed in (('advertiser', ADVERTISERS), ('function', FUNCTIONS),
                                 ('permitted', PERMITTED_LISTS + (None,))):
             if getattr(row, column) not in allowed:
-                raise TableError('pool %s: %s %r is not one of %s' % (row.name, column, getattr(row, column),
-                                                                       ', '.join(str(a) for a in allowed)))
+                raise TableError('pool %s: %s %r is not one of %s'
+                                 % (row.name, column, getattr(row, column), ', '.join(str(a) for a in allowed)))
         if row.permitted and ADVERTISERS[row.advertiser] is None:
             raise TableError('pool %s: a resource KubeVirt permits (permitted %r) needs a device plugin to advertise '
                              'it, not advertiser %r' % (row.name, row.permitted, row.advertiser))

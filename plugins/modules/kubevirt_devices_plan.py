@@ -75,11 +75,11 @@ options:
         description: C(facts) or C(input), as for O(pci_devices[].source).
         type: str
         choices: [facts, input]
+        default: input
       external:
         description: As for O(pci_devices[].external).
         type: bool
         default: true
-        default: input
   nodes:
     description:
       - Node objects as read from the cluster (C(kubernetes.core.k8s_info)). Omit when no cluster is read

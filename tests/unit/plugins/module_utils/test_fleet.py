@@ -9,7 +9,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.provision.plugins.filter import fleet as fleet_filter
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, preflight, resource_names
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, resource_names
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator, node_labels
 
 PCI = {'gpus': [{'bdf': '0000:41:00.0', 'device_id': '2236', 'is_vf': False}]}

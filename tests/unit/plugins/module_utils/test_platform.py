@@ -108,7 +108,7 @@ def test_an_inventory_overrides_the_containerd_paths():
 def test_a_bad_override_is_refused_naming_the_key_and_the_fix(name, overrides, match):
     with pytest.raises(platform.PlatformError, match=match):
         platform.with_overrides(name, overrides)
-    with pytest.raises(AnsibleFilterError, match='^cluster_platform: (gpuvirt_platform_traits\.)?' + match):
+    with pytest.raises(AnsibleFilterError, match=r'^cluster_platform: (gpuvirt_platform_traits\.)?' + match):
         cluster_filter.cluster_platform({'mode': 'render', 'render_dir': '/o', 'platform': name,
                                          'platform_traits': overrides})
 
