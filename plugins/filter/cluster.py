@@ -12,11 +12,16 @@ from ansible.module_utils.common.collections import is_string
 from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 
 
-def cluster_platform(value=None):
+def cluster_platform(value=None, overrides=None):
     if value is None:
         return platform.traits()
     if is_string(value):
-        return platform.traits(value)
+        if overrides is None or not platform.traits(value):
+            return platform.traits(value)
+        try:
+            return platform.with_overrides(value, overrides)
+        except platform.PlatformError as exc:
+            raise AnsibleFilterError('cluster_platform: %s' % exc)
     if not isinstance(value, dict):
         raise AnsibleFilterError('cluster_platform: expected the cluster settings (a dict), a platform name or none, '
                                  'got %s' % type(value).__name__)

@@ -17,13 +17,10 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, gp
 from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import (
     board_models, model_on_boards, reported_short_name, short_type_name, type_model)
 
-# The pool table lives in module_utils/fleet.py: the pools other than DRA, the IOMMU pools, all of them.
-POOLS = tuple(p for p in fleet.POOLS if p != "dra")
-# "dra": the DRA passthrough path (group gpu_dra). The GPU keeps its NVIDIA driver until a claim binds it to
-# vfio-pci, so a loaded host driver is expected there; what holds /dev/nvidia* still blocks the rebind.
-DRA = "dra"
-VM_POOLS = fleet.IOMMU_POOLS
-KNOWN_POOLS = fleet.POOLS
+# The pool table lives in module_utils/fleet.py; every judgement below reads the host's row (its traits), never
+# its pool's name. A DRA pool (resource "dra", the DRA passthrough path): the GPU keeps its NVIDIA driver until a
+# claim binds it to vfio-pci, so a loaded host driver is expected there; what holds /dev/nvidia* still blocks the
+# rebind.
 # DRA driver 0.4+ turns persistence mode off around the rebind itself: holder categories it tolerates
 # (gpu_holders.holder_category, the one rule matching a holder's executable name).
 DRA_TOLERATED_HOLDERS = ("persistenced",)
@@ -107,16 +104,17 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
     """
     check_facts(pci, holders, mdev)
     errors, warnings = [], []
+    unknown = [p for p in pools if p not in fleet.BY_NAME]
+    if unknown:
+        errors.append("%s: unknown pool %r; use one of %s" % (host, unknown[0], ", ".join(fleet.POOLS)))
+        return errors, warnings
     if len(pools) != 1:
-        errors.append(
-            "%s is in %s: a node belongs to exactly one pool (the GPU Operator reads one "
-            "nvidia.com/gpu.workload.config label); keep it in one of the groups gpu_container, "
-            "gpu_vm_passthrough, gpu_vm_vgpu" % (host, ("the pools " + ", ".join(sorted(pools))) if pools else "no pool"))
+        # the one message of the group -> pool rule (fleet.several_pools_problem, fleet.no_pool_problem)
+        errors.append(fleet.several_pools_problem(host, [fleet.BY_NAME[p].group for p in pools])
+                      or fleet.no_pool_problem(host))
         return errors, warnings
     pool = pools[0]
-    if pool not in KNOWN_POOLS:
-        errors.append("%s: unknown pool %r; use one of %s" % (host, pool, ", ".join(KNOWN_POOLS)))
-        return errors, warnings
+    row = fleet.BY_NAME[pool]
 
     gpus = [d for d in pci.get("gpus", []) if not d.get("is_vf")]
     if not gpus and not allow_no_gpu:
@@ -124,7 +122,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
                       "gpuvirt_allow_no_gpu for a host added ahead of its GPUs" % (host, pool))
 
     iommu = pci.get("iommu") or {}
-    if pool in VM_POOLS:
+    if row.iommu:
         if iommu_firmware is False and not iommu.get("enabled"):
             errors.append(
                 "%s (pool %s): the firmware announces no IOMMU (no ACPI DMAR/IVRS table); enable VT-d / "
@@ -136,24 +134,26 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
             warnings.append("%s is itself a virtual machine: GPU passthrough needs a virtual IOMMU and the "
                             "GPU passed to this VM" % host)
 
-    if pool == "vm-passthrough":
+    if row.host_vfio:
+        # host preparation binds this pool's GPUs to vfio-pci
         for gpu in gpus:
             if gpu.get("driver") not in REBINDABLE:
                 errors.append(
-                    "%s: GPU %s (%s) is bound to the host driver %s; a vm-passthrough GPU must go to "
+                    "%s: GPU %s (%s) is bound to the host driver %s; a %s GPU must go to "
                     "vfio-pci: remove the host NVIDIA driver packages (or blacklist %s) and let the GPU "
                     "Operator manage the node"
-                    % (host, gpu["bdf"], gpu.get("device_name"), gpu["driver"], gpu["driver"]))
-    elif pool == "container":
+                    % (host, gpu["bdf"], gpu.get("device_name"), gpu["driver"], pool, gpu["driver"]))
+    elif row.advertiser == "nvidia-device-plugin":
+        # NVIDIA's device plugin advertises the GPUs the operator's driver container serves
         loaded = sorted({g["bdf"] for g in gpus if g.get("driver") == "nvidia"})
         if loaded:
             warnings.append("%s: the host NVIDIA driver is loaded (%s); the GPU Operator's driver container "
                             "will not start: set the operator's driver.enabled=false or remove the host "
                             "driver" % (host, ", ".join(loaded)))
 
-    if pool in VM_POOLS and holders and holders.get("held"):
+    if row.iommu and holders and holders.get("held"):
         for holder in holders.get("holders", []):
-            if pool == DRA and gpu_holders.holder_category(holder) in DRA_TOLERATED_HOLDERS:
+            if row.resource == "dra" and gpu_holders.holder_category(holder) in DRA_TOLERATED_HOLDERS:
                 warnings.append("%s: %s holds %s (pid %s); DRA driver 0.4+ turns persistence mode off around the "
                                 "rebind, older drivers need it stopped"
                                 % (host, holder.get("command"), holder.get("device"), holder.get("pid")))
@@ -165,7 +165,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
                     ("systemctl disable --now " + holder["unit"]) if holder.get("unit") else
                     "kill pid %s" % holder.get("pid")))
 
-    if pool == "vm-vgpu":
+    if row.vgpu:
         errors.extend(_check_vgpu(host, gpus, mdev, requested_vgpu_types or [], warnings, vgpu_driver_version))
     return errors, warnings
 

@@ -119,13 +119,13 @@ def _facts(host):
     return pci, mdev
 
 
-def _add_mdev(entries, name, prefix, source):
+def _add_mdev(entries, name, prefix, source, external=True):
     if name not in entries:
         entries[name] = {'mdevNameSelector': name, 'resourceName': mdev_resource_name(name, prefix, source),
-                         'externalResourceProvider': True}
+                         'externalResourceProvider': external}
 
 
-def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX, vgpu_types=None):
+def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX, vgpu_types=None, external=True):
     """Facts of many hosts -> deduplicated HCO permittedHostDevices lists.
 
     pciHostDevices come from the GPUs (PFs; VFs only with ``include_vfs``), one entry per vendor:device;
@@ -133,7 +133,9 @@ def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX,
     ``vgpu_types`` (short or full names: the types a node's vGPU config creates, which are all its device plugin
     advertises); a host that shows no vGPU interface yet (the vGPU Manager is not loaded: a first run, or a render
     from facts gathered before) gets its ``vgpu_types`` under the name the vGPU Manager will report
-    (:func:`full_type_name`). Entries are sorted so the result is stable whatever the host order."""
+    (:func:`full_type_name`). Entries are sorted so the result is stable whatever the host order.
+    ``external``: externalResourceProvider of the entries, whether a device plugin other than KubeVirt's own
+    advertises them (the pool row's advertiser, fleet.ADVERTISERS)."""
     keep = set(short_type_name(t) for t in vgpu_types or [])
     if isinstance(hosts, dict):
         hosts = [hosts]
@@ -148,7 +150,7 @@ def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX,
                 continue
             sel = selector(gpu.get('vendor_id') or '10de', gpu.get('device_id'))
             pci.setdefault(sel, {'pciDeviceSelector': sel, 'resourceName': pci_resource_name(gpu, pciids, prefix),
-                                 'externalResourceProvider': True})
+                                 'externalResourceProvider': bool(external)})
         for parent in mdev_facts.get('parents', []):
             wanted = [t for t in parent.get('types', [])
                       if t.get('name') and (not keep or short_type_name(t['name']) in keep)]
@@ -162,10 +164,10 @@ def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=PREFIX,
                     % (wanted[0]['name'], parent.get('parent')))
             for t in wanted:
                 _add_mdev(mdev, t['name'], prefix, 'vGPU type %s of mdev parent %s in the mdev_types fact'
-                          % (_shown(t['name']), parent.get('parent')))
+                          % (_shown(t['name']), parent.get('parent')), bool(external))
         if not mdev_facts.get('parents'):
             for short in sorted(keep):
-                _add_mdev(mdev, full_type_name(short), prefix, 'vGPU config type %s' % _shown(short))
+                _add_mdev(mdev, full_type_name(short), prefix, 'vGPU config type %s' % _shown(short), bool(external))
     return {'pciHostDevices': [pci[k] for k in sorted(pci)], 'mediatedDevices': [mdev[k] for k in sorted(mdev)]}
 
 
@@ -220,5 +222,5 @@ def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=N
             want[mdev_resource_name(name, prefix, source)] = 1
     else:
         raise ResourceNameError('unknown pool %r: use one of %s (pools whose nodes advertise an extended resource)'
-                                % (pool, ', '.join(p.name for p in fleet.POOL_TABLE if p.resource in ('gpu', 'pci', 'mdev'))))
+                                % (pool, ', '.join(fleet.EXTENDED_RESOURCE_POOLS)))
     return want

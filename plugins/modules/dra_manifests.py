@@ -165,6 +165,7 @@ kubevirt_gates:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, dra, hco, kubevirt
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 
@@ -186,7 +187,7 @@ def main():
             current=dict(type='dict'),
             live_unread=dict(type='str', default=''),
             stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
-            cluster_platform=dict(type='str', choices=['openshift', 'kubernetes'], default='kubernetes'),
+            cluster_platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), default=platform.FALLBACK),
             other_nodes=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
@@ -200,7 +201,7 @@ def main():
                    for t in p['claim_templates']]
         gates = dra.kubevirt_gates(p['kubevirt_version']) if p['kubevirt_version'] else None
         # the same decision as the operator phase's (gpu_operator_manifests): the GPUCluster or the chart
-        stack, stack_reason = gc.dra_stack(p['cluster_platform'], p['dra_nodes'], p['other_nodes'], p['stack'])
+        stack, stack_reason = gc.dra_stack(platform.traits(p['cluster_platform']), p['dra_nodes'], p['other_nodes'], p['stack'])
         gc.check_driver_mode(stack, mode)
     except (dra.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))

@@ -26,12 +26,20 @@ author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
   platform:
-    description: Where the operator goes.
+    description: Where the operator goes, a row of the platform table (filter gpuvirt.provision.cluster_platform).
     type: str
     choices: [openshift, kubernetes]
     required: true
+  platform_traits:
+    description:
+      - The platform's traits as the cluster role resolved them (C(gpuvirt_cluster.traits), the inventory's
+        C(gpuvirt_platform_traits) included); default the row of O(platform). What is built follows them, never
+        the platform's name - C(gpu_operator_install=olm) builds the OLM objects and the ClusterPolicy, C(helm) the
+        Helm values; the containerd paths that differ from the operator's defaults go to C(toolkit.env).
+    type: dict
   namespace:
-    description: Operator namespace; default C(nvidia-gpu-operator) on OpenShift, C(gpu-operator) on Kubernetes.
+    description: Operator namespace; default the platform's C(gpu_operator_namespace) (C(nvidia-gpu-operator) on
+      OpenShift, C(gpu-operator) on Kubernetes).
     type: str
   sandbox_enabled:
     description: C(sandboxWorkloads.enabled).
@@ -279,6 +287,7 @@ warnings_list:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret as ps
@@ -286,9 +295,13 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 
 
 def build(p):
-    openshift = p['platform'] == 'openshift'
+    traits = p.get('platform_traits') or platform.traits(p['platform'])
+    if traits.get('name') != p['platform']:
+        raise gop.ManifestError('platform_traits are those of %r, not of the platform %r: give gpuvirt_cluster.traits '
+                                'with gpuvirt_cluster.platform' % (traits.get('name'), p['platform']))
+    olm = traits.get('gpu_operator_install') == 'olm'
     p = dict(p, vgpu_manager=gop.resolve_vgpu_manager(p['vgpu_manager'], p['vgpu_manager_image_version']))
-    namespace = p['namespace'] or (gop.OPENSHIFT_NAMESPACE if openshift else gop.KUBERNETES_NAMESPACE)
+    namespace = p['namespace'] or traits['gpu_operator_namespace']
     gop.check_pull_secret(p['vgpu_manager'], p['pull_secret_name'], p['registry_public'])
     login = p['registry_login']
     if login:
@@ -304,14 +317,15 @@ def build(p):
         vdm_config = {'name': p['vgpu_configmap_name'], 'default': p['vgpu_config_default']}
     gop.check_one_os_tag(p['os_tags'], p['vgpu_manager'])
     gop.check_dra_fleet(p['dra_nodes'], p['hosts'])
-    overlay = gop.settings(p['sandbox_enabled'], p['default_workload'], p['sandbox_mode'], p['vgpu_manager'],
-                           vdm_config, p['vfio_manager'], p['sandbox_device_plugin'], p['pull_secret_name'])
+    overlay = gop.with_runtime_env(
+        gop.settings(p['sandbox_enabled'], p['default_workload'], p['sandbox_mode'], p['vgpu_manager'], vdm_config,
+                     p['vfio_manager'], p['sandbox_device_plugin'], p['pull_secret_name']), traits)
     result = dict(namespace=namespace, config_objects=config_objects, cluster_policy=None, helm_values=None,
                   channel=None, warnings_list=warnings, nfd_objects=[], nfd_instance=None, gpu_cluster_objects=[])
     result['dra_stack'], result['dra_stack_reason'] = gc.dra_stack(
-        p['platform'], p['dra_nodes'], [h.get('node') for h in p['hosts']], p['dra_stack'])
-    install = [gop.build_namespace(namespace, openshift)]
-    if openshift:
+        traits, p['dra_nodes'], [h.get('node') for h in p['hosts']], p['dra_stack'])
+    install = [gop.build_namespace(namespace, traits.get('namespace_labels'))]
+    if olm:
         result['channel'] = gop.default_channel(p['package_manifest'], p['channel'])
         install.append(gop.build_operator_group(namespace))
         install.append(gop.build_subscription(namespace, result['channel'], p['install_plan_approval'],
@@ -320,7 +334,7 @@ def build(p):
             if p['alm_examples_source']:
                 # a file given by the user (render mode); alm-examples read from the installed CSV are its own
                 gop.check_alm_examples_source(p['package_manifest'], result['channel'], p['alm_examples'],
-                                              p['alm_examples_source'], p['alm_examples_release'])
+                                              p['alm_examples_source'], p['alm_examples_release'], namespace)
             if result['dra_stack'] == gc.STACK_GPUCLUSTER:
                 # the GPU Operator's own DRA stack instead of a ClusterPolicy: the two may not exist together
                 result['gpu_cluster_objects'] = [gc.build_nvidia_driver(p['alm_examples']),
@@ -350,7 +364,8 @@ def build(p):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            platform=dict(type='str', choices=['openshift', 'kubernetes'], required=True),
+            platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), required=True),
+            platform_traits=dict(type='dict'),
             namespace=dict(type='str'),
             sandbox_enabled=dict(type='bool', default=True),
             default_workload=dict(type='str', choices=list(gop.WORKLOADS), default='container'),

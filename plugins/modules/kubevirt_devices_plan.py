@@ -45,6 +45,13 @@ options:
         type: str
         choices: [facts, input]
         default: input
+      external:
+        description:
+          - Whether a device plugin other than KubeVirt's own advertises the device (C(externalResourceProvider)),
+            from the pool row's advertiser; the filter gpuvirt.provision.wanted_devices gives C(false) for a pool
+            that KubeVirt's own device plugin serves and leaves it out otherwise. Returned only when C(false).
+        type: bool
+        default: true
   mediated_devices:
     description: Wanted vGPU types; like O(pci_devices) with the vGPU type name as C(selector).
     type: list
@@ -69,6 +76,10 @@ options:
         type: str
         choices: [facts, input]
         default: input
+      external:
+        description: As for O(pci_devices[].external).
+        type: bool
+        default: true
   nodes:
     description:
       - Node objects as read from the cluster (C(kubernetes.core.k8s_info)). Omit when no cluster is read
@@ -115,7 +126,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 
 _ENTRY = dict(selector=dict(type='str', required=True), resource_name=dict(type='str', required=True),
               nodes=dict(type='list', elements='str', default=[]),
-              source=dict(type='str', choices=['facts', 'input'], default='input'))
+              source=dict(type='str', choices=['facts', 'input'], default='input'),
+              external=dict(type='bool', default=True))
 
 
 def main():
@@ -135,8 +147,11 @@ def main():
         module.fail_json(msg='; '.join(errors), errors=errors, advertised=advertised)
     for warning in warnings:
         module.warn(warning)
-    pci = [{'selector': e['selector'], 'resource_name': e['resource_name']} for e in entries if e['kind'] == 'pci']
-    mdev = [{'selector': e['selector'], 'resource_name': e['resource_name']} for e in entries if e['kind'] == 'mdev']
+    out = dict((kind, [dict({'selector': e['selector'], 'resource_name': e['resource_name']},
+                            **({} if e.get('external', True) else {'external': False}))
+                       for e in entries if e['kind'] == kind])
+               for kind in ('pci', 'mdev'))
+    pci, mdev = out['pci'], out['mdev']
     module.exit_json(changed=False, pci_devices=pci, mediated_devices=mdev, advertised=advertised,
                      resource_names=sorted(set(e['resource_name'] for e in entries)))
 

@@ -110,6 +110,7 @@ report:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
@@ -126,7 +127,7 @@ def main():
             pool_selector=dict(type='dict'),
             dra_selector=dict(type='dict'),
             dra_stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
-            cluster_platform=dict(type='str', choices=['openshift', 'kubernetes'], default='kubernetes'),
+            cluster_platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), default=platform.FALLBACK),
         ),
         supports_check_mode=True,
     )
@@ -148,7 +149,7 @@ def main():
         dra_nodes = [w['node'] for w in wanted if nl.fleet.BY_NAME[w['pool']].resource == 'dra']
         other_nodes = [w['node'] for w in wanted if nl.fleet.BY_NAME[w['pool']].resource != 'dra']
         # the same decision as the operator and kubevirt phases': the GPUCluster or the DRA chart
-        stack = gc.dra_stack(p['cluster_platform'], dra_nodes, other_nodes, p['dra_stack'])[0]
+        stack = gc.dra_stack(platform.traits(p['cluster_platform']), dra_nodes, other_nodes, p['dra_stack'])[0]
         patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'],
                                   p['dra_selector'], stack)
     except (nl.ManifestError, vc.ManifestError, gc.ManifestError) as exc:

@@ -64,10 +64,11 @@ COEXISTENCE = (
     "controllers/clusterpolicy_controller.go Reconcile: 'ClusterPolicy and GPUCluster cannot co-exist')")
 
 
-def dra_stack(platform, dra_nodes, other_nodes=(), requested='auto'):
+def dra_stack(platform_traits, dra_nodes, other_nodes=(), requested='auto'):
     """Which stack serves the DRA nodes: ``(stack, reason)``.
 
-    ``platform``: the cluster platform (``openshift`` installs the GPU Operator from OLM, ``kubernetes`` from Helm);
+    ``platform_traits``: the cluster platform's row (platform.traits): where its ``gpu_operator_install`` is
+    ``olm`` the operator's own GPUCluster can serve, where it is ``helm`` the DRA driver comes from its own chart;
     ``dra_nodes``: the nodes of the DRA pool; ``other_nodes``: the GPU nodes of every other pool (container,
     vm-passthrough, vm-vgpu), which the ClusterPolicy serves; ``requested``: ``auto``, ``gpucluster`` or ``helm``
     (``dra_driver_stack``). ``auto`` takes the GPUCluster on OpenShift when every GPU node is a DRA node, the Helm
@@ -80,16 +81,18 @@ def dra_stack(platform, dra_nodes, other_nodes=(), requested='auto'):
     if requested == STACK_HELM:
         return STACK_HELM, 'dra_driver_stack is helm'
     reason = None
-    if platform != 'openshift':
+    traits = platform_traits or {}
+    if traits.get('gpu_operator_install') != 'olm':
         reason = ("the GPU Operator is installed from its Helm chart on %s (no OLM), so the DRA driver comes from its "
-                  "own chart" % platform)
+                  "own chart" % traits.get('name'))
     elif other_nodes:
         reason = ("GPU nodes outside the DRA pool (%s) need the ClusterPolicy, and %s; the GPUCluster would also run "
                   "its kubelet plugin on every GPU node (nvidia.com/gpu.deploy.dra-driver, "
                   "controllers/state_manager.go gpuClusterStateLabels)"
                   % (', '.join(sorted(other_nodes)), COEXISTENCE))
     if reason is None:
-        return STACK_GPUCLUSTER, 'OpenShift and every GPU node in the DRA pool: the OLM-installed operator serves it'
+        return STACK_GPUCLUSTER, ('%s and every GPU node in the DRA pool: the OLM-installed operator serves it'
+                                  % traits.get('name'))
     if requested == STACK_GPUCLUSTER:
         raise ManifestError("dra_driver_stack is gpucluster, but %s; set dra_driver_stack to auto or helm (the "
                             "dra-driver-nvidia-gpu chart)" % reason)

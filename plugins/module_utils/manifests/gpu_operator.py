@@ -16,12 +16,11 @@ import copy
 import json
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 
-OPENSHIFT_NAMESPACE = 'nvidia-gpu-operator'
-KUBERNETES_NAMESPACE = 'gpu-operator'
+# The operator's namespace of each platform is a column of the platform table (gpu_operator_namespace).
 PACKAGE = 'gpu-operator-certified'
 CATALOG = 'certified-operators'
 CATALOG_NAMESPACE = 'openshift-marketplace'
@@ -141,6 +140,38 @@ def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt'
     return overlay
 
 
+def runtime_env(traits):
+    """The toolkit env that points the GPU Operator at the platform's containerd (``traits``: the platform's row,
+    overrides included): CONTAINERD_CONFIG / CONTAINERD_SOCKET for each path that differs from the operator's own
+    default (platform.OPERATOR_CONTAINERD_*; NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go
+    getRuntimeConfigFiles, getRuntimeSocketFile: the toolkit container's env wins over the defaults), [] where the
+    defaults hold or the nodes run another runtime. The GPU Operator's "Installing the NVIDIA GPU Operator",
+    "Custom configuration for runtime containerd", sets these as toolkit.env."""
+    traits = traits or {}
+    if traits.get('container_runtime', 'containerd') != 'containerd':
+        return []
+    env = []
+    for var, key, default in (('CONTAINERD_CONFIG', 'containerd_config', platform.OPERATOR_CONTAINERD_CONFIG),
+                              ('CONTAINERD_SOCKET', 'containerd_socket', platform.OPERATOR_CONTAINERD_SOCKET)):
+        value = traits.get(key)
+        if value and value != default:
+            env.append({'name': var, 'value': value})
+    return env
+
+
+def with_runtime_env(overlay, traits):
+    """``overlay`` (ClusterPolicy spec / Helm values) with runtime_env(traits) in ``toolkit.env`` (a copy; the
+    overlay unchanged where the operator's defaults hold)."""
+    env = runtime_env(traits)
+    if not env:
+        return overlay
+    out = copy.deepcopy(overlay)
+    toolkit = out.setdefault('toolkit', {})
+    names = [e['name'] for e in env]
+    toolkit['env'] = [e for e in toolkit.get('env') or [] if e.get('name') not in names] + env
+    return out
+
+
 def check_pull_secret(vgpu_manager, pull_secret_name, public_registry=False):
     """The vGPU Manager image is licensed and must sit in a private registry: refuse to go on without a secret."""
     if vgpu_manager and not pull_secret_name and not public_registry:
@@ -207,13 +238,13 @@ def _valid(check, value, name):
     return checked(check, value, name)
 
 
-def build_namespace(name, openshift):
+def build_namespace(name, extra_labels=None):
+    """The operator's Namespace; ``extra_labels``: the platform's namespace_labels (OpenShift's cluster monitoring
+    scrapes the GPU Operator's metrics only with openshift.io/cluster-monitoring=true)."""
     # the namespace also reaches helm's --namespace (kubernetes.core.helm release_namespace): a DNS label, nothing else
     _valid(validators.dns1123_label, name, 'gpu_operator_namespace')
     labels = {'pod-security.kubernetes.io/enforce': 'privileged'}
-    if openshift:
-        # The GPU Operator's metrics are scraped by the cluster monitoring stack only with this label.
-        labels['openshift.io/cluster-monitoring'] = 'true'
+    labels.update(extra_labels or {})
     return {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': name, 'labels': labels}}
 
 
@@ -351,7 +382,8 @@ def check_alm_examples_release(channel, release, source_name):
             % (source_name, release, expected, channel, expected, channel))
 
 
-def check_alm_examples_source(package_manifest, channel, alm_examples, source_name, release=None):
+def check_alm_examples_source(package_manifest, channel, alm_examples, source_name, release=None,
+                              namespace='<the operator namespace>'):
     """The ClusterPolicy must come from the CSV of the channel actually subscribed: when the PackageManifest tells
     that channel's CSV and its alm-examples, a supplied alm-examples file whose ClusterPolicy differs is refused."""
     csv, channel_examples = channel_alm_examples(package_manifest, channel)
@@ -365,7 +397,7 @@ def check_alm_examples_source(package_manifest, channel, alm_examples, source_na
             "the alm-examples in %s are not those of %s, the CSV of channel %s that the Subscription follows: the "
             "ClusterPolicy would carry another operator version's defaults; use that CSV's alm-examples "
             "(oc get csv %s -n %s -o jsonpath='{.metadata.annotations.alm-examples}') or pin the channel of the file "
-            "(gpu_operator_channel)" % (source_name, csv, channel, csv, OPENSHIFT_NAMESPACE))
+            "(gpu_operator_channel)" % (source_name, csv, channel, csv, namespace))
 
 
 def with_dra_eviction(spec, dra_nodes, source):

@@ -64,15 +64,17 @@ def check_resource_name(name, what):
 def desired_entries(pci_devices, mediated_devices, selector_keys=('pciDeviceSelector', 'mdevNameSelector')):
     """Normalise the wish lists into ``{list name: {selector: entry}}``; conflicting duplicates raise.
 
-    Items of both lists: ``{selector, resource_name}`` (a PCI ``VENDOR:DEVICE`` or a vGPU type name), the one key
-    name the plan and the facts use too; the object's own key names (``selector_keys``) appear only here.
+    Items of both lists: ``{selector, resource_name, external}`` (a PCI ``VENDOR:DEVICE`` or a vGPU type name), the
+    one key name the plan and the facts use too; the object's own key names (``selector_keys``) appear only here.
+    ``external`` (default true): externalResourceProvider, from the pool row's advertiser (fleet.ADVERTISERS).
     """
     pci_key, mdev_key = selector_keys
     out = {'pciHostDevices': {}, 'mediatedDevices': {}}
     for item in pci_devices or []:
         sel = pci_selector(item.get('selector'))
         name = check_resource_name(item.get('resource_name'), 'PCI device %s' % sel)
-        _put(out['pciHostDevices'], sel, {pci_key: sel, 'resourceName': name, 'externalResourceProvider': True})
+        _put(out['pciHostDevices'], sel, {pci_key: sel, 'resourceName': name,
+                                          'externalResourceProvider': bool(item.get('external', True))})
     for item in mediated_devices or []:
         sel = item.get('selector')
         if not isinstance(sel, str) or not sel.strip():
@@ -88,7 +90,8 @@ def desired_entries(pci_devices, mediated_devices, selector_keys=('pciDeviceSele
                 "gpu_vm_passthrough until vGPU creation on this interface is supported"
                 % (sel, ' on ' + ', '.join(item['nodes']) if item.get('nodes') else ''))
         name = check_resource_name(item.get('resource_name'), 'vGPU type %r' % sel)
-        _put(out['mediatedDevices'], sel, {mdev_key: sel, 'resourceName': name, 'externalResourceProvider': True})
+        _put(out['mediatedDevices'], sel, {mdev_key: sel, 'resourceName': name,
+                                           'externalResourceProvider': bool(item.get('external', True))})
     return out
 
 

@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, va
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 
-WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
+WORKLOAD_LABEL = fleet.WORKLOAD_LABEL
 VGPU_LABEL = 'nvidia.com/vgpu.config'
 # The GPU Operator runs an operand on a node only where its nvidia.com/gpu.deploy.<operand> label is "true", and
 # sets each label of the node's workload config only when the node lacks it or has it empty, so a "false" we set
@@ -42,12 +42,8 @@ DRA_PLUGIN_LABEL = 'nvidia.com/dra-kubelet-plugin'
 DRA_EVICTION_ENV = 'NODE_LABEL_FOR_GPU_POD_EVICTION'
 # the value the driver manager gives the label while it upgrades the driver (maybeSetPaused)
 DRIVER_UPGRADE_PAUSED = 'paused-for-driver-upgrade'
-# "dra": the DRA passthrough path (group gpu_dra); its nodes run the container operands without the device plugin.
-# The pool table lives in module_utils/fleet.py; these names stay for the callers that read them here.
-POOLS = fleet.POOLS
-# The pools whose hosts need the IOMMU on (kernel arguments; on OpenShift the GPU MachineConfigPool's MachineConfig).
-IOMMU_POOLS = fleet.IOMMU_POOLS
-GROUP_POOLS = fleet.GROUP_POOLS
+# The pool table and every list of pools live in module_utils/fleet.py (read there at call time, so a row added
+# to the table reaches this module too).
 # VMI phases in which the VM no longer holds its devices.
 _FINISHED = ('Succeeded', 'Failed')
 
@@ -68,19 +64,19 @@ class RemoveIf(str):
 
 
 def group_pools(groups):
-    """The pools a host's inventory groups put it in, in GROUP_POOLS order (one, when the inventory is right)."""
-    return [pool for group, pool in GROUP_POOLS.items() if group in (groups or [])]
+    """The pools a host's inventory groups put it in, in table order (one, when the inventory is right)."""
+    return fleet.group_pools(groups)
 
 
 def group_pool(groups, host=None):
     """The one pool a host's GPU groups put it in, or None when it is in none. A host in two GPU groups is
-    refused, naming both: picking the first would prepare it for a pool the inventory author may not mean."""
-    gpu_groups = [g for g in GROUP_POOLS if g in (groups or [])]
-    if len(gpu_groups) > 1:
-        raise ManifestError("%s is in the GPU groups %s: a node belongs to exactly one pool (the GPU Operator reads one "
-                            "%s label); remove it from all but one of them"
-                            % (host or 'the host', ' and '.join(gpu_groups), WORKLOAD_LABEL))
-    return GROUP_POOLS[gpu_groups[0]] if gpu_groups else None
+    refused, naming both (fleet.several_pools_problem, the one message): picking the first would prepare it for a
+    pool the inventory author may not mean."""
+    problem = fleet.several_pools_problem(host, groups)
+    if problem:
+        raise ManifestError(problem)
+    pools = fleet.group_pools(groups)
+    return pools[0] if pools else None
 
 
 def node_pool(host, groups, explicit=None):
@@ -130,8 +126,8 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
     MachineConfig reaches only the nodes of its pool). A node of an IOMMU pool gets them; any other node loses
     them when it carries exactly our value (a node that left the VM pools must not keep rebooting into the GPU
     pool's kernel arguments)."""
-    if pool not in POOLS:
-        raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(POOLS)))
+    if pool not in fleet.BY_NAME:
+        raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(fleet.POOLS)))
     row = fleet.BY_NAME[pool]
     labels = {WORKLOAD_LABEL: row.workload}
     # the DRA driver, not the operator's device plugin, allocates the GPUs of a pool whose resource is DRA
@@ -150,7 +146,7 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
         # a vGPU config left on a node that left the vGPU pool is stale and misleading
         labels[VGPU_LABEL] = None
     for key, value in (pool_selector or {}).items():
-        labels[key] = str(value) if pool in IOMMU_POOLS else RemoveIf(str(value))
+        labels[key] = str(value) if row.iommu else RemoveIf(str(value))
     is_dra = row.resource == 'dra'
     labels[DRA_PLUGIN_LABEL] = UnlessPaused('true') if is_dra else RemoveIf('true')
     for key, value in check_dra_selector(dra_selector).items():

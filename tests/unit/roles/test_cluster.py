@@ -81,3 +81,24 @@ def test_a_cluster_model_given_from_outside_is_refused(tmp_path):
     assert rc != 0, out
     assert "gpuvirt_cluster is derived by the cluster role" in out and "Nothing was changed" in out, out
     assert fact is None
+
+
+RKE2_PATHS = {"containerd_config": "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
+              "containerd_socket": "/run/k3s/containerd/containerd.sock"}
+
+
+def test_an_inventory_trait_override_reaches_the_model_and_a_bad_one_stops_the_run(tmp_path):
+    # RKE2 is Kubernetes with containerd elsewhere: the override is merged over the row once, for every phase
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes", gpuvirt_platform_traits=RKE2_PATHS)
+    assert rc == 0, out
+    assert fact["platform"] == "kubernetes" and fact["traits"]["containerd_socket"] == RKE2_PATHS["containerd_socket"]
+    assert fact["traits"]["containerd_config"] == RKE2_PATHS["containerd_config"], fact
+    # a trait that is what the platform is, and a path that is not one, are refused naming the key and the fix
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes",
+                         gpuvirt_platform_traits={"gpu_operator_install": "olm"})
+    flat = " ".join(out.split())
+    assert rc != 0 and fact is None, out
+    assert "gpuvirt_platform_traits.gpu_operator_install: this trait is what the platform kubernetes is" in flat, out
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes",
+                         gpuvirt_platform_traits={"containerd_socket": "/run/k3s/../x.sock"})
+    assert rc != 0 and fact is None and "give an absolute path on the nodes" in " ".join(out.split()), out

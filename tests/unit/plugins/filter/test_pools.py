@@ -17,7 +17,7 @@ def test_gpu_pool_is_the_one_pool_or_empty():
 
 
 def test_gpu_pool_refuses_a_host_in_two_groups_naming_both():
-    with pytest.raises(AnsibleFilterError, match=r'gpu_vm_passthrough and gpu_vm_vgpu'):
+    with pytest.raises(AnsibleFilterError, match=r'groups gpu_vm_passthrough, gpu_vm_vgpu\)'):
         pools.gpu_pool(['gpu_vm_vgpu', 'gpu_vm_passthrough'])
 
 

@@ -9,28 +9,74 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.provision.plugins.filter import fleet as fleet_filter
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, preflight, resource_names
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, resource_names
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator, node_labels
 
 PCI = {'gpus': [{'bdf': '0000:41:00.0', 'device_id': '2236', 'is_vf': False}]}
 
 
-def test_pool_table_traits():
-    assert fleet.POOLS == ('container', 'vm-passthrough', 'vm-vgpu', 'dra')
-    assert fleet.GPU_HOSTS_PATTERN == 'gpu_container:gpu_vm_passthrough:gpu_vm_vgpu:gpu_dra'
-    assert fleet.IOMMU_POOLS == ('vm-passthrough', 'vm-vgpu', 'dra')
-    assert fleet.HOST_VFIO_POOLS == ('vm-passthrough',)
-    assert fleet.VGPU_POOLS == ('vm-vgpu',)
-    assert fleet.WORKLOADS == ('container', 'vm-passthrough', 'vm-vgpu')
-    assert fleet.BY_NAME['dra'].workload == 'container' and fleet.BY_NAME['dra'].resource == 'dra'
+def _in_order(values):
+    out = []
+    for value in values:
+        if value not in out:
+            out.append(value)
+    return tuple(out)
 
 
-def test_old_names_read_the_one_table():
-    assert node_labels.POOLS == fleet.POOLS and node_labels.IOMMU_POOLS == fleet.IOMMU_POOLS
-    assert list(node_labels.GROUP_POOLS) == ['gpu_vm_passthrough', 'gpu_vm_vgpu', 'gpu_container', 'gpu_dra']
-    assert preflight.POOLS == ('container', 'vm-passthrough', 'vm-vgpu')
-    assert preflight.VM_POOLS == fleet.IOMMU_POOLS and preflight.KNOWN_POOLS == fleet.POOLS
-    assert gpu_operator.WORKLOADS == fleet.WORKLOADS
+def test_every_list_of_pools_is_the_table_s():
+    table = fleet.POOL_TABLE
+    assert fleet.POOLS == tuple(p.name for p in table) and fleet.GPU_GROUPS == tuple(p.group for p in table)
+    assert fleet.GPU_HOSTS_PATTERN == ':'.join(p.group for p in table)
+    assert fleet.IOMMU_POOLS == fleet.VM_POOLS == tuple(p.name for p in table if p.iommu)
+    assert fleet.HOST_VFIO_POOLS == tuple(p.name for p in table if p.host_vfio)
+    assert fleet.VGPU_POOLS == tuple(p.name for p in table if p.vgpu)
+    assert fleet.GROUP_POOLS == dict((p.group, p.name) for p in table)
+    assert fleet.WORKLOADS == gpu_operator.WORKLOADS == _in_order(p.workload for p in table)
+    assert fleet.RESOURCE_KINDS == _in_order(p.resource for p in table)
+    assert node_labels.WORKLOAD_LABEL == fleet.WORKLOAD_LABEL
+    # the derivation is the one the module runs: the same table gives the same names
+    for name, value in fleet.derived(table).items():
+        assert getattr(fleet, name) == value, name
+
+
+def test_every_row_is_consistent():
+    for row in fleet.POOL_TABLE:
+        assert fleet.BY_NAME[row.name] is row and fleet.BY_GROUP[row.group] is row
+        assert fleet.pool_traits(row.name) == row.as_dict()
+        assert row.advertiser in fleet.ADVERTISERS and row.function in fleet.FUNCTIONS
+        # a pool whose devices KubeVirt permits is advertised by a device plugin; the entries say which kind
+        if row.permitted:
+            assert row.permitted in fleet.PERMITTED_LISTS and fleet.ADVERTISERS[row.advertiser] is not None
+            assert fleet.external_resource_provider(row.name) is fleet.ADVERTISERS[row.advertiser]
+        else:
+            assert fleet.external_resource_provider(row.name) is None
+        # a host of the pool's group is in the pool, alone
+        assert fleet.host_pool('h', ['all', row.group]) == row.name
+
+
+def test_a_broken_row_is_refused_naming_it():
+    ok = fleet.POOL_TABLE
+    with pytest.raises(fleet.TableError, match=r"pool dra2: group 'gpu_dra' is also the group of pool dra"):
+        fleet.derived(ok + (fleet.BY_NAME['dra'].replace(name='dra2'),))
+    with pytest.raises(fleet.TableError, match=r"pool x: advertiser 'nvidia' is not one of"):
+        fleet.derived(ok + (fleet.BY_NAME['dra'].replace(name='x', group='gpu_x', advertiser='nvidia'),))
+    with pytest.raises(fleet.TableError, match=r"pool x: a resource KubeVirt permits .* not advertiser 'dra-driver'"):
+        fleet.derived(ok + (fleet.BY_NAME['dra'].replace(name='x', group='gpu_x', permitted='pciHostDevices'),))
+
+
+def test_rows_have_named_columns_with_defaults():
+    row = fleet.Pool(name='x', group='gpu_x', workload='container', resource='gpu', advertiser='nvidia-device-plugin')
+    assert (row.iommu, row.host_vfio, row.vgpu, row.function, row.permitted) == (False, False, False, 'pf', None)
+    with pytest.raises(TypeError, match=r'unknown column iommmu'):
+        fleet.Pool(name='x', group='gpu_x', workload='container', resource='gpu', advertiser='kubevirt', iommmu=True)
+    with pytest.raises(TypeError, match=r"Pool 'x': the column advertiser has no default"):
+        fleet.Pool(name='x', group='gpu_x', workload='container', resource='gpu')
+    with pytest.raises(AttributeError, match='read-only'):
+        row.iommu = True
+    assert row.replace(iommu=True).iommu is True and row.iommu is False
+    changed = row.as_dict()
+    changed['name'] = 'y'
+    assert row.name == 'x' and row == fleet.Pool(**row.as_dict()) and row != row.replace(name='y')
 
 
 def test_view_one_entry_per_host_in_group_order():
@@ -89,11 +135,11 @@ def test_filter_wraps_the_errors():
 
 
 def test_pool_traits_one_row_or_the_table():
-    assert fleet_filter.pool_traits('vm-passthrough') == {
-        'name': 'vm-passthrough', 'group': 'gpu_vm_passthrough', 'workload': 'vm-passthrough', 'iommu': True,
-        'host_vfio': True, 'resource': 'pci', 'vgpu': False}
+    for row in fleet.POOL_TABLE:
+        traits = fleet_filter.pool_traits(row.name)
+        assert traits == row.as_dict() and list(traits) == [name for name, default in fleet.Pool.COLUMNS]
     assert fleet_filter.pool_traits('vm-gpu') == {}
-    assert list(fleet_filter.pool_traits(None)) == ['container', 'vm-passthrough', 'vm-vgpu', 'dra']
+    assert list(fleet_filter.pool_traits(None)) == list(fleet.POOLS)
 
 
 def test_the_playbooks_host_pattern_is_the_pool_table_s():
@@ -106,7 +152,7 @@ def test_the_playbooks_host_pattern_is_the_pool_table_s():
 
 def test_expected_resources_follow_the_pool_row_not_its_name(monkeypatch):
     # a hypothetical second passthrough pool: its row's resource kind gives it the passthrough resources
-    row = fleet.Pool('vm-passthrough-ib', 'gpu_vm_passthrough_ib', 'vm-passthrough', True, True, 'pci', False)
+    row = fleet.BY_NAME['vm-passthrough'].replace(name='vm-passthrough-ib', group='gpu_vm_passthrough_ib')
     monkeypatch.setattr(fleet, 'BY_NAME', dict(fleet.BY_NAME, **{row.name: row}))
     facts = {'pci_devices': {'gpus': [dict(PCI['gpus'][0], vendor_id='10de', device_name='GA102GL [A10]')]}}
     assert resource_names.expected_resources(facts, 'vm-passthrough-ib') == {'nvidia.com/GA102GL_A10': 1}

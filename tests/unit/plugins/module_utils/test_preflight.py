@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import preflight
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, preflight
 
 
 def gpu(bdf="0000:41:00.0", driver=None, name="GA102GL [A10]", device_id="2236", is_vf=False):
@@ -29,8 +29,9 @@ def test_clean_passthrough_host_passes():
 def test_two_pools_and_no_pool_are_errors():
     errors, _warnings = preflight.check_host("gpu-1", ["vm-passthrough", "vm-vgpu"], pci(gpu()))
     assert "gpu-1 is in the pools vm-passthrough, vm-vgpu" in errors[0]
+    assert errors[0] == fleet.several_pools_problem("gpu-1", ["gpu_vm_passthrough", "gpu_vm_vgpu"])
     errors, _warnings = preflight.check_host("gpu-1", [], pci(gpu()))
-    assert "no pool" in errors[0]
+    assert "in no GPU pool group" in errors[0] and "gpu_dra" in errors[0]
 
 
 def test_unknown_pool_is_named():

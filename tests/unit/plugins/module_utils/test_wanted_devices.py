@@ -100,7 +100,7 @@ def test_a_vendor_vfio_host_is_refused_naming_its_node():
 
 def test_a_new_pool_kind_is_a_row_of_the_pool_table(monkeypatch):
     # a hypothetical second passthrough pool: no code here changes, the row's resource kind routes its hosts
-    row = fleet.Pool('vm-passthrough-ib', 'gpu_vm_passthrough_ib', 'vm-passthrough', True, True, 'pci', False)
+    row = fleet.BY_NAME['vm-passthrough'].replace(name='vm-passthrough-ib', group='gpu_vm_passthrough_ib')
     monkeypatch.setattr(fleet, 'POOL_TABLE', fleet.POOL_TABLE + (row,))
     monkeypatch.setattr(fleet, 'BY_NAME', dict(fleet.BY_NAME, **{row.name: row}))
     assert wd.vm_pools() == ('vm-passthrough', 'vm-vgpu', 'vm-passthrough-ib')

@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 
@@ -76,7 +77,7 @@ def test_the_stand_in_crd_takes_the_upstream_example_and_refuses_what_the_go_typ
 # --- which stack serves the fleet -----------------------------------------------------------------------------
 
 def test_openshift_with_only_dra_gpu_hosts_takes_the_gpucluster():
-    stack, reason = gc.dra_stack('openshift', ['dra-1', 'dra-2'], [])
+    stack, reason = gc.dra_stack(platform.traits('openshift'), ['dra-1', 'dra-2'], [])
     assert stack == gc.STACK_GPUCLUSTER, reason
 
 
@@ -84,24 +85,24 @@ def test_a_mixed_openshift_fleet_keeps_the_chart_because_v26_7_0_refuses_a_gpucl
     # GPU Operator v26.7.0 controllers/gpucluster_controller.go validatePrerequisites: "a ClusterPolicy CR and
     # GPUCluster CR may not exist at the same time"; controllers/clusterpolicy_controller.go Reconcile: "ClusterPolicy
     # and GPUCluster cannot co-exist". The container / vm-passthrough / vm-vgpu nodes need the ClusterPolicy.
-    stack, reason = gc.dra_stack('openshift', ['dra-1'], ['ctr-1', 'vgpu-1'])
+    stack, reason = gc.dra_stack(platform.traits('openshift'), ['dra-1'], ['ctr-1', 'vgpu-1'])
     assert stack == gc.STACK_HELM
     assert 'ctr-1, vgpu-1' in reason
     assert 'validatePrerequisites' in reason and 'cannot co-exist' in reason
     with pytest.raises(ManifestError, match='dra_driver_stack is gpucluster.*ClusterPolicy.*set dra_driver_stack'):
-        gc.dra_stack('openshift', ['dra-1'], ['ctr-1'], 'gpucluster')
+        gc.dra_stack(platform.traits('openshift'), ['dra-1'], ['ctr-1'], 'gpucluster')
 
 
 def test_kubernetes_keeps_the_chart_and_refuses_the_gpucluster():
-    assert gc.dra_stack('kubernetes', ['dra-1'], [])[0] == gc.STACK_HELM
+    assert gc.dra_stack(platform.traits('kubernetes'), ['dra-1'], [])[0] == gc.STACK_HELM
     with pytest.raises(ManifestError, match='Helm chart on kubernetes'):
-        gc.dra_stack('kubernetes', ['dra-1'], [], 'gpucluster')
+        gc.dra_stack(platform.traits('kubernetes'), ['dra-1'], [], 'gpucluster')
 
 
 def test_helm_can_be_asked_for_and_anything_else_is_refused():
-    assert gc.dra_stack('openshift', ['dra-1'], [], 'helm')[0] == gc.STACK_HELM
+    assert gc.dra_stack(platform.traits('openshift'), ['dra-1'], [], 'helm')[0] == gc.STACK_HELM
     with pytest.raises(ManifestError, match="dra_driver_stack is 'olm'"):
-        gc.dra_stack('openshift', ['dra-1'], [], 'olm')
+        gc.dra_stack(platform.traits('openshift'), ['dra-1'], [], 'olm')
 
 
 def test_the_gpucluster_path_takes_only_the_operators_driver():

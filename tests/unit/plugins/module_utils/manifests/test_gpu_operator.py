@@ -10,6 +10,7 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -98,7 +99,8 @@ def test_olm_objects_validate_and_channel_comes_from_the_package_manifest():
         gop.default_channel(pm, pinned='stable')
     with pytest.raises(gop.ManifestError, match='gpu_operator_channel'):
         gop.default_channel(None)
-    ns = gop.build_namespace(gop.OPENSHIFT_NAMESPACE, openshift=True)
+    openshift = platform.traits('openshift')
+    ns = gop.build_namespace(openshift['gpu_operator_namespace'], openshift['namespace_labels'])
     sub = gop.build_subscription(ns['metadata']['name'], 'v26.7', 'Manual')
     for obj in (ns, gop.build_operator_group('nvidia-gpu-operator'), sub):
         schema.validate(obj)

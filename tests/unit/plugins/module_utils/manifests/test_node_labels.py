@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -128,21 +129,24 @@ def test_dra_nodes_run_container_operands_without_the_classic_device_plugin_and_
     # the operator's own "true" on other nodes is left alone (removing it would only be undone: a write every run)
     for pool in ('container', 'vm-passthrough'):
         assert nl.label_diff(dict(operator_set, **{W: pool}), nl.desired_labels(pool)) == {}
-    with pytest.raises(nl.ManifestError, match=r'h1 is in the pools dra, vm-passthrough'):
+    with pytest.raises(nl.ManifestError, match=r'h1 is in the pools vm-passthrough, dra'):
         nl.node_pool('h1', ['gpu_dra', 'gpu_vm_passthrough'])
 
 
-def test_group_pools_in_the_playbooks_order():
-    assert nl.group_pools(['all', 'gpu_dra']) == ['dra']
-    assert nl.group_pools(['gpu_container', 'gpu_vm_vgpu', 'gpu_vm_passthrough']) == [
-        'vm-passthrough', 'vm-vgpu', 'container']
+def test_group_pools_in_table_order():
+    # every row's group puts a host in that row's pool; several groups list their pools in table order
+    for row in fleet.POOL_TABLE:
+        assert nl.group_pools(['all', row.group]) == [row.name] == [nl.group_pool(['all', row.group], 'h1')]
+    assert nl.group_pools(list(reversed(fleet.GPU_GROUPS))) == list(fleet.POOLS)
     assert nl.group_pools(['workers']) == [] and nl.group_pools(None) == []
 
 
 def test_a_host_in_two_gpu_groups_is_refused_naming_both_groups():
-    with pytest.raises(nl.ManifestError, match=r'h1 is in the GPU groups gpu_vm_passthrough and gpu_container'):
+    # one rule, one message (fleet.several_pools_problem) for the filter, the node labels and the fleet view
+    with pytest.raises(nl.ManifestError, match=r'h1 is in the pools container, vm-passthrough \(groups gpu_container, '
+                                               r'gpu_vm_passthrough\)'):
         nl.group_pool(['all', 'gpu_container', 'gpu_vm_passthrough'], 'h1')
-    with pytest.raises(nl.ManifestError, match=r'groups gpu_dra, gpu_vm_passthrough'):
+    with pytest.raises(nl.ManifestError, match=r'groups gpu_vm_passthrough, gpu_dra\)'):
         nl.node_pool('h1', ['gpu_dra', 'gpu_vm_passthrough'])
     assert nl.group_pool(['all', 'gpu_vm_vgpu'], 'h1') == 'vm-vgpu'
     assert nl.group_pool(['all'], 'h1') is None

@@ -10,6 +10,7 @@ import json
 import pathlib
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco
@@ -100,8 +101,8 @@ def produced():
     for mode in sorted(dra.DRIVER_ROOTS):
         add('Helm dra-driver-nvidia-gpu', dra.helm_values(mode))
     add('ResourceClaimTemplate', dra.resource_claim_template('vfio-gpu', 'vms', count=2))
-    for pool in nl.POOLS:
-        labels = nl.desired_labels(pool, 'A10-12Q' if pool == 'vm-vgpu' else None, mc.pool_selector(POOL))
+    for row in fleet.POOL_TABLE:
+        labels = nl.desired_labels(row.name, 'A10-12Q' if row.vgpu else None, mc.pool_selector(POOL))
         add('Node', {'metadata': {'labels': {k: v for k, v in labels.items()
                                              if v is not None and not isinstance(v, nl.RemoveIf)}}})
     return out
