@@ -48,7 +48,7 @@ trap cleanup EXIT
 
 # the helm stand-in: a Python script named linux-amd64/helm in a release-shaped archive
 mkdir -p "$work/files/linux-amd64"
-{ echo '#!/usr/bin/python3'; cat tests/integration/fake_helm.py; } >"$work/files/linux-amd64/helm"
+{ echo '#!/usr/bin/env python3'; cat tests/integration/fake_helm.py; } >"$work/files/linux-amd64/helm"
 chmod 755 "$work/files/linux-amd64/helm"
 tar -C "$work/files" -czf "$work/files/helm-stand-in-linux-amd64.tar.gz" linux-amd64/helm
 helm_sha=$(sha256sum "$work/files/helm-stand-in-linux-amd64.tar.gz" | cut -d' ' -f1)
