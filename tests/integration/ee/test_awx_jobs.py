@@ -6,7 +6,7 @@ ansible-runner process``, in the execution environment that tools/ee/build-ee.sh
 What AWX's controller prepares for a job is made here as AWX makes it (awx/main/tasks/jobs.py
 BaseTask.build_private_data_files / build_env / build_extra_vars_file, RunJob.build_args; awx/main/models/credential
 injectors): the project checkout under ``project/``, the collections of the project's requirements under
-``requirements_collections/`` with ANSIBLE_COLLECTIONS_PATHS naming it, the inventory under ``inventory/``, the job
+``requirements_collections/`` with ANSIBLE_COLLECTIONS_PATH naming it, the inventory under ``inventory/``, the job
 template's extra vars and the survey answers (JSON types: an integer survey answer is a number) in
 ``env/extravars``, credential environment in ``env/envvars``, credential files under ``env/`` named by their
 environment variable (the custom *gpuvirt vGPU image registry* type of awx/credential_types.yml: extra vars, env and
@@ -36,6 +36,7 @@ ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'playbooks'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'cluster_kubevirt'))
+from kube_cluster import write_summary  # noqa: E402
 from test_apply import HCO, QAT, hco_object, node  # noqa: E402
 from test_playbooks import good_inventory  # noqa: E402
 
@@ -78,7 +79,7 @@ def private_data_dir(tmp_path, inventory, extra_vars, survey, kubeconfig=None):
     (pdd / 'inventory').mkdir()
     (pdd / 'inventory' / 'hosts').write_text(json.dumps(inventory))
     (pdd / 'env').mkdir()
-    envvars = {'ANSIBLE_COLLECTIONS_PATHS': '/runner/requirements_collections:~/.ansible/collections:'
+    envvars = {'ANSIBLE_COLLECTIONS_PATH': '/runner/requirements_collections:~/.ansible/collections:'
                                             '/usr/share/ansible/collections',
                'ANSIBLE_FORCE_COLOR': 'False', 'ANSIBLE_HOST_KEY_CHECKING': 'False'}
     # the registry credential (awx/credential_types.yml): extra vars, and a file named by an env variable
@@ -125,12 +126,12 @@ def run_job(tmp_path, playbook, pdd):
 
 
 def task_results(events):
-    """{task name: [changed per host]} from the runner_on_ok events."""
+    """{task name: {host: changed}} from the runner_on_ok events (the tasks that ran, not skipped)."""
     out = {}
     for event in events:
-        if event.get('event') in ('runner_on_ok', 'runner_item_on_ok'):
+        if event.get('event') == 'runner_on_ok':
             data = event['event_data']
-            out.setdefault(data['task'], []).append(bool(data.get('res', {}).get('changed')))
+            out.setdefault(data['task'], {})[data['host']] = bool(data.get('res', {}).get('changed'))
     return out
 
 
@@ -170,13 +171,17 @@ def test_preflight_job_in_the_ee(tmp_path):
     rc, events, artifacts, out = run_job(tmp_path, 'playbooks/preflight.yml', pdd)
     assert rc == 0, out[-4000:]
     summary = stats(events)
-    assert set(summary['ok']) >= {'localhost', 'pt-1', 'vgpu-1', 'ctr-1'}, summary
+    assert set(summary['ok']) == {'localhost', 'pt-1', 'vgpu-1', 'ctr-1'}, summary
     assert summary['failures'] == {} and summary['dark'] == {}, summary
-    # preflight changes nothing
+    # preflight changes nothing, on any host
     assert summary['changed'] == {}, summary
     tasks = task_results(events)
-    assert 'Check the cluster settings and resolve the platform' in ' '.join(tasks) or tasks, tasks
-    assert 'Check that every GPU host is in exactly one pool and has a node name' in tasks, sorted(tasks)
+    # the run's own inputs, with the survey's integer as a JSON number (playbooks/run_inputs.yml)
+    assert tasks["Check the rollout numbers"] == {'localhost': False}, tasks
+    assert tasks['Check that every GPU host is in exactly one pool and has a node name'] == {'localhost': False}
+    # each GPU host judged for its pool, and the host-prep validations ran read-only on each
+    assert tasks['Judge the host'] == {'pt-1': False, 'vgpu-1': False, 'ctr-1': False}, tasks
+    assert set(tasks['Validate the kernel arguments (no change)']) == {'pt-1', 'vgpu-1', 'ctr-1'}, sorted(tasks)
     assert_no_secret(artifacts, [REGISTRY_PASSWORD])
 
 
@@ -199,16 +204,18 @@ def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube):
     assert rc == 0, out[-4000:]
     summary = stats(events)
     assert summary['failures'] == {} and summary['dark'] == {}, summary
-    assert summary['changed'].get('localhost', 0) >= 1, summary
-    changed_tasks = [task for task, changes in task_results(events).items() if any(changes)]
-    assert changed_tasks, task_results(events)
+    # the phase runs on localhost (the cluster plays); what changes is the HyperConverged merge: previewed with a
+    # server-side dry run, then applied
+    assert list(summary['changed']) == ['localhost'], summary
+    tasks = task_results(events)
+    changed = sorted(task for task, hosts in tasks.items() if any(hosts.values()))
+    assert changed == ['Apply each changed object with server-side apply',
+                       'Preview each object with a server-side dry run'], changed
+    assert 'Report the permitted resource names' in tasks, sorted(tasks)
+    # what the API server saw, as the automation identity the kubeconfig credential holds
+    assert write_summary(cluster.attempts()) == ['patch hyperconvergeds openshift-cnv/kubevirt-hyperconverged']
     hco = cluster.get(*HCO)
     pci = hco['spec']['permittedHostDevices']['pciHostDevices']
     assert pci[0] == QAT
     assert {e['resourceName'] for e in pci[1:]} == {'nvidia.com/GA102GL_A10', 'nvidia.com/AD102GL_L40S'}
     assert_no_secret(artifacts, [REGISTRY_PASSWORD, token])
-    # the same job again changes nothing
-    pdd2 = private_data_dir(tmp_path / 'again', inventory, extra, survey, kubeconfig=cluster.kubeconfig)
-    rc, events, artifacts, out = run_job(tmp_path, 'playbooks/kubevirt.yml', pdd2)
-    assert rc == 0, out[-4000:]
-    assert stats(events)['changed'] == {}, stats(events)
