@@ -119,7 +119,7 @@ class Handler(BaseHTTPRequestHandler):
             with open(full, 'rb') as handle:
                 return self.reply(200, handle.read(), 'application/octet-stream')
         if len(parts) == 3 and parts[0] == 'download':
-            namespace, name = parts[1], parts[2].split('-')[1]
+            namespace, name = parts[1], parts[2].split('-', 2)[1]
             if (namespace, name) not in self.collections:
                 return self.reply(404, {'detail': 'not found'})
             return self.reply(200, self.artifact(namespace, name)[1], 'application/gzip')

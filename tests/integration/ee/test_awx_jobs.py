@@ -117,7 +117,7 @@ def run_job(tmp_path, playbook, pdd):
     artifacts = pdd / 'artifacts' / 'job'
     events = []
     for path in sorted(glob.glob(str(artifacts / 'job_events' / '*.json')),
-                       key=lambda p: int(os.path.basename(p).split('-')[0])):
+                       key=lambda p: int(os.path.basename(p).split('-', 1)[0])):
         with open(path) as handle:
             events.append(json.load(handle))
     rc_file = artifacts / 'rc'
@@ -148,7 +148,7 @@ def assert_no_secret(artifacts, secrets):
                     base64.b64encode(secret.encode()).decode().rstrip('=')]
     hits = []
     names = []
-    for dirpath, _dirs, files in os.walk(str(artifacts)):
+    for dirpath, dummy, files in os.walk(str(artifacts)):
         for name in files:
             path = os.path.join(dirpath, name)
             names.append(os.path.relpath(path, str(artifacts)))
