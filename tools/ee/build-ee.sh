@@ -24,7 +24,9 @@ cd "$root"
 image=${1:-localhost/gpuvirt-provision-ee:test}
 base=localhost/gpuvirt-ee-base
 bin=$root/.venv/bin
-site=$("$bin/python" -c 'import ansible_collections, os; print(os.path.dirname(list(ansible_collections.__path__)[0]))')
+# where the `ansible` package installed its collections (not PYTHONPATH's staged collection)
+site=$("$bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+[ -d "$site/ansible_collections/kubernetes/core" ] || { echo "no collections under $site" >&2; exit 1; }
 
 tools/images/build-base-image.sh "$base-debian" --packages "python3 python3-venv openssh-client"
 podman build -q --network none -t "$base" -f tools/ee/Containerfile.base tools/ee >/dev/null
@@ -55,7 +57,8 @@ helm_sha=$(sha256sum "$work/files/helm-stand-in-linux-amd64.tar.gz" | cut -d' ' 
 
 "$bin/python" tools/ee/galaxy_server.py "$site" "$work/files" "$work/port" 2>"$work/galaxy.log" &
 server=$!
-for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.2; done
+for _ in $(seq 300); do [ -s "$work/port" ] && break; sleep 0.2; done
+[ -s "$work/port" ] || { cat "$work/galaxy.log" >&2; echo "the local Galaxy server did not start" >&2; exit 1; }
 port=$(cat "$work/port")
 
 printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' >"$work/pip.conf"
@@ -71,6 +74,8 @@ if ! "$bin/ansible-builder" build -f execution-environment.yml -c "$work/context
  -v $work/pip.conf:/etc/pip.conf:ro -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro" \
     >"$work/build.log" 2>&1; then
   tail -60 "$work/build.log" >&2
+  echo "--- local Galaxy server log" >&2
+  tail -20 "$work/galaxy.log" >&2
   exit 1
 fi
 echo "built $image (hash $hash)"
