@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A local Galaxy (API v3) for building the execution environment where no Galaxy server can be reached.
@@ -15,7 +14,7 @@ Only the calls ansible-galaxy makes are answered (ansible-core lib/ansible/galax
 available_versions, get_collection_metadata, get_collection_versions, get_collection_version_metadata, and the
 download_url).
 
-    galaxy_server.py ROOT FILES_DIR PORT_FILE     # runs until killed; writes the chosen port to PORT_FILE
+    python galaxy_server.py ROOT FILES_DIR PORT_FILE    # runs until killed; writes the chosen port to PORT_FILE
 """
 from __future__ import annotations
 

@@ -79,8 +79,8 @@ def private_data_dir(tmp_path, inventory, extra_vars, survey, kubeconfig=None):
     (pdd / 'inventory').mkdir()
     (pdd / 'inventory' / 'hosts').write_text(json.dumps(inventory))
     (pdd / 'env').mkdir()
-    envvars = {'ANSIBLE_COLLECTIONS_PATH': '/runner/requirements_collections:~/.ansible/collections:'
-                                            '/usr/share/ansible/collections',
+    collections_path = '/runner/requirements_collections:~/.ansible/collections:/usr/share/ansible/collections'
+    envvars = {'ANSIBLE_COLLECTIONS_PATH': collections_path,
                'ANSIBLE_FORCE_COLOR': 'False', 'ANSIBLE_HOST_KEY_CHECKING': 'False'}
     # the registry credential (awx/credential_types.yml): extra vars, and a file named by an env variable
     (pdd / 'env' / 'tmp_ca_cert').write_text(CA_PEM)
