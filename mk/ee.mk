@@ -1,0 +1,23 @@
+# The AWX execution environment, built here with ansible-builder from execution-environment.yml on a local
+# debootstrap base (tools/ee/build-ee.sh: build arguments for the base, the package manager, a local Galaxy and a
+# stand-in helm; cached by a content hash, a second run returns at once), the controller side's ansible-runner in
+# its own virtual environment (.build/ee/runner, the EE's pin), then jobs run as AWX runs them:
+# ansible-runner transmit | podman run EE ansible-runner worker | ansible-runner process (tests/integration/ee).
+EE_IMAGE       ?= localhost/gpuvirt-provision-ee:test
+EE_RUNNER_VENV := $(ROOT)/.build/ee/runner
+INTEGRATION_TARGETS += ee
+.PHONY: ee ee-image
+ee-image: HOST_GROUPS = core podman
+ee-image: deps
+	tools/ee/build-ee.sh $(EE_IMAGE)
+
+$(EE_RUNNER_VENV)/.installed: execution-environment.yml
+	python3 -m venv $(EE_RUNNER_VENV)
+	$(EE_RUNNER_VENV)/bin/pip install -q --disable-pip-version-check \
+	  "$$(sed -n 's/^ *package_pip: *\(ansible-runner==.*\)$$/\1/p' execution-environment.yml)"
+	touch $@
+
+ee: HOST_GROUPS = core kube podman
+ee: ee-image $(EE_RUNNER_VENV)/.installed kube-apiserver
+	GPUVIRT_EE_IMAGE=$(EE_IMAGE) GPUVIRT_EE_RUNNER=$(EE_RUNNER_VENV)/bin/ansible-runner \
+	  $(BIN)/pytest -q -p no:cacheprovider tests/integration/ee
