@@ -102,11 +102,6 @@ options:
     type: str
     choices: [auto, gpucluster, helm]
     default: auto
-  cluster_platform:
-    description: The cluster platform (C(gpuvirt_cluster.platform)); the GPUCluster is taken on OpenShift only.
-    type: str
-    choices: [openshift, kubernetes]
-    default: kubernetes
   other_nodes:
     description: The GPU nodes outside the DRA pool (they need a ClusterPolicy, which no GPUCluster may run beside).
     type: list
@@ -114,6 +109,7 @@ options:
     default: []
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
+  - gpuvirt.provision.tables.cluster_platform
 '''
 
 EXAMPLES = r'''
@@ -167,6 +163,7 @@ kubevirt_gates:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, dra, hco, kubevirt
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 
 
 def main():
@@ -186,7 +183,7 @@ def main():
             current=dict(type='dict'),
             live_unread=dict(type='str', default=''),
             stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
-            cluster_platform=dict(type='str', choices=['openshift', 'kubernetes'], default='kubernetes'),
+            cluster_platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), default='kubernetes'),
             other_nodes=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,

@@ -25,11 +25,6 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  platform:
-    description: Where the operator goes.
-    type: str
-    choices: [openshift, kubernetes]
-    required: true
   namespace:
     description: Operator namespace; default C(nvidia-gpu-operator) on OpenShift, C(gpu-operator) on Kubernetes.
     type: str
@@ -37,11 +32,6 @@ options:
     description: C(sandboxWorkloads.enabled).
     type: bool
     default: true
-  default_workload:
-    description: C(sandboxWorkloads.defaultWorkload), for nodes without a workload label.
-    type: str
-    choices: [container, vm-passthrough, vm-vgpu]
-    default: container
   sandbox_mode:
     description: C(sandboxWorkloads.mode).
     type: str
@@ -203,6 +193,9 @@ attributes:
   diff_mode:
     description: Not supported; the role that applies or renders the result shows the diff.
     support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.tables.platform
+  - gpuvirt.provision.tables.default_workload
 '''
 
 EXAMPLES = r'''
@@ -279,6 +272,7 @@ warnings_list:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret as ps
@@ -350,7 +344,7 @@ def build(p):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            platform=dict(type='str', choices=['openshift', 'kubernetes'], required=True),
+            platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), required=True),
             namespace=dict(type='str'),
             sandbox_enabled=dict(type='bool', default=True),
             default_workload=dict(type='str', choices=list(gop.WORKLOADS), default='container'),

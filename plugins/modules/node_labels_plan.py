@@ -73,11 +73,6 @@ options:
     type: str
     choices: [auto, gpucluster, helm]
     default: auto
-  cluster_platform:
-    description: The cluster platform (C(gpuvirt_cluster.platform)); the GPUCluster is taken on OpenShift only.
-    type: str
-    choices: [openshift, kubernetes]
-    default: kubernetes
 attributes:
   check_mode:
     description: Builds data only; nothing changes in any mode.
@@ -85,6 +80,8 @@ attributes:
   diff_mode:
     description: Not supported; the role shows the label changes.
     support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.tables.cluster_platform
 '''
 
 EXAMPLES = r'''
@@ -110,6 +107,7 @@ report:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
@@ -126,7 +124,7 @@ def main():
             pool_selector=dict(type='dict'),
             dra_selector=dict(type='dict'),
             dra_stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
-            cluster_platform=dict(type='str', choices=['openshift', 'kubernetes'], default='kubernetes'),
+            cluster_platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), default='kubernetes'),
         ),
         supports_check_mode=True,
     )
