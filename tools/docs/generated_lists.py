@@ -58,6 +58,8 @@ def lists():
         # the survey's pool question: every GPU host, or the hosts of one pool group
         'gpu_hosts_pattern_choices': _items([pattern] + list(fleet.GPU_GROUPS)),
         'gpu_hosts_pattern_default': ['default: %s' % pattern],
+        # playbooks/vars/fleet.yml: the plays' default host pattern
+        'gpu_hosts_pattern_var': ['__gpuvirt_gpu_hosts_pattern: %s' % pattern],
         # prose of a description list: the pools, the groups, the group -> pool map, the platforms
         'pools_prose': ['- "Pools (the pool table): %s."' % ', '.join('C(%s)' % p for p in fleet.POOLS)],
         'groups_prose': ['- "Inventory groups of the GPU hosts (the pool table): %s."'
