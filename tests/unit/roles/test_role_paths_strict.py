@@ -4,24 +4,26 @@
 undefined variable, or that ansible-core (2.19 and later) otherwise refuses, fails make unit here instead of in a
 hand-run playbook.
 
-Each case is one real ansible-playbook run on the controller (connection local, render mode: no host and no API
-server is contacted) of the phases' own playbooks, in the order site.yml runs them:
+Each case is one real ansible-playbook run on the controller (connection local; no host and no API server is
+contacted), the cases side by side:
 
-- the cluster phases (nodes.yml, operator.yml, kubevirt.yml, verify.yml), inside one render run (render_open.yml /
-  render_close.yml), for a fleet with one host of every pool of the pool table, on every platform of the platform
-  table; and for a fleet of only the hosts of each pool kind, on OpenShift (the branches that look at the whole
-  fleet: every GPU host a DRA host takes the GPU Operator's GPUCluster, no VM host leaves KubeVirt untouched);
-- the host roles' read-only validate entry points (kernel_args, nouveau, vfio, vgpu_manager_image), as preflight.yml
-  runs them, for a host of every pool: with the pool's traits from the table (IOMMU, host-side vfio binding, vGPU).
+- the cluster phases in render mode, as site.yml runs them (render_open.yml, vgpu_image.yml, nodes.yml,
+  operator.yml, kubevirt.yml, verify.yml, render_close.yml), for fleets that together hold every pool of the pool
+  table on every platform of the platform table, and take the branches that look at the whole fleet (every GPU
+  host a DRA host: the GPU Operator's own GPUCluster; no vGPU host); every cluster role runs (cluster, node_labels,
+  gpu_operator, k8s_objects, machineconfig, kubevirt_devices, dra_driver, verify);
+- the host roles' read-only validate entry points (kernel_args, vfio, nouveau) on a host of every pool, under the
+  pool's traits from the table (IOMMU, host-side vfio binding), as host_prep.yml and preflight.yml put them.
 
-The GPU facts are the example inventory's saved facts (real lspci captures; inventories/example/.gpuvirt_facts), given
-as host variables, as gather.yml leaves them. The render's contents are checked elsewhere (tests/integration
-golden renders and schema checks); here a run must complete, every role's tasks evaluated.
+The GPU facts are the example inventory's saved facts (real lspci captures, inventories/example/.gpuvirt_facts),
+given as host variables as gather.yml leaves them; the group variables are the example's. What the render holds is
+checked elsewhere (tests/integration: golden renders, schemas); here every run must complete.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +32,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+from sysfs_tree import SysfsTree
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 EXAMPLE = os.path.join(ROOT, 'inventories', 'example')
@@ -66,6 +69,7 @@ def inventory(tmp_path, pools):
 CLUSTER_PHASES = """
 - ansible.builtin.import_playbook: {root}/playbooks/render_open.yml
   vars: {{gpuvirt_render_owner: site}}
+- ansible.builtin.import_playbook: {root}/playbooks/vgpu_image.yml
 - ansible.builtin.import_playbook: {root}/playbooks/nodes.yml
 - ansible.builtin.import_playbook: {root}/playbooks/operator.yml
 - ansible.builtin.import_playbook: {root}/playbooks/kubevirt.yml
@@ -101,14 +105,53 @@ CASES = {
 CASES.update(('%s-every-pool' % name, (fleet.POOLS, name)) for name in platform.PLATFORM_NAMES[1:-1])
 
 
+# The host roles' read-only entry points, on a host of every pool, under the conditions host_prep.yml and
+# preflight.yml put them (the pool's traits from the table): nothing on this machine is read but a sysfs copy
+# holding one NVIDIA GPU (vfio_sysfs_root, the device named by address) and the facts Ansible gathers.
+HOST_VALIDATE = """
+- hosts: {groups}
+  connection: local
+  gather_facts: true
+  gather_subset: [min]
+  vars:
+    strict_pool: "{{{{ gpuvirt_pool | default(group_names | gpuvirt.provision.gpu_pool) }}}}"
+    strict_traits: "{{{{ strict_pool | gpuvirt.provision.pool_traits }}}}"
+  tasks:
+    - name: Validate the kernel arguments (no change)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.kernel_args
+        tasks_from: validate
+      when: strict_traits.iommu
+    - name: Validate the vfio selection (no change)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.vfio
+        tasks_from: validate
+      when: strict_traits.host_vfio
+    - name: Validate the nouveau settings (no change)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.nouveau
+        tasks_from: validate
+      when: strict_traits.iommu
+""".format(groups=':'.join(fleet.GPU_GROUPS))
+CASES['host-roles-validate'] = (fleet.POOLS, None)
+
+
 def start(tmp_path, pools, platform_name):
     """Start one run (the runs go side by side: each is mostly waiting on its own module processes)."""
     inv = inventory(tmp_path, pools)
     path = tmp_path / 'play.yml'
-    path.write_text(CLUSTER_PHASES)
     extra = dict(EXTRA_VARS, **({} if any(fleet.pool_traits(p)['vgpu'] for p in pools) else NO_VGPU_VARS))
-    extra.update(gpuvirt_platform=platform_name, gpuvirt_render_dir=str(tmp_path / 'rendered'),
-                 ansible_python_interpreter=sys.executable)
+    if platform_name is None:
+        tree = SysfsTree(tmp_path / 'sys')
+        tree.device('0000:41:00.0', '0302', '10de', '2236', group=7, parent='pci0000:40')
+        path.write_text(HOST_VALIDATE)
+        # the device by address, as tests/unit/roles/test_vfio_validate.py selects it from a sysfs copy
+        extra.update(kernel_args_iommu_vendor='intel', vfio_sysfs_root=tree.root, vfio_gpus=False,
+                     vfio_bdfs=['0000:41:00.0'])
+    else:
+        path.write_text(CLUSTER_PHASES)
+        extra.update(gpuvirt_platform=platform_name)
+    extra.update(gpuvirt_render_dir=str(tmp_path / 'rendered'), ansible_python_interpreter=sys.executable)
     # no cluster of this machine is read: $KUBECONFIG names no file (a render that names a cluster reads from it)
     env = dict(os.environ, KUBECONFIG=str(tmp_path / 'no-kubeconfig'))
     log = open(tmp_path / 'log', 'w+', encoding='utf-8')  # pylint: disable=consider-using-with
@@ -129,10 +172,11 @@ def runs(tmp_path_factory):
 
 
 @pytest.mark.parametrize('case', sorted(CASES))
-def test_cluster_phases_render(runs, case):
+def test_role_paths_run(runs, case):
     proc, log = runs[case]
     rc = proc.wait(timeout=900)
     log.seek(0)
     out = log.read()
     assert rc == 0, out
-    assert 'failed=0' in out and 'unreachable=0' in out, out
+    recap = [ln for ln in out.splitlines() if ' : ok=' in ln]
+    assert recap and not [ln for ln in recap if re.search(r'(failed|unreachable)=[1-9]', ln)], out
