@@ -116,19 +116,20 @@ def _documents(path):
 
 
 def _hand_lists(value, where):
+    """Each choices list naming a table's names, and each host pattern of several pool groups, in ``value``."""
+    found = []
     if isinstance(value, dict):
         for key, item in value.items():
             if key == 'choices' and isinstance(item, list) and TABLE_NAMES & set(str(v) for v in item):
-                yield '%s: %s %r' % (where, key, item)
+                found.append('%s: %s %r' % (where, key, item))
             if isinstance(item, str) and len(item.split(':')) > 1 and set(item.split(':')) <= TABLE_NAMES:
                 # a host pattern of several pool groups (a survey default, the plays' default pattern)
-                yield '%s: %s %r' % (where, key, item)
-            for found in _hand_lists(item, where):
-                yield found
+                found.append('%s: %s %r' % (where, key, item))
+            found += _hand_lists(item, where)
     elif isinstance(value, list):
         for item in value:
-            for found in _hand_lists(item, where):
-                yield found
+            found += _hand_lists(item, where)
+    return found
 
 
 def test_no_list_of_a_table_is_typed_by_hand():
@@ -137,5 +138,5 @@ def test_no_list_of_a_table_is_typed_by_hand():
     found = []
     for path in generated_lists.files():
         for doc in _documents(path):
-            found += list(_hand_lists(doc, os.path.relpath(path, ROOT)))
+            found += _hand_lists(doc, os.path.relpath(path, ROOT))
     assert not found, found
