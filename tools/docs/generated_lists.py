@@ -25,6 +25,7 @@ import glob
 import os
 import re
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -44,6 +45,13 @@ def _items(values):
     return ['- %s' % v for v in values]
 
 
+def _prose(text):
+    """One item of a description list, a double-quoted YAML string folded at 100 characters (the continuation
+    lines indented under it; YAML folds each line break to a space)."""
+    lines = textwrap.wrap('"%s"' % text, 100, break_long_words=False, break_on_hyphens=False)
+    return ['- ' + lines[0]] + ['  ' + line for line in lines[1:]]
+
+
 def lists():
     """{region name: the lines of its body, without indentation}."""
     fleet, platform = _tables()
@@ -61,12 +69,12 @@ def lists():
         # playbooks/vars/fleet.yml: the plays' default host pattern
         'gpu_hosts_pattern_var': ['__gpuvirt_gpu_hosts_pattern: %s' % pattern],
         # prose of a description list: the pools, the groups, the group -> pool map, the platforms
-        'pools_prose': ['- "Pools (the pool table): %s."' % ', '.join('C(%s)' % p for p in fleet.POOLS)],
-        'groups_prose': ['- "Inventory groups of the GPU hosts (the pool table): %s."'
-                         % ', '.join('C(%s)' % g for g in fleet.GPU_GROUPS)],
-        'group_pool_prose': ['- "Group - pool (the pool table): %s."' % pairs],
-        'platforms_prose': ['- "Platforms (the platform table): %s."'
-                            % ', '.join('C(%s)' % p for p in platform.PLATFORM_NAMES)],
+        'pools_prose': _prose('Pools (the pool table): %s.' % ', '.join('C(%s)' % p for p in fleet.POOLS)),
+        'groups_prose': _prose('Inventory groups of the GPU hosts (the pool table): %s.'
+                               % ', '.join('C(%s)' % g for g in fleet.GPU_GROUPS)),
+        'group_pool_prose': _prose('Group - pool (the pool table): %s.' % pairs),
+        'platforms_prose': _prose('Platforms (the platform table): %s.'
+                                  % ', '.join('C(%s)' % p for p in platform.PLATFORM_NAMES)),
     }
 
 

@@ -36,7 +36,8 @@ def test_module_documents_check_and_diff_mode(path):
             # an options fragment (tables, live_object): it documents no attributes
             name, dummy, variant = fragment[len('gpuvirt.provision.'):].partition('.')
             module = importlib.import_module('ansible_collections.gpuvirt.provision.plugins.doc_fragments.' + name)
-            assert 'attributes' not in yaml.safe_load(getattr(module.ModuleDocFragment, variant.upper() or 'DOCUMENTATION'))
+            text = getattr(module.ModuleDocFragment, variant.upper() or 'DOCUMENTATION')
+            assert 'attributes' not in yaml.safe_load(text), fragment
             continue
         prefix, dummy, variant = fragment.partition('gpuvirt.provision.attributes')
         assert not prefix and variant in ('', '.read_only', '.builds_only'), fragment
