@@ -102,11 +102,6 @@ options:
     type: str
     choices: [auto, gpucluster, helm]
     default: auto
-  cluster_platform:
-    description: The cluster platform (C(gpuvirt_cluster.platform)); the GPUCluster is taken on OpenShift only.
-    type: str
-    choices: [openshift, kubernetes]
-    default: kubernetes
   other_nodes:
     description: The GPU nodes outside the DRA pool (they need a ClusterPolicy, which no GPUCluster may run beside).
     type: list
@@ -114,6 +109,7 @@ options:
     default: []
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
+  - gpuvirt.provision.tables.cluster_platform
 '''
 
 EXAMPLES = r'''

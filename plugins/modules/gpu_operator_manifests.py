@@ -25,11 +25,6 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  platform:
-    description: Where the operator goes, a row of the platform table (filter gpuvirt.provision.cluster_platform).
-    type: str
-    choices: [openshift, kubernetes]
-    required: true
   platform_traits:
     description:
       - The platform's traits as the cluster role resolved them (C(gpuvirt_cluster.traits), the inventory's
@@ -45,11 +40,6 @@ options:
     description: C(sandboxWorkloads.enabled).
     type: bool
     default: true
-  default_workload:
-    description: C(sandboxWorkloads.defaultWorkload), for nodes without a workload label.
-    type: str
-    choices: [container, vm-passthrough, vm-vgpu]
-    default: container
   sandbox_mode:
     description: C(sandboxWorkloads.mode).
     type: str
@@ -211,6 +201,9 @@ attributes:
   diff_mode:
     description: Not supported; the role that applies or renders the result shows the diff.
     support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.tables.platform
+  - gpuvirt.provision.tables.default_workload
 '''
 
 EXAMPLES = r'''

@@ -24,13 +24,6 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  live_unread:
-    description:
-      - Render mode when the live object was neither read from the cluster nor given - why, and what to set. The
-        module then warns that the rendered lists replace the live ones, naming them. Empty when O(current) is the
-        live object (apply mode, or a render that read or was given it).
-    type: str
-    default: ""
   current:
     description: The live KubeVirt CR (read from the cluster, or given in render mode); omit when there is none.
     type: dict
@@ -74,6 +67,7 @@ options:
     default: kubevirt
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
+  - gpuvirt.provision.live_object
 '''
 
 EXAMPLES = r'''

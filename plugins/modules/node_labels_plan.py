@@ -12,9 +12,12 @@ module: node_labels_plan
 short_description: Plan the GPU Operator node labels per pool, refusing pool changes under running VMs
 version_added: 0.1.0
 description:
-  - For each GPU host, finds its one pool from its inventory groups (C(gpu_container), C(gpu_vm_passthrough),
-    C(gpu_vm_vgpu)) and the labels C(nvidia.com/gpu.workload.config) and, for vGPU nodes,
-    C(nvidia.com/vgpu.config) it must carry.
+  - For each GPU host, finds its one pool from its inventory group (the pool table) and the labels
+    C(nvidia.com/gpu.workload.config) and, for vGPU nodes, C(nvidia.com/vgpu.config) it must carry.
+  # BEGIN GENERATED group_pool_prose
+  - "Group - pool (the pool table): C(gpu_container) - C(container), C(gpu_vm_passthrough) -
+    C(vm-passthrough), C(gpu_vm_vgpu) - C(vm-vgpu), C(gpu_dra) - C(dra)."
+  # END GENERATED group_pool_prose
   - Compares with the current Node labels and returns one partial Node per node whose labels differ (a value of
     null removes a label), plus a per-node report. Nothing is sent anywhere.
   - Fails, naming them, on a host in two pools, an unknown pool, a node missing from the cluster, a vGPU config
@@ -73,11 +76,6 @@ options:
     type: str
     choices: [auto, gpucluster, helm]
     default: auto
-  cluster_platform:
-    description: The cluster platform (C(gpuvirt_cluster.platform)); the GPUCluster is taken on OpenShift only.
-    type: str
-    choices: [openshift, kubernetes]
-    default: kubernetes
 attributes:
   check_mode:
     description: Builds data only; nothing changes in any mode.
@@ -85,6 +83,8 @@ attributes:
   diff_mode:
     description: Not supported; the role shows the label changes.
     support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.tables.cluster_platform
 '''
 
 EXAMPLES = r'''

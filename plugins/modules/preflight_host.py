@@ -27,7 +27,11 @@ options:
     description: The name used in the messages (the inventory name); the host's own hostname when not given.
     type: str
   pools:
-    description: The pools the inventory groups put this host in (C(container), C(vm-passthrough), C(vm-vgpu)).
+    description:
+      - The pools the inventory groups put this host in.
+      # BEGIN GENERATED pools_prose
+      - "Pools (the pool table): C(container), C(vm-passthrough), C(vm-vgpu), C(dra)."
+      # END GENERATED pools_prose
     type: list
     elements: str
     required: true

@@ -1,12 +1,21 @@
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""docs/reference/ is generated from the modules' DOCUMENTATION blocks and the roles' argument specs: it must match
-what the generator writes now, so a changed option without `make docs` fails here."""
+"""docs/reference/ is generated from the modules' DOCUMENTATION blocks and the roles' argument specs, and the lists of
+pools, groups, workloads and platforms in the specs, the survey, the filter docs and the doc fragments from the
+tables: each must match what the generator writes now, so a changed option or table row without `make docs`
+fails here, naming the stale file."""
 from __future__ import annotations
 
+import ast
 import os
+import shutil
 import subprocess
 import sys
+
+import pytest
+import yaml
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 GENERATOR = os.path.join(ROOT, 'tools', 'docs', 'generate_reference.py')
@@ -33,3 +42,101 @@ def test_check_mode_detects_a_stale_page(tmp_path):
     page.write_text(page.read_text() + '\nhand edit\n')
     proc = subprocess.run([sys.executable, GENERATOR, '--check', '--out', str(out)], capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and 'module_pci_devices.md' in proc.stdout + proc.stderr
+
+
+# Generated lists (tools/docs/generated_lists.py): the choices and lists of pools, groups, workloads and platforms
+# in the argument specs, the survey, the filter docs and the doc fragments are written from the tables.
+sys.path.insert(0, os.path.join(ROOT, 'tools', 'docs'))
+import generated_lists  # noqa: E402
+
+TABLE_NAMES = set(fleet.POOLS) | set(fleet.GPU_GROUPS) | set(fleet.WORKLOADS) | set(platform.PLATFORM_NAMES)
+
+
+def _copy(tmp_path):
+    root = tmp_path / 'repo'
+    for part in ('awx', 'plugins', 'roles', 'playbooks'):
+        shutil.copytree(os.path.join(ROOT, part), root / part)
+    return root
+
+
+def test_a_stale_generated_region_is_named(tmp_path):
+    root = _copy(tmp_path)
+    survey = root / 'awx' / 'survey.yml'
+    text = survey.read_text()
+    assert '      - gpu_dra\n      # END GENERATED gpu_hosts_pattern_choices' in text, text
+    survey.write_text(text.replace('      - gpu_dra\n      # END GENERATED', '      # END GENERATED'))
+    proc = subprocess.run([sys.executable, GENERATOR, '--check', '--root', str(root)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and 'awx/survey.yml (generated region)' in proc.stderr, proc.stderr
+    # make docs writes it back
+    subprocess.run([sys.executable, GENERATOR, '--root', str(root), '--out', str(tmp_path / 'ref')],
+                   check=True, capture_output=True)
+    assert survey.read_text() == text
+
+
+def test_a_new_table_row_reaches_every_region():
+    # a platform row added at run time: every region that lists the platforms lists it
+    known = dict(generated_lists.lists())
+    known['platforms'] = known['platforms'] + ['- rke2']
+    path = os.path.join(ROOT, 'plugins', 'doc_fragments', 'tables.py')
+    with open(path, encoding='utf-8') as handle:
+        text = handle.read()
+    new = generated_lists.rewrite(text, path, known)
+    assert new.count('      - rke2\n') == text.count('# BEGIN GENERATED platforms') == 2, new
+
+
+@pytest.mark.parametrize('text, named', [
+    ('a:\n  # BEGIN GENERATED nosuch\n  # END GENERATED nosuch\n', "no generated list 'nosuch'"),
+    ('a:\n  # BEGIN GENERATED pools\n', 'BEGIN GENERATED pools has no END'),
+    ('a:\n  # END GENERATED pools\n', 'END GENERATED pools without its BEGIN'),
+    ('a:\n  # BEGIN GENERATED pools\n  # END GENERATED workloads\n', 'END GENERATED workloads closes'),
+])
+def test_a_broken_marker_is_refused_naming_the_line(text, named):
+    with pytest.raises(generated_lists.RegionError, match=named):
+        generated_lists.rewrite(text, 'f.yml')
+
+
+def _documents(path):
+    """The YAML documents a file holds, generated regions emptied: a module's DOCUMENTATION, a fragment's
+    strings, a YAML file itself."""
+    with open(path, encoding='utf-8') as handle:
+        text = handle.read()
+    if not path.endswith('.py'):
+        return [yaml.safe_load(generated_lists.strip(text))]
+    docs = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Assign) and any(getattr(t, 'id', '').isupper() for t in node.targets) \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) \
+                and ('options:' in node.value.value or 'choices' in node.value.value):
+            try:
+                docs.append(yaml.safe_load(generated_lists.strip(node.value.value)))
+            except yaml.YAMLError:
+                continue
+    return docs
+
+
+def _hand_lists(value, where):
+    """Each choices list naming a table's names, and each host pattern of several pool groups, in ``value``."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == 'choices' and isinstance(item, list) and TABLE_NAMES & set(str(v) for v in item):
+                found.append('%s: %s %r' % (where, key, item))
+            if isinstance(item, str) and len(item.split(':')) > 1 and set(item.split(':')) <= TABLE_NAMES:
+                # a host pattern of several pool groups (a survey default, the plays' default pattern)
+                found.append('%s: %s %r' % (where, key, item))
+            found += _hand_lists(item, where)
+    elif isinstance(value, list):
+        for item in value:
+            found += _hand_lists(item, where)
+    return found
+
+
+def test_no_list_of_a_table_is_typed_by_hand():
+    # every choices naming pools, groups, workloads or platforms, and every host pattern of several pool groups,
+    # sits in a generated region; outside one it would go stale when a row is added
+    found = []
+    for path in generated_lists.files():
+        for doc in _documents(path):
+            found += _hand_lists(doc, os.path.relpath(path, ROOT))
+    assert not found, found

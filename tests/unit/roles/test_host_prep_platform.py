@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet
 from play_runner import run_play
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -55,3 +56,15 @@ def test_kubernetes_hosts_are_prepared_over_ssh(tmp_path):
     # the kernel_args role decided its arguments for this host (whatever later tasks of the preview found here)
     assert 'TASK [gpuvirt.provision.kernel_args : Build the argument list]' in out, out
     assert 'ok: [localhost]' in out.split('TASK [gpuvirt.provision.kernel_args : Build the argument list]', 1)[1], out
+
+
+def test_a_host_of_no_known_pool_is_refused_naming_the_table_groups(tmp_path):
+    # the message lists the pool table's groups (gpuvirt.provision.pool_traits), not a hand-typed copy of them
+    inv = tmp_path / 'inventory.yml'
+    inv.write_text(INVENTORY.replace('ansible_connection: local',
+                                     'ansible_connection: local\n          gpuvirt_pool: bogus'))
+    play = '- ansible.builtin.import_playbook: %s\n' % os.path.join(ROOT, 'playbooks', 'host_prep.yml')
+    rc, out = run_play(tmp_path, play, args=['-i', str(inv), '--check', '-e', 'gpuvirt_platform=kubernetes'])
+    flat = ' '.join(out.split())
+    assert rc != 0 and 'has pool "bogus"' in flat, out
+    assert '(set gpuvirt_pool or put the host in %s, the pool groups' % ', '.join(fleet.GPU_GROUPS) in flat, out

@@ -34,7 +34,11 @@ def test_defaults_pass(tmp_path):
     (['-e', 'gpuvirt_gpu_hosts_pattern=all'], "'all' is not a GPU pool group"),
     (['-e', 'host_prep_hosts=gpu_dra:kube_control_plane'], "'kube_control_plane' is not a GPU pool group"),
     (['-e', 'host_prep_serial=two'], 'host_prep_serial'),
-    (['-e', 'host_prep_max_fail_percentage=101'], 'host_prep_max_fail_percentage 0 to 100'),
+    # the wording of the checked filter's grammars (validators.positive_int / percentage): the same rule, and
+    # message, as the rolling play's own serial and max_fail_percentage
+    (['-e', 'host_prep_serial=0'], 'host_prep_serial: 0 is outside 1 to 100000'),
+    (['-e', 'host_prep_serial=100001'], 'host_prep_serial: 100001 is outside 1 to 100000'),
+    (['-e', 'host_prep_max_fail_percentage=101'], 'host_prep_max_fail_percentage: 101 is outside 0 to 100'),
 ])
 def test_a_bad_answer_stops_the_run_before_the_next_play(tmp_path, args, named):
     rc, out = run_play(tmp_path, PLAY, args=args)

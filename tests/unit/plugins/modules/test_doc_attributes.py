@@ -1,11 +1,12 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every module documents check_mode and diff_mode, its own words or a gpuvirt.provision.attributes fragment, and no
-module repeats a fragment's block word for word."""
+module repeats a fragment's block word for word; its other fragments (options) document no attributes."""
 from __future__ import annotations
 
 import ast
 import glob
+import importlib
 import os
 
 import pytest
@@ -31,6 +32,13 @@ def test_module_documents_check_and_diff_mode(path):
     own = doc.get('attributes')
     assert own not in FRAGMENT_BLOCKS, 'use the gpuvirt.provision.attributes fragment instead of a copy of it'
     for fragment in doc.get('extends_documentation_fragment') or []:
+        if not fragment.startswith('gpuvirt.provision.attributes'):
+            # an options fragment (tables, live_object): it documents no attributes
+            name, dummy, variant = fragment[len('gpuvirt.provision.'):].partition('.')
+            module = importlib.import_module('ansible_collections.gpuvirt.provision.plugins.doc_fragments.' + name)
+            text = getattr(module.ModuleDocFragment, variant.upper() or 'DOCUMENTATION')
+            assert 'attributes' not in yaml.safe_load(text), fragment
+            continue
         prefix, dummy, variant = fragment.partition('gpuvirt.provision.attributes')
         assert not prefix and variant in ('', '.read_only', '.builds_only'), fragment
         assert own is None, 'attributes both in the module and from %s' % fragment

@@ -1,0 +1,182 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The roles' real task paths under ansible-core's strict templating, fast: a role expression that names an
+undefined variable, or that ansible-core (2.19 and later) otherwise refuses, fails make unit here instead of in a
+hand-run playbook.
+
+Each case is one real ansible-playbook run on the controller (connection local; no host and no API server is
+contacted), the cases side by side:
+
+- the cluster phases in render mode, as site.yml runs them (render_open.yml, vgpu_image.yml, nodes.yml,
+  operator.yml, kubevirt.yml, verify.yml, render_close.yml), for fleets that together hold every pool of the pool
+  table on every platform of the platform table, and take the branches that look at the whole fleet (every GPU
+  host a DRA host: the GPU Operator's own GPUCluster; no vGPU host); every cluster role runs (cluster, node_labels,
+  gpu_operator, k8s_objects, machineconfig, kubevirt_devices, dra_driver, verify);
+- the host roles' read-only validate entry points (kernel_args, vfio, nouveau) on a host of every pool, under the
+  pool's traits from the table (IOMMU, host-side vfio binding), as host_prep.yml and preflight.yml put them.
+
+The GPU facts are the example inventory's saved facts (real lspci captures, inventories/example/.gpuvirt_facts),
+given as host variables as gather.yml leaves them; the group variables are the example's. What the render holds is
+checked elsewhere (tests/integration: golden renders, schemas); here every run must complete.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+from sysfs_tree import SysfsTree
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
+EXAMPLE = os.path.join(ROOT, 'inventories', 'example')
+# the example host whose saved facts a pool's host takes (a pool not named here takes the passthrough host's: a
+# whole GPU, unbound, the facts every pool can start from)
+FACTS_OF = {'container': 'gpu-c01.example.com', 'vm-passthrough': 'gpu-p01.example.com',
+            'vm-vgpu': 'gpu-v01.example.com', 'dra': 'gpu-p02.example.com'}
+HOST_VARS = {'vm-vgpu': {'gpuvirt_vgpu_config': 'A10-12Q'}}
+
+
+def _facts(pool):
+    path = os.path.join(EXAMPLE, '.gpuvirt_facts', FACTS_OF.get(pool, 'gpu-p01.example.com') + '.json')
+    with open(path, encoding='utf-8') as handle:
+        saved = json.load(handle)
+    return {k: saved[k] for k in ('gpuvirt_pci_devices', 'gpuvirt_mdev_types', 'gpuvirt_gpu_holders', 'gpuvirt_os_tag')}
+
+
+def inventory(tmp_path, pools):
+    """The example inventory's group_vars, and one host of each of ``pools`` in its group, with its facts."""
+    inv = tmp_path / 'inventory'
+    shutil.copytree(os.path.join(EXAMPLE, 'group_vars'), inv / 'group_vars')
+    children = {}
+    for pool, group in zip(fleet.POOLS, fleet.GPU_GROUPS):
+        hosts = {}
+        if pool in pools:
+            name = '%s-1' % pool
+            hosts[name] = dict(_facts(pool), gpuvirt_node_name=name, ansible_connection='local',
+                               **HOST_VARS.get(pool, {}))
+        children[group] = {'hosts': hosts}
+    (inv / 'hosts.yml').write_text(yaml.safe_dump({'all': {'children': children}}))
+    return inv
+
+
+CLUSTER_PHASES = """
+- ansible.builtin.import_playbook: {root}/playbooks/render_open.yml
+  vars: {{gpuvirt_render_owner: site}}
+- ansible.builtin.import_playbook: {root}/playbooks/vgpu_image.yml
+- ansible.builtin.import_playbook: {root}/playbooks/nodes.yml
+- ansible.builtin.import_playbook: {root}/playbooks/operator.yml
+- ansible.builtin.import_playbook: {root}/playbooks/kubevirt.yml
+- ansible.builtin.import_playbook: {root}/playbooks/verify.yml
+- ansible.builtin.import_playbook: {root}/playbooks/render_close.yml
+  vars: {{gpuvirt_render_owner: site}}
+""".format(root=ROOT)
+
+
+# What a render needs beside the example's group_vars: the KubeVirt release the DRA driver's values pin (the
+# example leaves it empty for apply mode to read).
+EXTRA_VARS = {'gpuvirt_cluster_mode': 'render', 'dra_driver_kubevirt_version': 'v1.9.0'}
+# A fleet without vGPU hosts keeps the operator's own vGPU configs: the example's custom A10 configs are checked
+# against the vGPU hosts' GPUs, and refused with none (rightly).
+NO_VGPU_VARS = {'gpu_operator_vgpu_configs': {}, 'gpu_operator_vgpu_config_default': 'default'}
+
+
+def _pools(without):
+    """The pools whose nodes advertise no ``without`` resource (the pool table's resource trait)."""
+    return [p for p in fleet.POOLS if fleet.pool_traits(p)['resource'] != without]
+
+
+# One fleet per run, chosen so that together they take every pool on every platform and each whole-fleet branch.
+# The GPU Operator serves no DRA node beside a node of the classic device plugin (nvidia.com/gpu) under one
+# ClusterPolicy (the gpu_operator role refuses it: docs/pools/dra.md, "The operator validator"), so the pools are
+# split in two fleets; a fleet of only DRA hosts takes the GPU Operator's own GPUCluster on OpenShift.
+FIRST, LAST = platform.PLATFORM_NAMES[0], platform.PLATFORM_NAMES[-1]
+CASES = {
+    '%s-without-dra' % FIRST: (_pools('dra'), FIRST),
+    '%s-without-gpu' % LAST: (_pools('gpu'), LAST),
+    '%s-only-dra' % FIRST: ([p for p in fleet.POOLS if p not in _pools('dra')], FIRST),
+}
+CASES.update(('%s-every-pool' % name, (fleet.POOLS, name)) for name in platform.PLATFORM_NAMES[1:-1])
+
+
+# The host roles' read-only entry points, on a host of every pool, under the conditions host_prep.yml and
+# preflight.yml put them (the pool's traits from the table): nothing on this machine is read but a sysfs copy
+# holding one NVIDIA GPU (vfio_sysfs_root, the device named by address) and the facts Ansible gathers.
+HOST_VALIDATE = """
+- hosts: {groups}
+  connection: local
+  gather_facts: true
+  gather_subset: [min]
+  vars:
+    strict_pool: "{{{{ gpuvirt_pool | default(group_names | gpuvirt.provision.gpu_pool) }}}}"
+    strict_traits: "{{{{ strict_pool | gpuvirt.provision.pool_traits }}}}"
+  tasks:
+    - name: Validate the kernel arguments (no change)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.kernel_args
+        tasks_from: validate
+      when: strict_traits.iommu
+    - name: Validate the vfio selection (no change)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.vfio
+        tasks_from: validate
+      when: strict_traits.host_vfio
+    - name: Validate the nouveau settings (no change)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.nouveau
+        tasks_from: validate
+      when: strict_traits.iommu
+""".format(groups=':'.join(fleet.GPU_GROUPS))
+CASES['host-roles-validate'] = (fleet.POOLS, None)
+
+
+def start(tmp_path, pools, platform_name):
+    """Start one run (the runs go side by side: each is mostly waiting on its own module processes)."""
+    inv = inventory(tmp_path, pools)
+    path = tmp_path / 'play.yml'
+    extra = dict(EXTRA_VARS, **({} if any(fleet.pool_traits(p)['vgpu'] for p in pools) else NO_VGPU_VARS))
+    if platform_name is None:
+        tree = SysfsTree(tmp_path / 'sys')
+        tree.device('0000:41:00.0', '0302', '10de', '2236', group=7, parent='pci0000:40')
+        path.write_text(HOST_VALIDATE)
+        # the device by address, as tests/unit/roles/test_vfio_validate.py selects it from a sysfs copy
+        extra.update(kernel_args_iommu_vendor='intel', vfio_sysfs_root=tree.root, vfio_gpus=False,
+                     vfio_bdfs=['0000:41:00.0'])
+    else:
+        path.write_text(CLUSTER_PHASES)
+        extra.update(gpuvirt_platform=platform_name)
+    extra.update(gpuvirt_render_dir=str(tmp_path / 'rendered'), ansible_python_interpreter=sys.executable)
+    # no cluster of this machine is read: $KUBECONFIG names no file (a render that names a cluster reads from it)
+    env = dict(os.environ, KUBECONFIG=str(tmp_path / 'no-kubeconfig'))
+    log = open(tmp_path / 'log', 'w+', encoding='utf-8')  # pylint: disable=consider-using-with
+    proc = subprocess.Popen(['ansible-playbook', '-i', str(inv), str(path), '-e', json.dumps(extra)],
+                            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    return proc, log
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+    started = dict((name, start(tmp_path_factory.mktemp(name), *case)) for name, case in CASES.items())
+    yield started
+    for proc, log in started.values():
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        log.close()
+
+
+@pytest.mark.parametrize('case', sorted(CASES))
+def test_role_paths_run(runs, case):
+    proc, log = runs[case]
+    rc = proc.wait(timeout=900)
+    log.seek(0)
+    out = log.read()
+    assert rc == 0, out
+    recap = [ln for ln in out.splitlines() if ' : ok=' in ln]
+    assert recap and not [ln for ln in recap if re.search(r'(failed|unreachable)=[1-9]', ln)], out

@@ -1,0 +1,175 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The lists of pools, groups, workloads and platforms that files outside Python need, generated from the tables.
+
+A YAML file (a role's meta/argument_specs.yml, awx/survey.yml, a filter's documentation) or a doc fragment's
+DOCUMENTATION string marks where a list goes::
+
+    choices:
+      # BEGIN GENERATED platform_choices
+      - auto
+      - openshift
+      - kubernetes
+      # END GENERATED platform_choices
+
+``make docs`` rewrites every line between the two markers from ``LISTS`` below, at the indentation of the
+BEGIN marker; ``make docs-check`` (and tests/unit/harness/test_reference_docs.py) names each file whose region
+differs. Python code reads the tables directly (fleet.POOLS, platform.PLATFORM_NAMES...), never a generated file.
+Only these names are read from the tables: fleet.POOLS, fleet.GPU_GROUPS, fleet.WORKLOADS,
+platform.PLATFORM_NAMES and platform.PLATFORM_CHOICES.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _tables():
+    """fleet and platform of this checkout (the staged collection under .build/collections when the caller's
+    PYTHONPATH has none)."""
+    try:
+        from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+    except ImportError:
+        sys.path.insert(0, os.path.join(ROOT, '.build', 'collections'))
+        from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+    return fleet, platform
+
+
+def _items(values):
+    return ['- %s' % v for v in values]
+
+
+def _prose(text):
+    """One item of a description list, a double-quoted YAML string folded at 100 characters (the continuation
+    lines indented under it; YAML folds each line break to a space)."""
+    lines = textwrap.wrap('"%s"' % text, 100, break_long_words=False, break_on_hyphens=False)
+    return ['- ' + lines[0]] + ['  ' + line for line in lines[1:]]
+
+
+def lists():
+    """{region name: the lines of its body, without indentation}."""
+    fleet, platform = _tables()
+    pattern = ':'.join(fleet.GPU_GROUPS)
+    pairs = ', '.join('C(%s) - C(%s)' % (g, p) for g, p in zip(fleet.GPU_GROUPS, fleet.POOLS))
+    return {
+        'pools': _items(fleet.POOLS),
+        'gpu_groups': _items(fleet.GPU_GROUPS),
+        'workloads': _items(fleet.WORKLOADS),
+        'platforms': _items(platform.PLATFORM_NAMES),
+        'platform_choices': _items(platform.PLATFORM_CHOICES),
+        # the survey's pool question: every GPU host, or the hosts of one pool group
+        'gpu_hosts_pattern_choices': _items([pattern] + list(fleet.GPU_GROUPS)),
+        'gpu_hosts_pattern_default': ['default: %s' % pattern],
+        # playbooks/vars/fleet.yml: the plays' default host pattern
+        'gpu_hosts_pattern_var': ['__gpuvirt_gpu_hosts_pattern: %s' % pattern],
+        # prose of a description list: the pools, the groups, the group -> pool map, the platforms
+        'pools_prose': _prose('Pools (the pool table): %s.' % ', '.join('C(%s)' % p for p in fleet.POOLS)),
+        'groups_prose': _prose('Inventory groups of the GPU hosts (the pool table): %s.'
+                               % ', '.join('C(%s)' % g for g in fleet.GPU_GROUPS)),
+        'group_pool_prose': _prose('Group - pool (the pool table): %s.' % pairs),
+        'platforms_prose': _prose('Platforms (the platform table): %s.'
+                                  % ', '.join('C(%s)' % p for p in platform.PLATFORM_NAMES)),
+    }
+
+
+BEGIN = re.compile(r'^(?P<indent>[ \t]*)# BEGIN GENERATED (?P<name>[a-z_]+)[ \t]*$')
+END = re.compile(r'^[ \t]*# END GENERATED (?P<name>[a-z_]+)[ \t]*$')
+
+
+class RegionError(ValueError):
+    """A marker without its pair, or a region name that LISTS does not know."""
+
+
+def rewrite(text, path='<text>', known=None):
+    """``text`` with every generated region's body rewritten; RegionError naming ``path`` and the line on a
+    broken marker."""
+    known = lists() if known is None else known
+    out, region = [], None
+    for number, line in enumerate(text.splitlines(True), 1):
+        begin, end = BEGIN.match(line), END.match(line)
+        if region is None:
+            if end:
+                raise RegionError('%s:%d: END GENERATED %s without its BEGIN' % (path, number, end.group('name')))
+            out.append(line)
+            if begin:
+                name = begin.group('name')
+                if name not in known:
+                    raise RegionError('%s:%d: no generated list %r; known: %s'
+                                      % (path, number, name, ', '.join(sorted(known))))
+                region = (name, number)
+                out.extend('%s%s\n' % (begin.group('indent'), body) for body in known[name])
+        elif end:
+            if end.group('name') != region[0]:
+                raise RegionError('%s:%d: END GENERATED %s closes BEGIN GENERATED %s of line %d'
+                                  % (path, number, end.group('name'), region[0], region[1]))
+            out.append(line)
+            region = None
+        elif begin:
+            raise RegionError('%s:%d: BEGIN GENERATED %s inside the region of line %d'
+                              % (path, number, begin.group('name'), region[1]))
+    if region is not None:
+        raise RegionError('%s:%d: BEGIN GENERATED %s has no END' % (path, region[1], region[0]))
+    return ''.join(out)
+
+
+def strip(text):
+    """``text`` with every generated region's body removed (the markers stay): what was typed by hand."""
+    out, inside = [], False
+    for line in text.splitlines(True):
+        if END.match(line):
+            inside = False
+        if not inside:
+            out.append(line)
+        if BEGIN.match(line):
+            inside = True
+    return ''.join(out)
+
+
+# The files that may hold generated regions (relative to the repository root).
+GLOBS = ('roles/*/meta/argument_specs.yml', 'awx/*.yml', 'plugins/filter/*.yml', 'plugins/doc_fragments/*.py',
+         'plugins/modules/*.py', 'playbooks/vars/*.yml')
+
+
+def files(root=ROOT):
+    return sorted(p for g in GLOBS for p in glob.glob(os.path.join(root, g)))
+
+
+def regenerate(root=ROOT, check=False):
+    """Rewrite (or, with check, only compare) every file's regions; the relative paths that were stale."""
+    known = lists()
+    stale = []
+    for path in files(root):
+        with open(path, encoding='utf-8') as handle:
+            text = handle.read()
+        new = rewrite(text, os.path.relpath(path, root), known)
+        if new != text:
+            stale.append(os.path.relpath(path, root))
+            if not check:
+                with open(path, 'w', encoding='utf-8') as handle:
+                    handle.write(new)
+    return stale
+
+
+def tables_page(header):
+    """docs/reference/pools-and-platforms.md: the one generated list of pools, groups, workloads and platforms
+    that prose docs link to."""
+    fleet, platform = _tables()
+    lines = [header, '# Pools and platforms', '',
+             'Generated from the pool table (`plugins/module_utils/fleet.py`) and the platform table',
+             '(`plugins/module_utils/platform.py`). What each pool and platform does: docs/architecture.md and',
+             'docs/pools/.', '', '## Pools', '', '| pool | inventory group |', '|---|---|']
+    lines += ['| `%s` | `%s` |' % (p, g) for p, g in zip(fleet.POOLS, fleet.GPU_GROUPS)]
+    lines += ['', 'Every GPU host: `%s` (the default of `gpuvirt_gpu_hosts_pattern`).' % ':'.join(fleet.GPU_GROUPS),
+              '', '## Workloads', '',
+              'The values of the GPU Operator\'s `nvidia.com/gpu.workload.config` label and its',
+              '`sandboxWorkloads.defaultWorkload`: %s.' % ', '.join('`%s`' % w for w in fleet.WORKLOADS),
+              '', '## Platforms', '', 'Values of `gpuvirt_platform`: %s.'
+              % ', '.join('`%s`' % p for p in platform.PLATFORM_CHOICES),
+              '`auto` detects the platform in apply mode; render mode needs a platform named.', '']
+    return '\n'.join(lines)
