@@ -19,8 +19,9 @@ There are no controllers (no kube-controller-manager, scheduler, kubelet, OLM, M
 needs one writes what that controller would write, through this API, and names the controller it stands in for.
 
 CLI:
-* ``apiserver.py start DIR``: a plain Kubernetes flavour (no OpenShift or HCO APIs); prints the admin and automation
-  kubeconfig paths and leaves the server running, with the PIDs in DIR/pids;
+* ``apiserver.py start DIR``: a plain Kubernetes flavour (no OpenShift or HCO APIs), the automation and the Helm
+  identity granted their shipped RBAC files; prints the admin, automation and Helm kubeconfig paths and leaves the
+  server running, with the PIDs in DIR/pids;
 * ``apiserver.py seed DIR FILE``: creates the objects of a YAML file (documents or a v1 List) as the admin; a
   ``status`` goes through the status subresource, as its controller would write it;
 * ``apiserver.py stop DIR``.
@@ -700,13 +701,16 @@ def main(argv):
     except ReferenceMissing as exc:
         sys.stderr.write('apiserver.py: %s\n' % exc)
         return 2
-    # by hand (the lab, `make demo`): a plain Kubernetes cluster with KubeVirt, no OpenShift or HCO APIs, and the
-    # automation granted what docs/rbac/gpuvirt-automation-kubernetes.yml grants
+    # by hand (the lab, `make demo`): a plain Kubernetes cluster with KubeVirt, no OpenShift or HCO APIs, the
+    # automation granted what docs/rbac/gpuvirt-automation-kubernetes.yml grants, and the Helm identity what
+    # docs/rbac/gpuvirt-automation-helm.yml grants (the demo's GPU Operator phase installs through Helm with it)
     server.reset(openshift=False, hco=False)
+    server.grant_helm()
     # leave the processes running: the PIDs are in DIR/pids for `stop`
     server.procs.clear()
     print(json.dumps({'url': server.url, 'admin_kubeconfig': server.kubeconfig_path('admin'),
                       'automation_kubeconfig': server.kubeconfig_path('automation'),
+                      'helm_kubeconfig': server.kubeconfig_path('helm'),
                       'audit_log': server.audit_log}))
     return 0
 
