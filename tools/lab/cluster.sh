@@ -14,7 +14,9 @@ api=$root/tools/kube/apiserver.py
 run=$2
 py=${3:-python3}
 running() {
-  [ -f "$run/kube/pids" ] && [ -f "$run/kubeconfig" ] || return 1
+  # (a server started before the Helm identity and the helm stand-in were part of the lab is started afresh)
+  [ -f "$run/kube/pids" ] && [ -f "$run/kubeconfig" ] && [ -f "$run/kubeconfig-helm" ] && [ -x "$run/bin/helm" ] \
+    || return 1
   while read -r _name pid; do kill -0 "$pid" 2>/dev/null || return 1; done <"$run/kube/pids"
 }
 case $1 in
