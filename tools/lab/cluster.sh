@@ -27,7 +27,7 @@ case $1 in
     [ -x "$root/.build/kube/bin/kube-apiserver" ] || "$root/tools/kube/build.sh"
     "$0" stop "$run" "$py"
     mkdir -p "$run"
-    rm -rf "$run/kube" "$run/kubeconfig" "$run/kubeconfig-helm" "$run/bin" "$run/helm-calls.jsonl"
+    rm -rf "${run:?}/kube" "$run/kubeconfig" "$run/kubeconfig-helm" "${run:?}/bin" "$run/helm-calls.jsonl"
     "$py" "$api" start "$run/kube" >"$run/kube-start.log" 2>&1 || { cat "$run/kube-start.log" >&2; exit 1; }
     "$py" "$api" seed "$run/kube" "$4"
     install -m 0600 "$run/kube/kubeconfig-automation" "$run/kubeconfig"

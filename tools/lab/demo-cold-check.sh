@@ -76,6 +76,7 @@ has cold 'TASK [gpuvirt.provision.verify : '
 has cold '(helm) create secrets gpu-operator/sh.helm.release.v1.gpu-operator.v1'
 has cold '(helm) create clusterpolicies cluster-policy'
 has cold 'Helm: the recorded stand-in tests/integration/fake_helm.py, not helm'
+# shellcheck disable=SC2016  # the backquotes are the summary's own
 has cold 'including `helm upgrade -i` (the release installed or changed)'
 has cold 'Verify: no node is expected to advertise a resource'
 lacks cold 'Not run: '
@@ -84,6 +85,7 @@ lacks cold 'Not run: '
 has again 'lab-gpu-0 (node lab-gpu-0, pool vm-passthrough): host prep ran; changed: nothing; rebooted: no'
 has again 'Cluster: nothing changed (this run wrote nothing to the lab API server)'
 lacks again 'written: '
+# shellcheck disable=SC2016  # the backquotes are the summary's own
 has again 'no `helm upgrade -i` (the release was up to date)'
 lacks again 'REFUSED ('
 for host in localhost lab-gpu-0; do
