@@ -34,6 +34,7 @@ import http.client
 import json
 import os
 import secrets
+import select
 import signal
 import socket
 import ssl
@@ -345,6 +346,10 @@ class KubeAPIServer(object):
         One TLS connection reused for every request: a reset alone sends a few hundred, and a handshake each was
         most of its time. Each request is still one request in the audit log."""
         conn = getattr(self._conns, 'conn', None)
+        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
+            # readable while no request is in flight: the server has closed it (as urllib3 checks before reuse)
+            conn.close()
+            conn = None
         if conn is None or getattr(self._conns, 'url', None) != self.url:
             parsed = urllib.parse.urlsplit(self.url)
             conn = http.client.HTTPSConnection(parsed.hostname, parsed.port, context=self._ssl, timeout=30)
@@ -358,7 +363,8 @@ class KubeAPIServer(object):
             conn.request(method, path, body=data, headers=headers)
             resp = conn.getresponse()
             status, text = resp.status, resp.read().decode()
-        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ssl.SSLEOFError,
+                ssl.SSLZeroReturnError):
             conn.close()
             self._conns.conn = None
             if not reused:
