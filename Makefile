@@ -45,8 +45,9 @@ deps: host venv collection
 # Debian package groups for tools/bootstrap-host.sh (empty: all, what `make test` needs); each target that needs
 # fewer sets its own (below; mk/kube.mk: core kube). A target's groups also hold for the targets it depends on.
 HOST_GROUPS ?=
+# HOST_BOOTSTRAPPED=1: this make was started by one that has installed the groups already (make integration)
 host:
-	@tools/bootstrap-host.sh $(HOST_GROUPS)
+	@$(if $(HOST_BOOTSTRAPPED),:,tools/bootstrap-host.sh $(HOST_GROUPS))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -91,7 +92,7 @@ INTEGRATION_JOBS ?= 2
 PYTEST_DURATIONS ?= --durations=15 --durations-min=5
 integration: HOST_GROUPS = core kube podman registry docker
 integration: deps kube-apiserver
-	$(MAKE) --no-print-directory -j$(INTEGRATION_JOBS) --output-sync=target $(INTEGRATION_TARGETS)
+	$(MAKE) --no-print-directory -j$(INTEGRATION_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(INTEGRATION_TARGETS)
 
 # demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it
 test: deps unit sanity lint demo-cold-check molecule integration
