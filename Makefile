@@ -35,7 +35,7 @@ include $(wildcard mk/*.mk)
 .PHONY: help deps host venv collection unit sanity lint molecule integration test demo build clean
 
 help:
-	@echo "make demo         run the main job against the embedded lab"
+	@echo "make demo         run the whole job (every phase) against the embedded lab"
 	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule, integration"
 	@echo "make unit|sanity|lint|molecule|integration   one stage"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
@@ -45,8 +45,9 @@ deps: host venv collection
 # Debian package groups for tools/bootstrap-host.sh (empty: all, what `make test` needs); each target that needs
 # fewer sets its own (below; mk/kube.mk: core kube). A target's groups also hold for the targets it depends on.
 HOST_GROUPS ?=
+# HOST_BOOTSTRAPPED=1: this make was started by one that has installed the groups already (make integration)
 host:
-	@tools/bootstrap-host.sh $(HOST_GROUPS)
+	@$(if $(HOST_BOOTSTRAPPED),:,tools/bootstrap-host.sh $(HOST_GROUPS))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -58,7 +59,7 @@ collection:
 	@tools/stage-collection.sh link
 
 unit: venv collection
-	$(BIN)/pytest -q -p no:cacheprovider tests/unit
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/unit
 
 sanity: venv
 	@tools/ansible-test-offline.sh $(PY) >/dev/null
@@ -81,9 +82,17 @@ molecule: deps
 	  $(BIN)/molecule test -s $$s || exit 1; \
 	done
 
-# the cluster and playbook targets: kube-apiserver; the registry targets: docker-registry, Podman, Docker (no lab)
+# the cluster and playbook targets: kube-apiserver; the registry targets: docker-registry, Podman, Docker (no lab).
+# The targets are independent of each other (each pytest session starts its own API server, registry or dockerd on
+# free loopback ports, in its own temporary directories) and much of their time is spent waiting (controller
+# stand-ins, polls, CRDs becoming served): INTEGRATION_JOBS of them run at once, each one's output printed whole
+# when it ends (docs/testing.md, "CI time"). INTEGRATION_JOBS=1 runs them one after the other.
+INTEGRATION_JOBS ?= 2
+# every pytest target prints its slowest tests (setup, call and teardown apart)
+PYTEST_DURATIONS ?= --durations=15 --durations-min=5
 integration: HOST_GROUPS = core kube podman registry docker
-integration: deps $(INTEGRATION_TARGETS)
+integration: deps kube-apiserver
+	$(MAKE) --no-print-directory -j$(INTEGRATION_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(INTEGRATION_TARGETS)
 
 # demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it
 test: deps unit sanity lint demo-cold-check molecule integration

@@ -5,4 +5,4 @@
 INTEGRATION_TARGETS += integration-cluster-kubevirt
 .PHONY: integration-cluster-kubevirt
 integration-cluster-kubevirt: venv collection kube-apiserver
-	$(BIN)/pytest -q -p no:cacheprovider tests/integration/cluster_kubevirt
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/integration/cluster_kubevirt

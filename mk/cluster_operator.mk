@@ -4,4 +4,4 @@
 INTEGRATION_TARGETS += integration-cluster-operator
 .PHONY: integration-cluster-operator
 integration-cluster-operator: venv collection kube-apiserver
-	$(BIN)/pytest -q -p no:cacheprovider tests/integration/cluster_operator
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/integration/cluster_operator

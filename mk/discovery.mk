@@ -2,4 +2,4 @@
 INTEGRATION_TARGETS += discovery-integration
 .PHONY: discovery-integration
 discovery-integration: venv collection
-	$(BIN)/pytest -q -p no:cacheprovider tests/integration/discovery
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/integration/discovery

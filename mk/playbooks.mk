@@ -4,4 +4,4 @@
 INTEGRATION_TARGETS += integration-playbooks
 .PHONY: integration-playbooks
 integration-playbooks: venv collection kube-apiserver
-	$(BIN)/pytest -q -p no:cacheprovider tests/integration/playbooks
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/integration/playbooks

@@ -4,4 +4,4 @@
 INTEGRATION_TARGETS += registry-integration
 .PHONY: registry-integration
 registry-integration: venv collection
-	$(BIN)/pytest -q -p no:cacheprovider tests/integration/registry
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/integration/registry

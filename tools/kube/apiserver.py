@@ -19,8 +19,9 @@ There are no controllers (no kube-controller-manager, scheduler, kubelet, OLM, M
 needs one writes what that controller would write, through this API, and names the controller it stands in for.
 
 CLI:
-* ``apiserver.py start DIR``: a plain Kubernetes flavour (no OpenShift or HCO APIs); prints the admin and automation
-  kubeconfig paths and leaves the server running, with the PIDs in DIR/pids;
+* ``apiserver.py start DIR``: a plain Kubernetes flavour (no OpenShift or HCO APIs), the automation and the Helm
+  identity granted their shipped RBAC files; prints the admin, automation and Helm kubeconfig paths and leaves the
+  server running, with the PIDs in DIR/pids;
 * ``apiserver.py seed DIR FILE``: creates the objects of a YAML file (documents or a v1 List) as the admin; a
   ``status`` goes through the status subresource, as its controller would write it;
 * ``apiserver.py stop DIR``.
@@ -29,18 +30,19 @@ from __future__ import annotations
 
 import base64
 import copy
+import http.client
 import json
 import os
 import secrets
+import select
 import signal
 import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 
 import yaml
 
@@ -212,6 +214,7 @@ class KubeAPIServer(object):
         self.audit_log = os.path.join(self.dir, 'audit.log')
         self.ca = os.path.join(self.dir, 'pki', 'ca.crt')
         self._ssl = None
+        self._conns = threading.local()
         self._baseline = set()
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
@@ -288,6 +291,7 @@ class KubeAPIServer(object):
         with open(os.path.join(server.dir, 'state.json'), encoding='utf-8') as handle:
             state = json.load(handle)
         server.url, server.tokens = state['url'], state['tokens']
+        server._conns = threading.local()
         server._ssl = ssl.create_default_context(cafile=server.ca)
         return server
 
@@ -337,20 +341,59 @@ class KubeAPIServer(object):
         raise RuntimeError('kube-apiserver not ready after %ds: %s' % (timeout, last))
 
     # --- REST ---------------------------------------------------------------------------------------------------
+    def _connection(self):
+        """This thread's keep-alive connection to the server (the controller stand-ins call from their own threads).
+        One TLS connection reused for every request: a reset alone sends a few hundred, and a handshake each was
+        most of its time. Each request is still one request in the audit log."""
+        conn = getattr(self._conns, 'conn', None)
+        if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
+            # readable while no request is in flight: the server has closed it (as urllib3 checks before reuse)
+            conn.close()
+            conn = None
+        if conn is None or getattr(self._conns, 'url', None) != self.url:
+            parsed = urllib.parse.urlsplit(self.url)
+            conn = http.client.HTTPSConnection(parsed.hostname, parsed.port, context=self._ssl, timeout=30)
+            self._conns.conn, self._conns.url, self._conns.used = conn, self.url, False
+        return conn
+
+    def _send(self, method, path, data, headers):
+        conn = self._connection()
+        reused = self._conns.used
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            status, text = resp.status, resp.read().decode()
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ssl.SSLEOFError,
+                ssl.SSLZeroReturnError):
+            conn.close()
+            self._conns.conn = None
+            if not reused:
+                raise
+            # the server closed an idle kept-alive connection before it read the request: send it once more on a
+            # new one (as urllib3 does); the request never reached the server, so it is not in the audit log twice
+            conn = self._connection()
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            status, text = resp.status, resp.read().decode()
+        except Exception:
+            conn.close()
+            self._conns.conn = None
+            raise
+        self._conns.used = True
+        if resp.will_close:
+            conn.close()
+            self._conns.conn = None
+        return status, text
+
     def request(self, method, path, body=None, user='admin', raw=False, content_type='application/json',
                 ok=(200, 201, 202)):
         data = None
         if body is not None:
             data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header('Authorization', 'Bearer %s' % self.tokens[user])
+        headers = {'Authorization': 'Bearer %s' % self.tokens[user]}
         if data is not None:
-            req.add_header('Content-Type', content_type)
-        try:
-            with urllib.request.urlopen(req, context=self._ssl, timeout=30) as resp:
-                status, text = resp.status, resp.read().decode()
-        except urllib.error.HTTPError as exc:
-            status, text = exc.code, exc.read().decode()
+            headers['Content-Type'] = content_type
+        status, text = self._send(method, path, data, headers)
         if raw:
             return status, text
         parsed = json.loads(text) if text.startswith('{') else text
@@ -700,13 +743,16 @@ def main(argv):
     except ReferenceMissing as exc:
         sys.stderr.write('apiserver.py: %s\n' % exc)
         return 2
-    # by hand (the lab, `make demo`): a plain Kubernetes cluster with KubeVirt, no OpenShift or HCO APIs, and the
-    # automation granted what docs/rbac/gpuvirt-automation-kubernetes.yml grants
+    # by hand (the lab, `make demo`): a plain Kubernetes cluster with KubeVirt, no OpenShift or HCO APIs, the
+    # automation granted what docs/rbac/gpuvirt-automation-kubernetes.yml grants, and the Helm identity what
+    # docs/rbac/gpuvirt-automation-helm.yml grants (the demo's GPU Operator phase installs through Helm with it)
     server.reset(openshift=False, hco=False)
+    server.grant_helm()
     # leave the processes running: the PIDs are in DIR/pids for `stop`
     server.procs.clear()
     print(json.dumps({'url': server.url, 'admin_kubeconfig': server.kubeconfig_path('admin'),
                       'automation_kubeconfig': server.kubeconfig_path('automation'),
+                      'helm_kubeconfig': server.kubeconfig_path('helm'),
                       'audit_log': server.audit_log}))
     return 0
 

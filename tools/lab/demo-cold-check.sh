@@ -7,8 +7,10 @@
 #      clone makes itself.
 #   3. `make demo` there: the disk is built cold through tools/lab/start.sh. The run must pass, reboot the lab host
 #      once, say so in its summary, and list the writes it made to the lab API server (cordon, uncordon, node
-#      labels).
-#   4. `make demo` again: it must change nothing and say so (summary and cluster writes), recap changed=0.
+#      labels; the GPU Operator's release and ClusterPolicy, written by the recorded helm stand-in as the Helm
+#      identity), run the verify phase, and say that helm was the recorded stand-in and that it ran `upgrade -i`.
+#   4. `make demo` again: it must change nothing and say so (summary, cluster writes, no helm upgrade), recap
+#      changed=0.
 # The disk stays cached in LAB_DIR for the vm Molecule scenario (same recipe: same script, mirror and SSH key); the
 # VM and the API server are stopped at the end. Each run's output is kept in LAB_DIR/demo-cold-check/.
 set -euo pipefail
@@ -67,13 +69,24 @@ lacks cold 'changed: nothing; rebooted: no'
 has cold 'patch nodes lab-gpu-0'
 lacks cold 'REFUSED ('
 lacks cold 'Cluster: nothing changed'
-# and what it left out
-has cold 'Not run: the GPU Operator phase'
+# every phase ran, the GPU Operator through the helm stand-in (the release as Helm 3 stores it, the chart's
+# ClusterPolicy), as the Helm identity; and the run says helm was a stand-in
+has cold 'TASK [gpuvirt.provision.gpu_operator : '
+has cold 'TASK [gpuvirt.provision.verify : '
+has cold '(helm) create secrets gpu-operator/sh.helm.release.v1.gpu-operator.v1'
+has cold '(helm) create clusterpolicies cluster-policy'
+has cold 'Helm: the recorded stand-in tests/integration/fake_helm.py, not helm'
+# shellcheck disable=SC2016  # the backquotes are the summary's own
+has cold 'including `helm upgrade -i` (the release installed or changed)'
+has cold 'Verify: no node is expected to advertise a resource'
+lacks cold 'Not run: '
 
 # the second run changed nothing, and says so
 has again 'lab-gpu-0 (node lab-gpu-0, pool vm-passthrough): host prep ran; changed: nothing; rebooted: no'
 has again 'Cluster: nothing changed (this run wrote nothing to the lab API server)'
 lacks again 'written: '
+# shellcheck disable=SC2016  # the backquotes are the summary's own
+has again 'no `helm upgrade -i` (the release was up to date)'
 lacks again 'REFUSED ('
 for host in localhost lab-gpu-0; do
   recap again "$host" | grep -qE ' changed=0 ' || fail "second run changed $host: $(recap again "$host")" again
