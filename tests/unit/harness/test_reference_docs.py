@@ -63,8 +63,9 @@ def test_a_stale_generated_region_is_named(tmp_path):
     root = _copy(tmp_path)
     survey = root / 'awx' / 'survey.yml'
     text = survey.read_text()
-    assert '      - gpu_dra\n      # END GENERATED gpu_hosts_pattern_choices' in text, text
-    survey.write_text(text.replace('      - gpu_dra\n      # END GENERATED', '      # END GENERATED'))
+    last = '      - %s\n      # END GENERATED gpu_hosts_pattern_choices' % fleet.GPU_GROUPS[-1]
+    assert last in text, text
+    survey.write_text(text.replace(last, '      # END GENERATED gpu_hosts_pattern_choices'))
     proc = subprocess.run([sys.executable, GENERATOR, '--check', '--root', str(root)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 1 and 'awx/survey.yml (generated region)' in proc.stderr, proc.stderr
@@ -77,12 +78,12 @@ def test_a_stale_generated_region_is_named(tmp_path):
 def test_a_new_table_row_reaches_every_region():
     # a platform row added at run time: every region that lists the platforms lists it
     known = dict(generated_lists.lists())
-    known['platforms'] = known['platforms'] + ['- rke2']
+    known['platforms'] = known['platforms'] + ['- platform-hypothetical']
     path = os.path.join(ROOT, 'plugins', 'doc_fragments', 'tables.py')
     with open(path, encoding='utf-8') as handle:
         text = handle.read()
     new = generated_lists.rewrite(text, path, known)
-    assert new.count('      - rke2\n') == text.count('# BEGIN GENERATED platforms') == 2, new
+    assert new.count('      - platform-hypothetical\n') == text.count('# BEGIN GENERATED platforms') == 2, new
 
 
 @pytest.mark.parametrize('text, named', [

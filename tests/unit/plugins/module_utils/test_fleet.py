@@ -5,6 +5,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
@@ -158,7 +160,8 @@ def test_expected_resources_follow_the_pool_row_not_its_name(monkeypatch):
     assert resource_names.expected_resources(facts, 'vm-passthrough-ib') == {'nvidia.com/GA102GL_A10': 1}
     assert resource_names.expected_resources(facts, 'vm-passthrough-ib') == \
         resource_names.expected_resources(facts, 'vm-passthrough')
-    # the DRA pool advertises no extended resource: asking for one names the pools that do
+    # the DRA pool advertises no extended resource: asking for one names the pools that do (every row but dra's)
+    advertised = [p.name for p in fleet.POOL_TABLE if p.resource != 'dra']
     with pytest.raises(resource_names.ResourceNameError,
-                       match=r"unknown pool 'dra': use one of container, vm-passthrough, vm-vgpu \("):
+                       match=r"unknown pool 'dra': use one of %s \(" % re.escape(', '.join(advertised))):
         resource_names.expected_resources(facts, 'dra')

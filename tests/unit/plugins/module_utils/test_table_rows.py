@@ -32,7 +32,7 @@ VF_POOL = fleet.Pool(name='vm-passthrough-vf', group='gpu_vm_passthrough_vf', wo
 # RKE2: Kubernetes with containerd under /var/lib/rancher/rke2 and /run/k3s (the GPU Operator's "Installing the
 # NVIDIA GPU Operator", "Rancher Kubernetes Engine 2"), put BEFORE kubernetes: it must not become the fallback.
 RKE2 = platform.PLATFORMS['kubernetes'].replace(
-    name='rke2', containerd_config='/var/lib/rancher/rke2/agent/etc/containerd/config.toml',
+    name='rke2-hypothetical', containerd_config='/var/lib/rancher/rke2/agent/etc/containerd/config.toml',
     containerd_socket='/run/k3s/containerd/containerd.sock', fallback=False)
 VF_HOST = 'gpu-f01.example.com'
 
@@ -114,7 +114,7 @@ def test_the_example_inventory_renders_with_every_row_s_properties():
 def test_a_hypothetical_pool_and_platform_render_the_example(monkeypatch, tmp_path):
     use_tables(monkeypatch, fleet.POOL_TABLE + (VF_POOL,), (RKE2,) + platform.PLATFORM_TABLE)
     # the fallback is the marked row, not the first row without detect_api
-    assert platform.detected_platform([]) == 'kubernetes' and 'rke2' in platform.PLATFORM_CHOICES
+    assert platform.detected_platform([]) == 'kubernetes' and 'rke2-hypothetical' in platform.PLATFORM_CHOICES
 
     groups, hostvars = example_inventory({VF_POOL.group: {VF_HOST: vf_host_facts()}})
     view, labels, devices = render_fleet(groups, hostvars)
@@ -130,7 +130,7 @@ def test_a_hypothetical_pool_and_platform_render_the_example(monkeypatch, tmp_pa
     assert all(e['externalResourceProvider'] for e in pci if e['pciVendorSelector'] != '10DE:2237')
 
     # the platform: resolved from the settings, its traits build the GPU Operator's objects
-    cluster = platform.resolve({'mode': 'render', 'render_dir': str(tmp_path), 'platform': 'rke2'})
+    cluster = platform.resolve({'mode': 'render', 'render_dir': str(tmp_path), 'platform': 'rke2-hypothetical'})
     assert cluster['traits'] == RKE2.as_dict() and cluster['kubevirt_config'] == 'kubevirt'
     hosts = [{'node': h['node'], 'pool': h['pool'], 'vgpu_config': h['vgpu_config'],
               'facts': {'pci_devices': h['facts']['pci_devices'], 'mdev_types': h['facts']['mdev_types']}}
@@ -144,7 +144,7 @@ def test_a_hypothetical_pool_and_platform_render_the_example(monkeypatch, tmp_pa
         {'name': 'CONTAINERD_CONFIG', 'value': RKE2.containerd_config},
         {'name': 'CONTAINERD_SOCKET', 'value': RKE2.containerd_socket}]
     objects = res['install_objects'] + [kubevirt_cr]
-    names = render.file_names(objects, '10-rke2')
+    names = render.file_names(objects, '10-rke2-hypothetical')
     assert len(set(names)) == len(objects)
 
 
