@@ -90,8 +90,8 @@ def inventory(path, platform):
     }
     if platform == 'kubernetes':
         common['gpu_operator_chart_values_file'] = schema.reference_file('helm', 'gpu-operator-v26.7.0-values.yaml')
-    doc = {'all': {'vars': common, 'children': {'gpu_vm_passthrough': {'hosts': {'pt-1': {}}},
-                                                 'gpu_dra': {'hosts': {'dra-1': {}}}}}}
+    groups = {'gpu_vm_passthrough': {'hosts': {'pt-1': {}}}, 'gpu_dra': {'hosts': {'dra-1': {}}}}
+    doc = {'all': {'vars': common, 'children': groups}}
     path.mkdir()
     (path / 'hosts.yml').write_text(yaml.safe_dump(doc))
     (path / '.gpuvirt_facts').mkdir()
