@@ -20,4 +20,4 @@ $(EE_RUNNER_VENV)/.installed: execution-environment.yml
 ee: HOST_GROUPS = core kube podman
 ee: ee-image $(EE_RUNNER_VENV)/.installed kube-apiserver
 	GPUVIRT_EE_IMAGE=$(EE_IMAGE) GPUVIRT_EE_RUNNER=$(EE_RUNNER_VENV)/bin/ansible-runner \
-	  $(BIN)/pytest -q -p no:cacheprovider tests/integration/ee
+	  $(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/integration/ee

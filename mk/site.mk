@@ -4,4 +4,4 @@
 INTEGRATION_TARGETS += integration-site
 .PHONY: integration-site
 integration-site: venv collection kube-apiserver
-	$(BIN)/pytest -q -p no:cacheprovider tests/integration/site
+	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/integration/site
