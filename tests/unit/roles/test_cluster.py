@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
 from play_runner import run_play
 
 PLAY = """
@@ -48,7 +49,7 @@ def test_render_resolves_the_platform_and_its_kubevirt_config(tmp_path):
 def test_render_refuses_auto_naming_the_variable(tmp_path):
     rc, out, fact = _run(tmp_path)
     assert rc != 0 and fact is None, out
-    assert "set gpuvirt_platform to one of openshift, kubernetes" in out, out
+    assert "set gpuvirt_platform to one of %s" % ", ".join(platform.PLATFORM_NAMES) in out, out
 
 
 def test_removed_per_role_variables_are_refused_naming_the_replacement(tmp_path):

@@ -36,15 +36,22 @@ from sysfs_tree import SysfsTree
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 EXAMPLE = os.path.join(ROOT, 'inventories', 'example')
-# the example host whose saved facts a pool's host takes (a pool not named here takes the passthrough host's: a
-# whole GPU, unbound, the facts every pool can start from)
-FACTS_OF = {'container': 'gpu-c01.example.com', 'vm-passthrough': 'gpu-p01.example.com',
-            'vm-vgpu': 'gpu-v01.example.com', 'dra': 'gpu-p02.example.com'}
-HOST_VARS = {'vm-vgpu': {'gpuvirt_vgpu_config': 'A10-12Q'}}
+# The example host whose saved facts a pool's host takes, chosen by the pool's row (so a new row is run without a
+# test edit): a vGPU pool's host the A10 vGPU host's facts and a vGPU config name; a pool of nvidia.com/gpu the
+# container host's; a DRA pool the DRA host's; any other the passthrough host's (a whole GPU, unbound).
+def facts_host(pool):
+    traits = fleet.pool_traits(pool)
+    if traits['vgpu']:
+        return 'gpu-v01.example.com'
+    return {'gpu': 'gpu-c01.example.com', 'dra': 'gpu-p02.example.com'}.get(traits['resource'], 'gpu-p01.example.com')
+
+
+def host_vars(pool):
+    return {'gpuvirt_vgpu_config': 'A10-12Q'} if fleet.pool_traits(pool)['vgpu'] else {}
 
 
 def _facts(pool):
-    path = os.path.join(EXAMPLE, '.gpuvirt_facts', FACTS_OF.get(pool, 'gpu-p01.example.com') + '.json')
+    path = os.path.join(EXAMPLE, '.gpuvirt_facts', facts_host(pool) + '.json')
     with open(path, encoding='utf-8') as handle:
         saved = json.load(handle)
     return {k: saved[k] for k in ('gpuvirt_pci_devices', 'gpuvirt_mdev_types', 'gpuvirt_gpu_holders', 'gpuvirt_os_tag')}
@@ -60,7 +67,7 @@ def inventory(tmp_path, pools):
         if pool in pools:
             name = '%s-1' % pool
             hosts[name] = dict(_facts(pool), gpuvirt_node_name=name, ansible_connection='local',
-                               **HOST_VARS.get(pool, {}))
+                               **host_vars(pool))
         children[group] = {'hosts': hosts}
     (inv / 'hosts.yml').write_text(yaml.safe_dump({'all': {'children': children}}))
     return inv
