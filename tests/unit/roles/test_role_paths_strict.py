@@ -109,7 +109,9 @@ CASES = {
     '%s-without-gpu' % LAST: (_pools('gpu'), LAST),
     '%s-only-dra' % FIRST: ([p for p in fleet.POOLS if p not in _pools('dra')], FIRST),
 }
-CASES.update(('%s-every-pool' % name, (fleet.POOLS, name)) for name in platform.PLATFORM_NAMES[1:-1])
+# a platform row between the first and the last takes both fleets (every pool on it, never DRA beside nvidia.com/gpu)
+for middle in platform.PLATFORM_NAMES[1:-1]:
+    CASES.update({'%s-without-dra' % middle: (_pools('dra'), middle), '%s-without-gpu' % middle: (_pools('gpu'), middle)})
 
 
 # The host roles' read-only entry points, on a host of every pool, under the conditions host_prep.yml and
