@@ -36,6 +36,8 @@ from sysfs_tree import SysfsTree
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 EXAMPLE = os.path.join(ROOT, 'inventories', 'example')
+
+
 # The example host whose saved facts a pool's host takes, chosen by the pool's row (so a new row is run without a
 # test edit): a vGPU pool's host the A10 vGPU host's facts and a vGPU config name; a pool of nvidia.com/gpu the
 # container host's; a DRA pool the DRA host's; any other the passthrough host's (a whole GPU, unbound).
