@@ -30,6 +30,7 @@ __metaclass__ = type
 import errno
 import os
 import re
+import stat
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, pci_address, sysfs
 from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import short_type_name
@@ -58,9 +59,95 @@ class VfProfileError(ValueError):
 
 def write_attr(path, value):
     """Write one sysfs attribute. The one writer of this module: the driver answers a refused value with an
-    OSError carrying its errno, which the caller reports."""
-    with open(path, 'w') as handle:
-        handle.write(value)
+    OSError carrying its errno, which the caller reports. Opened without following a link at the last component and
+    without creating or truncating (a sysfs attribute exists; a link planted in a copied tree is refused, ELOOP)."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, 'O_NOFOLLOW', 0))
+    try:
+        st = os.fstat(fd)
+        # a sysfs attribute is a regular file with one link; a hard link planted in a copied tree has more
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise OSError(errno.EPERM, 'not a sysfs attribute (a special file, or a file with %d links)' % st.st_nlink)
+        data = value.encode('ascii')
+        if os.write(fd, data) != len(data):
+            raise OSError(errno.EIO, 'short write to %s' % path)
+        # sysfs ignores the size; a copied tree (tests) is a plain file, where a shorter value must not leave a tail
+        try:
+            os.ftruncate(fd, len(data))
+        except OSError:
+            pass
+    finally:
+        os.close(fd)
+
+
+# the path grammar of everything this module names in a unit, a config or an argv: absolute, a conservative alphabet
+# (systemd would split a space, expand a % specifier or a $VARIABLE, and a newline would start a new directive)
+UNIT_PATH = re.compile(r'/[A-Za-z0-9._/-]{0,254}')
+
+
+def _path(value, name):
+    """The one path grammar (the restore script's ``_path`` is the same rule): absolute, letters, digits and ._/-,
+    normalised (no ``.`` or ``..`` component, no ``//``, no trailing ``/``)."""
+    if (not isinstance(value, str) or not UNIT_PATH.fullmatch(value) or '//' in value
+            or (value != '/' and value.endswith('/'))
+            or any(part in ('.', '..') for part in value.split('/'))):
+        raise VfProfileError('%s is %s; expected a normalised absolute path of letters, digits and ._/- (no . or .. '
+                             'component, no //): it goes into a systemd unit, an argv or a root-owned file, where a '
+                             'space, %% or $ would change the command' % (name, _brief(value)))
+    return value
+
+
+def trusted_path(value, name, kind='file', missing_ok=False):
+    """The trusted-path rule: ``value`` passes ``_path``, and it and every directory above it up to ``/`` are owned
+    by root and not group- or world-writable; a parent may be world-writable only with the sticky bit (/tmp). Each
+    component is lstat'ed: a symlink anywhere is refused. ``kind`` is ``file`` (a regular file), ``dir`` or None
+    (either). Returns whether the path exists; a missing path (or parent) raises unless ``missing_ok``, and then
+    every component that does exist is still checked."""
+    _path(value, name)
+    parts = [part for part in value.split('/') if part]
+    chain = ['/'] + ['/' + '/'.join(parts[:i + 1]) for i in range(len(parts))]
+    for i, path in enumerate(chain):
+        leaf = i == len(chain) - 1
+        try:
+            st = os.lstat(path)
+        except OSError as e:
+            if e.errno == errno.ENOENT and missing_ok:
+                return False
+            raise VfProfileError('%s is %s, and %s cannot be read (%s); give a path that exists'
+                                 % (name, value, path, _errno_text(e)))
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            raise VfProfileError('%s is %s, and %s is a symbolic link; give the real path (a link could be pointed '
+                                 'elsewhere)' % (name, value, path))
+        if not leaf and not stat.S_ISDIR(mode):
+            raise VfProfileError('%s is %s, and %s is not a directory' % (name, value, path))
+        if st.st_uid != 0:
+            raise VfProfileError('%s is %s, and %s is owned by uid %d, not root; whoever owns it could change what '
+                                 'root runs or writes: give a root-owned path' % (name, value, path, st.st_uid))
+        if mode & 0o022 and (leaf or not mode & stat.S_ISVTX):
+            raise VfProfileError('%s is %s, and %s is group- or world-writable (mode %04o); give a path only root '
+                                 'can change' % (name, value, path, stat.S_IMODE(mode)))
+    if kind == 'file' and not stat.S_ISREG(st.st_mode):
+        raise VfProfileError('%s is %s, which is not a regular file' % (name, value))
+    if kind == 'dir' and not stat.S_ISDIR(st.st_mode):
+        raise VfProfileError('%s is %s, which is not a directory' % (name, value))
+    return True
+
+
+def trusted_executable(value, name, missing_ok=False):
+    """An executable root runs: the trusted-path rule, with one allowance: the last component may be a root-owned
+    symlink (/usr/bin/python3 -> python3.11 on most distributions), and then its target, resolved, must pass the
+    rule itself as a regular file. Returns whether it exists."""
+    _path(value, name)
+    try:
+        st = os.lstat(value)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        trusted_path(os.path.dirname(value), name + ' (its directory)', kind='dir')
+        if st.st_uid != 0:
+            raise VfProfileError('%s is %s, a symbolic link owned by uid %d, not root' % (name, value, st.st_uid))
+        return trusted_path(os.path.realpath(value), '%s (%s, resolved)' % (name, value), kind='file')
+    return trusted_path(value, name, kind='file', missing_ok=missing_ok)
 
 
 def _read(path):
@@ -131,7 +218,7 @@ def normalise_config(config):
     return out
 
 
-def check_inputs(config, gpus=None, state='present', sriov_manage=SRIOV_MANAGE):
+def check_inputs(config, gpus=None, state='present', sriov_manage=SRIOV_MANAGE, sysfs_root=None, proc_root=None):
     """Everything the caller gave, before sysfs is read: returns the normalised config (None for absent)."""
     if state not in STATES:
         raise VfProfileError('state is %s; expected present or absent' % _brief(state))
@@ -139,9 +226,11 @@ def check_inputs(config, gpus=None, state='present', sriov_manage=SRIOV_MANAGE):
         if not pci_address.is_sysfs_bdf(bdf):
             raise VfProfileError('GPU address %s is not a PCI address as sysfs spells it; give the full, lower-case '
                                  'form with its domain, such as 0000:41:00.0' % _brief(bdf))
-    if not isinstance(sriov_manage, str) or not os.path.isabs(sriov_manage):
-        raise VfProfileError('sriov_manage is %s; expected an absolute path such as %s'
-                             % (_brief(sriov_manage), SRIOV_MANAGE))
+    # run as root now and at every boot: absent means sriov_numvfs is written instead
+    trusted_executable(sriov_manage, 'sriov_manage', missing_ok=True)
+    for value, name in ((sysfs_root, 'sysfs_root'), (proc_root, 'proc_root')):
+        if value is not None:
+            trusted_path(value, name, kind='dir')
     if state == 'absent':
         return None
     return normalise_config(config)
@@ -229,8 +318,10 @@ def vf_holders(root, proc, vf):
     found = []
     try:
         pids = [p for p in os.listdir(proc) if gpu_holders.PID.fullmatch(p)]
-    except OSError:
-        return found
+    except OSError as e:
+        # fail closed: a VF whose holders cannot be looked up is not changed
+        raise VfProfileError('proc_root %s cannot be listed (%s), so the holders of VF %s cannot be checked; give '
+                             'the directory procfs is mounted on (/proc)' % (proc, _errno_text(e), vf))
     for pid in sorted(pids, key=int):
         fd_dir = os.path.join(proc, pid, 'fd')
         for fd in sysfs.list_names(fd_dir):
@@ -418,8 +509,9 @@ def plan(root, config, gpus=None, state='present', remove_unlisted=False, proc='
     """Read the host and plan every GPU; raises before any change. Returns [{pf, enable: None | method, gpu, steps,
     types}] in PF order. A GPU whose VFs are not enabled yet has ``enable`` set and no steps: its plan is made after
     the VFs appear (``plan_gpu`` on the re-read PF), still before any profile is written."""
-    if not os.path.isdir(root):
-        raise VfProfileError('sysfs_root %s does not exist; give the directory sysfs is mounted on (/sys)' % root)
+    trusted_path(root, 'sysfs_root', kind='dir')
+    if proc is not None:
+        trusted_path(proc, 'proc_root', kind='dir')
     pfs = gpu_pfs(root)
     if state == 'absent':
         wanted = dict((pf, []) for pf in (gpus or pfs))
@@ -592,17 +684,11 @@ def load_saved(data):
     return out
 
 
-# what the unit file may carry: absolute paths of a conservative alphabet (systemd would split a space, expand a %
-# specifier or a $VARIABLE, and a newline would start a new directive)
-UNIT_PATH = re.compile(r'/[A-Za-z0-9._/-]{0,254}')
 UNIT_NAME = re.compile(r'[A-Za-z0-9_.@-]{1,200}\.service')
 
 
 def _unit_path(value, name):
-    if not isinstance(value, str) or not UNIT_PATH.fullmatch(value) or '/../' in value + '/' or '//' in value:
-        raise VfProfileError('%s is %s; expected an absolute path of letters, digits and ._/- (it goes into a systemd '
-                             'unit, where a space, %% or $ would change the command)' % (name, _brief(value)))
-    return value
+    return _path(value, name)
 
 
 def unit_text(unit_path, script, config, python, timeout):
@@ -613,9 +699,10 @@ def unit_text(unit_path, script, config, python, timeout):
     if not UNIT_NAME.fullmatch(os.path.basename(unit_path)):
         raise VfProfileError('the unit path %s does not end in a unit name such as gpuvirt-vgpu-vf.service'
                              % _brief(unit_path))
-    for value, name in ((script, 'the restore script path'), (config, 'the config path'),
-                        (python, 'the Python interpreter')):
+    for value, name in ((script, 'the restore script path'), (config, 'the config path')):
         _unit_path(value, name)
+    # the unit runs it as root at every boot
+    trusted_executable(python, 'the Python interpreter')
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
         raise VfProfileError('wait_timeout is %s; expected 10 to 3600 seconds' % _brief(timeout))
     return ('# Managed by gpuvirt.provision (vgpu_vf role).\n'

@@ -187,7 +187,7 @@ def main():
     try:
         if not 10 <= p['wait_timeout'] <= 3600:
             raise vvp.VfProfileError('wait_timeout is %d; expected 10 to 3600 seconds' % p['wait_timeout'])
-        config = vvp.check_inputs(p['config'], p['gpus'], state, p['sriov_manage'])
+        config = vvp.check_inputs(p['config'], p['gpus'], state, p['sriov_manage'], root, p['proc_root'])
         unit = None
         if p['unit']:
             unit = vvp.unit_text(p['unit']['path'], p['unit']['script'], p['unit']['config'], p['unit']['python'],

@@ -95,7 +95,7 @@ def test_a_unit_path_that_would_add_a_directive_stops_the_role_before_any_change
     # under tmp_path: were the check missing, the role would create this path
     extra['vgpu_vf_script_path'] = str(root / 'x\nExecStartPre=/bin/sh -c reboot')
     rc, out = run_play(tmp_path, PLAY, extra)
-    assert rc != 0 and 'the restore script path is' in out and 'expected an absolute path' in out, out
+    assert rc != 0 and 'the restore script path is' in out and 'expected a normalised absolute path' in out, out
     assert _current(board, VF0) == '0' and not _installed(extra)
 
 

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 from ansible.module_utils import basic
 from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_profiles as vvp
@@ -23,7 +24,9 @@ VF1 = '0000:41:00.5'
 def _run(monkeypatch, board, args, check=False, diff=False):
     monkeypatch.setattr(vvp, 'write_attr', board.writer)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, argv, **kw: board.run(argv))
-    args = dict({'sysfs_root': board.root, 'proc_root': '/nonexistent', 'sriov_manage': '/nonexistent/sm'}, **args)
+    proc = os.path.join(board.root, 'proc')  # an empty procfs: no process holds anything
+    os.makedirs(proc, exist_ok=True)
+    args = dict({'sysfs_root': board.root, 'proc_root': proc, 'sriov_manage': '/nonexistent/sm'}, **args)
     return run_module(monkeypatch, vgpu_vf_profiles, args, check=check, diff=diff)
 
 
