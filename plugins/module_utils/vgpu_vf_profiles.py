@@ -661,7 +661,7 @@ def persist_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=
                 ', '.join(_brief(b) for b in bad), 'is' if len(bad) == 1 else 'are'))
         if vfs:
             gpus.append({'pf': p['pf'], 'vfs': dict(sorted(vfs.items()))})
-    return {'version': 1, 'sysfs_root': sysfs_root, 'sriov_manage': sriov_manage, 'timeout': int(timeout),
+    return {'version': 1, MARKER_KEY: 'gpuvirt.provision', 'sysfs_root': sysfs_root, 'sriov_manage': sriov_manage, 'timeout': int(timeout),
             'gpus': gpus, 'types': dict(sorted(types.items()))}
 
 
@@ -686,6 +686,53 @@ def load_saved(data):
 
 UNIT_NAME = re.compile(r'[A-Za-z0-9_.@-]{1,200}\.service')
 
+# the boot-time restore's files, at fixed paths under one prefix (``root_dir``, / on a host); only these are ever
+# written or removed, each only when it is a regular file carrying MARKER (MARKER_KEY in the JSON)
+UNIT_NAME_FIXED = 'gpuvirt-vgpu-vf.service'
+INSTALLED = (
+    ('unit', '/etc/systemd/system/' + UNIT_NAME_FIXED),
+    ('script', '/usr/local/libexec/gpuvirt/vgpu-vf-restore'),
+    ('config', '/etc/gpuvirt/vgpu-vf-profiles.json'),
+)
+# our own leaf directories: created (0755 root) when absent, never changed when present
+OWN_DIRS = ('/etc/gpuvirt', '/usr/local/libexec/gpuvirt')
+MARKER = '# Managed by gpuvirt.provision'
+MARKER_KEY = 'managed_by'
+
+
+def _under(root_dir, path):
+    return path if root_dir == '/' else root_dir + path
+
+
+def installed_files(root_dir='/'):
+    """{unit|script|config: {path (on this machine, under root_dir), final (as the unit names it), exists, ours}}
+    plus ``dirs``: our leaf directories to create. Raises before any change when root_dir, a parent of a file, or an
+    existing file is not ours to write: a parent not trusted, an existing path that is not a regular file, or a
+    regular file without our marker."""
+    trusted_path(root_dir, 'root_dir', kind='dir')
+    out = {}
+    for key, final in INSTALLED:
+        path = _under(root_dir, final)
+        trusted_path(os.path.dirname(path), 'the directory of the %s' % key, kind='dir', missing_ok=True)
+        exists = trusted_path(path, 'the %s file' % key, kind=None, missing_ok=True)
+        if exists and not _ours(path):
+            raise VfProfileError('%s exists and is not ours (not a regular file carrying "%s"): it is left alone, '
+                                 'and nothing is installed over it; move it away if it is a stale copy'
+                                 % (path, MARKER))
+        out[key] = {'path': path, 'final': final, 'exists': exists}
+    out['dirs'] = [_under(root_dir, d) for d in OWN_DIRS]
+    return out
+
+
+def _ours(path):
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    data = sysfs.read_bytes(path)
+    if data is None or len(data) > sysfs.READ_LIMIT:
+        return False
+    return MARKER.encode('ascii') in data or ('"%s"' % MARKER_KEY).encode('ascii') in data
+
 
 def _unit_path(value, name):
     return _path(value, name)
@@ -705,7 +752,7 @@ def unit_text(unit_path, script, config, python, timeout):
     trusted_executable(python, 'the Python interpreter')
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
         raise VfProfileError('wait_timeout is %s; expected 10 to 3600 seconds' % _brief(timeout))
-    return ('# Managed by gpuvirt.provision (vgpu_vf role).\n'
+    return (MARKER + ' (vgpu_vf role).\n'
             '[Unit]\n'
             'Description=Re-create NVIDIA vGPU VFs and their profiles (gpuvirt.provision)\n'
             'After=systemd-modules-load.service nvidia-vgpu-mgr.service nvidia-vgpud.service\n'

@@ -69,24 +69,20 @@ options:
     default: 300
   unit:
     description:
-      - When given, the paths of the boot-time restore, checked (absolute, letters, digits and C(._/-) only) before
-        any change; the systemd unit text comes back as RV(unit).
+      - When given, the boot-time restore's files are checked before any change and their paths come back as
+        RV(files), the systemd unit text as RV(unit). The files sit at fixed paths under O(unit.root_dir)
+        (C(/etc/systemd/system/gpuvirt-vgpu-vf.service), C(/usr/local/libexec/gpuvirt/vgpu-vf-restore),
+        C(/etc/gpuvirt/vgpu-vf-profiles.json)); an existing one that is not a regular file carrying
+        C(# Managed by gpuvirt.provision) (the JSON, its C(managed_by) key) is refused, and so is a parent
+        directory that is not root-owned and closed to others.
     type: dict
     suboptions:
-      path:
-        description: The unit file, its name ending in C(.service).
+      root_dir:
+        description: Prefix of the installed files (C(/) on a host; tests point it at a root-owned temporary tree).
         type: path
-        required: true
-      script:
-        description: The restore script.
-        type: path
-        required: true
-      config:
-        description: The JSON config the script reads (RV(persist)).
-        type: path
-        required: true
+        default: /
       python:
-        description: The Python 3 interpreter that runs the script.
+        description: The Python 3 interpreter that runs the script; a trusted path (root-owned up to C(/)).
         type: path
         default: /usr/bin/python3
 attributes:
@@ -134,6 +130,12 @@ unit:
   description: The systemd unit text, when O(unit) was given.
   returned: when O(unit) is given
   type: str
+files:
+  description: >-
+    The restore's files when O(unit) was given: C(unit), C(script), C(config), each C({path, final, exists}), and
+    C(dirs), our own directories to create when absent.
+  returned: when O(unit) is given
+  type: dict
 '''
 
 import json
@@ -169,9 +171,7 @@ def main():
             proc_root=dict(type='path', default='/proc'),
             wait_timeout=dict(type='int', default=300),
             unit=dict(type='dict', options=dict(
-                path=dict(type='path', required=True),
-                script=dict(type='path', required=True),
-                config=dict(type='path', required=True),
+                root_dir=dict(type='path', default='/'),
                 python=dict(type='path', default='/usr/bin/python3'),
             )),
         ),
@@ -188,11 +188,14 @@ def main():
         if not 10 <= p['wait_timeout'] <= 3600:
             raise vvp.VfProfileError('wait_timeout is %d; expected 10 to 3600 seconds' % p['wait_timeout'])
         config = vvp.check_inputs(p['config'], p['gpus'], state, p['sriov_manage'], root, p['proc_root'])
-        unit = None
+        unit = files = None
+        saved_config = p['saved_config']
         if p['unit']:
-            unit = vvp.unit_text(p['unit']['path'], p['unit']['script'], p['unit']['config'], p['unit']['python'],
-                                 p['wait_timeout'])
-        known = _saved(p['saved_config'])
+            files = vvp.installed_files(p['unit']['root_dir'])
+            unit = vvp.unit_text(files['unit']['final'], files['script']['final'], files['config']['final'],
+                                 p['unit']['python'], p['wait_timeout'])
+            saved_config = saved_config or files['config']['path']
+        known = _saved(saved_config)
         plans = vvp.plan(root, config, p['gpus'], state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
                          known)
         said = []
@@ -211,6 +214,7 @@ def main():
     result = dict(changed=changed, vfs=rows, said=said, persist=persist)
     if unit is not None:
         result['unit'] = unit
+        result['files'] = files
     if module._diff:
         result['diff'] = {'before': before, 'after': after, 'before_header': 'vGPU profiles',
                           'after_header': 'vGPU profiles'}

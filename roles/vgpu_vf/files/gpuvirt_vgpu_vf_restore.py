@@ -1,4 +1,5 @@
 # -*- coding: utf-8 -*-
+# Managed by gpuvirt.provision (vgpu_vf role).
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Re-create NVIDIA vGPU VFs and their profiles at boot; installed by the gpuvirt.provision vgpu_vf role and run by

@@ -164,3 +164,22 @@ def test_the_restore_script_checks_sriov_manage_again_before_it_runs(tmp_path, c
     cfg = {'sysfs_root': board.root, 'sriov_manage': _exe(wide / 'sriov-manage'), 'timeout': 10, 'types': {}}
     assert restore.restore_gpu(cfg, PF, [(VF0, '1155')], 1e18) == 1
     assert 'group- or world-writable' in capsys.readouterr().out and board.writes == []
+
+
+def test_installed_files_are_fixed_and_only_ours_are_touched(tmp_path):
+    root = tmp_path / 'root'
+    (root / 'etc/systemd/system').mkdir(parents=True)
+    files = vvp.installed_files(str(root))
+    assert files['unit']['path'] == str(root / 'etc/systemd/system/gpuvirt-vgpu-vf.service')
+    assert files['unit']['final'] == '/etc/systemd/system/gpuvirt-vgpu-vf.service' and not files['unit']['exists']
+    assert files['dirs'] == [str(root / 'etc/gpuvirt'), str(root / 'usr/local/libexec/gpuvirt')]
+    unit = root / 'etc/systemd/system/gpuvirt-vgpu-vf.service'
+    unit.write_text('[Service]\nExecStart=/usr/sbin/sshd\n')
+    with pytest.raises(vvp.VfProfileError, match='is not ours'):
+        vvp.installed_files(str(root))
+    unit.write_text(vvp.unit_text(files['unit']['final'], files['script']['final'], files['config']['final'],
+                                  '/usr/bin/python3', 300))
+    assert vvp.installed_files(str(root))['unit']['exists']
+    (root / 'etc/gpuvirt/vgpu-vf-profiles.json').mkdir(parents=True)
+    with pytest.raises(vvp.VfProfileError, match='is not ours'):
+        vvp.installed_files(str(root))
