@@ -541,19 +541,29 @@ def plan(root, config, gpus=None, state='present', remove_unlisted=False, proc='
                 out.append({'pf': pf, 'enable': None, 'gpu': gpu, 'steps': [], 'types': [], 'known': known})
                 continue
             enable = gpu['enable']
+            # its VFs (and their creatable lists) appear only once enabled: what can be checked now is checked now,
+            # before the enable, which is a change
+            need = sum(count for dummy, count in wanted[pf])
+            if need > gpu['totalvfs']:
+                raise VfProfileError('GPU %s has %d VFs (sriov_totalvfs) and the config asks for %d vGPUs on it (one '
+                                     'per VF); lower the counts' % (pf, gpu['totalvfs'], need))
         steps = plan_gpu(gpu, wanted[pf], state, remove_unlisted, proc, root, known) if gpu['vfs'] else []
         out.append({'pf': pf, 'enable': enable, 'gpu': gpu, 'steps': steps, 'types': wanted[pf], 'known': known})
     return out
 
 
 def finish_plan(root, plans, run, state='present', remove_unlisted=False, proc='/proc', sriov_manage=SRIOV_MANAGE,
-                writer=None, known=None):
+                writer=None, known=None, done=None):
     """Enable the VFs of the GPUs that need it (the one change made before every GPU is planned: it writes no
-    profile), then plan those GPUs on their new VFs. Every profile is checked before the first profile write."""
+    profile), then plan those GPUs on their new VFs. Every profile is checked before the first profile write.
+    ``done``: the one list of changes made so far, across GPUs; each enable is added to it as it happens, so a
+    refusal after it can say so."""
+    done = [] if done is None else done
     for p in plans:
         if not p['enable']:
             continue
         enable_vfs(root, p['gpu'], run, sriov_manage, writer)
+        done.append('%s: VFs enabled (%s)' % (p['pf'], p['enable']))
         p['gpu'] = read_gpu(root, p['pf'], sriov_manage)
         check_gpu(p['gpu'])
         p['steps'] = plan_gpu(p['gpu'], p['types'], state, remove_unlisted, proc, root,
@@ -605,11 +615,13 @@ def _write_type(root, vf, tid, writer, done):
             path, back, tid, '; done before it: %s' % '; '.join(done) if done else ''))
 
 
-def apply_gpu(root, gpu_plan, writer=None):
+def apply_gpu(root, gpu_plan, writer=None, done=None):
     """Write one GPU's steps: clears first (capacity comes back), then sets, each set re-checked against the VF's
-    creatable list just before its write (vfio.go SetVGPUConfig re-reads it per VF too). Returns the lines said."""
+    creatable list just before its write (vfio.go SetVGPUConfig re-reads it per VF too). ``done`` is the one list
+    of changes across GPUs (a failure names everything before it, on any GPU); returns the lines this GPU added."""
     writer = writer or write_attr
-    done = []
+    done = [] if done is None else done
+    start = len(done)
     for step in gpu_plan['steps']:
         if step['action'] in ('clear', 'change'):
             _write_type(root, step['vf'], '0', writer, done)
@@ -625,7 +637,7 @@ def apply_gpu(root, gpu_plan, writer=None):
                                      '; done before it: %s' % '; '.join(done) if done else ''))
         _write_type(root, step['vf'], step['after'], writer, done)
         done.append('%s got %s (%s)' % (step['vf'], step['name_after'], step['after']))
-    return done
+    return done[start:]
 
 
 def report(plans):

@@ -184,6 +184,7 @@ def main():
     def run(argv):
         return module.run_command(argv)
 
+    said = []
     try:
         if not 10 <= p['wait_timeout'] <= 3600:
             raise vvp.VfProfileError('wait_timeout is %d; expected 10 to 3600 seconds' % p['wait_timeout'])
@@ -198,19 +199,24 @@ def main():
         known = _saved(saved_config)
         plans = vvp.plan(root, config, p['gpus'], state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
                          known)
-        said = []
         if not module.check_mode:
             vvp.finish_plan(root, plans, run, state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
-                            known=known)
-            said = ['%s: VFs enabled (%s)' % (x['pf'], x['enable']) for x in plans if x['enable']]
+                            known=known, done=said)
         rows, before, after = vvp.report(plans)
         changed = vvp.changed(plans)
+        # every check before the first profile write: the boot config too
+        persist = vvp.persist_config(plans, root, p['sriov_manage'], p['wait_timeout'])
         if not module.check_mode:
             for x in plans:
-                said.extend(vvp.apply_gpu(root, x))
-        persist = vvp.persist_config(plans, root, p['sriov_manage'], p['wait_timeout'])
+                vvp.apply_gpu(root, x, done=said)
     except (vvp.VfProfileError, ValueError) as e:
-        module.fail_json(msg=to_native(e))
+        msg = to_native(e)
+        if said:
+            # a refusal after a change: the changes are reported, not hidden
+            if 'done before it' not in msg:
+                msg = '%s; already done: %s' % (msg, '; '.join(said))
+            module.fail_json(msg=msg, changed=True, said=said)
+        module.fail_json(msg=msg)
     result = dict(changed=changed, vfs=rows, said=said, persist=persist)
     if unit is not None:
         result['unit'] = unit

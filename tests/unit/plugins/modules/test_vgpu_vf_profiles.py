@@ -73,3 +73,43 @@ def test_a_hostile_saved_config_is_refused(monkeypatch, tmp_path):
     saved.write_text(json.dumps({'types': {'1155': 'L40S-24Q\n$(reboot)'}}))
     res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}, 'saved_config': str(saved)})
     assert res['failed'] and 'the saved config names type' in res['msg'] and board.writes == []
+
+
+def test_a_refusal_after_the_vfs_were_enabled_reports_the_change(monkeypatch, tmp_path):
+    # the room check needs the creatable lists, which exist only once the VFs are: the enable is a change made,
+    # and the refusal says so with changed=true
+    board = VfBoard(tmp_path, enabled=False)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 3}})
+    assert res['failed'] and res['changed'] and 'asks for 72 GB' in res['msg'], res
+    assert 'already done: %s: VFs enabled (sriov_numvfs)' % PF in res['msg'] and res['said'] == [
+        '%s: VFs enabled (sriov_numvfs)' % PF]
+
+
+def test_more_vgpus_than_vfs_are_refused_before_the_vfs_are_enabled(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path, enabled=False)
+    res = _run(monkeypatch, board, {'config': {'L40S-6Q': 5}})
+    assert res['failed'] and not res.get('changed') and 'has 4 VFs (sriov_totalvfs)' in res['msg'], res
+    assert board.writes == [] and board.commands == []
+
+
+def test_a_failure_on_the_second_gpu_names_what_the_first_got(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path, pfs=(PF, '0000:42:00.0'))
+    real = board.writer
+
+    def failing(path, value):
+        if '0000:42:00.4' in path:
+            raise OSError(5, 'Input/output error', path)
+        real(path, value)
+
+    monkeypatch.setattr(board, 'writer', failing)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}})
+    assert res['failed'] and res['changed'], res
+    assert 'done before it: %s got NVIDIA L40S-24Q (1155)' % VF0 in res['msg'] and res['said'] == [
+        '%s got NVIDIA L40S-24Q (1155)' % VF0]
+
+
+def test_a_boot_config_that_cannot_be_saved_is_refused_before_any_write(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    monkeypatch.setattr(vvp, 'persist_config', lambda *a, **k: (_ for _ in ()).throw(vvp.VfProfileError('no')))
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}})
+    assert res['failed'] and res['msg'] == 'no' and board.writes == []
