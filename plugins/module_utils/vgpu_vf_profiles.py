@@ -276,6 +276,15 @@ def virtual_functions(root, pf):
         if vf is None or not pci_address.is_sysfs_bdf(vf):
             raise VfProfileError('%s points at %s, not a PCI address; give sysfs_root the sysfs the kernel '
                                  'mounted' % (os.path.join(base, name), _brief(vf)))
+        # the VF must name this PF as its physfn (the kernel links both ways: pci_iov_sysfs_link in
+        # drivers/pci/iov.c), and no VF may be listed twice
+        physfn = sysfs.link_name(_dev(root, vf, 'physfn'))
+        if physfn != pf:
+            raise VfProfileError('%s points at VF %s, whose physfn is %s, not %s; give sysfs_root the sysfs the kernel '
+                                 'mounted' % (os.path.join(base, name), vf, _brief(physfn), pf))
+        if vf in [v for dummy, v in pairs]:
+            raise VfProfileError('VF %s is listed twice under %s; give sysfs_root the sysfs the kernel mounted'
+                                 % (vf, base))
         pairs.append((int(match.group(1)), vf))
     return [vf for dummy, vf in sorted(pairs)]
 

@@ -183,3 +183,14 @@ def test_installed_files_are_fixed_and_only_ours_are_touched(tmp_path):
     (root / 'etc/gpuvirt/vgpu-vf-profiles.json').mkdir(parents=True)
     with pytest.raises(vvp.VfProfileError, match='is not ours'):
         vvp.installed_files(str(root))
+
+
+def test_a_virtfn_link_to_another_gpus_vf_is_refused_before_any_write(tmp_path):
+    board = VfBoard(tmp_path / 'sys', pfs=(PF, '0000:42:00.0'), vfs=2)
+    pfdir = os.path.realpath(os.path.join(board.root, 'bus/pci/devices', PF))
+    os.unlink(os.path.join(pfdir, 'virtfn1'))
+    os.symlink('../0000:42:00.5', os.path.join(pfdir, 'virtfn1'))
+    with pytest.raises(vvp.VfProfileError, match='whose physfn is .0000:42:00.0., not 0000:41:00.0'):
+        vvp.plan(board.root, vvp.check_inputs([{'devices': [0], 'vgpu-devices': {'L40S-24Q': 2}}]), proc=None,
+                 sriov_manage='/nonexistent/sm')
+    assert board.writes == []
