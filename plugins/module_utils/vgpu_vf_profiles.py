@@ -686,6 +686,25 @@ def persist_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=
             'gpus': gpus, 'types': dict(sorted(types.items()))}
 
 
+def read_saved(path):
+    """A saved boot config's bytes: a regular file (lstat, then fstat: a FIFO would block), no link followed
+    (O_NOFOLLOW | O_NONBLOCK), at most sysfs.READ_LIMIT (1 MiB); anything else raises naming it."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise VfProfileError('saved_config %s is not a regular file; remove it to start afresh' % path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise VfProfileError('saved_config %s is not a regular file; remove it to start afresh' % path)
+        data = os.read(fd, sysfs.READ_LIMIT + 1)
+    finally:
+        os.close(fd)
+    if len(data) > sysfs.READ_LIMIT:
+        raise VfProfileError('saved_config %s is larger than %d bytes; remove it to start afresh'
+                             % (path, sysfs.READ_LIMIT))
+    return data
+
+
 def load_saved(data):
     """{id: name} from a saved boot config (persist_config's ``types``), each checked by its grammar: the file is
     ours, but it is read back from the host. A config without types gives {}; anything malformed raises."""

@@ -147,14 +147,13 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_p
 
 
 def _saved(path):
-    if not path or not os.path.exists(path):
+    if not path or not os.path.lexists(path):
         return {}
     try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except (IOError, OSError, ValueError) as e:
+        data = json.loads(vvp.read_saved(path).decode('utf-8'))
+    except (IOError, OSError, ValueError, RecursionError) as e:
         raise vvp.VfProfileError('saved_config %s cannot be read as JSON (%s); remove it to start afresh'
-                                 % (path, to_native(e)))
+                                 % (path, to_native(str(e)[:200] or type(e).__name__)))
     return vvp.load_saved(data)
 
 

@@ -108,20 +108,46 @@ def _trusted_dir(value, name):
     return value
 
 
+CONFIG_LIMIT = 1024 * 1024
+
+
+def read_config(path):
+    """The config's bytes: a regular file (lstat and fstat; a FIFO would block), no link followed, at most 1 MiB."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError('%s is not a regular file' % path)
+        chunks, left = [], CONFIG_LIMIT + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b''.join(chunks)
+    finally:
+        os.close(fd)
+    if len(data) > CONFIG_LIMIT:
+        raise ConfigError('%s is larger than %d bytes' % (path, CONFIG_LIMIT))
+    return data
+
+
 def load(path):
     """The checked config: {sysfs_root, sriov_manage, timeout, gpus: [(pf, [(vf, id)])], types: {id: name}}."""
     try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except (IOError, OSError, ValueError) as e:
-        raise ConfigError('cannot read %s as JSON: %s' % (path, e))
+        data = json.loads(read_config(path).decode('utf-8'))
+    except (IOError, OSError, ValueError, RecursionError) as e:
+        raise ConfigError('cannot read %s as JSON: %s' % (path, str(e)[:200] or type(e).__name__))
     if not isinstance(data, dict) or data.get('version') != 1:
         raise ConfigError('%s is not a version 1 config of the vgpu_vf role' % path)
     timeout = data.get('timeout')
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
         raise ConfigError('timeout is %r; expected 10 to 3600 seconds' % (timeout,))
+    if not isinstance(data.get('gpus'), list) or not isinstance(data.get('types', {}), dict):
+        raise ConfigError('%s: gpus is %r and types %r; expected a list and an object'
+                          % (path, data.get('gpus'), data.get('types')))
     gpus = []
-    for gpu in data.get('gpus') or []:
+    for gpu in data['gpus']:
         pf = gpu.get('pf') if isinstance(gpu, dict) else None
         vfs = gpu.get('vfs') if isinstance(gpu, dict) else None
         if not isinstance(pf, str) or not BDF.fullmatch(pf) or not isinstance(vfs, dict):

@@ -113,3 +113,14 @@ def test_a_boot_config_that_cannot_be_saved_is_refused_before_any_write(monkeypa
     monkeypatch.setattr(vvp, 'persist_config', lambda *a, **k: (_ for _ in ()).throw(vvp.VfProfileError('no')))
     res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}})
     assert res['failed'] and res['msg'] == 'no' and board.writes == []
+
+
+def test_a_saved_config_that_is_deep_or_special_is_refused_naming_it(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    deep = tmp_path / 'deep.json'
+    deep.write_text('[' * 100000 + ']' * 100000)
+    fifo = tmp_path / 'fifo.json'
+    os.mkfifo(str(fifo))
+    for path in (deep, fifo):
+        res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}, 'saved_config': str(path)})
+        assert res['failed'] and 'saved_config %s' % path in res['msg'] and board.writes == [], res
