@@ -686,6 +686,35 @@ def persist_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=
             'gpus': gpus, 'types': dict(sorted(types.items()))}
 
 
+def merge_saved(saved, persist, touched):
+    """The boot config after a run narrowed to some GPUs: ``persist`` (this run's GPUs, ``touched`` the PFs it
+    planned) plus every saved GPU it did not touch, so a narrowed run keeps the others' boot restore and a narrowed
+    absent drops only its GPUs. Saved entries are checked by their grammar; a malformed one raises."""
+    if saved is None:
+        return persist
+    gpus = saved.get('gpus') if isinstance(saved, dict) else None
+    if not isinstance(gpus, list):
+        raise VfProfileError('the saved config holds gpus %s; expected a list; remove the file to start afresh'
+                             % _brief(gpus))
+    kept = []
+    for gpu in gpus:
+        pf = gpu.get('pf') if isinstance(gpu, dict) else None
+        vfs = gpu.get('vfs') if isinstance(gpu, dict) else None
+        if not (isinstance(pf, str) and pci_address.is_sysfs_bdf(pf) and isinstance(vfs, dict) and all(
+                isinstance(vf, str) and pci_address.is_sysfs_bdf(vf) and isinstance(tid, int)
+                and not isinstance(tid, bool) and 0 < tid < 10 ** 9 for vf, tid in vfs.items())):
+            raise VfProfileError('the saved config holds GPU entry %s; expected {pf: <PCI address>, vfs: {<VF>: '
+                                 '<type id>}}; remove the file to start afresh' % _brief(gpu))
+        if pf not in touched:
+            kept.append({'pf': pf, 'vfs': dict(sorted(vfs.items()))})
+    out = dict(persist)
+    out['gpus'] = sorted(kept + list(persist['gpus']), key=lambda g: _pci_key(g['pf']))
+    types = load_saved(saved) if kept else {}
+    types.update(persist['types'])
+    out['types'] = dict(sorted(types.items()))
+    return out
+
+
 def read_saved(path):
     """A saved boot config's bytes: a regular file (lstat, then fstat: a FIFO would block), no link followed
     (O_NOFOLLOW | O_NONBLOCK), at most sysfs.READ_LIMIT (1 MiB); anything else raises naming it."""

@@ -147,14 +147,16 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_p
 
 
 def _saved(path):
+    """The saved boot config, as read (None when there is none)."""
     if not path or not os.path.lexists(path):
-        return {}
+        return None
     try:
         data = json.loads(vvp.read_saved(path).decode('utf-8'))
     except (IOError, OSError, ValueError, RecursionError) as e:
         raise vvp.VfProfileError('saved_config %s cannot be read as JSON (%s); remove it to start afresh'
                                  % (path, to_native(str(e)[:200] or type(e).__name__)))
-    return vvp.load_saved(data)
+    vvp.load_saved(data)
+    return data
 
 
 def main():
@@ -195,7 +197,8 @@ def main():
             unit = vvp.unit_text(files['unit']['final'], files['script']['final'], files['config']['final'],
                                  p['unit']['python'], p['wait_timeout'])
             saved_config = saved_config or files['config']['path']
-        known = _saved(saved_config)
+        saved = _saved(saved_config)
+        known = vvp.load_saved(saved)
         plans = vvp.plan(root, config, p['gpus'], state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
                          known)
         if not module.check_mode:
@@ -205,6 +208,9 @@ def main():
         changed = vvp.changed(plans)
         # every check before the first profile write: the boot config too
         persist = vvp.persist_config(plans, root, p['sriov_manage'], p['wait_timeout'])
+        if p['gpus']:
+            # narrowed: the other GPUs' saved boot restore stays
+            persist = vvp.merge_saved(saved, persist, set(x['pf'] for x in plans))
         if not module.check_mode:
             for x in plans:
                 vvp.apply_gpu(root, x, done=said)

@@ -154,3 +154,17 @@ def test_a_type_name_from_a_survey_that_is_no_type_stops_the_role_naming_it(tmp_
     rc, out = run_play(tmp_path, PLAY, extra)
     assert rc != 0 and "'L40S-24Q; reboot' is not a vGPU type name" in out, out
     assert _current(board, VF0) == '0' and not _installed(extra)
+
+
+def test_a_run_narrowed_to_one_gpu_keeps_the_others_boot_restore_and_so_does_a_narrowed_absent(tmp_path):
+    board = VfBoard(tmp_path / 'sys', pfs=(PF, '0000:42:00.0'))
+    extra, root = _vars(tmp_path, board)
+    assert run_play(tmp_path, PLAY, extra)[0] == 0
+    config = root / FILES['config']
+    rc, out = run_play(tmp_path, PLAY, dict(extra, vgpu_vf_gpus=['0000:42:00.0']))
+    assert rc == 0, out
+    assert [g['pf'] for g in json.loads(config.read_text())['gpus']] == [PF, '0000:42:00.0']
+    rc, out = run_play(tmp_path, PLAY, dict(extra, vgpu_vf_gpus=['0000:42:00.0'], vgpu_vf_state='absent'))
+    assert rc == 0, out
+    assert [g['pf'] for g in json.loads(config.read_text())['gpus']] == [PF]
+    assert sorted(_installed(extra)) == ['config', 'script', 'unit'] and _current(board, VF0) == '1155'
