@@ -442,7 +442,9 @@ def plan_gpu(gpu, types, state='present', remove_unlisted=False, proc=None, root
     pf = gpu['pf']
     names = _names(gpu, known)
     ids = {}
-    for tid, name in names.items():
+    # a name the VFs list now takes its live id; a saved id only names a type no creatable list shows any more
+    live = [pair for vf in gpu['vfs'] for pair in vf['creatable']]
+    for tid, name in live + list(names.items()):
         ids.setdefault(short_type_name(name), tid)
     unnamed = sorted(set(v['current'] for v in gpu['vfs'] if v['current'] != '0' and v['current'] not in names))
     wanted = []

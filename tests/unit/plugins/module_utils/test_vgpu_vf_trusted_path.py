@@ -194,3 +194,10 @@ def test_a_virtfn_link_to_another_gpus_vf_is_refused_before_any_write(tmp_path):
         vvp.plan(board.root, vvp.check_inputs([{'devices': [0], 'vgpu-devices': {'L40S-24Q': 2}}]), proc=None,
                  sriov_manage='/nonexistent/sm')
     assert board.writes == []
+
+
+def test_a_live_creatable_id_wins_over_a_saved_one_of_the_same_name(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    plans = vvp.plan(board.root, vvp.check_inputs({'L40S-24Q': 1}), proc=None, sriov_manage='/nonexistent/sm',
+                     known=vvp.load_saved({'types': {'999': 'NVIDIA L40S-24Q'}}))
+    assert [s['after'] for s in plans[0]['steps'] if s['action'] == 'set'] == ['1155']
