@@ -110,7 +110,10 @@ def test_a_failure_on_the_second_gpu_names_what_the_first_got(monkeypatch, tmp_p
 
 def test_a_boot_config_that_cannot_be_saved_is_refused_before_any_write(monkeypatch, tmp_path):
     board = VfBoard(tmp_path)
-    monkeypatch.setattr(vvp, 'persist_config', lambda *a, **k: (_ for _ in ()).throw(vvp.VfProfileError('no')))
+    def refuse(*args, **kwargs):
+        raise vvp.VfProfileError('no')
+
+    monkeypatch.setattr(vvp, 'persist_config', refuse)
     res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}})
     assert res['failed'] and res['msg'] == 'no' and board.writes == []
 
