@@ -110,6 +110,7 @@ def test_a_failure_on_the_second_gpu_names_what_the_first_got(monkeypatch, tmp_p
 
 def test_a_boot_config_that_cannot_be_saved_is_refused_before_any_write(monkeypatch, tmp_path):
     board = VfBoard(tmp_path)
+
     def refuse(*args, **kwargs):
         raise vvp.VfProfileError('no')
 
