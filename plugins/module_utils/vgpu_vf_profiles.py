@@ -30,6 +30,7 @@ __metaclass__ = type
 import errno
 import os
 import re
+import stat
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, pci_address, sysfs
 from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import short_type_name
@@ -58,9 +59,95 @@ class VfProfileError(ValueError):
 
 def write_attr(path, value):
     """Write one sysfs attribute. The one writer of this module: the driver answers a refused value with an
-    OSError carrying its errno, which the caller reports."""
-    with open(path, 'w') as handle:
-        handle.write(value)
+    OSError carrying its errno, which the caller reports. Opened without following a link at the last component and
+    without creating or truncating (a sysfs attribute exists; a link planted in a copied tree is refused, ELOOP)."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, 'O_NOFOLLOW', 0))
+    try:
+        st = os.fstat(fd)
+        # a sysfs attribute is a regular file with one link; a hard link planted in a copied tree has more
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise OSError(errno.EPERM, 'not a sysfs attribute (a special file, or a file with %d links)' % st.st_nlink)
+        data = value.encode('ascii')
+        if os.write(fd, data) != len(data):
+            raise OSError(errno.EIO, 'short write to %s' % path)
+        # sysfs ignores the size; a copied tree (tests) is a plain file, where a shorter value must not leave a tail
+        try:
+            os.ftruncate(fd, len(data))
+        except OSError:
+            pass
+    finally:
+        os.close(fd)
+
+
+# the path grammar of everything this module names in a unit, a config or an argv: absolute, a conservative alphabet
+# (systemd would split a space, expand a % specifier or a $VARIABLE, and a newline would start a new directive)
+UNIT_PATH = re.compile(r'/[A-Za-z0-9._/-]{0,254}')
+
+
+def _path(value, name):
+    """The one path grammar (the restore script's ``_path`` is the same rule): absolute, letters, digits and ._/-,
+    normalised (no ``.`` or ``..`` component, no ``//``, no trailing ``/``)."""
+    if (not isinstance(value, str) or not UNIT_PATH.fullmatch(value) or '//' in value
+            or (value != '/' and value.endswith('/'))
+            or any(part in ('.', '..') for part in value.split('/'))):
+        raise VfProfileError('%s is %s; expected a normalised absolute path of letters, digits and ._/- (no . or .. '
+                             'component, no //): it goes into a systemd unit, an argv or a root-owned file, where a '
+                             'space, %% or $ would change the command' % (name, _brief(value)))
+    return value
+
+
+def trusted_path(value, name, kind='file', missing_ok=False):
+    """The trusted-path rule: ``value`` passes ``_path``, and it and every directory above it up to ``/`` are owned
+    by root and not group- or world-writable; a parent may be world-writable only with the sticky bit (/tmp). Each
+    component is lstat'ed: a symlink anywhere is refused. ``kind`` is ``file`` (a regular file), ``dir`` or None
+    (either). Returns whether the path exists; a missing path (or parent) raises unless ``missing_ok``, and then
+    every component that does exist is still checked."""
+    _path(value, name)
+    parts = [part for part in value.split('/') if part]
+    chain = ['/'] + ['/' + '/'.join(parts[:i + 1]) for i in range(len(parts))]
+    for i, path in enumerate(chain):
+        leaf = i == len(chain) - 1
+        try:
+            st = os.lstat(path)
+        except OSError as e:
+            if e.errno == errno.ENOENT and missing_ok:
+                return False
+            raise VfProfileError('%s is %s, and %s cannot be read (%s); give a path that exists'
+                                 % (name, value, path, _errno_text(e)))
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            raise VfProfileError('%s is %s, and %s is a symbolic link; give the real path (a link could be pointed '
+                                 'elsewhere)' % (name, value, path))
+        if not leaf and not stat.S_ISDIR(mode):
+            raise VfProfileError('%s is %s, and %s is not a directory' % (name, value, path))
+        if st.st_uid != 0:
+            raise VfProfileError('%s is %s, and %s is owned by uid %d, not root; whoever owns it could change what '
+                                 'root runs or writes: give a root-owned path' % (name, value, path, st.st_uid))
+        if mode & 0o022 and (leaf or not mode & stat.S_ISVTX):
+            raise VfProfileError('%s is %s, and %s is group- or world-writable (mode %04o); give a path only root '
+                                 'can change' % (name, value, path, stat.S_IMODE(mode)))
+    if kind == 'file' and not stat.S_ISREG(st.st_mode):
+        raise VfProfileError('%s is %s, which is not a regular file' % (name, value))
+    if kind == 'dir' and not stat.S_ISDIR(st.st_mode):
+        raise VfProfileError('%s is %s, which is not a directory' % (name, value))
+    return True
+
+
+def trusted_executable(value, name, missing_ok=False):
+    """An executable root runs: the trusted-path rule, with one allowance: the last component may be a root-owned
+    symlink (/usr/bin/python3 -> python3.11 on most distributions), and then its target, resolved, must pass the
+    rule itself as a regular file. Returns whether it exists."""
+    _path(value, name)
+    try:
+        st = os.lstat(value)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        trusted_path(os.path.dirname(value), name + ' (its directory)', kind='dir')
+        if st.st_uid != 0:
+            raise VfProfileError('%s is %s, a symbolic link owned by uid %d, not root' % (name, value, st.st_uid))
+        return trusted_path(os.path.realpath(value), '%s (%s, resolved)' % (name, value), kind='file')
+    return trusted_path(value, name, kind='file', missing_ok=missing_ok)
 
 
 def _read(path):
@@ -131,7 +218,7 @@ def normalise_config(config):
     return out
 
 
-def check_inputs(config, gpus=None, state='present', sriov_manage=SRIOV_MANAGE):
+def check_inputs(config, gpus=None, state='present', sriov_manage=SRIOV_MANAGE, sysfs_root=None, proc_root=None):
     """Everything the caller gave, before sysfs is read: returns the normalised config (None for absent)."""
     if state not in STATES:
         raise VfProfileError('state is %s; expected present or absent' % _brief(state))
@@ -139,9 +226,11 @@ def check_inputs(config, gpus=None, state='present', sriov_manage=SRIOV_MANAGE):
         if not pci_address.is_sysfs_bdf(bdf):
             raise VfProfileError('GPU address %s is not a PCI address as sysfs spells it; give the full, lower-case '
                                  'form with its domain, such as 0000:41:00.0' % _brief(bdf))
-    if not isinstance(sriov_manage, str) or not os.path.isabs(sriov_manage):
-        raise VfProfileError('sriov_manage is %s; expected an absolute path such as %s'
-                             % (_brief(sriov_manage), SRIOV_MANAGE))
+    # run as root now and at every boot: absent means sriov_numvfs is written instead
+    trusted_executable(sriov_manage, 'sriov_manage', missing_ok=True)
+    for value, name in ((sysfs_root, 'sysfs_root'), (proc_root, 'proc_root')):
+        if value is not None:
+            trusted_path(value, name, kind='dir')
     if state == 'absent':
         return None
     return normalise_config(config)
@@ -187,6 +276,15 @@ def virtual_functions(root, pf):
         if vf is None or not pci_address.is_sysfs_bdf(vf):
             raise VfProfileError('%s points at %s, not a PCI address; give sysfs_root the sysfs the kernel '
                                  'mounted' % (os.path.join(base, name), _brief(vf)))
+        # the VF must name this PF as its physfn (the kernel links both ways: pci_iov_sysfs_link in
+        # drivers/pci/iov.c), and no VF may be listed twice
+        physfn = sysfs.link_name(_dev(root, vf, 'physfn'))
+        if physfn != pf:
+            raise VfProfileError('%s points at VF %s, whose physfn is %s, not %s; give sysfs_root the sysfs the kernel '
+                                 'mounted' % (os.path.join(base, name), vf, _brief(physfn), pf))
+        if vf in [v for dummy, v in pairs]:
+            raise VfProfileError('VF %s is listed twice under %s; give sysfs_root the sysfs the kernel mounted'
+                                 % (vf, base))
         pairs.append((int(match.group(1)), vf))
     return [vf for dummy, vf in sorted(pairs)]
 
@@ -229,8 +327,10 @@ def vf_holders(root, proc, vf):
     found = []
     try:
         pids = [p for p in os.listdir(proc) if gpu_holders.PID.fullmatch(p)]
-    except OSError:
-        return found
+    except OSError as e:
+        # fail closed: a VF whose holders cannot be looked up is not changed
+        raise VfProfileError('proc_root %s cannot be listed (%s), so the holders of VF %s cannot be checked; give '
+                             'the directory procfs is mounted on (/proc)' % (proc, _errno_text(e), vf))
     for pid in sorted(pids, key=int):
         fd_dir = os.path.join(proc, pid, 'fd')
         for fd in sysfs.list_names(fd_dir):
@@ -342,7 +442,9 @@ def plan_gpu(gpu, types, state='present', remove_unlisted=False, proc=None, root
     pf = gpu['pf']
     names = _names(gpu, known)
     ids = {}
-    for tid, name in names.items():
+    # a name the VFs list now takes its live id; a saved id only names a type no creatable list shows any more
+    live = [pair for vf in gpu['vfs'] for pair in vf['creatable']]
+    for tid, name in live + list(names.items()):
         ids.setdefault(short_type_name(name), tid)
     unnamed = sorted(set(v['current'] for v in gpu['vfs'] if v['current'] != '0' and v['current'] not in names))
     wanted = []
@@ -418,8 +520,9 @@ def plan(root, config, gpus=None, state='present', remove_unlisted=False, proc='
     """Read the host and plan every GPU; raises before any change. Returns [{pf, enable: None | method, gpu, steps,
     types}] in PF order. A GPU whose VFs are not enabled yet has ``enable`` set and no steps: its plan is made after
     the VFs appear (``plan_gpu`` on the re-read PF), still before any profile is written."""
-    if not os.path.isdir(root):
-        raise VfProfileError('sysfs_root %s does not exist; give the directory sysfs is mounted on (/sys)' % root)
+    trusted_path(root, 'sysfs_root', kind='dir')
+    if proc is not None:
+        trusted_path(proc, 'proc_root', kind='dir')
     pfs = gpu_pfs(root)
     if state == 'absent':
         wanted = dict((pf, []) for pf in (gpus or pfs))
@@ -449,19 +552,29 @@ def plan(root, config, gpus=None, state='present', remove_unlisted=False, proc='
                 out.append({'pf': pf, 'enable': None, 'gpu': gpu, 'steps': [], 'types': [], 'known': known})
                 continue
             enable = gpu['enable']
+            # its VFs (and their creatable lists) appear only once enabled: what can be checked now is checked now,
+            # before the enable, which is a change
+            need = sum(count for dummy, count in wanted[pf])
+            if need > gpu['totalvfs']:
+                raise VfProfileError('GPU %s has %d VFs (sriov_totalvfs) and the config asks for %d vGPUs on it (one '
+                                     'per VF); lower the counts' % (pf, gpu['totalvfs'], need))
         steps = plan_gpu(gpu, wanted[pf], state, remove_unlisted, proc, root, known) if gpu['vfs'] else []
         out.append({'pf': pf, 'enable': enable, 'gpu': gpu, 'steps': steps, 'types': wanted[pf], 'known': known})
     return out
 
 
 def finish_plan(root, plans, run, state='present', remove_unlisted=False, proc='/proc', sriov_manage=SRIOV_MANAGE,
-                writer=None, known=None):
+                writer=None, known=None, done=None):
     """Enable the VFs of the GPUs that need it (the one change made before every GPU is planned: it writes no
-    profile), then plan those GPUs on their new VFs. Every profile is checked before the first profile write."""
+    profile), then plan those GPUs on their new VFs. Every profile is checked before the first profile write.
+    ``done``: the one list of changes made so far, across GPUs; each enable is added to it as it happens, so a
+    refusal after it can say so."""
+    done = [] if done is None else done
     for p in plans:
         if not p['enable']:
             continue
         enable_vfs(root, p['gpu'], run, sriov_manage, writer)
+        done.append('%s: VFs enabled (%s)' % (p['pf'], p['enable']))
         p['gpu'] = read_gpu(root, p['pf'], sriov_manage)
         check_gpu(p['gpu'])
         p['steps'] = plan_gpu(p['gpu'], p['types'], state, remove_unlisted, proc, root,
@@ -513,11 +626,13 @@ def _write_type(root, vf, tid, writer, done):
             path, back, tid, '; done before it: %s' % '; '.join(done) if done else ''))
 
 
-def apply_gpu(root, gpu_plan, writer=None):
+def apply_gpu(root, gpu_plan, writer=None, done=None):
     """Write one GPU's steps: clears first (capacity comes back), then sets, each set re-checked against the VF's
-    creatable list just before its write (vfio.go SetVGPUConfig re-reads it per VF too). Returns the lines said."""
+    creatable list just before its write (vfio.go SetVGPUConfig re-reads it per VF too). ``done`` is the one list
+    of changes across GPUs (a failure names everything before it, on any GPU); returns the lines this GPU added."""
     writer = writer or write_attr
-    done = []
+    done = [] if done is None else done
+    start = len(done)
     for step in gpu_plan['steps']:
         if step['action'] in ('clear', 'change'):
             _write_type(root, step['vf'], '0', writer, done)
@@ -533,7 +648,7 @@ def apply_gpu(root, gpu_plan, writer=None):
                                      '; done before it: %s' % '; '.join(done) if done else ''))
         _write_type(root, step['vf'], step['after'], writer, done)
         done.append('%s got %s (%s)' % (step['vf'], step['name_after'], step['after']))
-    return done
+    return done[start:]
 
 
 def report(plans):
@@ -569,8 +684,56 @@ def persist_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=
                 ', '.join(_brief(b) for b in bad), 'is' if len(bad) == 1 else 'are'))
         if vfs:
             gpus.append({'pf': p['pf'], 'vfs': dict(sorted(vfs.items()))})
-    return {'version': 1, 'sysfs_root': sysfs_root, 'sriov_manage': sriov_manage, 'timeout': int(timeout),
+    return {'version': 1, MARKER_KEY: 'gpuvirt.provision', 'sysfs_root': sysfs_root, 'sriov_manage': sriov_manage, 'timeout': int(timeout),
             'gpus': gpus, 'types': dict(sorted(types.items()))}
+
+
+def merge_saved(saved, persist, touched):
+    """The boot config after a run narrowed to some GPUs: ``persist`` (this run's GPUs, ``touched`` the PFs it
+    planned) plus every saved GPU it did not touch, so a narrowed run keeps the others' boot restore and a narrowed
+    absent drops only its GPUs. Saved entries are checked by their grammar; a malformed one raises."""
+    if saved is None:
+        return persist
+    gpus = saved.get('gpus') if isinstance(saved, dict) else None
+    if not isinstance(gpus, list):
+        raise VfProfileError('the saved config holds gpus %s; expected a list; remove the file to start afresh'
+                             % _brief(gpus))
+    kept = []
+    for gpu in gpus:
+        pf = gpu.get('pf') if isinstance(gpu, dict) else None
+        vfs = gpu.get('vfs') if isinstance(gpu, dict) else None
+        if not (isinstance(pf, str) and pci_address.is_sysfs_bdf(pf) and isinstance(vfs, dict) and all(
+                isinstance(vf, str) and pci_address.is_sysfs_bdf(vf) and isinstance(tid, int)
+                and not isinstance(tid, bool) and 0 < tid < 10 ** 9 for vf, tid in vfs.items())):
+            raise VfProfileError('the saved config holds GPU entry %s; expected {pf: <PCI address>, vfs: {<VF>: '
+                                 '<type id>}}; remove the file to start afresh' % _brief(gpu))
+        if pf not in touched:
+            kept.append({'pf': pf, 'vfs': dict(sorted(vfs.items()))})
+    out = dict(persist)
+    out['gpus'] = sorted(kept + list(persist['gpus']), key=lambda g: _pci_key(g['pf']))
+    types = load_saved(saved) if kept else {}
+    types.update(persist['types'])
+    out['types'] = dict(sorted(types.items()))
+    return out
+
+
+def read_saved(path):
+    """A saved boot config's bytes: a regular file (lstat, then fstat: a FIFO would block), no link followed
+    (O_NOFOLLOW | O_NONBLOCK), at most sysfs.READ_LIMIT (1 MiB); anything else raises naming it."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise VfProfileError('saved_config %s is not a regular file; remove it to start afresh' % path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise VfProfileError('saved_config %s is not a regular file; remove it to start afresh' % path)
+        data = os.read(fd, sysfs.READ_LIMIT + 1)
+    finally:
+        os.close(fd)
+    if len(data) > sysfs.READ_LIMIT:
+        raise VfProfileError('saved_config %s is larger than %d bytes; remove it to start afresh'
+                             % (path, sysfs.READ_LIMIT))
+    return data
 
 
 def load_saved(data):
@@ -592,17 +755,58 @@ def load_saved(data):
     return out
 
 
-# what the unit file may carry: absolute paths of a conservative alphabet (systemd would split a space, expand a %
-# specifier or a $VARIABLE, and a newline would start a new directive)
-UNIT_PATH = re.compile(r'/[A-Za-z0-9._/-]{0,254}')
 UNIT_NAME = re.compile(r'[A-Za-z0-9_.@-]{1,200}\.service')
+
+# the boot-time restore's files, at fixed paths under one prefix (``root_dir``, / on a host); only these are ever
+# written or removed, each only when it is a regular file carrying MARKER (MARKER_KEY in the JSON)
+UNIT_NAME_FIXED = 'gpuvirt-vgpu-vf.service'
+INSTALLED = (
+    ('unit', '/etc/systemd/system/' + UNIT_NAME_FIXED),
+    ('script', '/usr/local/libexec/gpuvirt/vgpu-vf-restore'),
+    ('config', '/etc/gpuvirt/vgpu-vf-profiles.json'),
+)
+# our own leaf directories: created (0755 root) when absent, never changed when present
+OWN_DIRS = ('/etc/gpuvirt', '/usr/local/libexec/gpuvirt')
+MARKER = '# Managed by gpuvirt.provision'
+MARKER_KEY = 'managed_by'
+
+
+def _under(root_dir, path):
+    return path if root_dir == '/' else root_dir + path
+
+
+def installed_files(root_dir='/'):
+    """{unit|script|config: {path (on this machine, under root_dir), final (as the unit names it), exists, ours}}
+    plus ``dirs``: our leaf directories to create. Raises before any change when root_dir, a parent of a file, or an
+    existing file is not ours to write: a parent not trusted, an existing path that is not a regular file, or a
+    regular file without our marker."""
+    trusted_path(root_dir, 'root_dir', kind='dir')
+    out = {}
+    for key, final in INSTALLED:
+        path = _under(root_dir, final)
+        trusted_path(os.path.dirname(path), 'the directory of the %s' % key, kind='dir', missing_ok=True)
+        exists = trusted_path(path, 'the %s file' % key, kind=None, missing_ok=True)
+        if exists and not _ours(path):
+            raise VfProfileError('%s exists and is not ours (not a regular file carrying "%s"): it is left alone, '
+                                 'and nothing is installed over it; move it away if it is a stale copy'
+                                 % (path, MARKER))
+        out[key] = {'path': path, 'final': final, 'exists': exists}
+    out['dirs'] = [_under(root_dir, d) for d in OWN_DIRS]
+    return out
+
+
+def _ours(path):
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    data = sysfs.read_bytes(path)
+    if data is None or len(data) > sysfs.READ_LIMIT:
+        return False
+    return MARKER.encode('ascii') in data or ('"%s"' % MARKER_KEY).encode('ascii') in data
 
 
 def _unit_path(value, name):
-    if not isinstance(value, str) or not UNIT_PATH.fullmatch(value) or '/../' in value + '/' or '//' in value:
-        raise VfProfileError('%s is %s; expected an absolute path of letters, digits and ._/- (it goes into a systemd '
-                             'unit, where a space, %% or $ would change the command)' % (name, _brief(value)))
-    return value
+    return _path(value, name)
 
 
 def unit_text(unit_path, script, config, python, timeout):
@@ -613,12 +817,13 @@ def unit_text(unit_path, script, config, python, timeout):
     if not UNIT_NAME.fullmatch(os.path.basename(unit_path)):
         raise VfProfileError('the unit path %s does not end in a unit name such as gpuvirt-vgpu-vf.service'
                              % _brief(unit_path))
-    for value, name in ((script, 'the restore script path'), (config, 'the config path'),
-                        (python, 'the Python interpreter')):
+    for value, name in ((script, 'the restore script path'), (config, 'the config path')):
         _unit_path(value, name)
+    # the unit runs it as root at every boot
+    trusted_executable(python, 'the Python interpreter')
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
         raise VfProfileError('wait_timeout is %s; expected 10 to 3600 seconds' % _brief(timeout))
-    return ('# Managed by gpuvirt.provision (vgpu_vf role).\n'
+    return (MARKER + ' (vgpu_vf role).\n'
             '[Unit]\n'
             'Description=Re-create NVIDIA vGPU VFs and their profiles (gpuvirt.provision)\n'
             'After=systemd-modules-load.service nvidia-vgpu-mgr.service nvidia-vgpud.service\n'

@@ -69,24 +69,20 @@ options:
     default: 300
   unit:
     description:
-      - When given, the paths of the boot-time restore, checked (absolute, letters, digits and C(._/-) only) before
-        any change; the systemd unit text comes back as RV(unit).
+      - When given, the boot-time restore's files are checked before any change and their paths come back as
+        RV(files), the systemd unit text as RV(unit). The files sit at fixed paths under O(unit.root_dir)
+        (C(/etc/systemd/system/gpuvirt-vgpu-vf.service), C(/usr/local/libexec/gpuvirt/vgpu-vf-restore),
+        C(/etc/gpuvirt/vgpu-vf-profiles.json)); an existing one that is not a regular file carrying
+        C(# Managed by gpuvirt.provision) (the JSON, its C(managed_by) key) is refused, and so is a parent
+        directory that is not root-owned and closed to others.
     type: dict
     suboptions:
-      path:
-        description: The unit file, its name ending in C(.service).
+      root_dir:
+        description: Prefix of the installed files (C(/) on a host; tests point it at a root-owned temporary tree).
         type: path
-        required: true
-      script:
-        description: The restore script.
-        type: path
-        required: true
-      config:
-        description: The JSON config the script reads (RV(persist)).
-        type: path
-        required: true
+        default: /
       python:
-        description: The Python 3 interpreter that runs the script.
+        description: The Python 3 interpreter that runs the script; a trusted path (root-owned up to C(/)).
         type: path
         default: /usr/bin/python3
 attributes:
@@ -134,6 +130,12 @@ unit:
   description: The systemd unit text, when O(unit) was given.
   returned: when O(unit) is given
   type: str
+files:
+  description: >-
+    The restore's files when O(unit) was given: C(unit), C(script), C(config), each C({path, final, exists}), and
+    C(dirs), our own directories to create when absent.
+  returned: when O(unit) is given
+  type: dict
 '''
 
 import json
@@ -145,15 +147,16 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_p
 
 
 def _saved(path):
-    if not path or not os.path.exists(path):
-        return {}
+    """The saved boot config, as read (None when there is none)."""
+    if not path or not os.path.lexists(path):
+        return None
     try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except (IOError, OSError, ValueError) as e:
+        data = json.loads(vvp.read_saved(path).decode('utf-8'))
+    except (IOError, OSError, ValueError, RecursionError) as e:
         raise vvp.VfProfileError('saved_config %s cannot be read as JSON (%s); remove it to start afresh'
-                                 % (path, to_native(e)))
-    return vvp.load_saved(data)
+                                 % (path, to_native(str(e)[:200] or type(e).__name__)))
+    vvp.load_saved(data)
+    return data
 
 
 def main():
@@ -169,9 +172,7 @@ def main():
             proc_root=dict(type='path', default='/proc'),
             wait_timeout=dict(type='int', default=300),
             unit=dict(type='dict', options=dict(
-                path=dict(type='path', required=True),
-                script=dict(type='path', required=True),
-                config=dict(type='path', required=True),
+                root_dir=dict(type='path', default='/'),
                 python=dict(type='path', default='/usr/bin/python3'),
             )),
         ),
@@ -184,33 +185,47 @@ def main():
     def run(argv):
         return module.run_command(argv)
 
+    said = []
     try:
         if not 10 <= p['wait_timeout'] <= 3600:
             raise vvp.VfProfileError('wait_timeout is %d; expected 10 to 3600 seconds' % p['wait_timeout'])
-        config = vvp.check_inputs(p['config'], p['gpus'], state, p['sriov_manage'])
-        unit = None
+        config = vvp.check_inputs(p['config'], p['gpus'], state, p['sriov_manage'], root, p['proc_root'])
+        unit = files = None
+        saved_config = p['saved_config']
         if p['unit']:
-            unit = vvp.unit_text(p['unit']['path'], p['unit']['script'], p['unit']['config'], p['unit']['python'],
-                                 p['wait_timeout'])
-        known = _saved(p['saved_config'])
+            files = vvp.installed_files(p['unit']['root_dir'])
+            unit = vvp.unit_text(files['unit']['final'], files['script']['final'], files['config']['final'],
+                                 p['unit']['python'], p['wait_timeout'])
+            saved_config = saved_config or files['config']['path']
+        saved = _saved(saved_config)
+        known = vvp.load_saved(saved)
         plans = vvp.plan(root, config, p['gpus'], state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
                          known)
-        said = []
         if not module.check_mode:
             vvp.finish_plan(root, plans, run, state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
-                            known=known)
-            said = ['%s: VFs enabled (%s)' % (x['pf'], x['enable']) for x in plans if x['enable']]
+                            known=known, done=said)
         rows, before, after = vvp.report(plans)
         changed = vvp.changed(plans)
+        # every check before the first profile write: the boot config too
+        persist = vvp.persist_config(plans, root, p['sriov_manage'], p['wait_timeout'])
+        if p['gpus']:
+            # narrowed: the other GPUs' saved boot restore stays
+            persist = vvp.merge_saved(saved, persist, set(x['pf'] for x in plans))
         if not module.check_mode:
             for x in plans:
-                said.extend(vvp.apply_gpu(root, x))
-        persist = vvp.persist_config(plans, root, p['sriov_manage'], p['wait_timeout'])
+                vvp.apply_gpu(root, x, done=said)
     except (vvp.VfProfileError, ValueError) as e:
-        module.fail_json(msg=to_native(e))
+        msg = to_native(e)
+        if said:
+            # a refusal after a change: the changes are reported, not hidden
+            if 'done before it' not in msg:
+                msg = '%s; already done: %s' % (msg, '; '.join(said))
+            module.fail_json(msg=msg, changed=True, said=said)
+        module.fail_json(msg=msg)
     result = dict(changed=changed, vfs=rows, said=said, persist=persist)
     if unit is not None:
         result['unit'] = unit
+        result['files'] = files
     if module._diff:
         result['diff'] = {'before': before, 'after': after, 'before_header': 'vGPU profiles',
                           'after_header': 'vGPU profiles'}

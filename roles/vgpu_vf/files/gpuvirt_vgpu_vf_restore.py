@@ -1,4 +1,5 @@
 # -*- coding: utf-8 -*-
+# Managed by gpuvirt.provision (vgpu_vf role).
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Re-create NVIDIA vGPU VFs and their profiles at boot; installed by the gpuvirt.provision vgpu_vf role and run by
@@ -18,9 +19,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -42,25 +45,109 @@ def say(priority, text):
 
 
 def _path(value, name):
-    if not isinstance(value, str) or not PATH.fullmatch(value) or '/../' in value + '/':
-        raise ConfigError('%s is %r; expected an absolute path of letters, digits and ._/-' % (name, value))
+    """The module's path grammar (module_utils vgpu_vf_profiles._path; a unit test holds the two to the same
+    answers): absolute, letters, digits and ._/-, no . or .. component, no //, no trailing /."""
+    if (not isinstance(value, str) or not PATH.fullmatch(value) or '//' in value
+            or (value != '/' and value.endswith('/'))
+            or any(part in ('.', '..') for part in value.split('/'))):
+        raise ConfigError('%s is %r; expected a normalised absolute path of letters, digits and ._/-' % (name, value))
     return value
+
+
+def trusted(value, name, kind='file', missing_ok=False):
+    """The module's trusted-path rule (vgpu_vf_profiles.trusted_path): it and every directory above it owned by
+    root, not group/world-writable (a parent may be with the sticky bit), no symlink anywhere (lstat). Returns
+    whether it exists."""
+    _path(value, name)
+    parts = [part for part in value.split('/') if part]
+    chain = ['/'] + ['/' + '/'.join(parts[:i + 1]) for i in range(len(parts))]
+    st = None
+    for i, path in enumerate(chain):
+        leaf = i == len(chain) - 1
+        try:
+            st = os.lstat(path)
+        except OSError as e:
+            if e.errno == errno.ENOENT and missing_ok:
+                return False
+            raise ConfigError('%s is %s, and %s cannot be read: %s' % (name, value, path, e))
+        mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            raise ConfigError('%s is %s, and %s is a symbolic link' % (name, value, path))
+        if not leaf and not stat.S_ISDIR(mode):
+            raise ConfigError('%s is %s, and %s is not a directory' % (name, value, path))
+        if st.st_uid != 0:
+            raise ConfigError('%s is %s, and %s is owned by uid %d, not root' % (name, value, path, st.st_uid))
+        if mode & 0o022 and (leaf or not mode & stat.S_ISVTX):
+            raise ConfigError('%s is %s, and %s is group- or world-writable (mode %04o)'
+                              % (name, value, path, stat.S_IMODE(mode)))
+    if kind == 'file' and not stat.S_ISREG(st.st_mode):
+        raise ConfigError('%s is %s, which is not a regular file' % (name, value))
+    if kind == 'dir' and not stat.S_ISDIR(st.st_mode):
+        raise ConfigError('%s is %s, which is not a directory' % (name, value))
+    return True
+
+
+def trusted_executable(value, name, missing_ok=False):
+    """vgpu_vf_profiles.trusted_executable: the rule, the last component may be a root-owned symlink whose resolved
+    target passes the rule as a regular file."""
+    _path(value, name)
+    try:
+        st = os.lstat(value)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        trusted(os.path.dirname(value), name + ' (its directory)', kind='dir')
+        if st.st_uid != 0:
+            raise ConfigError('%s is %s, a symbolic link owned by uid %d, not root' % (name, value, st.st_uid))
+        return trusted(os.path.realpath(value), '%s (%s, resolved)' % (name, value), kind='file')
+    return trusted(value, name, kind='file', missing_ok=missing_ok)
+
+
+def _trusted_dir(value, name):
+    trusted(value, name, kind='dir')
+    return value
+
+
+CONFIG_LIMIT = 1024 * 1024
+
+
+def read_config(path):
+    """The config's bytes: a regular file (lstat and fstat; a FIFO would block), no link followed, at most 1 MiB."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError('%s is not a regular file' % path)
+        chunks, left = [], CONFIG_LIMIT + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b''.join(chunks)
+    finally:
+        os.close(fd)
+    if len(data) > CONFIG_LIMIT:
+        raise ConfigError('%s is larger than %d bytes' % (path, CONFIG_LIMIT))
+    return data
 
 
 def load(path):
     """The checked config: {sysfs_root, sriov_manage, timeout, gpus: [(pf, [(vf, id)])], types: {id: name}}."""
     try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except (IOError, OSError, ValueError) as e:
-        raise ConfigError('cannot read %s as JSON: %s' % (path, e))
+        data = json.loads(read_config(path).decode('utf-8'))
+    except (IOError, OSError, ValueError, RecursionError) as e:
+        raise ConfigError('cannot read %s as JSON: %s' % (path, str(e)[:200] or type(e).__name__))
     if not isinstance(data, dict) or data.get('version') != 1:
         raise ConfigError('%s is not a version 1 config of the vgpu_vf role' % path)
     timeout = data.get('timeout')
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
         raise ConfigError('timeout is %r; expected 10 to 3600 seconds' % (timeout,))
+    if not isinstance(data.get('gpus'), list) or not isinstance(data.get('types', {}), dict):
+        raise ConfigError('%s: gpus is %r and types %r; expected a list and an object'
+                          % (path, data.get('gpus'), data.get('types')))
     gpus = []
-    for gpu in data.get('gpus') or []:
+    for gpu in data['gpus']:
         pf = gpu.get('pf') if isinstance(gpu, dict) else None
         vfs = gpu.get('vfs') if isinstance(gpu, dict) else None
         if not isinstance(pf, str) or not BDF.fullmatch(pf) or not isinstance(vfs, dict):
@@ -74,7 +161,7 @@ def load(path):
     types = data.get('types') or {}
     names = dict((k, v) for k, v in types.items() if isinstance(k, str) and NUMBER.fullmatch(k)
                  and isinstance(v, str) and CREATABLE.fullmatch('0 : ' + v)) if isinstance(types, dict) else {}
-    return {'sysfs_root': _path(data.get('sysfs_root'), 'sysfs_root'),
+    return {'sysfs_root': _trusted_dir(data.get('sysfs_root'), 'sysfs_root'),
             'sriov_manage': _path(data.get('sriov_manage'), 'sriov_manage'), 'timeout': timeout, 'gpus': gpus,
             'types': names}
 
@@ -88,8 +175,19 @@ def read(path):
 
 
 def write(path, value):
-    with open(path, 'w') as handle:
-        handle.write(value)
+    """One sysfs attribute: no link followed at the last component, nothing created or truncated."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, 'O_NOFOLLOW', 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise OSError(errno.EPERM, 'not a sysfs attribute (a special file, or a file with %d links)' % st.st_nlink)
+        os.write(fd, value.encode('ascii'))
+        try:
+            os.ftruncate(fd, len(value))
+        except OSError:
+            pass
+    finally:
+        os.close(fd)
 
 
 def wait_for(paths, deadline):
@@ -117,7 +215,13 @@ def restore_gpu(cfg, pf, pairs, deadline):
     if read(os.path.join(pf_dir, 'sriov_numvfs')) in ('0', '', None):
         script = cfg['sriov_manage']
         try:
-            if os.path.isfile(script) and os.access(script, os.X_OK):
+            # checked again just before it runs as root: absent means sriov_numvfs
+            there = trusted_executable(script, 'sriov_manage', missing_ok=True)
+        except ConfigError as e:
+            say(3, 'GPU %s: %s; its VFs are not enabled' % (pf, e))
+            return len(pairs) or 1
+        try:
+            if there and os.access(script, os.X_OK):
                 say(6, 'GPU %s: enabling VFs with %s -e %s' % (pf, script, pf))
                 proc = subprocess.run([script, '-e', pf], capture_output=True, text=True, timeout=120, check=False)
                 if proc.returncode != 0:

@@ -33,9 +33,7 @@ def _vars(tmp_path, board, **overrides):
     extra = {
         'vgpu_vf_config': {'L40S-24Q': 2}, 'vgpu_vf_sysfs_root': board.root, 'vgpu_vf_systemd': False,
         'vgpu_vf_proc_root': str(tmp_path / 'proc'), 'vgpu_vf_sriov_manage': str(tmp_path / 'no-sriov-manage'),
-        'vgpu_vf_config_path': str(root / 'etc/gpuvirt/vgpu-vf-profiles.json'),
-        'vgpu_vf_script_path': str(root / 'usr/local/libexec/gpuvirt-vgpu-vf-restore.py'),
-        'vgpu_vf_unit_path': str(root / 'etc/systemd/system/gpuvirt-vgpu-vf.service'),
+        'vgpu_vf_root_dir': str(root),
     }
     (tmp_path / 'proc').mkdir(exist_ok=True)
     (root / 'etc/systemd/system').mkdir(parents=True, exist_ok=True)  # there on every systemd host
@@ -43,8 +41,16 @@ def _vars(tmp_path, board, **overrides):
     return extra, root
 
 
+FILES = {'config': 'etc/gpuvirt/vgpu-vf-profiles.json', 'script': 'usr/local/libexec/gpuvirt/vgpu-vf-restore',
+         'unit': 'etc/systemd/system/gpuvirt-vgpu-vf.service'}
+
+
+def _file(extra, key):
+    return os.path.join(extra['vgpu_vf_root_dir'], FILES[key])
+
+
 def _installed(extra):
-    return [p for p in ('vgpu_vf_config_path', 'vgpu_vf_script_path', 'vgpu_vf_unit_path') if os.path.exists(extra[p])]
+    return [k for k in FILES if os.path.exists(_file(extra, k))]
 
 
 def _current(board, vf):
@@ -68,13 +74,15 @@ def test_a_run_sets_the_profiles_and_installs_the_restore_and_a_second_run_chang
     assert '%s got NVIDIA L40S-24Q (1155)' % VF0 in out and '%s got NVIDIA L40S-24Q (1155)' % VF1 in out
     assert [_current(board, vf) for vf in (VF0, VF1)] == ['1155', '1155']
     saved = json.loads((root / 'etc/gpuvirt/vgpu-vf-profiles.json').read_text())
-    assert saved == {'version': 1, 'sysfs_root': board.root, 'sriov_manage': str(tmp_path / 'no-sriov-manage'),
+    assert saved == {'version': 1, 'managed_by': 'gpuvirt.provision', 'sysfs_root': board.root, 'sriov_manage': str(tmp_path / 'no-sriov-manage'),
                      'timeout': 300, 'gpus': [{'pf': PF, 'vfs': {VF0: 1155, VF1: 1155}}],
                      'types': {'1155': 'NVIDIA L40S-24Q'}}
     unit = (root / 'etc/systemd/system/gpuvirt-vgpu-vf.service').read_text()
-    assert 'ExecStart=/usr/bin/python3 %s %s\n' % (extra['vgpu_vf_script_path'], extra['vgpu_vf_config_path']) in unit
+    # the unit names the final paths, the prefix stripped
+    assert ('ExecStart=/usr/bin/python3 /usr/local/libexec/gpuvirt/vgpu-vf-restore /etc/gpuvirt/vgpu-vf-profiles.json\n'
+            in unit)
     assert 'Type=oneshot\n' in unit and 'TimeoutStartSec=360\n' in unit
-    assert os.access(extra['vgpu_vf_script_path'], os.X_OK)
+    assert os.access(_file(extra, 'script'), os.X_OK)
     rc, out = run_play(tmp_path, PLAY, extra)
     assert rc == 0 and 'changed=0' in out, out
 
@@ -86,16 +94,57 @@ def test_absent_clears_the_profiles_and_removes_the_restore(tmp_path):
     rc, out = run_play(tmp_path, PLAY, dict(extra, vgpu_vf_state='absent'))
     assert rc == 0, out
     assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
-    assert not os.path.exists(extra['vgpu_vf_unit_path']) and not os.path.exists(extra['vgpu_vf_config_path'])
+    assert not _installed(extra)
 
 
-def test_a_unit_path_that_would_add_a_directive_stops_the_role_before_any_change(tmp_path):
+def test_a_python_that_would_add_a_directive_stops_the_role_before_any_change(tmp_path):
     board = VfBoard(tmp_path / 'sys')
     extra, root = _vars(tmp_path, board)
-    # under tmp_path: were the check missing, the role would create this path
-    extra['vgpu_vf_script_path'] = str(root / 'x\nExecStartPre=/bin/sh -c reboot')
+    extra['vgpu_vf_python'] = str(root / 'x\nExecStartPre=/bin/sh -c reboot')
     rc, out = run_play(tmp_path, PLAY, extra)
-    assert rc != 0 and 'the restore script path is' in out and 'expected an absolute path' in out, out
+    assert rc != 0 and 'the Python interpreter is' in out and 'expected a normalised absolute path' in out, out
+    assert _current(board, VF0) == '0' and not _installed(extra)
+
+
+def test_a_file_that_is_not_ours_at_an_installed_path_stops_the_role_and_survives_absent(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    # a directory where the script goes, and a foreign unit of the same name: neither is written nor removed
+    victim = root / FILES['script']
+    (victim / 'sub').mkdir(parents=True)
+    (victim / 'sub' / 'important').write_text('keep\n')
+    rc, out = run_play(tmp_path, PLAY, extra)
+    assert rc != 0 and 'is not ours' in out, out
+    assert _current(board, VF0) == '0' and (victim / 'sub' / 'important').read_text() == 'keep\n'
+    rc, out = run_play(tmp_path, PLAY, dict(extra, vgpu_vf_state='absent'))
+    assert rc != 0 and 'is not ours' in out, out
+    assert (victim / 'sub' / 'important').read_text() == 'keep\n'
+    victim.joinpath('sub', 'important').unlink()
+    victim.joinpath('sub').rmdir()
+    victim.rmdir()
+    unit = root / FILES['unit']
+    unit.write_text('[Service]\nExecStart=/usr/sbin/sshd\n')
+    rc, out = run_play(tmp_path, PLAY, extra)
+    assert rc != 0 and 'is not ours' in out and unit.read_text() == '[Service]\nExecStart=/usr/sbin/sshd\n', out
+
+
+def test_existing_directories_keep_their_mode(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    (root / 'etc/gpuvirt').mkdir(parents=True)
+    (root / 'etc/gpuvirt').chmod(0o700)
+    rc, out = run_play(tmp_path, PLAY, extra)
+    assert rc == 0, out
+    assert (root / 'etc/gpuvirt').stat().st_mode & 0o7777 == 0o700
+    assert (root / 'usr/local/libexec/gpuvirt').stat().st_mode & 0o7777 == 0o755
+
+
+def test_a_root_dir_under_a_world_writable_directory_is_refused_before_any_change(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    root.chmod(0o777)
+    rc, out = run_play(tmp_path, PLAY, extra)
+    assert rc != 0 and 'group- or world-writable' in out, out
     assert _current(board, VF0) == '0' and not _installed(extra)
 
 
@@ -105,3 +154,17 @@ def test_a_type_name_from_a_survey_that_is_no_type_stops_the_role_naming_it(tmp_
     rc, out = run_play(tmp_path, PLAY, extra)
     assert rc != 0 and "'L40S-24Q; reboot' is not a vGPU type name" in out, out
     assert _current(board, VF0) == '0' and not _installed(extra)
+
+
+def test_a_run_narrowed_to_one_gpu_keeps_the_others_boot_restore_and_so_does_a_narrowed_absent(tmp_path):
+    board = VfBoard(tmp_path / 'sys', pfs=(PF, '0000:42:00.0'))
+    extra, root = _vars(tmp_path, board)
+    assert run_play(tmp_path, PLAY, extra)[0] == 0
+    config = root / FILES['config']
+    rc, out = run_play(tmp_path, PLAY, dict(extra, vgpu_vf_gpus=['0000:42:00.0']))
+    assert rc == 0, out
+    assert [g['pf'] for g in json.loads(config.read_text())['gpus']] == [PF, '0000:42:00.0']
+    rc, out = run_play(tmp_path, PLAY, dict(extra, vgpu_vf_gpus=['0000:42:00.0'], vgpu_vf_state='absent'))
+    assert rc == 0, out
+    assert [g['pf'] for g in json.loads(config.read_text())['gpus']] == [PF]
+    assert sorted(_installed(extra)) == ['config', 'script', 'unit'] and _current(board, VF0) == '1155'

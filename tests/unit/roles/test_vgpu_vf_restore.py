@@ -96,3 +96,15 @@ def test_a_config_outside_its_grammar_is_refused_before_anything(tmp_path, resto
     monkeypatch.setattr(restore, 'write', board.writer)
     assert restore.main(['restore', _config(tmp_path, board, **over)]) == 2
     assert message in capsys.readouterr().out and board.writes == []
+
+
+@pytest.mark.parametrize('content', ['[' * 100000 + ']' * 100000, '{"version": 1, "timeout": 10, "gpus": 5}',
+                                     'fifo', 'x' * (1024 * 1024 + 1)])
+def test_a_config_that_is_deep_mistyped_special_or_huge_exits_2(tmp_path, restore, capsys, content):
+    path = tmp_path / 'config.json'
+    if content == 'fifo':
+        os.mkfifo(str(path))  # an open without O_NONBLOCK would block here for ever
+    else:
+        path.write_text(content)
+    assert restore.main(['restore', str(path)]) == 2
+    assert capsys.readouterr().out.startswith('<3>')

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 from ansible.module_utils import basic
 from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_profiles as vvp
@@ -23,7 +24,9 @@ VF1 = '0000:41:00.5'
 def _run(monkeypatch, board, args, check=False, diff=False):
     monkeypatch.setattr(vvp, 'write_attr', board.writer)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, argv, **kw: board.run(argv))
-    args = dict({'sysfs_root': board.root, 'proc_root': '/nonexistent', 'sriov_manage': '/nonexistent/sm'}, **args)
+    proc = os.path.join(board.root, 'proc')  # an empty procfs: no process holds anything
+    os.makedirs(proc, exist_ok=True)
+    args = dict({'sysfs_root': board.root, 'proc_root': proc, 'sriov_manage': '/nonexistent/sm'}, **args)
     return run_module(monkeypatch, vgpu_vf_profiles, args, check=check, diff=diff)
 
 
@@ -70,3 +73,58 @@ def test_a_hostile_saved_config_is_refused(monkeypatch, tmp_path):
     saved.write_text(json.dumps({'types': {'1155': 'L40S-24Q\n$(reboot)'}}))
     res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}, 'saved_config': str(saved)})
     assert res['failed'] and 'the saved config names type' in res['msg'] and board.writes == []
+
+
+def test_a_refusal_after_the_vfs_were_enabled_reports_the_change(monkeypatch, tmp_path):
+    # the room check needs the creatable lists, which exist only once the VFs are: the enable is a change made,
+    # and the refusal says so with changed=true
+    board = VfBoard(tmp_path, enabled=False)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 3}})
+    assert res['failed'] and res['changed'] and 'asks for 72 GB' in res['msg'], res
+    assert 'already done: %s: VFs enabled (sriov_numvfs)' % PF in res['msg'] and res['said'] == [
+        '%s: VFs enabled (sriov_numvfs)' % PF]
+
+
+def test_more_vgpus_than_vfs_are_refused_before_the_vfs_are_enabled(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path, enabled=False)
+    res = _run(monkeypatch, board, {'config': {'L40S-6Q': 5}})
+    assert res['failed'] and not res.get('changed') and 'has 4 VFs (sriov_totalvfs)' in res['msg'], res
+    assert board.writes == [] and board.commands == []
+
+
+def test_a_failure_on_the_second_gpu_names_what_the_first_got(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path, pfs=(PF, '0000:42:00.0'))
+    real = board.writer
+
+    def failing(path, value):
+        if '0000:42:00.4' in path:
+            raise OSError(5, 'Input/output error', path)
+        real(path, value)
+
+    monkeypatch.setattr(board, 'writer', failing)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}})
+    assert res['failed'] and res['changed'], res
+    assert 'done before it: %s got NVIDIA L40S-24Q (1155)' % VF0 in res['msg'] and res['said'] == [
+        '%s got NVIDIA L40S-24Q (1155)' % VF0]
+
+
+def test_a_boot_config_that_cannot_be_saved_is_refused_before_any_write(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise vvp.VfProfileError('no')
+
+    monkeypatch.setattr(vvp, 'persist_config', refuse)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}})
+    assert res['failed'] and res['msg'] == 'no' and board.writes == []
+
+
+def test_a_saved_config_that_is_deep_or_special_is_refused_naming_it(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    deep = tmp_path / 'deep.json'
+    deep.write_text('[' * 100000 + ']' * 100000)
+    fifo = tmp_path / 'fifo.json'
+    os.mkfifo(str(fifo))
+    for path in (deep, fifo):
+        res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}, 'saved_config': str(path)})
+        assert res['failed'] and 'saved_config %s' % path in res['msg'] and board.writes == [], res
