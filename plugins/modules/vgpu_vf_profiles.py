@@ -56,7 +56,10 @@ options:
     type: path
     default: /usr/lib/nvidia/sriov-manage
   sysfs_root:
-    description: Root of sysfs; tests point it at a copied tree.
+    description:
+      - Root of sysfs. Test only (tests and the VM lab point it at a stand-in tree); leave C(/sys) on a host.
+      - It goes into the returned boot-time config, so it must be an absolute path of letters, digits and C(._/-)
+        (as O(sriov_manage) must); both are checked before the first change.
     type: path
     default: /sys
   proc_root:
@@ -188,6 +191,7 @@ def main():
         if not 10 <= p['wait_timeout'] <= 3600:
             raise vvp.VfProfileError('wait_timeout is %d; expected 10 to 3600 seconds' % p['wait_timeout'])
         config = vvp.check_inputs(p['config'], p['gpus'], state, p['sriov_manage'])
+        vvp.check_saved_paths(root, p['sriov_manage'])
         unit = None
         if p['unit']:
             unit = vvp.unit_text(p['unit']['path'], p['unit']['script'], p['unit']['config'], p['unit']['python'],
