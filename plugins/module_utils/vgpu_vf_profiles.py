@@ -667,11 +667,17 @@ def report(plans):
     return rows, ''.join(before), ''.join(after)
 
 
+def check_saved_paths(sysfs_root='/sys', sriov_manage=SRIOV_MANAGE):
+    """The two paths that go into the boot-time config, checked as persist_config checks them; the module calls this
+    before its first change, so a root that the restore would refuse at boot stops the run before any write."""
+    _unit_path(sysfs_root, 'sysfs_root')
+    _unit_path(sriov_manage, 'sriov_manage')
+
+
 def persist_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=300):
     """The boot-time config (JSON, read by the role's restore script): only checked values, the wanted VF -> id of
     every GPU; VFs kept on another type are not recorded (they were not ours)."""
-    _unit_path(sysfs_root, 'sysfs_root')
-    _unit_path(sriov_manage, 'sriov_manage')
+    check_saved_paths(sysfs_root, sriov_manage)
     gpus, types = [], {}
     for p in plans:
         for s in p['steps']:

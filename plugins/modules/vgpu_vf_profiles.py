@@ -56,7 +56,10 @@ options:
     type: path
     default: /usr/lib/nvidia/sriov-manage
   sysfs_root:
-    description: Root of sysfs; tests point it at a copied tree.
+    description:
+      - Root of sysfs. Test only (tests and the VM lab point it at a stand-in tree); leave C(/sys) on a host.
+      - It goes into the returned boot-time config, so it must be an absolute path of letters, digits and C(._/-)
+        (as O(sriov_manage) must); both are checked before the first change.
     type: path
     default: /sys
   proc_root:

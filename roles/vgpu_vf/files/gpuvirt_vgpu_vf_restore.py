@@ -207,7 +207,16 @@ def restore_gpu(cfg, pf, pairs, deadline):
     """Enable the PF's VFs and set their types; the number of VFs not restored."""
     dev = os.path.join(cfg['sysfs_root'], 'bus', 'pci', 'devices')
     pf_dir = os.path.join(dev, pf)
-    missing = wait_for([os.path.join(pf_dir, 'sriov_numvfs'), os.path.join(pf_dir, 'driver')], deadline)
+    pf_files = [os.path.join(pf_dir, 'sriov_numvfs'), os.path.join(pf_dir, 'driver')]
+    absent = [p for p in pf_files if not os.path.exists(p)]
+    started = time.monotonic()
+    if absent:
+        # the journal shows that the restore waited for the driver (and for how long), not just what it did after
+        say(6, 'GPU %s: waiting up to %ds for %s (the driver is not loaded yet)'
+            % (pf, max(0, int(round(deadline - started))), ', '.join(absent)))
+    missing = wait_for(pf_files, deadline)
+    if absent and not missing:
+        say(6, 'GPU %s: the driver\'s files appeared after %.1fs' % (pf, time.monotonic() - started))
     if missing:
         say(3, 'GPU %s: timed out after %ds waiting for %s; is the NVIDIA vGPU Manager loaded? Nothing restored on it'
             % (pf, cfg['timeout'], ', '.join(missing)))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
+import threading
 import time
 
 import pytest
@@ -50,6 +52,40 @@ def test_after_a_reboot_the_vfs_and_profiles_come_back(tmp_path, restore, monkey
     writes = list(board.writes)
     assert restore.main(['restore', _config(tmp_path, board)]) == 0
     assert board.writes == writes and '<6>VF %s already on NVIDIA L40S-24Q (1155)' % VF0 in capsys.readouterr().out
+
+
+def test_a_driver_that_loads_later_is_waited_for_and_said_so(tmp_path, restore, monkeypatch, capsys):
+    # the driver (the stand-in) appears 0.3 s after the script started, as the vGPU Manager loads during boot; the
+    # VM lab (molecule/vm) checks the same lines in the guest's journal after its real reboot
+    boards = []
+    sys_dir = tmp_path / 'sys'
+    sys_dir.mkdir()
+
+    def load_driver():
+        time.sleep(0.3)
+        boards.append(VfBoard(sys_dir, enabled=False))
+
+    def write(path, value):
+        boards[0].writer(path, value)
+
+    monkeypatch.setattr(restore, 'write', write)
+    data = {'version': 1, 'sysfs_root': str(sys_dir), 'sriov_manage': str(tmp_path / 'no-sriov-manage'),
+            'timeout': 10, 'gpus': [{'pf': PF, 'vfs': {VF0: 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q'}}
+    (tmp_path / 'config.json').write_text(json.dumps(data))
+    loader = threading.Thread(target=load_driver)
+    loader.start()
+    try:
+        assert restore.main(['restore', str(tmp_path / 'config.json')]) == 0
+    finally:
+        loader.join()
+    assert boards[0].current[VF0] == 1155
+    lines = capsys.readouterr().out.splitlines()
+    pf_dir = os.path.join(str(sys_dir), 'bus', 'pci', 'devices', PF)
+    assert lines[0] == ('<6>GPU %s: waiting up to 10s for %s, %s (the driver is not loaded yet)'
+                        % (PF, os.path.join(pf_dir, 'sriov_numvfs'), os.path.join(pf_dir, 'driver')))
+    assert re.fullmatch(r"<6>GPU %s: the driver's files appeared after 0\.[3-9]s|<6>GPU %s: the driver's files "
+                        r"appeared after [1-9][0-9]*\.[0-9]s" % (PF, PF), lines[1])
+    assert lines[-2:] == ['<6>VF %s got NVIDIA L40S-24Q (1155)' % VF0, '<6>vGPU profiles restored on 1 GPU(s)']
 
 
 def test_sriov_manage_is_run_with_the_pf_as_argv(tmp_path, restore, monkeypatch):

@@ -9,6 +9,8 @@ __metaclass__ = type
 import json
 import os
 
+import pytest
+
 from ansible.module_utils import basic
 from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_profiles as vvp
 from ansible_collections.gpuvirt.provision.plugins.modules import vgpu_vf_profiles
@@ -128,3 +130,12 @@ def test_a_saved_config_that_is_deep_or_special_is_refused_naming_it(monkeypatch
     for path in (deep, fifo):
         res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}, 'saved_config': str(path)})
         assert res['failed'] and 'saved_config %s' % path in res['msg'] and board.writes == [], res
+@pytest.mark.parametrize('arg', ['sysfs_root', 'sriov_manage'])
+def test_a_path_the_boot_time_restore_would_refuse_stops_the_run_before_any_write(monkeypatch, tmp_path, arg):
+    # both paths go into the boot-time config, whose grammar the restore script checks again at boot; a space (a
+    # root the lab or a test points the module at, a copied tree) must stop the run before the first profile
+    board = VfBoard(tmp_path / ('sys root' if arg == 'sysfs_root' else 'sys'))
+    value = {'sysfs_root': board.root, 'sriov_manage': os.path.join(str(tmp_path), 'sriov manage')}[arg]
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, arg: value})
+    assert res['failed'] and res['msg'].startswith('%s is ' % arg), res
+    assert board.writes == [] and board.commands == []
