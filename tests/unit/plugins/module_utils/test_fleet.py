@@ -18,11 +18,8 @@ PCI = {'gpus': [{'bdf': '0000:41:00.0', 'device_id': '2236', 'is_vf': False}]}
 
 
 def _in_order(values):
-    out = []
-    for value in values:
-        if value not in out:
-            out.append(value)
-    return tuple(out)
+    """Each value once, where it first stands (dict keys keep insertion order)."""
+    return tuple(dict.fromkeys(values))
 
 
 def test_every_list_of_pools_is_the_table_s():
