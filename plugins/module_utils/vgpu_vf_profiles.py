@@ -515,6 +515,22 @@ def plan_gpu(gpu, types, state='present', remove_unlisted=False, proc=None, root
     return steps
 
 
+def renumbered(saved, live):
+    """Warnings for each type the saved config names by another id than the host's creatable lists do now (a driver
+    update renumbers them): the live id is the one used, and the user is told, since the saved ids also restore the
+    VFs at boot until the next run saves the new ones. ``saved``, ``live``: {id: name}."""
+    live_ids = {}
+    for tid, name in sorted(live.items()):
+        live_ids.setdefault(name, tid)
+    out = []
+    for tid, name in sorted(saved.items()):
+        if name in live_ids and live_ids[name] != tid:
+            out.append('the saved config names %s as type id %s; the host lists it as %s now (a driver update?): '
+                       '%s is used, and this run saves it for the boot-time restore' % (name, tid, live_ids[name],
+                                                                                        live_ids[name]))
+    return out
+
+
 def plan(root, config, gpus=None, state='present', remove_unlisted=False, proc='/proc', sriov_manage=SRIOV_MANAGE,
          known=None):
     """Read the host and plan every GPU; raises before any change. Returns [{pf, enable: None | method, gpu, steps,

@@ -201,3 +201,14 @@ def test_a_live_creatable_id_wins_over_a_saved_one_of_the_same_name(tmp_path):
     plans = vvp.plan(board.root, vvp.check_inputs({'L40S-24Q': 1}), proc=None, sriov_manage='/nonexistent/sm',
                      known=vvp.load_saved({'types': {'999': 'NVIDIA L40S-24Q'}}))
     assert [s['after'] for s in plans[0]['steps'] if s['action'] == 'set'] == ['1155']
+
+
+def test_a_saved_id_that_the_host_numbers_otherwise_now_is_named():
+    # after a driver update renumbers the types, the live id wins (above) and the user is told which saved id it
+    # replaced; a saved type no creatable list shows any more (a full GPU) is no renumbering and says nothing
+    saved = {'999': 'NVIDIA L40S-24Q', '1153': 'NVIDIA L40S-12Q', '1160': 'NVIDIA L40S-8Q'}
+    live = {'1155': 'NVIDIA L40S-24Q', '1153': 'NVIDIA L40S-12Q'}
+    warnings = vvp.renumbered(saved, live)
+    assert warnings == ['the saved config names NVIDIA L40S-24Q as type id 999; the host lists it as 1155 now (a driver '
+                        'update?): 1155 is used, and this run saves it for the boot-time restore']
+    assert vvp.renumbered(live, live) == []

@@ -139,3 +139,13 @@ def test_a_path_the_boot_time_restore_would_refuse_stops_the_run_before_any_writ
     res = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, arg: value})
     assert res['failed'] and res['msg'].startswith('%s is ' % arg), res
     assert board.writes == [] and board.commands == []
+
+
+def test_a_renumbered_saved_type_is_warned_about_and_the_live_id_written(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    saved = tmp_path / 'saved.json'
+    saved.write_text(json.dumps({'version': 1, 'managed_by': 'gpuvirt.provision', 'gpus': [],
+                                 'types': {'999': 'NVIDIA L40S-24Q'}}))
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}, 'saved_config': str(saved)})
+    assert not res.get('failed') and res['changed'], res
+    assert any('names NVIDIA L40S-24Q as type id 999; the host lists it as 1155' in w for w in res.get('warnings', [])), res
