@@ -94,9 +94,10 @@ COLUMN_CHOICES = {
     'container_runtime': ('containerd', 'cri-o'),
 }
 # The traits an inventory may override for its cluster (gpuvirt_platform_traits): where a distribution puts what
-# the row names (RKE2's containerd: /var/lib/rancher/rke2/agent/etc/containerd/config.toml and
-# /run/k3s/containerd/containerd.sock, the GPU Operator's "Installing the NVIDIA GPU Operator", "Rancher Kubernetes
-# Engine 2"). Every other trait is what the platform is: another value is another row.
+# the row names (RKE2's containerd: its socket is /run/k3s/containerd/containerd.sock, RKE2 docs "CLI Tools"; its
+# config lives under the agent's data dir, /var/lib/rancher/rke2/agent/etc/containerd/, where RKE2 regenerates
+# config.toml from config.toml.tmpl at start: RKE2 docs "Advanced Options", containerd configuration template).
+# Every other trait is what the platform is: another value is another row.
 OVERRIDABLE = ('containerd_config', 'containerd_socket')
 _HOST_PATH_RE = re.compile(r'(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.+-]{1,255}){1,64}')
 

@@ -83,8 +83,8 @@ RKE2 = {'containerd_config': '/var/lib/rancher/rke2/agent/etc/containerd/config.
 
 
 def test_an_inventory_overrides_the_containerd_paths():
-    # RKE2 keeps containerd under /var/lib/rancher/rke2 and /run/k3s (the GPU Operator's install guide, "Rancher
-    # Kubernetes Engine 2")
+    # RKE2 keeps containerd under /var/lib/rancher/rke2 and its socket under /run/k3s (RKE2 docs, "CLI Tools": the
+    # containerd socket is /run/k3s/containerd/containerd.sock)
     got = platform.with_overrides('kubernetes', RKE2)
     assert got == dict(platform.traits('kubernetes'), **RKE2)
     model = platform.resolve({'mode': 'render', 'render_dir': '/o', 'platform': 'kubernetes', 'platform_traits': RKE2})

@@ -29,8 +29,8 @@ MCP = 'gpu-worker'
 # but the name and group differs from vm-passthrough's in a way some code must follow.
 VF_POOL = fleet.Pool(name='vm-passthrough-vf', group='gpu_vm_passthrough_vf', workload='vm-passthrough', iommu=True,
                      host_vfio=True, resource='pci', advertiser='kubevirt', function='vf', permitted='pciHostDevices')
-# RKE2: Kubernetes with containerd under /var/lib/rancher/rke2 and /run/k3s (the GPU Operator's "Installing the
-# NVIDIA GPU Operator", "Rancher Kubernetes Engine 2"), put BEFORE kubernetes: it must not become the fallback.
+# RKE2: Kubernetes with containerd under /var/lib/rancher/rke2 and its socket under /run/k3s (RKE2 docs, "CLI
+# Tools"), put BEFORE kubernetes: it must not become the fallback.
 RKE2 = platform.PLATFORMS['kubernetes'].replace(
     name='rke2-hypothetical', containerd_config='/var/lib/rancher/rke2/agent/etc/containerd/config.toml',
     containerd_socket='/run/k3s/containerd/containerd.sock', fallback=False)
