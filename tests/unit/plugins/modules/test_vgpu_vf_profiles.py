@@ -130,6 +130,8 @@ def test_a_saved_config_that_is_deep_or_special_is_refused_naming_it(monkeypatch
     for path in (deep, fifo):
         res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}, 'saved_config': str(path)})
         assert res['failed'] and 'saved_config %s' % path in res['msg'] and board.writes == [], res
+
+
 @pytest.mark.parametrize('arg', ['sysfs_root', 'sriov_manage'])
 def test_a_path_the_boot_time_restore_would_refuse_stops_the_run_before_any_write(monkeypatch, tmp_path, arg):
     # both paths go into the boot-time config, whose grammar the restore script checks again at boot; a space (a
