@@ -103,8 +103,8 @@ def trusted_executable(value, name, missing_ok=False):
     return trusted(value, name, kind='file', missing_ok=missing_ok)
 
 
-def _trusted_dir(value, name):
-    trusted(value, name, kind='dir')
+def _trusted_dir(value, name, missing_ok=False):
+    trusted(value, name, kind='dir', missing_ok=missing_ok)
     return value
 
 
@@ -161,7 +161,9 @@ def load(path):
     types = data.get('types') or {}
     names = dict((k, v) for k, v in types.items() if isinstance(k, str) and NUMBER.fullmatch(k)
                  and isinstance(v, str) and CREATABLE.fullmatch('0 : ' + v)) if isinstance(types, dict) else {}
-    return {'sysfs_root': _trusted_dir(data.get('sysfs_root'), 'sysfs_root'),
+    # the root may not be there yet at boot (a sysfs root other than /sys appears when what provides it starts, as
+    # the driver's files do): checked now as far as it exists, and again, whole, before the first write
+    return {'sysfs_root': _trusted_dir(data.get('sysfs_root'), 'sysfs_root', missing_ok=True),
             'sriov_manage': _path(data.get('sriov_manage'), 'sriov_manage'), 'timeout': timeout, 'gpus': gpus,
             'types': names}
 
@@ -220,6 +222,11 @@ def restore_gpu(cfg, pf, pairs, deadline):
     if missing:
         say(3, 'GPU %s: timed out after %ds waiting for %s; is the NVIDIA vGPU Manager loaded? Nothing restored on it'
             % (pf, cfg['timeout'], ', '.join(missing)))
+        return len(pairs) or 1
+    try:
+        _trusted_dir(cfg['sysfs_root'], 'sysfs_root')
+    except ConfigError as e:
+        say(3, 'GPU %s: %s; nothing restored on it' % (pf, e))
         return len(pairs) or 1
     if read(os.path.join(pf_dir, 'sriov_numvfs')) in ('0', '', None):
         script = cfg['sriov_manage']

@@ -88,6 +88,45 @@ def test_a_driver_that_loads_later_is_waited_for_and_said_so(tmp_path, restore, 
     assert lines[-2:] == ['<6>VF %s got NVIDIA L40S-24Q (1155)' % VF0, '<6>vGPU profiles restored on 1 GPU(s)']
 
 
+def _late_root(tmp_path, restore, monkeypatch, mode):
+    """The sysfs root itself appears 0.3 s in (the lab's stand-in appears after boot), with ``mode``."""
+    boards = []
+    sys_dir = tmp_path / 'late-sys'
+
+    def appear():
+        time.sleep(0.3)
+        sys_dir.mkdir()
+        os.chmod(str(sys_dir), mode)
+        boards.append(VfBoard(sys_dir))
+
+    def write(path, value):
+        while not boards:  # the files can be seen while the stand-in is still being built
+            time.sleep(0.01)
+        boards[0].writer(path, value)
+
+    monkeypatch.setattr(restore, 'write', write)
+    data = {'version': 1, 'sysfs_root': str(sys_dir), 'sriov_manage': str(tmp_path / 'no-sriov-manage'),
+            'timeout': 10, 'gpus': [{'pf': PF, 'vfs': {VF0: 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q'}}
+    (tmp_path / 'config.json').write_text(json.dumps(data))
+    thread = threading.Thread(target=appear)
+    thread.start()
+    try:
+        return restore.main(['restore', str(tmp_path / 'config.json')]), boards
+    finally:
+        thread.join()
+
+
+def test_a_sysfs_root_that_appears_after_boot_is_waited_for_then_checked(tmp_path, restore, monkeypatch, capsys):
+    rc, boards = _late_root(tmp_path, restore, monkeypatch, 0o755)
+    assert rc == 0 and boards[0].current[VF0] == 1155, capsys.readouterr().out
+    # the same root appearing world-writable is refused before any write
+    second = tmp_path / 'second'
+    second.mkdir()
+    rc, boards = _late_root(second, restore, monkeypatch, 0o777)
+    out = capsys.readouterr().out
+    assert rc == 1 and boards[0].writes == [] and 'group- or world-writable' in out, out
+
+
 def test_sriov_manage_is_run_with_the_pf_as_argv(tmp_path, restore, monkeypatch):
     board = VfBoard(tmp_path / 'sys')
     (tmp_path / 'sys' / os.path.relpath(os.path.realpath(os.path.join(board.root, 'bus/pci/devices', PF)),
