@@ -177,7 +177,7 @@ def test_preflight_job_in_the_ee(tmp_path):
     assert summary['changed'] == {}, summary
     tasks = task_results(events)
     # the run's own inputs, with the survey's integer as a JSON number (playbooks/run_inputs.yml)
-    assert tasks["Check the rollout numbers"] == {'localhost': False}, tasks
+    assert tasks["Check each host pattern and rollout number by its grammar"] == {'localhost': False}, tasks
     assert tasks['Check that every GPU host is in exactly one pool and has a node name'] == {'localhost': False}
     # each GPU host judged for its pool, and the kernel-argument validation ran read-only on the VM pools' hosts
     # (the container pool's hosts get no kernel arguments)
