@@ -515,6 +515,15 @@ def plan_gpu(gpu, types, state='present', remove_unlisted=False, proc=None, root
     return steps
 
 
+def live_types(plans):
+    """{id: name} of every type the planned GPUs' VFs list as creatable now (read by ``plan``, no I/O here)."""
+    live = {}
+    for x in plans:
+        for vf in x['gpu']['vfs']:
+            live.update(vf['creatable'])
+    return live
+
+
 def renumbered(saved, live):
     """Warnings for each type the saved config names by another id than the host's creatable lists do now (a driver
     update renumbers them): the live id is the one used, and the user is told, since the saved ids also restore the

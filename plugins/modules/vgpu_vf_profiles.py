@@ -204,11 +204,7 @@ def main():
         known = vvp.load_saved(saved)
         plans = vvp.plan(root, config, p['gpus'], state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],
                          known)
-        live = {}
-        for x in plans:
-            for vf in x['gpu']['vfs']:
-                live.update(vf['creatable'])
-        for warning in vvp.renumbered(known or {}, live):
+        for warning in vvp.renumbered(known or {}, vvp.live_types(plans)):
             module.warn(warning)
         if not module.check_mode:
             vvp.finish_plan(root, plans, run, state, p['remove_unlisted'], p['proc_root'], p['sriov_manage'],

@@ -54,30 +54,39 @@ def test_after_a_reboot_the_vfs_and_profiles_come_back(tmp_path, restore, monkey
     assert board.writes == writes and '<6>VF %s already on NVIDIA L40S-24Q (1155)' % VF0 in capsys.readouterr().out
 
 
-def test_a_driver_that_loads_later_is_waited_for_and_said_so(tmp_path, restore, monkeypatch, capsys):
-    # the driver (the stand-in) appears 0.3 s after the script started, as the vGPU Manager loads during boot; the
-    # VM lab (molecule/vm) checks the same lines in the guest's journal after its real reboot
+def _restore_while(tmp_path, restore, monkeypatch, sys_dir, appear):
+    """Run the restore while ``appear()`` (in a thread, 0.3 s in) lays out the stand-in under ``sys_dir`` and
+    returns its board, as the driver (or the lab's stand-in) appears during boot: (rc, [board])."""
     boards = []
-    sys_dir = tmp_path / 'sys'
-    sys_dir.mkdir()
 
-    def load_driver():
+    def later():
         time.sleep(0.3)
-        boards.append(VfBoard(sys_dir, enabled=False))
+        boards.append(appear())
 
     def write(path, value):
+        while not boards:  # the files can be seen while the stand-in is still being built
+            time.sleep(0.01)
         boards[0].writer(path, value)
 
     monkeypatch.setattr(restore, 'write', write)
     data = {'version': 1, 'sysfs_root': str(sys_dir), 'sriov_manage': str(tmp_path / 'no-sriov-manage'),
             'timeout': 10, 'gpus': [{'pf': PF, 'vfs': {VF0: 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q'}}
     (tmp_path / 'config.json').write_text(json.dumps(data))
-    loader = threading.Thread(target=load_driver)
-    loader.start()
+    thread = threading.Thread(target=later)
+    thread.start()
     try:
-        assert restore.main(['restore', str(tmp_path / 'config.json')]) == 0
+        return restore.main(['restore', str(tmp_path / 'config.json')]), boards
     finally:
-        loader.join()
+        thread.join()
+
+
+def test_a_driver_that_loads_later_is_waited_for_and_said_so(tmp_path, restore, monkeypatch, capsys):
+    # the driver (the stand-in) appears 0.3 s after the script started, as the vGPU Manager loads during boot; the
+    # VM lab (molecule/vm) checks the same lines in the guest's journal after its real reboot
+    sys_dir = tmp_path / 'sys'
+    sys_dir.mkdir()
+    rc, boards = _restore_while(tmp_path, restore, monkeypatch, sys_dir, lambda: VfBoard(sys_dir, enabled=False))
+    assert rc == 0
     assert boards[0].current[VF0] == 1155
     lines = capsys.readouterr().out.splitlines()
     pf_dir = os.path.join(str(sys_dir), 'bus', 'pci', 'devices', PF)
@@ -90,30 +99,14 @@ def test_a_driver_that_loads_later_is_waited_for_and_said_so(tmp_path, restore, 
 
 def _late_root(tmp_path, restore, monkeypatch, mode):
     """The sysfs root itself appears 0.3 s in (the lab's stand-in appears after boot), with ``mode``."""
-    boards = []
     sys_dir = tmp_path / 'late-sys'
 
     def appear():
-        time.sleep(0.3)
         sys_dir.mkdir()
         os.chmod(str(sys_dir), mode)
-        boards.append(VfBoard(sys_dir))
+        return VfBoard(sys_dir)
 
-    def write(path, value):
-        while not boards:  # the files can be seen while the stand-in is still being built
-            time.sleep(0.01)
-        boards[0].writer(path, value)
-
-    monkeypatch.setattr(restore, 'write', write)
-    data = {'version': 1, 'sysfs_root': str(sys_dir), 'sriov_manage': str(tmp_path / 'no-sriov-manage'),
-            'timeout': 10, 'gpus': [{'pf': PF, 'vfs': {VF0: 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q'}}
-    (tmp_path / 'config.json').write_text(json.dumps(data))
-    thread = threading.Thread(target=appear)
-    thread.start()
-    try:
-        return restore.main(['restore', str(tmp_path / 'config.json')]), boards
-    finally:
-        thread.join()
+    return _restore_while(tmp_path, restore, monkeypatch, sys_dir, appear)
 
 
 def test_a_sysfs_root_that_appears_after_boot_is_waited_for_then_checked(tmp_path, restore, monkeypatch, capsys):
