@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
 sys.path.insert(0, os.path.join(ROOT, '.build', 'collections'))
 
 from sysfs_tree import SysfsTree  # noqa: E402
-from ansible_collections.gpuvirt.provision.plugins.module_utils import lspci, sysfs_pci, vgpu_types  # noqa: E402
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import lspci, sysfs_pci, vgpu_types  # noqa: E402
 
 CREATABLE = os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'sysfs', 'l40s-vf-0000_26_00.4-nvidia',
                          'creatable_vgpu_types')

@@ -21,8 +21,8 @@ import timeit
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 sys.path.insert(0, os.path.join(ROOT, '.build', 'collections'))
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import (  # noqa: E402
-    gpu_holders, kernel_cmdline as kc, lspci, pciids, vgpu_image, vgpu_types)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, kernel_cmdline as kc, lspci, pciids, vgpu_types  # noqa: E402
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image  # noqa: E402
 
 MB = 1024 * 1024
 GROWTH = 7.0      # time(4 MB) < GROWTH * time(1 MB) + SLACK_S: linear is 4, quadratic 16 (the old lspci: 15 to 22)

@@ -2,14 +2,14 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """cluster_platform: the platform table and the one resolution of the collection-wide cluster settings
-(module_utils/platform.py). Documentation lives in the sidecar cluster_platform.yml."""
+(module_utils/model/platform.py). Documentation lives in the sidecar cluster_platform.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_string
-from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
 
 
 def cluster_platform(value=None, overrides=None):

@@ -8,9 +8,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import lspci as lspci_mod
-from ansible_collections.gpuvirt.provision.plugins.module_utils import pciids as pciids_mod
-from ansible_collections.gpuvirt.provision.plugins.module_utils import resource_names as rn
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import lspci as lspci_mod
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pciids as pciids_mod
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import resource_names as rn
 
 
 def _db(pciids):

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.drain import pods_left
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.drain import pods_left
 
 
 def drain_pods_left(pods):

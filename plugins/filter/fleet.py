@@ -1,17 +1,18 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""gpu_hosts: the per-host view of the fleet (module_utils/fleet.py) every phase consumes; pool_traits: a pool's
+"""gpu_hosts: the per-host view of the fleet (module_utils/model/fleet.py) every phase consumes; pool_traits: a pool's
 row of the pool table, for the plays that run per host; hosts_pattern_problem: why a host pattern is not one of
 pool groups; wanted_devices: the devices KubeVirt must permit, from
-the view's VM hosts (module_utils/wanted_devices.py). Documentation lives in the sidecars gpu_hosts.yml,
+the view's VM hosts (module_utils/model/wanted_devices.py). Documentation lives in the sidecars gpu_hosts.yml,
 pool_traits.yml, hosts_pattern_problem.yml and wanted_devices.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, pciids as pciids_db, wanted_devices as wd
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, wanted_devices as wd
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pciids as pciids_db
 
 
 def gpu_hosts(hostvars, groups, vgpu_configs=None):

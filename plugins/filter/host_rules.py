@@ -12,7 +12,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, modprobe, pci_address, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline, modprobe, pci_address
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 
 
 def iommu_kernel_args(vendor, passthrough=True):

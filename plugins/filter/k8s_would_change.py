@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.k8s_compare import would_change
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_compare import would_change
 
 
 def k8s_would_change(dry_run, current=None):

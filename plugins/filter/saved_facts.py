@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.utils import unsafe_proxy
-from ansible_collections.gpuvirt.provision.plugins.module_utils import saved_facts
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import saved_facts
 
 
 def to_saved_facts(hostvars, host, source=None):

@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""strict_bool and checked: the validators of module_utils/validators.py for values already in a play (role
+"""strict_bool and checked: the validators of module_utils/model/validators.py for values already in a play (role
 inputs from the inventory, a survey or -e). Documentation lives in the sidecars strict_bool.yml and checked.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, validators
 
 GRAMMARS = {
     'dns1123_label': validators.dns1123_label,

@@ -161,7 +161,7 @@ kubevirt_gates:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, dra, hco, kubevirt
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 

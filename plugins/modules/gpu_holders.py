@@ -69,7 +69,7 @@ unreadable:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders
 
 
 def main():

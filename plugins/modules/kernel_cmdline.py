@@ -141,9 +141,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline as kc
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline as kc
 # the file as bytes (None when absent): an edit must keep every byte it does not own, CR included
-from ansible_collections.gpuvirt.provision.plugins.module_utils.sysfs import read_bytes
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs import read_bytes
 
 
 def read(path):

@@ -104,7 +104,7 @@ host_interface:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_types
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_types
 
 
 def main():

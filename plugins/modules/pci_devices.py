@@ -104,8 +104,8 @@ iommu:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import pciids as pciids_mod
-from ansible_collections.gpuvirt.provision.plugins.module_utils import sysfs_pci
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pciids as pciids_mod
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import sysfs_pci
 
 LSPCI_ARGS = ['-vmm', '-nn', '-k', '-D']
 

@@ -122,7 +122,7 @@ iommu_firmware:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils.preflight import PreflightError, check_host
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host.preflight import PreflightError, check_host
 
 
 def firmware_iommu(sysfs_root):

@@ -23,7 +23,7 @@ description:
     file's numeric prefix, and a custom resource whose CRD an operator installs (ClusterPolicy,
     NodeFeatureDiscovery, HyperConverged, KubeVirt) the Argo CD sync option C(SkipDryRunOnMissingResource=true).
   - Every object, in a session or not, that the collection patches but does not own (Node, HyperConverged, KubeVirt
-    CR, and any kind without a row in the per-kind table of C(plugins/module_utils/gitops.py)) carries the Argo CD
+    CR, and any kind without a row in the per-kind table of C(plugins/module_utils/render/gitops.py)) carries the Argo CD
     sync options C(Prune=false,Delete=false) and Flux's C(kustomize.toolkit.fluxcd.io/prune=disabled), so that
     neither tool deletes it when its file leaves the directory or its Application is deleted.
   - With C(--diff), a Secret's data shows its keys and whether each changed, never the values.
@@ -92,7 +92,7 @@ files:
 
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render, render_session
 
 
 def main():

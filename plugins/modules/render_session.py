@@ -95,7 +95,7 @@ files:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import render, render_session
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render, render_session
 
 
 def main():

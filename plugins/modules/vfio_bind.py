@@ -77,7 +77,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vfio_bind as vb
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vfio_bind as vb
 
 
 def main():

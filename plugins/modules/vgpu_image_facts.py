@@ -169,7 +169,7 @@ labels:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_image as vi
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image as vi
 
 
 def compute(p):

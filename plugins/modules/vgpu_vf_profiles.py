@@ -146,7 +146,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_profiles as vvp
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_vf_profiles as vvp
 
 
 def _saved(path):

@@ -41,7 +41,7 @@ def import_readers():
     os.makedirs(os.path.join(base, 'ansible_collections', 'gpuvirt'))
     os.symlink(ROOT, os.path.join(base, 'ansible_collections', 'gpuvirt', 'provision'))
     sys.path.insert(0, base)
-    from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, sysfs_pci, vgpu_types
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, sysfs_pci, vgpu_types
     return sysfs_pci, vgpu_types, gpu_holders
 
 

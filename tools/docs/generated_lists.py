@@ -34,10 +34,10 @@ def _tables():
     """fleet and platform of this checkout (the staged collection under .build/collections when the caller's
     PYTHONPATH has none)."""
     try:
-        from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+        from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform
     except ImportError:
         sys.path.insert(0, os.path.join(ROOT, '.build', 'collections'))
-        from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+        from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform
     return fleet, platform
 
 
@@ -161,8 +161,8 @@ def tables_page(header):
     that prose docs link to."""
     fleet, platform = _tables()
     lines = [header, '# Pools and platforms', '',
-             'Generated from the pool table (`plugins/module_utils/fleet.py`) and the platform table',
-             '(`plugins/module_utils/platform.py`). What each pool and platform does: docs/architecture.md and',
+             'Generated from the pool table (`plugins/module_utils/model/fleet.py`) and the platform table',
+             '(`plugins/module_utils/model/platform.py`). What each pool and platform does: docs/architecture.md and',
              'docs/pools/.', '', '## Pools', '', '| pool | inventory group |', '|---|---|']
     lines += ['| `%s` | `%s` |' % (p, g) for p, g in zip(fleet.POOLS, fleet.GPU_GROUPS)]
     lines += ['', 'Every GPU host: `%s` (the default of `gpuvirt_gpu_hosts_pattern`).' % ':'.join(fleet.GPU_GROUPS),

@@ -16,7 +16,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 
 
 class ManifestError(ValueError):

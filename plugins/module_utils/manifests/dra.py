@@ -9,7 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import gpu_holders, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked, version_tuple
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.node_labels import DRA_PLUGIN_LABEL, check_dra_selector
 

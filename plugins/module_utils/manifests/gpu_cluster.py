@@ -37,7 +37,7 @@ __metaclass__ = type
 import copy
 import json
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 API_VERSION = 'nvidia.com/v1alpha1'

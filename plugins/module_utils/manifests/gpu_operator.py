@@ -16,7 +16,7 @@ import copy
 import json
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 
@@ -34,7 +34,7 @@ NFD_CATALOG = 'redhat-operators'
 NFD_CHANNEL = 'stable'
 NFD_CRD = 'nodefeaturediscoveries.nfd.openshift.io'
 APPROVALS = ('Automatic', 'Manual')
-# the workload label values of the pool table (module_utils/fleet.py)
+# the workload label values of the pool table (module_utils/model/fleet.py)
 WORKLOADS = fleet.WORKLOADS
 MODES = ('kubevirt', 'kata')
 # Keys of a settings overlay whose value is a free-form map in the chart (never checked key by key).
@@ -431,7 +431,7 @@ def with_dra_eviction(spec, dra_nodes, source):
     return out
 
 
-# The classic device plugin's pools: their nodes advertise nvidia.com/gpu (module_utils/fleet.py POOL_TABLE).
+# The classic device plugin's pools: their nodes advertise nvidia.com/gpu (module_utils/model/fleet.py POOL_TABLE).
 DEVICE_PLUGIN_POOLS = tuple(p.name for p in fleet.POOL_TABLE if p.resource == 'gpu')
 
 

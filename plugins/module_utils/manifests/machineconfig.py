@@ -14,7 +14,8 @@ __metaclass__ = type
 
 import base64
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, modprobe, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline, modprobe
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
 MC_API_VERSION = 'machineconfiguration.openshift.io/v1'

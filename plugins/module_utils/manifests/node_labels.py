@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 
@@ -42,7 +42,7 @@ DRA_PLUGIN_LABEL = 'nvidia.com/dra-kubelet-plugin'
 DRA_EVICTION_ENV = 'NODE_LABEL_FOR_GPU_POD_EVICTION'
 # the value the driver manager gives the label while it upgrades the driver (maybeSetPaused)
 DRIVER_UPGRADE_PAUSED = 'paused-for-driver-upgrade'
-# The pool table and every list of pools live in module_utils/fleet.py (read there at call time, so a row added
+# The pool table and every list of pools live in module_utils/model/fleet.py (read there at call time, so a row added
 # to the table reaches this module too).
 # VMI phases in which the VM no longer holds its devices.
 _FINISHED = ('Succeeded', 'Failed')

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import resource_names, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import resource_names, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 
 

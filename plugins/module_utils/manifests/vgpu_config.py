@@ -18,8 +18,8 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, validators
-from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_names import (
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model.vgpu_names import (
     board_models, model_on_boards, reported_short_name, short_type_name, type_model)
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 

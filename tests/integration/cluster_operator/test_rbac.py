@@ -32,7 +32,7 @@ import kube_cluster  # noqa: E402
 W = 'nvidia.com/gpu.workload.config'
 RBAC = 'rbac.authorization.k8s.io/v1'
 SA = {'kind': 'ServiceAccount', 'name': apiserver.AUTOMATION_SA, 'namespace': apiserver.AUTOMATION_NS}
-# per platform: the GPU Operator's namespace (plugins/module_utils/platform.py, gpu_operator_namespace), the
+# per platform: the GPU Operator's namespace (plugins/module_utils/model/platform.py, gpu_operator_namespace), the
 # namespaces the file lets the automation label, and the names of the objects it may touch there
 OPERATOR_NS = {'openshift': 'nvidia-gpu-operator', 'kubernetes': 'gpu-operator'}
 OWN_NAMESPACES = {'openshift': {'nvidia-gpu-operator', 'openshift-nfd'}, 'kubernetes': {'gpu-operator'}}

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.vgpu_image import context_digest
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.vgpu_image import context_digest
 
 try:
     from urllib.error import HTTPError

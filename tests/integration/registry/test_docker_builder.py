@@ -21,7 +21,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_image as vi  # noqa: E402
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image as vi  # noqa: E402
 from registry_harness import BASE_IMAGE, DOCKER_CERTS_D, HERE, play  # noqa: E402 pylint: disable=wrong-import-position
 from test_vgpu_manager_image import RUN_NAME, VERSION, sha256, stand_in_run  # noqa: E402
 

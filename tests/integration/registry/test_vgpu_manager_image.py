@@ -22,7 +22,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_image as vi  # noqa: E402
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image as vi  # noqa: E402
 from registry_harness import HERE, image_exists, play  # noqa: E402 pylint: disable=wrong-import-position
 
 VERSION = '550.90.05'

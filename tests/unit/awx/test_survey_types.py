@@ -13,7 +13,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 # AWX survey type -> the argument spec type its answer arrives as (integer answers are JSON numbers)

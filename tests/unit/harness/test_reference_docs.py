@@ -15,7 +15,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 GENERATOR = os.path.join(ROOT, 'tools', 'docs', 'generate_reference.py')

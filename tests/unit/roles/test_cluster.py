@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
 from play_runner import run_play
 
 PLAY = """

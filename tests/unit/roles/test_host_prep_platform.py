@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
 from play_runner import run_play
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))

@@ -31,7 +31,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform
 from sysfs_tree import SysfsTree
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))

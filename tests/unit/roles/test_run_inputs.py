@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
 from play_runner import run_play
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vfio_bind
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vfio_bind
 from play_runner import run_play, shown
 from sysfs_tree import SysfsTree
 

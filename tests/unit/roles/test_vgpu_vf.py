@@ -6,7 +6,7 @@ nothing, and a value that would reach the unit file unchecked stops the role bef
 
 The sysfs tree here is a plain directory (the module runs in its own process, where the driver stand-in of
 tests/unit/vf_driver.py cannot replace its writer): it takes every write, so the refusals the driver makes are
-tested in tests/unit/plugins/module_utils/test_vgpu_vf_profiles.py."""
+tested in tests/unit/plugins/module_utils/host/test_vgpu_vf_profiles.py."""
 from __future__ import annotations
 
 import json

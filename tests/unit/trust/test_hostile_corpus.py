@@ -16,9 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hostile_alphabet import ALPHABET, has_code, hostile_text, spoiled
 
 from ansible_collections.gpuvirt.provision.plugins.filter.saved_facts import from_saved_facts
-from ansible_collections.gpuvirt.provision.plugins.module_utils import (
-    gpu_holders, kernel_cmdline, modprobe, render, render_session, resource_names, saved_facts, validators,
-    vfio_bind, vgpu_interface, vgpu_types)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import (
+    gpu_holders, kernel_cmdline, modprobe, saved_facts, vfio_bind, vgpu_interface, vgpu_types)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render, render_session
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import resource_names, validators
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuvirt.provision.plugins.filter import host_rules
-from ansible_collections.gpuvirt.provision.plugins.module_utils import kernel_cmdline, vfio_bind
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline, vfio_bind
 
 
 def test_the_filters_are_registered():

@@ -13,8 +13,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import (
-    kernel_cmdline, lspci, modprobe, pci_address, vfio_bind)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline, lspci, modprobe, pci_address, vfio_bind
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))

@@ -12,8 +12,8 @@ import os
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import (
-    gpu_holders, kernel_cmdline as kc, lspci, sysfs_pci, validators, vfio_bind, vgpu_types)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, kernel_cmdline as kc, lspci, sysfs_pci, vfio_bind, vgpu_types
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

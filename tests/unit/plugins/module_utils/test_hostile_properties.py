@@ -14,8 +14,9 @@ import re
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import (
-    pciids, preflight, render, sysfs_pci, vgpu_image as vi)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pciids, preflight, sysfs_pci
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image as vi
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator, hco, machineconfig
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -13,13 +13,13 @@ from __future__ import annotations
 import pathlib
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 SCANNED = ('plugins', 'roles', 'playbooks')
 SUFFIXES = ('.py', '.yml', '.yaml', '.j2')
 # the tables themselves
-EXEMPT = ('plugins/module_utils/fleet.py', 'plugins/module_utils/platform.py')
+EXEMPT = ('plugins/module_utils/model/fleet.py', 'plugins/module_utils/model/platform.py')
 # a comparison whose other side is one of these traits compares that trait's vocabulary, not a name
 OTHER_VOCABULARY = re.compile(r'resource|workload')
 

@@ -12,8 +12,9 @@ import os
 
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet, platform, render
-from ansible_collections.gpuvirt.provision.plugins.module_utils import wanted_devices as wd
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import wanted_devices as wd
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt as kv
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl

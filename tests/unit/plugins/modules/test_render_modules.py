@@ -9,7 +9,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import render_session as rs
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render_session as rs
 from ansible_collections.gpuvirt.provision.plugins.modules import render_file, render_manifests, render_session
 
 from .harness import run_module

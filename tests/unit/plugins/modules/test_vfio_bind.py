@@ -7,7 +7,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuvirt.provision.plugins.modules import vfio_bind
 
-from ..module_utils.test_vfio_bind import BDF, make_tree
+from ..module_utils.host.test_vfio_bind import BDF, make_tree
 from .harness import run_module
 
 

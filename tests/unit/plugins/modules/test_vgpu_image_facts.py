@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_image as vi
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image as vi
 from ansible_collections.gpuvirt.provision.plugins.modules import vgpu_image_facts
 
 from .harness import run_module

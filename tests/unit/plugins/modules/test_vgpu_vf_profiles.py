@@ -12,7 +12,7 @@ import os
 import pytest
 
 from ansible.module_utils import basic
-from ansible_collections.gpuvirt.provision.plugins.module_utils import vgpu_vf_profiles as vvp
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_vf_profiles as vvp
 from ansible_collections.gpuvirt.provision.plugins.modules import vgpu_vf_profiles
 
 from vf_driver import VfBoard

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common
 
 BUILDERS = ('dra', 'gpu_operator', 'hco', 'kubevirt', 'machineconfig', 'node_labels', 'pull_secret', 'verify',

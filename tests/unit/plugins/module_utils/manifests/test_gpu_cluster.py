@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 

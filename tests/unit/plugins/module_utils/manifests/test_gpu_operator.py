@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))

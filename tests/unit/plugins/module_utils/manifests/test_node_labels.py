@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))

@@ -10,7 +10,7 @@ import json
 import pathlib
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import fleet
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco

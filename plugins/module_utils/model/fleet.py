@@ -1,0 +1,318 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The model of the fleet: the pool table and the per-host view every phase consumes.
+
+A pool is a kind of GPU node. Each has one row in ``POOL_TABLE`` (a ``Pool`` with named columns and defaults, see
+the column list below): the inventory group that puts a host in it, the value of the GPU Operator's workload label
+(nvidia.com/gpu.workload.config) on its nodes, whether its hosts need the IOMMU on, whether the host binds its GPUs
+to vfio-pci itself, the kind of resource its nodes advertise, whether it is a vGPU pool, who advertises its
+devices, the PCI functions it hands out and the KubeVirt list its devices go to. Every list of pools, groups,
+workloads and resource kinds the collection keeps is derived from the table (``derived``); the roles read a pool's
+row through the filter gpuvirt.provision.pool_traits (or the view's ``traits``) and branch on its columns, never
+on a pool's name. Adding a pool kind is a new row here (plus its docs and tests): docs/architecture.md, "Tables".
+
+``gpu_hosts`` turns the inventory (its groups and the hosts' variables) into the per-host view:
+``[{host, node, pool, traits, groups, vgpu_config, vgpu_types, facts, gathered, os_tag}]``, one entry per GPU host, in the order
+of the pool table's groups. Plain Python (no Ansible import): the filter gpuvirt.provision.gpu_hosts exposes it.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import resource_names, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row import REQUIRED, row_class
+
+# The columns of the pool table, each with its default (a new column with a default edits no row):
+#   name: the pool (gpuvirt_pool); group: the inventory group that puts a host in it;
+#   workload: the nvidia.com/gpu.workload.config value (DRA nodes run the container operands, the DRA driver
+#             allocates their GPUs); iommu: the hosts need the IOMMU on (kernel arguments / MachineConfig);
+#   host_vfio: host preparation binds the GPUs to vfio-pci (gpuvirt_host_vfio may turn it off);
+#   resource: what the node advertises: 'gpu' (nvidia.com/gpu), 'pci' (a passthrough PCI resource), 'mdev' (one
+#             resource per vGPU type), 'dra' (a DRA device class, no extended resource);
+#   vgpu: a vGPU pool (the node carries nvidia.com/vgpu.config, the vGPU Manager runs there);
+#   advertiser: who advertises the node's devices to the kubelet (ADVERTISERS): an external device plugin
+#             (KubeVirt then leaves allocation to it: externalResourceProvider true) or KubeVirt's own;
+#   function: the PCI functions the pool hands out: 'pf' (whole GPUs, physical functions) or 'vf' (SR-IOV
+#             virtual functions: a pci pool of VFs permits the VFs, not the PFs);
+#   permitted: the list of KubeVirt's permittedHostDevices the node's resource goes to ('pciHostDevices',
+#             'mediatedDevices'), None when KubeVirt is not told about it (container and DRA pools).
+Pool = row_class('Pool', (
+    ('name', REQUIRED), ('group', REQUIRED), ('workload', REQUIRED), ('iommu', False), ('host_vfio', False),
+    ('resource', REQUIRED), ('vgpu', False), ('advertiser', REQUIRED), ('function', 'pf'), ('permitted', None),
+), 'A row of the pool table (fleet.POOL_TABLE).')
+
+# Who may advertise a node's devices, and whether KubeVirt then leaves allocation to that plugin
+# (externalResourceProvider: true in permittedHostDevices; None: no extended resource KubeVirt permits).
+#   The GPU Operator deploys NVIDIA's device plugin (nvidia.com/gpu) on container nodes and the sandbox device
+#   plugin (NVIDIA/kubevirt-gpu-device-plugin) on vm-passthrough / vm-vgpu nodes: OpenShift Virtualization guide,
+#   "Add GPU Resources to the HyperConverged Custom Resource": "Set externalResourceProvider=true ... provided by an
+#   external device plugin, in this case the sandbox-device-plugin". KubeVirt's own device plugin serves an entry
+#   with externalResourceProvider false (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/types.go
+#   PciHostDevice.ExternalResourceProvider: "KubeVirt will leave the allocation and monitoring to an external
+#   device plugin"; unset, virt-handler's device manager advertises it). The DRA driver publishes ResourceSlices.
+ADVERTISERS = {
+    'nvidia-device-plugin': True,
+    'sandbox-device-plugin': True,
+    'kubevirt': False,
+    'dra-driver': None,
+}
+FUNCTIONS = ('pf', 'vf')
+PERMITTED_LISTS = ('pciHostDevices', 'mediatedDevices')
+# The GPU Operator's node label that picks a node's operands (its sandboxWorkloads.defaultWorkload applies where
+# the label is absent): NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go, gpuWorkloadConfigLabelKey.
+WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
+
+# One row per pool, in the order the playbooks list the GPU hosts.
+POOL_TABLE = (
+    Pool(name='container', group='gpu_container', workload='container', resource='gpu',
+         advertiser='nvidia-device-plugin'),
+    Pool(name='vm-passthrough', group='gpu_vm_passthrough', workload='vm-passthrough', iommu=True, host_vfio=True,
+         resource='pci', advertiser='sandbox-device-plugin', permitted='pciHostDevices'),
+    Pool(name='vm-vgpu', group='gpu_vm_vgpu', workload='vm-vgpu', iommu=True, resource='mdev', vgpu=True,
+         advertiser='sandbox-device-plugin', permitted='mediatedDevices'),
+    Pool(name='dra', group='gpu_dra', workload='container', iommu=True, resource='dra', advertiser='dra-driver'),
+)
+
+
+class TableError(ValueError):
+    """A row of the pool table that the collection cannot use (a duplicate name, an unknown advertiser)."""
+
+
+def check_table(table):
+    """``table`` when every row can be used, else TableError naming the row, the column and the fix."""
+    seen = {}
+    for row in table:
+        for column in ('name', 'group'):
+            value = getattr(row, column)
+            if (column, value) in seen:
+                raise TableError('pool %s: %s %r is also the %s of pool %s'
+                                 % (row.name, column, value, column, seen[(column, value)]))
+            seen[(column, value)] = row.name
+        for column, allowed in (('advertiser', ADVERTISERS), ('function', FUNCTIONS),
+                                ('permitted', PERMITTED_LISTS + (None,))):
+            if getattr(row, column) not in allowed:
+                raise TableError('pool %s: %s %r is not one of %s'
+                                 % (row.name, column, getattr(row, column), ', '.join(str(a) for a in allowed)))
+        if row.permitted and ADVERTISERS[row.advertiser] is None:
+            raise TableError('pool %s: a resource KubeVirt permits (permitted %r) needs a device plugin to advertise '
+                             'it, not advertiser %r' % (row.name, row.permitted, row.advertiser))
+    return tuple(table)
+
+
+def _in_order(values):
+    out = []
+    for value in values:
+        if value not in out:
+            out.append(value)
+    return tuple(out)
+
+
+def derived(table):
+    """Every list the collection keeps of the pools, derived from ``table`` (the module's names below; a test
+    that adds a row at run time sets them all from its table)."""
+    table = check_table(table)
+    by_group = dict((p.group, p) for p in table)
+    return {
+        'POOL_TABLE': table,
+        'BY_NAME': dict((p.name, p) for p in table),
+        'BY_GROUP': by_group,
+        'POOLS': tuple(p.name for p in table),
+        'GPU_GROUPS': tuple(p.group for p in table),
+        # The Ansible host pattern of every GPU host (the playbooks' default for gpuvirt_gpu_hosts_pattern).
+        'GPU_HOSTS_PATTERN': ':'.join(p.group for p in table),
+        'IOMMU_POOLS': tuple(p.name for p in table if p.iommu),
+        'VM_POOLS': tuple(p.name for p in table if p.iommu),
+        'HOST_VFIO_POOLS': tuple(p.name for p in table if p.host_vfio),
+        'VGPU_POOLS': tuple(p.name for p in table if p.vgpu),
+        # Group -> pool, in table order (the order gpu_pools lists the pools of a host wrongly put in several).
+        'GROUP_POOLS': dict((p.group, p.name) for p in table),
+        # The GPU Operator's workload values (its sandboxWorkloads.defaultWorkload choices), in table order.
+        'WORKLOADS': _in_order(p.workload for p in table),
+        # What the nodes of the pools advertise, in table order.
+        'RESOURCE_KINDS': _in_order(p.resource for p in table),
+        # The resource kinds KubeVirt is told to permit (permittedHostDevices), and the pools with an extended
+        # resource the kubelet counts (the verify phase's expected resources).
+        'PERMITTED_RESOURCE_KINDS': _in_order(p.resource for p in table if p.permitted),
+        'EXTENDED_RESOURCE_POOLS': tuple(p.name for p in table if ADVERTISERS[p.advertiser] is not None),
+    }
+
+
+_DERIVED = derived(POOL_TABLE)
+POOL_TABLE = _DERIVED['POOL_TABLE']
+BY_NAME = _DERIVED['BY_NAME']
+BY_GROUP = _DERIVED['BY_GROUP']
+POOLS = _DERIVED['POOLS']
+GPU_GROUPS = _DERIVED['GPU_GROUPS']
+GPU_HOSTS_PATTERN = _DERIVED['GPU_HOSTS_PATTERN']
+IOMMU_POOLS = _DERIVED['IOMMU_POOLS']
+VM_POOLS = _DERIVED['VM_POOLS']
+HOST_VFIO_POOLS = _DERIVED['HOST_VFIO_POOLS']
+VGPU_POOLS = _DERIVED['VGPU_POOLS']
+GROUP_POOLS = _DERIVED['GROUP_POOLS']
+WORKLOADS = _DERIVED['WORKLOADS']
+RESOURCE_KINDS = _DERIVED['RESOURCE_KINDS']
+PERMITTED_RESOURCE_KINDS = _DERIVED['PERMITTED_RESOURCE_KINDS']
+EXTENDED_RESOURCE_POOLS = _DERIVED['EXTENDED_RESOURCE_POOLS']
+
+
+def hosts_pattern_problem(pattern):
+    """Why ``pattern`` is not a host pattern of GPU pool groups (``gpu_container:gpu_dra``), or None when it is.
+    The plays select their hosts with it before any role runs, so it must not reach other hosts (``all``, a
+    control-plane group, a regex ``~...``): only the pool groups, joined by ``:``, each at most once."""
+    if not isinstance(pattern, str):
+        return 'a host pattern is a string of pool groups joined by ":", got %s' % type(pattern).__name__
+    if len(pattern) > 1024:
+        return 'a host pattern of %d characters is longer than every pool group joined (1024 at most)' % len(pattern)
+    parts = pattern.split(':')
+    unknown = [p for p in parts if p not in GPU_GROUPS]
+    if unknown:
+        return ('%s %s not a GPU pool group; the pattern names pool groups joined by ":" (%s), and AWX\'s limit '
+                'or -l narrows it to hosts' % (', '.join(repr(u[:64]) for u in unknown[:5]),
+                                               'is' if len(unknown) == 1 else 'are', ', '.join(GPU_GROUPS)))
+    if len(set(parts)) != len(parts):
+        return 'the host pattern %r names a pool group twice' % pattern
+    return None
+
+
+def gpu_hosts_pattern(pattern, name):
+    """``pattern`` when it names only GPU pool groups (hosts_pattern_problem), else ValidationError naming ``name``:
+    the plays select their hosts with it, and a play's hosts: expression that fails stops the run whatever the
+    limit or the tags (a check in an earlier play does not run when a limit leaves that play no host)."""
+    problem = hosts_pattern_problem(pattern)
+    if problem:
+        raise validators.ValidationError('%s: %s' % (name, problem))
+    return pattern
+
+
+class FleetError(ValueError):
+    """The inventory does not describe a fleet: a host in two pools, an unknown pool, a bad node name."""
+
+
+def pool_traits(pool=None):
+    """The traits of ``pool`` as a dict (the row of the pool table), {} for an unknown pool; with no pool, every
+    pool's traits, {name: traits}, in table order."""
+    if pool is None:
+        return dict((p.name, p._asdict()) for p in POOL_TABLE)
+    row = BY_NAME.get(pool)
+    return dict(row._asdict()) if row else {}
+
+
+def node_name(host, override=None):
+    """The one rule for a host's Kubernetes node name: ``gpuvirt_node_name`` when set, else the short inventory
+    name (the part before the first dot). A DNS-1123 subdomain (it becomes part of API paths and file names)."""
+    if override:
+        name, source = str(override), 'gpuvirt_node_name of %s' % host
+    elif not host:
+        raise FleetError('node_name: no inventory host name given')
+    else:
+        name, source = str(host).split('.', 1)[0], 'the short inventory name of %s' % host
+    try:
+        return validators.dns1123_subdomain(name, 'node_name (%s)' % source)
+    except validators.ValidationError as exc:
+        raise FleetError('%s. Set gpuvirt_node_name on the host to its name in `kubectl get nodes`.' % exc)
+
+
+def group_pools(groups):
+    """The pools a host's inventory groups put it in, in table order (one, when the inventory is right)."""
+    return [row.name for row in POOL_TABLE if row.group in (groups or [])]
+
+
+def several_pools_problem(host, groups):
+    """Why a host in the GPU groups ``groups`` cannot be provisioned: in several pools, or None. The one message
+    every phase gives (the inventory check, node labels, preflight)."""
+    in_groups = [row.group for row in POOL_TABLE if row.group in (groups or [])]
+    if len(in_groups) < 2:
+        return None
+    return ("%s is in the pools %s (groups %s): a node belongs to exactly one pool (the GPU Operator reads one %s "
+            "label); keep it in one of the groups %s"
+            % (host or 'the host', ', '.join(group_pools(in_groups)), ', '.join(in_groups), WORKLOAD_LABEL,
+               ', '.join(GPU_GROUPS)))
+
+
+def no_pool_problem(host):
+    """The message for a host in no GPU pool group."""
+    return "%s is in no GPU pool group; add it to one of %s" % (host or 'the host', ', '.join(GPU_GROUPS))
+
+
+def host_pool(host, groups, explicit=None):
+    """The one pool of ``host`` from its inventory groups ``groups``; ``explicit`` (gpuvirt_pool) must agree.
+    A host in two GPU groups is refused, naming both; a host in none needs ``explicit``."""
+    pools = group_pools(groups)
+    if explicit is not None and explicit not in BY_NAME:
+        raise FleetError("%s: unknown pool %r (gpuvirt_pool); use one of %s" % (host, explicit, ', '.join(POOLS)))
+    problem = several_pools_problem(host, groups)
+    if problem:
+        raise FleetError(problem)
+    if explicit is not None:
+        if pools and pools[0] != explicit:
+            raise FleetError("%s: gpuvirt_pool %s disagrees with its group (pool %s); fix one of them"
+                             % (host, explicit, pools[0]))
+        return explicit
+    if not pools:
+        raise FleetError(no_pool_problem(host))
+    return pools[0]
+
+
+def external_resource_provider(pool):
+    """Whether KubeVirt leaves the devices of ``pool`` to an external device plugin (externalResourceProvider of
+    its permittedHostDevices entries): its advertiser's (ADVERTISERS); None for a pool KubeVirt is not told of."""
+    row = BY_NAME.get(pool)
+    return ADVERTISERS[row.advertiser] if row is not None and row.permitted else None
+
+
+def gpu_host_names(groups, known=None):
+    """The GPU hosts of the inventory, each once, in the order of the pool table's groups; only those in
+    ``known`` (the hostvars) when given."""
+    out = []
+    for group in GPU_GROUPS:
+        for host in (groups or {}).get(group) or []:
+            if host not in out and (known is None or host in known):
+                out.append(host)
+    return out
+
+
+def _var(hostvars, name, default=None):
+    """A host variable, ``default`` when undefined (also when the mapping templates it to an undefined value)."""
+    try:
+        value = hostvars[name] if name in hostvars else default
+    except KeyError:
+        return default
+    return default if value is None and default is not None else value
+
+
+def gpu_hosts(hostvars, groups, vgpu_configs=None):
+    """The per-host view of the fleet, from the inventory's ``hostvars`` and ``groups``.
+
+    One entry per GPU host: ``host`` (inventory name), ``node`` (node_name's rule), ``pool`` (host_pool's rule:
+    its one GPU group, ``gpuvirt_pool`` agreeing), ``traits`` (the pool's row of the pool table, so a phase
+    selects hosts by what their pool does, ``selectattr('traits.iommu')``, never by pool name), ``groups`` (its
+    GPU groups), ``vgpu_config``
+    (``gpuvirt_vgpu_config`` or None), ``vgpu_types`` (the short vGPU type names that config creates, with the
+    custom ``vgpu_configs``, as in gpu_operator_vgpu_configs), ``facts``
+    (``pci_devices``, ``mdev_types``, ``gpu_holders``: the registered host facts, {} when absent) and ``gathered``
+    (whether the host has its PCI facts, ``gpuvirt_pci_devices``) and ``os_tag`` (``gpuvirt_os_tag``, the OS the
+    GPU Operator's driver images are tagged for, or None). Raises FleetError naming the host on bad input.
+    """
+    view = []
+    for host in gpu_host_names(groups, hostvars):
+        hv = hostvars[host]
+        in_groups = [g for g in GPU_GROUPS if host in ((groups or {}).get(g) or [])]
+        config = _var(hv, 'gpuvirt_vgpu_config')
+        pci = _var(hv, 'gpuvirt_pci_devices')
+        pool = host_pool(host, in_groups, _var(hv, 'gpuvirt_pool'))
+        view.append({
+            'host': host,
+            'node': node_name(host, _var(hv, 'gpuvirt_node_name')),
+            'pool': pool,
+            'traits': pool_traits(pool),
+            'groups': in_groups,
+            'vgpu_config': config,
+            'vgpu_types': resource_names.vgpu_config_types(config, vgpu_configs or {}),
+            'facts': {'pci_devices': pci if pci is not None else {},
+                      'mdev_types': _var(hv, 'gpuvirt_mdev_types', {}),
+                      'gpu_holders': _var(hv, 'gpuvirt_gpu_holders', {})},
+            'gathered': pci is not None,
+            'os_tag': _var(hv, 'gpuvirt_os_tag') or None,
+        })
+    return view

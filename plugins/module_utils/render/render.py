@@ -1,0 +1,266 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rendered manifests on disk: file names from validated object names, and atomic writes with the final mode.
+
+A file is written to a temporary file in the destination directory, created with mode 0600 (mkstemp), given
+its final mode, then renamed over the destination: a reader sees the old file or the whole new one, and a
+Secret is never readable by others, not even for a moment. Pure Python, no Ansible imports."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import hashlib
+import os
+import re
+import stat
+import tempfile
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:
+    HAS_YAML = False
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import gitops
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
+
+KIND_RE = re.compile(r'[A-Za-z][A-Za-z0-9]{0,62}')
+PREFIX_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,62}')
+# a file name chosen by the caller: no directory, not hidden
+FILE_NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,250}')
+
+
+class RenderError(ValueError):
+    """An object or a file name that cannot be rendered; the message names it and the fix."""
+
+
+def file_mode(text):
+    """A file mode given as octal text ("0644", "0600") -> its number; RenderError for anything else."""
+    try:
+        mode = int(text, 8)
+    except (TypeError, ValueError):
+        mode = -1
+    if not 0 <= mode <= 0o777:
+        raise RenderError('mode %r is not an octal file mode such as 0644 or 0600' % (text,))
+    return mode
+
+
+def file_names(objects, prefix=''):
+    """``<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml`` for each object, after checking every part
+    against its Kubernetes grammar, so no name can climb out of the render directory (``../../x``)."""
+    if prefix and not PREFIX_RE.fullmatch(prefix):
+        raise RenderError('render prefix %r is not valid; expected letters, digits, ".", "_" and "-"' % (prefix,))
+    names = []
+    for i, obj in enumerate(objects):
+        if not isinstance(obj, dict):
+            raise RenderError('object number %d is %r; expected a Kubernetes object (a dict)' % (i, obj))
+        meta = obj.get('metadata') if isinstance(obj.get('metadata'), dict) else {}
+        kind = obj.get('kind')
+        try:
+            if not isinstance(kind, str) or not KIND_RE.fullmatch(kind):
+                raise validators.ValidationError('kind: %r is not valid; expected a Kubernetes kind such as '
+                                                 'ConfigMap' % (kind,))
+            name = validators.dns1123_subdomain(meta.get('name'), 'metadata.name')
+            namespace = meta.get('namespace')
+            if namespace is not None:
+                validators.dns1123_label(namespace, 'metadata.namespace')
+        except validators.ValidationError as e:
+            raise RenderError('object number %d: %s' % (i, e))
+        lead = prefix + '-' if prefix else ''
+        names.append('%s%03d-%s-%s-%s.yaml' % (lead, i, kind.lower(), namespace or 'cluster', name))
+    return names
+
+
+def dump(obj):
+    """The YAML text of one rendered object (a document start, keys in the object's order)."""
+    return '---\n' + yaml.safe_dump(obj, indent=2, allow_unicode=True, default_flow_style=False, sort_keys=False)
+
+
+def read(path):
+    """The text of the regular file ``path``, None when it is missing, a symbolic link or not UTF-8 text: a link
+    planted in the render directory is never followed (O_NOFOLLOW)."""
+    data = read_bytes(path)
+    if data is None:
+        return None
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError:
+        return None
+
+
+def _open_regular(path):
+    """A file descriptor of the regular file ``path``, opened without following a symbolic link and without
+    blocking on a FIFO; None when it is missing or not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+    except (IOError, OSError):
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_bytes(path, limit=None):
+    """The bytes of the regular file ``path`` (None as for ``read``); with ``limit``, at most that many bytes
+    plus one, so a caller sees that the file is too big without reading all of it."""
+    fd = _open_regular(path)
+    if fd is None:
+        return None
+    chunks, size = [], 0
+    with os.fdopen(fd, 'rb') as f:
+        while limit is None or size <= limit:
+            chunk = f.read(1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    return b''.join(chunks)
+
+
+def sha256_text(text):
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+def file_sha256(path):
+    """The sha256 of the regular file ``path``, read without following a link; None when it is no regular file."""
+    fd = _open_regular(path)
+    if fd is None:
+        return None
+    digest = hashlib.sha256()
+    with os.fdopen(fd, 'rb') as f:
+        for chunk in iter(lambda: f.read(1 << 16), b''):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def lstat(path):
+    """os.lstat, or None when nothing is there."""
+    try:
+        return os.lstat(path)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise
+
+
+def check_directory(dest):
+    """The render directory must be a directory itself, not a symbolic link to one: the directory is a Git
+    checkout others commit to, and a committed link would send every write and delete somewhere else."""
+    path = os.path.abspath(dest)  # no trailing "/": lstat of "link/" would follow the link
+    st = lstat(path)
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise RenderError('%s is a symbolic link; set the render directory to the real directory it points to (%s)'
+                          % (path, os.path.realpath(path)))
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise RenderError('%s is not a directory: create it first' % dest)
+
+
+def check_replaceable(path, content, recorded=None, writer=None):
+    """The one rule for writing ``content`` over a name in the render directory: nothing there, or a regular file
+    (never a symbolic link, directory or device: lstat) that already holds ``content`` or whose sha256 is
+    ``recorded``, the hash this collection recorded when it wrote the file. Anything else was put there by someone
+    else, or changed since: RenderError naming it, before anything is written."""
+    st = lstat(path)
+    if st is None:
+        return
+    what = writer or os.path.basename(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = 'a symbolic link' if stat.S_ISLNK(st.st_mode) else 'not a regular file'
+        raise RenderError('%s is %s; the render writes %s there and never follows or replaces one: remove it'
+                          % (path, kind, what))
+    current = file_sha256(path)
+    if current is None or (current != sha256_text(content) and current != recorded):
+        raise RenderError('%s exists and was not written by this collection (or was changed since: its sha256 is not '
+                          'the one recorded in the render bookkeeping); move it away (the render writes %s there)'
+                          % (path, what))
+
+
+def write_atomic(path, content, mode):
+    """Write ``content`` to ``path`` through a 0600 temporary file in the same directory, set ``mode``, rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', dir=directory)
+    try:
+        with os.fdopen(fd, 'wb') as f:
+            f.write(content.encode('utf-8'))
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.rename(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def needs_write(path, content, mode):
+    """(content differs, mode differs) for an existing or missing file."""
+    current = read(path)
+    if current != content:
+        return True, True
+    return False, (os.lstat(path).st_mode & 0o7777) != mode
+
+
+def place(dest, entries, mode, phase, check_mode):
+    """The common end of render_file and render_manifests. With a render session open in ``dest``, note every
+    entry in it (the session writes each file once when it closes; in check mode nothing is noted and the close
+    reports). Without one, write each entry whose content or mode differs, atomically, and give the diff, a
+    Secret's values redacted.
+
+    ``entries`` are dicts: ``name`` (the file name), ``writer`` (who renders it, for the session's messages) and
+    either ``object`` (a Kubernetes object, dumped as YAML) or ``content`` (the text of a file that is no object,
+    such as Helm values). Returns ``{'changed', 'files', 'deferred', 'diff'}``: ``files`` the paths written or to
+    be written, ``diff`` ``{'before', 'after'}`` or None when no file's content changes. A RenderError raised
+    here carries ``files``, the entries noted before it."""
+    # imported here: render_session builds on this module, so a top-level import would be circular
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render_session
+
+    check_directory(dest)
+    if not os.path.isdir(dest) and not check_mode:  # check mode: the directory task only pretended
+        raise RenderError('%s is not a directory: create it first' % dest)
+    if os.path.isdir(dest) and render_session.session(dest) is not None:
+        if check_mode:  # a play previewing inside a real render run: the session's close writes and reports
+            return {'changed': False, 'files': [os.path.join(dest, e['name']) for e in entries], 'deferred': True,
+                    'diff': None}
+        files = []
+        for entry in entries:
+            try:
+                if 'object' in entry:
+                    name = render_session.record(dest, entry['object'], entry['name'], entry['writer'], phase, mode)
+                else:
+                    name = render_session.record_file(dest, entry['name'], entry['content'], entry['writer'], phase,
+                                                      mode)
+            except RenderError as e:
+                e.files = files
+                raise
+            files.append(os.path.join(dest, name))
+        return {'changed': False, 'files': files, 'deferred': True, 'diff': None}
+    # no session, so no bookkeeping of what is ours: a regular file of that name is the caller's to replace, but a
+    # symbolic link (or a directory) planted there is refused before anything is read or written
+    for entry in entries:
+        st = lstat(os.path.join(dest, entry['name']))
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            check_replaceable(os.path.join(dest, entry['name']), '', None, entry['writer'])
+    files, changed, before, after = [], False, [], []
+    for entry in entries:
+        path = os.path.join(dest, entry['name'])
+        # what keeps a GitOps tool from deleting an object we only patch (gitops.KINDS) goes on every rendered object,
+        # session or not; the sync wave and the dry-run skip order a render run's sync, they stay the session's
+        if 'object' in entry:
+            content = dump(gitops.for_gitops(entry['object'], skip_dry_run=False))
+        else:
+            content = entry['content']
+        content_differs, mode_differs = needs_write(path, content, mode)
+        files.append(path)
+        if content_differs:
+            old, content_shown = render_session.diff_texts(path, content, entry.get('object'))
+            before.append(old)
+            after.append(content_shown)
+        if content_differs or mode_differs:
+            changed = True
+            if not check_mode:
+                write_atomic(path, content, mode)
+    diff = {'before': ''.join(before), 'after': ''.join(after)} if before else None
+    return {'changed': changed, 'files': files, 'deferred': False, 'diff': diff}

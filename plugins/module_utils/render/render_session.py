@@ -1,0 +1,549 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A render into a directory as one unit: lock, each object once, prune, kustomization, completeness mark.
+
+A render run opens a session in the directory (``.gpuvirt-render.lock``, created exclusively, naming the process
+that holds it), records every object written through it (one file per apiVersion/kind/namespace/name: a second
+writer of the same object is merged into the first file, or refused when the two disagree), and closes it: files
+an earlier complete render of the same scope wrote and this one did not are deleted (never a file we did not
+write), ``kustomization.yaml`` lists the objects in file-name order, and ``.gpuvirt-render.json`` records what is
+ours with ``complete: true``. A killed render leaves the lock and ``complete: false``: the next render says so and
+replaces it.
+
+The directory is a Git checkout others commit to, so the lock and the manifest are untrusted input: checked for
+shape and names before use, never followed through a symbolic link, and a file is pruned only when it is a
+regular file still holding the sha256 recorded when it was written. Pure Python, no Ansible imports.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import errno
+import json
+import os
+import re
+import stat
+import time
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import gitops, render
+
+LOCK = '.gpuvirt-render.lock'
+MANIFEST = '.gpuvirt-render.json'
+KUSTOMIZATION = 'kustomization.yaml'
+# 2: every file recorded with the sha256 of what was written (1 could record an empty one); the lock records
+# what its close is writing, so the next render can prove what a killed close wrote
+FORMAT = 2
+# more than any render writes (the lock holds every pending object): a bigger bookkeeping file is refused unread
+MAX_BOOKKEEPING = 32 * 1024 * 1024
+# the largest pid_max Linux allows (PID_MAX_LIMIT in the kernel's include/linux/threads.h, 4 * 1024 * 1024 on
+# 64-bit)
+PID_MAX = 4 * 1024 * 1024
+PHASE_RE = re.compile(r'[A-Za-z0-9._-]{0,63}')
+SHA256_RE = re.compile(r'[0-9a-f]{64}')
+_FIX = ('restore it from the Git history of the directory, or remove it (with no bookkeeping nothing is pruned '
+        'and a file of a rendered name that does not hold the rendered text stops the render)')
+SYNC_WAVE = gitops.SYNC_WAVE
+SYNC_OPTIONS = gitops.SYNC_OPTIONS
+SKIP_DRY_RUN = gitops.SKIP_DRY_RUN
+# the owner of a site-wide render run (playbooks/site.yml): its close prunes every phase's stale files
+SITE = 'site'
+# custom resources whose CRD an operator installs: gitops.KINDS, the one table of what a kind means to a GitOps tool
+OPERATOR_CRS = gitops.OPERATOR_CRS
+FILE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,250}\.yaml')
+REDACTED = '(redacted)'
+REDACTED_CHANGED = '(redacted, changed)'
+
+
+def object_key(obj):
+    meta = obj.get('metadata') or {}
+    return '%s/%s/%s/%s' % (obj.get('apiVersion'), obj.get('kind'), meta.get('namespace') or '', meta.get('name'))
+
+
+def sha256(text):
+    return render.sha256_text(text)
+
+
+def _load(path, check):
+    """The bookkeeping file ``path`` (the lock or the manifest), checked by ``check(data, path)``; None when it is
+    missing. The render directory is a Git checkout others commit to, so its bookkeeping is input like any other:
+    a symbolic link, a file over MAX_BOOKKEEPING bytes, text that is not JSON or JSON of another shape is refused,
+    naming the file and the fix."""
+    st = render.lstat(path)
+    if st is None:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise render.RenderError('%s is not a regular file (a symbolic link or a directory); it is the render '
+                                 'bookkeeping of this directory and is never followed: %s' % (path, _FIX))
+    data = render.read_bytes(path, MAX_BOOKKEEPING)
+    if data is None:
+        raise render.RenderError('%s cannot be read as a regular file: %s' % (path, _FIX))
+    if len(data) > MAX_BOOKKEEPING:
+        raise render.RenderError('%s is larger than %d bytes, more than a render writes: %s'
+                                 % (path, MAX_BOOKKEEPING, _FIX))
+    try:
+        data = json.loads(data.decode('utf-8'))
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the interpreter's stack
+        raise render.RenderError('%s is not valid JSON; it is the render bookkeeping of this directory: %s'
+                                 % (path, _FIX))
+    if not isinstance(data, dict):
+        raise render.RenderError('%s must hold a JSON object: %s' % (path, _FIX))
+    check(data, path)
+    return data
+
+
+def _bad(path, what, value):
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + '...'
+    return render.RenderError('%s: %s is %s; %s: %s' % (path, what, shown, 'not what this collection writes', _FIX))
+
+
+def _is_int(value, low, high):
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def valid_name(name):
+    """A file name the render writes: letters, digits, ".", "_" and "-", not hidden, no directory (so no "/",
+    "..", NUL or newline), not kustomization.yaml (written apart)."""
+    return (isinstance(name, str) and len(name) <= 251 and render.FILE_NAME_RE.fullmatch(name) is not None
+            and name != KUSTOMIZATION)
+
+
+def valid_phase(phase):
+    return isinstance(phase, str) and len(phase) <= 63 and PHASE_RE.fullmatch(phase) is not None
+
+
+def _check_recorded(path, where, files, hash_optional):
+    """``files``: {name: {'phase', 'sha256', 'resource'}}, the shape of the manifest's files and of the lock's
+    ``writing``."""
+    if not isinstance(files, dict):
+        raise _bad(path, where, files)
+    for name, entry in files.items():
+        if not valid_name(name):
+            raise _bad(path, 'a file name in %s' % where, name)
+        if not isinstance(entry, dict):
+            raise _bad(path, '%s[%s]' % (where, name), entry)
+        digest = entry.get('sha256')
+        if not (isinstance(digest, str) and (SHA256_RE.fullmatch(digest) or (hash_optional and digest == ''))):
+            raise _bad(path, '%s[%s].sha256' % (where, name), digest)
+        if not valid_phase(entry.get('phase') if entry.get('phase') is not None else ''):
+            raise _bad(path, '%s[%s].phase' % (where, name), entry.get('phase'))
+        if not isinstance(entry.get('resource', True), bool):
+            raise _bad(path, '%s[%s].resource' % (where, name), entry.get('resource'))
+
+
+def _check_manifest(data, path):
+    version = data.get('format')
+    if _is_int(version, FORMAT + 1, 1 << 30):
+        raise render.RenderError('%s has format %d, written by a newer version of this collection; upgrade the '
+                                 'collection' % (path, version))
+    if not _is_int(version, 1, FORMAT):
+        raise _bad(path, 'format', version)
+    # format 1 recorded an empty sha256 for what an interrupted render may have written: such a file cannot be
+    # proven ours and is never pruned
+    _check_recorded(path, 'files', data.get('files', {}), version < FORMAT)
+    if not isinstance(data.get('complete', False), bool):
+        raise _bad(path, 'complete', data.get('complete'))
+    kustomization = data.get('kustomization', '')
+    if not (isinstance(kustomization, str) and (kustomization == '' or SHA256_RE.fullmatch(kustomization))):
+        raise _bad(path, 'kustomization', kustomization)
+    if not _is_number(data.get('finished', 0)):
+        raise _bad(path, 'finished', data.get('finished'))
+
+
+def _check_lock(data, path):
+    if not _is_int(data.get('format'), 1, FORMAT):
+        raise _bad(path, 'format', data.get('format'))
+    # a pid of 0 or below would make the liveness check signal a whole process group
+    if not _is_int(data.get('pid'), 1, PID_MAX):
+        raise _bad(path, 'pid', data.get('pid'))
+    owner = data.get('owner')
+    if not (isinstance(owner, str) and render.PREFIX_RE.fullmatch(owner)):
+        raise _bad(path, 'owner', owner)
+    if not _is_number(data.get('started', 0)):
+        raise _bad(path, 'started', data.get('started'))
+    if not _is_int(data.get('depth', 1), 0, 1000):
+        raise _bad(path, 'depth', data.get('depth'))
+    phases = data.get('phases', [])
+    if not (isinstance(phases, list) and all(valid_phase(phase) for phase in phases)):
+        raise _bad(path, 'phases', phases)
+    for where in ('objects', 'files'):
+        entries = data.get(where, {})
+        if not isinstance(entries, dict):
+            raise _bad(path, where, entries)
+        for key, entry in entries.items():
+            if not (isinstance(key, str) and len(key) <= 1024 and isinstance(entry, dict)):
+                raise _bad(path, 'an entry of %s' % where, key)
+            if not valid_name(entry.get('file')) or (where == 'files' and entry.get('file') != key):
+                raise _bad(path, '%s[%s].file' % (where, key), entry.get('file'))
+            if not valid_phase(entry.get('phase') if entry.get('phase') is not None else ''):
+                raise _bad(path, '%s[%s].phase' % (where, key), entry.get('phase'))
+            if not _is_int(entry.get('mode', 0o644), 0, 0o777):
+                raise _bad(path, '%s[%s].mode' % (where, key), entry.get('mode'))
+            if not isinstance(entry.get('writer'), str):
+                raise _bad(path, '%s[%s].writer' % (where, key), entry.get('writer'))
+            writers = entry.get('writers', [])
+            if not (isinstance(writers, list) and all(isinstance(writer, str) for writer in writers)):
+                raise _bad(path, '%s[%s].writers' % (where, key), writers)
+            body = 'object' if where == 'objects' else 'content'
+            if not isinstance(entry.get(body), dict if body == 'object' else str):
+                raise _bad(path, '%s[%s].%s' % (where, key, body), type(entry.get(body)).__name__)
+    _check_recorded(path, 'writing', data.get('writing', {}), False)
+
+
+def _load_manifest(dest):
+    return _load(os.path.join(dest, MANIFEST), _check_manifest)
+
+
+def _dump(path, data, mode=0o644):
+    render.write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + '\n', mode)
+
+
+def _alive(pid):
+    try:
+        os.kill(int(pid), 0)
+    except (OSError, ValueError, TypeError) as e:
+        return getattr(e, 'errno', None) == errno.EPERM
+    return True
+
+
+def open_session(dest, owner, pid, now=None):
+    """Take the directory for one render run. Returns ``{'interrupted': <the earlier lock or None>, 'reopened',
+    'warnings'}``.
+
+    Refuses while another live process holds the lock; a lock whose process is gone is an interrupted render,
+    taken over: the files its close had begun writing (recorded in the lock with their sha256 before the first
+    write) count as ours when they still hold that text, and are pruned at close unless this render writes them."""
+    render.check_directory(dest)
+    path = os.path.join(dest, LOCK)
+    lock = {'format': FORMAT, 'owner': owner, 'pid': pid, 'started': now or time.time(), 'objects': {}, 'depth': 1,
+            'phases': []}
+    earlier = _load(path, _check_lock)
+    manifest = _load_manifest(dest) or {'format': FORMAT, 'files': {}}
+    warnings = []
+    if earlier is not None:
+        if earlier['pid'] != pid and _alive(earlier['pid']):
+            raise render.RenderError(
+                'another render (pid %s, %s) is writing into %s; wait for it to finish. If no such render runs, '
+                'remove %s' % (earlier['pid'], earlier['owner'], dest, path))
+        if earlier['pid'] == pid:
+            # a phase playbook imported by site.yml: the same run, one level deeper
+            earlier['depth'] = earlier.get('depth', 1) + 1
+            _dump(path, earlier, 0o600)
+            return {'interrupted': None, 'reopened': True, 'warnings': []}
+        os.unlink(path)  # a regular file (checked): unlink removes the name, never what a link would point to
+        files = manifest.setdefault('files', {})
+        for name, entry in sorted((earlier.get('writing') or {}).items()):
+            if files.get(name, {}).get('sha256') != entry['sha256'] and \
+                    render.file_sha256(os.path.join(dest, name)) == entry['sha256']:
+                files[name] = {'phase': entry.get('phase') or '', 'sha256': entry['sha256'],
+                               'resource': entry.get('resource', True)}
+            if entry.get('phase') not in lock['phases']:
+                lock['phases'].append(entry.get('phase') or '')
+        if earlier.get('format') != FORMAT and (earlier.get('objects') or earlier.get('files')):
+            warnings.append('the interrupted render\'s lock %s is of an older format that does not record the files '
+                            'its close wrote: none of them is pruned; remove stale ones by hand' % path)
+    try:
+        # 0600: the lock holds the objects of this render until it closes, a Secret among them. O_EXCL: never
+        # through a link planted at that name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as e:
+        if e.errno == errno.EEXIST:
+            raise render.RenderError('another render took %s at the same moment; render again' % dest)
+        raise
+    with os.fdopen(fd, 'w') as f:
+        f.write(json.dumps(lock, indent=2, sort_keys=True) + '\n')
+    manifest['complete'] = False
+    _dump(os.path.join(dest, MANIFEST), manifest)
+    return {'interrupted': _summary(earlier), 'reopened': False, 'warnings': warnings}
+
+
+def _summary(lock):
+    """What may be said about an earlier lock (pid, owner, start, how many objects): never its objects, which
+    hold a Secret's data when one was rendered."""
+    if lock is None:
+        return None
+    return {'pid': lock.get('pid'), 'owner': lock.get('owner'), 'started': lock.get('started'),
+            'objects': len(lock.get('objects') or {}) + len(lock.get('files') or {})}
+
+
+def controller_pid(pid=None):
+    """The pid of the ansible-playbook run this module belongs to, read from /proc: the outermost ancestor running
+    ansible-playbook (its task workers are forks with the same command line), else the parent's pid."""
+    pid = pid or os.getpid()
+    found = None
+    for dummy in range(64):
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as f:
+                argv = f.read().split(b'\0')
+            with open('/proc/%d/stat' % pid, 'rb') as f:
+                ppid = int(f.read().rsplit(b')', 1)[1].split()[1])
+        except (IOError, OSError, ValueError, IndexError):
+            break
+        if any(os.path.basename(arg) == b'ansible-playbook' for arg in argv[:2]):
+            found = pid
+        elif found is not None:
+            break
+        if ppid <= 1:
+            break
+        pid = ppid
+    return found or os.getppid()
+
+
+def session(dest):
+    """The open session's lock data, or None when no render session is open in ``dest``."""
+    return _load(os.path.join(dest, LOCK), _check_lock)
+
+
+def merge(first, second, where=''):
+    """Merge two renderings of one object; raise RenderError on a value the two set differently.
+
+    Maps merge key by key; equal lists stay; lists of scalars or of maps are joined (first's order, then
+    second's additions: feature gates, permitted devices); a ``.../jsonpatch`` annotation (a JSON list of patch
+    operations) is joined the same way."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        out = dict(first)
+        for key, value in second.items():
+            sub = '%s.%s' % (where, key) if where else key
+            if key not in first:
+                out[key] = copy.deepcopy(value)
+            elif key.endswith('/jsonpatch') and isinstance(value, str) and isinstance(first[key], str):
+                try:
+                    out[key] = json.dumps(merge(json.loads(first[key]), json.loads(value), sub))
+                except ValueError:
+                    raise render.RenderError('%s is not a JSON list in both renderings' % sub)
+            else:
+                out[key] = merge(first[key], value, sub)
+        return out
+    if isinstance(first, list) and isinstance(second, list):
+        return list(first) + [item for item in second if item not in first]
+    if first != second:
+        raise render.RenderError('%s: one writer sets %r, the other %r' % (where or '(the object)', first, second))
+    return first
+
+
+def record(dest, obj, name, writer, phase, mode=0o644):
+    """Note ``obj`` (to be written as ``name`` with ``mode`` by ``writer``) in the open session; the files are
+    written when the session closes, each once. Returns the file name the object will have: ``name``, or the
+    first writer's file when another role of this render already rendered the object (merged into it)."""
+    lock = session(dest)
+    key = object_key(obj)
+    seen = lock['objects'].get(key)
+    if seen is None:
+        lock['objects'][key] = {'file': name, 'writer': writer, 'phase': phase, 'object': obj, 'mode': mode}
+        _dump(os.path.join(dest, LOCK), lock, 0o600)
+        return name
+    try:
+        merged = merge(seen['object'], obj)
+    except render.RenderError as e:
+        raise render.RenderError('%s is rendered twice, differently: by %s (%s) and by %s: %s; the two roles '
+                                 'must agree on it' % (key, seen['writer'], seen['file'], writer, e))
+    seen['object'] = merged
+    seen['mode'] = min(seen.get('mode', mode), mode)
+    seen['writers'] = sorted(set(seen.get('writers', [seen['writer']]) + [writer]))
+    _dump(os.path.join(dest, LOCK), lock, 0o600)
+    return seen['file']
+
+
+def record_file(dest, name, content, writer, phase, mode=0o644):
+    """Note a file that is not a Kubernetes object (Helm values) in the open session: written atomically when the
+    session closes, recorded as ours (pruned like the objects), never listed in kustomization.yaml, and never
+    written over a file of that name the collection did not write. Returns ``name``."""
+    if not FILE_RE.fullmatch(name or '') or name == KUSTOMIZATION:
+        raise render.RenderError('file name %r is not valid; expected letters, digits, ".", "_" and "-" ending in '
+                                 '.yaml, not %s' % (name, KUSTOMIZATION))
+    lock = session(dest)
+    files = lock.setdefault('files', {})
+    seen = files.get(name)
+    if seen is not None and seen['content'] != content:
+        raise render.RenderError('%s is rendered twice, differently: by %s and by %s; the two roles must agree on '
+                                 'it' % (name, seen['writer'], writer))
+    if any(entry['file'] == name for entry in lock['objects'].values()):
+        raise render.RenderError('%s is both an object file and a file of %s in this render' % (name, writer))
+    files[name] = {'file': name, 'content': content, 'writer': writer, 'phase': phase, 'mode': mode}
+    _dump(os.path.join(dest, LOCK), lock, 0o600)
+    return name
+
+
+def close_session(dest, dump):
+    """Finish the render: write each recorded object once (``dump(obj)`` gives its text; a file already holding it
+    is left alone), prune, write kustomization.yaml and the manifest (complete), release the lock. Opens and closes
+    nest: a phase playbook imported by site.yml closes only its own level, site.yml's close finishes the run.
+
+    Pruning: a site-wide run (opened by site.yml) deletes every file of ours an earlier render wrote and this one
+    did not, also of a phase that now renders nothing; a phase run alone only those of its own phase. Files that
+    are not Kubernetes objects (``record_file``) are pruned the same way and never listed in kustomization.yaml.
+    The diff (``before``/``after``) shows a Secret's data keys, never their values.
+
+    Everything in the directory is input: a name is pruned only when the bookkeeping lists it, it is a regular
+    file (lstat) and it still holds what this collection wrote (its recorded sha256); otherwise it stays, with a
+    warning naming it. A name this close writes that holds a symbolic link, a directory, or a file this collection
+    did not write or that was changed since stops the render before anything is written.
+
+    Returns ``{'closed': bool, 'written': [...], 'pruned': [...], 'files': [...], 'before': .., 'after': ..,
+    'warnings': [...]}``."""
+    lock = session(dest)
+    if lock is None:
+        raise render.RenderError('no render session is open in %s' % dest)
+    lock['depth'] = lock.get('depth', 1) - 1
+    if lock['depth'] > 0:
+        _dump(os.path.join(dest, LOCK), lock, 0o600)
+        return {'closed': False, 'written': [], 'pruned': [], 'files': [], 'before': '', 'after': '', 'warnings': []}
+    site_wide = lock.get('owner') == SITE
+    scope = set(lock.get('phases') or []) | set(entry.get('phase') for entry in lock['objects'].values())
+    scope |= set(entry.get('phase') for entry in (lock.get('files') or {}).values()) | {lock.get('owner')}
+    manifest = _load_manifest(dest) or {'format': FORMAT, 'files': {}}
+    ours = dict(manifest.get('files') or {})
+    pending = [(entry, dump(with_argocd(entry['object'], entry['file']))) for entry in lock['objects'].values()]
+    pending += [(entry, entry['content']) for entry in (lock.get('files') or {}).values()]
+    pending.sort(key=lambda pair: pair[0]['file'])
+    # every name this close writes, checked before anything changes: never through a link, never over a file
+    # someone else put there or changed since this collection wrote it
+    for entry, content in pending:
+        render.check_replaceable(os.path.join(dest, entry['file']), content,
+                                 (ours.get(entry['file']) or {}).get('sha256'), entry['writer'])
+    written = dict((entry['file'], {'phase': entry['phase'] or '', 'sha256': sha256(content),
+                                    'resource': 'object' in entry}) for entry, content in pending)
+    prune, warnings = [], []
+    for name, entry in sorted(ours.items()):
+        unproven = not entry.get('sha256')  # format 1: whatever phase, it stays unproven, so it is dropped now
+        if name in written or (not site_wide and entry.get('phase') not in scope and not unproven):
+            continue
+        del ours[name]
+        path = os.path.join(dest, name)
+        st = render.lstat(path)
+        if st is None:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            warnings.append('%s is not a regular file (a symbolic link or a directory): not pruned, and no longer '
+                            'recorded as written by this render' % path)
+        elif unproven:
+            warnings.append('%s has no sha256 in the render bookkeeping (an older format): it cannot be proven '
+                            'to be this collection\'s and is not pruned; remove it by hand if it is stale' % path)
+        elif render.file_sha256(path) != entry['sha256']:
+            warnings.append('%s was changed since this collection wrote it: not pruned, and no longer recorded as '
+                            'written by this render; remove it by hand if it is stale' % path)
+        else:
+            prune.append(name)
+    ours.update(written)
+    kustomization = kustomization_text(sorted(name for name, entry in ours.items() if entry.get('resource', True)))
+    kpath = os.path.join(dest, KUSTOMIZATION)
+    render.check_replaceable(kpath, kustomization, manifest.get('kustomization'), 'its own list of the objects')
+    # a close killed from here on leaves files the lock does not name: record what it writes, with the hashes,
+    # so the next render can prove them its own
+    lock['writing'] = written
+    _dump(os.path.join(dest, LOCK), lock, 0o600)
+    written_files, before, after = [], [], []
+    for entry, content in pending:
+        path = os.path.join(dest, entry['file'])
+        content_differs, mode_differs = render.needs_write(path, content, entry.get('mode', 0o644))
+        if content_differs:
+            old, content_shown = diff_texts(path, content, entry.get('object'))
+            before.append(old)
+            after.append(content_shown)
+        if content_differs or mode_differs:
+            render.write_atomic(path, content, entry.get('mode', 0o644))
+            written_files.append(entry['file'])
+    pruned = []
+    for name in prune:
+        path = os.path.join(dest, name)
+        # checked again right before: unlink removes a name, and the name must still be our regular file
+        st = render.lstat(path)
+        if st is not None and stat.S_ISREG(st.st_mode):
+            os.unlink(path)
+            pruned.append(name)
+    if render.read(kpath) != kustomization:
+        render.write_atomic(kpath, kustomization, 0o644)
+        written_files.append(KUSTOMIZATION)
+    _dump(os.path.join(dest, MANIFEST), {'format': FORMAT, 'complete': True, 'files': ours,
+                                         'kustomization': sha256(kustomization), 'finished': time.time()})
+    os.unlink(os.path.join(dest, LOCK))
+    return {'closed': True, 'written': written_files, 'pruned': pruned, 'files': sorted(ours),
+            'before': ''.join(before), 'after': ''.join(after), 'warnings': warnings}
+
+
+def diff_texts(path, content, obj=None):
+    """What a diff shows for writing ``content`` (the rendering of ``obj``, None for a file that is no object) to
+    ``path``: the file's text now and ``content``; for a Secret, both with every value redacted, so its keys show
+    what changed and the credential never reaches the output."""
+    old = render.read(path) or ''
+    if (obj or {}).get('kind') == 'Secret':
+        return redact_secret_texts(old, content)
+    return old, content
+
+
+# A Secret's file is parsed only to redact it for a diff: larger than this, or nested past what the YAML parser
+# can walk (a committed file of 100,000 '['), it is shown fully redacted instead of failing the run.
+REDACT_PARSE_MAX = 1024 * 1024
+
+
+def redact_secret_texts(before, after):
+    """The texts of a Secret's file before and after, for a diff: every value of ``data`` and ``stringData``
+    replaced, so the diff shows which keys changed and not what they hold. A text that cannot be read as one
+    mapping (not YAML, too large, too deeply nested) is shown as one redacted line."""
+    def values(text):
+        if not text or len(text) > REDACT_PARSE_MAX:
+            return None
+        try:
+            doc = render.yaml.safe_load(text)
+        except (render.yaml.YAMLError, RecursionError, ValueError, TypeError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def redacted(doc, other):
+        doc = copy.deepcopy(doc)
+        for field in ('data', 'stringData'):
+            if isinstance(doc.get(field), dict):
+                theirs = (other or {}).get(field) or {}
+                doc[field] = dict((key, REDACTED if isinstance(theirs, dict) and theirs.get(key) == value
+                                   else REDACTED_CHANGED) for key, value in doc[field].items())
+        return render.dump(doc)
+
+    old, new = values(before), values(after)
+    shown = []
+    for doc, other in ((old, new), (new, old)):
+        if doc is None:
+            shown.append('' if doc is old and not before else '%s\n' % REDACTED)
+            continue
+        try:
+            shown.append(redacted(doc, other))
+        except (RecursionError, ValueError, TypeError):
+            shown.append('%s\n' % REDACTED)
+    return shown[0], shown[1]
+
+
+def with_argocd(obj, file_name):
+    """``obj`` as written into a render directory: its sync wave (``with_sync_wave``) and what its kind's row of
+    ``gitops.KINDS`` asks of Argo CD and Flux: ``SkipDryRunOnMissingResource=true`` for a custom resource whose CRD
+    an operator installs (the operator, synced in an earlier wave of the same sync, has not created the CRD when
+    Argo CD dry-runs the whole sync), and ``Prune=false,Delete=false`` / Flux's ``prune: disabled`` for an object
+    this collection patches but does not own (a Node, the HyperConverged, the KubeVirt CR), which a GitOps tool must
+    never delete."""
+    return gitops.for_gitops(with_sync_wave(obj, file_name))
+
+
+def with_sync_wave(obj, file_name):
+    """``obj`` with the Argo CD sync wave of its file's numeric prefix (``40-gpu-operator-...`` is wave 40):
+    namespaces and operator subscriptions sync before the custom resources that need the operators' CRDs."""
+    lead = file_name.split('-', 1)[0]
+    if not lead.isdigit():
+        return obj
+    out = copy.deepcopy(obj)
+    meta = out.setdefault('metadata', {})
+    meta['annotations'] = dict(meta.get('annotations') or {}, **{SYNC_WAVE: str(int(lead))})
+    return out
+
+
+def kustomization_text(files):
+    """A kustomization listing ``files`` in order (their numeric prefixes order the phases: namespaces and
+    subscriptions before the custom resources that need the operators' CRDs)."""
+    lines = ['# Written by gpuvirt.provision: the objects of this render, in apply order.',
+             'apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:']
+    lines += ['  - %s' % name for name in files]
+    return '\n'.join(lines) + '\n'

@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Which rendered objects a GitOps tool may delete: the per-kind table of plugins/module_utils/render/gitops.py, and every
+object of the golden renders held to it."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import gitops, render_session as rs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..', '..', '..'))
+GOLDEN = os.path.join(ROOT, 'tests', 'integration', 'playbooks', 'golden')
+
+OPTIONS = 'argocd.argoproj.io/sync-options'
+FLUX = 'kustomize.toolkit.fluxcd.io/prune'
+
+
+def obj(api, kind, **meta):
+    return {'apiVersion': api, 'kind': kind, 'metadata': dict({'name': 'n'}, **meta)}
+
+
+def options(out):
+    return (out['metadata'].get('annotations') or {}).get(OPTIONS, '').split(',')
+
+
+# Argo CD deletes what it applied once the file leaves the directory (pruning) or the Application is deleted,
+# unless the live object carries Prune=false / Delete=false (argoproj/argo-cd v3.5.1 docs/user-guide/
+# sync-options.md, "No Prune Resources" and "No Resource Deletion"; the live object decides: gitops-engine/pkg/
+# sync/sync_context.go pruneObject -> isPruningDisabled(liveObj), controller/appcontroller.go shouldBeDeleted).
+# Flux garbage-collects the same way unless the object says kustomize.toolkit.fluxcd.io/prune: disabled
+# (fluxcd/kustomize-controller v1.9.4 docs/spec/v1/kustomizations.md, "Prune").
+SHARED = [
+    # a Node is registered by its kubelet (Kubernetes docs, Nodes, "Self-registration of Nodes"): deleting the
+    # object takes the node out of the cluster; the render only labels it
+    ('v1', 'Node'),
+    # deleting the HyperConverged is the uninstall of OpenShift Virtualization (kubevirt/hyperconverged-cluster-
+    # operator v1.18.1 docs/cluster-configuration.md, "Workloads protection on uninstall")
+    ('hco.kubevirt.io/v1beta1', 'HyperConverged'),
+    # deleting the KubeVirt CR uninstalls KubeVirt (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/
+    # types.go KubeVirtSpec.UninstallStrategy)
+    ('kubevirt.io/v1', 'KubeVirt'),
+]
+OWNED = [
+    ('v1', 'Namespace'), ('v1', 'ConfigMap'), ('v1', 'Secret'),
+    ('operators.coreos.com/v1', 'OperatorGroup'), ('operators.coreos.com/v1alpha1', 'Subscription'),
+    ('nfd.openshift.io/v1', 'NodeFeatureDiscovery'),
+    # OLM creates no ClusterPolicy (NVIDIA/gpu-operator v26.7.0 bundle CSV: alm-examples only, no initialization
+    # resource); on OpenShift the render creates it; on Kubernetes the chart does and the render has none
+    ('nvidia.com/v1', 'ClusterPolicy'),
+    ('machineconfiguration.openshift.io/v1', 'MachineConfig'),
+    ('machineconfiguration.openshift.io/v1', 'MachineConfigPool'),
+    ('resource.k8s.io/v1', 'ResourceClaimTemplate'), ('kubevirt.io/v1', 'VirtualMachine'),
+]
+
+
+def test_objects_the_collection_patches_are_never_pruned_or_deleted_and_those_it_creates_stay_prunable():
+    for api, kind in SHARED:
+        out = rs.with_argocd(obj(api, kind), '30-node-labels-000-x.yaml')
+        assert 'Prune=false' in options(out) and 'Delete=false' in options(out), kind
+        assert out['metadata']['annotations'][FLUX] == 'disabled', kind
+        assert out['metadata']['annotations']['argocd.argoproj.io/sync-wave'] == '30', kind
+    for api, kind in OWNED:
+        out = rs.with_argocd(obj(api, kind), '40-x.yaml')
+        annotations = out['metadata']['annotations']
+        assert FLUX not in annotations and not {'Prune=false', 'Delete=false'} & set(options(out)), kind
+
+
+def test_an_option_the_object_had_is_kept_and_a_prune_or_delete_of_its_own_is_overridden():
+    # one annotation, options joined with "," (sync-options.md, introduction); for an object we do not own, no
+    # Prune=/Delete= value of its own may let Argo CD delete it
+    node = obj('v1', 'Node', annotations={OPTIONS: 'Validate=false,Prune=true,Delete=confirm', 'keep': 'me'})
+    out = gitops.for_gitops(node)
+    assert out['metadata']['annotations'] == {OPTIONS: 'Validate=false,Prune=false,Delete=false', 'keep': 'me',
+                                              FLUX: 'disabled'}
+    assert node['metadata']['annotations'][OPTIONS] == 'Validate=false,Prune=true,Delete=confirm'  # not mutated
+    ours = obj('machineconfiguration.openshift.io/v1', 'MachineConfig', annotations={OPTIONS: 'Prune=confirm'})
+    assert gitops.for_gitops(ours) is ours
+
+
+def test_a_kind_without_a_row_is_kept_never_deleted():
+    # the clear default for a kind nobody classified yet: leave it in the cluster rather than delete a shared object
+    unknown = obj('example.com/v1', 'Widget')
+    assert gitops.rule(unknown) is gitops.DEFAULT and not gitops.DEFAULT.owned
+    out = gitops.for_gitops(unknown)
+    assert out['metadata']['annotations'] == {OPTIONS: 'Prune=false,Delete=false', FLUX: 'disabled'}
+
+
+def golden_objects():
+    for path in sorted(glob.glob(os.path.join(GOLDEN, '*', '*.yaml.json'))):
+        if os.path.basename(path) == 'kustomization.yaml.json' or '-helm-values-' in path:
+            continue
+        with open(path, encoding='utf-8') as handle:
+            for doc in json.load(handle):
+                yield os.path.relpath(path, GOLDEN), doc
+
+
+def test_every_object_of_the_golden_renders_has_a_row_and_carries_what_it_says():
+    seen = set()
+    for name, doc in golden_objects():
+        key = gitops.group_kind(doc)
+        seen.add(key)
+        # a new kind must be classified on purpose (a row in gitops.KINDS), not fall to the default
+        assert key in gitops.KINDS, '%s: %s has no row in gitops.KINDS' % (name, key)
+        annotations = doc['metadata'].get('annotations') or {}
+        opts = annotations.get(OPTIONS, '').split(',')
+        if gitops.KINDS[key].owned:
+            assert FLUX not in annotations and not {'Prune=false', 'Delete=false'} & set(opts), name
+        else:
+            assert {'Prune=false', 'Delete=false'} <= set(opts) and annotations.get(FLUX) == 'disabled', name
+        if 'argocd.argoproj.io/sync-wave' in annotations:  # rendered in a render run: the dry-run skip too
+            assert ('SkipDryRunOnMissingResource=true' in opts) == gitops.KINDS[key].operator_crd, name
+    # the example renders hold both sides of the rule
+    assert {('', 'Node'), ('hco.kubevirt.io', 'HyperConverged'), ('kubevirt.io', 'KubeVirt')} <= seen
+    assert {('nvidia.com', 'ClusterPolicy'), ('machineconfiguration.openshift.io', 'MachineConfig')} <= seen

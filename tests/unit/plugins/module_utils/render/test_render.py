@@ -1,0 +1,174 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rendered manifest files: validated names, atomic writes with the final mode from the start."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render
+
+CM = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cfg', 'namespace': 'gpu'}}
+
+
+def test_file_names():
+    ns = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'nvidia-gpu-operator'}}
+    assert render.file_names([ns, CM], '10-operator') == [
+        '10-operator-000-namespace-cluster-nvidia-gpu-operator.yaml', '10-operator-001-configmap-gpu-cfg.yaml']
+
+
+@pytest.mark.parametrize('meta, named', [
+    ({'name': '../../x'}, "metadata.name: '../../x'"),
+    ({'name': 'ok', 'namespace': '../etc'}, "metadata.namespace: '../etc'"),
+    ({'name': 'a/b'}, "metadata.name: 'a/b'"),
+    ({'name': 'node\n'}, "metadata.name: 'node\\n'"),
+])
+def test_names_that_would_become_bad_paths_are_refused(meta, named):
+    with pytest.raises(render.RenderError) as e:
+        render.file_names([CM, {'kind': 'Node', 'metadata': meta}])
+    assert str(e.value).startswith('object number 1: ' + named)
+
+
+def test_bad_prefix_and_kind_refused():
+    with pytest.raises(render.RenderError, match='prefix'):
+        render.file_names([CM], '../x')
+    with pytest.raises(render.RenderError, match='kind'):
+        render.file_names([{'kind': 'Config/Map', 'metadata': {'name': 'x'}}])
+
+
+@pytest.mark.parametrize('mode', [0o600, 0o644])
+def test_write_is_atomic_with_the_final_mode_before_the_rename(tmp_path, monkeypatch, mode):
+    dest = tmp_path / 'secret.yaml'
+    dest.write_text('old')
+    os.chmod(str(dest), 0o644)
+    seen = []
+    real_rename = os.rename
+
+    def rename(src, dst):
+        # the content is complete and the mode final while the file is still under its temporary name
+        seen.append((os.path.dirname(src), stat.S_IMODE(os.stat(src).st_mode), open(src).read(), open(dst).read()))
+        real_rename(src, dst)
+
+    monkeypatch.setattr(render.os, 'rename', rename)
+    render.write_atomic(str(dest), 'new: 1\n', mode)
+    assert seen == [(str(tmp_path), mode, 'new: 1\n', 'old')]
+    assert stat.S_IMODE(os.stat(str(dest)).st_mode) == mode and dest.read_text() == 'new: 1\n'
+    assert os.listdir(str(tmp_path)) == ['secret.yaml']  # no temporary file left
+
+
+def test_a_0600_file_is_never_readable_by_others_not_even_its_temporary_file(tmp_path, monkeypatch):
+    """Under umask 0 (the widest a process may have) every file the writer creates, and every mode it sets, stays
+    within 0600: the temporary file is made by mkstemp (0600), then chmod-ed to the final mode, then renamed."""
+    seen = []
+    real_mkstemp, real_chmod = render.tempfile.mkstemp, render.os.chmod
+
+    def mkstemp(*args, **kwargs):
+        fd, path = real_mkstemp(*args, **kwargs)
+        seen.append(('created', stat.S_IMODE(os.fstat(fd).st_mode)))
+        return fd, path
+
+    def chmod(path, mode):
+        seen.append(('chmod', mode))
+        real_chmod(path, mode)
+
+    monkeypatch.setattr(render.tempfile, 'mkstemp', mkstemp)
+    monkeypatch.setattr(render.os, 'chmod', chmod)
+    old = os.umask(0)
+    try:
+        render.write_atomic(str(tmp_path / 'pull-secret.yaml'), 'kind: Secret\n', 0o600)
+    finally:
+        os.umask(old)
+    assert seen == [('created', 0o600), ('chmod', 0o600)]
+    assert stat.S_IMODE(os.stat(str(tmp_path / 'pull-secret.yaml')).st_mode) == 0o600
+    assert os.listdir(str(tmp_path)) == ['pull-secret.yaml']
+
+
+@pytest.mark.parametrize('text, mode', [('0644', 0o644), ('0600', 0o600), ('600', 0o600)])
+def test_file_mode_reads_octal_text(text, mode):
+    assert render.file_mode(text) == mode
+
+
+@pytest.mark.parametrize('text', ['0999', 'rw-r--r--', '01777', '', None, '-1'])
+def test_file_mode_refuses_what_is_not_a_permission_mode(text):
+    with pytest.raises(render.RenderError, match='is not an octal file mode'):
+        render.file_mode(text)
+
+
+# render.place: the common end of render_file and render_manifests
+
+SECRET = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'pull', 'namespace': 'gpu'},
+          'data': {'.dockerconfigjson': 'c2VjcmV0'}}
+
+
+def test_place_writes_what_differs_and_reports_the_diff(tmp_path):
+    dest = str(tmp_path)
+    placed = render.place(dest, [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'},
+                                 {'name': 'values.yaml', 'content': 'a: 1\n', 'writer': 'values.yaml'}],
+                          0o644, '', False)
+    assert placed == {'changed': True, 'deferred': False,
+                      'files': [os.path.join(dest, 'cm.yaml'), os.path.join(dest, 'values.yaml')],
+                      'diff': {'before': '', 'after': render.dump(CM) + 'a: 1\n'}}
+    assert (tmp_path / 'cm.yaml').read_text() == render.dump(CM)
+    again = render.place(dest, [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'}], 0o644, '', False)
+    assert again['changed'] is False and again['diff'] is None
+
+
+def test_place_fixes_a_mode_without_a_diff(tmp_path):
+    (tmp_path / 'values.yaml').write_text('a: 1\n')
+    os.chmod(str(tmp_path / 'values.yaml'), 0o644)
+    placed = render.place(str(tmp_path), [{'name': 'values.yaml', 'content': 'a: 1\n', 'writer': 'v'}], 0o600, '',
+                          False)
+    assert placed['changed'] is True and placed['diff'] is None
+    assert stat.S_IMODE(os.stat(str(tmp_path / 'values.yaml')).st_mode) == 0o600
+
+
+def test_place_in_check_mode_writes_nothing(tmp_path):
+    placed = render.place(str(tmp_path), [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'}], 0o644, '', True)
+    assert placed['changed'] is True and not os.listdir(str(tmp_path))
+    # a directory the play only pretended to create: no failure in check mode
+    assert render.place(str(tmp_path / 'new'), [{'name': 'v.yaml', 'content': '', 'writer': 'v'}], 0o644, '',
+                        True)['changed'] is True
+
+
+def test_place_refuses_a_missing_directory(tmp_path):
+    with pytest.raises(render.RenderError, match='is not a directory: create it first'):
+        render.place(str(tmp_path / 'new'), [{'name': 'v.yaml', 'content': '', 'writer': 'v'}], 0o644, '', False)
+
+
+def test_place_redacts_a_secrets_values_in_the_diff(tmp_path):
+    placed = render.place(str(tmp_path), [{'name': 's.yaml', 'object': SECRET, 'writer': 's'}], 0o600, '', False)
+    assert 'c2VjcmV0' not in placed['diff']['after'] and 'c2VjcmV0' in (tmp_path / 's.yaml').read_text()
+
+
+def test_place_in_a_session_records_and_writes_nothing(tmp_path):
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render_session
+    dest = str(tmp_path)
+    render_session.open_session(dest, 'site', pid=os.getpid())
+    entries = [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'},
+               {'name': 'values.yaml', 'content': 'a: 1\n', 'writer': 'values.yaml'}]
+    preview = render.place(dest, entries, 0o644, 'p', True)
+    assert preview['deferred'] is True and preview['changed'] is False
+    assert not render_session.session(dest)['objects']
+    placed = render.place(dest, entries, 0o644, 'p', False)
+    assert placed == {'changed': False, 'deferred': True, 'diff': None,
+                      'files': [os.path.join(dest, 'cm.yaml'), os.path.join(dest, 'values.yaml')]}
+    lock = render_session.session(dest)
+    assert len(lock['objects']) == 1 and list(lock['files']) == ['values.yaml']
+    assert not set(os.listdir(dest)) & {"cm.yaml", "values.yaml"}  # written when the session closes
+
+
+def test_place_in_a_session_names_the_files_noted_before_a_refusal(tmp_path):
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render_session
+    dest = str(tmp_path)
+    render_session.open_session(dest, 'site', pid=os.getpid())
+    other = dict(CM, data={'a': '1'})
+    render.place(dest, [{'name': 'cm.yaml', 'object': dict(CM, data={'a': '2'}), 'writer': 'first'}], 0o644, '', False)
+    with pytest.raises(render.RenderError, match='rendered twice, differently') as err:
+        render.place(dest, [{'name': 'ns.yaml', 'object': dict(CM, metadata={'name': 'x', 'namespace': 'gpu'}),
+                             'writer': 'second'},
+                            {'name': 'cm2.yaml', 'object': other, 'writer': 'second'}], 0o644, '', False)
+    assert err.value.files == [os.path.join(dest, 'ns.yaml')]

@@ -1,0 +1,297 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One render run into a directory: lock, each object once (merge or refuse), prune only ours, kustomization,
+completeness mark."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+
+import pytest
+import yaml
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render, render_session as rs
+
+
+def dump(obj):
+    return '---\n' + yaml.safe_dump(obj, sort_keys=False)
+
+
+def kubevirt(gates, **conf):
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt', 'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'},
+            'spec': {'configuration': dict(conf, developerConfiguration={'featureGates': gates})}}
+
+
+def dead_pid():
+    proc = subprocess.Popen(['true'])
+    proc.wait()
+    return proc.pid
+
+
+def test_two_roles_rendering_one_object_get_one_file_with_both_parts(tmp_path):
+    # One object per apiVersion/kind/namespace/name: Kustomize refuses a second resource with an id already registered
+    # (sigs.k8s.io/kustomize api/resmap/reswrangler.go Append: "may not add resource with an already registered id"),
+    # and `kubectl apply -f <dir>` applies the files in order, so the last one applied would win over the earlier one
+    # (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/declarative-config/; with server-side apply under one
+    # field manager the later apply replaces that manager's fields:
+    # https://kubernetes.io/docs/reference/using-api/server-side-apply/).
+    rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())
+    devices = kubevirt(['Snapshot', 'HostDevices'], permittedHostDevices={'pciHostDevices': [{'pciVendorSelector': '10DE:2236'}]})
+    first = rs.record(str(tmp_path), devices, '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml', '60-kubevirt-devices', 'kubevirt')
+    second = rs.record(str(tmp_path), kubevirt(['Snapshot', 'GPUsWithDRA']), '71-dra-gate-000-kubevirt-kubevirt-kubevirt.yaml',
+                       '71-dra-gate', 'kubevirt')
+    assert first == second == '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml'
+    result = rs.close_session(str(tmp_path), dump)
+    assert result['files'] == [first] and result['written'] == [first, 'kustomization.yaml']
+    (obj,) = yaml.safe_load_all((tmp_path / first).read_text())
+    assert obj['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot', 'HostDevices', 'GPUsWithDRA']
+    assert obj['spec']['configuration']['permittedHostDevices']['pciHostDevices'] == [{'pciVendorSelector': '10DE:2236'}]
+    # the KubeVirt CR's CRD comes from virt-operator: Argo CD skips its dry run while the CRD is missing; the CR is
+    # the KubeVirt install's, not ours: never pruned or deleted (test_gitops.py)
+    assert obj['metadata']['annotations'] == {
+        'argocd.argoproj.io/sync-wave': '60',
+        'argocd.argoproj.io/sync-options': 'SkipDryRunOnMissingResource=true,Prune=false,Delete=false',
+        'kustomize.toolkit.fluxcd.io/prune': 'disabled'}
+    assert not (tmp_path / '71-dra-gate-000-kubevirt-kubevirt-kubevirt.yaml').exists()
+
+
+def test_two_roles_disagreeing_on_a_field_are_refused_naming_both(tmp_path):
+    # One object per apiVersion/kind/namespace/name: Kustomize refuses a second resource with an id already registered
+    # (sigs.k8s.io/kustomize api/resmap/reswrangler.go Append: "may not add resource with an already registered id"),
+    # and `kubectl apply -f <dir>` applies the files in order, so the last one applied would win over the earlier one
+    # (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/declarative-config/; with server-side apply under one
+    # field manager the later apply replaces that manager's fields:
+    # https://kubernetes.io/docs/reference/using-api/server-side-apply/).
+    rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+    rs.record(str(tmp_path), kubevirt(['A'], vmRolloutStrategy='LiveUpdate'), '60-a-000.yaml', '60-kubevirt-devices', 'kubevirt')
+    with pytest.raises(render.RenderError) as err:
+        rs.record(str(tmp_path), kubevirt(['B'], vmRolloutStrategy='Stage'), '71-b-000.yaml', '71-dra-gate', 'kubevirt')
+    msg = str(err.value)
+    assert 'kubevirt.io/v1/KubeVirt/kubevirt/kubevirt is rendered twice, differently' in msg
+    assert '60-kubevirt-devices (60-a-000.yaml)' in msg and '71-dra-gate' in msg
+    assert "spec.configuration.vmRolloutStrategy: one writer sets 'LiveUpdate', the other 'Stage'" in msg
+
+
+def test_jsonpatch_annotations_of_two_writers_are_joined():
+    one = {'metadata': {'annotations': {'kubevirt.kubevirt.io/jsonpatch': json.dumps([{'op': 'add', 'value': 'A'}])}}}
+    two = {'metadata': {'annotations': {'kubevirt.kubevirt.io/jsonpatch': json.dumps([{'op': 'add', 'value': 'B'}])}}}
+    merged = rs.merge(one, two)
+    assert json.loads(merged['metadata']['annotations']['kubevirt.kubevirt.io/jsonpatch']) == [
+        {'op': 'add', 'value': 'A'}, {'op': 'add', 'value': 'B'}]
+
+
+def test_a_live_render_holds_the_directory_a_killed_one_is_taken_over(tmp_path, monkeypatch):
+    rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+    assert stat.S_IMODE(os.stat(tmp_path / rs.LOCK).st_mode) == 0o600  # it holds the objects, a Secret among them
+    assert json.loads((tmp_path / rs.MANIFEST).read_text())['complete'] is False
+    with pytest.raises(render.RenderError, match='another render \\(pid %d, site\\) is writing' % os.getpid()):
+        rs.open_session(str(tmp_path), 'site', pid=os.getpid() + 100000)
+    # the same run opening again (a phase playbook imported by site.yml) nests: its close ends only its level
+    assert rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())['reopened'] is True
+    assert rs.close_session(str(tmp_path), dump)['closed'] is False
+    assert json.loads((tmp_path / rs.LOCK).read_text())['depth'] == 1
+    # a render that was killed in its close, right after writing its one object (files are written only there,
+    # each atomically): its lock names a process that is gone, and what the close was writing, with the hashes
+    rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt')
+    real_write = render.write_atomic
+
+    def killed_after_one_write(path, content, mode):
+        real_write(path, content, mode)
+        if not os.path.basename(path).startswith('.'):  # the bookkeeping is written with it too
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(render, 'write_atomic', killed_after_one_write)
+    with pytest.raises(KeyboardInterrupt):
+        rs.close_session(str(tmp_path), dump)
+    monkeypatch.setattr(render, 'write_atomic', real_write)
+    assert (tmp_path / '60-a-000.yaml').exists()
+    lock = json.loads((tmp_path / rs.LOCK).read_text())
+    lock['pid'] = dead_pid()
+    lock['depth'] = 1
+    (tmp_path / rs.LOCK).write_text(json.dumps(lock))
+    result = rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+    assert result['interrupted']['pid'] == lock['pid'] and result['warnings'] == []
+    # this render does not produce 60-a: the interrupted render's file, proven by its hash, is pruned
+    assert rs.close_session(str(tmp_path), dump)['pruned'] == ['60-a-000.yaml']
+
+
+def test_prune_removes_only_our_stale_files_of_the_scope_and_keeps_foreign_ones(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    for name, phase in (('30-nodes-000.yaml', 'nodes'), ('60-kv-000.yaml', 'kubevirt'), ('60-kv-001.yaml', 'kubevirt')):
+        rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name[:-5].replace('-0', '-x')}},
+                  name, name[:5], phase)
+    rs.close_session(d, dump)
+    (tmp_path / 'foreign.yaml').write_text('kind: Secret\n')
+    # the kubevirt phase alone renders only one of its two objects: its other file goes, the nodes phase's stays
+    rs.open_session(d, 'kubevirt', pid=os.getpid())
+    rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': '60-kv-x00'}}, '60-kv-000.yaml',
+              '60-kv', 'kubevirt')
+    result = rs.close_session(d, dump)
+    assert result['pruned'] == ['60-kv-001.yaml']
+    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', '30-nodes-000.yaml', '60-kv-000.yaml', 'foreign.yaml',
+                                     'kustomization.yaml']
+    listed = yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources']
+    assert listed == ['30-nodes-000.yaml', '60-kv-000.yaml']
+    manifest = json.loads((tmp_path / rs.MANIFEST).read_text())
+    assert manifest['complete'] is True and sorted(manifest['files']) == ['30-nodes-000.yaml', '60-kv-000.yaml']
+
+
+def test_a_foreign_kustomization_is_never_overwritten(tmp_path):
+    (tmp_path / 'kustomization.yaml').write_text('resources: [mine.yaml]\n')
+    rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+    rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt')
+    with pytest.raises(render.RenderError, match='kustomization.yaml exists and was not written by this collection'):
+        rs.close_session(str(tmp_path), dump)
+    assert (tmp_path / 'kustomization.yaml').read_text() == 'resources: [mine.yaml]\n'
+
+
+def test_sync_wave_comes_from_the_file_prefix():
+    obj = {'kind': 'Namespace', 'metadata': {'name': 'x'}}
+    assert rs.with_sync_wave(obj, '35-nfd-operator-000-namespace-cluster-x.yaml')['metadata']['annotations'] == {
+        'argocd.argoproj.io/sync-wave': '35'}
+    assert rs.with_sync_wave(obj, 'plain.yaml') is obj and 'annotations' not in obj['metadata']
+
+
+def configmap(name):
+    return {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name, 'namespace': 'x'}}
+
+
+def test_a_site_render_prunes_a_phase_that_now_renders_nothing_a_phase_alone_only_its_own(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
+    rs.record(d, configmap('b'), '41-vgpu-000.yaml', '41-vgpu', 'operator')
+    rs.record(d, configmap('c'), '60-kv-000.yaml', '60-kv', 'kubevirt')
+    rs.close_session(d, dump)
+    (tmp_path / 'foreign.yaml').write_text('kind: ConfigMap\n')
+    # the kubevirt phase alone, rendering nothing: only its own file goes
+    rs.open_session(d, 'kubevirt', pid=os.getpid())
+    assert rs.close_session(d, dump)['pruned'] == ['60-kv-000.yaml']
+    # a site render where the operator phase renders nothing: its file goes too
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
+    result = rs.close_session(d, dump)
+    assert result['pruned'] == ['41-vgpu-000.yaml']
+    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', '30-nodes-000.yaml', 'foreign.yaml', 'kustomization.yaml']
+    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == ['30-nodes-000.yaml']
+
+
+def test_a_file_that_is_no_object_is_ours_pruned_never_listed_and_never_over_a_foreign_file(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
+    rs.record_file(d, '43-values.yaml', '# helm\nx: 1\n', '43-values.yaml', 'operator')
+    result = rs.close_session(d, dump)
+    assert result['files'] == ['30-nodes-000.yaml', '43-values.yaml'] and '43-values.yaml' in result['written']
+    assert (tmp_path / '43-values.yaml').read_text() == '# helm\nx: 1\n'
+    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == ['30-nodes-000.yaml']
+    # the next render does not produce it: pruned like an object
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
+    assert rs.close_session(d, dump)['pruned'] == ['43-values.yaml']
+    # a foreign file of that name stops the render and stays as it was
+    (tmp_path / '43-values.yaml').write_text('mine\n')
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record_file(d, '43-values.yaml', '# helm\n', '43-values.yaml', 'operator')
+    with pytest.raises(render.RenderError, match='43-values.yaml exists and was not written by this collection'):
+        rs.close_session(d, dump)
+    assert (tmp_path / '43-values.yaml').read_text() == 'mine\n'
+    with pytest.raises(render.RenderError, match="file name '../x.yaml' is not valid"):
+        rs.record_file(d, '../x.yaml', '', 'w', 'operator')
+
+
+def secret(password):
+    return {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'pull', 'namespace': 'x'},
+            'type': 'kubernetes.io/dockerconfigjson',
+            'data': {'.dockerconfigjson': 'eyJwYXNzd29yZCI6ICIlcyJ9-' + password, 'other': 'c2FtZQ=='}}
+
+
+def test_the_diff_of_a_secret_shows_which_keys_changed_never_the_values(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, secret('first-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600)
+    result = rs.close_session(d, dump)
+    assert 'first-Pa55' not in result['after'] and '.dockerconfigjson: (redacted, changed)' in result['after']
+    assert 'first-Pa55' in (tmp_path / '40-pull-000.yaml').read_text()  # the file itself holds the value
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, secret('second-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600)
+    result = rs.close_session(d, dump)
+    shown = result['before'] + result['after']
+    assert 'first-Pa55' not in shown and 'second-Pa55' not in shown
+    assert '.dockerconfigjson: (redacted, changed)' in result['after'] and 'other: (redacted)' in result['after']
+    assert stat.S_IMODE(os.stat(tmp_path / '40-pull-000.yaml').st_mode) == 0o600
+
+
+def test_a_killed_render_with_a_secret_its_lock_is_0600_and_gone_after_takeover_never_reported(tmp_path):
+    d = str(tmp_path)
+    rs.open_session(d, 'site', pid=os.getpid())
+    rs.record(d, secret('killed-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600)
+    lock_path = tmp_path / rs.LOCK
+    assert stat.S_IMODE(os.stat(lock_path).st_mode) == 0o600 and 'killed-Pa55' in lock_path.read_text()
+    lock = json.loads(lock_path.read_text())
+    lock['pid'] = dead_pid()
+    lock_path.write_text(json.dumps(lock))
+    os.chmod(lock_path, 0o600)
+    result = rs.open_session(d, 'site', pid=os.getpid())
+    # what is reported about the killed run (the module returns it) holds no object, so no Secret data
+    assert result['interrupted'] == {'pid': lock['pid'], 'owner': 'site', 'started': lock['started'], 'objects': 1}
+    # the new lock replaced the killed one: the secret material is gone from it and from every other file
+    assert 'killed-Pa55' not in lock_path.read_text()
+    rs.close_session(d, dump)
+    assert not any('killed-Pa55' in (tmp_path / name).read_text() for name in os.listdir(d))
+
+
+def test_operator_crs_skip_argo_cd_dry_run_other_objects_do_not():
+    # Argo CD, Sync Options, "Skip Dry Run for new custom resources types": a custom resource whose CRD is not
+    # part of the sync but created another way (here by an operator the same sync installs) fails the dry run
+    # unless it carries SkipDryRunOnMissingResource=true; several options share one annotation, joined with ","
+    # (https://argo-cd.readthedocs.io/en/stable/user-guide/sync-options/)
+    policy = {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': {
+        'name': 'p', 'annotations': {'argocd.argoproj.io/sync-options': 'Prune=false'}}}
+    out = rs.with_argocd(policy, '42-gpu-operator-000-clusterpolicy-cluster-p.yaml')
+    assert out['metadata']['annotations'] == {'argocd.argoproj.io/sync-options': 'Prune=false,SkipDryRunOnMissingResource=true',
+                                              'argocd.argoproj.io/sync-wave': '42'}
+    assert policy['metadata']['annotations'] == {'argocd.argoproj.io/sync-options': 'Prune=false'}
+    out = rs.with_argocd({'apiVersion': 'nfd.openshift.io/v1', 'kind': 'NodeFeatureDiscovery', 'metadata': {'name': 'n'}},
+                         '36-x.yaml')
+    assert out['metadata']['annotations']['argocd.argoproj.io/sync-options'] == 'SkipDryRunOnMissingResource=true'
+    # patched, not owned (test_gitops.py): never pruned or deleted as well
+    for api, kind in (('hco.kubevirt.io/v1beta1', 'HyperConverged'), ('kubevirt.io/v1', 'KubeVirt')):
+        out = rs.with_argocd({'apiVersion': api, 'kind': kind, 'metadata': {'name': 'n'}}, '36-x.yaml')
+        assert out['metadata']['annotations']['argocd.argoproj.io/sync-options'] == \
+            'SkipDryRunOnMissingResource=true,Prune=false,Delete=false'
+    for api, kind in (('v1', 'Namespace'), ('operators.coreos.com/v1alpha1', 'Subscription'),
+                      ('machineconfiguration.openshift.io/v1', 'MachineConfig')):
+        out = rs.with_argocd({'apiVersion': api, 'kind': kind, 'metadata': {'name': 'n'}}, '20-x.yaml')
+        assert out['metadata']['annotations'] == {'argocd.argoproj.io/sync-wave': '20'}
+    # a KubeVirt of another group is not the KubeVirt CR: no dry-run skip; a kind without a row is kept (gitops.DEFAULT)
+    out = rs.with_argocd({'apiVersion': 'example.com/v1', 'kind': 'KubeVirt', 'metadata': {'name': 'n'}}, '20-x.yaml')
+    assert out['metadata']['annotations']['argocd.argoproj.io/sync-options'] == 'Prune=false,Delete=false'
+
+
+def test_diff_texts_redact_a_secret_and_keep_anything_else(tmp_path):
+    secret = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 's', 'namespace': 'gpu'},
+              'data': {'token': 'b2xk'}}
+    path = tmp_path / 's.yaml'
+    path.write_text(render.dump(secret))
+    new = render.dump(dict(secret, data={'token': 'bmV3'}))
+    old_shown, new_shown = rs.diff_texts(str(path), new, secret)
+    assert 'b2xk' not in old_shown and 'bmV3' not in new_shown and rs.REDACTED_CHANGED in new_shown
+    assert rs.diff_texts(str(path), 'a: 1\n') == (render.dump(secret), 'a: 1\n')
+    assert rs.diff_texts(str(tmp_path / 'missing.yaml'), 'a: 1\n', {'kind': 'ConfigMap'}) == ('', 'a: 1\n')
+
+
+@pytest.mark.parametrize('committed', ['[' * 100000, 'a:\n' + '  ' * 3 + 'b: ' + '{' * 60000,
+                                       'data: {token: ' + 'x' * (2 * 1024 * 1024) + '}\n'])
+def test_a_secret_file_too_deep_or_too_large_to_parse_is_shown_redacted_not_a_traceback(tmp_path, committed):
+    # the file at a Secret's name is whatever someone committed: parsing it for the diff must not fail the run
+    secret = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 's', 'namespace': 'gpu'},
+              'data': {'token': 'bmV3'}}
+    path = tmp_path / 's.yaml'
+    path.write_text(committed)
+    old_shown, new_shown = rs.diff_texts(str(path), render.dump(secret), secret)
+    assert old_shown == rs.REDACTED + '\n'
+    assert 'bmV3' not in new_shown and rs.REDACTED_CHANGED in new_shown

@@ -1,0 +1,335 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The render directory's own files are untrusted: it is a Git checkout others commit to. Its bookkeeping
+(.gpuvirt-render.json, a killed render's lock) never makes a render delete or write outside the directory, or
+through a symbolic link, or over a file the collection did not write; real files in temporary directories."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, event, example, given, settings, strategies as st
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render, render_session as rs
+
+
+def dump(obj):
+    return '---\n' + yaml.safe_dump(obj, sort_keys=False)
+
+
+def configmap(name):
+    return {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name, 'namespace': 'x'}}
+
+
+def digest(data):
+    return hashlib.sha256(data if isinstance(data, bytes) else data.encode('utf-8')).hexdigest()
+
+
+def dead_pid():
+    import subprocess
+    proc = subprocess.Popen(['true'])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """tmp/outside.yaml (what must survive) and tmp/render (the render directory)."""
+    (tmp_path / 'outside.yaml').write_text('kind: Secret\nthe: outside\n')
+    (tmp_path / 'render').mkdir()
+    return tmp_path
+
+
+def manifest(dest, files, version=2):
+    (dest / rs.MANIFEST).write_text(json.dumps({'format': version, 'complete': True, 'files': files}))
+
+
+def render_once(dest, *names):
+    rs.open_session(str(dest), 'site', pid=os.getpid())
+    for i, name in enumerate(names):
+        rs.record(str(dest), configmap('c%d' % i), name, name, 'kubevirt')
+    return rs.close_session(str(dest), dump)
+
+
+@pytest.mark.parametrize('name', ['../outside.yaml', 'ABS', 'sub/../../outside.yaml', '..', 'x\n.yaml', 'a\x00b',
+                                  'a\u2028b', 'a' * 10000, rs.KUSTOMIZATION, '.gpuvirt-render.lock'])
+def test_a_manifest_naming_a_file_outside_or_no_name_of_ours_is_refused_and_deletes_nothing(tree, name):
+    outside = tree / 'outside.yaml'
+    name = str(outside) if name == 'ABS' else name
+    manifest(tree / 'render', {name: {'phase': 'kubevirt', 'sha256': digest(outside.read_bytes())}})
+    with pytest.raises(render.RenderError, match='%s: a file name in files is .*restore it from the Git history'
+                       % rs.MANIFEST):
+        render_once(tree / 'render')
+    assert outside.read_text() == 'kind: Secret\nthe: outside\n'
+
+
+@pytest.mark.parametrize('where', ['objects', 'files', 'writing'])
+def test_a_killed_renders_lock_naming_a_file_outside_is_refused_and_deletes_nothing(tree, where):
+    outside, dest = tree / 'outside.yaml', tree / 'render'
+    entry = {'file': '../outside.yaml', 'writer': 'w', 'phase': 'kubevirt', 'mode': 0o644,
+             'sha256': digest(outside.read_bytes()), 'resource': True}
+    entry['object' if where == 'objects' else 'content'] = configmap('a') if where == 'objects' else 'x'
+    lock = {'format': 1, 'owner': 'site', 'pid': dead_pid(), 'started': 1.0, 'objects': {}, 'files': {}}
+    lock[where] = {'../outside.yaml': entry}
+    (dest / rs.LOCK).write_text(json.dumps(lock))
+    with pytest.raises(render.RenderError, match=r'%s: .*\.\./outside\.yaml.*restore it' % rs.LOCK):
+        render_once(dest)
+    assert outside.exists()
+
+
+@pytest.mark.parametrize('text, what', [
+    ('[]', 'must hold a JSON object'),
+    ('{"format": 2, "files": []}', 'files is'),
+    ('{"format": 2, "files": {"a.yaml": {"sha256": 5}}}', r'files\[a.yaml\].sha256 is 5'),
+    ('{"format": 2, "files": {"a.yaml": {"sha256": ""}}}', r"files\[a.yaml\].sha256 is ''"),
+    ('{"format": 2, "files": {"a.yaml": "x"}}', r"files\[a.yaml\] is 'x'"),
+    ('{"format": 2, "files": {}, "complete": "yes"}', "complete is 'yes'"),
+    ('{"format": "2"}', "format is '2'"),
+    ('{"format": 7}', 'format 7, written by a newer version of this collection; upgrade'),
+    ('{"format": 2, "files": {"a.yaml": {"sha256": "%s", "phase": "x\\ny"}}}' % ('0' * 64), 'phase is'),
+    ('{"format": 2, "files": ' + '[' * 100000 + ']' * 100000 + '}', 'is not valid JSON'),
+    ('{"format": 2, "files": {}', 'is not valid JSON'),
+    ('\xff\xfe', 'is not valid JSON'),
+])
+def test_a_manifest_of_another_shape_is_refused_naming_it_never_a_traceback(tree, text, what):
+    dest = tree / 'render'
+    (dest / rs.MANIFEST).write_bytes(text.encode('latin-1') if text.startswith('\xff') else text.encode('utf-8'))
+    with pytest.raises(render.RenderError, match='%s.*%s' % (rs.MANIFEST, what)):
+        rs.open_session(str(dest), 'site', pid=os.getpid())
+    assert not (dest / rs.LOCK).exists()  # refused before any change
+
+
+@pytest.mark.parametrize('change, what', [
+    (dict(pid=0), 'pid is 0'), (dict(pid=-1), 'pid is -1'), (dict(pid=True), 'pid is True'),
+    (dict(pid='1'), "pid is '1'"), (dict(owner='site\n'), "owner is 'site\\\\n'"), (dict(objects=[]), 'objects is'),
+    (dict(objects={'k': {'file': 'a.yaml', 'writer': 'w', 'phase': 'p', 'object': 'x'}}), r'objects\[k\].object'),
+    (dict(files={'a.yaml': {'file': 'b.yaml', 'writer': 'w', 'content': ''}}), r'files\[a.yaml\].file'),
+    (dict(depth='2'), "depth is '2'"), (dict(phases=[1]), 'phases is'),
+    (dict(objects={'k': {'file': 'a.yaml', 'writer': 'w', 'object': {}, 'writers': 'w'}}),
+     r"objects\[k\].writers is 'w'"),
+])
+def test_a_lock_of_another_shape_is_refused_naming_it(tree, change, what):
+    dest = tree / 'render'
+    lock = dict({'format': 2, 'owner': 'site', 'pid': dead_pid(), 'started': 1.0, 'objects': {}}, **change)
+    (dest / rs.LOCK).write_text(json.dumps(lock))
+    with pytest.raises(render.RenderError, match='%s: %s' % (rs.LOCK, what)):
+        rs.open_session(str(dest), 'site', pid=os.getpid())
+
+
+def test_a_bookkeeping_file_over_the_size_limit_is_refused_unread(tree, monkeypatch):
+    dest = tree / 'render'
+    monkeypatch.setattr(rs, 'MAX_BOOKKEEPING', 1000)
+    manifest(dest, dict(('f%04d.yaml' % i, {'phase': 'p', 'sha256': '0' * 64}) for i in range(100)))
+    with pytest.raises(render.RenderError, match='%s is larger than 1000 bytes' % rs.MANIFEST):
+        rs.open_session(str(dest), 'site', pid=os.getpid())
+
+
+@pytest.mark.parametrize('name', [rs.MANIFEST, rs.LOCK])
+def test_a_bookkeeping_file_that_is_a_symlink_is_never_followed(tree, name):
+    dest = tree / 'render'
+    (tree / 'elsewhere.json').write_text(json.dumps({'format': 2, 'files': {}}))
+    os.symlink('../elsewhere.json', str(dest / name))
+    with pytest.raises(render.RenderError, match='%s is not a regular file' % name):
+        rs.open_session(str(dest), 'site', pid=os.getpid())
+    assert os.path.islink(str(dest / name))
+
+
+def test_a_symlink_at_an_objects_file_name_is_refused_never_read_or_written_through(tree):
+    outside, dest = tree / 'outside.yaml', tree / 'render'
+    os.symlink('../outside.yaml', str(dest / '60-a-000.yaml'))
+    with pytest.raises(render.RenderError, match='60-a-000.yaml is a symbolic link; the render writes 60-a-000.yaml'):
+        render_once(dest, '60-a-000.yaml')
+    assert os.path.islink(str(dest / '60-a-000.yaml')) and outside.read_text() == 'kind: Secret\nthe: outside\n'
+    # without a session too: the diff never shows the link's target
+    os.unlink(str(dest / rs.LOCK))
+    with pytest.raises(render.RenderError, match='is a symbolic link'):
+        render.place(str(dest), [{'name': '60-a-000.yaml', 'object': configmap('a'), 'writer': 'w'}], 0o644, 'p',
+                     False)
+    assert os.path.islink(str(dest / '60-a-000.yaml'))
+
+
+@pytest.mark.parametrize('name', ['60-a-000.yaml', rs.KUSTOMIZATION])
+def test_a_directory_at_a_name_the_render_writes_is_refused(tree, name):
+    dest = tree / 'render'
+    (dest / name).mkdir()
+    with pytest.raises(render.RenderError, match='%s is not a regular file' % name):
+        render_once(dest, '60-a-000.yaml')
+
+
+def test_a_foreign_or_edited_file_at_an_objects_file_name_is_refused_before_any_write(tree):
+    dest = tree / 'render'
+    (dest / '60-a-000.yaml').write_text('mine\n')
+    with pytest.raises(render.RenderError, match='60-a-000.yaml exists and was not written by this collection'):
+        render_once(dest, '30-b-000.yaml', '60-a-000.yaml')
+    assert (dest / '60-a-000.yaml').read_text() == 'mine\n'
+    assert not (dest / '30-b-000.yaml').exists()  # refused before the first write
+    os.unlink(str(dest / rs.LOCK))
+    # ours, then edited in the checkout: a render that would change it stops, naming it
+    os.unlink(str(dest / '60-a-000.yaml'))
+    render_once(dest, '60-a-000.yaml')
+    (dest / '60-a-000.yaml').write_text('edited\n')
+    rs.open_session(str(dest), 'site', pid=os.getpid())
+    rs.record(str(dest), configmap('other'), '60-a-000.yaml', 'w', 'kubevirt')
+    with pytest.raises(render.RenderError, match='60-a-000.yaml exists and was not written .*changed since'):
+        rs.close_session(str(dest), dump)
+    assert (dest / '60-a-000.yaml').read_text() == 'edited\n'
+
+
+def test_a_file_holding_exactly_the_rendered_text_or_ours_unchanged_is_replaced(tree):
+    dest = tree / 'render'
+    render_once(dest, '60-a-000.yaml')
+    rs.open_session(str(dest), 'site', pid=os.getpid())
+    rs.record(str(dest), configmap('changed'), '60-a-000.yaml', 'w', 'kubevirt')
+    assert rs.close_session(str(dest), dump)['written'] == ['60-a-000.yaml']
+
+
+def test_prune_leaves_a_symlink_a_directory_and_an_edited_file_in_place_with_a_warning(tree):
+    outside, dest = tree / 'outside.yaml', tree / 'render'
+    render_once(dest, '60-a-000.yaml', '60-b-000.yaml', '60-c-000.yaml', '60-d-000.yaml')
+    os.unlink(str(dest / '60-a-000.yaml'))
+    os.symlink('../outside.yaml', str(dest / '60-a-000.yaml'))
+    os.unlink(str(dest / '60-b-000.yaml'))
+    (dest / '60-b-000.yaml').mkdir()
+    (dest / '60-c-000.yaml').write_text('edited by a colleague\n')
+    result = render_once(dest)
+    assert result['pruned'] == ['60-d-000.yaml']
+    warned = '\n'.join(result['warnings'])
+    assert '60-a-000.yaml is not a regular file' in warned and '60-b-000.yaml is not a regular file' in warned
+    assert '60-c-000.yaml was changed since this collection wrote it: not pruned' in warned
+    assert os.path.islink(str(dest / '60-a-000.yaml')) and outside.exists() and (dest / '60-b-000.yaml').is_dir()
+    assert (dest / '60-c-000.yaml').read_text() == 'edited by a colleague\n'
+    # no longer ours: neither listed nor pruned by the next render
+    assert result['files'] == [] and render_once(dest)['warnings'] == []
+
+
+def test_an_old_format_manifest_prunes_only_what_its_hash_proves_ours(tree):
+    dest = tree / 'render'
+    (dest / '60-a-000.yaml').write_text('a\n')
+    (dest / '60-b-000.yaml').write_text('b\n')
+    manifest(dest, {'60-a-000.yaml': {'phase': 'nodes', 'sha256': ''},
+                    '60-b-000.yaml': {'phase': 'kubevirt', 'sha256': digest('b\n')}}, version=1)
+    result = render_once(dest)
+    assert result['pruned'] == ['60-b-000.yaml'] and (dest / '60-a-000.yaml').read_text() == 'a\n'
+    assert result['warnings'] == ['%s has no sha256 in the render bookkeeping (an older format): it cannot be proven '
+                                  'to be this collection\'s and is not pruned; remove it by hand if it is stale'
+                                  % (dest / '60-a-000.yaml')]
+    assert json.loads((dest / rs.MANIFEST).read_text())['format'] == rs.FORMAT
+
+
+def test_an_old_format_lock_of_a_killed_render_prunes_nothing_and_says_so(tree):
+    dest = tree / 'render'
+    (dest / '60-a-000.yaml').write_text('half\n')
+    lock = {'format': 1, 'owner': 'site', 'pid': dead_pid(), 'started': 1.0, 'objects': {'v1/ConfigMap/x/a': {
+        'file': '60-a-000.yaml', 'writer': 'w', 'phase': 'kubevirt', 'object': configmap('a'), 'mode': 0o644}}}
+    (dest / rs.LOCK).write_text(json.dumps(lock))
+    opened = rs.open_session(str(dest), 'site', pid=os.getpid())
+    assert 'older format' in opened['warnings'][0] and 'none of them is pruned' in opened['warnings'][0]
+    assert rs.close_session(str(dest), dump)['pruned'] == [] and (dest / '60-a-000.yaml').exists()
+
+
+def test_a_render_directory_that_is_a_symlink_is_refused(tree):
+    os.symlink('render', str(tree / 'link'))
+    with pytest.raises(render.RenderError, match='link is a symbolic link; set the render directory to the real'):
+        rs.open_session(str(tree / 'link') + '/', 'site', pid=os.getpid())
+    with pytest.raises(render.RenderError, match='link is a symbolic link'):
+        render.place(str(tree / 'link'), [{'name': 'a.yaml', 'content': 'x', 'writer': 'w'}], 0o644, 'p', False)
+    assert os.listdir(str(tree / 'render')) == []
+
+
+# hostile names and values for the bookkeeping: climbing out, absolute, control and separator characters, very
+# long, the names of the symlink and the directory planted in the render directory, our own bookkeeping names
+HOSTILE_NAMES = ['../outside.yaml', '../../outside.yaml', '/etc/passwd', 'OUTSIDE', 'link.yaml', 'dir.yaml',
+                 'ours.yaml', 'new.yaml', 'x\n.yaml', 'x\x00.yaml', 'x\u2028.yaml', 'x\r', 'a' * 10000, '.', '..', '',
+                 rs.KUSTOMIZATION, rs.LOCK, rs.MANIFEST, 'dir.yaml/', 'dir.yaml/inner.yaml',
+                 'link.yaml/../../outside.yaml']
+# valid names of what is planted as often as hostile ones, so that many examples get past the shape checks
+PLANTED = ['link.yaml', 'dir.yaml', 'ours.yaml', 'new.yaml']
+names = st.one_of(st.sampled_from(PLANTED), st.sampled_from(HOSTILE_NAMES), st.text(max_size=20))
+hashes = st.sampled_from(['OUTSIDE', 'OURS', 'OURS', '', '0' * 64, 5, None])
+recorded = st.fixed_dictionaries({'phase': st.sampled_from(['kubevirt', 'kubevirt', 'nodes', '', None, 3, '../x']),
+                                  'sha256': hashes, 'resource': st.sampled_from([True, False, 'x'])})
+
+
+def snapshot(root):
+    """Every path under root with what it is (link target, directory, or the file's bytes)."""
+    seen = {}
+    for top, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            if os.path.islink(path):
+                seen[path] = ('link', os.readlink(path))
+            elif os.path.isdir(path):
+                seen[path] = ('dir',)
+            else:
+                with open(path, 'rb') as f:
+                    seen[path] = ('file', f.read())
+    return seen
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files=st.dictionaries(names, recorded, max_size=4), writing=st.dictionaries(names, recorded, max_size=3),
+       objects=st.lists(st.sampled_from(PLANTED), max_size=2),
+       killed=st.booleans(), version=st.sampled_from([1, 2]))
+@example(files=dict((name, {'phase': 'kubevirt', 'sha256': 'OURS', 'resource': True}) for name in PLANTED),
+         writing={}, objects=[], killed=False, version=2)
+@example(files={}, writing=dict((name, {'phase': 'kubevirt', 'sha256': 'OUTSIDE', 'resource': True})
+                                for name in PLANTED), objects=['new.yaml'], killed=True, version=2)
+def test_hostile_bookkeeping_never_deletes_or_writes_outside_or_a_non_regular_file(files, writing, objects, killed,
+                                                                                   version):
+    with tempfile.TemporaryDirectory() as root:
+        outside = os.path.join(root, 'outside.yaml')
+        with open(outside, 'w') as f:
+            f.write('kind: Secret\n')
+        dest = os.path.join(root, 'render')
+        os.mkdir(dest)
+        os.symlink('../outside.yaml', os.path.join(dest, 'link.yaml'))
+        os.mkdir(os.path.join(dest, 'dir.yaml'))
+        with open(os.path.join(dest, 'ours.yaml'), 'w') as f:
+            f.write('ours\n')
+        with open(os.path.join(dest, 'dir.yaml', 'inner.yaml'), 'w') as f:
+            f.write('inner\n')
+        outside_hash, ours_hash = digest(b'kind: Secret\n'), digest(b'ours\n')
+
+        def real(table):
+            """The placeholders made real: OUTSIDE as a name is the outside file's absolute path, as a hash its
+            sha256; OURS the sha256 of ours.yaml."""
+            hashed = {'OUTSIDE': outside_hash, 'OURS': ours_hash}
+            out = {}
+            for name, entry in table.items():
+                out[outside if name == 'OUTSIDE' else name] = dict(entry, sha256=hashed.get(entry['sha256'],
+                                                                                            entry['sha256']))
+            return out
+
+        files, writing = real(files), real(writing)
+        with open(os.path.join(dest, rs.MANIFEST), 'w') as f:
+            json.dump({'format': version, 'complete': True, 'files': files}, f)
+        if killed:
+            lock = {'format': version, 'owner': 'site', 'pid': dead_pid(), 'started': 1.0, 'writing': writing,
+                    'objects': dict((k, {'file': k, 'writer': 'w', 'phase': 'kubevirt', 'object': configmap('a')})
+                                    for k in writing)}
+            with open(os.path.join(dest, rs.LOCK), 'w') as f:
+                json.dump(lock, f)
+        before = snapshot(root)
+        try:
+            rs.open_session(dest, 'site', pid=os.getpid())
+            for i, name in enumerate(objects):
+                rs.record(dest, configmap('c%d' % i), name, 'w', 'kubevirt')
+            event('pruned %d' % len(rs.close_session(dest, dump)['pruned']))
+        except render.RenderError:
+            event('refused')
+        after = snapshot(root)
+        # outside the render directory, and every symbolic link and directory inside it: exactly as before
+        for path, what in before.items():
+            if not path.startswith(dest + os.sep) or what[0] != 'file' or os.path.dirname(path) != dest:
+                assert after.get(path) == what, path
+        assert [p for p in after if p not in before and os.path.dirname(p) != dest] == []
+        # inside: only regular files (ours.yaml, a rendered file) or bookkeeping may change or go
+        assert all(what[0] == 'file' for path, what in after.items() if path not in before)
+        if after.get(os.path.join(dest, 'ours.yaml')) != before[os.path.join(dest, 'ours.yaml')]:
+            # gone or replaced: only when a valid manifest proved it ours, or this render wrote it
+            assert files.get('ours.yaml', {}).get('sha256') == ours_hash or 'ours.yaml' in objects or \
+                writing.get('ours.yaml', {}).get('sha256') == ours_hash
