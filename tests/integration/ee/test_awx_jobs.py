@@ -24,7 +24,11 @@ import base64
 import glob
 import json
 import os
+import secrets
+import shlex
 import shutil
+import socket
+import time
 import subprocess
 import sys
 
@@ -38,11 +42,12 @@ sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'playbooks'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'cluster_kubevirt'))
 from kube_cluster import write_summary  # noqa: E402
 from test_apply import HCO, QAT, hco_object, node  # noqa: E402
-from test_playbooks import good_inventory  # noqa: E402
+from test_playbooks import facts  # noqa: E402
 
 IMAGE = os.environ.get('GPUVIRT_EE_IMAGE', 'localhost/gpuvirt-provision-ee:test')
 RUNNER = os.environ.get('GPUVIRT_EE_RUNNER', os.path.join(ROOT, '.build', 'ee', 'runner', 'bin', 'ansible-runner'))
 EE_PYTHON = '/usr/local/ee/bin/python3'
+SSH_HOST_IMAGE = os.environ.get('GPUVIRT_EE_SSH_HOST_IMAGE', 'localhost/gpuvirt-ee-ssh-host')
 REGISTRY_PASSWORD = 'Rg-s3cr3t-9f1c2e'
 CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n'
 
@@ -68,19 +73,63 @@ def copy_tree(files, dest):
         shutil.copy2(os.path.join(ROOT, rel), target)
 
 
-def private_data_dir(tmp_path, inventory, extra_vars, survey, kubeconfig=None):
-    """The directory AWX's controller builds for a job of the template, with our three credentials injected."""
-    pdd = tmp_path / 'pdd'
+def job_template(phase):
+    """The job template awx/configure.yml creates for a phase: its playbook and whether it enables become."""
+    with open(os.path.join(ROOT, 'awx', 'configure.yml')) as handle:
+        plays = yaml.safe_load(handle)
+    (task,) = [t for play in plays for t in play.get('tasks', []) if 'awx.awx.job_template' in t]
+    with open(os.path.join(ROOT, 'awx', 'vars.yml')) as handle:
+        (row,) = [p for p in yaml.safe_load(handle)['awx_phases'] if p['name'] == phase]
+    return {'playbook': row['playbook'], 'become_enabled': task['awx.awx.job_template'].get('become_enabled', False)}
+
+
+def script_data(inventory):
+    """A YAML-shaped inventory as AWX's inventory script prints it (awx/main/models/inventory.py
+    Inventory.get_script_data: each group with its hosts, children and vars, host variables under _meta)."""
+    out, hostvars = {}, {}
+
+    def walk(name, group):
+        entry = out.setdefault(name, {'hosts': [], 'children': [], 'vars': {}})
+        entry['vars'].update(group.get('vars') or {})
+        for host, variables in (group.get('hosts') or {}).items():
+            entry['hosts'].append(host)
+            hostvars.setdefault(host, {}).update(variables or {})
+        for child, sub in (group.get('children') or {}).items():
+            entry['children'].append(child)
+            walk(child, sub or {})
+    walk('all', inventory['all'])
+    out['_meta'] = {'hostvars': hostvars}
+    return out
+
+
+def awx_job(tmp_path, phase, inventory, extra_vars, survey, machine, kubeconfig=None, job_type='run'):
+    """What AWX's controller prepares for a job of the phase's template, with our four credentials injected.
+
+    Returns (private data dir, the keyword arguments AWX hands to ansible_runner.interface.run). AWX 24.6.1,
+    awx/main/tasks/jobs.py BaseTask.run: the private data dir, then ``params`` = ident, private_data_dir, playbook,
+    inventory, passwords (the expect dict), suppress_env_files, envvars; ``ssh_key`` = the Machine credential's key
+    (build_private_data_files keeps an ssh-namespace key out of files: it goes to the runner, which feeds it to
+    ssh-agent through a fifo); the command line written to env/cmdline (write_args_file), the extra vars to
+    env/extravars (_write_extra_vars_file), the runner settings to env/settings."""
+    template = job_template(phase)
+    pdd = tmp_path / ('pdd-' + phase)
     files = project_files()
     copy_tree(files, str(pdd / 'project'))
     # the project's collections/requirements.yml names the collection itself: AWX's project update installs it into
     # requirements_collections (awx/main/tasks/jobs.py RunProjectUpdate); here the checkout is that collection
     copy_tree(files, str(pdd / 'requirements_collections' / 'ansible_collections' / 'gpuvirt' / 'provision'))
     (pdd / 'inventory').mkdir()
-    (pdd / 'inventory' / 'hosts').write_text(json.dumps(inventory))
+    # RunJob.build_inventory / write_inventory_file: the inventory as a script printing its JSON (mode 0700); the
+    # runner's transmit sends its path relative to the private data dir (ansible_runner interface.py init_runner)
+    (pdd / 'inventory' / 'hosts').write_text('#! /usr/bin/env python3\n# -*- coding: utf-8 -*-\nprint(%r)\n'
+                                             % json.dumps(script_data(inventory)))
+    (pdd / 'inventory' / 'hosts').chmod(0o700)
     (pdd / 'env').mkdir()
+    # RunJob.build_env: one ControlPath directory per job
+    (pdd / 'cp').mkdir(mode=0o700)
     collections_path = '/runner/requirements_collections:~/.ansible/collections:/usr/share/ansible/collections'
-    envvars = {'ANSIBLE_COLLECTIONS_PATH': collections_path,
+    envvars = {'ANSIBLE_COLLECTIONS_PATH': collections_path, 'ANSIBLE_SSH_CONTROL_PATH_DIR': '/runner/cp',
+               'ANSIBLE_RETRY_FILES_ENABLED': 'False',
                'ANSIBLE_FORCE_COLOR': 'False', 'ANSIBLE_HOST_KEY_CHECKING': 'False'}
     # the registry credential (awx/credential_types.yml): extra vars, and a file named by an env variable
     (pdd / 'env' / 'tmp_ca_cert').write_text(CA_PEM)
@@ -94,18 +143,39 @@ def private_data_dir(tmp_path, inventory, extra_vars, survey, kubeconfig=None):
         shutil.copy(kubeconfig, str(pdd / 'env' / 'tmp_kubeconfig'))
         envvars['K8S_AUTH_KUBECONFIG'] = '/runner/env/tmp_kubeconfig'
     extra.update(survey)
-    (pdd / 'env' / 'envvars').write_text(json.dumps(envvars))
     (pdd / 'env' / 'extravars').write_text(json.dumps(extra))
-    return pdd
+    # the Machine credential (every job template of awx/configure.yml carries it). RunJob.build_args: --check for
+    # a check job, -u the credential's username, --become when the template enables it, --become-method and
+    # --become-user from the credential, --ask-become-pass when it holds a become password; RunJob.build_passwords
+    # and get_password_prompts: the become password answers ansible-playbook's "BECOME password:" prompt
+    args = (['--check'] if job_type == 'check' else []) + ['-u', machine['user']]
+    args += ['--become'] if template['become_enabled'] else []
+    args += ['--become-method', 'sudo', '--become-user', 'root', '--ask-become-pass']
+    (pdd / 'env' / 'cmdline').write_text(' '.join(shlex.quote(a) for a in args))
+    (pdd / 'env' / 'settings').write_text(json.dumps({'suppress_ansible_output': True,
+                                                      'suppress_output_file': False}))
+    prompts = {r'BECOME password.*:\s*?$': machine['become_password'],
+               r'sudo password.*:\s*?$': machine['become_password'],
+               r'SUDO password.*:\s*?$': machine['become_password']}
+    params = {'ident': 'job', 'private_data_dir': str(pdd), 'playbook': template['playbook'],
+              'inventory': str(pdd / 'inventory' / 'hosts'), 'passwords': prompts, 'suppress_env_files': True,
+              'envvars': envvars, 'ssh_key': machine['private_key']}
+    return pdd, params
 
 
-def run_job(tmp_path, playbook, pdd):
-    """transmit | worker (podman, the EE) | process; returns (rc, events, artifacts dir)."""
-    transmit = [RUNNER, 'transmit', str(pdd), '-p', playbook, '-i', '/runner/inventory/hosts', '--ident', 'job']
+def run_job(tmp_path, pdd, params):
+    """transmit (ansible_runner.interface.run(streamer='transmit'), as AWX's receptor.py AWXReceptorJob.transmit
+    calls it) | worker (podman, the EE: the container a container group's pod runs, receptor.py pod_definition:
+    ``ansible-runner worker --private-data-dir=/runner``) | process; returns (rc, events, artifacts dir, output)."""
+    transmit = [os.path.join(os.path.dirname(RUNNER), 'python'), '-c',
+                'import json, sys, ansible_runner\n'
+                'ansible_runner.interface.run(streamer="transmit", _output=sys.stdout.buffer, **json.load(sys.stdin))']
     worker = ['podman', 'run', '--rm', '-i', '--network', 'host',
               IMAGE, 'ansible-runner', 'worker', '--private-data-dir=/runner']
     process = [RUNNER, 'process', str(pdd), '--ident', 'job']
-    stages = [subprocess.Popen(transmit, stdout=subprocess.PIPE, cwd=str(tmp_path))]
+    stages = [subprocess.Popen(transmit, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(tmp_path))]
+    stages[0].stdin.write(json.dumps(params).encode())
+    stages[0].stdin.close()
     stages.append(subprocess.Popen(worker, stdin=stages[0].stdout, stdout=subprocess.PIPE))
     stages[0].stdout.close()
     stages.append(subprocess.Popen(process, stdin=stages[1].stdout, stdout=subprocess.PIPE,
@@ -140,53 +210,186 @@ def stats(events):
     return last['event_data']
 
 
-def assert_no_secret(artifacts, secrets):
-    """No secret, raw or base64 (with or without padding), in any file the artifacts hold."""
-    needles = []
-    for secret in secrets:
-        needles += [secret, base64.b64encode(secret.encode()).decode(),
-                    base64.b64encode(secret.encode()).decode().rstrip('=')]
-    hits = []
-    names = []
-    for dirpath, dummy, files in os.walk(str(artifacts)):
+def needles(secrets_):
+    """Each secret raw and base64 (with and without padding); a private key also line by line (its body is already
+    base64: a leak may be cut into lines or joined)."""
+    out = []
+    for secret in secrets_:
+        out += [secret, base64.b64encode(secret.encode()).decode(),
+                base64.b64encode(secret.encode()).decode().rstrip('=')]
+        body = [line for line in secret.splitlines() if line and not line.startswith('-----')]
+        if len(body) > 1:
+            out += [''.join(body)] + [line for line in body if len(line) >= 16]
+    return out
+
+
+# What the controller itself wrote into the private data dir for the job (AWX removes the directory afterwards):
+# the only files a credential may be in. Everything else there - the artifacts process unpacked (job_events/*.json,
+# stdout, status, rc, command, fact cache, whatever the worker sent back) and anything the runner left under env/ -
+# must hold none.
+JOB_INPUTS = ('env/extravars', 'env/tmp_kubeconfig', 'env/tmp_ca_cert', 'env/cmdline', 'env/settings',
+              'inventory/hosts')
+
+
+def assert_no_secret(pdd, secrets_):
+    """No secret, raw or base64, in any file of the job's private data dir but the controller's own inputs."""
+    wanted = needles(secrets_)
+    hits, names = [], []
+    for dirpath, dummy, files in os.walk(str(pdd)):
+        rel_dir = os.path.relpath(dirpath, str(pdd))
+        if rel_dir.split(os.sep)[0] in ('project', 'requirements_collections'):
+            continue
         for name in files:
             path = os.path.join(dirpath, name)
-            names.append(os.path.relpath(path, str(artifacts)))
+            rel = os.path.relpath(path, str(pdd))
+            if rel in JOB_INPUTS:
+                continue
+            names.append(rel)
             with open(path, 'rb') as handle:
                 text = handle.read().decode(errors='replace')
-            hits += ['%s in %s' % (n[:4] + '...', path) for n in needles if n in text]
-    # what AWX stores: the events, stdout, the env it ran with
-    assert 'stdout' in names and any(n.startswith('job_events/') for n in names), names
+            hits += ['%s in %s' % (n[:4] + '...', rel) for n in wanted if n in text]
+    # what AWX stores: the events and the stdout; the SSH key went to ssh-agent through a fifo in the worker's
+    # artifacts, removed once read (ansible_runner config/_base.py wrap_args_with_ssh_agent), not to a file
+    assert 'artifacts/job/stdout' in names and any(n.startswith('artifacts/job/job_events/') for n in names), names
+    assert not [n for n in names if n.startswith('env/')], names
+    assert 'artifacts/job/ssh_key_data' not in names, names
     assert hits == []
 
 
-def test_preflight_job_in_the_ee(tmp_path):
-    inventory = good_inventory(str(tmp_path / 'unused'))
-    inventory['all']['vars']['ansible_python_interpreter'] = EE_PYTHON
-    inventory['all']['vars']['gpuvirt_render_dir'] = '/runner/render'
-    # survey answers as AWX sends them: a multiple choice as its string, the integer as a JSON number
-    survey = {'gpuvirt_gpu_hosts_pattern': 'gpu_container:gpu_vm_passthrough:gpu_vm_vgpu:gpu_dra',
-              'host_prep_serial': 2, 'gpuvirt_cluster_mode': 'render', 'gpuvirt_platform': 'kubernetes'}
-    pdd = private_data_dir(tmp_path, inventory, {}, survey)
-    rc, events, artifacts, out = run_job(tmp_path, 'playbooks/preflight.yml', pdd)
+@pytest.fixture(scope='module')
+def machine(tmp_path_factory):
+    """A GPU host stand-in reached over SSH (tools/ee/Containerfile.sshhost), and the AWX Machine credential for it:
+    a user with an SSH key made here, become method sudo with a password (sudo asks for it)."""
+    keys = tmp_path_factory.mktemp('machine-credential')
+    subprocess.run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'gpuvirt-ee-test', '-f', str(keys / 'id')],
+                   check=True)
+    name = 'gpuvirt-ee-ssh-%s' % secrets.token_hex(4)
+    user, become_password = 'gpuadmin', 'Bc-' + secrets.token_hex(12)
+    subprocess.run(['podman', 'run', '-d', '--rm', '--name', name, '-p', '127.0.0.1::22', SSH_HOST_IMAGE],
+                   check=True, capture_output=True)
+    try:
+        setup = ('useradd -m -s /bin/bash {u} && echo {u}:{p} | chpasswd && install -d -m 700 -o {u} -g {u} '
+                 '/home/{u}/.ssh && echo "{u} ALL=(ALL:ALL) ALL" >/etc/sudoers.d/{u}'
+                 ).format(u=user, p=become_password)
+        subprocess.run(['podman', 'exec', '-i', name, 'sh', '-c', setup], check=True)
+        with open(str(keys / 'id.pub'), 'rb') as handle:
+            subprocess.run(['podman', 'exec', '-i', name, 'sh', '-c',
+                            'cat >/home/{u}/.ssh/authorized_keys && chown {u} /home/{u}/.ssh/authorized_keys'
+                            .format(u=user)], stdin=handle, check=True)
+        port = int(subprocess.run(['podman', 'port', name, '22/tcp'], check=True, capture_output=True,
+                                  text=True).stdout.strip().rsplit(':', 1)[1])
+        deadline = time.time() + 60
+        while True:
+            try:
+                with socket.create_connection(('127.0.0.1', port), timeout=5) as conn:
+                    if conn.recv(64).startswith(b'SSH-'):
+                        break
+            except OSError:
+                pass
+            assert time.time() < deadline, 'sshd in %s did not answer on 127.0.0.1:%d' % (name, port)
+            time.sleep(0.5)
+        yield {'container': name, 'port': port, 'user': user, 'become_password': become_password,
+               'private_key': (keys / 'id').read_text()}
+    finally:
+        subprocess.run(['podman', 'rm', '-f', '-t', '0', name], check=False, capture_output=True)
+
+
+def ssh_vars(machine):
+    """The host's address: the worker shares the test machine's network, where the container's port 22 is
+    published on 127.0.0.1. The user, the key and the become settings come from the Machine credential only."""
+    return {'ansible_host': '127.0.0.1', 'ansible_port': machine['port'],
+            'ansible_python_interpreter': '/usr/bin/python3'}
+
+
+def job_secrets(machine, *more):
+    return [machine['private_key'], machine['become_password'], REGISTRY_PASSWORD] + list(more)
+
+
+# The GPU host stand-in as a host of the vm-passthrough pool, its GPU facts given (no GPU in a container, as in the
+# playbook tests); the host roles' container-safe settings of molecule/default (no boot loader, no initramfs, no
+# runtime vfio binding in a container: update-grub, update-initramfs and the sysfs binding are not run).
+CONTAINER_SAFE = {'kernel_args_iommu_vendor': 'intel', 'kernel_args_update_bootloader': False,
+                  'nouveau_initramfs_rebuild': False, 'vfio_gpus': False, 'vfio_require_devices': False,
+                  'vfio_runtime_bind': False, 'vfio_initramfs_rebuild': False,
+                  'vfio_persistent_ids': ['10de:2236', '10de:1aef'],
+                  # not a cluster node: no cordon and drain around the reboot
+                  'reboot_drain': False}
+
+
+def host_inventory(machine):
+    host = dict(facts(), **ssh_vars(machine))
+    host.update(CONTAINER_SAFE)
+    return {'all': {
+        'vars': {'gpuvirt_cluster_mode': 'render', 'gpuvirt_render_dir': '/runner/render',
+                 'gpuvirt_platform': 'kubernetes'},
+        'children': {'gpu_vm_passthrough': {'hosts': {'pt-1': host}}},
+        'hosts': {'localhost': {'ansible_connection': 'local', 'ansible_python_interpreter': EE_PYTHON}}}}
+
+
+SURVEY_PT = {'gpuvirt_gpu_hosts_pattern': 'gpu_vm_passthrough', 'host_prep_serial': 1,
+             'gpuvirt_cluster_mode': 'render', 'gpuvirt_platform': 'kubernetes'}
+
+
+def host_files(machine, *paths):
+    proc = subprocess.run(['podman', 'exec', machine['container'], 'ls', '-1d'] + list(paths),
+                          capture_output=True, text=True, check=False)
+    return sorted(proc.stdout.split())
+
+
+def test_preflight_job_over_ssh_with_the_machine_credential(tmp_path, machine):
+    pdd, params = awx_job(tmp_path, 'preflight', host_inventory(machine), {}, SURVEY_PT, machine)
+    rc, events, artifacts, out = run_job(tmp_path, pdd, params)
     assert rc == 0, out[-4000:]
     summary = stats(events)
-    assert set(summary['ok']) == {'localhost', 'pt-1', 'vgpu-1', 'ctr-1'}, summary
+    assert set(summary['ok']) == {'localhost', 'pt-1'}, summary
     assert summary['failures'] == {} and summary['dark'] == {}, summary
-    # preflight changes nothing, on any host
     assert summary['changed'] == {}, summary
     tasks = task_results(events)
-    # the run's own inputs, with the survey's integer as a JSON number (playbooks/run_inputs.yml)
-    assert tasks["Check each host pattern and rollout number by its grammar"] == {'localhost': False}, tasks
-    assert tasks['Check that every GPU host is in exactly one pool and has a node name'] == {'localhost': False}
-    # each GPU host judged for its pool, and the kernel-argument validation ran read-only on the VM pools' hosts
-    # (the container pool's hosts get no kernel arguments)
-    assert tasks['Judge the host'] == {'pt-1': False, 'vgpu-1': False, 'ctr-1': False}, tasks
-    assert tasks['Validate the kernel arguments (no change)'] == {'pt-1': False, 'vgpu-1': False}, tasks
-    assert_no_secret(artifacts, [REGISTRY_PASSWORD])
+    assert tasks['Check each host pattern and rollout number by its grammar'] == {'localhost': False}, tasks
+    # on the host, over SSH as the credential's user, through sudo with the credential's become password
+    assert tasks['Judge the host'] == {'pt-1': False}, tasks
+    assert tasks['Validate the kernel arguments (no change)'] == {'pt-1': False}, tasks
+    facts_event = [e for e in events if e.get('event') == 'runner_on_ok' and e['event_data']['host'] == 'pt-1'
+                   and e['event_data']['task'] == 'Gathering Facts']
+    assert facts_event, sorted(tasks)
+    ansible_facts = facts_event[0]['event_data']['res']['ansible_facts']
+    # root through sudo (the user asks for its password: the credential's, answered at ansible-playbook's prompt)
+    assert ansible_facts['ansible_user_id'] == 'root', ansible_facts.get('ansible_user_id')
+    # logged in with the credential's key, held by ssh-agent in the worker (sshd's log on the host)
+    logs = subprocess.run(['podman', 'logs', machine['container']], capture_output=True, text=True, check=False)
+    assert 'Accepted publickey for %s ' % machine['user'] in logs.stdout + logs.stderr, logs.stderr
+    assert_no_secret(pdd, job_secrets(machine))
 
 
-def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube):
+def test_host_prep_check_job_over_ssh(tmp_path, machine):
+    pdd, params = awx_job(tmp_path, 'host_prep', host_inventory(machine), {}, SURVEY_PT, machine, job_type='check')
+    rc, events, artifacts, out = run_job(tmp_path, pdd, params)
+    assert rc == 0, out[-4000:]
+    summary = stats(events)
+    assert summary['failures'] == {} and summary['dark'] == {}, summary
+    # a check job (AWX job type "Check": ansible-playbook --check) over SSH, become root through sudo: every role's
+    # input check and comparison ran on the host; it reports the changes it would make - the kernel arguments (the
+    # container runs the test machine's kernel, without intel_iommu=on), the vfio-pci files, the nouveau blacklist -
+    # and the one reboot they need; nothing was written and nothing rebooted (check mode; ansible.builtin.reboot
+    # reports a reboot in check mode without one).
+    assert list(summary['changed']) == ['pt-1'], summary
+    tasks = task_results(events)
+    changed = sorted(task for task, hosts in tasks.items() if hosts.get('pt-1'))
+    assert changed == ['Blacklist nouveau', 'Claim the devices for vfio-pci at module load, before the GPU drivers',
+                       'Ensure the kernel arguments in the boot loader', 'Load vfio-pci at boot',
+                       'Put the vfio modules in the initramfs (initramfs-tools)',
+                       'Reboot the host for kernel_args: running kernel lacks intel_iommu=on iommu=pt, still has -'],\
+        changed
+    # the container-safe settings: no initramfs rebuild, no runtime binding, no cordon and drain
+    assert not [t for t in tasks if 'initramfs' in t.lower() and 'rebuild' in t.lower()], sorted(tasks)
+    assert 'Verify the vfio binding after the reboot' not in tasks, sorted(tasks)
+    assert host_files(machine, '/etc/default/grub.d/90-gpuvirt-kernel-args.cfg',
+                      '/etc/modprobe.d/gpuvirt-blacklist-nouveau.conf', '/etc/modprobe.d/gpuvirt-vfio.conf',
+                      '/etc/modules-load.d/gpuvirt-vfio.conf') == []
+    assert_no_secret(pdd, job_secrets(machine))
+
+
+def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube, machine):
     cluster = kube([hco_object(), node('gpu-1', {'nvidia.com/GA102GL_A10': '2'}),
                     node('gpu-2', {'nvidia.com/AD102GL_L40S': '1'})])
     with open(os.path.join(ROOT, 'tests', 'integration', 'cluster_kubevirt', 'inventories',
@@ -200,8 +403,8 @@ def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube):
               'gpuvirt_cluster_mode': 'apply', 'gpuvirt_platform': 'auto'}
     with open(cluster.kubeconfig) as handle:
         token = yaml.safe_load(handle)['users'][0]['user']['token']
-    pdd = private_data_dir(tmp_path, inventory, extra, survey, kubeconfig=cluster.kubeconfig)
-    rc, events, artifacts, out = run_job(tmp_path, 'playbooks/kubevirt.yml', pdd)
+    pdd, params = awx_job(tmp_path, 'kubevirt', inventory, extra, survey, machine, kubeconfig=cluster.kubeconfig)
+    rc, events, artifacts, out = run_job(tmp_path, pdd, params)
     assert rc == 0, out[-4000:]
     summary = stats(events)
     assert summary['failures'] == {} and summary['dark'] == {}, summary
@@ -219,7 +422,7 @@ def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube):
     pci = hco['spec']['permittedHostDevices']['pciHostDevices']
     assert pci[0] == QAT
     assert {e['resourceName'] for e in pci[1:]} == {'nvidia.com/GA102GL_A10', 'nvidia.com/AD102GL_L40S'}
-    assert_no_secret(artifacts, [REGISTRY_PASSWORD, token])
+    assert_no_secret(pdd, job_secrets(machine, token))
 
 
 def test_the_image_holds_the_pinned_versions():
