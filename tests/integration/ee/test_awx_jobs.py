@@ -28,21 +28,24 @@ import secrets
 import shlex
 import shutil
 import socket
-import time
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'playbooks'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'cluster_kubevirt'))
+import fake_helm  # noqa: E402
 from kube_cluster import write_summary  # noqa: E402
 from test_apply import HCO, QAT, hco_object, node  # noqa: E402
 from test_playbooks import facts  # noqa: E402
+import schema  # noqa: E402  (tests/unit: the reference data's directory)
 
 IMAGE = os.environ.get('GPUVIRT_EE_IMAGE', 'localhost/gpuvirt-provision-ee:test')
 RUNNER = os.environ.get('GPUVIRT_EE_RUNNER', os.path.join(ROOT, '.build', 'ee', 'runner', 'bin', 'ansible-runner'))
@@ -102,7 +105,7 @@ def script_data(inventory):
     return out
 
 
-def awx_job(tmp_path, phase, inventory, extra_vars, survey, machine, kubeconfig=None, job_type='run'):
+def awx_job(tmp_path, phase, inventory, extra_vars, survey, machine, kubeconfig=None, job_type='run', task_env=None):
     """What AWX's controller prepares for a job of the phase's template, with our four credentials injected.
 
     Returns (private data dir, the keyword arguments AWX hands to ansible_runner.interface.run). AWX 24.6.1,
@@ -131,6 +134,8 @@ def awx_job(tmp_path, phase, inventory, extra_vars, survey, machine, kubeconfig=
     envvars = {'ANSIBLE_COLLECTIONS_PATH': collections_path, 'ANSIBLE_SSH_CONTROL_PATH_DIR': '/runner/cp',
                'ANSIBLE_RETRY_FILES_ENABLED': 'False',
                'ANSIBLE_FORCE_COLOR': 'False', 'ANSIBLE_HOST_KEY_CHECKING': 'False'}
+    # AWX's "Extra Environment Variables" (AWX_TASK_ENV; BaseTask.build_env)
+    envvars.update(task_env or {})
     # the registry credential (awx/credential_types.yml): extra vars, and a file named by an env variable
     (pdd / 'env' / 'tmp_ca_cert').write_text(CA_PEM)
     envvars['GPUVIRT_REGISTRY_CA_FILE'] = '/runner/env/tmp_ca_cert'
@@ -163,15 +168,19 @@ def awx_job(tmp_path, phase, inventory, extra_vars, survey, machine, kubeconfig=
     return pdd, params
 
 
-def run_job(tmp_path, pdd, params):
+def run_job(tmp_path, pdd, params, mounts=()):
     """transmit (ansible_runner.interface.run(streamer='transmit'), as AWX's receptor.py AWXReceptorJob.transmit
     calls it) | worker (podman, the EE: the container a container group's pod runs, receptor.py pod_definition:
     ``ansible-runner worker --private-data-dir=/runner``) | process; returns (rc, events, artifacts dir, output)."""
     transmit = [os.path.join(os.path.dirname(RUNNER), 'python'), '-c',
                 'import json, sys, ansible_runner\n'
                 'ansible_runner.interface.run(streamer="transmit", _output=sys.stdout.buffer, **json.load(sys.stdin))']
-    worker = ['podman', 'run', '--rm', '-i', '--network', 'host',
-              IMAGE, 'ansible-runner', 'worker', '--private-data-dir=/runner']
+    worker = ['podman', 'run', '--rm', '-i', '--network', 'host']
+    # AWX's "Paths to expose to isolated jobs" (AWX_ISOLATION_SHOW_PATHS: src:dest[:option] volume mounts of the EE
+    # container; awx/main/tasks/jobs.py BaseTask.build_execution_environment_params)
+    for mount in mounts:
+        worker += ['-v', mount]
+    worker += [IMAGE, 'ansible-runner', 'worker', '--private-data-dir=/runner']
     process = [RUNNER, 'process', str(pdd), '--ident', 'job']
     stages = [subprocess.Popen(transmit, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=str(tmp_path))]
     stages[0].stdin.write(json.dumps(params).encode())
@@ -422,6 +431,112 @@ def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube, machi
     pci = hco['spec']['permittedHostDevices']['pciHostDevices']
     assert pci[0] == QAT
     assert {e['resourceName'] for e in pci[1:]} == {'nvidia.com/GA102GL_A10', 'nvidia.com/AD102GL_L40S'}
+    assert_no_secret(pdd, job_secrets(machine, token))
+
+
+# the nodes of tests/integration/cluster_operator/test_apply.py labelled_nodes(), for its mixed-openshift inventory
+LABELLED_NODES = [{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': labels}} for name, labels in (
+    ('ctr-1', {'kubernetes.io/hostname': 'ctr-1'}), ('pt-1', {'nvidia.com/gpu.workload.config': 'vm-passthrough'}),
+    ('vgpu-1', {'nvidia.com/gpu.workload.config': 'vm-vgpu', 'nvidia.com/vgpu.config': 'A10-12Q'}))]
+
+
+def test_nodes_job_twice_changes_nothing_the_second_time_then_verify(tmp_path, kube, machine):
+    """The nodes template run twice against the real API server (the second job's events: nothing changed, no write),
+    then the verify template; both with the kubeconfig credential, as every job here with the Machine credential."""
+    cluster = kube(LABELLED_NODES)
+    cluster.set_status(cluster.get('v1', 'Node', 'pt-1'), {'allocatable': {'nvidia.com/GA102GL_A10': '1'}})
+    with open(os.path.join(ROOT, 'tests', 'integration', 'cluster_operator', 'inventories',
+                           'mixed-openshift.yml')) as handle:
+        inventory = yaml.safe_load(handle)
+    inventory['all']['vars'].update({'ansible_python_interpreter': EE_PYTHON, 'render_root': '/runner/unused',
+                                     'reference_root': '/runner/unused'})
+    survey = {'gpuvirt_gpu_hosts_pattern': 'gpu_container:gpu_vm_passthrough:gpu_vm_vgpu', 'host_prep_serial': 1,
+              'gpuvirt_cluster_mode': 'apply', 'gpuvirt_platform': 'auto'}
+    with open(cluster.kubeconfig) as handle:
+        token = yaml.safe_load(handle)['users'][0]['user']['token']
+    runs = []
+    for attempt in ('first', 'second'):
+        since = cluster.now()
+        pdd, params = awx_job(tmp_path / attempt, 'nodes', inventory, {}, survey, machine,
+                              kubeconfig=cluster.kubeconfig)
+        rc, events, artifacts, out = run_job(tmp_path, pdd, params)
+        assert rc == 0, out[-4000:]
+        assert_no_secret(pdd, job_secrets(machine, token))
+        runs.append((stats(events), task_results(events), write_summary(cluster.attempts(since=since))))
+    (first, first_tasks, first_writes), (second, second_tasks, second_writes) = runs
+    # the first job labels the two nodes whose labels differ (tests/integration/cluster_operator/test_apply.py
+    # test_node_labels_apply_patches_only_differences_then_nothing, the same inventory and nodes)
+    assert sorted(first_writes) == ['patch nodes -/ctr-1', 'patch nodes -/vgpu-1'], first_writes
+    assert list(first['changed']) == ['localhost'], first
+    assert sorted(t for t, hosts in first_tasks.items() if any(hosts.values())) == \
+        ['Patch the labels that differ'], first_tasks
+    assert cluster.get('v1', 'Node', 'vgpu-1')['metadata']['labels']['nvidia.com/vgpu.config'] == 'A10-24Q'
+    # the second: the same tasks ran but the patch (no label differs now: skipped), none changed, nothing written
+    # (playbook_on_stats: changed is empty)
+    assert second['changed'] == {} and second['failures'] == {}, second
+    assert set(second_tasks) == set(first_tasks) - {'Patch the labels that differ'}, \
+        sorted(set(first_tasks) ^ set(second_tasks))
+    assert not [t for t, hosts in second_tasks.items() if any(hosts.values())], second_tasks
+    assert second_writes == [], second_writes
+
+    verify = {'verify_expected': {'pt-1': {'nvidia.com/GA102GL_A10': 1}}, 'verify_delay': 1, 'verify_timeout': 30}
+    pdd, params = awx_job(tmp_path / 'verify', 'verify', inventory, verify, survey, machine,
+                          kubeconfig=cluster.kubeconfig)
+    rc, events, artifacts, out = run_job(tmp_path, pdd, params)
+    assert rc == 0, out[-4000:]
+    summary = stats(events)
+    assert summary['changed'] == {} and summary['failures'] == {}, summary
+    tasks = task_results(events)
+    assert tasks['Wait for the expected resources on every node (a preview reads once)'] == {'localhost': False}
+    assert tasks['Report per node'] == {'localhost': False}, sorted(tasks)
+    stdout = ''.join(e.get('stdout', '') for e in events)
+    assert 'node pt-1: nvidia.com/GA102GL_A10=1 advertised' in stdout, stdout[-3000:]
+    assert_no_secret(pdd, job_secrets(machine, token))
+
+
+def test_operator_job_installs_the_chart_through_the_helm_in_the_ee(tmp_path, kube, machine):
+    """The operator template on plain Kubernetes: kubernetes.core.helm runs the helm binary the image carries (here
+    the recorded stand-in, tests/integration/fake_helm.py, installed by the definition's own helm step), with the
+    Helm identity's kubeconfig as the job's kubeconfig credential (docs/rbac/gpuvirt-automation-helm.yml). The
+    stand-in reads the chart's values.yaml from the reference data and logs its calls: both reach the EE as AWX
+    exposes host paths to jobs, and its two variables as AWX's extra environment variables."""
+    cluster = kube([], openshift=False)
+    cluster.server.grant_helm()
+    helm_config = cluster.server.kubeconfig_path('helm')
+    calls_dir = tmp_path / 'helm-calls'
+    calls_dir.mkdir()
+    calls_dir.chmod(0o777)  # the EE's user (uid 1000) writes the call log
+    with open(os.path.join(ROOT, 'tests', 'integration', 'cluster_operator', 'inventories',
+                           'kubernetes-passthrough.yml')) as handle:
+        inventory = yaml.safe_load(handle)
+    inventory['all']['vars'].update({'ansible_python_interpreter': EE_PYTHON, 'render_root': '/runner/unused',
+                                     'reference_root': '/reference'})
+    extra = {'gpu_operator_chart_values_file': ''}
+    survey = {'gpuvirt_gpu_hosts_pattern': 'gpu_vm_passthrough', 'host_prep_serial': 1,
+              'gpuvirt_cluster_mode': 'apply', 'gpuvirt_platform': 'auto'}
+    with open(helm_config) as handle:
+        token = yaml.safe_load(handle)['users'][0]['user']['token']
+    pdd, params = awx_job(tmp_path, 'operator', inventory, extra, survey, machine, kubeconfig=helm_config,
+                          task_env={'FAKE_HELM_LOG': '/helm-calls/calls.jsonl', 'FAKE_HELM_REFERENCE': '/reference'})
+    rc, events, artifacts, out = run_job(tmp_path, pdd, params, mounts=[
+        '%s:/reference:ro' % schema.reference_dir(), '%s:/helm-calls' % calls_dir])
+    assert rc == 0, out[-4000:]
+    summary = stats(events)
+    assert list(summary['changed']) == ['localhost'] and summary['failures'] == {}, summary
+    tasks = task_results(events)
+    assert tasks['Install the gpu-operator chart'] == {'localhost': True}, sorted(tasks)
+    # what kubernetes.core.helm ran in the EE (the same argv as tests/integration/cluster_operator/test_apply.py
+    # test_kubernetes_installs_the_chart_through_helm_with_the_argv_kubernetes_core_sends)
+    argvs = [c['argv'] for c in fake_helm.calls(calls_dir / 'calls.jsonl')]
+    assert argvs[0] == ['version'], argvs
+    repo, version = 'https://helm.ngc.nvidia.com/nvidia', 'v26.7.0'
+    assert ['show', 'values', 'gpu-operator', '--repo', repo, '--version', version] in argvs, argvs
+    (upgrade,) = [a for a in argvs if 'upgrade' in a]
+    assert upgrade[-2:] == ['gpu-operator', 'gpu-operator'] and '--wait' in upgrade, upgrade
+    release = cluster.get('v1', 'Secret', 'sh.helm.release.v1.gpu-operator.v1', 'gpu-operator')
+    assert release['metadata']['labels']['status'] == 'deployed', release['metadata']
+    policy = cluster.get('nvidia.com/v1', 'ClusterPolicy', 'cluster-policy')
+    assert policy['spec']['sandboxWorkloads']['defaultWorkload'] == 'vm-passthrough', policy['spec']
     assert_no_secret(pdd, job_secrets(machine, token))
 
 
