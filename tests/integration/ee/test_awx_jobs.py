@@ -3,20 +3,25 @@
 """Jobs run the way AWX runs them: ``ansible-runner transmit | podman run EE ansible-runner worker |
 ansible-runner process``, in the execution environment that tools/ee/build-ee.sh built (mk/ee.mk).
 
-What AWX's controller prepares for a job is made here as AWX makes it (awx/main/tasks/jobs.py
-BaseTask.build_private_data_files / build_env / build_extra_vars_file, RunJob.build_args; awx/main/models/credential
-injectors): the project checkout under ``project/``, the collections of the project's requirements under
-``requirements_collections/`` with ANSIBLE_COLLECTIONS_PATH naming it, the inventory under ``inventory/``, the job
-template's extra vars and the survey answers (JSON types: an integer survey answer is a number) in
-``env/extravars``, credential environment in ``env/envvars``, credential files under ``env/`` named by their
-environment variable (the custom *gpuvirt vGPU image registry* type of awx/credential_types.yml: extra vars, env and
-a file; a kubeconfig file for the cluster). The worker runs in the EE container (as a receptor execution node
-starts it: podman, the private data dir streamed on stdin), with the host network so that it reaches the API server
-of tests/integration/kube_cluster.py on 127.0.0.1. The assertions read the job events that ``process`` writes to
-the artifacts, which is what AWX stores for the job.
+What AWX's controller prepares for a job is made here as AWX 24.6.1 makes it (awx/main/tasks/jobs.py BaseTask.run,
+build_private_data_files, build_env, write_inventory_file; RunJob.build_args, build_passwords,
+get_password_prompts; awx/main/tasks/receptor.py AWXReceptorJob.transmit): the project checkout under
+``project/``, the collections of the project's requirements under ``requirements_collections/`` with
+ANSIBLE_COLLECTIONS_PATH naming it, the inventory script ``inventory/hosts``, the job template's extra vars and the
+survey answers (JSON types: an integer survey answer is a number) in ``env/extravars``, the command line in
+``env/cmdline``; the environment, the become password (a prompt -> answer map) and the Machine credential's SSH key
+as arguments of ``ansible_runner.interface.run(streamer='transmit')``, which sends them in the stream; credential
+files under ``env/`` named by their environment variable (the custom *gpuvirt vGPU image registry* type of
+awx/credential_types.yml: extra vars, env and a file; a kubeconfig file for the cluster). The worker runs in the EE
+container (as a container group's pod starts it: ``ansible-runner worker --private-data-dir=/runner``, the private
+data dir streamed on stdin), with the host network so that it reaches the API server of
+tests/integration/kube_cluster.py and the SSH port of the GPU host stand-in (tools/ee/Containerfile.sshhost) on
+127.0.0.1. The assertions read the job events that ``process`` writes to the artifacts, which is what AWX stores
+for the job.
 
-Every secret injected (registry password, the kubeconfig's bearer token) must appear nowhere in the artifacts,
-raw or base64 (AWX keeps every event in its database for anyone who may read the job).
+Every secret injected (the SSH private key, the become password, the registry password, the kubeconfig's bearer
+token) must appear nowhere in what the job left, raw or base64 (AWX keeps every event in its database for anyone
+who may read the job).
 """
 from __future__ import annotations
 
