@@ -440,9 +440,10 @@ def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube, machi
 
 
 # the nodes of tests/integration/cluster_operator/test_apply.py labelled_nodes(), for its mixed-openshift inventory
-LABELLED_NODES = [{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': labels}} for name, labels in (
-    ('ctr-1', {'kubernetes.io/hostname': 'ctr-1'}), ('pt-1', {'nvidia.com/gpu.workload.config': 'vm-passthrough'}),
-    ('vgpu-1', {'nvidia.com/gpu.workload.config': 'vm-vgpu', 'nvidia.com/vgpu.config': 'A10-12Q'}))]
+LABELLED_NODES = [
+    {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': labels}} for name, labels in (
+        ('ctr-1', {'kubernetes.io/hostname': 'ctr-1'}), ('pt-1', {'nvidia.com/gpu.workload.config': 'vm-passthrough'}),
+        ('vgpu-1', {'nvidia.com/gpu.workload.config': 'vm-vgpu', 'nvidia.com/vgpu.config': 'A10-12Q'}))]
 
 
 def test_nodes_job_twice_changes_nothing_the_second_time_then_verify(tmp_path, kube, machine):
