@@ -64,8 +64,9 @@ CA_PEM = '-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n'
 def ee_ready():
     if not os.path.exists(RUNNER):
         pytest.fail('%s missing: run make ee' % RUNNER)
-    if subprocess.run(['podman', 'image', 'exists', IMAGE], check=False).returncode != 0:
-        pytest.fail('image %s missing: run make ee' % IMAGE)
+    for image in (IMAGE, SSH_HOST_IMAGE):
+        if subprocess.run(['podman', 'image', 'exists', image], check=False).returncode != 0:
+            pytest.fail('image %s missing: run make ee' % image)
 
 
 def project_files():
@@ -176,7 +177,7 @@ def awx_job(tmp_path, phase, inventory, extra_vars, survey, machine, kubeconfig=
 def run_job(tmp_path, pdd, params, mounts=()):
     """transmit (ansible_runner.interface.run(streamer='transmit'), as AWX's receptor.py AWXReceptorJob.transmit
     calls it) | worker (podman, the EE: the container a container group's pod runs, receptor.py pod_definition:
-    ``ansible-runner worker --private-data-dir=/runner``) | process; returns (rc, events, artifacts dir, output)."""
+    ``ansible-runner worker --private-data-dir=/runner``) | process; returns (rc, events, output)."""
     transmit = [os.path.join(os.path.dirname(RUNNER), 'python'), '-c',
                 'import json, sys, ansible_runner\n'
                 'ansible_runner.interface.run(streamer="transmit", _output=sys.stdout.buffer, **json.load(sys.stdin))']
@@ -206,7 +207,7 @@ def run_job(tmp_path, pdd, params, mounts=()):
             events.append(json.load(handle))
     rc_file = artifacts / 'rc'
     rc = int(rc_file.read_text()) if rc_file.exists() else None
-    return rc, events, artifacts, out
+    return rc, events, out
 
 
 def task_results(events):
@@ -352,7 +353,7 @@ def host_files(machine, *paths):
 
 def test_preflight_job_over_ssh_with_the_machine_credential(tmp_path, machine):
     pdd, params = awx_job(tmp_path, 'preflight', host_inventory(machine), {}, SURVEY_PT, machine)
-    rc, events, artifacts, out = run_job(tmp_path, pdd, params)
+    rc, events, out = run_job(tmp_path, pdd, params)
     assert rc == 0, out[-4000:]
     summary = stats(events)
     assert set(summary['ok']) == {'localhost', 'pt-1'}, summary
@@ -377,7 +378,7 @@ def test_preflight_job_over_ssh_with_the_machine_credential(tmp_path, machine):
 
 def test_host_prep_check_job_over_ssh(tmp_path, machine):
     pdd, params = awx_job(tmp_path, 'host_prep', host_inventory(machine), {}, SURVEY_PT, machine, job_type='check')
-    rc, events, artifacts, out = run_job(tmp_path, pdd, params)
+    rc, events, out = run_job(tmp_path, pdd, params)
     assert rc == 0, out[-4000:]
     summary = stats(events)
     assert summary['failures'] == {} and summary['dark'] == {}, summary
@@ -418,7 +419,7 @@ def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube, machi
     with open(cluster.kubeconfig) as handle:
         token = yaml.safe_load(handle)['users'][0]['user']['token']
     pdd, params = awx_job(tmp_path, 'kubevirt', inventory, extra, survey, machine, kubeconfig=cluster.kubeconfig)
-    rc, events, artifacts, out = run_job(tmp_path, pdd, params)
+    rc, events, out = run_job(tmp_path, pdd, params)
     assert rc == 0, out[-4000:]
     summary = stats(events)
     assert summary['failures'] == {} and summary['dark'] == {}, summary
@@ -465,7 +466,7 @@ def test_nodes_job_twice_changes_nothing_the_second_time_then_verify(tmp_path, k
         since = cluster.now()
         pdd, params = awx_job(tmp_path / attempt, 'nodes', inventory, {}, survey, machine,
                               kubeconfig=cluster.kubeconfig)
-        rc, events, artifacts, out = run_job(tmp_path, pdd, params)
+        rc, events, out = run_job(tmp_path, pdd, params)
         assert rc == 0, out[-4000:]
         assert_no_secret(pdd, job_secrets(machine, token))
         runs.append((stats(events), task_results(events), write_summary(cluster.attempts(since=since))))
@@ -488,7 +489,7 @@ def test_nodes_job_twice_changes_nothing_the_second_time_then_verify(tmp_path, k
     verify = {'verify_expected': {'pt-1': {'nvidia.com/GA102GL_A10': 1}}, 'verify_delay': 1, 'verify_timeout': 30}
     pdd, params = awx_job(tmp_path / 'verify', 'verify', inventory, verify, survey, machine,
                           kubeconfig=cluster.kubeconfig)
-    rc, events, artifacts, out = run_job(tmp_path, pdd, params)
+    rc, events, out = run_job(tmp_path, pdd, params)
     assert rc == 0, out[-4000:]
     summary = stats(events)
     assert summary['changed'] == {} and summary['failures'] == {}, summary
@@ -524,7 +525,7 @@ def test_operator_job_installs_the_chart_through_the_helm_in_the_ee(tmp_path, ku
         token = yaml.safe_load(handle)['users'][0]['user']['token']
     pdd, params = awx_job(tmp_path, 'operator', inventory, extra, survey, machine, kubeconfig=helm_config,
                           task_env={'FAKE_HELM_LOG': '/helm-calls/calls.jsonl', 'FAKE_HELM_REFERENCE': '/reference'})
-    rc, events, artifacts, out = run_job(tmp_path, pdd, params, mounts=[
+    rc, events, out = run_job(tmp_path, pdd, params, mounts=[
         '%s:/reference:ro' % schema.reference_dir(), '%s:/helm-calls' % calls_dir])
     assert rc == 0, out[-4000:]
     summary = stats(events)
