@@ -655,13 +655,19 @@ class KubeAPIServer(object):
         What is served changes only with the CRDs: the discovery of the last call is reused while the CRDs are the
         same (names and resourceVersions, one list request instead of one discovery request per group version), and
         kept only when it served every one of them (discovery lags a new CRD's Established condition)."""
-        crds = self.request('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions')['items']
-        key = sorted((c['metadata']['name'], c['metadata']['resourceVersion']) for c in crds)
+        # the CRDs' metadata only (a PartialObjectMetadataList, meta.k8s.io/v1): their schemas make the full list large
+        status, text = self._send('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', None, {
+            'Authorization': 'Bearer %s' % self.tokens['admin'],
+            'Accept': 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1'})
+        if status != 200:
+            raise APIError(status, text, 'GET', 'customresourcedefinitions')
+        key = sorted((c['metadata']['name'], c['metadata']['resourceVersion']) for c in json.loads(text)['items'])
         if self._discovered is not None and self._discovered[0] == key:
             return list(self._discovered[1])
         out = self._discover()
-        served = {(gv.rsplit('/', 1)[0], plural) for gv, plural, _namespaced in out}
-        if all((c['spec']['group'], c['spec']['names']['plural']) in served for c in crds):
+        # a CRD's name is <plural>.<group> (the API server refuses any other)
+        served = {'%s.%s' % (plural, gv.rsplit('/', 1)[0]) for gv, plural, _namespaced in out}
+        if all(name in served for name, _version in key):
             self._discovered = (key, out)
         return list(out)
 
