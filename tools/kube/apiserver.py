@@ -216,6 +216,9 @@ class KubeAPIServer(object):
         self._ssl = None
         self._conns = threading.local()
         self._baseline = set()
+        # reset(): the platform and objects (uid -> resourceVersion) of the last grant(), and the last discovery
+        self._granted_platform, self._granted = None, {}
+        self._discovered = None
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
     def start(self):
@@ -505,15 +508,19 @@ class KubeAPIServer(object):
         (default, openshift-marketplace) or comes with KubeVirt (openshift-cnv, kubevirt): made first, as that
         install would have. Returns once the authorizer (fed by an informer) sees every rule."""
         objects = rbac_objects(RBAC_FILES[platform])
+        made = []
         for obj in objects:
             if obj['kind'] == 'Namespace':
-                self._create_namespace(obj)
+                made.append(self._create_namespace(obj))
                 continue
             if obj['metadata'].get('namespace'):
-                self._create_namespace({'apiVersion': 'v1', 'kind': 'Namespace',
-                                        'metadata': {'name': obj['metadata']['namespace']}})
-            self.create(obj)
+                made.append(self._create_namespace({'apiVersion': 'v1', 'kind': 'Namespace',
+                                                    'metadata': {'name': obj['metadata']['namespace']}}))
+            made.append(self.create(obj))
         self._wait_granted(objects)
+        # what this grant made, as made: reset() keeps it while every one is there unchanged (_kept_grant)
+        self._granted_platform = platform
+        self._granted = {m['metadata']['uid']: m['metadata']['resourceVersion'] for m in made if m}
 
     def grant_helm(self):
         """Apply docs/rbac/gpuvirt-automation-helm.yml as an admin does for the Helm phase; reset() removes it."""
@@ -531,6 +538,7 @@ class KubeAPIServer(object):
             time.sleep(0.2)
 
     def _create_namespace(self, obj, timeout=30):
+        """Create the namespace ``obj``; returns it as created, or None when it was there already."""
         # reset() has just finalized the namespaces of the previous test: a name may still be terminating
         deadline = time.time() + timeout
         while True:
@@ -542,6 +550,7 @@ class KubeAPIServer(object):
             time.sleep(0.2)
         if status not in (201, 409) or 'being deleted' in body:
             raise APIError(status, body, 'POST', '/api/v1/namespaces')
+        return json.loads(body) if status == 201 else None
 
     def _wait_granted(self, objects, timeout=30):
         roles = [o for o in objects if o['kind'] in ('Role', 'ClusterRole')]
@@ -641,7 +650,28 @@ class KubeAPIServer(object):
 
     # --- reset between tests ------------------------------------------------------------------------------------
     def _resources(self):
-        """(groupVersion, plural, namespaced) for every listable, deletable resource served now."""
+        """(groupVersion, plural, namespaced) for every listable, deletable resource served now.
+
+        What is served changes only with the CRDs: the discovery of the last call is reused while the CRDs are the
+        same (names and resourceVersions, one list request instead of one discovery request per group version), and
+        kept only when it served every one of them (discovery lags a new CRD's Established condition)."""
+        # the CRDs' metadata only (a PartialObjectMetadataList, meta.k8s.io/v1): their schemas make the full list large
+        status, text = self._send('GET', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', None, {
+            'Authorization': 'Bearer %s' % self.tokens['admin'],
+            'Accept': 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1'})
+        if status != 200:
+            raise APIError(status, text, 'GET', 'customresourcedefinitions')
+        key = sorted((c['metadata']['name'], c['metadata']['resourceVersion']) for c in json.loads(text)['items'])
+        if self._discovered is not None and self._discovered[0] == key:
+            return list(self._discovered[1])
+        out = self._discover()
+        # a CRD's name is <plural>.<group> (the API server refuses any other)
+        served = {'%s.%s' % (plural, gv.rsplit('/', 1)[0]) for gv, plural, _namespaced in out}
+        if all(name in served for name, _version in key):
+            self._discovered = (key, out)
+        return list(out)
+
+    def _discover(self):
         out = [('v1', r['name'], r['namespaced']) for r in self.request('GET', '/api/v1')['resources']
                if '/' not in r['name'] and {'list', 'delete'} <= set(r['verbs'])]
         seen = set()
@@ -669,8 +699,14 @@ class KubeAPIServer(object):
     def reset(self, openshift=True, hco=None, dra=False):
         """Delete every object made since start (namespaces last, finalized by hand: no namespace controller), serve
         the platform's APIs and grant its shipped RBAC afresh (so a test sees exactly the file, never what an
-        earlier test changed). The CRDs and built-in objects of a fresh server stay."""
-        namespaces = []
+        earlier test changed). The CRDs and built-in objects of a fresh server stay.
+
+        The last grant's objects are kept instead of made again when the platform is the same and every one of them
+        is still there as that grant made it (same uid, same resourceVersion: no test changed, deleted or
+        re-created one): the server then holds exactly what a fresh grant would make, and every other object is
+        deleted as before."""
+        platform = 'openshift' if openshift else 'kubernetes'
+        found = []
         for gv, plural, _namespaced in self._resources():
             status, text = self.request('GET', self.path(gv, plural), raw=True)
             if status != 200:
@@ -679,18 +715,25 @@ class KubeAPIServer(object):
                 meta = item['metadata']
                 if meta['uid'] in self._baseline or (plural == 'customresourcedefinitions' and meta['name'] in OPTIONAL):
                     continue  # what a fresh server holds; the optional CRDs are serve()'s
-                if plural == 'namespaces':
-                    namespaces.append(meta['name'])
-                    continue
-                if plural == 'customresourcedefinitions':
-                    self.delete_crd(meta['name'])  # waits: a CRD being deleted still blocks a new one of its name
-                    continue
-                path = self.path(gv, plural, meta.get('namespace'), meta['name'])
-                if meta.get('finalizers') and plural != 'customresourcedefinitions':
-                    self.request('PATCH', path, {'metadata': {'finalizers': None}},
-                                 content_type='application/merge-patch+json', ok=(200, 404))
-                self.request('DELETE', path, {'kind': 'DeleteOptions', 'apiVersion': 'v1', 'gracePeriodSeconds': 0},
-                             ok=(200, 202, 404))
+                found.append((gv, plural, item))
+        kept = self._kept_grant(platform, [item for _gv, _plural, item in found])
+        namespaces = []
+        for gv, plural, item in found:
+            meta = item['metadata']
+            if meta['uid'] in kept:
+                continue
+            if plural == 'namespaces':
+                namespaces.append(meta['name'])
+                continue
+            if plural == 'customresourcedefinitions':
+                self.delete_crd(meta['name'])  # waits: a CRD being deleted still blocks a new one of its name
+                continue
+            path = self.path(gv, plural, meta.get('namespace'), meta['name'])
+            if meta.get('finalizers') and plural != 'customresourcedefinitions':
+                self.request('PATCH', path, {'metadata': {'finalizers': None}},
+                             content_type='application/merge-patch+json', ok=(200, 404))
+            self.request('DELETE', path, {'kind': 'DeleteOptions', 'apiVersion': 'v1', 'gracePeriodSeconds': 0},
+                         ok=(200, 202, 404))
         for name in namespaces:
             self.request('DELETE', '/api/v1/namespaces/' + name, ok=(200, 202, 404))
             status, text = self.request('GET', '/api/v1/namespaces/' + name, raw=True)
@@ -699,7 +742,18 @@ class KubeAPIServer(object):
                 ns['spec']['finalizers'] = []
                 self.request('PUT', '/api/v1/namespaces/%s/finalize' % name, ns, ok=(200, 404, 409))
         self.serve(openshift, hco, dra)
-        self.grant('openshift' if openshift else 'kubernetes')
+        if not kept:
+            self.grant(platform)
+
+    def _kept_grant(self, platform, items):
+        """The uids of the last grant's objects when all of them are among ``items`` unchanged and the platform is
+        the same; else none (and the grant is forgotten: its objects are deleted and granted afresh)."""
+        present = {i['metadata']['uid']: i['metadata']['resourceVersion'] for i in items
+                   if i['metadata']['uid'] in self._granted}
+        if platform == self._granted_platform and self._granted and present == self._granted:
+            return set(self._granted)
+        self._granted_platform, self._granted = None, {}
+        return set()
 
 
 AUDIT_POLICY = {

@@ -52,6 +52,25 @@ def render(tmp_path, inv, *extra):
     return proc.returncode, proc.stdout + proc.stderr, out
 
 
+_FIRST_RENDERS = {}
+
+
+def first_render(tmp_path_factory, *extra):
+    """``render`` of a fresh copy of the example inventory with ``extra``, run once per session and shared: a test
+    here goes on from it in its directory (``tmp``: its inventory ``inv``, its output ``out``), and the golden test of
+    the same command (test_render_golden.py) reads ``pristine``, a copy of ``out`` taken as the render left it, so
+    that it sees the first render whichever of the two runs first. Returns (tmp, inv, rc, log, out, pristine)."""
+    if extra not in _FIRST_RENDERS:
+        tmp = tmp_path_factory.mktemp('example-render')
+        inv = example_copy(tmp)
+        rc, log, out = render(tmp, inv, *extra)
+        pristine = tmp / 'pristine'
+        if out.is_dir():
+            shutil.copytree(out, pristine)
+        _FIRST_RENDERS[extra] = (tmp, inv, rc, log, out, pristine)
+    return _FIRST_RENDERS[extra]
+
+
 def objects(out):
     listed = yaml.safe_load((out / 'kustomization.yaml').read_text())['resources']
     found = {}
@@ -71,9 +90,9 @@ def objects(out):
     return listed, found
 
 
-def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_host(tmp_path):
-    inv = example_copy(tmp_path)
-    rc, log, out = render(tmp_path, inv)
+def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_host(tmp_path_factory):
+    # the first render is shared with the golden test of the same command; this test goes on in its directory
+    tmp_path, inv, rc, log, out, _pristine = first_render(tmp_path_factory)
     assert rc == 0, log
     assert 'UNREACHABLE' not in log, log
     listed, found = objects(out)
@@ -211,9 +230,9 @@ def test_a_pool_removed_prunes_our_stale_files_keeps_foreign_ones_and_the_invent
     assert policy['metadata']['annotations']['argocd.argoproj.io/sync-options'] == 'SkipDryRunOnMissingResource=true'
 
 
-def test_kubernetes_then_openshift_leaves_no_helm_values_file(tmp_path):
-    inv = example_copy(tmp_path)
-    rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_platform=kubernetes')
+def test_kubernetes_then_openshift_leaves_no_helm_values_file(tmp_path_factory):
+    # the first render is shared with the golden test of the same command; this test goes on in its directory
+    tmp_path, inv, rc, log, out, _pristine = first_render(tmp_path_factory, '-e', 'gpuvirt_platform=kubernetes')
     assert rc == 0, log
     values = glob.glob(str(out / '*-helm-values-*.yaml'))
     assert values, os.listdir(out)

@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""`make integration` starts every registered integration target once, longest first (Makefile
+INTEGRATION_LONGEST_FIRST), and a target that list does not name after those (docs/testing.md, "CI time")."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+
+
+def started(*variables):
+    """The targets the `make integration` recursion names, in order (make -n runs the recursion with -n too)."""
+    proc = subprocess.run(['make', '-n', '-C', ROOT, 'integration'] + list(variables), capture_output=True, text=True,
+                          check=False)
+    (line,) = [ln for ln in proc.stdout.splitlines() if '--output-sync=target' in ln]
+    return line.split('HOST_BOOTSTRAPPED=1', 1)[1].split()
+
+
+def registered():
+    proc = subprocess.run(['make', '-pq', '-C', ROOT, 'integration'], capture_output=True, text=True, check=False)
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith('INTEGRATION_TARGETS :=')]
+    return line.split(':=', 1)[1].split()
+
+
+def test_every_registered_target_starts_once_the_long_ones_first():
+    order = started()
+    assert sorted(order) == sorted(registered()) and len(order) == len(set(order)), order
+    # the two longest (last measured) start together; the EE and discovery targets come after the cluster ones
+    assert order[:2] == ['integration-cluster-kubevirt', 'integration-cluster-operator'], order
+    assert order.index('integration-playbooks') < order.index('ee') and order[-1] == 'discovery-integration', order
+
+
+def test_the_order_follows_the_list_whatever_the_registration_order_and_unnamed_targets_come_last():
+    # INTEGRATION_TARGETS given on the command line stands for the mk/ fragments registering in another order and a
+    # fragment registering a target the list does not name (bench, a phony target of mk/bench.mk)
+    assert started('INTEGRATION_TARGETS=bench integration-site ee integration-cluster-operator') == [
+        'integration-cluster-operator', 'integration-site', 'ee', 'bench']
