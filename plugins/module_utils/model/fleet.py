@@ -48,11 +48,13 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row 
 #             spelling of host/vgpu_interface.py's facts), None when the row does not depend on it; rows sharing
 #             a group each name a distinct one, and a host of the group gets the row of its interface;
 #   kubevirt_min: the lowest KubeVirt version whose built-in device plugin serves this row's devices ('1.9.0'),
-#             None when any supported KubeVirt does.
+#             None when any supported KubeVirt does;
+#   operands_off: the GPU Operator operands its nodes must not run although their workload config deploys them:
+#             the node labels role sets nvidia.com/gpu.deploy.<operand>=false on them (manifests/node_labels.py).
 Pool = row_class('Pool', (
     ('name', REQUIRED), ('group', REQUIRED), ('workload', REQUIRED), ('iommu', False), ('host_vfio', False),
     ('resource', REQUIRED), ('vgpu', False), ('advertiser', REQUIRED), ('function', 'pf'), ('permitted', None),
-    ('interface', None), ('kubevirt_min', None),
+    ('interface', None), ('kubevirt_min', None), ('operands_off', ()),
 ), 'A row of the pool table (fleet.POOL_TABLE).')
 
 # Who may advertise a node's devices, and whether KubeVirt then leaves allocation to that plugin
@@ -74,6 +76,8 @@ FUNCTIONS = ('pf', 'vf')
 PERMITTED_LISTS = ('pciHostDevices', 'mediatedDevices')
 # The vGPU interfaces a row may be for: those a host's facts name (vgpu_interface_rule.INTERFACES) but 'none'.
 ROW_INTERFACES = tuple(i for i in vgpu_interface_rule.INTERFACES if i != 'none')
+# An operand's name in the GPU Operator's nvidia.com/gpu.deploy.<operand> labels (a label name's grammar).
+OPERAND_RE = re.compile(r'[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?')
 # A KubeVirt release version, as kubevirt_min gives it (major.minor.patch, no leading v).
 KUBEVIRT_MIN_RE = re.compile(r'[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}')
 # Columns the host plays read from a group's default row, before a host shows its vGPU interface (host preparation:
@@ -98,7 +102,11 @@ POOL_TABLE = (
          advertiser='sandbox-device-plugin', permitted='mediatedDevices', interface='mdev'),
     Pool(name='vm-vgpu-vf', group='gpu_vm_vgpu', workload='vm-vgpu', iommu=True, host_vfio=False, resource='pci',
          vgpu=True, advertiser='kubevirt', function='vf', permitted='pciHostDevices', interface='vendor-vfio',
-         kubevirt_min='1.9.0'),
+         kubevirt_min='1.9.0',
+         # the vm-vgpu workload's operands that cannot serve these VFs (manifests/node_labels.py, with the sources):
+         # KubeVirt's own plugin advertises them, the vGPU Device Manager configures only mdev, and the sandbox
+         # validator waits for mdev devices that never appear; the vGPU Manager stays (it loads the driver)
+         operands_off=('sandbox-device-plugin', 'vgpu-device-manager', 'sandbox-validator')),
     Pool(name='dra', group='gpu_dra', workload='container', iommu=True, resource='dra', advertiser='dra-driver'),
 )
 
@@ -138,6 +146,10 @@ def check_table(table):
         if row.interface is not None and not row.vgpu:
             raise TableError('pool %s: interface %r is a vGPU interface; a row that is not a vGPU pool (vgpu false) '
                              'names none' % (row.name, row.interface))
+        if not isinstance(row.operands_off, tuple) or not all(
+                isinstance(o, str) and OPERAND_RE.fullmatch(o) for o in row.operands_off):
+            raise TableError('pool %s: operands_off %r is not a tuple of GPU Operator operand names (the <operand> '
+                             'of nvidia.com/gpu.deploy.<operand>)' % (row.name, row.operands_off))
         if row.kubevirt_min is not None and not (isinstance(row.kubevirt_min, str)
                                                  and KUBEVIRT_MIN_RE.fullmatch(row.kubevirt_min)):
             raise TableError('pool %s: kubevirt_min %r is not a KubeVirt version such as 1.9.0 (or None)'
