@@ -286,7 +286,8 @@ def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
         return errors
     if interface is None and facts:
         warnings.append("%s: which vGPU interface the vGPU Manager will bring is not known yet (%s): from kernel 6.8 "
-                        "it may be NVIDIA's vendor-specific VFIO interface, which preflight stops once it shows"
+                        "it may be NVIDIA's vendor-specific VFIO interface; the host keeps the group's default pool until "
+                        "it shows, and the vgpu_vf phase gathers its facts again after the operator phase"
                         % (host, reason))
     warnings.append("%s: no vGPU types visible (neither mdev_supported_types nor nvidia/creatable_vgpu_types): "
                     "the vGPU Manager is not loaded yet; types are checked against GPU models only" % host)

@@ -91,8 +91,10 @@ def test_site_imports_every_phase_in_order():
     # GPU Operator assumes the default GPU workload configuration" (sandboxWorkloads.defaultWorkload), so labels
     # must be in place before the operator deploys anything.
     # render mode: one render run (render_open/render_close) around every phase that writes manifests
+    # the vendor-VFIO VF profiles after the operator (its vGPU Manager loads the driver that creates the VFs) and
+    # before KubeVirt and verify (KubeVirt v1.9.0 nvidia.go shouldPermitNvidia counts only VFs with a profile)
     assert phases == ['render_open.yml', 'preflight.yml', 'host_prep.yml', 'vgpu_image.yml', 'nodes.yml',
-                      'operator.yml', 'kubevirt.yml', 'verify.yml', 'render_close.yml', 'summary.yml']
+                      'operator.yml', 'vgpu_vf.yml', 'kubevirt.yml', 'verify.yml', 'render_close.yml', 'summary.yml']
 
 
 def test_example_inventory_keeps_secrets_out_of_plain_text():
