@@ -177,7 +177,7 @@ def test_malformed_facts_are_named(pci_facts, holders, named):
         preflight.check_host("h1", ["vm-passthrough"], pci_facts, holders=holders, iommu_firmware=True)
 
 
-def test_ada_vgpu_host_is_stopped_before_its_vgpu_manager_loads():
+def test_ada_vgpu_host_gets_the_vf_row_before_its_vgpu_manager_loads():
     # The vGPU interface follows from the GPU architecture and the vGPU release: from vGPU 17 (driver branch R550,
     # NVIDIA's "Virtual GPU Software Lifecycle": "NVIDIA vGPU 17 R550") Ada Lovelace, Hopper and Blackwell GPUs on
     # Linux with KVM use NVIDIA's vendor-specific VFIO framework (NVIDIA Virtual GPU Software User Guide, "Creating
@@ -207,7 +207,7 @@ def test_ada_vgpu_host_is_stopped_before_its_vgpu_manager_loads():
         "GH100 [H100 PCIe]", "GB202GL [RTX PRO 6000]"]
 
 
-def test_ampere_host_on_kernel_6_8_with_r580_is_stopped_by_its_host_facts_not_its_chip():
+def test_ampere_host_on_kernel_6_8_with_r580_gets_the_vf_row_by_its_host_facts_not_its_chip():
     # The chip rule alone lets this A10 through (it is no Ada/Hopper/Blackwell), but the host decides: the OpenNebula
     # vGPU guide (OpenNebula/docs @ 7e66d99c, source/open_cluster_deployment/kvm_node/vgpu.rst, "Using the vGPU")
     # shows an A10 VF on "the new vendor-specific interface introduced with Ubuntu 24.04", and KubeVirt's VEP 210
