@@ -30,7 +30,7 @@ options:
     description:
       - The pools the inventory groups put this host in.
       # BEGIN GENERATED pools_prose
-      - "Pools (the pool table): C(container), C(vm-passthrough), C(vm-vgpu), C(dra)."
+      - "Pools (the pool table): C(container), C(vm-passthrough), C(vm-vgpu), C(vm-vgpu-vf), C(dra)."
       # END GENERATED pools_prose
     type: list
     elements: str
@@ -68,8 +68,18 @@ options:
         C(nvidia/creatable_vgpu_types), kernel release, driver version). Before the vGPU Manager loads, kernel 6.8 or
         later with driver branch 580 or later, or an Ada Lovelace, Hopper or Blackwell GPU (pci.ids chip C(AD1xx),
         C(GH1xx), C(GB1xx)/C(GB2xx)) with branch 550 (vGPU 17) or later, brings NVIDIA's vendor-specific VFIO
-        interface, which the vGPU Device Manager and KubeVirt's mediated devices do not support yet; such a host is
-        refused, the evidence named. Without host facts only the chip rule applies, and the message says so.
+        interface. The interface picks the host's row among its group's rows (C(vm-vgpu) for mdev, C(vm-vgpu-vf)
+        for vendor-specific VFIO; the group's first row when nothing tells), as the fleet view does; RV(pool),
+        RV(interface) and RV(interface_reason) say which and why. Without host facts only the chip rule applies, and
+        the reason says so.
+      - On vendor-specific VFIO a MIG-backed type (C(H100-3-40C)) is refused until MIG is handled, and, once the
+        VFs list types, a type none of them lists is refused, naming those they offer.
+    type: str
+    default: ''
+  explicit_pool:
+    description:
+      - The host's C(gpuvirt_pool), when set. It must name a row of the host's group, and agree with the vGPU
+        interface the host shows; otherwise that is an error naming both.
     type: str
     default: ''
   fail_on_error:
@@ -117,6 +127,20 @@ iommu_firmware:
   description: Whether the firmware announces an IOMMU (ACPI DMAR or IVRS table); null when sysfs has no ACPI tables.
   type: bool
   returned: always
+pool:
+  description: The pool row the host gets (where its group has several rows, the one its vGPU interface picks).
+  type: str
+  returned: when the host is in exactly one known pool
+  sample: vm-vgpu-vf
+interface:
+  description: The vGPU interface its facts show or predict (C(mdev), C(vendor-vfio)); null when nothing tells or
+    its group's rows do not depend on it.
+  type: str
+  returned: when the host is in exactly one known pool
+interface_reason:
+  description: The sentence naming the evidence for RV(interface); empty when the group's rows do not depend on it.
+  type: str
+  returned: when the host is in exactly one known pool
 '''
 
 import os
@@ -144,6 +168,7 @@ def main():
             virtualization_role=dict(type="str", default=""),
             allow_no_gpu=dict(type="bool", default=False),
             vgpu_driver_version=dict(type="str", default=""),
+            explicit_pool=dict(type="str", default=""),
             fail_on_error=dict(type="bool", default=True),
             sysfs_root=dict(type="path", default="/sys"),
         ),
@@ -151,6 +176,7 @@ def main():
     )
     params = module.params
     iommu_fw = firmware_iommu(params["sysfs_root"])
+    found = {}
     try:
         errors, warnings = check_host(
             host=params["host"] or os.uname()[1], pools=params["pools"], pci=params["pci_devices"],
@@ -158,10 +184,11 @@ def main():
             requested_vgpu_types=params["requested_vgpu_types"], iommu_firmware=iommu_fw,
             vgpu_driver_version=params["vgpu_driver_version"],
             virtualization_role=params["virtualization_role"], allow_no_gpu=params["allow_no_gpu"],
+            explicit_pool=params["explicit_pool"] or None, found=found,
         )
     except PreflightError as e:
         module.fail_json(msg="preflight cannot judge %s: %s" % (params["host"] or os.uname()[1], e))
-    result = dict(changed=False, errors=errors, warnings_found=warnings, iommu_firmware=iommu_fw)
+    result = dict(changed=False, errors=errors, warnings_found=warnings, iommu_firmware=iommu_fw, **found)
     for warning in warnings:
         module.warn(warning)
     if errors and params["fail_on_error"]:

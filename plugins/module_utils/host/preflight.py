@@ -14,7 +14,7 @@ __metaclass__ = type
 
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, vgpu_interface
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, vgpu_interface, vgpu_vf_profiles
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.vgpu_names import (
     board_models, model_on_boards, reported_short_name, short_type_name, type_model)
 
@@ -94,14 +94,18 @@ def vendor_vfio_chips(gpus, driver_version):
 
 
 def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=None,
-               iommu_firmware=None, virtualization_role=None, allow_no_gpu=False, vgpu_driver_version=None):
+               iommu_firmware=None, virtualization_role=None, allow_no_gpu=False, vgpu_driver_version=None,
+               explicit_pool=None, found=None):
     """Return (errors, warnings): lists of sentences, each naming the value at fault and the fix.
 
     host: inventory name; pools: the pools the host's groups put it in; pci: pci_devices result;
     holders: gpu_holders result; mdev: mdev_types result; requested_vgpu_types: type names the host's
     vGPU config asks for; iommu_firmware: True/False whether the firmware announces an IOMMU (ACPI
     DMAR/IVRS table), None when unknown; virtualization_role: Ansible's ansible_virtualization_role;
-    vgpu_driver_version: the vGPU Manager's driver version (vm-vgpu), to judge the vGPU interface before it loads.
+    vgpu_driver_version: the vGPU Manager's driver version (vm-vgpu), to judge the vGPU interface before it loads;
+    explicit_pool: gpuvirt_pool, when set (a row of the host's group; it must agree with the interface the host
+    shows); found: a dict this fills with ``pool`` (the row the host gets: where its group has several rows, the one
+    its vGPU interface picks, fleet.host_row), ``interface`` and ``interface_reason`` (what the fleet view says).
     """
     check_facts(pci, holders, mdev)
     errors, warnings = [], []
@@ -115,7 +119,21 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
                       or fleet.no_pool_problem(host))
         return errors, warnings
     pool = pools[0]
-    row = fleet.BY_NAME[pool]
+    if explicit_pool and explicit_pool not in fleet.BY_NAME:
+        errors.append("%s: unknown pool %r (gpuvirt_pool); use one of %s" % (host, explicit_pool, ", ".join(fleet.POOLS)))
+        return errors, warnings
+    if explicit_pool and fleet.BY_NAME[explicit_pool].group == fleet.BY_NAME[pool].group:
+        pool = explicit_pool
+    # the row among the group's rows: the fleet view's rule (model/fleet.py host_row), on the facts gathered here
+    try:
+        row, interface, reason = fleet.host_row(host, pool, mdev, pci, vgpu_driver_version or None,
+                                                explicit=bool(explicit_pool))
+    except fleet.FleetError as exc:
+        errors.append(str(exc))
+        return errors, warnings
+    pool = row.name
+    if found is not None:
+        found.update(pool=pool, interface=interface, interface_reason=reason)
 
     gpus = [d for d in pci.get("gpus", []) if not d.get("is_vf")]
     if not gpus and not allow_no_gpu:
@@ -166,9 +184,48 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
                     ("systemctl disable --now " + holder["unit"]) if holder.get("unit") else
                     "kill pid %s" % holder.get("pid")))
 
-    if row.vgpu:
+    if row.vgpu and row.interface == "vendor-vfio":
+        errors.extend(_check_vendor_vfio(host, pool, gpus, mdev, requested_vgpu_types or [], warnings))
+    elif row.vgpu:
         errors.extend(_check_vgpu(host, gpus, mdev, requested_vgpu_types or [], warnings, vgpu_driver_version))
     return errors, warnings
+
+
+def _check_vendor_vfio(host, pool, gpus, mdev, requested, warnings):
+    """A host on NVIDIA's vendor-specific VFIO interface (its row's interface): the vgpu_vf role gives each VF a
+    profile after the operator phase, so a type must be one its VFs list (when they exist yet) and time-sliced."""
+    errors = []
+    for vtype in requested:
+        name = short_type_name(vtype)
+        if name and vgpu_vf_profiles.MIG_BACKED.fullmatch(name):
+            # MIG-backed profiles need MIG mode and GPU instances on the PF first (NVIDIA vGPU docs, "Virtual GPU
+            # Types for Supported GPUs": MIG-backed types are named <board>-<slices>-<framebuffer>C)
+            errors.append("%s (pool %s): vGPU type %s in its vGPU config is MIG-backed; MIG-backed profiles need MIG "
+                          "mode and GPU instances on the GPU first, which this collection does not manage yet: pick a "
+                          "time-sliced type (such as %s) in the host's vGPU config (gpuvirt_vgpu_config)"
+                          % (host, pool, name, name.split("-", 1)[0] + "-" + name.rsplit("-", 1)[1]))
+    offered = sorted(set(reported_short_name(t) for p in (mdev or {}).get("parents", []) or []
+                         if p.get("interface") == "vendor_vfio" for t in p.get("types", []) or []) - {None, ""})
+    if offered:
+        for vtype in requested:
+            name = short_type_name(vtype)
+            if name and not vgpu_vf_profiles.MIG_BACKED.fullmatch(name) and name not in offered:
+                errors.append("%s (pool %s): vGPU type %s is not listed by any VF's nvidia/creatable_vgpu_types here "
+                              "(the VFs offer: %s); pick one of those in the host's vGPU config (gpuvirt_vgpu_config)"
+                              % (host, pool, name, ", ".join(offered)))
+        return errors
+    # no VF lists a type yet: the vGPU Manager (the operator phase) has not loaded the driver or enabled the VFs;
+    # the vgpu_vf phase checks each VF's list before it writes. The board a type is for is checked here.
+    warnings.append("%s: no VF lists vGPU types yet (the vGPU Manager is not loaded or its VFs are not enabled): the "
+                    "types are checked against the GPU models now and against each VF's nvidia/creatable_vgpu_types "
+                    "by the vgpu_vf phase, after the operator phase" % host)
+    models = board_models(gpus)
+    for vtype in requested:
+        model = type_model(vtype)
+        if model and models and not model_on_boards(model, models):
+            errors.append("%s: vGPU type %s is for %s boards, but this host has %s; pick a type of the host's "
+                          "GPU" % (host, vtype, model, ", ".join(sorted(models))))
+    return errors
 
 
 def vendor_vfio_parents(mdev_result):
@@ -179,11 +236,12 @@ def vendor_vfio_parents(mdev_result):
 
 
 def _vendor_vfio_error(host, where):
-    return ("%s: its vGPU types are on NVIDIA's vendor-specific VFIO interface (%s, no mdev bus), which the GPU "
-            "Operator's vGPU Device Manager and KubeVirt's mediated devices do not support yet: no vGPU would be "
-            "created and a HyperConverged mediatedDevices entry would never match. Move %s to gpu_vm_passthrough "
-            "(whole GPUs to VMs) or out of gpu_vm_vgpu until vGPU creation on this interface is supported"
-            % (host, where, host))
+    # reached only on a row of the mdev interface (gpuvirt_pool naming it against what the facts predict)
+    vf_pools = [r.name for r in fleet.POOL_TABLE if r.interface == "vendor-vfio"]
+    return ("%s: its vGPU types are on NVIDIA's vendor-specific VFIO interface (%s, no mdev bus), but gpuvirt_pool "
+            "names the pool of the mdev interface: no vGPU would be created by the vGPU Device Manager and a "
+            "mediatedDevices entry would never match. Remove gpuvirt_pool from %s (the collection picks the pool of "
+            "its group by the interface: %s)" % (host, where, host, " or ".join(vf_pools) or "none"))
 
 
 def _host_interface(mdev):
@@ -228,7 +286,8 @@ def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
         return errors
     if interface is None and facts:
         warnings.append("%s: which vGPU interface the vGPU Manager will bring is not known yet (%s): from kernel 6.8 "
-                        "it may be NVIDIA's vendor-specific VFIO interface, which preflight stops once it shows"
+                        "it may be NVIDIA's vendor-specific VFIO interface; the host keeps the group's default pool until "
+                        "it shows, and the vgpu_vf phase gathers its facts again after the operator phase"
                         % (host, reason))
     warnings.append("%s: no vGPU types visible (neither mdev_supported_types nor nvidia/creatable_vgpu_types): "
                     "the vGPU Manager is not loaded yet; types are checked against GPU models only" % host)

@@ -28,6 +28,24 @@ DEVICE_PLUGIN_LABEL = 'nvidia.com/gpu.deploy.device-plugin'
 DCGM_LABEL = 'nvidia.com/gpu.deploy.dcgm'
 DCGM_EXPORTER_LABEL = 'nvidia.com/gpu.deploy.dcgm-exporter'
 DRA_OPERANDS_OFF = (DEVICE_PLUGIN_LABEL, DCGM_LABEL, DCGM_EXPORTER_LABEL)
+# A pool row's operands_off (model/fleet.py): operands its nodes' workload config deploys but that must not run there,
+# switched off by the same labels. The vendor-VFIO vGPU row (vm-vgpu-vf) keeps the vm-vgpu workload, whose operands
+# are (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go gpuStateLabels[gpuWorkloadConfigVMVgpu]) the
+# sandbox-device-plugin, vgpu-manager, vgpu-device-manager, sandbox-validator, cc-manager and client labels, each
+# DaemonSet selecting its label "true" (assets/state-sandbox-device-plugin/0500_daemonset.yaml,
+# state-vgpu-device-manager/0600_daemonset.yaml, state-sandbox-validation/0500_daemonset.yaml,
+# state-vgpu-manager/0500_daemonset.yaml: nodeSelector nvidia.com/gpu.deploy.<operand>: "true"). On those nodes:
+# - the sandbox device plugin must not advertise the VFs: KubeVirt's own device plugin does (the row's advertiser);
+# - the vGPU Device Manager creates vGPUs only through mdev (NVIDIA/gpu-operator issue "vGPU device manager is
+#   mdev-only", open at v26.7.0); the vgpu_vf role sets the VF profiles instead;
+# - the sandbox validator's vgpu-devices-validation init container waits, without end, for a device under
+#   /sys/bus/mdev/devices (cmd/nvidia-validator/main.go VGPUDevices.validate -> runValidation with WITH_WAIT "true",
+#   go-nvlib pkg/nvmdev GetAllDevices reads mdevDevicesRoot): a vendor-VFIO vGPU is a VF, never an mdev, so the
+#   pod would stay in Init and keep the ClusterPolicy's sandbox-validation state from becoming ready.
+# The vGPU Manager stays: it loads the driver that creates the VFs. The operator's removeGPUStateLabels deletes only
+# state labels outside the workload's set, and these are in it, so our "false" stays (addGPUStateLabels keeps a
+# non-empty value).
+DEPLOY_LABEL_PREFIX = 'nvidia.com/gpu.deploy.'
 # The GPU Operator's driver manager evicts, before it unloads the driver, the pods of every operand whose
 # nvidia.com/gpu.deploy.* label it knows, plus those selected by the one label named in its env
 # NODE_LABEL_FOR_GPU_POD_EVICTION: it rewrites that label's "true" to "paused-for-driver-upgrade", so a DaemonSet
@@ -108,6 +126,17 @@ def check_dra_selector(selector, variable='dra_driver_node_selector'):
     return out
 
 
+def row_operand_labels():
+    """Every nvidia.com/gpu.deploy.<operand> label some pool row switches off (operands_off), in table order."""
+    out = []
+    for row in fleet.POOL_TABLE:
+        for operand in row.operands_off:
+            key = DEPLOY_LABEL_PREFIX + operand
+            if key not in out and key not in DRA_OPERANDS_OFF:
+                out.append(key)
+    return out
+
+
 def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None, dra_stack='helm'):
     """Labels a node of ``pool`` must carry; ``None`` values mean the label must go.
 
@@ -133,6 +162,9 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
     # the DRA driver, not the operator's device plugin, allocates the GPUs of a pool whose resource is DRA
     for key in DRA_OPERANDS_OFF:
         labels[key] = 'false' if row.resource == 'dra' and dra_stack != 'gpucluster' else RemoveIf('false')
+    # the row's operands_off; a node of another row loses only our leftover "false" (the operator's "true" is its own)
+    for key in row_operand_labels():
+        labels[key] = 'false' if key[len(DEPLOY_LABEL_PREFIX):] in row.operands_off else RemoveIf('false')
     if row.vgpu:
         if not vgpu_config:
             raise ManifestError("vGPU nodes need a vGPU config name for %s (gpuvirt_vgpu_config on the host, or "

@@ -91,8 +91,10 @@ def test_site_imports_every_phase_in_order():
     # GPU Operator assumes the default GPU workload configuration" (sandboxWorkloads.defaultWorkload), so labels
     # must be in place before the operator deploys anything.
     # render mode: one render run (render_open/render_close) around every phase that writes manifests
+    # the vendor-VFIO VF profiles after the operator (its vGPU Manager loads the driver that creates the VFs) and
+    # before KubeVirt and verify (KubeVirt v1.9.0 nvidia.go shouldPermitNvidia counts only VFs with a profile)
     assert phases == ['render_open.yml', 'preflight.yml', 'host_prep.yml', 'vgpu_image.yml', 'nodes.yml',
-                      'operator.yml', 'kubevirt.yml', 'verify.yml', 'render_close.yml', 'summary.yml']
+                      'operator.yml', 'vgpu_vf.yml', 'kubevirt.yml', 'verify.yml', 'render_close.yml', 'summary.yml']
 
 
 def test_example_inventory_keeps_secrets_out_of_plain_text():
@@ -170,25 +172,25 @@ def bad(name):
         # the tag is ${VERSION}-${OS_TAG}: the OS tag is added once, by the build.
         return ('vgpu_manager_image_version is "580.82.02-ubuntu22.04"', 'Set it to "580.82.02"')
 
-    def vendor_vfio_vgpu(inv):
+    def vendor_vfio_type_not_listed(inv):
         l40s = dict(A10, bdf='0000:26:00.0', device_id='26b9', device_name='AD102GL [L40S]')
         types = {'parents': [{'parent': '0000:26:00.4', 'interface': 'vendor_vfio', 'types': [
             {'type_id': '1155', 'name': 'NVIDIA L40S-24Q', 'short_name': 'L40S-24Q', 'available_instances': 2}]}]}
-        inv['all']['vars']['gpu_operator_vgpu_configs']['l40s'] = {'L40S-24Q': 2}
+        inv['all']['vars']['gpu_operator_vgpu_configs']['l40s'] = {'L40S-48Q': 1}
         host = inv['all']['children']['gpu_vm_vgpu']['hosts']['vgpu-1']
         host.update(facts(gpu=l40s, mdev=types), gpuvirt_vgpu_config='l40s')
-        # kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go discoverPermittedHostMediatedDevices
-        # finds vGPUs on the mdev bus only; NVIDIA's vendor-specific VFIO interface has none: stop, naming the host,
-        # the interface and what to do, before anything is written.
-        return ("vgpu-1: its vGPU types are on NVIDIA's vendor-specific VFIO interface "
-                "(nvidia/creatable_vgpu_types on 0000:26:00.4", 'Move vgpu-1 to gpu_vm_passthrough')
+        # NVIDIA's vendor-specific VFIO interface: the host gets the group's vendor-VFIO row (no longer refused for
+        # its interface), and a type none of its VFs lists in nvidia/creatable_vgpu_types is refused with what they
+        # offer, before anything is written (the vgpu_vf role could write no such id).
+        return ("vgpu-1 (pool vm-vgpu-vf): vGPU type L40S-48Q is not listed by any VF's nvidia/creatable_vgpu_types "
+                "here (the VFs offer: L40S-24Q)")
 
     return locals()[name]
 
 
 BAD = ['in_two_pools', 'unknown_pool', 'cluster_mode', 'shell_metachar', 'missing_bdf', 'malformed_bdf',
        'vgpu_type_not_offered', 'host_driver', 'held', 'operator_version_with_os_tag', 'image_version_with_os_tag',
-       'vendor_vfio_vgpu']
+       'vendor_vfio_type_not_listed']
 
 
 @pytest.mark.parametrize('case', BAD)

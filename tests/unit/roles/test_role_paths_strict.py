@@ -13,7 +13,10 @@ contacted), the cases side by side:
   host a DRA host: the GPU Operator's own GPUCluster; no vGPU host); every cluster role runs (cluster, node_labels,
   gpu_operator, k8s_objects, machineconfig, kubevirt_devices, dra_driver, verify);
 - the host roles' read-only validate entry points (kernel_args, vfio, nouveau) on a host of every pool, under the
-  pool's traits from the table (IOMMU, host-side vfio binding), as host_prep.yml and preflight.yml put them.
+  pool's traits from the table (IOMMU, host-side vfio binding), as host_prep.yml and preflight.yml put them;
+- the host phase of every row with a vGPU interface of its own (playbooks/vgpu_vf.yml, then summary.yml) in apply
+  mode, on a host whose sysfs is the driver stand-in of tests/unit/vf_driver.py once the vGPU Manager has loaded
+  (the role vgpu_vf runs for real, its files under a temporary root).
 
 The GPU facts are the example inventory's saved facts (real lspci captures, inventories/example/.gpuvirt_facts),
 given as host variables as gather.yml leaves them; the group variables are the example's. What the render holds is
@@ -33,6 +36,7 @@ import yaml
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform
 from sysfs_tree import SysfsTree
+from vf_driver import VfBoard
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 EXAMPLE = os.path.join(ROOT, 'inventories', 'example')
@@ -63,14 +67,13 @@ def inventory(tmp_path, pools):
     """The example inventory's group_vars, and one host of each of ``pools`` in its group, with its facts."""
     inv = tmp_path / 'inventory'
     shutil.copytree(os.path.join(EXAMPLE, 'group_vars'), inv / 'group_vars')
-    children = {}
-    for pool, group in zip(fleet.POOLS, fleet.GPU_GROUPS):
-        hosts = {}
-        if pool in pools:
-            name = '%s-1' % pool
-            hosts[name] = dict(_facts(pool), gpuvirt_node_name=name, ansible_connection='local',
-                               **host_vars(pool))
-        children[group] = {'hosts': hosts}
+    children = dict((group, {'hosts': {}}) for group in fleet.GPU_GROUPS)
+    # per row: rows may share a group (the vGPU interface picks among them)
+    for row in fleet.POOL_TABLE:
+        if row.name in pools:
+            name = '%s-1' % row.name
+            children[row.group]['hosts'][name] = dict(_facts(row.name), gpuvirt_node_name=name,
+                                                      ansible_connection='local', **host_vars(row.name))
     (inv / 'hosts.yml').write_text(yaml.safe_dump({'all': {'children': children}}))
     return inv
 
@@ -146,13 +149,34 @@ HOST_VALIDATE = """
 """.format(groups=':'.join(fleet.GPU_GROUPS))
 CASES['host-roles-validate'] = (fleet.POOLS, None)
 
+# The host phase after the operator: the hosts of the rows whose interface is vendor-specific VFIO. Their facts are
+# the example's mdev vGPU host's until the phase gathers them again from the stand-in (the L40S capture's types).
+VGPU_VF_PHASE = 'vgpu-vf-phase'
+VGPU_VF_PHASES = """
+- ansible.builtin.import_playbook: {root}/playbooks/vgpu_vf.yml
+- ansible.builtin.import_playbook: {root}/playbooks/summary.yml
+""".format(root=ROOT)
+CASES[VGPU_VF_PHASE] = ([r.name for r in fleet.POOL_TABLE if r.interface == 'vendor-vfio'], VGPU_VF_PHASE)
+
 
 def start(tmp_path, pools, platform_name):
     """Start one run (the runs go side by side: each is mostly waiting on its own module processes)."""
     inv = inventory(tmp_path, pools)
     path = tmp_path / 'play.yml'
     extra = dict(EXTRA_VARS, **({} if any(fleet.pool_traits(p)['vgpu'] for p in pools) else NO_VGPU_VARS))
-    if platform_name is None:
+    if platform_name == VGPU_VF_PHASE:
+        board = VfBoard(tmp_path / 'sys')
+        os.makedirs(os.path.join(board.root, 'module', 'nvidia'))
+        with open(os.path.join(board.root, 'module', 'nvidia', 'version'), 'w', encoding='utf-8') as handle:
+            handle.write('550.54.16\n')
+        (tmp_path / 'proc').mkdir()
+        (tmp_path / 'root' / 'etc' / 'systemd' / 'system').mkdir(parents=True)
+        path.write_text(VGPU_VF_PHASES)
+        extra.update(gpuvirt_cluster_mode='apply', ansible_become=False, gpuvirt_vgpu_config='l40s',
+                     gpu_operator_vgpu_configs={'l40s': {'L40S-24Q': 2}}, vgpu_vf_sysfs_root=board.root,
+                     vgpu_vf_proc_root=str(tmp_path / 'proc'), vgpu_vf_systemd=False,
+                     vgpu_vf_sriov_manage=str(tmp_path / 'no-sriov-manage'), vgpu_vf_root_dir=str(tmp_path / 'root'))
+    elif platform_name is None:
         tree = SysfsTree(tmp_path / 'sys')
         tree.device('0000:41:00.0', '0302', '10de', '2236', group=7, parent='pci0000:40')
         path.write_text(HOST_VALIDATE)
@@ -191,3 +215,14 @@ def test_role_paths_run(runs, case):
     assert rc == 0, out
     recap = [ln for ln in out.splitlines() if ' : ok=' in ln]
     assert recap and not [ln for ln in recap if re.search(r'(failed|unreachable)=[1-9]', ln)], out
+
+
+def test_the_vgpu_vf_phase_set_the_profiles(runs):
+    # the run above completed (test_role_paths_run); here: it did the work, and the summary says so
+    proc, log = runs[VGPU_VF_PHASE]
+    proc.wait(timeout=900)
+    log.seek(0)
+    out = ' '.join(log.read().split())
+    for row in CASES[VGPU_VF_PHASE][0]:
+        assert '%s-1: pool %s, vGPU interface vendor-vfio (the host shows vendor-vfio' % (row, row) in out, out
+        assert '0000:41:00.4 got NVIDIA L40S-24Q (1155)' in out and 'VF profiles: 0000:41:00.4: set' in out, out

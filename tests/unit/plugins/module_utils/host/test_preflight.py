@@ -117,17 +117,36 @@ L40S_VENDOR_VFIO = {"parents": [{"parent": "0000:26:00.4", "interface": "vendor_
     {"type_id": "1155", "name": "NVIDIA L40S-24Q", "short_name": "L40S-24Q", "available_instances": 2}]}]}
 
 
-def test_vendor_vfio_vgpu_host_stops_naming_host_interface_and_fix():
-    errors, dummy = preflight.check_host("gpu-l40s", ["vm-vgpu"], pci(gpu(name="AD102GL [L40S]", device_id="26b9")),
-                                         mdev=L40S_VENDOR_VFIO, requested_vgpu_types=["L40S-24Q"])
-    # kubevirt/kubevirt pkg/virt-handler/device-manager/mediated_device.go discoverPermittedHostMediatedDevices finds
-    # vGPUs only under /sys/bus/mdev/devices; NVIDIA's vendor-specific VFIO interface (creatable_vgpu_types, as in
-    # the real L40S capture in tests/unit/fixtures/sysfs) has no mdev bus, so preflight must stop, naming the host,
-    # the interface (with its VF) and what to do.
-    assert len(errors) == 1, errors
-    assert errors[0].startswith("gpu-l40s: its vGPU types are on NVIDIA's vendor-specific VFIO interface")
-    assert "nvidia/creatable_vgpu_types on 0000:26:00.4" in errors[0]
-    assert "Move gpu-l40s to gpu_vm_passthrough" in errors[0]
+def test_vendor_vfio_vgpu_host_gets_the_vf_row_and_its_types_are_checked_against_the_vfs():
+    # NVIDIA's vendor-specific VFIO interface (creatable_vgpu_types on the VF, as in the real L40S capture in
+    # tests/unit/fixtures/sysfs) has no mdev bus; the host gets the gpu_vm_vgpu group's vendor-VFIO row, and
+    # preflight says which interface it found and why (facts saved before host_interface: the parents tell)
+    l40s = pci(gpu(name="AD102GL [L40S]", device_id="26b9"))
+    found = {}
+    errors, dummy = preflight.check_host("gpu-l40s", ["vm-vgpu"], l40s, mdev=L40S_VENDOR_VFIO,
+                                         requested_vgpu_types=["L40S-24Q"], iommu_firmware=True, found=found)
+    assert errors == [] and found == {'pool': 'vm-vgpu-vf', 'interface': 'vendor-vfio', 'interface_reason':
+                                      'the host shows vendor-vfio: its vGPU types are on vendor-vfio parents'}
+    # a type no VF lists: refused with the types they offer
+    errors, dummy = preflight.check_host("gpu-l40s", ["vm-vgpu"], l40s, mdev=L40S_VENDOR_VFIO, iommu_firmware=True,
+                                         requested_vgpu_types=["NVIDIA L40S-48Q"])
+    assert errors == ["gpu-l40s (pool vm-vgpu-vf): vGPU type L40S-48Q is not listed by any VF's "
+                      "nvidia/creatable_vgpu_types here (the VFs offer: L40S-24Q); pick one of those in the host's "
+                      "vGPU config (gpuvirt_vgpu_config)"]
+    # a MIG-backed profile: refused until MIG is handled, naming the type and the fix
+    h100 = pci(gpu(name="GH100 [H100 PCIe]", device_id="2331"))
+    errors, dummy = preflight.check_host("gpu-h100", ["vm-vgpu"], h100, iommu_firmware=True, mdev={"parents": [
+        {"parent": "0000:41:00.4", "interface": "vendor_vfio", "types": [{"name": "NVIDIA H100-3-40C"}]}]},
+        requested_vgpu_types=["H100-3-40C"])
+    assert errors == ["gpu-h100 (pool vm-vgpu-vf): vGPU type H100-3-40C in its vGPU config is MIG-backed; MIG-backed "
+                      "profiles need MIG mode and GPU instances on the GPU first, which this collection does not "
+                      "manage yet: pick a time-sliced type (such as H100-40C) in the host's vGPU config "
+                      "(gpuvirt_vgpu_config)"]
+    # gpuvirt_pool naming the mdev row on a host that shows vendor VFIO: refused, naming both
+    errors, dummy = preflight.check_host("gpu-l40s", ["vm-vgpu"], l40s, mdev=L40S_VENDOR_VFIO, iommu_firmware=True,
+                                         explicit_pool="vm-vgpu")
+    assert len(errors) == 1 and errors[0].startswith(
+        "gpu-l40s: gpuvirt_pool vm-vgpu is the pool of the mdev vGPU interface, but the host shows vendor-vfio")
 
 
 def test_mdev_vgpu_host_is_not_affected_by_the_vendor_vfio_check():
@@ -158,7 +177,7 @@ def test_malformed_facts_are_named(pci_facts, holders, named):
         preflight.check_host("h1", ["vm-passthrough"], pci_facts, holders=holders, iommu_firmware=True)
 
 
-def test_ada_vgpu_host_is_stopped_before_its_vgpu_manager_loads():
+def test_ada_vgpu_host_gets_the_vf_row_before_its_vgpu_manager_loads():
     # The vGPU interface follows from the GPU architecture and the vGPU release: from vGPU 17 (driver branch R550,
     # NVIDIA's "Virtual GPU Software Lifecycle": "NVIDIA vGPU 17 R550") Ada Lovelace, Hopper and Blackwell GPUs on
     # Linux with KVM use NVIDIA's vendor-specific VFIO framework (NVIDIA Virtual GPU Software User Guide, "Creating
@@ -166,12 +185,17 @@ def test_ada_vgpu_host_is_stopped_before_its_vgpu_manager_loads():
     # Before the vGPU Manager loads the host shows neither interface, so preflight judges it from the pci.ids chip
     # (AD102GL is the L40S of the real capture in tests/unit/fixtures) and the configured driver version.
     l40s = pci(gpu(name="AD102GL [L40S]", device_id="26b9"))
-    errors, dummy = preflight.check_host("gpu-v02", ["vm-vgpu"], l40s, requested_vgpu_types=["L40S-24Q"],
-                                         vgpu_driver_version="580.82.02")
-    assert len(errors) == 1, errors
-    assert errors[0].startswith("gpu-v02: its vGPU types are on NVIDIA's vendor-specific VFIO interface "
-                                "(vGPU Manager 580.82.02 on 0000:41:00.0 AD102GL [L40S]")
-    assert "Move gpu-v02 to gpu_vm_passthrough" in errors[0]
+    found = {}
+    errors, warnings = preflight.check_host("gpu-v02", ["vm-vgpu"], l40s, requested_vgpu_types=["L40S-24Q"],
+                                            vgpu_driver_version="580.82.02", iommu_firmware=True, found=found)
+    assert errors == [] and found["pool"] == "vm-vgpu-vf", errors
+    assert found["interface_reason"].startswith("predicted vendor-vfio (no vGPU interface shown yet): vGPU Manager "
+                                                "580.82.02 on 0000:41:00.0 AD102GL [L40S]")
+    assert any("no VF lists vGPU types yet" in w for w in warnings)
+    # the board is still checked before any VF exists
+    errors, dummy = preflight.check_host("gpu-v02", ["vm-vgpu"], l40s, requested_vgpu_types=["A10-12Q"],
+                                         vgpu_driver_version="580.82.02", iommu_firmware=True)
+    assert len(errors) == 1 and "vGPU type A10-12Q is for A10 boards" in errors[0]
     # vGPU 16 (R535) still uses mdev on Ada; an Ampere A10 uses mdev on every branch; no version: not judged here
     for facts, version in ((l40s, "535.216.01"), (pci(gpu()), "580.82.02"), (l40s, "")):
         errors, warnings = preflight.check_host("h", ["vm-vgpu"], facts, requested_vgpu_types=[],
@@ -183,7 +207,7 @@ def test_ada_vgpu_host_is_stopped_before_its_vgpu_manager_loads():
         "GH100 [H100 PCIe]", "GB202GL [RTX PRO 6000]"]
 
 
-def test_ampere_host_on_kernel_6_8_with_r580_is_stopped_by_its_host_facts_not_its_chip():
+def test_ampere_host_on_kernel_6_8_with_r580_gets_the_vf_row_by_its_host_facts_not_its_chip():
     # The chip rule alone lets this A10 through (it is no Ada/Hopper/Blackwell), but the host decides: the OpenNebula
     # vGPU guide (OpenNebula/docs @ 7e66d99c, source/open_cluster_deployment/kvm_node/vgpu.rst, "Using the vGPU")
     # shows an A10 VF on "the new vendor-specific interface introduced with Ubuntu 24.04", and KubeVirt's VEP 210
@@ -193,14 +217,14 @@ def test_ampere_host_on_kernel_6_8_with_r580_is_stopped_by_its_host_facts_not_it
     facts = {"interface": "none", "kernel_release": "6.8.0-60-generic", "driver_version": None,
              "evidence": ["no /sys/class/mdev_bus entry and no nvidia/creatable_vgpu_types on any PCI device",
                           "kernel 6.8.0-60-generic, no NVIDIA driver loaded (no /sys/module/nvidia/version)"]}
+    found = {}
     errors, dummy = preflight.check_host("gpu-a10", ["vm-vgpu"], pci(gpu()), iommu_firmware=True,
-                                         mdev={"parents": [], "host_interface": facts},
+                                         mdev={"parents": [], "host_interface": facts}, found=found,
                                          requested_vgpu_types=["A10-12Q"], vgpu_driver_version="580.82.02")
-    assert len(errors) == 1, errors
-    assert errors[0].startswith(
-        "gpu-a10: its vGPU types are on NVIDIA's vendor-specific VFIO interface (no /sys/class/mdev_bus entry and no "
+    assert errors == [] and found == {"pool": "vm-vgpu-vf", "interface": "vendor-vfio", "interface_reason": (
+        "predicted vendor-vfio (no vGPU interface shown yet): no /sys/class/mdev_bus entry and no "
         "nvidia/creatable_vgpu_types on any PCI device; kernel 6.8.0-60-generic, driver 580.82.02 (the vGPU Manager "
-        "to install), no mdev bus)")
+        "to install)")}
     # the same host on Ubuntu 22.04's kernel keeps mdev: checked against the board, no error
     facts = dict(facts, kernel_release="5.15.0-119-generic", evidence=["kernel 5.15.0-119-generic"])
     errors, warnings = preflight.check_host("gpu-a10", ["vm-vgpu"], pci(gpu()), iommu_firmware=True,
@@ -211,10 +235,12 @@ def test_ampere_host_on_kernel_6_8_with_r580_is_stopped_by_its_host_facts_not_it
     facts = {"interface": "mdev", "kernel_release": "6.8.0-60-generic", "driver_version": "580.82.02",
              "evidence": ["/sys/class/mdev_bus lists 0000:41:00.4 with mdev_supported_types",
                           "kernel 6.8.0-60-generic, driver 580.82.02"]}
+    found = {}
     errors, warnings = preflight.check_host(
-        "gpu-a10", ["vm-vgpu"], pci(gpu()), iommu_firmware=True, requested_vgpu_types=["A10-12Q"],
+        "gpu-a10", ["vm-vgpu"], pci(gpu()), iommu_firmware=True, requested_vgpu_types=["A10-12Q"], found=found,
         mdev={"parents": [{"parent": "0000:41:00.4", "interface": "mdev", "types": []}], "host_interface": facts})
     assert errors == [] and not any("not known yet" in w for w in warnings)
+    assert (found["pool"], found["interface"]) == ("vm-vgpu", "mdev")
 
 
 def test_malformed_host_interface_facts_are_named():

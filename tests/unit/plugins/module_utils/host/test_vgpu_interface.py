@@ -66,9 +66,10 @@ def gpu(bdf=A10_PF, name='GA102GL [A10]', device_id='2236'):
             'kind': 'gpu', 'is_vf': False}
 
 
-def judge(mdev, gpus, requested, version=''):
+def judge(mdev, gpus, requested, version='', found=None):
     return preflight.check_host('gpu-a10', ['vm-vgpu'], {'gpus': gpus, 'iommu': {'enabled': True}}, mdev=mdev,
-                                requested_vgpu_types=requested, iommu_firmware=True, vgpu_driver_version=version)
+                                requested_vgpu_types=requested, iommu_firmware=True, vgpu_driver_version=version,
+                                found=found)
 
 
 def test_a10_on_mdev_host_facts_say_mdev_and_preflight_passes(fixtures_dir, sysfs, tmp_path):
@@ -88,7 +89,8 @@ def test_a10_on_mdev_host_facts_say_mdev_and_preflight_passes(fixtures_dir, sysf
     assert errors == []
 
 
-def test_a10_in_vendor_vfio_mode_on_kernel_6_8_with_r580_is_stopped_naming_the_evidence(fixtures_dir, sysfs, tmp_path):
+def test_a10_in_vendor_vfio_mode_on_kernel_6_8_with_r580_gets_the_vendor_vfio_row_naming_the_evidence(
+        fixtures_dir, sysfs, tmp_path):
     # The OpenNebula guide (OpenNebula/docs @ 7e66d99c, source/open_cluster_deployment/kvm_node/vgpu.rst, "Using the
     # vGPU") shows this A10 VF in "the new vendor-specific interface introduced with Ubuntu 24.04" (MDEV_MODE
     # "nvidia", types 588-605). An Ampere chip, so the chip rule (AD/GH/GB) could never have predicted it.
@@ -98,21 +100,26 @@ def test_a10_in_vendor_vfio_mode_on_kernel_6_8_with_r580_is_stopped_naming_the_e
     res = vt.discover(sysfs.root, proc_root=proc(tmp_path, UBUNTU_NOBLE))
     facts = res['host_interface']
     assert (facts['interface'], facts['kernel_release'], facts['driver_version']) == ('vendor-vfio', UBUNTU_NOBLE, R580)
-    errors, dummy = judge(res, [gpu()], ['A10-12Q'])
-    assert len(errors) == 1, errors
-    assert errors[0].startswith("gpu-a10: its vGPU types are on NVIDIA's vendor-specific VFIO interface (0000:41:00.4 "
-                                "has nvidia/creatable_vgpu_types and no mdev_supported_types; kernel 6.8.0-60-generic, "
-                                "driver 580.82.02, no mdev bus)")
-    assert 'Move gpu-a10 to gpu_vm_passthrough' in errors[0]
+    found = {}
+    errors, dummy = judge(res, [gpu()], ['A10-12Q'], found=found)
+    assert errors == []
+    assert found == {'pool': 'vm-vgpu-vf', 'interface': 'vendor-vfio', 'interface_reason': (
+        'the host shows vendor-vfio: 0000:41:00.4 has nvidia/creatable_vgpu_types and no mdev_supported_types; '
+        'kernel 6.8.0-60-generic, driver 580.82.02')}
+    # a type no VF lists is refused, naming what they offer
+    errors, dummy = judge(res, [gpu()], ['A10-48Q'])
+    assert len(errors) == 1 and errors[0].startswith(
+        "gpu-a10 (pool vm-vgpu-vf): vGPU type A10-48Q is not listed by any VF's nvidia/creatable_vgpu_types here "
+        "(the VFs offer: A10-12A, ") and 'A10-12Q' in errors[0]
 
 
-@pytest.mark.parametrize('kernel, version, stopped, unsure', [
+@pytest.mark.parametrize('kernel, version, vendor, unsure', [
     (UBUNTU_NOBLE, R580, True, False),     # 6.8 + R580: mdev is gone for every GPU
     (UBUNTU_JAMMY, R580, False, False),    # older kernel: the A10 stays on mdev
     (UBUNTU_NOBLE, R535, False, False),    # vGPU 16: mdev
     (UBUNTU_NOBLE, R570, False, True),     # 6.8 with R550-R570 on Ampere: not decided before it loads
 ])
-def test_a10_before_its_vgpu_manager_loads_is_judged_by_kernel_and_driver(sysfs, tmp_path, kernel, version, stopped,
+def test_a10_before_its_vgpu_manager_loads_is_judged_by_kernel_and_driver(sysfs, tmp_path, kernel, version, vendor,
                                                                           unsure):
     # KubeVirt's VEP 210 (kubevirt/enhancements veps/sig-compute/210-centos-stream-10/vep.md, "vGPU / mdev
     # Compatibility"): from kernel 6.8 NVIDIA moved vGPU from mdev to a vendor-specific VFIO framework, the mdev sysfs
@@ -127,13 +134,17 @@ def test_a10_before_its_vgpu_manager_loads_is_judged_by_kernel_and_driver(sysfs,
         'no /sys/class/mdev_bus entry and no nvidia/creatable_vgpu_types on any PCI device',
         'SR-IOV PF 0000:41:00.0 on no driver, 2 of 32 VFs enabled',
         'kernel %s, no NVIDIA driver loaded (no /sys/module/nvidia/version)' % kernel]
-    errors, warnings = judge(res, [gpu()], ['A10-12Q'], version)
-    if stopped:
-        assert len(errors) == 1 and errors[0].startswith(
-            "gpu-a10: its vGPU types are on NVIDIA's vendor-specific VFIO interface (no /sys/class/mdev_bus entry and "
+    found = {}
+    errors, warnings = judge(res, [gpu()], ['A10-12Q'], version, found)
+    if vendor:
+        assert errors == [] and any('no VF lists vGPU types yet' in w for w in warnings), errors
+        assert found['pool'] == 'vm-vgpu-vf' and found['interface_reason'] == (
+            "predicted vendor-vfio (no vGPU interface shown yet): no /sys/class/mdev_bus entry and "
             "no nvidia/creatable_vgpu_types on any PCI device; SR-IOV PF 0000:41:00.0 on no driver, 2 of 32 VFs "
-            "enabled; kernel 6.8.0-60-generic, driver 580.82.02 (the vGPU Manager to install), no mdev bus)"), errors
+            "enabled; kernel 6.8.0-60-generic, driver 580.82.02 (the vGPU Manager to install)")
     else:
+        assert found['pool'] == 'vm-vgpu'
+
         assert errors == [] and any('no vGPU types visible' in w for w in warnings)
         assert any('is not known yet' in w for w in warnings) == unsure, warnings
 
@@ -152,19 +163,25 @@ def test_l40s_vf_is_vendor_vfio_from_sysfs_and_before_loading_from_chip_with_hos
         '0000:26:00.4 has nvidia/creatable_vgpu_types and no mdev_supported_types',
         'kernel %s, driver 550.54.16' % RHEL_94]
     l40s = [gpu('0000:26:00.0', 'AD102GL [L40S]', '26b9')]
-    errors, dummy = judge(res, l40s, ['L40S-24Q'])
-    assert len(errors) == 1 and '(0000:26:00.4 has nvidia/creatable_vgpu_types' in errors[0]
+    found = {}
+    errors, dummy = judge(res, l40s, ['L40S-24Q'], found=found)
+    assert errors == [] and found['pool'] == 'vm-vgpu-vf'
+    assert found['interface_reason'].startswith('the host shows vendor-vfio: 0000:26:00.4 has nvidia/creatable_vgpu')
     # Before loading: on a 5.14 kernel the chip decides (NVIDIA/vgpu-device-manager @ 4d31dc65, pkg/vgpu/framework.go
     # FrameworkVendorVFIO: "vGPU 17.0+ on Ada, Hopper and newer GPUs"), and the message still names the host facts
     bare = {'parents': [], 'host_interface': {'interface': 'none', 'kernel_release': RHEL_94, 'driver_version': None,
                                               'evidence': ['no /sys/class/mdev_bus entry', 'kernel %s' % RHEL_94]}}
-    errors, dummy = judge(bare, l40s, ['L40S-24Q'], '550.54.16')
-    assert len(errors) == 1 and ('(no /sys/class/mdev_bus entry; kernel %s, driver 550.54.16 (the vGPU Manager to '
-                                 'install); GPU 0000:26:00.0 AD102GL [L40S], no mdev bus)' % RHEL_94) in errors[0]
+    found = {}
+    errors, dummy = judge(bare, l40s, ['L40S-24Q'], '550.54.16', found)
+    assert errors == [] and found['pool'] == 'vm-vgpu-vf' and found['interface_reason'].endswith(
+        ': no /sys/class/mdev_bus entry; kernel %s, driver 550.54.16 (the vGPU Manager to install); GPU 0000:26:00.0 '
+        'AD102GL [L40S]' % RHEL_94)
     # No host facts at all (a render without gathering): the chip rule alone, and the message says so
-    errors, dummy = judge({'parents': []}, l40s, ['L40S-24Q'], '580.82.02')
-    assert len(errors) == 1 and ('(vGPU Manager 580.82.02 on 0000:26:00.0 AD102GL [L40S], judged from the chip name '
-                                 'alone: no host facts of the kernel and driver, no mdev bus)') in errors[0]
+    found = {}
+    errors, dummy = judge({'parents': []}, l40s, ['L40S-24Q'], '580.82.02', found)
+    assert errors == [] and found['pool'] == 'vm-vgpu-vf' and found['interface_reason'].endswith(
+        'vGPU Manager 580.82.02 on 0000:26:00.0 AD102GL [L40S], judged from the chip name alone: no host facts of '
+        'the kernel and driver')
 
 
 def test_saved_host_interface_round_trips_and_hostile_evidence_is_refused(fixtures_dir, sysfs, tmp_path):

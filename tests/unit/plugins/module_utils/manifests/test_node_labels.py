@@ -114,8 +114,11 @@ def test_dra_nodes_run_container_operands_without_the_classic_device_plugin_and_
     d, dcgm, exporter = (nl.DEVICE_PLUGIN_LABEL, 'nvidia.com/gpu.deploy.dcgm', 'nvidia.com/gpu.deploy.dcgm-exporter')
     assert nl.node_pool('h1', ['gpu_dra']) == 'dra'
     plugin = nl.DRA_PLUGIN_LABEL
-    assert nl.desired_labels('dra') == {W: 'container', d: 'false', dcgm: 'false', exporter: 'false', V: None,
-                                        plugin: 'true'}
+    # (the operands other rows switch off are only a leftover "false" of ours to remove here)
+    others = dict((key, nl.RemoveIf('false')) for key in nl.row_operand_labels())
+    assert nl.desired_labels('dra') == dict({W: 'container', d: 'false', dcgm: 'false', exporter: 'false', V: None,
+                                             plugin: 'true'}, **others)
+    assert all(isinstance(nl.desired_labels('dra')[key], nl.RemoveIf) for key in others)
     assert nl.label_diff({W: 'container'}, nl.desired_labels('dra')) == {d: 'false', dcgm: 'false', exporter: 'false',
                                                                          plugin: 'true'}
     # what the operator set on a container node before the node joined the DRA pool is switched off
@@ -134,10 +137,12 @@ def test_dra_nodes_run_container_operands_without_the_classic_device_plugin_and_
 
 
 def test_group_pools_in_table_order():
-    # every row's group puts a host in that row's pool; several groups list their pools in table order
+    # every row's group puts a host in its group's default pool (its first row; the fleet view picks a vGPU host's
+    # row by its interface); several groups list their pools in table order
     for row in fleet.POOL_TABLE:
-        assert nl.group_pools(['all', row.group]) == [row.name] == [nl.group_pool(['all', row.group], 'h1')]
-    assert nl.group_pools(list(reversed(fleet.GPU_GROUPS))) == list(fleet.POOLS)
+        default = fleet.GROUP_ROWS[row.group][0].name
+        assert nl.group_pools(['all', row.group]) == [default] == [nl.group_pool(['all', row.group], 'h1')]
+    assert nl.group_pools(list(reversed(fleet.GPU_GROUPS))) == [fleet.GROUP_ROWS[g][0].name for g in fleet.GPU_GROUPS]
     assert nl.group_pools(['workers']) == [] and nl.group_pools(None) == []
 
 
@@ -228,3 +233,78 @@ def test_dra_nodes_get_the_custom_kubelet_plugin_selector():
                                                r'pool dra must carry')):
         with pytest.raises(nl.ManifestError, match=match):
             nl.desired_labels('dra', dra_selector=bad)
+
+
+# The GPU Operator's side, as NVIDIA/gpu-operator v26.7.0 has it (read at that tag; not copied):
+# - controllers/state_manager.go gpuStateLabels[gpuWorkloadConfigVMVgpu]: the operands of a vm-vgpu node, each label
+#   "true"; addGPUStateLabels sets a label only when the node lacks it or has it empty; removeGPUStateLabels deletes
+#   only state labels outside the workload's set.
+VM_VGPU_STATE_LABELS = ('sandbox-device-plugin', 'vgpu-manager', 'vgpu-device-manager', 'sandbox-validator',
+                        'cc-manager', 'client')
+# - the operand DaemonSets' nodeSelector, each its own label "true": assets/state-sandbox-device-plugin/
+#   0500_daemonset.yaml (nvidia-sandbox-device-plugin-daemonset), assets/state-vgpu-device-manager/0600_daemonset.yaml
+#   (nvidia-vgpu-device-manager), assets/state-sandbox-validation/0500_daemonset.yaml (nvidia-sandbox-validator),
+#   assets/state-vgpu-manager/0500_daemonset.yaml (nvidia-vgpu-manager-daemonset).
+DAEMONSETS = {'nvidia-sandbox-device-plugin-daemonset': 'sandbox-device-plugin',
+              'nvidia-vgpu-device-manager': 'vgpu-device-manager',
+              'nvidia-sandbox-validator': 'sandbox-validator',
+              'nvidia-vgpu-manager-daemonset': 'vgpu-manager'}
+
+
+def operator_reconciles(labels):
+    """The node's labels after the operator's updateGPUStateLabels for a vm-vgpu node (addGPUStateLabels)."""
+    out = dict(labels)
+    for operand in VM_VGPU_STATE_LABELS:
+        if not out.get('nvidia.com/gpu.deploy.' + operand):
+            out['nvidia.com/gpu.deploy.' + operand] = 'true'
+    return out
+
+
+def scheduled(labels):
+    """The operand DaemonSets whose nodeSelector selects a node with ``labels``."""
+    return sorted(name for name, operand in DAEMONSETS.items()
+                  if labels.get('nvidia.com/gpu.deploy.' + operand) == 'true')
+
+
+def apply_patch(labels, patch):
+    out = dict(labels)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def test_a_vendor_vfio_vgpu_node_runs_the_vgpu_manager_but_not_the_sandbox_plugin_device_manager_or_validator():
+    vf_rows = [r for r in fleet.POOL_TABLE if r.interface == 'vendor-vfio']
+    assert vf_rows
+    for row in vf_rows:
+        # the workload label keeps the vm-vgpu operands, of which the row switches off those that cannot serve VFs
+        assert row.workload == 'vm-vgpu' and all(o in VM_VGPU_STATE_LABELS for o in row.operands_off)
+        # fresh node: our labels first (nodes.yml runs before the operator phase), then the operator reconciles
+        node = operator_reconciles(apply_patch({}, nl.label_diff({}, nl.desired_labels(row.name, 'L40S-24Q'))))
+        assert scheduled(node) == ['nvidia-vgpu-manager-daemonset']
+        # a node the operator labelled as an mdev vGPU node before: its "true" values are switched off
+        before = operator_reconciles({W: 'vm-vgpu'})
+        node = operator_reconciles(apply_patch(before, nl.label_diff(before, nl.desired_labels(row.name, 'L40S-24Q'))))
+        assert scheduled(node) == ['nvidia-vgpu-manager-daemonset']
+        # a second run changes nothing
+        assert nl.label_diff(node, nl.desired_labels(row.name, 'L40S-24Q')) == {}
+        # the node moves to the mdev row (its facts now show mdev): our "false" goes, the operator sets "true"
+        mdev = fleet.GROUP_ROWS[row.group][0]
+        back = operator_reconciles(apply_patch(node, nl.label_diff(node, nl.desired_labels(mdev.name, 'A10-12Q'))))
+        assert scheduled(back) == sorted(DAEMONSETS)
+    # an mdev vGPU node keeps every operand; the operator's own "true" is not touched
+    node = operator_reconciles({W: 'vm-vgpu', V: 'A10-12Q'})
+    assert nl.label_diff(node, nl.desired_labels('vm-vgpu', 'A10-12Q')) == {}
+    assert scheduled(node) == sorted(DAEMONSETS)
+
+
+def test_the_vfio_role_leaves_vendor_vfio_gpus_alone():
+    # the VFs stay on the nvidia driver (KubeVirt v1.9.0 nvidia.go shouldPermitNvidia wants that driver); host
+    # preparation reads the group's default row (host_prep.yml: gpu_pool), which must agree
+    vf_rows = [r for r in fleet.POOL_TABLE if r.interface == 'vendor-vfio']
+    assert vf_rows and 'host_vfio' in fleet.GROUP_COLUMNS
+    for row in vf_rows:
+        assert row.host_vfio is False and fleet.BY_GROUP[row.group].host_vfio is False
