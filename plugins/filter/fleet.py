@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, wanted_devices as wd
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, kubevirt_gate as kv_gate, wanted_devices as wd
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pciids as pciids_db
 
 
@@ -30,13 +30,22 @@ def hosts_pattern_problem(pattern):
     return fleet.hosts_pattern_problem(pattern) or ''
 
 
-def wanted_devices(hosts, pciids=None, include_vfs=False):
+def wanted_devices(hosts, pciids=None, include_vfs=False, allow_mixed_profiles=False):
     try:
-        return wd.wanted_devices(hosts, pciids_db.from_option(pciids), include_vfs)
+        return wd.wanted_devices(hosts, pciids_db.from_option(pciids), include_vfs,
+                                 allow_mixed_profiles=str(allow_mixed_profiles).lower() == 'true')
     except (wd.WantedDevicesError, pciids_db.PciIdsError) as exc:
         raise AnsibleFilterError('wanted_devices: %s' % exc)
 
 
+def kubevirt_gate(hosts, observed, kubevirt_config=None):
+    try:
+        return kv_gate.check(hosts, observed, kubevirt_config)
+    except kv_gate.KubeVirtGateError as exc:
+        raise AnsibleFilterError('kubevirt_gate: %s' % exc)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'hosts_pattern_problem': hosts_pattern_problem, 'wanted_devices': wanted_devices}
+        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'hosts_pattern_problem': hosts_pattern_problem, 'wanted_devices': wanted_devices,
+                'kubevirt_gate': kubevirt_gate}
