@@ -147,3 +147,10 @@ def test_verify_expects_one_vf_per_vgpu():
         {'nvidia.com/AD102GL_L40S': 6}
     # a default config (named by its type) says no count: at least one per GPU
     assert rn.expected_resources(two, VF_ROW.name, 'L40S-24Q') == {'nvidia.com/AD102GL_L40S': 2}
+
+
+def test_a_name_kubevirt_s_own_plugin_serves_is_not_checked_against_nodes_that_cannot_advertise_it_yet():
+    wanted = [{'kind': 'pci', 'selector': '10DE:26B9', 'resource_name': 'nvidia.com/AD102GL_L40S',
+               'nodes': ['gpu-s01'], 'source': 'facts', 'external': False}]
+    entries, warnings, errors = kv.reconcile_resource_names(wanted, {'gpu-s01': [], 'gpu-v01': ['nvidia.com/NVIDIA_A10-12Q']})
+    assert entries == wanted and not warnings and not errors
