@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, kubevirt_gate as kv_gate, wanted_devices as wd
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, wanted_devices as wd
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pciids as pciids_db
 
 
@@ -38,14 +38,6 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, allow_mixed_profiles=F
         raise AnsibleFilterError('wanted_devices: %s' % exc)
 
 
-def kubevirt_gate(hosts, observed, kubevirt_config=None):
-    try:
-        return kv_gate.check(hosts, observed, kubevirt_config)
-    except kv_gate.KubeVirtGateError as exc:
-        raise AnsibleFilterError('kubevirt_gate: %s' % exc)
-
-
 class FilterModule(object):
     def filters(self):
-        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'hosts_pattern_problem': hosts_pattern_problem, 'wanted_devices': wanted_devices,
-                'kubevirt_gate': kubevirt_gate}
+        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'hosts_pattern_problem': hosts_pattern_problem, 'wanted_devices': wanted_devices}

@@ -154,3 +154,11 @@ def test_a_name_kubevirt_s_own_plugin_serves_is_not_checked_against_nodes_that_c
                'nodes': ['gpu-s01'], 'source': 'facts', 'external': False}]
     entries, warnings, errors = kv.reconcile_resource_names(wanted, {'gpu-s01': [], 'gpu-v01': ['nvidia.com/NVIDIA_A10-12Q']})
     assert entries == wanted and not warnings and not errors
+
+
+def test_the_gate_filter_wraps_its_errors():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpuvirt.provision.plugins.filter import cluster as cluster_filter
+    assert cluster_filter.FilterModule().filters()['kubevirt_gate'] is cluster_filter.kubevirt_gate
+    with pytest.raises(AnsibleFilterError, match='kubevirt_gate: fleet entry'):
+        cluster_filter.kubevirt_gate([{'host': 'x'}], ['v1.9.0'])
