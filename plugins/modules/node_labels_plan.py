@@ -16,7 +16,8 @@ description:
     C(nvidia.com/gpu.workload.config) and, for vGPU nodes, C(nvidia.com/vgpu.config) it must carry.
   # BEGIN GENERATED group_pool_prose
   - "Group - pool (the pool table): C(gpu_container) - C(container), C(gpu_vm_passthrough) -
-    C(vm-passthrough), C(gpu_vm_vgpu) - C(vm-vgpu), C(gpu_dra) - C(dra)."
+    C(vm-passthrough), C(gpu_vm_vgpu) - C(vm-vgpu) (mdev), C(gpu_vm_vgpu) - C(vm-vgpu-vf) (vendor-vfio),
+    C(gpu_dra) - C(dra)."
   # END GENERATED group_pool_prose
   - Compares with the current Node labels and returns one partial Node per node whose labels differ (a value of
     null removes a label), plus a per-node report. Nothing is sent anywhere.

@@ -15,8 +15,8 @@ DOCUMENTATION string marks where a list goes::
 ``make docs`` rewrites every line between the two markers from ``LISTS`` below, at the indentation of the
 BEGIN marker; ``make docs-check`` (and tests/unit/harness/test_reference_docs.py) names each file whose region
 differs. Python code reads the tables directly (fleet.POOLS, platform.PLATFORM_NAMES...), never a generated file.
-Only these names are read from the tables: fleet.POOLS, fleet.GPU_GROUPS, fleet.WORKLOADS,
-platform.PLATFORM_NAMES and platform.PLATFORM_CHOICES.
+Only these names are read from the tables: fleet.POOLS, fleet.GPU_GROUPS, fleet.POOL_TABLE (each row's group, name
+and interface), fleet.WORKLOADS, platform.PLATFORM_NAMES and platform.PLATFORM_CHOICES.
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ def lists():
     """{region name: the lines of its body, without indentation}."""
     fleet, platform = _tables()
     pattern = ':'.join(fleet.GPU_GROUPS)
-    pairs = ', '.join('C(%s) - C(%s)' % (g, p) for g, p in zip(fleet.GPU_GROUPS, fleet.POOLS))
+    # per row: a group whose rows the vGPU interface picks among appears once per row, with that interface
+    pairs = ', '.join('C(%s) - C(%s)%s' % (p.group, p.name, ' (%s)' % p.interface if p.interface else '')
+                      for p in fleet.POOL_TABLE)
     return {
         'pools': _items(fleet.POOLS),
         'gpu_groups': _items(fleet.GPU_GROUPS),
@@ -163,8 +165,12 @@ def tables_page(header):
     lines = [header, '# Pools and platforms', '',
              'Generated from the pool table (`plugins/module_utils/model/fleet.py`) and the platform table',
              '(`plugins/module_utils/model/platform.py`). What each pool and platform does: docs/architecture.md and',
-             'docs/pools/.', '', '## Pools', '', '| pool | inventory group |', '|---|---|']
-    lines += ['| `%s` | `%s` |' % (p, g) for p, g in zip(fleet.POOLS, fleet.GPU_GROUPS)]
+             'docs/pools/.', '', '## Pools', '',
+             'Rows of one group are told apart by the vGPU interface a host offers (the first is the group\'s',
+             'default, for a host whose interface nothing tells yet).', '',
+             '| pool | inventory group | vGPU interface |', '|---|---|---|']
+    lines += ['| `%s` | `%s` | %s |' % (p.name, p.group, '`%s`' % p.interface if p.interface else '-')
+              for p in fleet.POOL_TABLE]
     lines += ['', 'Every GPU host: `%s` (the default of `gpuvirt_gpu_hosts_pattern`).' % ':'.join(fleet.GPU_GROUPS),
               '', '## Workloads', '',
               'The values of the GPU Operator\'s `nvidia.com/gpu.workload.config` label and its',

@@ -7,20 +7,27 @@ A pool is a kind of GPU node. Each has one row in ``POOL_TABLE`` (a ``Pool`` wit
 the column list below): the inventory group that puts a host in it, the value of the GPU Operator's workload label
 (nvidia.com/gpu.workload.config) on its nodes, whether its hosts need the IOMMU on, whether the host binds its GPUs
 to vfio-pci itself, the kind of resource its nodes advertise, whether it is a vGPU pool, who advertises its
-devices, the PCI functions it hands out and the KubeVirt list its devices go to. Every list of pools, groups,
+devices, the PCI functions it hands out, the KubeVirt list its devices go to, and (for the rows of one group) the
+vGPU interface that picks the row. Every list of pools, groups,
 workloads and resource kinds the collection keeps is derived from the table (``derived``); the roles read a pool's
 row through the filter gpuvirt.provision.pool_traits (or the view's ``traits``) and branch on its columns, never
 on a pool's name. Adding a pool kind is a new row here (plus its docs and tests): docs/architecture.md, "Tables".
 
-``gpu_hosts`` turns the inventory (its groups and the hosts' variables) into the per-host view:
-``[{host, node, pool, traits, groups, vgpu_config, vgpu_types, facts, gathered, os_tag}]``, one entry per GPU host, in the order
-of the pool table's groups. Plain Python (no Ansible import): the filter gpuvirt.provision.gpu_hosts exposes it.
+Rows may share a group when each names a distinct vGPU ``interface``: the group's first row is its default, and
+the fleet view picks a host's row among its group's rows by the interface its facts show or predict
+(``host_row``). ``gpu_hosts`` turns the inventory (its groups and the hosts' variables) into the per-host view:
+``[{host, node, pool, traits, groups, vgpu_config, vgpu_types, facts, gathered, os_tag, interface,
+interface_reason}]``, one entry per GPU host, in the order of the pool table's groups. Plain Python (no Ansible
+import): the filter gpuvirt.provision.gpu_hosts exposes it.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import resource_names, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import vgpu_interface_rule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row import REQUIRED, row_class
 
 # The columns of the pool table, each with its default (a new column with a default edits no row):
@@ -36,10 +43,16 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row 
 #   function: the PCI functions the pool hands out: 'pf' (whole GPUs, physical functions) or 'vf' (SR-IOV
 #             virtual functions: a pci pool of VFs permits the VFs, not the PFs);
 #   permitted: the list of KubeVirt's permittedHostDevices the node's resource goes to ('pciHostDevices',
-#             'mediatedDevices'), None when KubeVirt is not told about it (container and DRA pools).
+#             'mediatedDevices'), None when KubeVirt is not told about it (container and DRA pools);
+#   interface: the vGPU interface of the hosts this row is for (ROW_INTERFACES: 'mdev', 'vendor-vfio', the
+#             spelling of host/vgpu_interface.py's facts), None when the row does not depend on it; rows sharing
+#             a group each name a distinct one, and a host of the group gets the row of its interface;
+#   kubevirt_min: the lowest KubeVirt version whose built-in device plugin serves this row's devices ('1.9.0'),
+#             None when any supported KubeVirt does.
 Pool = row_class('Pool', (
     ('name', REQUIRED), ('group', REQUIRED), ('workload', REQUIRED), ('iommu', False), ('host_vfio', False),
     ('resource', REQUIRED), ('vgpu', False), ('advertiser', REQUIRED), ('function', 'pf'), ('permitted', None),
+    ('interface', None), ('kubevirt_min', None),
 ), 'A row of the pool table (fleet.POOL_TABLE).')
 
 # Who may advertise a node's devices, and whether KubeVirt then leaves allocation to that plugin
@@ -59,18 +72,33 @@ ADVERTISERS = {
 }
 FUNCTIONS = ('pf', 'vf')
 PERMITTED_LISTS = ('pciHostDevices', 'mediatedDevices')
+# The vGPU interfaces a row may be for: those a host's facts name (vgpu_interface_rule.INTERFACES) but 'none'.
+ROW_INTERFACES = tuple(i for i in vgpu_interface_rule.INTERFACES if i != 'none')
+# A KubeVirt release version, as kubevirt_min gives it (major.minor.patch, no leading v).
+KUBEVIRT_MIN_RE = re.compile(r'[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}')
+# Columns the host plays read from a group's default row, before a host shows its vGPU interface (host preparation:
+# the IOMMU, the vfio binding): the rows of one group must agree on them.
+GROUP_COLUMNS = ('iommu', 'host_vfio')
 # The GPU Operator's node label that picks a node's operands (its sandboxWorkloads.defaultWorkload applies where
 # the label is absent): NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go, gpuWorkloadConfigLabelKey.
 WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
 
-# One row per pool, in the order the playbooks list the GPU hosts.
+# One row per pool, in the order the playbooks list the GPU hosts. The two rows of gpu_vm_vgpu are the two vGPU
+# interfaces (docs/pools/vgpu.md, "Which interface"; docs/pools/vendor-vfio.md): mdev first, the group's default for
+# a host whose interface nothing tells yet. On vendor-specific VFIO the vGPUs are SR-IOV VFs that stay on the nvidia
+# driver (no host vfio binding) and KubeVirt's own PCI device plugin serves them from v1.9.0 (kubevirt/kubevirt
+# v1.9.0 pkg/virt-handler/device-manager/pci_device.go with nvidia.go shouldPermitNvidia: a VF on the nvidia driver
+# with nvidia/current_vgpu_type set; no earlier release has it), permitted through pciHostDevices.
 POOL_TABLE = (
     Pool(name='container', group='gpu_container', workload='container', resource='gpu',
          advertiser='nvidia-device-plugin'),
     Pool(name='vm-passthrough', group='gpu_vm_passthrough', workload='vm-passthrough', iommu=True, host_vfio=True,
          resource='pci', advertiser='sandbox-device-plugin', permitted='pciHostDevices'),
     Pool(name='vm-vgpu', group='gpu_vm_vgpu', workload='vm-vgpu', iommu=True, resource='mdev', vgpu=True,
-         advertiser='sandbox-device-plugin', permitted='mediatedDevices'),
+         advertiser='sandbox-device-plugin', permitted='mediatedDevices', interface='mdev'),
+    Pool(name='vm-vgpu-vf', group='gpu_vm_vgpu', workload='vm-vgpu', iommu=True, host_vfio=False, resource='pci',
+         vgpu=True, advertiser='kubevirt', function='vf', permitted='pciHostDevices', interface='vendor-vfio',
+         kubevirt_min='1.9.0'),
     Pool(name='dra', group='gpu_dra', workload='container', iommu=True, resource='dra', advertiser='dra-driver'),
 )
 
@@ -81,22 +109,39 @@ class TableError(ValueError):
 
 def check_table(table):
     """``table`` when every row can be used, else TableError naming the row, the column and the fix."""
-    seen = {}
+    names, groups = {}, {}
     for row in table:
-        for column in ('name', 'group'):
-            value = getattr(row, column)
-            if (column, value) in seen:
-                raise TableError('pool %s: %s %r is also the %s of pool %s'
-                                 % (row.name, column, value, column, seen[(column, value)]))
-            seen[(column, value)] = row.name
+        if row.name in names:
+            raise TableError('pool %s: name %r is also the name of pool %s' % (row.name, row.name, row.name))
+        names[row.name] = row
+        # rows share a group only when the vGPU interface picks among them: each names a distinct one
+        for other in groups.get(row.group, ()):
+            if row.interface is None or other.interface is None or row.interface == other.interface:
+                raise TableError('pool %s: group %r is also the group of pool %s; rows share a group only when each '
+                                 'names a distinct interface (%s), got %r and %r'
+                                 % (row.name, row.group, other.name, ', '.join(ROW_INTERFACES), row.interface,
+                                    other.interface))
+            for column in GROUP_COLUMNS:
+                if getattr(row, column) != getattr(other, column):
+                    raise TableError('pool %s: %s %r differs from pool %s of the same group (%r): host preparation '
+                                     'reads the group\'s default row before a host shows its interface'
+                                     % (row.name, column, getattr(row, column), other.name, getattr(other, column)))
+        groups.setdefault(row.group, []).append(row)
         for column, allowed in (('advertiser', ADVERTISERS), ('function', FUNCTIONS),
-                                ('permitted', PERMITTED_LISTS + (None,))):
+                                ('permitted', PERMITTED_LISTS + (None,)), ('interface', ROW_INTERFACES + (None,))):
             if getattr(row, column) not in allowed:
                 raise TableError('pool %s: %s %r is not one of %s'
                                  % (row.name, column, getattr(row, column), ', '.join(str(a) for a in allowed)))
         if row.permitted and ADVERTISERS[row.advertiser] is None:
             raise TableError('pool %s: a resource KubeVirt permits (permitted %r) needs a device plugin to advertise '
                              'it, not advertiser %r' % (row.name, row.permitted, row.advertiser))
+        if row.interface is not None and not row.vgpu:
+            raise TableError('pool %s: interface %r is a vGPU interface; a row that is not a vGPU pool (vgpu false) '
+                             'names none' % (row.name, row.interface))
+        if row.kubevirt_min is not None and not (isinstance(row.kubevirt_min, str)
+                                                 and KUBEVIRT_MIN_RE.fullmatch(row.kubevirt_min)):
+            raise TableError('pool %s: kubevirt_min %r is not a KubeVirt version such as 1.9.0 (or None)'
+                             % (row.name, row.kubevirt_min))
     return tuple(table)
 
 
@@ -112,21 +157,27 @@ def derived(table):
     """Every list the collection keeps of the pools, derived from ``table`` (the module's names below; a test
     that adds a row at run time sets them all from its table)."""
     table = check_table(table)
-    by_group = dict((p.group, p) for p in table)
+    groups = _in_order(p.group for p in table)
+    group_rows = dict((g, tuple(p for p in table if p.group == g)) for g in groups)
     return {
         'POOL_TABLE': table,
         'BY_NAME': dict((p.name, p) for p in table),
-        'BY_GROUP': by_group,
+        # Group -> its default row (its first: what a host of the group gets when its interface cannot be known),
+        # and group -> all its rows, in table order.
+        'BY_GROUP': dict((g, rows[0]) for g, rows in group_rows.items()),
+        'GROUP_ROWS': group_rows,
         'POOLS': tuple(p.name for p in table),
-        'GPU_GROUPS': tuple(p.group for p in table),
+        # Each group once, in table order (lists about groups: the host pattern, the survey's choices).
+        'GPU_GROUPS': groups,
         # The Ansible host pattern of every GPU host (the playbooks' default for gpuvirt_gpu_hosts_pattern).
-        'GPU_HOSTS_PATTERN': ':'.join(p.group for p in table),
+        'GPU_HOSTS_PATTERN': ':'.join(groups),
         'IOMMU_POOLS': tuple(p.name for p in table if p.iommu),
         'VM_POOLS': tuple(p.name for p in table if p.iommu),
         'HOST_VFIO_POOLS': tuple(p.name for p in table if p.host_vfio),
         'VGPU_POOLS': tuple(p.name for p in table if p.vgpu),
-        # Group -> pool, in table order (the order gpu_pools lists the pools of a host wrongly put in several).
-        'GROUP_POOLS': dict((p.group, p.name) for p in table),
+        # Group -> its default pool, in table order (the order gpu_pools lists the pools of a host wrongly put in
+        # several).
+        'GROUP_POOLS': dict((g, rows[0].name) for g, rows in group_rows.items()),
         # The GPU Operator's workload values (its sandboxWorkloads.defaultWorkload choices), in table order.
         'WORKLOADS': _in_order(p.workload for p in table),
         # What the nodes of the pools advertise, in table order.
@@ -142,6 +193,7 @@ _DERIVED = derived(POOL_TABLE)
 POOL_TABLE = _DERIVED['POOL_TABLE']
 BY_NAME = _DERIVED['BY_NAME']
 BY_GROUP = _DERIVED['BY_GROUP']
+GROUP_ROWS = _DERIVED['GROUP_ROWS']
 POOLS = _DERIVED['POOLS']
 GPU_GROUPS = _DERIVED['GPU_GROUPS']
 GPU_HOSTS_PATTERN = _DERIVED['GPU_HOSTS_PATTERN']
@@ -214,14 +266,15 @@ def node_name(host, override=None):
 
 
 def group_pools(groups):
-    """The pools a host's inventory groups put it in, in table order (one, when the inventory is right)."""
-    return [row.name for row in POOL_TABLE if row.group in (groups or [])]
+    """The pools a host's inventory groups put it in, in table order (one, when the inventory is right): each GPU
+    group's default row (the fleet view, ``host_row``, picks a vGPU host's row among its group's rows)."""
+    return [BY_GROUP[group].name for group in GPU_GROUPS if group in (groups or [])]
 
 
 def several_pools_problem(host, groups):
     """Why a host in the GPU groups ``groups`` cannot be provisioned: in several pools, or None. The one message
     every phase gives (the inventory check, node labels, preflight)."""
-    in_groups = [row.group for row in POOL_TABLE if row.group in (groups or [])]
+    in_groups = [group for group in GPU_GROUPS if group in (groups or [])]
     if len(in_groups) < 2:
         return None
     return ("%s is in the pools %s (groups %s): a node belongs to exactly one pool (the GPU Operator reads one %s "
@@ -236,8 +289,9 @@ def no_pool_problem(host):
 
 
 def host_pool(host, groups, explicit=None):
-    """The one pool of ``host`` from its inventory groups ``groups``; ``explicit`` (gpuvirt_pool) must agree.
-    A host in two GPU groups is refused, naming both; a host in none needs ``explicit``."""
+    """The one pool of ``host`` from its inventory groups ``groups``: its group's default row; ``explicit``
+    (gpuvirt_pool) must be a row of that group. A host in two GPU groups is refused, naming both; a host in none
+    needs ``explicit``."""
     pools = group_pools(groups)
     if explicit is not None and explicit not in BY_NAME:
         raise FleetError("%s: unknown pool %r (gpuvirt_pool); use one of %s" % (host, explicit, ', '.join(POOLS)))
@@ -245,9 +299,10 @@ def host_pool(host, groups, explicit=None):
     if problem:
         raise FleetError(problem)
     if explicit is not None:
-        if pools and pools[0] != explicit:
+        if pools and BY_NAME[explicit].group != BY_NAME[pools[0]].group:
+            rows = GROUP_ROWS[BY_NAME[pools[0]].group]
             raise FleetError("%s: gpuvirt_pool %s disagrees with its group (pool %s); fix one of them"
-                             % (host, explicit, pools[0]))
+                             % (host, explicit, ' or '.join(r.name for r in rows)))
         return explicit
     if not pools:
         raise FleetError(no_pool_problem(host))
@@ -281,6 +336,87 @@ def _var(hostvars, name, default=None):
     return default if value is None and default is not None else value
 
 
+# The parents' own interface names in the mdev_types facts (host/vgpu_types.py) -> the interface they show.
+_PARENT_INTERFACES = {'mdev': 'mdev', 'vendor_vfio': 'vendor-vfio'}
+MAX_REASON = 1024
+
+
+def _sentences(items):
+    """The evidence sentences of host facts that are strings (facts may come from a file)."""
+    return [i for i in (items if isinstance(items, list) else []) if isinstance(i, str)]
+
+
+def host_vgpu_interface(mdev_types=None, pci_devices=None, configured_driver=None):
+    """The vGPU interface of a host from its facts: ``(interface, reason, shown)``.
+
+    ``interface`` is 'mdev' or 'vendor-vfio', or None when nothing tells; ``shown`` is True when the host shows it
+    (``mdev_types.host_interface.interface``, or, in facts saved before that existed, the parents' interfaces) and
+    False when it is predicted (vgpu_interface_rule.predict: a host with no vGPU Manager loaded yet, from its kernel,
+    the driver loaded or ``configured_driver`` - the vGPU Manager version the GPU Operator will install - and the
+    GPUs' chips); ``reason`` is a sentence naming the evidence."""
+    mdev_types = mdev_types if isinstance(mdev_types, dict) else {}
+    facts = mdev_types.get('host_interface')
+    facts = facts if isinstance(facts, dict) else None
+    if facts and facts.get('interface') in ROW_INTERFACES:
+        interface = facts['interface']
+        return interface, ('the host shows %s: %s' % (interface, '; '.join(_sentences(facts.get('evidence')))
+                                                      or 'its mdev_types facts say so'))[:MAX_REASON], True
+    parents = mdev_types.get('parents')
+    shown = sorted(set(_PARENT_INTERFACES.get(p.get('interface'), '') for p in
+                       (parents if isinstance(parents, list) else []) if isinstance(p, dict)) - {''})
+    if shown:
+        # vendor VFIO wins where both show (host_facts' rule: a VF with nvidia/creatable_vgpu_types)
+        interface = 'vendor-vfio' if 'vendor-vfio' in shown else 'mdev'
+        return interface, 'the host shows %s: its vGPU types are on %s parents' % (interface, interface), True
+    pci = pci_devices if isinstance(pci_devices, dict) else {}
+    gpus = [g for g in (pci.get('gpus') if isinstance(pci.get('gpus'), list) else [])
+            if isinstance(g, dict) and not g.get('is_vf')]
+    driver = configured_driver if isinstance(configured_driver, str) else None
+    interface, reason = vgpu_interface_rule.predict(facts, gpus, driver)
+    if interface is None:
+        return None, ('not known yet: %s' % reason)[:MAX_REASON], False
+    return interface, ('predicted %s (no vGPU interface shown yet): %s' % (interface, reason))[:MAX_REASON], False
+
+
+def host_row(host, pool, mdev_types=None, pci_devices=None, configured_driver=None, explicit=False):
+    """The row of ``host`` among its group's rows, by its vGPU interface: ``(row, interface, reason)``.
+
+    ``pool``: host_pool's answer (the group's default row, or ``gpuvirt_pool`` when ``explicit``). A group whose
+    rows do not depend on the interface keeps ``pool``'s row (interface None, reason ''). Otherwise the interface
+    the facts show, else the predicted one (host_vgpu_interface), picks the row naming it; when nothing tells, the
+    group's default row. An explicit ``gpuvirt_pool`` must agree with an interface the host shows, else FleetError
+    naming both."""
+    chosen = BY_NAME[pool]
+    rows = GROUP_ROWS[chosen.group]
+    if not any(r.interface for r in rows):
+        return chosen, None, ''
+    interface, reason, shown = host_vgpu_interface(mdev_types, pci_devices, configured_driver)
+    if explicit:
+        if shown and chosen.interface != interface:
+            raise FleetError('%s: gpuvirt_pool %s is the pool of the %s vGPU interface, but %s (the pool of that '
+                             'interface is %s); remove gpuvirt_pool (the collection picks the pool of the group %s '
+                             'by the interface) or set it to the interface the host offers'
+                             % (host, pool, chosen.interface, reason,
+                                ' or '.join(r.name for r in rows if r.interface == interface) or 'none',
+                                chosen.group))
+        return chosen, interface, '%s; gpuvirt_pool %s (the %s interface)' % (reason, pool, chosen.interface)
+    by_interface = dict((r.interface, r) for r in rows if r.interface)
+    if interface in by_interface:
+        return by_interface[interface], interface, reason
+    return rows[0], interface, '%s; the group %s\'s default pool %s (%s)' % (
+        reason, chosen.group, rows[0].name, rows[0].interface)
+
+
+def configured_vgpu_driver(hv):
+    """The vGPU Manager driver version a host's variables configure (gpu_operator_vgpu_manager.version, else
+    vgpu_manager_image_version, as preflight reads them), or None."""
+    manager = _var(hv, 'gpu_operator_vgpu_manager')
+    version = manager.get('version') if isinstance(manager, dict) else None
+    if not version:
+        version = _var(hv, 'vgpu_manager_image_version')
+    return version if isinstance(version, str) and version else None
+
+
 def gpu_hosts(hostvars, groups, vgpu_configs=None):
     """The per-host view of the fleet, from the inventory's ``hostvars`` and ``groups``.
 
@@ -292,7 +428,11 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
     custom ``vgpu_configs``, as in gpu_operator_vgpu_configs), ``facts``
     (``pci_devices``, ``mdev_types``, ``gpu_holders``: the registered host facts, {} when absent) and ``gathered``
     (whether the host has its PCI facts, ``gpuvirt_pci_devices``) and ``os_tag`` (``gpuvirt_os_tag``, the OS the
-    GPU Operator's driver images are tagged for, or None). Raises FleetError naming the host on bad input.
+    GPU Operator's driver images are tagged for, or None); ``interface`` (the vGPU interface its facts show or
+    predict, 'mdev' or 'vendor-vfio', None when nothing tells or its group's rows do not depend on it: the row
+    taken is ``traits.interface``) and ``interface_reason`` (the sentence naming the evidence, '' when the group's
+    rows do not depend on it). ``pool`` and ``traits`` are the row host_row picks among the group's rows.
+    Raises FleetError naming the host on bad input.
     """
     view = []
     for host in gpu_host_names(groups, hostvars):
@@ -300,7 +440,11 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
         in_groups = [g for g in GPU_GROUPS if host in ((groups or {}).get(g) or [])]
         config = _var(hv, 'gpuvirt_vgpu_config')
         pci = _var(hv, 'gpuvirt_pci_devices')
-        pool = host_pool(host, in_groups, _var(hv, 'gpuvirt_pool'))
+        explicit = _var(hv, 'gpuvirt_pool')
+        mdev = _var(hv, 'gpuvirt_mdev_types', {})
+        pool = host_pool(host, in_groups, explicit)
+        row, interface, reason = host_row(host, pool, mdev, pci, configured_vgpu_driver(hv), explicit is not None)
+        pool = row.name
         view.append({
             'host': host,
             'node': node_name(host, _var(hv, 'gpuvirt_node_name')),
@@ -310,9 +454,11 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
             'vgpu_config': config,
             'vgpu_types': resource_names.vgpu_config_types(config, vgpu_configs or {}),
             'facts': {'pci_devices': pci if pci is not None else {},
-                      'mdev_types': _var(hv, 'gpuvirt_mdev_types', {}),
+                      'mdev_types': mdev,
                       'gpu_holders': _var(hv, 'gpuvirt_gpu_holders', {})},
             'gathered': pci is not None,
             'os_tag': _var(hv, 'gpuvirt_os_tag') or None,
+            'interface': interface,
+            'interface_reason': reason,
         })
     return view

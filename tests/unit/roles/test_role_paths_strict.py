@@ -63,14 +63,13 @@ def inventory(tmp_path, pools):
     """The example inventory's group_vars, and one host of each of ``pools`` in its group, with its facts."""
     inv = tmp_path / 'inventory'
     shutil.copytree(os.path.join(EXAMPLE, 'group_vars'), inv / 'group_vars')
-    children = {}
-    for pool, group in zip(fleet.POOLS, fleet.GPU_GROUPS):
-        hosts = {}
-        if pool in pools:
-            name = '%s-1' % pool
-            hosts[name] = dict(_facts(pool), gpuvirt_node_name=name, ansible_connection='local',
-                               **host_vars(pool))
-        children[group] = {'hosts': hosts}
+    children = dict((group, {'hosts': {}}) for group in fleet.GPU_GROUPS)
+    # per row: rows may share a group (the vGPU interface picks among them)
+    for row in fleet.POOL_TABLE:
+        if row.name in pools:
+            name = '%s-1' % row.name
+            children[row.group]['hosts'][name] = dict(_facts(row.name), gpuvirt_node_name=name,
+                                                      ansible_connection='local', **host_vars(row.name))
     (inv / 'hosts.yml').write_text(yaml.safe_dump({'all': {'children': children}}))
     return inv
 

@@ -134,10 +134,12 @@ def test_dra_nodes_run_container_operands_without_the_classic_device_plugin_and_
 
 
 def test_group_pools_in_table_order():
-    # every row's group puts a host in that row's pool; several groups list their pools in table order
+    # every row's group puts a host in its group's default pool (its first row; the fleet view picks a vGPU host's
+    # row by its interface); several groups list their pools in table order
     for row in fleet.POOL_TABLE:
-        assert nl.group_pools(['all', row.group]) == [row.name] == [nl.group_pool(['all', row.group], 'h1')]
-    assert nl.group_pools(list(reversed(fleet.GPU_GROUPS))) == list(fleet.POOLS)
+        default = fleet.GROUP_ROWS[row.group][0].name
+        assert nl.group_pools(['all', row.group]) == [default] == [nl.group_pool(['all', row.group], 'h1')]
+    assert nl.group_pools(list(reversed(fleet.GPU_GROUPS))) == [fleet.GROUP_ROWS[g][0].name for g in fleet.GPU_GROUPS]
     assert nl.group_pools(['workers']) == [] and nl.group_pools(None) == []
 
 

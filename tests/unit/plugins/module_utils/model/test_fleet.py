@@ -24,12 +24,16 @@ def _in_order(values):
 
 def test_every_list_of_pools_is_the_table_s():
     table = fleet.POOL_TABLE
-    assert fleet.POOLS == tuple(p.name for p in table) and fleet.GPU_GROUPS == tuple(p.group for p in table)
-    assert fleet.GPU_HOSTS_PATTERN == ':'.join(p.group for p in table)
+    # lists about pools are per row; lists about groups name each group once (rows may share a group)
+    assert fleet.POOLS == tuple(p.name for p in table) and fleet.GPU_GROUPS == _in_order(p.group for p in table)
+    assert fleet.GPU_HOSTS_PATTERN == ':'.join(_in_order(p.group for p in table))
+    assert len(fleet.GPU_GROUPS) == len(set(fleet.GPU_GROUPS)) < len(fleet.POOLS)
     assert fleet.IOMMU_POOLS == fleet.VM_POOLS == tuple(p.name for p in table if p.iommu)
     assert fleet.HOST_VFIO_POOLS == tuple(p.name for p in table if p.host_vfio)
     assert fleet.VGPU_POOLS == tuple(p.name for p in table if p.vgpu)
-    assert fleet.GROUP_POOLS == dict((p.group, p.name) for p in table)
+    # a group's default pool is its first row
+    assert fleet.GROUP_POOLS == dict((g, [p.name for p in table if p.group == g][0]) for g in fleet.GPU_GROUPS)
+    assert fleet.GROUP_ROWS == dict((g, tuple(p for p in table if p.group == g)) for g in fleet.GPU_GROUPS)
     assert fleet.WORKLOADS == gpu_operator.WORKLOADS == _in_order(p.workload for p in table)
     assert fleet.RESOURCE_KINDS == _in_order(p.resource for p in table)
     assert node_labels.WORKLOAD_LABEL == fleet.WORKLOAD_LABEL
@@ -40,7 +44,14 @@ def test_every_list_of_pools_is_the_table_s():
 
 def test_every_row_is_consistent():
     for row in fleet.POOL_TABLE:
-        assert fleet.BY_NAME[row.name] is row and fleet.BY_GROUP[row.group] is row
+        assert fleet.BY_NAME[row.name] is row and row in fleet.GROUP_ROWS[row.group]
+        assert fleet.BY_GROUP[row.group] is fleet.GROUP_ROWS[row.group][0]
+        # rows that share a group are told apart by a distinct vGPU interface, and agree on what host preparation
+        # reads before a host shows its interface
+        siblings = [r for r in fleet.GROUP_ROWS[row.group] if r is not row]
+        assert all(row.interface and r.interface and r.interface != row.interface for r in siblings)
+        assert all(getattr(r, c) == getattr(row, c) for r in siblings for c in fleet.GROUP_COLUMNS)
+        assert row.interface in fleet.ROW_INTERFACES + (None,) and (row.interface is None or row.vgpu)
         assert fleet.pool_traits(row.name) == row.as_dict()
         assert row.advertiser in fleet.ADVERTISERS and row.function in fleet.FUNCTIONS
         # a pool whose devices KubeVirt permits is advertised by a device plugin; the entries say which kind
@@ -49,8 +60,9 @@ def test_every_row_is_consistent():
             assert fleet.external_resource_provider(row.name) is fleet.ADVERTISERS[row.advertiser]
         else:
             assert fleet.external_resource_provider(row.name) is None
-        # a host of the pool's group is in the pool, alone
-        assert fleet.host_pool('h', ['all', row.group]) == row.name
+        # a host of the pool's group is in the group's default pool, alone; gpuvirt_pool may name any row of it
+        assert fleet.host_pool('h', ['all', row.group]) == fleet.BY_GROUP[row.group].name
+        assert fleet.host_pool('h', ['all', row.group], row.name) == row.name
 
 
 def test_a_broken_row_is_refused_naming_it():
@@ -162,3 +174,155 @@ def test_expected_resources_follow_the_pool_row_not_its_name(monkeypatch):
     with pytest.raises(resource_names.ResourceNameError,
                        match=r"unknown pool 'dra': use one of %s \(" % re.escape(', '.join(advertised))):
         resource_names.expected_resources(facts, 'dra')
+
+
+# The vGPU interface picks a gpu_vm_vgpu host's row. host_interface facts in the shape host/vgpu_interface.py
+# host_facts returns them (its tests build them from sysfs trees after the reference captures): the A10 of the
+# OpenNebula vGPU guide (PF 0000:41:00.0, VF 0000:41:00.4 with nvidia/creatable_vgpu_types), an L40S (AD102GL).
+A10 = {'bdf': '0000:41:00.0', 'vendor_id': '10de', 'device_id': '2236', 'device_name': 'GA102GL [A10]',
+       'is_vf': False}
+L40S = {'bdf': '0000:c1:00.0', 'vendor_id': '10de', 'device_id': '26b9', 'device_name': 'AD102GL [L40S]',
+        'is_vf': False}
+SHOWS_VFIO = {'interface': 'vendor-vfio', 'kernel_release': '6.8.0-60-generic', 'driver_version': '580.82.02',
+              'evidence': ['0000:41:00.4 has nvidia/creatable_vgpu_types and no mdev_supported_types',
+                           'kernel 6.8.0-60-generic, driver 580.82.02']}
+SHOWS_MDEV = {'interface': 'mdev', 'kernel_release': '5.15.0-119-generic', 'driver_version': '550.54.16',
+              'evidence': ['/sys/class/mdev_bus lists 0000:41:00.0 with mdev_supported_types',
+                           'kernel 5.15.0-119-generic, driver 550.54.16']}
+SHOWS_NONE_NOBLE = {'interface': 'none', 'kernel_release': '6.8.0-60-generic', 'driver_version': None,
+                    'evidence': ['no /sys/class/mdev_bus entry and no nvidia/creatable_vgpu_types on any PCI device',
+                                 'kernel 6.8.0-60-generic, no NVIDIA driver loaded (no /sys/module/nvidia/version)']}
+SHOWS_NONE_JAMMY = dict(SHOWS_NONE_NOBLE, kernel_release='5.15.0-119-generic')
+
+
+def vgpu_view(hv, groups=None):
+    (entry,) = fleet.gpu_hosts({'gpu-v': hv}, groups or {'gpu_vm_vgpu': ['gpu-v']})
+    return entry
+
+
+def facts_of(host_interface, gpus=(A10,)):
+    return {'gpuvirt_pci_devices': {'gpus': list(gpus)},
+            'gpuvirt_mdev_types': {'parents': [], 'host_interface': host_interface}}
+
+
+def test_the_vendor_vfio_row_is_a_vgpu_row_of_pci_vfs_served_by_kubevirt():
+    vf = fleet.BY_NAME['vm-vgpu-vf']
+    # the group users put every vGPU host in; IOMMU on, no host vfio binding (the VFs stay on the nvidia driver);
+    # a PCI resource of VFs, permitted through pciHostDevices, advertised by KubeVirt's own plugin from v1.9.0
+    assert (vf.group, vf.workload, vf.iommu, vf.host_vfio, vf.vgpu) == ('gpu_vm_vgpu', 'vm-vgpu', True, False, True)
+    assert (vf.resource, vf.function, vf.permitted, vf.advertiser) == ('pci', 'vf', 'pciHostDevices', 'kubevirt')
+    assert (vf.interface, vf.kubevirt_min) == ('vendor-vfio', '1.9.0')
+    assert fleet.external_resource_provider('vm-vgpu-vf') is False
+    assert fleet.BY_NAME['vm-vgpu'].interface == 'mdev'
+    # the mdev row is the group's default; the group is listed once where lists are about groups
+    assert fleet.BY_GROUP['gpu_vm_vgpu'].name == fleet.GROUP_POOLS['gpu_vm_vgpu'] == 'vm-vgpu'
+    assert [r.name for r in fleet.GROUP_ROWS['gpu_vm_vgpu']] == ['vm-vgpu', 'vm-vgpu-vf']
+    assert fleet.GPU_GROUPS.count('gpu_vm_vgpu') == 1 and fleet.GPU_HOSTS_PATTERN.count('gpu_vm_vgpu') == 1
+    assert 'vm-vgpu-vf' in fleet.POOLS and 'vm-vgpu-vf' in fleet.VGPU_POOLS
+    # the row interfaces are the host facts' spelling, 'none' aside
+    assert fleet.ROW_INTERFACES == ('mdev', 'vendor-vfio')
+
+
+def test_a_vgpu_host_whose_interface_nothing_tells_gets_the_group_s_default():
+    for hv in ({}, facts_of(SHOWS_NONE_JAMMY), facts_of(SHOWS_NONE_NOBLE)):
+        entry = vgpu_view(hv)
+        assert entry['pool'] == 'vm-vgpu' and entry['traits'] == fleet.pool_traits('vm-vgpu')
+        assert entry['interface'] is None
+        assert entry['interface_reason'].startswith('not known yet: ')
+        assert entry['interface_reason'].endswith("the group gpu_vm_vgpu's default pool vm-vgpu (mdev)")
+    # no facts at all: the reason says the chip alone does not decide
+    assert 'the chip name alone does not decide' in vgpu_view({})['interface_reason']
+    # a group whose rows do not depend on the interface says nothing of it
+    entry = vgpu_view(facts_of(SHOWS_VFIO), {'gpu_vm_passthrough': ['gpu-v']})
+    assert (entry['pool'], entry['interface'], entry['interface_reason']) == ('vm-passthrough', None, '')
+
+
+def test_the_interface_the_host_shows_picks_the_row():
+    entry = vgpu_view(facts_of(SHOWS_VFIO))
+    assert (entry['pool'], entry['interface']) == ('vm-vgpu-vf', 'vendor-vfio')
+    assert entry['traits'] == fleet.pool_traits('vm-vgpu-vf') and entry['groups'] == ['gpu_vm_vgpu']
+    assert entry['interface_reason'] == ('the host shows vendor-vfio: 0000:41:00.4 has nvidia/creatable_vgpu_types '
+                                         'and no mdev_supported_types; kernel 6.8.0-60-generic, driver 580.82.02')
+    # a host whose facts show mdev keeps the mdev row, whatever its kernel or chip
+    entry = vgpu_view(facts_of(SHOWS_MDEV, (L40S,)))
+    assert (entry['pool'], entry['interface']) == ('vm-vgpu', 'mdev')
+    assert entry['interface_reason'].startswith('the host shows mdev: /sys/class/mdev_bus lists 0000:41:00.0')
+    # facts saved before host_interface existed: the parents' own interface tells
+    saved = {'gpuvirt_pci_devices': {'gpus': [A10]},
+             'gpuvirt_mdev_types': {'parents': [{'parent': '0000:41:00.4', 'interface': 'vendor_vfio', 'types': []}]}}
+    assert vgpu_view(saved)['pool'] == 'vm-vgpu-vf'
+    saved['gpuvirt_mdev_types']['parents'][0]['interface'] = 'mdev'
+    assert vgpu_view(saved)['pool'] == 'vm-vgpu'
+
+
+def test_a_fresh_host_gets_the_row_its_kernel_and_configured_driver_predict():
+    # kernel 6.8 and the R580 vGPU Manager the GPU Operator will install: vendor-specific VFIO, an A10 too
+    hv = dict(facts_of(SHOWS_NONE_NOBLE), gpu_operator_vgpu_manager={'version': '580.82.02'})
+    entry = vgpu_view(hv)
+    assert (entry['pool'], entry['interface']) == ('vm-vgpu-vf', 'vendor-vfio')
+    assert entry['interface_reason'].startswith('predicted vendor-vfio (no vGPU interface shown yet): ')
+    assert 'kernel 6.8.0-60-generic, driver 580.82.02 (the vGPU Manager to install)' in entry['interface_reason']
+    # the image role's version is read where the operator's is not set
+    assert vgpu_view(dict(facts_of(SHOWS_NONE_NOBLE), vgpu_manager_image_version='580.82.02'))['pool'] == 'vm-vgpu-vf'
+    # the same host with the R535 manager on a 5.15 kernel stays on mdev
+    hv = dict(facts_of(SHOWS_NONE_JAMMY), gpu_operator_vgpu_manager={'version': '535.216.01'})
+    assert (vgpu_view(hv)['pool'], vgpu_view(hv)['interface']) == ('vm-vgpu', 'mdev')
+    # no facts gathered (a render): an L40S with vGPU 17+ is judged by its chip
+    hv = {'gpuvirt_pci_devices': {'gpus': [L40S]}, 'gpu_operator_vgpu_manager': {'version': '550.54.16'}}
+    entry = vgpu_view(hv)
+    assert entry['pool'] == 'vm-vgpu-vf' and 'judged from the chip name alone' in entry['interface_reason']
+    # a version that is no driver version predicts nothing
+    hv = dict(facts_of(SHOWS_NONE_NOBLE), gpu_operator_vgpu_manager={'version': '580.82.02-ubuntu24.04'})
+    assert (vgpu_view(hv)['pool'], vgpu_view(hv)['interface']) == ('vm-vgpu', None)
+
+
+def test_gpuvirt_pool_may_name_the_vendor_vfio_row_and_must_agree_with_the_facts():
+    # named where nothing tells: taken, and said
+    entry = vgpu_view({'gpuvirt_pool': 'vm-vgpu-vf'})
+    assert (entry['pool'], entry['interface']) == ('vm-vgpu-vf', None)
+    assert entry['interface_reason'].endswith('gpuvirt_pool vm-vgpu-vf (the vendor-vfio interface)')
+    # named and agreeing with what the host shows
+    assert vgpu_view(dict(facts_of(SHOWS_VFIO), gpuvirt_pool='vm-vgpu-vf'))['pool'] == 'vm-vgpu-vf'
+    assert vgpu_view(dict(facts_of(SHOWS_MDEV), gpuvirt_pool='vm-vgpu'))['pool'] == 'vm-vgpu'
+    # disagreeing: refused, naming both the pool and the interface the host shows (with its evidence)
+    with pytest.raises(fleet.FleetError, match=r'gpu-v: gpuvirt_pool vm-vgpu-vf is the pool of the vendor-vfio vGPU '
+                                               r'interface, but the host shows mdev: /sys/class/mdev_bus lists '
+                                               r'0000:41:00.0 .* \(the pool of that interface is vm-vgpu\)'):
+        vgpu_view(dict(facts_of(SHOWS_MDEV), gpuvirt_pool='vm-vgpu-vf'))
+    with pytest.raises(fleet.FleetError, match=r'gpuvirt_pool vm-vgpu is the pool of the mdev vGPU interface, but '
+                                               r'the host shows vendor-vfio: .*pool of that interface is vm-vgpu-vf'):
+        vgpu_view(dict(facts_of(SHOWS_VFIO), gpuvirt_pool='vm-vgpu'))
+    # a row of another group stays refused, naming the group's pools
+    with pytest.raises(fleet.FleetError, match=r'gpuvirt_pool vm-vgpu-vf disagrees with its group '
+                                               r'\(pool vm-passthrough\)'):
+        vgpu_view({'gpuvirt_pool': 'vm-vgpu-vf'}, {'gpu_vm_passthrough': ['gpu-v']})
+    with pytest.raises(fleet.FleetError, match=r'gpuvirt_pool vm-passthrough disagrees with its group '
+                                               r'\(pool vm-vgpu or vm-vgpu-vf\)'):
+        vgpu_view({'gpuvirt_pool': 'vm-passthrough'})
+
+
+def test_rows_share_a_group_only_when_each_names_a_distinct_interface():
+    ok = fleet.POOL_TABLE
+    vgpu = fleet.BY_NAME['vm-vgpu']
+    with pytest.raises(fleet.TableError, match=r"pool vm-vgpu-2: group 'gpu_vm_vgpu' is also the group of pool "
+                                               r"vm-vgpu; .* distinct interface .* got None and 'mdev'"):
+        fleet.derived(ok + (vgpu.replace(name='vm-vgpu-2', interface=None),))
+    with pytest.raises(fleet.TableError, match=r"pool vm-vgpu-2: group 'gpu_vm_vgpu' is also the group of pool "
+                                               r"vm-vgpu; .* got 'mdev' and 'mdev'"):
+        fleet.derived(ok + (vgpu.replace(name='vm-vgpu-2'),))
+    with pytest.raises(fleet.TableError, match=r"pool x: interface 'vfio' is not one of mdev, vendor-vfio, None"):
+        fleet.derived(ok + (vgpu.replace(name='x', group='gpu_x', interface='vfio'),))
+    with pytest.raises(fleet.TableError, match=r"pool x: interface 'mdev' is a vGPU interface; a row that is not a "
+                                               r"vGPU pool"):
+        fleet.derived(ok + (fleet.BY_NAME['vm-passthrough'].replace(name='x', group='gpu_x', interface='mdev'),))
+    with pytest.raises(fleet.TableError, match=r"pool x: kubevirt_min 'v1.9' is not a KubeVirt version"):
+        fleet.derived(ok + (vgpu.replace(name='x', group='gpu_x', kubevirt_min='v1.9'),))
+    # rows of one group agree on what host preparation reads from the group's default row
+    table = tuple(r for r in ok if r.name != 'vm-vgpu-vf') + (
+        fleet.BY_NAME['vm-vgpu-vf'].replace(host_vfio=True),)
+    with pytest.raises(fleet.TableError, match=r"pool vm-vgpu-vf: host_vfio True differs from pool vm-vgpu of the "
+                                               r"same group"):
+        fleet.derived(table)
+    # the table as it stands derives, its group listed once
+    names = fleet.derived(ok)
+    assert names['GPU_GROUPS'] == fleet.GPU_GROUPS and names['GROUP_ROWS']['gpu_vm_vgpu'][0] is vgpu
