@@ -20,20 +20,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', '..'))
 
-# the vGPU pool of SR-IOV VFs: vGPU, PCI list, KubeVirt's own plugin, function vf
-VF_ROWS = [r for r in fleet.POOL_TABLE if r.vgpu and r.function == 'vf' and r.permitted == 'pciHostDevices']
-VF_ROW = VF_ROWS[0] if VF_ROWS else fleet.Pool(
-    name='vm-vgpu-vf-hypothetical', group='gpu_vm_vgpu_vf_hypothetical', workload='vm-vgpu', iommu=True,
-    host_vfio=False, resource='pci', vgpu=True, advertiser='kubevirt', function='vf', permitted='pciHostDevices')
-
-
-@pytest.fixture(autouse=True)
-def vf_table(monkeypatch):
-    """The pool table with the VF row (added at run time until the table has one)."""
-    if VF_ROWS:
-        return
-    for name, value in fleet.derived(fleet.POOL_TABLE + (VF_ROW,)).items():
-        monkeypatch.setattr(fleet, name, value)
+# the vGPU pool of SR-IOV VFs: vGPU, PCI list, KubeVirt's own plugin, function vf (vm-vgpu-vf today)
+(VF_ROW,) = [r for r in fleet.POOL_TABLE if r.vgpu and r.function == 'vf' and r.permitted == 'pciHostDevices']
 
 
 def l40s_facts(vfs_per_gpu=0, vf_driver='nvidia'):
@@ -114,7 +102,7 @@ def test_a_profile_of_another_board_on_the_host_is_not_the_l40s_s():
     (['v1.9.0'], True), (['1.10.2'], True), (['v1.8.2'], False), (['v1.9.0-rc.1'], False), ([], False),
     ([''], False), (['v1.9.0', 'v1.7.0'], False)])
 def test_the_kubevirt_gate(observed, ok):
-    hosts = [{'host': 'gpu-s01.example.com', 'traits': dict(VF_ROW.as_dict(), kubevirt_min='1.9.0')},
+    hosts = [{'host': 'gpu-s01.example.com', 'traits': VF_ROW.as_dict()},
              {'host': 'gpu-v01.example.com', 'traits': fleet.BY_NAME['vm-vgpu'].as_dict()}]
     got = gate.check(hosts, observed, 'kubevirt')
     assert got['ok'] is ok and not got['note']
@@ -127,7 +115,7 @@ def test_the_kubevirt_gate(observed, ok):
 
 
 def test_the_gate_notes_a_render_without_a_cluster_and_passes_a_fleet_that_needs_nothing():
-    need = [{'host': 'gpu-s01.example.com', 'traits': dict(VF_ROW.as_dict(), kubevirt_min='1.9.0')}]
+    need = [{'host': 'gpu-s01.example.com', 'traits': VF_ROW.as_dict()}]
     got = gate.check(need, None)
     assert got['ok'] and 'not checked' in got['note'] and 'gpu-s01.example.com' in got['note']
     plain = [{'host': 'gpu-v01.example.com', 'traits': fleet.BY_NAME['vm-vgpu'].as_dict()}]
