@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..'))
@@ -38,7 +39,7 @@ L40S_HOST = 'gpu-s01.example.com'
 def l40s_host_facts(tmp_path, host=L40S_HOST):
     """The saved-facts document of an L40S host whose VFs are on vendor-specific VFIO (checked as a render reads
     it)."""
-    tree = SysfsTree(os.path.join(str(tmp_path), 'sysfs-' + host))
+    tree = SysfsTree(tempfile.mkdtemp(prefix='sysfs-%s-' % host, dir=str(tmp_path)))
     tree.device(PF, '0302', '10de', '26b9', subsystem=('10de', '1851'), driver='nvidia', group=40)
     for i, vf in enumerate(VFS):
         tree.device(vf, '0302', '10de', '26b9', subsystem=('10de', '1851'), driver='nvidia', group=41 + i)
