@@ -75,5 +75,12 @@ def add_l40s_host(inventory_dir, tmp_path, config='L40S-24Q', host=L40S_HOST, dr
                                               'ansible_ssh_common_args': '-o ConnectTimeout=2'}
     with open(path, 'w', encoding='utf-8') as handle:
         yaml.safe_dump(hosts, handle)
+    # its vGPU config among the custom ones (two L40S-24Q per 48 GB GPU), for the GPU Operator and verify
+    vgpu_vars = os.path.join(str(inventory_dir), 'group_vars', 'all', 'vgpu.yml')
+    with open(vgpu_vars, encoding='utf-8') as handle:
+        values = yaml.safe_load(handle)
+    values['gpu_operator_vgpu_configs'][config] = {config: 2}
+    with open(vgpu_vars, 'w', encoding='utf-8') as handle:
+        yaml.safe_dump(values, handle)
     with open(os.path.join(str(inventory_dir), '.gpuvirt_facts', host + '.json'), 'w', encoding='utf-8') as handle:
         json.dump(l40s_host_facts(tmp_path, host), handle, indent=1, sort_keys=True)
