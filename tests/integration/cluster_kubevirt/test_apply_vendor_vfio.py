@@ -153,3 +153,19 @@ def test_two_l40s_profiles_are_refused_unless_allowed(tmp_path, kube):
     assert phd['pciHostDevices'] == [L40S]
     rc, log = run(tmp_path, inv, **devices_apply(cluster, kubevirt_devices_allow_mixed_profiles='maybe'))
     assert rc != 0 and 'kubevirt_devices_allow_mixed_profiles' in log, log
+
+
+def test_verify_expects_one_vf_per_vgpu_on_the_vendor_vfio_node(tmp_path, kube):
+    # gpu-s01's config makes two L40S-24Q vGPUs on its one GPU: two VFs, advertised by KubeVirt's own plugin under
+    # the permitted name. The kubelet's allocatable is written by the fixture in the kubelet's place.
+    extra = {'gpu_operator_vgpu_configs': {'A10-12Q': {'A10-12Q': 2}, 'l40s-2x24': {'L40S-24Q': 2}}}
+    inv = inventory(tmp_path, l40s_configs=('l40s-2x24',), extra=extra)
+    cluster = kube([node('gpu-a10', {'nvidia.com/NVIDIA_A10-12Q': '2'}),
+                    node('gpu-s01', {'nvidia.com/AD102GL_L40S': '1'})], openshift=False)
+    args = dict(gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=cluster.kubeconfig, verify_timeout=2, verify_delay=1)
+    rc, log = run_playbook(tmp_path, 'verify', inv, **args)
+    said = ' '.join(log.split())
+    assert rc != 0 and 'node gpu-s01: expected nvidia.com/AD102GL_L40S>=2; advertised nvidia.com/AD102GL_L40S=1' in said, log
+    cluster.set_status(cluster.get('v1', 'Node', 'gpu-s01'), {'allocatable': {'nvidia.com/AD102GL_L40S': '2'}})
+    rc, log = run_playbook(tmp_path, 'verify', inv, **args)
+    assert rc == 0 and 'node gpu-s01: nvidia.com/AD102GL_L40S=2 advertised' in log, log
