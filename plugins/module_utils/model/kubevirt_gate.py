@@ -87,9 +87,9 @@ def check(hosts, observed, kubevirt_config=None):
         upgrade = (' On OpenShift, upgrade OpenShift Virtualization to %s, which ships KubeVirt %s.' % (release, top)
                    if release else ' On OpenShift: which OpenShift Virtualization release ships KubeVirt %s is not '
                    'known yet (no release note says so); upgrade to one whose KubeVirt CR reports it.' % top)
+    runs = ('KubeVirt ' + ', '.join(found) if found
+            else 'no deployed KubeVirt (no KubeVirt CR reports status.observedKubeVirtVersion)')
     return {'ok': False, 'note': '', 'message': (
         'The cluster runs %s, but %s need KubeVirt %s or later (%s): its own device plugin serves their devices '
         'only from that release. Upgrade KubeVirt first, or take these hosts out of the run; nothing was '
-        'changed.%s' % ('KubeVirt ' + ', '.join(found) if found else 'no deployed KubeVirt (no KubeVirt CR reports '
-                                                                      'status.observedKubeVirtVersion)',
-                        ', '.join(short), top, said, upgrade))}
+        'changed.%s' % (runs, ', '.join(short), top, said, upgrade))}

@@ -37,6 +37,6 @@ def test_one_model_whole_and_as_vfs_is_refused_in_preflight_before_any_file_is_r
     said = ' '.join(log.split())
     assert rc != 0 and 'PCI selector 10DE:26B9 is wanted by host gpu-p01.example.com' in said, log
     assert 'and by host gpu-s01.example.com' in said and 'cannot tell these devices apart' in said, log
-    assert 'Preflight - the devices KubeVirt must tell apart' in said.split('fatal:')[0].rsplit('PLAY [', 1)[1], log
+    assert 'Preflight - the devices KubeVirt must tell apart' in said.split('fatal:', maxsplit=1)[0].rsplit('PLAY [', maxsplit=1)[1], log
     rendered = [n for n in os.listdir(out) if n.endswith('.yaml')] if os.path.isdir(out) else []
     assert rendered == [], rendered

@@ -36,8 +36,8 @@ def l40s_facts(vfs_per_gpu=0, vf_driver='nvidia'):
     pf = pci['gpus'][0]
     for i in range(vfs_per_gpu):
         pci['gpus'].append(dict(pf, bdf='0000:01:00.%d' % (4 + i), is_vf=True, physfn=pf['bdf'], driver=vf_driver))
-    return {'pci_devices': pci, 'mdev_types': {'parents': [{'parent': '0000:01:00.4', 'interface': 'vendor_vfio',
-                                                             'types': [{'name': 'NVIDIA L40S-24Q'}]}]}}
+    parent = {'parent': '0000:01:00.4', 'interface': 'vendor_vfio', 'types': [{'name': 'NVIDIA L40S-24Q'}]}
+    return {'pci_devices': pci, 'mdev_types': {'parents': [parent]}}
 
 
 def vf_host(name, profiles=('L40S-24Q',), facts=None):
