@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_string
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import kubevirt_gate as kv_gate, platform
 
 
 def cluster_platform(value=None, overrides=None):
@@ -31,6 +31,14 @@ def cluster_platform(value=None, overrides=None):
         raise AnsibleFilterError('cluster_platform: %s' % exc)
 
 
+def kubevirt_gate(hosts, observed=None, kubevirt_config=None):
+    """The KubeVirt version gate (plugins/module_utils/model/kubevirt_gate.py)."""
+    try:
+        return kv_gate.check(hosts, observed, kubevirt_config)
+    except kv_gate.KubeVirtGateError as exc:
+        raise AnsibleFilterError('kubevirt_gate: %s' % exc)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'cluster_platform': cluster_platform}
+        return {'cluster_platform': cluster_platform, 'kubevirt_gate': kubevirt_gate}

@@ -30,9 +30,10 @@ def hosts_pattern_problem(pattern):
     return fleet.hosts_pattern_problem(pattern) or ''
 
 
-def wanted_devices(hosts, pciids=None, include_vfs=False):
+def wanted_devices(hosts, pciids=None, include_vfs=False, allow_mixed_profiles=False):
     try:
-        return wd.wanted_devices(hosts, pciids_db.from_option(pciids), include_vfs)
+        return wd.wanted_devices(hosts, pciids_db.from_option(pciids), include_vfs,
+                                 allow_mixed_profiles=str(allow_mixed_profiles).lower() == 'true')
     except (wd.WantedDevicesError, pciids_db.PciIdsError) as exc:
         raise AnsibleFilterError('wanted_devices: %s' % exc)
 

@@ -100,6 +100,13 @@ def _put(table, sel, entry):
     if old is not None and old['resourceName'] != entry['resourceName']:
         raise ManifestError("selector %r is wanted under two resource names, %s and %s; keep one"
                             % (sel, old['resourceName'], entry['resourceName']))
+    # one provider per selector: KubeVirt keys its own plugin's devices by the selector alone (kubevirt/kubevirt
+    # v1.9.0 pkg/virt-handler/device-manager/device_controller.go updatePermittedHostDevicePlugins), so an entry
+    # cannot be both an external plugin's and KubeVirt's
+    if old is not None and old['externalResourceProvider'] != entry['externalResourceProvider']:
+        raise ManifestError("selector %r is wanted both from an external device plugin and from KubeVirt's own "
+                            "(externalResourceProvider true and false): KubeVirt cannot tell the devices apart; keep "
+                            "one provider for it" % (sel,))
     table[sel] = entry
 
 

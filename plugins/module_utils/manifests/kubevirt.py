@@ -137,7 +137,8 @@ def reconcile_resource_names(wanted, advertised):
     without node data): then the computed names are used as they are.
 
     The device plugin names resources from the pci.ids inside its image, which can differ from the host's:
-    what the nodes advertise wins. A computed name that no node advertises is replaced by the one name its
+    what the nodes advertise wins. An entry KubeVirt's own plugin serves (``external`` false) keeps its name: that
+    plugin advertises what the entry says, once it is permitted. A computed name that no node advertises is replaced by the one name its
     nodes advertise that no other wanted device explains (with a warning); a name given as input, or one that
     cannot be matched, is an error naming it.
     """
@@ -149,6 +150,13 @@ def reconcile_resource_names(wanted, advertised):
     for item in wanted:
         name = item['resource_name']
         what = '%s %s' % ('PCI device' if item['kind'] == 'pci' else 'vGPU type', item['selector'])
+        if item.get('external', True) is False:
+            # KubeVirt's own device plugin advertises a permitted entry under the very resourceName it is given, and
+            # only once the entry is permitted (kubevirt/kubevirt v1.9.0 pkg/virt-handler/device-manager/
+            # device_controller.go updatePermittedHostDevicePlugins -> pci_device.go NewPCIDevicePlugin): no node
+            # can advertise it before this run writes it, so the name is not checked against them
+            entries.append(dict(item))
+            continue
         if name in everywhere:
             entries.append(dict(item))
             continue

@@ -9,7 +9,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model.vgpu_names import full_type_name, reported_short_name, short_type_name
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model.vgpu_names import (
+    board_models, full_type_name, model_on_boards, reported_short_name, short_type_name, type_model)
 
 PREFIX = 'nvidia.com/'
 
@@ -185,19 +186,61 @@ def vgpu_config_types(config, configs=None):
     return [short_type_name(config)]
 
 
+def vgpu_config_counts(config, configs=None):
+    """``{short type name: vGPUs per GPU}`` that a custom vGPU config (in ``configs``, as for
+    :func:`vgpu_config_types`) creates, or None for a config of the GPU Operator's default ConfigMap (named by its
+    one type: as many as fit, which the name does not say). A count that is not a positive whole number counts 1."""
+    if not config or config not in (configs or {}):
+        return None
+    value = configs[config]
+    entries = [value] if isinstance(value, dict) else [(e or {}).get('vgpu-devices') or {} for e in value or []]
+    out = {}
+    for entry in entries:
+        for vtype, count in entry.items():
+            try:
+                count = max(int(str(count)), 1)
+            except ValueError:
+                count = 1
+            short = short_type_name(vtype)
+            out[short] = max(out.get(short, 0), count)
+    return out
+
+
+def _vf_expected(gpus, vgpu_config, vgpu_configs, pciids, prefix):
+    """A vGPU pool of SR-IOV VFs (function ``vf``): one VF per vGPU, each VF advertised under its vendor:device's
+    PCI resource name. Per GPU (PF) the vGPUs its config's types of that board create (a custom config's counts);
+    a default config says no count: at least one per GPU."""
+    counts = vgpu_config_counts(vgpu_config, vgpu_configs)
+    pfs = [g for g in gpus if not g.get('is_vf')]
+    vfs = [g for g in gpus if g.get('is_vf')]
+    want = {}
+    for pf in pfs:
+        mine = [v for v in vfs if v.get('physfn') == pf.get('bdf')]
+        name = pci_resource_name(mine[0] if mine else pf, pciids, prefix)
+        models = board_models([pf])
+        per_gpu = sum(n for t, n in (counts or {}).items()
+                      if not models or type_model(t) is None or model_on_boards(type_model(t), models)) or 1
+        want[name] = want.get(name, 0) + per_gpu
+    return want
+
+
 def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=PREFIX):
     """{resource name: minimum count} that a node of ``pool`` advertises once the GPU Operator runs, from its facts.
 
     The pool table's resource kind of ``pool`` decides: ``gpu`` (container): nvidia.com/gpu, one per GPU; ``pci``
-    (vm-passthrough): the plugin's pci.ids name, one per GPU (PFs); ``mdev`` (vm-vgpu): one resource per type of
+    (vm-passthrough): the plugin's pci.ids name, one per GPU (PFs); of a vGPU pool of SR-IOV VFs (vm-vgpu-vf): that
+    name for its VFs, one per vGPU its config creates (_vf_expected); ``mdev`` (vm-vgpu): one resource per type of
     the node's vGPU config (all offered types when it has none), named from the full type name the host reports
     (NVIDIA A10-12Q); at least one device of each. A pool without an extended resource (dra) is refused."""
     # imported here: fleet reads vgpu_config_types from this module
     from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
-    kind = fleet.pool_traits(pool).get('resource')
+    traits = fleet.pool_traits(pool)
+    kind = traits.get('resource')
     pci_facts, mdev_facts = _facts(host)
     gpus = [g for g in (pci_facts.get('gpus') or []) if not g.get('is_vf')]
     want = {}
+    if kind == 'pci' and traits.get('vgpu') and traits.get('function') == 'vf':
+        return _vf_expected(pci_facts.get('gpus') or [], vgpu_config, vgpu_configs, pciids, prefix)
     if kind == 'gpu':
         if gpus:
             want[prefix + 'gpu'] = len(gpus)

@@ -18,7 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, resource_names
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, resource_names, vgpu_names
 
 # KubeVirt's permittedHostDevices lists (a pool row's ``permitted`` column): the wanted list each feeds and its
 # selector key (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/types.go PermittedHostDevices:
@@ -61,35 +61,104 @@ def _checked(host):
 
 def _functions(facts, row):
     """The host's facts with only the PCI functions its pool hands out: a pool of SR-IOV VFs (function ``vf``)
-    permits the VFs, not the PFs they belong to."""
-    if row.function != 'vf':
-        return facts
+    permits the VFs, not the PFs they belong to. A PF whose VFs the facts do not show yet (a fresh host: the VFs
+    exist only once the driver is loaded) stands for them: NVIDIA's VFs carry their PF's ``vendor:device`` (the
+    PCI ids of the VFs in the sysfs recording of an A2 host, docs/pools/vendor-vfio.md, "The cluster side"), so the
+    selector is known from the PF before any VF exists. The host's vGPU types are not mediated devices there: a
+    pool of the PCI list takes no ``mdev_types``."""
     pci = dict(facts.get('pci_devices') or {})
-    pci['gpus'] = [g for g in pci.get('gpus') or [] if g.get('is_vf')]
+    gpus = pci.get('gpus') or []
+    if row.function == 'vf':
+        vfs = [g for g in gpus if g.get('is_vf')]
+        parents = set(g.get('physfn') for g in vfs)
+        pci['gpus'] = vfs + [dict(g, is_vf=True) for g in gpus if not g.get('is_vf') and g.get('bdf') not in parents]
+    if row.permitted == 'pciHostDevices':
+        return dict(facts, pci_devices=pci, mdev_types={})
     return dict(facts, pci_devices=pci)
 
 
-def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.PREFIX):
+def _profiles(host, facts):
+    """The vGPU profiles (short type names) of ``host``'s config on the boards of ``facts`` (its permitted
+    functions): a type of another board on the same host is not theirs."""
+    models = vgpu_names.board_models([dict(g, is_vf=False) for g in (facts.get('pci_devices') or {}).get('gpus') or []])
+    return sorted(set(t for t in host.get('vgpu_types') or []
+                      if not models or vgpu_names.type_model(t) is None
+                      or vgpu_names.model_on_boards(vgpu_names.type_model(t), models)))
+
+
+def _one_provider_problem(sel, users):
+    """Hosts of two pools want one ``vendor:device`` selector: ``users`` is ``[(pool row, host), ...]`` in host
+    order, the first host of each pool."""
+    (row_a, host_a), (row_b, host_b) = users[:2]
+
+    def said(row, host):
+        return '%s (pool %s: %s, advertised by %s)' % (
+            host, row.name, 'SR-IOV VFs' + (' with a vGPU profile' if row.vgpu else '') if row.function == 'vf'
+            else 'whole GPUs' + (' on vfio-pci' if row.host_vfio else ''), row.advertiser)
+    return ('PCI selector %s is wanted by host %s and by host %s. KubeVirt permits one resource name and one '
+            'provider per vendor:device (permittedHostDevices.pciHostDevices is keyed by it; its own device plugin '
+            'takes every vfio-pci function and every nvidia-bound VF with a vGPU profile of that id under the one '
+            'name), and NVIDIA\'s VFs carry their PF\'s device id, so it cannot tell these devices apart: keep the '
+            'hosts of one of the pools %s and %s for this GPU model out of this cluster, or give them one pool'
+            % (sel, said(row_a, host_a), said(row_b, host_b), row_a.name, row_b.name))
+
+
+def _mixed_profiles_problem(sel, name, profiles):
+    """One ``vendor:device`` resource of a vGPU pool is given several profiles: ``profiles`` {profile: [hosts]}."""
+    return ('the VFs of PCI selector %s get %d different vGPU profiles in this cluster: %s. KubeVirt advertises '
+            'every VF of one vendor:device under one resource name (%s), whatever profile it carries, so a VM that '
+            'asks for %s cannot choose its profile: it gets a VF of whichever profile the scheduler finds. Give all '
+            'these hosts one profile in their vGPU config, or set kubevirt_devices_allow_mixed_profiles: true to '
+            'accept that (and steer VMs with node selectors)'
+            % (sel, len(profiles), '; '.join('%s on %s' % (p, ', '.join(hosts)) for p, hosts in sorted(profiles.items())),
+               name, name))
+
+
+def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.PREFIX, allow_mixed_profiles=False):
     """The per-host view's VM hosts -> ``{'pci_devices': [...], 'mediated_devices': [...]}`` (module docstring).
 
     Each host's facts go through resource_names.permitted_host_devices with the vGPU types its config creates;
-    an entry keeps the first resource name computed for its selector and gains each node that offers it."""
+    an entry keeps the first resource name computed for its selector and gains each node that offers it.
+
+    Refused, before anything is built (WantedDevicesError): one selector wanted by hosts of two pools (KubeVirt
+    has one resource name and one provider per selector, see _one_provider_problem), and, for a vGPU pool of the
+    PCI list (its profile is set on the device, not in the selector), two profiles under one selector unless
+    ``allow_mixed_profiles``."""
     out = dict((lst, {}) for lst, sel_key in PERMITTED.values())
+    users = {}     # (list, selector) -> [(row, host)], the first host of each pool
+    profiles = {}  # selector -> {profile: [hosts]}, vGPU pools of the PCI list
     for host in hosts or []:
         node, row = _checked(host)
         lst, sel_key = PERMITTED[row.permitted]
         hco_key = row.permitted
+        facts = _functions(host['facts'], row)
         try:
-            found = resource_names.permitted_host_devices([_functions(host['facts'], row)], pciids,
+            found = resource_names.permitted_host_devices([facts], pciids,
                                                           include_vfs or row.function == 'vf', prefix,
                                                           host.get('vgpu_types') or [],
                                                           external=fleet.ADVERTISERS[row.advertiser])
         except resource_names.ResourceNameError as exc:
             raise WantedDevicesError('%s: %s' % (node, exc))
+        name = host.get('host') or node
         for entry in found[hco_key]:
             sel = entry[sel_key]
+            seen = users.setdefault((lst, sel), [])
+            if row not in [r for r, h in seen]:
+                seen.append((row, name))
+            if row.vgpu and row.permitted == 'pciHostDevices':
+                on_sel = dict(facts, pci_devices=dict(facts['pci_devices'], gpus=[
+                    g for g in facts['pci_devices'].get('gpus') or []
+                    if resource_names.selector(g.get('vendor_id') or '10de', g.get('device_id')) == sel]))
+                for profile in _profiles(host, on_sel):
+                    profiles.setdefault(sel, {}).setdefault(profile, []).append(name)
             cur = out[lst].setdefault(sel, dict({'selector': sel, 'resource_name': entry['resourceName'],
                                                  'nodes': [], 'source': 'facts'},
                                                 **({} if entry['externalResourceProvider'] else {'external': False})))
             cur['nodes'].append(node)
+    problems = [_one_provider_problem(sel, seen) for (lst, sel), seen in sorted(users.items()) if len(seen) > 1]
+    if not allow_mixed_profiles:
+        problems += [_mixed_profiles_problem(sel, out['pci_devices'][sel]['resource_name'], found)
+                     for sel, found in sorted(profiles.items()) if len(found) > 1]
+    if problems:
+        raise WantedDevicesError(' '.join(p + '.' for p in problems))
     return dict((lst, list(entries.values())) for lst, entries in out.items())

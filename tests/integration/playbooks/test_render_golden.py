@@ -28,7 +28,9 @@ ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
 GOLDEN = os.path.join(HERE, 'golden')
 INTEGRATION = os.path.join(ROOT, 'tests', 'integration')
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
+sys.path.insert(0, INTEGRATION)
 import schema  # noqa: E402
+import vf_fleet  # noqa: E402
 
 PLACEHOLDER = '@TMP@'
 
@@ -50,9 +52,21 @@ def site(tmp_path, *extra):
     return render(tmp_path, inv, *extra)
 
 
+def vf_site(tmp_path, *extra):
+    """The example with its L40S (gpu-p01, passed whole) replaced by an L40S host on vendor-specific VFIO in
+    gpu_vm_vgpu, beside the A10 vGPU hosts on mdev (tests/integration/vf_fleet.py): a mixed vGPU fleet in one run."""
+    inv = example_copy(tmp_path)
+    vf_fleet.add_l40s_host(inv, tmp_path)
+    return render(tmp_path, inv, *extra)
+
+
 CASES = {
     'site-example-openshift': site,
     'site-example-kubernetes': lambda tmp: site(tmp, '-e', 'gpuvirt_platform=kubernetes'),
+    # a mixed vGPU fleet: A10s on mdev (mediatedDevices) and an L40S on vendor-specific VFIO (its VFs in
+    # pciHostDevices for KubeVirt's own plugin, externalResourceProvider false), on both platforms
+    'site-vf-mixed-openshift': vf_site,
+    'site-vf-mixed-kubernetes': lambda tmp: vf_site(tmp, '-e', 'gpuvirt_platform=kubernetes'),
     'operator-mixed-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'operator', 'mixed-openshift'),
     'nodes-mixed-openshift': lambda tmp: phase(tmp, 'cluster_operator', 'nodes', 'mixed-openshift'),
     'kubevirt-facts-hco': lambda tmp: phase(tmp, 'cluster_kubevirt', 'kubevirt', 'facts-hco'),

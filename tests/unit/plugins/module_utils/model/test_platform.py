@@ -179,4 +179,4 @@ def test_filter():
         cluster_filter.cluster_platform({'mode': 'render', 'render_dir': '/o', 'platform': 'auto'})
     with pytest.raises(AnsibleFilterError, match=r'expected the cluster settings'):
         cluster_filter.cluster_platform(['openshift'])
-    assert set(cluster_filter.FilterModule().filters()) == {'cluster_platform'}
+    assert set(cluster_filter.FilterModule().filters()) == {'cluster_platform', 'kubevirt_gate'}
