@@ -74,3 +74,12 @@ def test_credential_types_inject_only_declared_fields():
         assert set(ctype['inputs'].get('required') or []) <= fields, ctype['name']
         secret = {f['id'] for f in ctype['inputs']['fields'] if f.get('secret')}
         assert secret, '%s: a credential type without a secret field' % ctype['name']
+
+
+def test_the_workflow_runs_the_phases_in_site_yml_order():
+    # The workflow is AWX's site.yml: the same phase playbooks in the same order (node labels before the GPU
+    # Operator, the vendor-VFIO profiles after it; site.yml's comments say why). The render bracket and the summary
+    # are site.yml's own plays, not phases of the workflow.
+    site = [play['ansible.builtin.import_playbook'] for play in _load('playbooks/site.yml')]
+    phases = [p for p in site if p not in ('render_open.yml', 'render_close.yml', 'summary.yml')]
+    assert [os.path.basename(p['playbook']) for p in _load('awx/vars.yml')['awx_phases']] == phases
