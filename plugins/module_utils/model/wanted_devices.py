@@ -178,15 +178,18 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.
         except resource_names.ResourceNameError as exc:
             raise WantedDevicesError('%s: %s' % (node, exc))
         name = host.get('host') or node
+        by_sel = {}  # selector -> the host's permitted GPUs of it, grouped once (linear in the facts)
+        if row.vgpu and row.permitted == 'pciHostDevices':
+            for g in facts['pci_devices'].get('gpus') or []:
+                by_sel.setdefault(resource_names.selector(g.get('vendor_id') or '10de', g.get('device_id')),
+                                  []).append(g)
         for entry in found[hco_key]:
             sel = entry[sel_key]
             seen = users.setdefault((lst, sel), [])
             if row not in [r for r, h in seen]:
                 seen.append((row, name))
             if row.vgpu and row.permitted == 'pciHostDevices':
-                on_sel = dict(facts, pci_devices=dict(facts['pci_devices'], gpus=[
-                    g for g in facts['pci_devices'].get('gpus') or []
-                    if resource_names.selector(g.get('vendor_id') or '10de', g.get('device_id')) == sel]))
+                on_sel = dict(facts, pci_devices=dict(facts['pci_devices'], gpus=by_sel.get(sel, [])))
                 for profile in _profiles(host, on_sel):
                     profiles.setdefault(sel, {}).setdefault(profile, []).append(name)
             cur = out[lst].setdefault(sel, dict({'selector': sel, 'resource_name': entry['resourceName'],
