@@ -50,8 +50,9 @@ def _same_provider(entry, want, key):
         raise ManifestError(
             "the cluster already permits %s %s as %s (externalResourceProvider %s), set by someone else; this run "
             "wants it as %s with externalResourceProvider %s. Taking it over would change which device plugin "
-            "serves it on every node: remove or rename that entry yourself if it should go, or keep the hosts that "
-            "want %s out of this cluster" % (
+            "serves it on every node, so it is never adopted (adopt_conflicting takes over entries of our provider "
+            "only): remove or change that entry yourself if it should go, or keep the hosts that want %s out of "
+            "this cluster" % (
                 key, entry.get(key), entry.get('resourceName'), str(theirs).lower(), want.get('resourceName'),
                 str(not theirs).lower(), entry.get(key)))
 

@@ -208,7 +208,7 @@ def test_a_foreign_entry_of_another_provider_is_never_taken_over(theirs_external
     with pytest.raises(hco.ManifestError) as exc:
         hco.build_hco(cluster_hco(pci=[theirs]), [ours], [])
     said = str(exc.value)
-    assert 'pciDeviceSelector 10DE:2236 as nvidia.com/A10' in said and 'remove or rename that entry' in said
+    assert 'pciDeviceSelector 10DE:2236 as nvidia.com/A10' in said and 'remove or change that entry' in said
     with pytest.raises(hco.ManifestError, match='pciVendorSelector 10DE:2236 as nvidia.com/A10'):
         kubevirt.build_kubevirt({'spec': {'configuration': {'permittedHostDevices': {'pciHostDevices': [
             dict(theirs, pciVendorSelector=theirs.pop('pciDeviceSelector'))]}}}}, [ours], [], version='1.9.0')
