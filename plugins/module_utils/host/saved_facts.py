@@ -40,6 +40,9 @@ MAX_TEXT = 16 * 1024 * 1024
 MAX_STRING = 65536
 MAX_INT_DIGITS = 12
 MAX_PID = 4194304
+# every list of the facts (devices, gpus, mdev parents and types, evidence ...): more PCI functions than the
+# largest GPU host has (16 GPUs with their audio functions and up to 32 SR-IOV VFs each are under 600)
+MAX_ITEMS = 1024
 INT_LITERAL_RE = re.compile(r'-?[0-9]{1,%d}' % MAX_INT_DIGITS)
 HEX4_RE = re.compile(r'[0-9a-fA-F]{4}')
 HEX2_RE = re.compile(r'[0-9a-fA-F]{2}')
@@ -100,9 +103,14 @@ class _Checker(object):
             self.fail(where, 'true or false', value)
         return value
 
-    def listof(self, value, where, item):
+    def listof(self, value, where, item, max_items=MAX_ITEMS):
         if not isinstance(value, list):
             self.fail(where, 'a list', value)
+        if len(value) > max_items:
+            # checked before any item: the planners downstream (wanted_devices, the fleet view) must see bounded
+            # lists, whatever a host reports
+            raise SavedFactsError('%s: %s has %d items; expected at most %d (no host has more: gather the facts '
+                                  'again on that host)' % (self.path, where, len(value), max_items))
         return [item(v, '%s[%d]' % (where, i)) for i, v in enumerate(value)]
 
     def obj(self, value, where, fields, required=()):

@@ -40,13 +40,31 @@ def version_tuple(version):
     return tuple(int(x or 0) for x in match.groups())
 
 
+def _same_provider(entry, want, key):
+    """A foreign entry we would take over must keep its provider: replacing an external device plugin's entry by
+    one KubeVirt's own plugin serves (or the reverse) changes which devices VMs get on every node, and a later run
+    would remove it as ours. externalResourceProvider is false when absent (kubevirt/kubevirt v1.9.0
+    staging/src/kubevirt.io/api/core/v1/types.go PciHostDevice/MediatedHostDevice, a plain bool, omitempty)."""
+    theirs = bool(entry.get('externalResourceProvider', False))
+    if theirs != bool(want.get('externalResourceProvider', False)):
+        raise ManifestError(
+            "the cluster already permits %s %s as %s (externalResourceProvider %s), set by someone else; this run "
+            "wants it as %s with externalResourceProvider %s. Taking it over would change which device plugin "
+            "serves it on every node, so it is never adopted (adopt_conflicting takes over entries of our provider "
+            "only): remove or change that entry yourself if it should go, or keep the hosts that want %s out of "
+            "this cluster" % (
+                key, entry.get(key), entry.get('resourceName'), str(theirs).lower(), want.get('resourceName'),
+                str(not theirs).lower(), entry.get(key)))
+
+
 def merge_owned_list(current, desired, key, owned):
     """Merge one permitted-device list.
 
     ``current``: the cluster's list (may be None); ``desired``: ``{selector: entry}``; ``owned``: selectors an
     earlier run added. Returns ``(merged, now_owned, report)``; ``report`` has ``added``, ``updated``,
     ``removed``, ``kept_foreign``, ``duplicates_dropped`` and ``conflicts`` (foreign entries with one of our
-    selectors but another resource name: ours replaces them and they become ours).
+    selectors but another resource name: ours replaces them and they become ours, unless their
+    externalResourceProvider differs from ours, which is refused, ManifestError).
     """
     owned = set(owned or [])
     report = {'added': [], 'updated': [], 'removed': [], 'kept_foreign': [], 'duplicates_dropped': [],
@@ -74,6 +92,7 @@ def merge_owned_list(current, desired, key, owned):
                 new = entry
                 report['kept_foreign'].append(sel)
             else:
+                _same_provider(entry, want, key)
                 new = dict(entry, **want)
                 now_owned.add(sel)
                 report['conflicts'].append({'selector': sel, 'theirs': entry.get('resourceName'),

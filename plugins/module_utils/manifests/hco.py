@@ -92,7 +92,31 @@ def desired_entries(pci_devices, mediated_devices, selector_keys=('pciDeviceSele
         name = check_resource_name(item.get('resource_name'), 'vGPU type %r' % sel)
         _put(out['mediatedDevices'], sel, {mdev_key: sel, 'resourceName': name,
                                            'externalResourceProvider': bool(item.get('external', True))})
+    _one_selector_per_name(out, selector_keys)
     return out
+
+
+def _one_selector_per_name(out, selector_keys):
+    """One resource name, one selector and one provider, across both lists: KubeVirt's own device plugin serves
+    each resource name of an entry with externalResourceProvider false from every function of its selector on
+    every node (kubevirt/kubevirt v1.9.0 pkg/virt-handler/device-manager/pci_device.go
+    discoverPermittedHostPCIDevices, keyed by resource name), and an external plugin's name is given to a VM by
+    name alone, so a name under two selectors (or two providers) hands a VM that asks for one device whichever of
+    the others the scheduler finds. Refused here, where both the HyperConverged and the KubeVirt CR lists are
+    built, before anything is written."""
+    seen = {}
+    for list_name, key in zip(('pciHostDevices', 'mediatedDevices'), selector_keys):
+        for sel in sorted(out[list_name]):
+            entry = out[list_name][sel]
+            first = seen.setdefault(entry['resourceName'], (list_name, sel, entry['externalResourceProvider']))
+            if first[:2] != (list_name, sel):
+                raise ManifestError(
+                    "resource name %s is wanted for %s %s (%s) and for %s %s (%s): a VM that asks for it could get "
+                    "either device; each selector needs its own resource name (check the hosts' facts: the "
+                    "vendor:device ids and device names they report)"
+                    % (entry['resourceName'], first[0], first[1],
+                       'externalResourceProvider %s' % str(first[2]).lower(), list_name, sel,
+                       'externalResourceProvider %s' % str(entry['externalResourceProvider']).lower()))
 
 
 def _put(table, sel, entry):

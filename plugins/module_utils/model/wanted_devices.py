@@ -59,7 +59,43 @@ def _checked(host):
     return node, fleet.BY_NAME[pool]
 
 
-def _functions(facts, row):
+NVIDIA_VENDOR = '10de'
+
+
+def _is_nvidia_gpu(g):
+    """An NVIDIA display-class function (vendor 10de, PCI class 03xx: VGA 0300 or 3D controller 0302, the classes
+    of NVIDIA's data-centre GPUs and their SR-IOV VFs; a fact without a class is judged by its vendor alone)."""
+    vendor = g.get('vendor_id')
+    cls = g.get('class_id')
+    return (isinstance(vendor, str) and vendor.lower() == NVIDIA_VENDOR
+            and (cls is None or (isinstance(cls, str) and cls[:2] == '03')))
+
+
+def _own_gpu_functions(node, gpus):
+    """A pool whose devices KubeVirt's own device plugin advertises takes every vfio-pci function of a permitted
+    ``vendor:device`` on every node (kubevirt/kubevirt v1.9.0 pkg/virt-handler/device-manager/pci_device.go
+    discoverPermittedHostPCIDevices), so a selector it is given must be an NVIDIA GPU's: a host's facts may name
+    only NVIDIA display-class functions, and a VF only with its physfn one of the host's own GPU PFs. Anything
+    else is refused naming the host and the function (its facts would hand out another vendor's devices on
+    every node under a GPU's resource name)."""
+    pfs = set(g.get('bdf') for g in gpus
+              if not g.get('is_vf') and _is_nvidia_gpu(g) and isinstance(g.get('bdf'), str))
+    for g in gpus:
+        bad = None
+        if not _is_nvidia_gpu(g):
+            bad = 'is not an NVIDIA GPU (vendor %s, class %s; wanted vendor 10de, class 03xx)' % (
+                g.get('vendor_id'), g.get('class_id'))
+        elif g.get('is_vf') and (not isinstance(g.get('physfn'), str) or g.get('physfn') not in pfs):
+            bad = 'is a VF whose physfn %s is not one of this host\'s NVIDIA GPUs' % (g.get('physfn'),)
+        if bad:
+            raise WantedDevicesError(
+                '%s: PCI function %s %s. Its pool\'s devices are advertised by KubeVirt\'s own device plugin, '
+                'which hands out every function of a permitted vendor:device on every node, so only NVIDIA GPU '
+                'functions are permitted: fix the host\'s facts (gather them again) or move it out of its pool'
+                % (node, g.get('bdf'), bad))
+
+
+def _functions(facts, row, node=None):
     """The host's facts with only the PCI functions its pool hands out: a pool of SR-IOV VFs (function ``vf``)
     permits the VFs, not the PFs they belong to. A PF whose VFs the facts do not show yet (a fresh host: the VFs
     exist only once the driver is loaded) stands for them: NVIDIA's VFs carry their PF's ``vendor:device`` (the
@@ -69,6 +105,8 @@ def _functions(facts, row):
     pci = dict(facts.get('pci_devices') or {})
     gpus = pci.get('gpus') or []
     if row.function == 'vf':
+        if row.advertiser == 'kubevirt':
+            _own_gpu_functions(node, [g if isinstance(g, dict) else {} for g in gpus])
         vfs = [g for g in gpus if g.get('is_vf')]
         parents = set(g.get('physfn') for g in vfs)
         pci['gpus'] = vfs + [dict(g, is_vf=True) for g in gpus if not g.get('is_vf') and g.get('bdf') not in parents]
@@ -131,7 +169,7 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.
         node, row = _checked(host)
         lst, sel_key = PERMITTED[row.permitted]
         hco_key = row.permitted
-        facts = _functions(host['facts'], row)
+        facts = _functions(host['facts'], row, node)
         try:
             found = resource_names.permitted_host_devices([facts], pciids,
                                                           include_vfs or row.function == 'vf', prefix,
@@ -140,15 +178,18 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.
         except resource_names.ResourceNameError as exc:
             raise WantedDevicesError('%s: %s' % (node, exc))
         name = host.get('host') or node
+        by_sel = {}  # selector -> the host's permitted GPUs of it, grouped once (linear in the facts)
+        if row.vgpu and row.permitted == 'pciHostDevices':
+            for g in facts['pci_devices'].get('gpus') or []:
+                by_sel.setdefault(resource_names.selector(g.get('vendor_id') or '10de', g.get('device_id')),
+                                  []).append(g)
         for entry in found[hco_key]:
             sel = entry[sel_key]
             seen = users.setdefault((lst, sel), [])
             if row not in [r for r, h in seen]:
                 seen.append((row, name))
             if row.vgpu and row.permitted == 'pciHostDevices':
-                on_sel = dict(facts, pci_devices=dict(facts['pci_devices'], gpus=[
-                    g for g in facts['pci_devices'].get('gpus') or []
-                    if resource_names.selector(g.get('vendor_id') or '10de', g.get('device_id')) == sel]))
+                on_sel = dict(facts, pci_devices=dict(facts['pci_devices'], gpus=by_sel.get(sel, [])))
                 for profile in _profiles(host, on_sel):
                     profiles.setdefault(sel, {}).setdefault(profile, []).append(name)
             cur = out[lst].setdefault(sel, dict({'selector': sel, 'resource_name': entry['resourceName'],

@@ -36,13 +36,17 @@ def test_hco_conflict_fails_unless_adopted(monkeypatch):
     current = {'apiVersion': 'hco.kubevirt.io/v1beta1', 'kind': 'HyperConverged',
                'metadata': {'name': 'kubevirt-hyperconverged', 'namespace': 'openshift-cnv'},
                'spec': {'permittedHostDevices': {'pciHostDevices': [
-                   {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/A10'}]}}}
+                   {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/A10', 'externalResourceProvider': True}]}}}
     args = {'current': current, 'pci_devices': [{'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}]}
     res = run_module(monkeypatch, hco_permitted_devices, dict(args))
     assert res['failed'] and 'nvidia.com/A10' in res['msg'] and 'adopt_conflicting' in res['msg']
     res = run_module(monkeypatch, hco_permitted_devices, dict(args, adopt_conflicting=True))
     assert not res['failed'] and res['would_change'] and res['warnings']
     assert res['object']['spec']['permittedHostDevices']['pciHostDevices'][0]['resourceName'] == 'nvidia.com/GA102GL_A10'
+    # an entry of another provider (externalResourceProvider false when absent) is never taken over, adopted or not
+    del current['spec']['permittedHostDevices']['pciHostDevices'][0]['externalResourceProvider']
+    res = run_module(monkeypatch, hco_permitted_devices, dict(args, adopt_conflicting=True))
+    assert res['failed'] and 'pciDeviceSelector 10DE:2236 as nvidia.com/A10' in res['msg'], res['msg']
 
 
 def test_kubevirt_module_refuses_under_hco(monkeypatch):

@@ -219,3 +219,24 @@ def test_any_json_value_loads_or_fails_with_saved_facts_error(value):
     except sf.SavedFactsError:
         return
     _well_typed(facts)
+
+
+@pytest.mark.parametrize('doc, where', [
+    ({'gpuvirt_pci_devices': {'gpus': [{'bdf': '0000:41:00.0'}] * 1025}}, '$.gpuvirt_pci_devices.gpus'),
+    ({'gpuvirt_pci_devices': {'devices': [{'bdf': '0000:41:00.0'}] * 1025}}, '$.gpuvirt_pci_devices.devices'),
+    ({'gpuvirt_pci_devices': {}, 'gpuvirt_mdev_types': {'parents': [{'parent': '0000:41:00.0'}] * 1025}},
+     '$.gpuvirt_mdev_types.parents'),
+])
+def test_lists_longer_than_any_host_has_are_refused_before_their_items(doc, where):
+    # the planners (wanted_devices, the fleet view) get bounded lists whatever a host reports
+    doc = dict(doc, format_version=2, host='h')
+    with pytest.raises(sf.SavedFactsError) as err:
+        sf.from_saved(doc, 'h', 'inv/.gpuvirt_facts/h.json')
+    assert str(err.value) == ('inv/.gpuvirt_facts/h.json: %s has 1025 items; expected at most 1024 (no host has '
+                              'more: gather the facts again on that host)' % where)
+    # 1024 is accepted
+    ok = copy.deepcopy(doc)
+    for key in ('gpuvirt_pci_devices', 'gpuvirt_mdev_types'):
+        for name, items in (ok.get(key) or {}).items():
+            ok[key][name] = items[:1024]
+    sf.from_saved(ok, 'h', 'inv/.gpuvirt_facts/h.json')

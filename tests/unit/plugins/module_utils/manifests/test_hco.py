@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco, kubevirt
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 import schema  # noqa: E402
@@ -102,7 +102,8 @@ def test_duplicates_dropped_and_identical_foreign_entry_stays_foreign():
 
 
 def test_conflicting_foreign_entry_is_reported():
-    theirs = {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/A10'}
+    # same provider (an external device plugin) as ours: taken over and reported
+    theirs = {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/A10', 'externalResourceProvider': True}
     unused1, unused2, report = hco.build_hco(cluster_hco(pci=[theirs]), [A10], [])
     assert report['pciHostDevices']['conflicts'] == [
         {'selector': '10DE:2236', 'theirs': 'nvidia.com/A10', 'ours': 'nvidia.com/GA102GL_A10'}]
@@ -181,3 +182,33 @@ def test_vendor_vfio_mediated_entry_is_refused():
     with pytest.raises(hco.ManifestError, match=r"'NVIDIA L40S-24Q' is on NVIDIA's vendor-specific VFIO interface"
                                                 r" \(nvidia/creatable_vgpu_types on gpu-l40s\)"):
         hco.build_hco(None, [], [entry])
+
+
+@pytest.mark.parametrize('mdevs', [[], [{'selector': 'NVIDIA A10-4Q', 'resource_name': 'nvidia.com/GA102GL_A10'}]])
+def test_one_resource_name_under_two_selectors_is_refused_before_anything_is_built(mdevs):
+    # what a host of vm-vgpu-vf reporting an Intel X710 VF id under an A10's device name made of the lists: the
+    # passthrough pool's A10 and the X710 under one name, one of them from KubeVirt's own plugin
+    pci = [{'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'},
+           {'selector': '8086:154C', 'resource_name': 'nvidia.com/GA102GL_A10', 'external': False}]
+    with pytest.raises(hco.ManifestError, match='resource name nvidia.com/GA102GL_A10 is wanted for pciHostDevices'):
+        hco.desired_entries(pci[:1] + (pci[1:] if not mdevs else []), mdevs)
+    with pytest.raises(hco.ManifestError, match='resource name nvidia.com/GA102GL_A10 is wanted for'):
+        hco.build_hco(None, pci, [])
+    with pytest.raises(hco.ManifestError, match='resource name nvidia.com/GA102GL_A10 is wanted for'):
+        kubevirt.build_kubevirt(None, pci, [], version='1.9.0')
+
+
+@pytest.mark.parametrize('theirs_external, ours_external', [(None, True), (False, True), (True, False)])
+def test_a_foreign_entry_of_another_provider_is_never_taken_over(theirs_external, ours_external):
+    # absent externalResourceProvider is false (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/
+    # types.go PciHostDevice, a bool with omitempty)
+    theirs = dict({'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/A10'},
+                  **({} if theirs_external is None else {'externalResourceProvider': theirs_external}))
+    ours = dict(A10, external=ours_external)
+    with pytest.raises(hco.ManifestError) as exc:
+        hco.build_hco(cluster_hco(pci=[theirs]), [ours], [])
+    said = str(exc.value)
+    assert 'pciDeviceSelector 10DE:2236 as nvidia.com/A10' in said and 'remove or change that entry' in said
+    with pytest.raises(hco.ManifestError, match='pciVendorSelector 10DE:2236 as nvidia.com/A10'):
+        kubevirt.build_kubevirt({'spec': {'configuration': {'permittedHostDevices': {'pciHostDevices': [
+            dict(theirs, pciVendorSelector=theirs.pop('pciDeviceSelector'))]}}}}, [ours], [], version='1.9.0')

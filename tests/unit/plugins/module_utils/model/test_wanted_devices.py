@@ -132,3 +132,40 @@ def test_hostile_names_from_host_output_are_refused_naming_the_host_and_the_devi
         wd.wanted_devices([host('gpu-p09.example.com', 'vm-passthrough',
                                 facts={'pci_devices': {'gpus': [gpu]}, 'mdev_types': {}})])
     assert str(e.value).startswith('gpu-p09: ') and 'GPU 0000:41:00.0 (10de:2236)' in str(e.value)
+
+
+# A host of a pool whose devices KubeVirt's own device plugin advertises (vm-vgpu-vf: function vf, advertiser
+# kubevirt) whose facts name another vendor's function: the plugin would hand out that vendor:device on every node.
+PT_A10 = {'bdf': '0000:3b:00.0', 'vendor_id': '10de', 'device_id': '2236', 'device_name': 'GA102GL [A10]',
+          'is_vf': False}
+
+
+def _vgpu_vf_host(gpus):
+    return {'node': 'evil', 'host': 'evil', 'pool': 'vm-vgpu-vf', 'vgpu_types': ['A10-4Q'],
+            'facts': {'pci_devices': {'gpus': gpus, 'devices': gpus}, 'mdev_types': {}}}
+
+
+@pytest.mark.parametrize('gpus, said', [
+    # an Intel X710 VF id reported as a "GPU" under an A10's device name
+    ([dict(PT_A10, bdf='0000:af:00.0', vendor_id='8086', device_id='154c')], 'is not an NVIDIA GPU (vendor 8086'),
+    # NVIDIA's vendor id but a network class
+    ([dict(PT_A10, class_id='0200')], 'class 0200'),
+    # a VF whose physfn is no GPU of this host
+    ([dict(PT_A10, bdf='0000:3b:00.4', is_vf=True, physfn='0000:99:00.0')], 'physfn 0000:99:00.0 is not one'),
+    # a VF whose physfn is another vendor's PF on this host
+    ([dict(PT_A10, vendor_id='8086'), dict(PT_A10, bdf='0000:3b:00.4', is_vf=True, physfn='0000:3b:00.0')],
+     'is not an NVIDIA GPU'),
+])
+def test_a_vf_pool_served_by_kubevirt_takes_only_nvidia_gpu_functions_of_the_host(gpus, said):
+    pt = {'node': 'pt1', 'host': 'pt1', 'pool': 'vm-passthrough', 'vgpu_types': [],
+          'facts': {'pci_devices': {'gpus': [PT_A10], 'devices': [PT_A10]}, 'mdev_types': {}}}
+    with pytest.raises(wd.WantedDevicesError, match='^evil: PCI function ') as exc:
+        wd.wanted_devices([pt, _vgpu_vf_host(gpus)])
+    assert said in str(exc.value)
+
+
+def test_a_vf_pool_keeps_nvidia_vfs_of_its_own_gpus():
+    gpus = [dict(PT_A10, class_id='0302'),
+            dict(PT_A10, bdf='0000:3b:00.4', is_vf=True, physfn='0000:3b:00.0', class_id='0302')]
+    got = wd.wanted_devices([_vgpu_vf_host(gpus)])['pci_devices']
+    assert [(e['selector'], e['nodes'], e.get('external')) for e in got] == [('10DE:2236', ['evil'], False)]
