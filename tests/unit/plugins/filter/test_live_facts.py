@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuvirt.provision.plugins.filter import saved_facts as saved_filter
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import saved_facts as sf
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 GPU = {'bdf': '0000:3b:00.0', 'vendor_id': '10de', 'device_id': '2236', 'device_name': 'GA102GL [A10]',
