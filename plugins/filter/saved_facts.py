@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""saved_facts / from_saved_facts: GPU facts to and from the versioned file gather.yml saves (docs/saved-facts.md).
-Documentation lives in the sidecars saved_facts.yml and from_saved_facts.yml."""
+"""saved_facts / from_saved_facts: GPU facts to and from the versioned file gather.yml saves (docs/saved-facts.md);
+live_facts: a live discovery result checked against the same schema. Documentation lives in the sidecars
+saved_facts.yml, from_saved_facts.yml and live_facts.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -29,6 +30,14 @@ def from_saved_facts(doc, host, path):
         raise AnsibleFilterError(str(e))
 
 
+def live_facts(result, host, fact):
+    """A registered discovery result, unchanged, once what a saved file would keep of it passes the schema."""
+    try:
+        return saved_facts.check_live(result, host, fact)
+    except saved_facts.SavedFactsError as e:
+        raise AnsibleFilterError(str(e))
+
+
 class FilterModule(object):
     def filters(self):
-        return {'saved_facts': to_saved_facts, 'from_saved_facts': from_saved_facts}
+        return {'saved_facts': to_saved_facts, 'from_saved_facts': from_saved_facts, 'live_facts': live_facts}

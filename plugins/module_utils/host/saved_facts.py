@@ -387,3 +387,29 @@ def from_text(text, host, path, keep_document=False):
         _Checker(path).document(doc, host)
         return doc
     return from_saved(doc, host, path)
+
+
+def check_live(value, host, fact):
+    """``value``, a module result gather.yml or vgpu_vf.yml registers as ``fact`` (a key of FACTS) on ``host``,
+    unchanged once the keys a saved file keeps pass the schema a saved file is read with; SavedFactsError naming
+    the host, the fact and the JSON path otherwise. The live result is host output as much as a saved file is: one
+    host's bad shape fails that host here, before ``set_fact`` hands it to the fleet view of every host. (Added by
+    the live-facts check; the document checker itself is unchanged.)"""
+    if fact not in FACTS:
+        raise SavedFactsError('check_live: %r is not one of the gathered facts %s' % (fact, ', '.join(sorted(FACTS))))
+    where = 'the %s gathered from %s' % (fact, host)
+    checker = _Checker(where)
+    if not isinstance(value, dict):
+        checker.fail('$', 'the module result (an object)', value)
+    kept = dict((k, value[k]) for k in FACTS[fact] if k in value)
+    if fact == 'gpuvirt_gpu_holders' and isinstance(kept.get('holders'), list):
+        # what a saved holder keeps (never argv): the rest of a live holder is the module's own
+        kept['holders'] = [_holder(h) if isinstance(h, dict) else h for h in kept['holders']]
+    # through JSON, as a saved file is read: plain types only
+    try:
+        plain = json.loads(json.dumps(kept))
+    except (TypeError, ValueError) as exc:
+        raise SavedFactsError('%s: not plain JSON data (%s)' % (where, exc))
+    {'gpuvirt_pci_devices': checker.pci_devices, 'gpuvirt_mdev_types': checker.mdev_types,
+     'gpuvirt_gpu_holders': checker.gpu_holders}[fact](plain, '$')
+    return value

@@ -135,6 +135,14 @@ def host_facts(root, parents, proc_root=None, mdevctl_parents=()):
     return {'interface': interface, 'evidence': evidence, 'kernel_release': kernel, 'driver_version': driver}
 
 
+# the most of the evidence a message carries
+MAX_EVIDENCE_TEXT = 1024
+
+
 def evidence_text(facts):
-    """The evidence as one clause for a message: "0000:41:00.4 has ...; kernel 6.8.0, driver 580.65"."""
-    return '; '.join((facts or {}).get('evidence') or [])
+    """The evidence as one clause for a message: "0000:41:00.4 has ...; kernel 6.8.0, driver 580.65". The facts may
+    come from a host variable: only string sentences are taken, as printable ASCII (a newline or control character
+    becomes '?'), at most MAX_EVIDENCE_TEXT characters in all."""
+    evidence = facts.get('evidence') if isinstance(facts, dict) else None
+    text = '; '.join(e for e in (evidence if isinstance(evidence, list) else []) if isinstance(e, str))
+    return ''.join(c if ' ' <= c <= '~' else '?' for c in text[:MAX_EVIDENCE_TEXT])

@@ -358,6 +358,91 @@ def _sentences(items):
     return [i for i in (items if isinstance(items, list) else []) if isinstance(i, str)]
 
 
+def printable(text, cap=MAX_REASON):
+    """``text`` for a log line or a message: printable ASCII only (a control character, a newline or anything
+    outside ASCII from host evidence becomes ``?``), at most ``cap`` characters."""
+    text = text if isinstance(text, str) else repr(text)
+    return ''.join(c if ' ' <= c <= '~' else '?' for c in text[:cap])
+
+
+def _where(path, key):
+    return '%s[%d]' % (path, key) if isinstance(key, int) else '%s.%s' % (path, key)
+
+
+# The shapes of the host facts the fleet's consumers read (this module, vgpu_interface_rule, wanted_devices,
+# resource_names, the roles' templates): every value present must have its type. The full schema of each fact
+# (grammars, bounds) is the saved-facts one (module_utils/host/saved_facts.py), which gather.yml and vgpu_vf.yml
+# run the live results through; facts given as host variables reach the fleet unchecked, so it checks their types.
+_STR = (str, type(None))
+_DEVICE = {'bdf': str, 'vendor_id': _STR, 'device_id': _STR, 'device_name': _STR, 'vendor_name': _STR,
+           'class_id': _STR, 'class_name': _STR, 'subsystem_name': _STR, 'subsystem_vendor_id': _STR,
+           'subsystem_device_id': _STR, 'revision': _STR, 'prog_if': _STR, 'driver': _STR, 'physfn': _STR,
+           'iommu_group': _STR, 'physical_slot': _STR, 'kind': _STR, 'is_vf': bool, 'vf_inferred': bool,
+           'sysfs': bool, 'kernel_modules': [str], 'iommu_group_devices': [str], 'companions': [str],
+           'sriov': ({'vfs': [str]}, type(None))}
+_VTYPE = {'type_id': str, 'name': str, 'short_name': _STR}
+_FACT_SHAPES = {
+    'gpuvirt_pci_devices': {'devices': [_DEVICE], 'gpus': [_DEVICE], 'nvswitches': [_DEVICE],
+                            'gpus_by_driver': {None: [str]}, 'iommu': {'enabled': bool}},
+    'gpuvirt_mdev_types': {
+        'host_interface': ({'interface': str, 'evidence': [str], 'kernel_release': _STR, 'driver_version': _STR},
+                           type(None)),
+        'parents': [{'parent': str, 'interface': _STR, 'physfn': _STR, 'types': [_VTYPE],
+                     'devices': [{'uuid': _STR, 'type_id': _STR, 'name': _STR}], 'current_type': _STR}],
+        'interfaces': [str], 'state': _STR, 'available_types': [str], 'message': _STR},
+    'gpuvirt_gpu_holders': {'held': bool, 'message': _STR, 'holders': [{
+        'pid': int, 'executable': _STR, 'command': _STR, 'device': _STR, 'bdf': _STR, 'unit': _STR}]},
+}
+
+
+def _shape_problem(value, shape, path):
+    """The first value of ``value`` whose type ``shape`` does not allow: ``(path, value, expected)`` or None.
+    ``shape``: a type or tuple of types; ``[item]`` a list of items; ``{key: shape}`` an object whose keys present
+    have their shapes (other keys are not read; ``None`` as the key: every value); a tuple mixing shapes: any."""
+    if isinstance(shape, tuple) and any(isinstance(s, (list, dict)) for s in shape):
+        found = [_shape_problem(value, s, path) for s in shape]
+        return None if None in found else found[0]
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return path, value, 'a list'
+        for i, item in enumerate(value):
+            found = _shape_problem(item, shape[0], _where(path, i))
+            if found:
+                return found
+        return None
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return path, value, 'an object'
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path, key, 'string keys'
+            inner = shape.get(key, shape.get(None))
+            found = _shape_problem(item, inner, _where(path, key)) if inner is not None else None
+            if found:
+                return found
+        return None
+    types = shape if isinstance(shape, tuple) else (shape,)
+    # bool is an int in Python: true is not a pid
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        return path, value, ' or '.join('null' if t is type(None) else t.__name__ for t in types)
+    return None
+
+
+def check_host_facts(host, hv):
+    """Raise FleetError naming ``host``, the fact and the JSON path when a registered fact of its variables ``hv``
+    has a value of a type its consumers cannot read (a list where a string is read, a number for a sentence)."""
+    for fact, shape in _FACT_SHAPES.items():
+        value = _var(hv, fact)
+        if value is None:
+            continue
+        found = _shape_problem(value, shape, '$')
+        if found:
+            where, bad, expected = found
+            raise FleetError('%s: its fact %s has %s at %s; expected %s. Gather the host\'s facts again '
+                             '(playbooks/gather.yml with gpuvirt_regather true), or fix or remove %s where the '
+                             'inventory sets it' % (host, fact, printable(repr(bad), 60), where, expected, fact))
+
+
 def host_vgpu_interface(mdev_types=None, pci_devices=None, configured_driver=None):
     """The vGPU interface of a host from its facts: ``(interface, reason, shown)``.
 
@@ -369,13 +454,14 @@ def host_vgpu_interface(mdev_types=None, pci_devices=None, configured_driver=Non
     mdev_types = mdev_types if isinstance(mdev_types, dict) else {}
     facts = mdev_types.get('host_interface')
     facts = facts if isinstance(facts, dict) else None
-    if facts and facts.get('interface') in ROW_INTERFACES:
+    if facts and isinstance(facts.get('interface'), str) and facts['interface'] in ROW_INTERFACES:
         interface = facts['interface']
-        return interface, ('the host shows %s: %s' % (interface, '; '.join(_sentences(facts.get('evidence')))
-                                                      or 'its mdev_types facts say so'))[:MAX_REASON], True
+        return interface, printable('the host shows %s: %s' % (interface, '; '.join(_sentences(facts.get('evidence')))
+                                                               or 'its mdev_types facts say so')), True
     parents = mdev_types.get('parents')
     shown = sorted(set(_PARENT_INTERFACES.get(p.get('interface'), '') for p in
-                       (parents if isinstance(parents, list) else []) if isinstance(p, dict)) - {''})
+                       (parents if isinstance(parents, list) else [])
+                       if isinstance(p, dict) and isinstance(p.get('interface'), str)) - {''})
     if shown:
         # vendor VFIO wins where both show (host_facts' rule: a VF with nvidia/creatable_vgpu_types)
         interface = 'vendor-vfio' if 'vendor-vfio' in shown else 'mdev'
@@ -386,8 +472,8 @@ def host_vgpu_interface(mdev_types=None, pci_devices=None, configured_driver=Non
     driver = configured_driver if isinstance(configured_driver, str) else None
     interface, reason = vgpu_interface_rule.predict(facts, gpus, driver)
     if interface is None:
-        return None, ('not known yet: %s' % reason)[:MAX_REASON], False
-    return interface, ('predicted %s (no vGPU interface shown yet): %s' % (interface, reason))[:MAX_REASON], False
+        return None, printable('not known yet: %s' % reason), False
+    return interface, printable('predicted %s (no vGPU interface shown yet): %s' % (interface, reason)), False
 
 
 def host_row(host, pool, mdev_types=None, pci_devices=None, configured_driver=None, explicit=False):
@@ -455,6 +541,7 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
         explicit = _var(hv, 'gpuvirt_pool')
         mdev = _var(hv, 'gpuvirt_mdev_types', {})
         pool = host_pool(host, in_groups, explicit)
+        check_host_facts(host, hv)
         row, interface, reason = host_row(host, pool, mdev, pci, configured_vgpu_driver(hv), explicit is not None)
         pool = row.name
         view.append({

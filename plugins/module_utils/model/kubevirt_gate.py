@@ -19,7 +19,16 @@ __metaclass__ = type
 
 import re
 
-_VERSION_RE = re.compile(r'v?(\d{1,6})\.(\d{1,6})\.(\d{1,6})(-[0-9A-Za-z.-]{1,64})?(?:\+[0-9A-Za-z.-]{1,64})?')
+# ASCII digits only ([0-9], not \\d: \\d matches any Unicode digit, which int() would then read).
+_VERSION_RE = re.compile(r'v?([0-9]{1,6})\.([0-9]{1,6})\.([0-9]{1,6})(-[0-9A-Za-z.-]{1,64})?(?:\+[0-9A-Za-z.-]{1,64})?')
+# A ``git describe`` suffix, ``-<commits since the tag>-g<abbreviated hash>`` (optionally ``-dirty``): a build
+# made N commits after the release tag. KubeVirt's own builds take their version from
+# ``git describe --match='v[0-9]*' --tags --abbrev=14`` and turn ``v1.1.0-1-g<hash>`` into the build metadata
+# ``v1.1.0+<hash>`` (kubevirt/kubevirt hack/version.sh kubevirt::version::get_version_vars), so such a build is
+# the release itself or later; downstream builds may report the untranslated form.
+_DESCRIBE_RE = re.compile(r'-[0-9]{1,9}-g[0-9a-f]{4,40}(?:-dirty)?')
+# Longer than any version the pattern accepts: refused before matching.
+_MAX_LEN = 200
 
 # Which OpenShift Virtualization release ships a KubeVirt release: only what a source says. None says yet which
 # one ships KubeVirt 1.9.0, so the message says that it is not known (docs/pools/vendor-vfio.md, "The cluster
@@ -34,11 +43,21 @@ class KubeVirtGateError(ValueError):
 def version_key(version, source):
     """``v1.9.0`` -> ``(1, 9, 0, 1)``; a pre-release (``1.9.0-rc.1``) sorts before its release (SemVer 2.0 section
     11), as ``(1, 9, 0, 0)``. ``source`` names where the version came from, for the error."""
-    match = _VERSION_RE.fullmatch(str(version).strip()) if isinstance(version, str) else None
+    text = version.strip() if isinstance(version, str) else None
+    match = _VERSION_RE.fullmatch(text) if text is not None and len(text) <= _MAX_LEN else None
     if not match:
-        raise KubeVirtGateError('%s %r is not a KubeVirt version such as v1.9.0' % (source, version))
+        raise KubeVirtGateError('%s %s is not a KubeVirt version such as v1.9.0' % (source, printable(version)))
     major, minor, patch, pre = match.groups()
-    return int(major), int(minor), int(patch), 0 if pre else 1
+    # ``v1.9.0-41-gabc1234``: N commits after the v1.9.0 tag, not a pre-release of it
+    release = not pre or _DESCRIBE_RE.fullmatch(pre) is not None
+    return int(major), int(minor), int(patch), 1 if release else 0
+
+
+def printable(value, cap=80):
+    """``value`` for a message: its repr, printable ASCII only, at most ``cap`` characters."""
+    text = repr(value.strip() if isinstance(value, str) else value)
+    text = ''.join(c if ' ' <= c <= '~' else '?' for c in text)
+    return text if len(text) <= cap else text[:cap] + '...'
 
 
 def needed(hosts):
@@ -76,6 +95,8 @@ def check(hosts, observed, kubevirt_config=None):
     found = [v for v in observed if v not in (None, '')]
     # the oldest KubeVirt CR decides (a cluster runs one; a second one found is shown too)
     keys = [version_key(v, 'the KubeVirt CR status.observedKubeVirtVersion') for v in found]
+    # printed as normalised: each passed version_key, so stripped it is printable ASCII
+    found = [v.strip() for v in found]
     lowest = min(keys) if keys else None
     short = [h for v, hs in wants.items() for h in hs if lowest is None or lowest < version_key(v, 'kubevirt_min')]
     if not short:

@@ -61,9 +61,11 @@ def named(items):
 def chips(gpus):
     """``['<bdf> <device name>']`` of the GPUs whose pci.ids chip is Ada Lovelace, Hopper or Blackwell."""
     found = []
-    for gpu in gpus:
-        name = gpu.get('device_name') or ''
-        if VENDOR_VFIO_CHIP_RE.fullmatch(name.split(' ', 1)[0]):
+    # the facts may come from a host variable or a file: a GPU that is not an object or a name that is not a
+    # string names no chip (the fleet view refuses such facts naming the host, fleet.check_host_facts)
+    for gpu in gpus if isinstance(gpus, list) else []:
+        name = gpu.get('device_name') if isinstance(gpu, dict) else None
+        if isinstance(name, str) and VENDOR_VFIO_CHIP_RE.fullmatch(name.split(' ', 1)[0]):
             found.append('%s %s' % (gpu.get('bdf'), name))
     return found
 
@@ -75,7 +77,7 @@ def predict(facts, gpus, configured_driver=None):
     ``facts``: the host_interface facts, or None when there are none (a render without gathering: the chip rule
     alone); ``configured_driver``: the vGPU Manager version the GPU Operator will install, used when the host has no
     NVIDIA driver loaded."""
-    facts = facts or {}
+    facts = facts if isinstance(facts, dict) else {}
     driver = facts.get('driver_version')
     source = 'loaded'
     if driver_branch(driver) is None:
@@ -89,8 +91,12 @@ def predict(facts, gpus, configured_driver=None):
             return 'vendor-vfio', ('vGPU Manager %s on %s, judged from the chip name alone: no host facts of the '
                                    'kernel and driver' % (driver, named(ada)))
         return None, 'no host facts (kernel release, driver version): the chip name alone does not decide'
-    seen = [e for e in facts.get('evidence') or [] if not e.startswith('kernel ')]
-    host = '%s; kernel %s, %s' % ('; '.join(seen), facts.get('kernel_release') or 'unknown', driver_clause)
+    evidence = facts.get('evidence')
+    seen = [e for e in (evidence if isinstance(evidence, list) else [])
+            if isinstance(e, str) and not e.startswith('kernel ')]
+    release = facts.get('kernel_release')
+    host = '%s; kernel %s, %s' % ('; '.join(seen), release if isinstance(release, str) and release else 'unknown',
+                                  driver_clause)
     if kernel is not None and branch is not None:
         if kernel >= VENDOR_VFIO_KERNEL and branch >= VENDOR_VFIO_ALL_GPUS_BRANCH:
             return 'vendor-vfio', host

@@ -292,3 +292,13 @@ def test_names_from_the_host_reach_the_evidence_only_as_pci_addresses():
     facts = vi.host_facts('/nonexistent', parents, mdevctl_parents=['A' * 100000])
     text = ' '.join(facts['evidence'])
     assert '0000:41:00.0' in text and 'INJECTED' not in text and 'lookup' not in text and len(text) < 1000
+
+
+@pytest.mark.parametrize('facts', [
+    {'evidence': ['0000:41:00.4 has nvidia/creatable_vgpu_types\n\x1b[2KFORGED ok: done\x07', 'x' * 5000]},
+    {'evidence': [1, None, 'kernel 6.8.0\r']}, {'evidence': 5}, None, ['not', 'an', 'object']])
+def test_evidence_in_a_message_is_printable_capped_and_any_shape(facts):
+    text = vi.evidence_text(facts)
+    assert all(' ' <= c <= '~' for c in text) and len(text) <= vi.MAX_EVIDENCE_TEXT
+    if isinstance(facts, dict) and isinstance(facts['evidence'], list) and isinstance(facts['evidence'][0], str):
+        assert 'FORGED ok: done' in text or 'kernel 6.8.0' in text

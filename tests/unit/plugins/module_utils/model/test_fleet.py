@@ -326,3 +326,98 @@ def test_rows_share_a_group_only_when_each_names_a_distinct_interface():
     # the table as it stands derives, its group listed once
     names = fleet.derived(ok)
     assert names['GPU_GROUPS'] == fleet.GPU_GROUPS and names['GROUP_ROWS']['gpu_vm_vgpu'][0] is vgpu
+
+
+# H2: one host's facts of the wrong type fail that host, named, with the JSON path; never a Python crash that
+# stops the fleet view for every host.
+_A10 = {'bdf': '0000:3b:00.0', 'vendor_id': '10de', 'device_id': '2236', 'device_name': 'GA102GL [A10]',
+        'is_vf': False}
+_GROUPS = {'gpu_vm_passthrough': ['pt1'], 'gpu_vm_vgpu': ['evil'], 'gpu_container': ['c1']}
+
+
+def _fleet_with(evil):
+    hostvars = {'pt1': {'gpuvirt_pci_devices': {'gpus': [_A10]}}, 'c1': {'gpuvirt_pci_devices': {'gpus': [_A10]}}}
+    hostvars['evil'] = dict(evil, gpuvirt_vgpu_config='A10-4Q')
+    return hostvars
+
+
+@pytest.mark.parametrize('evil, path', [
+    ({'gpuvirt_mdev_types': {'host_interface': {'interface': 'none', 'evidence': [1]}}}, '$.host_interface.evidence[0]'),
+    ({'gpuvirt_mdev_types': {'host_interface': {'interface': 'none', 'evidence': 5}}}, '$.host_interface.evidence'),
+    ({'gpuvirt_mdev_types': {'parents': [{'interface': ['x']}]}}, '$.parents[0].interface'),
+    ({'gpuvirt_pci_devices': {'gpus': [dict(_A10, device_name=7)]},
+      'gpuvirt_mdev_types': {'host_interface': {'interface': 'none', 'evidence': [], 'driver_version': '580.1'}}},
+     '$.gpus[0].device_name'),
+    ({'gpuvirt_pci_devices': {'gpus': [dict(_A10, is_vf=True, physfn=['a'])]}}, '$.gpus[0].physfn'),
+    ({'gpuvirt_gpu_holders': {'holders': [{'pid': True}]}}, '$.holders[0].pid'),
+    ({'gpuvirt_mdev_types': {'host_interface': {'interface': {'a': 1}, 'evidence': []}}},
+     '$.host_interface.interface'),
+])
+def test_facts_of_the_wrong_type_fail_their_host_naming_the_fact_and_path(evil, path):
+    with pytest.raises(fleet.FleetError) as err:
+        fleet.gpu_hosts(_fleet_with(evil), _GROUPS)
+    assert str(err.value).startswith('evil: its fact gpuvirt_') and ' at %s;' % path in str(err.value)
+
+
+def _json():
+    from hypothesis import strategies as st
+    scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20)
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
+                        | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=12)
+
+
+_INNER_KEYS = ['bdf', 'device_name', 'vendor_id', 'device_id', 'is_vf', 'physfn', 'sriov', 'parent', 'types',
+               'evidence', 'interface']
+
+
+def _facts():
+    """Arbitrary JSON, and objects with the facts' own keys holding arbitrary JSON (so the walk gets past the top)."""
+    from hypothesis import strategies as st
+    any_json = _json()
+
+    def keyed(keys):
+        return st.dictionaries(st.sampled_from(keys), any_json | st.lists(
+            st.dictionaries(st.sampled_from(_INNER_KEYS), any_json, max_size=4), max_size=2), max_size=4)
+    pci = keyed(['gpus', 'devices', 'nvswitches', 'gpus_by_driver', 'iommu'])
+    iface = st.fixed_dictionaries({'interface': any_json | st.sampled_from(['none', 'mdev', 'vendor-vfio']),
+                                   'evidence': any_json, 'kernel_release': any_json, 'driver_version': any_json})
+    mdev = keyed(['parents', 'interfaces', 'state', 'available_types', 'message']) | st.fixed_dictionaries(
+        {'host_interface': iface})
+    holders = keyed(['held', 'holders', 'message'])
+    return st.fixed_dictionaries({}, optional={
+        'gpuvirt_pci_devices': any_json | pci, 'gpuvirt_mdev_types': any_json | mdev,
+        'gpuvirt_gpu_holders': any_json | holders, 'gpuvirt_pool': st.sampled_from(['vm-vgpu', 'vm-vgpu-vf'])})
+
+
+def test_no_shape_of_a_host_s_facts_crashes_the_fleet_view():
+    from hypothesis import HealthCheck, given, settings
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.model import wanted_devices
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(_facts())
+    def run(evil):
+        try:
+            view = fleet.gpu_hosts(_fleet_with(evil), _GROUPS)
+        except fleet.FleetError as exc:
+            assert 'evil' in str(exc)
+            return
+        entry = [v for v in view if v['host'] == 'evil'][0]
+        assert all(' ' <= c <= '~' for c in entry['interface_reason'])
+        try:
+            wanted_devices.wanted_devices([v for v in view if v['traits']['permitted']])
+        except wanted_devices.WantedDevicesError:
+            pass
+    run()
+
+
+def test_the_interface_reason_is_printable_and_capped():
+    evidence = ['nvidia/creatable_vgpu_types on 0000:41:00.4\n\x1b[31mFAKE: all good\x07', 'x' * 3000]
+    evil = {'gpuvirt_mdev_types': {'host_interface': {'interface': 'vendor-vfio', 'evidence': evidence}},
+            'gpuvirt_pci_devices': {'gpus': [_A10]}}
+    entry = [v for v in fleet.gpu_hosts(_fleet_with(evil), _GROUPS) if v['host'] == 'evil'][0]
+    reason = entry['interface_reason']
+    assert entry['interface'] == 'vendor-vfio' and 'FAKE: all good' in reason
+    assert all(' ' <= c <= '~' for c in reason) and len(reason) <= fleet.MAX_REASON
+    # a predicted interface: the kernel release and driver version come from the host too
+    facts = {'interface': 'none', 'evidence': ['no\rvGPU'], 'kernel_release': '6.8.0\n', 'driver_version': '580.82.02'}
+    assert all(' ' <= c <= '~' for c in fleet.host_vgpu_interface({'host_interface': facts})[1])

@@ -150,3 +150,27 @@ def test_the_gate_filter_wraps_its_errors():
     assert cluster_filter.FilterModule().filters()['kubevirt_gate'] is cluster_filter.kubevirt_gate
     with pytest.raises(AnsibleFilterError, match='kubevirt_gate: fleet entry'):
         cluster_filter.kubevirt_gate([{'host': 'x'}], ['v1.9.0'])
+
+
+@pytest.mark.parametrize('observed, ok', [
+    # git describe of a build 41 commits after v1.9.0 (kubevirt/kubevirt hack/version.sh): at or after the release
+    (['v1.9.0-41-gabc1234'], True), (['v1.9.0-41-gabc1234def5678-dirty'], True),
+    # after a release candidate it is still a pre-release; after v1.8.2 it is still 1.8.2
+    (['v1.9.0-rc.1-3-gabc1234'], False), (['v1.8.2-41-gabc1234'], False)])
+def test_the_gate_reads_a_git_describe_version_as_at_or_after_its_release(observed, ok):
+    hosts = [{'host': 'gpu-s01.example.com', 'traits': VF_ROW.as_dict()}]
+    assert gate.check(hosts, observed, 'kubevirt')['ok'] is ok
+
+
+def test_the_gate_prints_the_normalised_version_and_refuses_unicode_digits_and_long_values():
+    hosts = [{'host': 'gpu-s01.example.com', 'traits': VF_ROW.as_dict()}]
+    msg = gate.check(hosts, [' v1.8.2\n\n'], 'kubevirt')['message']
+    assert 'KubeVirt v1.8.2,' in msg and '\n' not in msg
+    # Arabic-Indic and fullwidth digits: \d would take them and int() read them as 1.9.0
+    for odd in (u'v\u0661.\u0669.\u0660', u'v1.\uff19.0'):
+        with pytest.raises(gate.KubeVirtGateError) as err:
+            gate.check(hosts, [odd], 'kubevirt')
+        assert all(' ' <= c <= '~' for c in str(err.value))
+    with pytest.raises(gate.KubeVirtGateError) as err:
+        gate.check(hosts, ['v1.9.0\x1b[2J' + '0' * 5000], 'kubevirt')
+    assert '\x1b' not in str(err.value) and len(str(err.value)) < 300
