@@ -100,7 +100,10 @@ EXAMPLES = r'''
 
 RETURN = r'''
 patches:
-  description: Partial Node objects carrying only the labels to change (null removes).
+  description:
+    - Partial Node objects carrying only the labels to change (null removes) and, when it changes, the
+      C(gpuvirt.provision/owned-labels) annotation (the deploy labels set to false by this collection, the only
+      ones it removes).
   returned: success
   type: list
   elements: dict

@@ -60,6 +60,16 @@ DRA_PLUGIN_LABEL = 'nvidia.com/dra-kubelet-plugin'
 DRA_EVICTION_ENV = 'NODE_LABEL_FOR_GPU_POD_EVICTION'
 # the value the driver manager gives the label while it upgrades the driver (maybeSetPaused)
 DRIVER_UPGRADE_PAUSED = 'paused-for-driver-upgrade'
+# The labels this collection switched off on a node, as a record on the node: the annotation's value is the sorted,
+# comma-separated nvidia.com/gpu.deploy.<operand> keys we set to "false" (an annotation value is any string, its key
+# a qualified name under a DNS-subdomain prefix like a label key: Kubernetes API conventions, "Annotations", and
+# k8s.io/apimachinery pkg/api/validation ValidateAnnotations). Only a label named there is ours to remove when the
+# node leaves the pool: a "false" an admin set (to keep an operand off) stays. The record is written on every GPU
+# node, empty when it names nothing, so that "no record" means only a node labelled by a release without it.
+OWNED_ANNOTATION = 'gpuvirt.provision/owned-labels'
+# A node without the record was labelled by the release before it, which set (and removed) only the DRA operand
+# labels; on such a node those three keep the old rule (remove our value "false"), every other deploy label stays.
+LEGACY_OWNED = DRA_OPERANDS_OFF
 # The pool table and every list of pools live in module_utils/model/fleet.py (read there at call time, so a row added
 # to the table reaches this module too).
 # VMI phases in which the VM no longer holds its devices.
@@ -79,6 +89,47 @@ class RemoveIf(str):
     value (the operator's "true") is the operator's to manage: removing it would only make the operator set it
     again, a write on every run.
     """
+
+
+class RemoveIfOwned(RemoveIf):
+    """A :class:`RemoveIf` for an nvidia.com/gpu.deploy.<operand> label: it goes only when the node's
+    OWNED_ANNOTATION record names it (we set it), or, on a node without a record, when it is in LEGACY_OWNED. An
+    admin may set the same label "false" to keep an operand off; that one is not ours."""
+
+
+def owned_labels(annotations):
+    """The deploy labels a node's OWNED_ANNOTATION names, as a set; None when the node has no record.
+
+    The record is on the node, where anyone who may patch nodes can edit it: only well-formed deploy label keys
+    count, and the caller removes only keys it would itself set (desired_labels), never a key read from here."""
+    annotations = annotations or {}
+    if OWNED_ANNOTATION not in annotations:
+        return None
+    value = annotations.get(OWNED_ANNOTATION)
+    out = set()
+    for key in (value if isinstance(value, str) else '').split(','):
+        key = key.strip()
+        try:
+            validators.label_key(key, OWNED_ANNOTATION)
+        except validators.ValidationError:
+            continue
+        if key.startswith(DEPLOY_LABEL_PREFIX):
+            out.add(key)
+    return out
+
+
+def owned_after(current, desired, patch, owned):
+    """The deploy labels ours after ``patch``: those ``desired`` sets "false" that we write now or that were ours
+    before (the record, or LEGACY_OWNED without one). A "false" an admin set before we wanted it stays theirs."""
+    current = current or {}
+    before = owned if owned is not None else set(LEGACY_OWNED)
+    out = []
+    for key, value in desired.items():
+        if not key.startswith(DEPLOY_LABEL_PREFIX) or value is None or isinstance(value, RemoveIf):
+            continue
+        if patch.get(key) == value or (key in before and current.get(key) == value):
+            out.append(key)
+    return sorted(out)
 
 
 def group_pools(groups):
@@ -161,10 +212,10 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
     labels = {WORKLOAD_LABEL: row.workload}
     # the DRA driver, not the operator's device plugin, allocates the GPUs of a pool whose resource is DRA
     for key in DRA_OPERANDS_OFF:
-        labels[key] = 'false' if row.resource == 'dra' and dra_stack != 'gpucluster' else RemoveIf('false')
+        labels[key] = 'false' if row.resource == 'dra' and dra_stack != 'gpucluster' else RemoveIfOwned('false')
     # the row's operands_off; a node of another row loses only our leftover "false" (the operator's "true" is its own)
     for key in row_operand_labels():
-        labels[key] = 'false' if key[len(DEPLOY_LABEL_PREFIX):] in row.operands_off else RemoveIf('false')
+        labels[key] = 'false' if key[len(DEPLOY_LABEL_PREFIX):] in row.operands_off else RemoveIfOwned('false')
     if row.vgpu:
         if not vgpu_config:
             raise ManifestError("vGPU nodes need a vGPU config name for %s (gpuvirt_vgpu_config on the host, or "
@@ -224,13 +275,17 @@ def vgpu_config_error(node, config, facts, custom_configs=None):
     return None
 
 
-def label_diff(current, desired):
+def label_diff(current, desired, owned=None):
     """``{label: new value or None (remove)}`` for the labels that differ; absent-and-unwanted is no change, and
-    a :class:`RemoveIf` label goes only when the node carries that value."""
+    a :class:`RemoveIf` label goes only when the node carries that value (a :class:`RemoveIfOwned` one also only
+    when ``owned``, the node's record (owned_labels), names it; without a record, when it is in LEGACY_OWNED)."""
     current = current or {}
+    ours = owned if owned is not None else set(LEGACY_OWNED)
     patch = {}
     for key, value in desired.items():
         if isinstance(value, UnlessPaused) and DRIVER_UPGRADE_PAUSED in str(current.get(key, '')):
+            continue
+        if isinstance(value, RemoveIfOwned) and key not in ours:
             continue
         if isinstance(value, RemoveIf):
             if key in current and current[key] == str(value):
@@ -279,10 +334,12 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     ``dra_selector``: ``dra_driver_node_selector`` (see desired_labels); ``dra_stack``: see desired_labels.
     Returns ``(patches, report)``; raises ManifestError naming every blocked, missing or unusable node.
     """
-    current_by_name = None
+    current_by_name, records = None, {}
     if nodes is not None:
         current_by_name = {(n.get('metadata') or {}).get('name'): (n.get('metadata') or {}).get('labels') or {}
                            for n in nodes}
+        records = {(n.get('metadata') or {}).get('name'): (n.get('metadata') or {}).get('annotations') or {}
+                   for n in nodes}
     errors, patches, report = [], [], {}
     seen = {}
     for item in wanted:
@@ -303,16 +360,26 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
                           % (name, item.get('host', name)))
             continue
         current = current_by_name.get(name, {}) if current_by_name is not None else {}
-        patch = label_diff(current, desired)
+        annotations = records.get(name) or {}
+        owned = owned_labels(annotations)
+        patch = label_diff(current, desired, owned)
         blocked = guard(name, current, patch, vmis)
         if blocked:
             errors.append(blocked)
             continue
-        report[name] = {'pool': item['pool'], 'changes': patch,
+        record = ','.join(owned_after(current, desired, patch, owned))
+        report[name] = {'pool': item['pool'], 'changes': patch, 'owned_labels': record,
                         'unchanged': sorted(k for k, v in desired.items()
                                             if k not in patch and v is not None and not isinstance(v, RemoveIf))}
+        meta = {'name': name}
         if patch:
-            patches.append({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': patch}})
+            meta['labels'] = patch
+        # the record is written with the labels, in the same merge patch (compared as the exact string: a second
+        # run writes nothing)
+        if annotations.get(OWNED_ANNOTATION) != record:
+            meta['annotations'] = {OWNED_ANNOTATION: record}
+        if len(meta) > 1:
+            patches.append({'apiVersion': 'v1', 'kind': 'Node', 'metadata': meta})
     if errors:
         raise ManifestError('\n'.join(errors))
     return patches, report

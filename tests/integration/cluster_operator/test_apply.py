@@ -351,7 +351,10 @@ def test_node_labels_apply_patches_only_differences_then_nothing(tmp_path, kube)
     cluster = kube(labelled_nodes() + [vmi('win11', 'pt-1'), vmi('old', 'vgpu-1', phase='Succeeded')])
     rc, log = run(tmp_path, 'nodes', 'mixed-openshift', **labels_apply(cluster))
     assert rc == 0, log
-    assert sorted(write_summary(cluster.attempts())) == ['patch nodes -/ctr-1', 'patch nodes -/vgpu-1'], log
+    # pt-1's labels are right: its one write is the owned-labels record (a node labelled before the record)
+    assert sorted(write_summary(cluster.attempts())) == ['patch nodes -/ctr-1', 'patch nodes -/pt-1',
+                                                         'patch nodes -/vgpu-1'], log
+    assert cluster.get('v1', 'Node', 'pt-1')['metadata']['labels'] == {W: 'vm-passthrough'}
     assert cluster.get('v1', 'Node', 'ctr-1')['metadata']['labels'] == {'kubernetes.io/hostname': 'ctr-1',
                                                                         W: 'container'}
     assert cluster.get('v1', 'Node', 'vgpu-1')['metadata']['labels'][V] == 'A10-24Q'
@@ -476,6 +479,37 @@ def test_node_labels_switch_the_operator_operands_off_on_dra_nodes_only(tmp_path
     assert ctr == {W: 'container', OPERANDS[2]: 'true'}, ctr
     # the operator (not running here) then sets its missing labels on ctr-1 to "true", as addGPUStateLabels does
     cluster.patch(cluster.get('v1', 'Node', 'ctr-1'), {'metadata': {'labels': on}})
+    second = cluster.now()
+    rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
+    assert rc == 0 and recap(log)['changed'] == '0', log
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
+
+
+OWNED = 'gpuvirt.provision/owned-labels'
+
+
+def test_node_labels_remove_only_the_operand_labels_their_record_names(tmp_path, kube):
+    # An admin switches operands off by the same labels (the GPU Operator keeps any non-empty value:
+    # addGPUStateLabels, state_manager.go@v26.7.0). Only the labels the node's owned-labels record names are ours:
+    # an admin's "false" stays, on a node joining the DRA pool and on one leaving it.
+    admin = {'nvidia.com/gpu.deploy.sandbox-validator': 'false', 'nvidia.com/gpu.deploy.vgpu-device-manager': 'false'}
+    cluster = kube([
+        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'dra-1', 'labels': dict(admin, **{W: 'container'})}},
+        # left the DRA pool: two of our "false" labels (in the record), the third operand switched off by the admin
+        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {
+            'name': 'ctr-1', 'annotations': {OWNED: ','.join(OPERANDS[:2])},
+            'labels': dict(admin, **{W: 'container', OPERANDS[0]: 'false', OPERANDS[1]: 'false',
+                                     OPERANDS[2]: 'false'})}}])
+    rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
+    assert rc == 0, log
+    dra = cluster.get('v1', 'Node', 'dra-1')['metadata']
+    assert dra['labels'] == dict(admin, **{W: 'container', 'nvidia.com/dra-kubelet-plugin': 'true'},
+                                 **{key: 'false' for key in OPERANDS}), dra
+    assert dra['annotations'][OWNED] == ','.join(sorted(OPERANDS)), dra
+    ctr = cluster.get('v1', 'Node', 'ctr-1')['metadata']
+    assert ctr['labels'] == dict(admin, **{W: 'container', OPERANDS[2]: 'false'}), ctr
+    assert ctr['annotations'][OWNED] == '', ctr
+    # the record as the API server stored it compares equal: a second run writes nothing
     second = cluster.now()
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **labels_apply(cluster))
     assert rc == 0 and recap(log)['changed'] == '0', log

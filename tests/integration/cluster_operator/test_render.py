@@ -179,10 +179,14 @@ def test_mixed_openshift_pinned_channel_existing_secret_board_check(tmp_path):
 def test_mixed_openshift_node_labels(tmp_path):
     rc, log, out = run(tmp_path, 'nodes', 'mixed-openshift')
     assert rc == 0, log
-    nodes = {n['metadata']['name']: n['metadata']['labels'] for n in rendered(out)['Node']}
-    # pt-1 is already right (and runs a VM: not touched); only what differs is patched
-    assert nodes == {'ctr-1': {W: 'container'}, 'vgpu-1': {V: 'A10-24Q'}}
+    nodes = {n['metadata']['name']: n['metadata'].get('labels') for n in rendered(out)['Node']}
+    # pt-1's labels are already right (and it runs a VM: no label touched); only what differs is patched
+    assert nodes == {'ctr-1': {W: 'container'}, 'vgpu-1': {V: 'A10-24Q'}, 'pt-1': None}
     assert 'pt-1 (pool vm-passthrough): labels already right' in log
+    # every node gets its owned-labels record (none of these switches an operand off: empty), the one write on pt-1
+    records = {n['metadata']['name']: n['metadata']['annotations']['gpuvirt.provision/owned-labels']
+               for n in rendered(out)['Node']}
+    assert records == {name: '' for name in ('ctr-1', 'pt-1', 'vgpu-1')}
 
 
 def test_openshift_vgpu_node_labels_without_cluster_state(tmp_path):
@@ -196,6 +200,10 @@ def test_openshift_vgpu_node_labels_without_cluster_state(tmp_path):
     off = {'nvidia.com/gpu.deploy.sandbox-device-plugin': 'false', 'nvidia.com/gpu.deploy.vgpu-device-manager': 'false',
            'nvidia.com/gpu.deploy.sandbox-validator': 'false'}
     assert nodes == {'vgpu-a10': {W: 'vm-vgpu', V: 'A10-12Q'}, 'vgpu-l40s': dict({W: 'vm-vgpu', V: 'L40S-24Q'}, **off)}
+    # the rendered patch carries the record of the labels we switched off (only those are ours to remove later)
+    records = {n['metadata']['name']: n['metadata']['annotations']['gpuvirt.provision/owned-labels']
+               for n in rendered(out)['Node']}
+    assert records == {'vgpu-a10': '', 'vgpu-l40s': ','.join(sorted(off))}
 
 
 def test_vgpu_config_change_under_running_vm_fails_naming_it(tmp_path):

@@ -271,6 +271,29 @@ def assert_no_secret(pdd, secrets_):
     assert hits == []
 
 
+def add_become_user(container, user, password, run=subprocess.run):
+    """The sudo user on the GPU host stand-in. The password goes to chpasswd on stdin, never in an argv (an argv
+    is visible to every user of the machine in ps and /proc/PID/cmdline while the command runs)."""
+    setup = ('useradd -m -s /bin/bash {u} && install -d -m 700 -o {u} -g {u} /home/{u}/.ssh && '
+             'echo "{u} ALL=(ALL:ALL) ALL" >/etc/sudoers.d/{u}').format(u=user)
+    run(['podman', 'exec', '-i', container, 'sh', '-c', setup], check=True)
+    run(['podman', 'exec', '-i', container, 'chpasswd'], input='%s:%s\n' % (user, password), text=True, check=True)
+
+
+def test_the_become_password_reaches_the_host_on_stdin_only():
+    # The commands are recorded, not run: the real run is the machine fixture's, which every become job below
+    # depends on (sudo there takes this password); this test needs no container, so it also runs where Podman
+    # cannot start one.
+    password = 'Bc-' + secrets.token_hex(12)
+    calls = []
+
+    def recording(argv, **kwargs):
+        calls.append((list(argv), kwargs.get('input')))
+    add_become_user('gpuvirt-ee-ssh-x', 'gpuadmin', password, run=recording)
+    assert calls and not [argv for argv, dummy in calls if any(password in part for part in argv)], calls
+    assert [stdin for dummy, stdin in calls if stdin] == ['gpuadmin:%s\n' % password]
+
+
 @pytest.fixture(scope='module')
 def machine(tmp_path_factory):
     """A GPU host stand-in reached over SSH (tools/ee/Containerfile.sshhost), and the AWX Machine credential for it:
@@ -283,10 +306,7 @@ def machine(tmp_path_factory):
     subprocess.run(['podman', 'run', '-d', '--rm', '--name', name, '-p', '127.0.0.1::22', SSH_HOST_IMAGE],
                    check=True, capture_output=True)
     try:
-        setup = ('useradd -m -s /bin/bash {u} && echo {u}:{p} | chpasswd && install -d -m 700 -o {u} -g {u} '
-                 '/home/{u}/.ssh && echo "{u} ALL=(ALL:ALL) ALL" >/etc/sudoers.d/{u}'
-                 ).format(u=user, p=become_password)
-        subprocess.run(['podman', 'exec', '-i', name, 'sh', '-c', setup], check=True)
+        add_become_user(name, user, become_password)
         with open(str(keys / 'id.pub'), 'rb') as handle:
             subprocess.run(['podman', 'exec', '-i', name, 'sh', '-c',
                             'cat >/home/{u}/.ssh/authorized_keys && chown {u} /home/{u}/.ssh/authorized_keys'

@@ -145,8 +145,11 @@ def test_node_labels_plan_collects_every_host_error(monkeypatch):
 
 
 def test_node_labels_plan_uses_the_default_vgpu_config_and_patches_only_differences(monkeypatch):
-    nodes = [{'metadata': {'name': 'n1', 'labels': {'nvidia.com/gpu.workload.config': 'vm-vgpu'}}},
-             {'metadata': {'name': 'n2', 'labels': {'nvidia.com/gpu.workload.config': 'vm-passthrough'}}}]
+    # (each node already carries its owned-labels record, empty: nothing of ours switched off)
+    record = {'gpuvirt.provision/owned-labels': ''}
+    nodes = [{'metadata': {'name': 'n1', 'labels': {'nvidia.com/gpu.workload.config': 'vm-vgpu'}, 'annotations': record}},
+             {'metadata': {'name': 'n2', 'labels': {'nvidia.com/gpu.workload.config': 'vm-passthrough'},
+                           'annotations': record}}]
     res = run_module(monkeypatch, node_labels_plan, {
         'hosts': [{'host': 'h1', 'node': 'n1', 'groups': ['gpu_vm_vgpu']},
                   {'host': 'h2', 'node': 'n2', 'groups': ['gpu_vm_passthrough']}],

@@ -17,8 +17,12 @@ import schema  # noqa: E402
 W, V = nl.WORKLOAD_LABEL, nl.VGPU_LABEL
 
 
-def node(name, **labels):
-    return {'metadata': {'name': name, 'labels': dict({'kubernetes.io/hostname': name}, **labels)}}
+def node(name, owned='', **labels):
+    """A Node; ``owned``: its owned-labels record (None: no record, a node labelled by the release before it)."""
+    meta = {'name': name, 'labels': dict({'kubernetes.io/hostname': name}, **labels)}
+    if owned is not None:
+        meta['annotations'] = {nl.OWNED_ANNOTATION: owned}
+    return {'metadata': meta}
 
 
 def vmi(name, node_name, phase='Running', namespace='vms'):
@@ -81,6 +85,69 @@ def test_plan_reports_per_node_and_refuses_before_any_patch():
     # render without cluster state: every label is set
     patches, dummy = nl.plan(wanted, None, None)
     assert patches[0]['metadata']['labels'] == {W: 'vm-passthrough'}
+    assert patches[0]['metadata']['annotations'] == {nl.OWNED_ANNOTATION: ''}
+
+
+ADMIN_OFF = {'nvidia.com/gpu.deploy.sandbox-validator': 'false', 'nvidia.com/gpu.deploy.vgpu-device-manager': 'false',
+             'nvidia.com/gpu.deploy.sandbox-device-plugin': 'false'}
+
+
+@pytest.mark.parametrize('pool, config', [('vm-vgpu', 'A10-4Q'), ('vm-passthrough', None), ('container', None)])
+@pytest.mark.parametrize('owned', ['', None])
+def test_an_admin_set_operand_off_label_survives(pool, config, owned):
+    # an admin switched these operands off by hand; they are not in the node's record (or the node has none: the
+    # release before it never set these), so the plan leaves them
+    nodes = [node('n1', owned=owned, **dict(ADMIN_OFF, **{W: fleet.BY_NAME[pool].workload}))]
+    patches, report = nl.plan([{'node': 'n1', 'pool': pool, 'vgpu_config': config}], nodes, [])
+    assert not [k for k in report['n1']['changes'] if k in ADMIN_OFF]
+    for patch in patches:
+        assert not set(patch['metadata'].get('labels', {})) & set(ADMIN_OFF)
+    assert report['n1']['owned_labels'] == ''
+
+
+def test_our_operand_off_labels_go_when_the_node_leaves_the_pool_and_the_record_follows():
+    vf = fleet.BY_NAME['vm-vgpu-vf']
+    ours = sorted(nl.DEPLOY_LABEL_PREFIX + o for o in vf.operands_off)
+    wanted = [{'node': 'n1', 'pool': 'vm-vgpu-vf', 'vgpu_config': 'L40S-24Q'}]
+    patches, report = nl.plan(wanted, [node('n1', **{W: vf.workload})], [])
+    assert patches[0]['metadata']['annotations'] == {nl.OWNED_ANNOTATION: ','.join(ours)}
+    assert all(patches[0]['metadata']['labels'][k] == 'false' for k in ours)
+    # the second run sees the record it wrote: nothing to write
+    applied = dict({W: vf.workload}, **patches[0]['metadata']['labels'])
+    again, dummy = nl.plan(wanted, [node('n1', owned=','.join(ours), **applied)], [])
+    assert again == []
+    # leaving for passthrough: our "false" labels go, the record empties
+    patches, report = nl.plan([{'node': 'n1', 'pool': 'vm-passthrough'}],
+                              [node('n1', owned=','.join(ours), **applied)], [])
+    assert all(patches[0]['metadata']['labels'][k] is None for k in ours)
+    assert patches[0]['metadata']['annotations'] == {nl.OWNED_ANNOTATION: ''}
+
+
+def test_an_admin_false_before_we_wanted_it_stays_theirs_and_a_legacy_dra_node_keeps_the_old_rule():
+    d = nl.DEVICE_PLUGIN_LABEL
+    # the admin had the device plugin off before the node joined the DRA pool: we need not write it, nor own it
+    patches, report = nl.plan([{'node': 'n1', 'pool': 'dra'}], [node('n1', **{W: 'container', d: 'false'})], [])
+    assert d not in patches[0]['metadata']['labels']
+    assert d not in report['n1']['owned_labels'].split(',')
+    # a DRA node labelled by the release before the record: its three "false" are ours (that release set them) ...
+    legacy = {W: 'container', d: 'false', nl.DCGM_LABEL: 'false', nl.DCGM_EXPORTER_LABEL: 'false'}
+    patches, report = nl.plan([{'node': 'n1', 'pool': 'dra'}], [node('n1', owned=None, **legacy)], [])
+    assert report['n1']['owned_labels'] == ','.join(sorted(nl.DRA_OPERANDS_OFF))
+    # ... and go when it leaves, as they did before
+    patches, report = nl.plan([{'node': 'n1', 'pool': 'container'}], [node('n1', owned=None, **legacy)], [])
+    assert all(patches[0]['metadata']['labels'][k] is None for k in nl.DRA_OPERANDS_OFF)
+
+
+def test_the_record_is_read_strictly():
+    # only well-formed deploy label keys count; a record naming any other label removes nothing we would not set
+    assert nl.owned_labels({}) is None
+    assert nl.owned_labels({nl.OWNED_ANNOTATION: ''}) == set()
+    assert nl.owned_labels({nl.OWNED_ANNOTATION: 'kubernetes.io/hostname, nvidia.com/gpu.deploy.dcgm,x y,'
+                                                 'nvidia.com/gpu.deploy.bad-'}) == {nl.DCGM_LABEL}
+    assert nl.owned_labels({nl.OWNED_ANNOTATION: None}) == set()
+    desired = nl.desired_labels('container')
+    assert nl.label_diff({'kubernetes.io/hostname': 'n1', W: 'container'}, desired,
+                         nl.owned_labels({nl.OWNED_ANNOTATION: 'kubernetes.io/hostname'})) == {}
 
 
 A10_FACTS = {'pci_devices': {'gpus': [{'bdf': '0000:41:00.0', 'device_name': 'GA102GL [A10]', 'is_vf': False}]},
@@ -293,7 +360,12 @@ def test_a_vendor_vfio_vgpu_node_runs_the_vgpu_manager_but_not_the_sandbox_plugi
         assert nl.label_diff(node, nl.desired_labels(row.name, 'L40S-24Q')) == {}
         # the node moves to the mdev row (its facts now show mdev): our "false" goes, the operator sets "true"
         mdev = fleet.GROUP_ROWS[row.group][0]
-        back = operator_reconciles(apply_patch(node, nl.label_diff(node, nl.desired_labels(mdev.name, 'A10-12Q'))))
+        # (the node's record names the labels we set: owned_after of the first patch)
+        ours = set(nl.owned_after({}, nl.desired_labels(row.name, 'L40S-24Q'),
+                                  nl.label_diff({}, nl.desired_labels(row.name, 'L40S-24Q')), set()))
+        assert ours == {nl.DEPLOY_LABEL_PREFIX + o for o in row.operands_off}
+        back = operator_reconciles(apply_patch(node, nl.label_diff(node, nl.desired_labels(mdev.name, 'A10-12Q'),
+                                                                   ours)))
         assert scheduled(back) == sorted(DAEMONSETS)
     # an mdev vGPU node keeps every operand; the operator's own "true" is not touched
     node = operator_reconciles({W: 'vm-vgpu', V: 'A10-12Q'})

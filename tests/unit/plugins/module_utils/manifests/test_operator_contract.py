@@ -105,6 +105,10 @@ def produced():
         labels = nl.desired_labels(row.name, 'A10-12Q' if row.vgpu else None, mc.pool_selector(POOL))
         add('Node', {'metadata': {'labels': {k: v for k, v in labels.items()
                                              if v is not None and not isinstance(v, nl.RemoveIf)}}})
+        # the plan writes the owned-labels record with the labels
+        (patch,), dummy = nl.plan([{'node': 'n1', 'pool': row.name, 'vgpu_config': 'A10-12Q' if row.vgpu else None}],
+                                  None, [], pool_selector=mc.pool_selector(POOL))
+        add('Node', {'metadata': {'annotations': patch['metadata']['annotations']}})
     return out
 
 
