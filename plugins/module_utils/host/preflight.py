@@ -219,14 +219,20 @@ def _check_vendor_vfio(host, pool, gpus, mdev, requested, warnings):
     warnings.append("%s: no VF lists vGPU types yet (the vGPU Manager is not loaded or its VFs are not enabled): the "
                     "types are checked against the GPU models now and against each VF's nvidia/creatable_vgpu_types "
                     "by the vgpu_vf phase, after the operator phase" % host)
+    return errors + _types_off_board(host, gpus, requested)
+
+
+def _types_off_board(host, gpus, requested):
+    """The requested vGPU types that are for another board than the host's GPUs (one message per type): the check
+    preflight can make before the vGPU Manager shows any type."""
     models = board_models(gpus)
+    errors = []
     for vtype in requested:
         model = type_model(vtype)
         if model and models and not model_on_boards(model, models):
             errors.append("%s: vGPU type %s is for %s boards, but this host has %s; pick a type of the host's "
                           "GPU" % (host, vtype, model, ", ".join(sorted(models))))
     return errors
-
 
 def vendor_vfio_parents(mdev_result):
     """The VFs whose vGPU types come from NVIDIA's vendor-specific VFIO interface (``nvidia/creatable_vgpu_types``,
@@ -291,10 +297,4 @@ def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
                         % (host, reason))
     warnings.append("%s: no vGPU types visible (neither mdev_supported_types nor nvidia/creatable_vgpu_types): "
                     "the vGPU Manager is not loaded yet; types are checked against GPU models only" % host)
-    models = board_models(gpus)
-    for vtype in requested:
-        model = type_model(vtype)
-        if model and models and not model_on_boards(model, models):
-            errors.append("%s: vGPU type %s is for %s boards, but this host has %s; pick a type of the host's "
-                          "GPU" % (host, vtype, model, ", ".join(sorted(models))))
-    return errors
+    return errors + _types_off_board(host, gpus, requested)
