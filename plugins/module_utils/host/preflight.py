@@ -234,6 +234,7 @@ def _types_off_board(host, gpus, requested):
                           "GPU" % (host, vtype, model, ", ".join(sorted(models))))
     return errors
 
+
 def vendor_vfio_parents(mdev_result):
     """The VFs whose vGPU types come from NVIDIA's vendor-specific VFIO interface (``nvidia/creatable_vgpu_types``,
     Ada/Hopper/Blackwell with vGPU 17+): no mdev bus there."""
