@@ -491,9 +491,10 @@ def test_nodes_job_twice_changes_nothing_the_second_time_then_verify(tmp_path, k
         assert_no_secret(pdd, job_secrets(machine, token))
         runs.append((stats(events), task_results(events), write_summary(cluster.attempts(since=since))))
     (first, first_tasks, first_writes), (second, second_tasks, second_writes) = runs
-    # the first job labels the two nodes whose labels differ (tests/integration/cluster_operator/test_apply.py
+    # the first job labels the two nodes whose labels differ and writes the owned-labels record on the third, whose
+    # labels are right but which carries no record yet (tests/integration/cluster_operator/test_apply.py
     # test_node_labels_apply_patches_only_differences_then_nothing, the same inventory and nodes)
-    assert sorted(first_writes) == ['patch nodes -/ctr-1', 'patch nodes -/vgpu-1'], first_writes
+    assert sorted(first_writes) == ['patch nodes -/ctr-1', 'patch nodes -/pt-1', 'patch nodes -/vgpu-1'], first_writes
     assert list(first['changed']) == ['localhost'], first
     assert sorted(t for t, hosts in first_tasks.items() if any(hosts.values())) == \
         ['Patch the labels that differ'], first_tasks
