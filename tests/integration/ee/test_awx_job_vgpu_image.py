@@ -45,7 +45,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ee_jobs import (EE_PYTHON, ROOT, add_become_user, assert_no_secret, awx_job, job_secrets,  # noqa: E402
                      run_job, stats, task_results)
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'registry'))
-from registry_harness import HERE as REGISTRY_HERE, Watcher, registry  # noqa: E402,F401 pylint: disable=unused-import
+# the registry fixture (session-scoped: the real registry, removed at the end), its reader and the argv watcher
+from registry_harness import HERE as REGISTRY_HERE, Watcher, registry  # noqa: E402,F401 pylint: disable=W0611,C0413
 
 BUILD_HOST_IMAGE = os.environ.get('GPUVIRT_EE_BUILD_HOST_IMAGE', 'localhost/gpuvirt-ee-build-host')
 # what the outer container needs for rootless podman inside it (measured: see the module docstring)
@@ -149,9 +150,10 @@ def build_host(tmp_path_factory, registry):
                 pass
             assert time.time() < deadline, 'sshd in %s did not answer on 127.0.0.1:%d' % (name, port)
             time.sleep(0.5)
+        with open(run, 'rb') as handle:
+            run_sha256 = hashlib.sha256(handle.read()).hexdigest()
         yield {'container': name, 'port': port, 'user': USER, 'become_password': become_password,
-               'private_key': (work / 'id').read_text(), 'base': base, 'run_sha256':
-               hashlib.sha256(open(run, 'rb').read()).hexdigest()}
+               'private_key': (work / 'id').read_text(), 'base': base, 'run_sha256': run_sha256}
     finally:
         subprocess.run(['podman', 'rm', '-f', '-t', '0', name], check=False, capture_output=True)
 
@@ -202,8 +204,9 @@ def vgpu_image_job(tmp_path, host, reg):
 
 
 def build_tmp_dirs(host):
-    proc = subprocess.run(['podman', 'exec', host['container'], 'sh', '-c', 'ls -1d /tmp/vgpu-manager-image.* 2>/dev/null'],
-                          capture_output=True, text=True, check=False)
+    """The role's temporary directories left on the build host (its default parent, /tmp)."""
+    proc = subprocess.run(['podman', 'exec', host['container'], 'sh', '-c',
+                           'ls -1d /tmp/vgpu-manager-image.* 2>/dev/null'], capture_output=True, text=True, check=False)
     return proc.stdout.split()
 
 
