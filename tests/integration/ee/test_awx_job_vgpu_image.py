@@ -5,9 +5,11 @@ on a build host reached over SSH: an AWX execution environment has no container 
 where ``vgpu_image_build_host`` names a host with podman, reached with the Machine credential.
 
 The build host is tools/ee/Containerfile.buildhost (the SSH host stand-in plus podman and skopeo), with podman
-nested in it: vfs storage, chroot isolation for the RUN steps, the outer container given CAP_SYS_ADMIN with
-seccomp, AppArmor and SELinux labelling off (the least found to let the login user's rootless podman make its user
-namespace and mounts: without CAP_SYS_ADMIN newuidmap fails, "write to uid_map failed: Operation not permitted").
+nested in it: vfs storage and chroot isolation for the RUN steps (measured: with the default OCI isolation the
+nested runc fails, "did not get container create message from subprocess: EOF"), the outer container given
+CAP_SYS_ADMIN only, not --privileged (measured: the least that lets the login user's rootless podman make its user
+namespace and mounts; without it newuidmap fails, "write to uid_map failed: Operation not permitted", even with
+seccomp, AppArmor and SELinux labelling off; Podman's default seccomp profile allows the rest).
 It shares the test machine's network (as the worker does), so the worker reaches its sshd on 127.0.0.1 and it
 reaches the real registry of tests/integration/registry (docker-registry, htpasswd, TLS from a throw-away CA whose
 certificate names 127.0.0.1) with TLS verified against the CA that the registry credential carries.
@@ -50,8 +52,7 @@ from registry_harness import HERE as REGISTRY_HERE, Watcher, registry  # noqa: E
 
 BUILD_HOST_IMAGE = os.environ.get('GPUVIRT_EE_BUILD_HOST_IMAGE', 'localhost/gpuvirt-ee-build-host')
 # what the outer container needs for rootless podman inside it (measured: see the module docstring)
-NESTED_PODMAN = ['--cap-add', 'SYS_ADMIN', '--security-opt', 'seccomp=unconfined',
-                 '--security-opt', 'apparmor=unconfined', '--security-opt', 'label=disable']
+NESTED_PODMAN = ['--cap-add', 'SYS_ADMIN']
 # the build's base (tools/ee/Containerfile.buildbase: a static busybox standing in for nvcr.io/nvidia/cuda)
 LOCAL_BASE = os.environ.get('GPUVIRT_EE_BUILD_BASE_IMAGE', 'localhost/gpuvirt-ee-build-base')
 VERSION = '550.90.05'
