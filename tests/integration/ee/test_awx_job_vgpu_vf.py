@@ -88,8 +88,10 @@ def snapshot(machine):
 
 
 def current_types(machine):
-    return [in_host(machine, 'cat', '%s/bus/pci/devices/%s/nvidia/current_vgpu_type' % (SYSFS, vf)).strip()
-            for vf in VFS]
+    """Each VF's nvidia/current_vgpu_type, read in the container."""
+    return json.loads(in_host(machine, 'python3', '-c', 'import json, sys\n'
+                              'print(json.dumps([open(p).read().strip() for p in sys.argv[1:]]))',
+                              *['%s/bus/pci/devices/%s/nvidia/current_vgpu_type' % (SYSFS, vf) for vf in VFS]))
 
 
 def push(machine, board, rels):
@@ -166,6 +168,8 @@ def test_vgpu_vf_check_job_says_what_it_would_set_and_writes_nothing(tmp_path, m
     before = snapshot(machine)
     assert current_types(machine) == ['0'] * 4
     events, summary = job(tmp_path, machine, 'check', job_type='check')
+    # nothing written: every file, link, mode and owner of the stand-in as it was (the boot-time files included)
+    assert snapshot(machine) == before
     assert list(summary['changed']) == [HOST], summary
     # the VFs and the profiles a run would give them: the first two free VFs get the config's two L40S-24Q
     rows = module_result(events)['vfs']
@@ -176,8 +180,6 @@ def test_vgpu_vf_check_job_says_what_it_would_set_and_writes_nothing(tmp_path, m
     out = stdout_of(events)
     assert '%s: pool vm-vgpu-vf, vGPU interface vendor-vfio (the host shows vendor-vfio: %s' % (HOST, VFS[0]) in out
     assert '"%s: set", "%s: set", "%s: none", "%s: none"' % tuple(VFS) in out, out[-3000:]
-    # nothing written: every file, link, mode and owner of the stand-in as it was (the boot-time files included)
-    assert snapshot(machine) == before
 
 
 def test_vgpu_vf_run_job_sets_the_profiles_then_changes_nothing(tmp_path, machine, vf_host):
@@ -237,3 +239,5 @@ def test_vgpu_vf_run_job_sets_the_profiles_then_changes_nothing(tmp_path, machin
     assert current_types(machine) == ['0'] * 4
     said = in_host(machine, '/usr/bin/python3', SCRIPT, CONFIG)
     assert current_types(machine) == [TYPE_ID, TYPE_ID, '0', '0'], said
+    assert said.splitlines()[-3:] == ['<6>VF %s got %s (%s)' % (vf, TYPE_NAME, TYPE_ID) for vf in VFS[:2]] + [
+        '<6>vGPU profiles restored on 1 GPU(s)'], said
