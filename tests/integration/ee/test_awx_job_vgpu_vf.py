@@ -38,13 +38,14 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ee_jobs import (EE_PYTHON, ROOT, assert_no_secret, awx_job, facts, job_secrets, run_job,  # noqa: E402
                      ssh_vars, stats, task_results)
+from test_playbooks import A10  # noqa: E402  (tests/integration/playbooks, on the path through ee_jobs)
 from vf_driver import VfBoard  # noqa: E402  (tests/unit, on the path through ee_jobs)
 
 HOST = 'vf-1'
 PF, VFS = '0000:41:00.0', ['0000:41:00.4', '0000:41:00.5', '0000:41:00.6', '0000:41:00.7']
-# the L40S PF as pci_devices reports it (pci.ids "AD102GL [L40S]", device 26b9; VfBoard's device id)
-L40S = {'bdf': PF, 'vendor_id': '10de', 'device_id': '26b9', 'device_name': 'AD102GL [L40S]', 'driver': 'nvidia',
-        'is_vf': False, 'iommu_group': '41'}
+# the L40S PF as pci_devices reports it (pci.ids "AD102GL [L40S]", device 26b9: VfBoard's device id) on the
+# nvidia driver, the playbook tests' GPU facts otherwise
+L40S = dict(A10, bdf=PF, device_id='26b9', device_name='AD102GL [L40S]', driver='nvidia')
 # the node's vGPU config: two L40S-24Q (id 1155 in the L40S capture VfBoard lists) on the 48 GB GPU
 CONFIGS = {'l40s-2x24': {'L40S-24Q': 2}}
 TYPE_ID, TYPE_NAME = '1155', 'NVIDIA L40S-24Q'
