@@ -58,8 +58,12 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 collection:
 	@tools/stage-collection.sh link
 
+# the unit tests on every core (pytest-xdist, requirements-dev.txt): UNIT_JOBS worker processes (auto: one per
+# core), each test file whole on one worker (--dist loadfile: a module's fixtures are made once, its tests keep their
+# order); UNIT_JOBS=0 runs them in this one process as before (docs/testing.md, "CI time")
+UNIT_JOBS ?= auto
 unit: venv collection
-	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/unit
+	$(BIN)/pytest -q -p no:cacheprovider -n $(UNIT_JOBS) --dist loadfile $(PYTEST_DURATIONS) tests/unit
 
 sanity: venv
 	@tools/ansible-test-offline.sh $(PY) >/dev/null
@@ -88,10 +92,12 @@ molecule: deps
 # stand-ins, polls, CRDs becoming served): INTEGRATION_JOBS of them run at once, each one's output printed whole
 # when it ends (docs/testing.md, "CI time"). INTEGRATION_JOBS=1 runs them one after the other.
 INTEGRATION_JOBS ?= 2
-# the order they start in: longest first (last measured on CI's 2 cores, docs/testing.md "CI time"), so that the
-# short ones fill the end instead of one long target running alone; a target not named here starts after these
-INTEGRATION_LONGEST_FIRST := integration-cluster-kubevirt integration-cluster-operator integration-playbooks \
-  registry-integration integration-site ee discovery-integration
+# the order they start in: long ones first (last measured on CI's 2 cores, docs/testing.md "CI time"), so that the
+# short ones fill the end instead of one long target running alone; a target not named here starts after these.
+# ee counts with its cold image build (a fresh machine has no EE image: about 6 minutes before its jobs), so it
+# starts before integration-site: after it, it would start last and run alone while the other core idles
+INTEGRATION_LONGEST_FIRST := integration-cluster-kubevirt integration-cluster-operator registry-integration \
+  integration-playbooks ee integration-site discovery-integration
 INTEGRATION_ORDER := $(filter $(INTEGRATION_TARGETS),$(INTEGRATION_LONGEST_FIRST)) \
   $(filter-out $(INTEGRATION_LONGEST_FIRST),$(INTEGRATION_TARGETS))
 # every pytest target prints its slowest tests (setup, call and teardown apart)
