@@ -58,10 +58,12 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 collection:
 	@tools/stage-collection.sh link
 
-# the unit tests on every core (pytest-xdist, requirements-dev.txt): UNIT_JOBS worker processes (auto: one per
-# core), each test file whole on one worker (--dist loadfile: a module's fixtures are made once, its tests keep their
-# order); UNIT_JOBS=0 runs them in this one process as before (docs/testing.md, "CI time")
-UNIT_JOBS ?= auto
+# the unit tests on every core (pytest-xdist, requirements-dev.txt): UNIT_JOBS worker processes (logical: one per
+# CPU this process may run on; xdist's `auto` counts physical cores when psutil is installed, 1 on a 2-vCPU machine
+# that reports one hyperthreaded core), each test file whole on one worker (--dist loadfile: a module's fixtures are
+# made once, its tests keep their order); UNIT_JOBS=0 runs them in this one process as before (docs/testing.md,
+# "CI time")
+UNIT_JOBS ?= logical
 unit: venv collection
 	$(BIN)/pytest -q -p no:cacheprovider -n $(UNIT_JOBS) --dist loadfile $(PYTEST_DURATIONS) tests/unit
 

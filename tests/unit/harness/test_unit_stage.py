@@ -21,7 +21,8 @@ def pytest_line(*variables):
 
 def test_the_unit_tests_run_on_every_core_one_file_per_worker():
     argv = pytest_line()
-    assert argv[argv.index('-n') + 1] == 'auto', argv
+    # logical: one worker per CPU (xdist's auto counts physical cores where psutil is installed)
+    assert argv[argv.index('-n') + 1] == 'logical', argv
     # loadfile: a module-scoped fixture (tests/unit/roles/test_role_paths_strict.py starts every playbook run of its
     # module at once) is made on one worker only, and a file's tests keep their order
     assert argv[argv.index('--dist') + 1] == 'loadfile', argv
