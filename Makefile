@@ -32,12 +32,12 @@ MOLECULE_SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard mol
 INTEGRATION_TARGETS :=
 include $(wildcard mk/*.mk)
 
-.PHONY: help deps host venv collection unit sanity lint molecule integration test demo build clean
+.PHONY: help deps host venv collection unit sanity lint sanity-lint molecule integration test demo build clean
 
 help:
 	@echo "make demo         run the whole job (every phase) against the embedded lab"
 	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule, integration"
-	@echo "make unit|sanity|lint|molecule|integration   one stage"
+	@echo "make unit|sanity|lint|molecule|integration   one stage (sanity-lint: sanity and lint at once)"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
 
 deps: host venv collection
@@ -76,6 +76,12 @@ sanity: venv
 lint: venv collection
 	$(BIN)/ansible-lint --profile production
 
+# make test's static stage: sanity and lint at once (each is mostly one process; sanity works on its own copy of the
+# tree, lint writes nothing into it), each one's output printed whole when it ends; STATIC_JOBS=1: one after the other
+STATIC_JOBS ?= 2
+sanity-lint: venv collection
+	$(MAKE) --no-print-directory -j$(STATIC_JOBS) --output-sync=target sanity lint
+
 # Podman (molecule's driver, the registry and image targets) reads the project's containers.conf, also when
 # an integration target runs alone
 molecule integration $(INTEGRATION_TARGETS): export CONTAINERS_CONF ?= $(PODMAN_CONF)
@@ -109,7 +115,7 @@ integration: deps kube-apiserver
 	$(MAKE) --no-print-directory -j$(INTEGRATION_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(INTEGRATION_ORDER)
 
 # demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it
-test: deps unit sanity lint demo-cold-check molecule integration
+test: deps unit sanity-lint demo-cold-check molecule integration
 	@echo "make test: all stages passed"
 
 build: venv
