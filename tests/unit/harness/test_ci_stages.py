@@ -12,10 +12,16 @@ import subprocess
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 
 
+# the settings of a make that runs these tests (`make unit UNIT_JOBS=0` passes UNIT_JOBS=0 down through MAKEFLAGS)
+# or of the caller's environment are not the defaults under test
+CLEAN_ENV = dict((k, v) for k, v in os.environ.items()
+                 if k not in ('MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL', 'UNIT_JOBS', 'STATIC_JOBS'))
+
+
 def dry_run(target, *variables):
     """The commands `make TARGET` runs (make -n prints them without running them)."""
     proc = subprocess.run(['make', '-n', '-C', ROOT, target] + list(variables), capture_output=True, text=True,
-                          check=False)
+                          check=False, env=CLEAN_ENV)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout.splitlines()
 
@@ -28,7 +34,8 @@ def pytest_line(*variables):
 
 def stages_of_make_test():
     """The stages of `make test`, read as .ci/run reads them (the rule line of `test` in make's database)."""
-    proc = subprocess.run(['make', '-pq', '-C', ROOT, 'test'], capture_output=True, text=True, check=False)
+    proc = subprocess.run(['make', '-pq', '-C', ROOT, 'test'], capture_output=True, text=True, check=False,
+                          env=CLEAN_ENV)
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith('test: ')]
     return line.split(':', 1)[1].split()
 
