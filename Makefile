@@ -32,12 +32,12 @@ MOLECULE_SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard mol
 INTEGRATION_TARGETS :=
 include $(wildcard mk/*.mk)
 
-.PHONY: help deps host venv collection unit sanity lint molecule integration test demo build clean
+.PHONY: help deps host venv collection unit sanity lint sanity-lint molecule integration test demo build clean
 
 help:
 	@echo "make demo         run the whole job (every phase) against the embedded lab"
 	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule, integration"
-	@echo "make unit|sanity|lint|molecule|integration   one stage"
+	@echo "make unit|sanity|lint|molecule|integration   one stage (sanity-lint: sanity and lint at once)"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
 
 deps: host venv collection
@@ -58,8 +58,14 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 collection:
 	@tools/stage-collection.sh link
 
+# the unit tests on every core (pytest-xdist, requirements-dev.txt): UNIT_JOBS worker processes (logical: one per
+# CPU this process may run on; xdist's `auto` counts physical cores when psutil is installed, 1 on a 2-vCPU machine
+# that reports one hyperthreaded core), each test file whole on one worker (--dist loadfile: a module's fixtures are
+# made once, its tests keep their order); UNIT_JOBS=0 runs them in this one process as before (docs/testing.md,
+# "CI time")
+UNIT_JOBS ?= logical
 unit: venv collection
-	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/unit
+	$(BIN)/pytest -q -p no:cacheprovider -n $(UNIT_JOBS) --dist loadfile $(PYTEST_DURATIONS) tests/unit
 
 sanity: venv
 	@tools/ansible-test-offline.sh $(PY) >/dev/null
@@ -69,6 +75,12 @@ sanity: venv
 
 lint: venv collection
 	$(BIN)/ansible-lint --profile production
+
+# make test's static stage: sanity and lint at once (each is mostly one process; sanity works on its own copy of the
+# tree, lint writes nothing into it), each one's output printed whole when it ends; STATIC_JOBS=1: one after the other
+STATIC_JOBS ?= 2
+sanity-lint: venv collection
+	$(MAKE) --no-print-directory -j$(STATIC_JOBS) --output-sync=target sanity lint
 
 # Podman (molecule's driver, the registry and image targets) reads the project's containers.conf, also when
 # an integration target runs alone
@@ -88,10 +100,12 @@ molecule: deps
 # stand-ins, polls, CRDs becoming served): INTEGRATION_JOBS of them run at once, each one's output printed whole
 # when it ends (docs/testing.md, "CI time"). INTEGRATION_JOBS=1 runs them one after the other.
 INTEGRATION_JOBS ?= 2
-# the order they start in: longest first (last measured on CI's 2 cores, docs/testing.md "CI time"), so that the
-# short ones fill the end instead of one long target running alone; a target not named here starts after these
-INTEGRATION_LONGEST_FIRST := integration-cluster-kubevirt integration-cluster-operator integration-playbooks \
-  registry-integration integration-site ee discovery-integration
+# the order they start in: long ones first (last measured on CI's 2 cores, docs/testing.md "CI time"), so that the
+# short ones fill the end instead of one long target running alone; a target not named here starts after these.
+# ee counts with its cold image build (a fresh machine has no EE image: about 6 minutes before its jobs), so it
+# starts before integration-site: after it, it would start last and run alone while the other core idles
+INTEGRATION_LONGEST_FIRST := integration-cluster-kubevirt integration-cluster-operator registry-integration \
+  integration-playbooks ee integration-site discovery-integration
 INTEGRATION_ORDER := $(filter $(INTEGRATION_TARGETS),$(INTEGRATION_LONGEST_FIRST)) \
   $(filter-out $(INTEGRATION_LONGEST_FIRST),$(INTEGRATION_TARGETS))
 # every pytest target prints its slowest tests (setup, call and teardown apart)
@@ -101,7 +115,7 @@ integration: deps kube-apiserver
 	$(MAKE) --no-print-directory -j$(INTEGRATION_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(INTEGRATION_ORDER)
 
 # demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it
-test: deps unit sanity lint demo-cold-check molecule integration
+test: deps unit sanity-lint demo-cold-check molecule integration
 	@echo "make test: all stages passed"
 
 build: venv

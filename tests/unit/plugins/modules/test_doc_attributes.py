@@ -17,6 +17,14 @@ from ansible_collections.gpuvirt.provision.plugins.doc_fragments import attribut
 MODULES = sorted(glob.glob(os.path.join(os.path.dirname(attributes.__file__), '..', 'modules', '[a-z]*.py')))
 FRAGMENT_BLOCKS = [yaml.safe_load(getattr(attributes.ModuleDocFragment, name))['attributes']
                    for name in ('DOCUMENTATION', 'READ_ONLY', 'BUILDS_ONLY')]
+# every doc fragment module, imported when this file is collected: a test that ran before in the same process (under
+# pytest-xdist, another file's test on the same worker) may have installed Ansible's collection loader
+# (init_plugin_loader, tests/unit/trust/test_hostile_corpus.py), through which the first import of a submodule of
+# the package imported here already fails ("collection metadata was not loaded")
+FRAGMENT_NAMES = [os.path.basename(path)[:-3]
+                  for path in glob.glob(os.path.join(os.path.dirname(attributes.__file__), '[a-z]*.py'))]
+FRAGMENT_PACKAGE = 'ansible_collections.gpuvirt.provision.plugins.doc_fragments.'
+FRAGMENT_MODULES = dict((name, importlib.import_module(FRAGMENT_PACKAGE + name)) for name in FRAGMENT_NAMES)
 
 
 def _documentation(path):
@@ -35,7 +43,8 @@ def test_module_documents_check_and_diff_mode(path):
         if not fragment.startswith('gpuvirt.provision.attributes'):
             # an options fragment (tables, live_object): it documents no attributes
             name, dummy, variant = fragment[len('gpuvirt.provision.'):].partition('.')
-            module = importlib.import_module('ansible_collections.gpuvirt.provision.plugins.doc_fragments.' + name)
+            assert name in FRAGMENT_MODULES, '%s: no plugins/doc_fragments/%s.py' % (fragment, name)
+            module = FRAGMENT_MODULES[name]
             text = getattr(module.ModuleDocFragment, variant.upper() or 'DOCUMENTATION')
             assert 'attributes' not in yaml.safe_load(text), fragment
             continue

@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""CI's stages use both cores where one would idle (docs/testing.md, "CI time"): `make unit` runs the unit tests on
+every core (pytest-xdist, pinned with the rest of the toolchain), each test file whole on one worker, and sanity and
+lint run at once as one stage of `make test`."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+
+
+# the settings of a make that runs these tests (`make unit UNIT_JOBS=0` passes UNIT_JOBS=0 down through MAKEFLAGS)
+# or of the caller's environment are not the defaults under test
+CLEAN_ENV = dict((k, v) for k, v in os.environ.items()
+                 if k not in ('MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL', 'UNIT_JOBS', 'STATIC_JOBS'))
+
+
+def dry_run(target, *variables):
+    """The commands `make TARGET` runs (make -n prints them without running them)."""
+    proc = subprocess.run(['make', '-n', '-C', ROOT, target] + list(variables), capture_output=True, text=True,
+                          check=False, env=CLEAN_ENV)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout.splitlines()
+
+
+def pytest_line(*variables):
+    """The pytest command `make unit` runs."""
+    (line,) = [ln for ln in dry_run('unit', *variables) if '/pytest ' in ln and 'tests/unit' in ln]
+    return line.split()
+
+
+def stages_of_make_test():
+    """The stages of `make test`, read as .ci/run reads them (the rule line of `test` in make's database)."""
+    proc = subprocess.run(['make', '-pq', '-C', ROOT, 'test'], capture_output=True, text=True, check=False,
+                          env=CLEAN_ENV)
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith('test: ')]
+    return line.split(':', 1)[1].split()
+
+
+def test_the_unit_tests_run_on_every_core_one_file_per_worker():
+    argv = pytest_line()
+    # logical: one worker per CPU (xdist's auto counts physical cores where psutil is installed)
+    assert argv[argv.index('-n') + 1] == 'logical', argv
+    # loadfile: a module-scoped fixture (tests/unit/roles/test_role_paths_strict.py starts every playbook run of its
+    # module at once) is made on one worker only, and a file's tests keep their order
+    assert argv[argv.index('--dist') + 1] == 'loadfile', argv
+    # UNIT_JOBS=0: one process, as before (xdist's -n 0)
+    argv = pytest_line('UNIT_JOBS=0')
+    assert argv[argv.index('-n') + 1] == '0', argv
+
+
+def test_pytest_xdist_is_pinned_with_the_toolchain():
+    with open(os.path.join(ROOT, 'requirements-dev.txt'), encoding='utf-8') as handle:
+        pins = [line.strip() for line in handle if line.strip() and not line.startswith('#')]
+    assert [p for p in pins if re.fullmatch(r'pytest-xdist==[0-9.]+', p)], pins
+
+
+def test_sanity_and_lint_are_one_stage_run_two_at_once():
+    stages = stages_of_make_test()
+    assert 'sanity-lint' in stages and 'sanity' not in stages and 'lint' not in stages, stages
+    assert stages.index('unit') < stages.index('sanity-lint') < stages.index('demo-cold-check'), stages
+    (line,) = [ln for ln in dry_run('sanity-lint') if '--output-sync=target' in ln]
+    argv = line.split()
+    assert '-j2' in argv and argv[-2:] == ['sanity', 'lint'], argv
+    # STATIC_JOBS=1: one after the other
+    (line,) = [ln for ln in dry_run('sanity-lint', 'STATIC_JOBS=1') if '--output-sync=target' in ln]
+    assert '-j1' in line.split(), line
