@@ -213,3 +213,25 @@ def test_a_render_that_left_a_vm_host_out_and_has_no_live_object_is_refused(tmp_
     assert rc != 0 and 'no GPU facts in this run for gpu-a10' in said and 'a sync of it would remove theirs' in said, log
     unused = str(tmp_path / 'unused')
     assert not os.path.isdir(unused) or os.listdir(unused) == [], os.listdir(unused)
+
+
+def test_a_nodes_run_that_left_a_vendor_vfio_host_out_keeps_its_operand_labels_and_record(tmp_path, kube):
+    # the nodes phase (node_labels) on the same fleet: gpu-s01's vendor-VFIO row switches the mdev-only operands off
+    # (manifests/node_labels.py, from NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go gpuStateLabels)
+    cluster = kube(NODES, openshift=False)
+    inv = inventory(tmp_path)
+    labels = dict(gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=cluster.kubeconfig)
+    rc, log = run_playbook(tmp_path, 'nodes', inv, **labels)
+    assert rc == 0, log
+    before = cluster.get('v1', 'Node', 'gpu-s01')['metadata']
+    owned = before['annotations']['gpuvirt.provision/owned-labels']
+    assert owned and all(before['labels'][k] == 'false' for k in owned.split(',')), before
+    # a run that left gpu-s01 out: without facts its row would be the group's default (vm-vgpu, mdev), which does
+    # not switch those operands off; its labels and record stay, and the report says why
+    since = cluster.now()
+    rc, log = run_playbook(tmp_path, 'nodes', without_facts(inv, 'gpu-s01'), **labels)
+    assert rc == 0, log
+    said = ' '.join(log.split())
+    assert 'gpu-s01 (pool vm-vgpu): left alone: no GPU facts for host gpu-s01 in this run' in said, log
+    assert cluster.get('v1', 'Node', 'gpu-s01')['metadata']['labels'] == before['labels']
+    assert [a for a in write_summary(cluster.attempts(since=since)) if 'gpu-s01' in a] == [], log
