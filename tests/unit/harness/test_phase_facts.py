@@ -90,8 +90,8 @@ def test_site_gathers_once():
 
 def test_each_phase_playbook_is_gather_then_its_body():
     bodies = sorted(PLAYBOOKS.glob('phase_*.yml'))
-    assert {b.name for b in bodies} >= {'phase_%s.yml' % n for n in ('nodes', 'operator', 'vgpu_image', 'vgpu_vf',
-                                                                      'kubevirt', 'verify')}
+    phases = ('nodes', 'operator', 'vgpu_image', 'vgpu_vf', 'kubevirt', 'verify')
+    assert {b.name for b in bodies} >= {'phase_%s.yml' % n for n in phases}
     for body in bodies:
         phase = PLAYBOOKS / body.name[len('phase_'):]
         imports = [e['ansible.builtin.import_playbook'] for e in yaml.safe_load(phase.read_text())]
