@@ -24,6 +24,15 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
+  unknown_hosts:
+    description:
+      - VM hosts of the fleet with no GPU facts in this run (left out by C(--limit) or the pool answer, or
+        unreachable), whose devices may be among the entries an earlier run added.
+      - When given, an entry an earlier run added that the devices given no longer want is kept (and stays ours)
+        instead of removed, with a warning; a render made without the live object is refused.
+    type: list
+    elements: str
+    default: []
   current:
     description: The live HyperConverged (read from the cluster, or given in render mode); omit when there is none.
     type: dict
@@ -105,6 +114,7 @@ def main():
         argument_spec=dict(
             current=dict(type='dict'),
             live_unread=dict(type='str', default=''),
+            unknown_hosts=dict(type='list', elements='str', default=[]),
             pci_devices=dict(type='list', elements='dict', default=[]),
             mediated_devices=dict(type='list', elements='dict', default=[]),
             disable_mdev_configuration=dict(type='bool', default=True),
@@ -118,12 +128,13 @@ def main():
     )
     p = module.params
     try:
+        common.unknown_hosts_check(p['live_unread'], p['unknown_hosts'], 'HyperConverged')
         gate_supported = p['gate_supported']
         if gate_supported is None:
             gate_supported = hco.hco_has_disable_mdev_gate(p['hco_version']) if p['hco_version'] else True
         obj, changed, report = hco.build_hco(p['current'], p['pci_devices'], p['mediated_devices'],
                                              p['disable_mdev_configuration'], gate_supported,
-                                             p['name'], p['namespace'])
+                                             p['name'], p['namespace'], p['unknown_hosts'])
     except hco.ManifestError as exc:
         module.fail_json(msg=str(exc))
     conflicts = report['pciHostDevices']['conflicts'] + report['mediatedDevices']['conflicts']
@@ -136,6 +147,12 @@ def main():
         if report[list_name]['duplicates_dropped']:
             module.warn('HyperConverged %s listed %s more than once; keeping the first'
                         % (list_name, ', '.join(report[list_name]['duplicates_dropped'])))
+    kept = report['pciHostDevices']['kept_owned'] + report['mediatedDevices']['kept_owned']
+    if kept:
+        module.warn('HyperConverged: kept %s, permitted by an earlier run and not wanted by the hosts with facts in this run: '
+                    'no GPU facts for %s in this run (left out by a limit or the pool answer, or unreachable), whose '
+                    'devices they may be; a run with every VM host removes those no host wants'
+                    % (', '.join(kept), ', '.join(p['unknown_hosts'])))
     if p['live_unread']:
         warning = common.unmerged_warning(obj, hco.SHARED_LISTS, p['live_unread'])
         if warning:

@@ -24,6 +24,15 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
+  unknown_hosts:
+    description:
+      - VM hosts of the fleet with no GPU facts in this run (left out by C(--limit) or the pool answer, or
+        unreachable), whose devices may be among the entries an earlier run added.
+      - When given, an entry an earlier run added that the devices given no longer want is kept (and stays ours)
+        instead of removed, with a warning; a render made without the live object is refused.
+    type: list
+    elements: str
+    default: []
   current:
     description: The live KubeVirt CR (read from the cluster, or given in render mode); omit when there is none.
     type: dict
@@ -105,6 +114,7 @@ def main():
         argument_spec=dict(
             current=dict(type='dict'),
             live_unread=dict(type='str', default=''),
+            unknown_hosts=dict(type='list', elements='str', default=[]),
             pci_devices=dict(type='list', elements='dict', default=[]),
             mediated_devices=dict(type='list', elements='dict', default=[]),
             feature_gates=dict(type='list', elements='str', default=[kubevirt.GPU_GATE]),
@@ -118,12 +128,20 @@ def main():
     )
     p = module.params
     try:
+        common.unknown_hosts_check(p['live_unread'], p['unknown_hosts'], 'KubeVirt CR')
         obj, changed, report = kubevirt.build_kubevirt(p['current'], p['pci_devices'], p['mediated_devices'],
                                                        p['feature_gates'], p['hco_present'], p['name'], p['namespace'],
                                                        disable_mdev_configuration=p['disable_mdev_configuration'],
-                                                       version=p['kubevirt_version'])
+                                                       version=p['kubevirt_version'],
+                                                       unknown_hosts=p['unknown_hosts'])
     except kubevirt.ManifestError as exc:
         module.fail_json(msg=str(exc))
+    kept = report['pciHostDevices']['kept_owned'] + report['mediatedDevices']['kept_owned']
+    if kept:
+        module.warn('KubeVirt CR: kept %s, permitted by an earlier run and not wanted by the hosts with facts in this run: '
+                    'no GPU facts for %s in this run (left out by a limit or the pool answer, or unreachable), whose '
+                    'devices they may be; a run with every VM host removes those no host wants'
+                    % (', '.join(kept), ', '.join(p['unknown_hosts'])))
     if p['live_unread']:
         warning = common.unmerged_warning(obj, kubevirt.SHARED_LISTS, p['live_unread'])
         if warning:

@@ -31,6 +31,9 @@ options:
     description:
       - C({host, node, groups, pool, vgpu_config, facts}); C(pool) (gpuvirt_pool) is optional and must agree.
       - C(facts) (the host's C(pci_devices) and C(mdev_types) facts) is optional; with it the vGPU config is checked.
+      - C(gathered) (the fleet view's) false marks a host without GPU facts in this run; in a group whose pool its
+        vGPU interface picks (C(gpu_vm_vgpu)), its node's labels are then left alone and the report says why
+        (C(left_alone)).
     type: list
     elements: dict
     required: true
@@ -108,7 +111,9 @@ patches:
   type: list
   elements: dict
 report:
-  description: Per node, its pool, the label changes and the labels already right.
+  description: >-
+    Per node, its pool, the label changes and the labels already right; C(left_alone), why a node's labels were not
+    planned (a host without GPU facts in this run whose pool its vGPU interface picks).
   returned: success
   type: dict
 '''
@@ -145,7 +150,8 @@ def main():
             errors.append(str(exc))
             continue
         wanted.append({'host': host, 'node': item.get('node') or host, 'pool': pool, 'facts': item.get('facts'),
-                       'vgpu_config': item.get('vgpu_config') or p['vgpu_config_default']})
+                       'vgpu_config': item.get('vgpu_config') or p['vgpu_config_default'],
+                       'gathered': item.get('gathered')})
     if errors:
         module.fail_json(msg='\n'.join(errors))
     try:

@@ -57,18 +57,20 @@ def _same_provider(entry, want, key):
                 str(not theirs).lower(), entry.get(key)))
 
 
-def merge_owned_list(current, desired, key, owned):
+def merge_owned_list(current, desired, key, owned, keep_owned=False):
     """Merge one permitted-device list.
 
     ``current``: the cluster's list (may be None); ``desired``: ``{selector: entry}``; ``owned``: selectors an
     earlier run added. Returns ``(merged, now_owned, report)``; ``report`` has ``added``, ``updated``,
-    ``removed``, ``kept_foreign``, ``duplicates_dropped`` and ``conflicts`` (foreign entries with one of our
-    selectors but another resource name: ours replaces them and they become ours, unless their
-    externalResourceProvider differs from ours, which is refused, ManifestError).
+    ``removed``, ``kept_owned``, ``kept_foreign``, ``duplicates_dropped`` and ``conflicts`` (foreign entries with
+    one of our selectors but another resource name: ours replaces them and they become ours, unless their
+    externalResourceProvider differs from ours, which is refused, ManifestError). ``keep_owned``: ``desired`` is
+    not the whole fleet's (hosts without facts in this run): an entry we own that it lacks stays, and stays ours
+    (``kept_owned``), instead of being removed.
     """
     owned = set(owned or [])
-    report = {'added': [], 'updated': [], 'removed': [], 'kept_foreign': [], 'duplicates_dropped': [],
-              'conflicts': []}
+    report = {'added': [], 'updated': [], 'removed': [], 'kept_owned': [], 'kept_foreign': [],
+              'duplicates_dropped': [], 'conflicts': []}
     merged, seen, now_owned = [], set(), set()
     for entry in current or []:
         sel = entry.get(key) if isinstance(entry, dict) else None
@@ -98,6 +100,10 @@ def merge_owned_list(current, desired, key, owned):
                 report['conflicts'].append({'selector': sel, 'theirs': entry.get('resourceName'),
                                             'ours': want['resourceName']})
             merged.append(new)
+        elif sel in owned and keep_owned:
+            merged.append(entry)
+            now_owned.add(sel)
+            report['kept_owned'].append(sel)
         elif sel in owned:
             report['removed'].append(sel)
         else:
@@ -142,15 +148,29 @@ def merge_owned_items(current, wanted, owned, key=None, make=None):
     return result, sorted(set(now_owned))
 
 
-def merge_permitted_devices(current_phd, desired, lists, owned):
+def unknown_hosts_check(live_unread, unknown_hosts, kind):
+    """Refuse a render of a permitted-device list made without the live object (``live_unread``: why it was not
+    read, '' when it was or when this is apply mode) while GPU hosts of the fleet have no facts in this run
+    (``unknown_hosts``): their entries can be neither kept nor told apart, and a sync of the render replaces the live
+    list without them (docs/gitops.md, "Lists the render shares with the cluster")."""
+    if unknown_hosts and live_unread:
+        raise ManifestError(
+            "%s: no GPU facts in this run for %s (left out by a limit or the pool answer, or unreachable), and the "
+            "render has no live object to keep their permitted devices from (%s): it would hold only the other "
+            "hosts' devices, and a sync of it would remove theirs. Render with every VM host of the fleet (the pool "
+            "answer all and no limit; their saved facts serve a render)" % (kind, ', '.join(unknown_hosts), live_unread))
+
+
+def merge_permitted_devices(current_phd, desired, lists, owned, keep_owned=False):
     """Merge every list of a ``permittedHostDevices`` map (``lists``: ``(list name, selector key)`` pairs).
 
     Returns ``(permittedHostDevices, now_owned, report)``: a list is written when it has entries or the cluster
-    has it (an emptied list stays, as ``[]``); ``now_owned`` and ``report`` are keyed by list name."""
+    has it (an emptied list stays, as ``[]``); ``now_owned`` and ``report`` are keyed by list name.
+    ``keep_owned``: see merge_owned_list."""
     phd, new_owned, report = {}, {}, {}
     for list_name, key in lists:
         merged, mine, rep = merge_owned_list(current_phd.get(list_name), desired[list_name], key,
-                                             owned.get(list_name))
+                                             owned.get(list_name), keep_owned)
         if merged or current_phd.get(list_name) is not None:
             phd[list_name] = merged
         if mine:

@@ -194,11 +194,13 @@ def crd_has_disable_mdev_gate(crd):
 
 
 def build_hco(current, pci_devices, mediated_devices, disable_mdev_configuration=True, gate_supported=True,
-              name=HCO_NAME, namespace=HCO_NAMESPACE):
+              name=HCO_NAME, namespace=HCO_NAMESPACE, unknown_hosts=()):
     """Return ``(object, changed, report)``: the partial HyperConverged to apply and what changed.
 
     ``current`` is the HyperConverged read from the cluster (None in render mode without a cluster copy).
     The object carries only the fields we manage, so server-side apply leaves everything else alone.
+    ``unknown_hosts``: VM hosts of the fleet without facts in this run; the entries we own that the devices given
+    lack are then kept (common.merge_owned_list keep_owned).
     """
     if current and current.get('apiVersion') not in (None, HCO_API_VERSION):
         raise ManifestError("HyperConverged was read as %s; read it as %s explicitly"
@@ -206,7 +208,7 @@ def build_hco(current, pci_devices, mediated_devices, disable_mdev_configuration
     desired = desired_entries(pci_devices, mediated_devices)
     owned = read_owner_annotation(current)
     cur_phd = ((current or {}).get('spec') or {}).get('permittedHostDevices') or {}
-    phd, new_owned, report = merge_permitted_devices(cur_phd, desired, LISTS, owned)
+    phd, new_owned, report = merge_permitted_devices(cur_phd, desired, LISTS, owned, bool(unknown_hosts))
     annotations = {}
     cur_ann = ((current or {}).get('metadata') or {}).get('annotations') or {}
     spec = {'permittedHostDevices': phd}

@@ -73,13 +73,14 @@ def has_mdev_enabled_field(version):
 
 
 def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE,), hco_present=False,
-                   name=KUBEVIRT_NAME, namespace=KUBEVIRT_NAMESPACE, disable_mdev_configuration=True, version=None):
+                   name=KUBEVIRT_NAME, namespace=KUBEVIRT_NAMESPACE, disable_mdev_configuration=True, version=None,
+                   unknown_hosts=()):
     """Return ``(object, changed, report)``: the partial KubeVirt CR to apply.
 
     ``disable_mdev_configuration`` (or ``DisableMDEVConfiguration`` among ``gates``) leaves mdev creation to the
     GPU Operator's vGPU Device Manager: written as ``mediatedDevicesConfiguration.enabled: false`` where the
     KubeVirt ``version`` (see ``kubevirt_version``) has that field, as the deprecated gate where it does not. A gate
-    an earlier run added is removed once the field replaces it.
+    an earlier run added is removed once the field replaces it. ``unknown_hosts``: as in hco.build_hco.
     """
     if hco_present:
         raise ManifestError("this cluster runs the HyperConverged operator, which owns the KubeVirt CR and "
@@ -90,7 +91,7 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE,), hc
     owned = hco_mod.read_owner_annotation(current)
     config = ((current or {}).get('spec') or {}).get('configuration') or {}
     cur_phd = config.get('permittedHostDevices') or {}
-    phd, new_owned, report = merge_permitted_devices(cur_phd, desired, _LISTS, owned)
+    phd, new_owned, report = merge_permitted_devices(cur_phd, desired, _LISTS, owned, bool(unknown_hosts))
     wanted_gates = [g for g in gates if g != DISABLE_MDEV_GATE]
     disable = bool(disable_mdev_configuration) or DISABLE_MDEV_GATE in gates
     # a given version is checked even when not needed: a typo must not wait for the day it matters

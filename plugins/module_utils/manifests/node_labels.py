@@ -323,6 +323,22 @@ def guard(node, current, patch, vmis):
             "first" % (node, changes, ', '.join(running)))
 
 
+def row_unknown(item):
+    """Why the labels of ``item``'s node are left alone in this run, '' when they are not: a host with no GPU facts in
+    the run (``gathered`` false: left out by a limit or a pool survey, or unreachable) in a group whose rows its vGPU
+    interface picks among (the pool table's ``interface`` column). Its pool is then the group's default row, a guess:
+    for a vendor-VFIO host it would remove the operand labels its row switched off, and its record."""
+    if item.get('gathered') is not False:
+        return ''
+    rows = fleet.GROUP_ROWS[fleet.BY_NAME[item['pool']].group]
+    if len(rows) < 2:
+        return ''
+    return ('no GPU facts for host %s in this run (left out by a limit or the pool answer, or unreachable): the '
+            'group %s has a pool per vGPU interface (%s) and its facts tell which; its labels are left as they are. '
+            'Run the phase with the host included (or its saved facts, in render mode) to set them'
+            % (item.get('host', item['node']), rows[0].group, ', '.join(r.name for r in rows)))
+
+
 def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selector=None, dra_stack='helm'):
     """Plan the label changes for every wanted node.
 
@@ -349,6 +365,13 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
                 name, seen[name], item.get('host', name)))
             continue
         seen[name] = item.get('host', name)
+        unknown = row_unknown(item)
+        if unknown:
+            # a run that left the host out (a limit, a pool survey) knows neither its interface nor its row: the
+            # labels and the record a run with its facts set stay as they are
+            report[name] = {'pool': item['pool'], 'changes': {}, 'owned_labels': None, 'unchanged': [],
+                            'left_alone': unknown}
+            continue
         desired = desired_labels(item['pool'], item.get('vgpu_config'), pool_selector, dra_selector, dra_stack)
         if fleet.BY_NAME[item['pool']].vgpu:
             unusable = vgpu_config_error(name, desired[VGPU_LABEL], item.get('facts'), custom_configs)

@@ -169,3 +169,69 @@ def test_verify_expects_one_vf_per_vgpu_on_the_vendor_vfio_node(tmp_path, kube):
     cluster.set_status(cluster.get('v1', 'Node', 'gpu-s01'), {'allocatable': {'nvidia.com/AD102GL_L40S': '2'}})
     rc, log = run_playbook(tmp_path, 'verify', inv, **args)
     assert rc == 0 and 'node gpu-s01: nvidia.com/AD102GL_L40S=2 advertised' in log, log
+
+
+def without_facts(inv, host):
+    """The inventory ``inv`` as a run sees it that left ``host`` out (--limit, or the AWX survey's pool answer): the
+    host stays in its group, with no GPU facts (gather.yml contacts only the hosts of the run)."""
+    with open(inv, encoding='utf-8') as handle:
+        data = yaml.safe_load(handle)
+    for group in data['all']['children'].values():
+        for key in ('gpuvirt_pci_devices', 'gpuvirt_mdev_types', 'gpuvirt_gpu_holders'):
+            (group['hosts'].get(host) or {}).pop(key, None)
+    path = inv.replace('.yml', '-without-%s.yml' % host)
+    with open(path, 'w', encoding='utf-8') as handle:
+        yaml.safe_dump(data, handle)
+    return path
+
+
+def test_a_run_that_left_a_vm_host_out_keeps_the_devices_an_earlier_run_permitted_for_it(tmp_path, kube):
+    cluster = kube([kubevirt_cr()] + NODES, openshift=False)
+    inv = inventory(tmp_path)
+    rc, log = run(tmp_path, inv, **devices_apply(cluster))
+    assert rc == 0, log
+    # the A10 host left out: the entries this collection added stay (its A10-12Q is no other host's), and stay
+    # ours, with a warning naming them and the host; the L40S host's entry is still wanted
+    since = cluster.now()
+    rc, log = run(tmp_path, without_facts(inv, 'gpu-a10'), **devices_apply(cluster))
+    assert rc == 0, log
+    said = ' '.join(log.split())
+    assert 'kept NVIDIA A10-12Q' in said and 'no GPU facts for gpu-a10 in this run' in said, log
+    cr = cluster.get('kubevirt.io/v1', 'KubeVirt', 'kubevirt', 'kubevirt')
+    phd = cr['spec']['configuration']['permittedHostDevices']
+    assert phd['pciHostDevices'] == [L40S] and phd['mediatedDevices'] == [A10_VGPU], phd
+    assert cluster.attempts(since=since) == [], write_summary(cluster.attempts(since=since))
+    # the run with every host again removes only what no host wants: nothing here
+    rc, log = run(tmp_path, inv, **devices_apply(cluster))
+    assert rc == 0 and recap(log)['changed'] == '0', log
+
+
+def test_a_render_that_left_a_vm_host_out_and_has_no_live_object_is_refused(tmp_path):
+    inv = without_facts(inventory(tmp_path), 'gpu-a10')
+    rc, log = run(tmp_path, inv, gpuvirt_cluster_mode='render', kubevirt_devices_kubevirt_version='v1.9.0')
+    said = ' '.join(log.split())
+    assert rc != 0 and 'no GPU facts in this run for gpu-a10' in said and 'a sync of it would remove theirs' in said, log
+    unused = str(tmp_path / 'unused')
+    assert not os.path.isdir(unused) or os.listdir(unused) == [], os.listdir(unused)
+
+
+def test_a_nodes_run_that_left_a_vendor_vfio_host_out_keeps_its_operand_labels_and_record(tmp_path, kube):
+    # the nodes phase (node_labels) on the same fleet: gpu-s01's vendor-VFIO row switches the mdev-only operands off
+    # (manifests/node_labels.py, from NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go gpuStateLabels)
+    cluster = kube(NODES, openshift=False)
+    inv = inventory(tmp_path)
+    labels = dict(gpuvirt_cluster_mode='apply', gpuvirt_kubeconfig=cluster.kubeconfig)
+    rc, log = run_playbook(tmp_path, 'nodes', inv, **labels)
+    assert rc == 0, log
+    before = cluster.get('v1', 'Node', 'gpu-s01')['metadata']
+    owned = before['annotations']['gpuvirt.provision/owned-labels']
+    assert owned and all(before['labels'][k] == 'false' for k in owned.split(',')), before
+    # a run that left gpu-s01 out: without facts its row would be the group's default (vm-vgpu, mdev), which does
+    # not switch those operands off; its labels and record stay, and the report says why
+    since = cluster.now()
+    rc, log = run_playbook(tmp_path, 'nodes', without_facts(inv, 'gpu-s01'), **labels)
+    assert rc == 0, log
+    said = ' '.join(log.split())
+    assert 'gpu-s01 (pool vm-vgpu): left alone: no GPU facts for host gpu-s01 in this run' in said, log
+    assert cluster.get('v1', 'Node', 'gpu-s01')['metadata']['labels'] == before['labels']
+    assert [a for a in write_summary(cluster.attempts(since=since)) if 'gpu-s01' in a] == [], log

@@ -20,17 +20,22 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
+from kube_cluster import phase_body  # noqa: E402
 import schema  # noqa: E402
 
 W, V = 'nvidia.com/gpu.workload.config', 'nvidia.com/vgpu.config'
 
 
 def run(tmp_path, playbook, inventory, **extra):
+    # the phase's body (phase_<name>.yml, what site.yml imports): these inventories give the host facts as gather.yml
+    # leaves them, or hosts with none beside explicit inputs, names nothing answers; playbooks/<name>.yml runs
+    # gather.yml first (tests/integration/playbooks/test_phase_alone.py)
     out = tmp_path / 'render'
     extra_vars = dict(extra, render_root=str(out), reference_root=schema.reference_dir(),
                       ansible_python_interpreter=sys.executable)
     cmd = ['ansible-playbook', '-i', os.path.join(HERE, 'inventories', inventory + '.yml'),
-           os.path.join(ROOT, 'playbooks', playbook + '.yml'), '-e', json.dumps(extra_vars)]
+           phase_body(playbook), '-e', json.dumps(extra_vars)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
     return proc.returncode, proc.stdout + proc.stderr, out
 

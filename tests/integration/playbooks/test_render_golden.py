@@ -31,18 +31,19 @@ sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
 sys.path.insert(0, INTEGRATION)
 import schema  # noqa: E402
 import vf_fleet  # noqa: E402
+from kube_cluster import phase_body  # noqa: E402
 
 PLACEHOLDER = '@TMP@'
 
 
 def phase(tmp_path, suite, playbook, inventory):
     """One phase playbook on a test inventory of tests/integration/<suite>/inventories, the way that suite's
-    test_render.py runs it."""
+    test_render.py runs it: its body, phase_<name>.yml (the inventory gives the facts)."""
     out = tmp_path / 'render'
     extra_vars = {'render_root': str(out), 'reference_root': schema.reference_dir(),
                   'ansible_python_interpreter': sys.executable}
     cmd = ['ansible-playbook', '-i', os.path.join(INTEGRATION, suite, 'inventories', inventory + '.yml'),
-           os.path.join(ROOT, 'playbooks', playbook + '.yml'), '-e', json.dumps(extra_vars)]
+           phase_body(playbook), '-e', json.dumps(extra_vars)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT)
     return proc.returncode, proc.stdout + proc.stderr, out
 

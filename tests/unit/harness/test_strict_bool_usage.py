@@ -19,7 +19,7 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 # user input read with a default, then Ansible's lenient bool
 LENIENT = re.compile(r'default\([^)]*\)\s*\|\s*bool\b')
-FILES = sorted(p for p in list(ROOT.glob('roles/*/tasks/*.yml')) + [ROOT / 'playbooks' / n for n in ('kubevirt.yml', 'gather.yml')])
+FILES = sorted(p for p in list(ROOT.glob('roles/*/tasks/*.yml')) + [ROOT / 'playbooks' / n for n in ('phase_kubevirt.yml', 'gather.yml')])
 
 
 @pytest.mark.parametrize('path', FILES, ids=lambda p: str(p.relative_to(ROOT)))

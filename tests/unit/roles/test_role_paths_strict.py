@@ -7,14 +7,15 @@ hand-run playbook.
 Each case is one real ansible-playbook run on the controller (connection local; no host and no API server is
 contacted), the cases side by side:
 
-- the cluster phases in render mode, as site.yml runs them (render_open.yml, vgpu_image.yml, nodes.yml,
-  operator.yml, kubevirt.yml, verify.yml, render_close.yml), for fleets that together hold every pool of the pool
+- the cluster phases in render mode, as site.yml runs them (render_open.yml, then the phases' bodies
+  phase_vgpu_image.yml, phase_nodes.yml, phase_operator.yml, phase_kubevirt.yml, phase_verify.yml, render_close.yml:
+  the facts are given, so gather.yml, which playbooks/<phase>.yml runs first, would only skip), for fleets that together hold every pool of the pool
   table on every platform of the platform table, and take the branches that look at the whole fleet (every GPU
   host a DRA host: the GPU Operator's own GPUCluster; no vGPU host); every cluster role runs (cluster, node_labels,
   gpu_operator, k8s_objects, machineconfig, kubevirt_devices, dra_driver, verify);
 - the host roles' read-only validate entry points (kernel_args, vfio, nouveau) on a host of every pool, under the
   pool's traits from the table (IOMMU, host-side vfio binding), as host_prep.yml and preflight.yml put them;
-- the host phase of every row with a vGPU interface of its own (playbooks/vgpu_vf.yml, then summary.yml) in apply
+- the host phase of every row with a vGPU interface of its own (playbooks/phase_vgpu_vf.yml, then summary.yml) in apply
   mode, on a host whose sysfs is the driver stand-in of tests/unit/vf_driver.py once the vGPU Manager has loaded
   (the role vgpu_vf runs for real, its files under a temporary root).
 
@@ -81,11 +82,11 @@ def inventory(tmp_path, pools):
 CLUSTER_PHASES = """
 - ansible.builtin.import_playbook: {root}/playbooks/render_open.yml
   vars: {{gpuvirt_render_owner: site}}
-- ansible.builtin.import_playbook: {root}/playbooks/vgpu_image.yml
-- ansible.builtin.import_playbook: {root}/playbooks/nodes.yml
-- ansible.builtin.import_playbook: {root}/playbooks/operator.yml
-- ansible.builtin.import_playbook: {root}/playbooks/kubevirt.yml
-- ansible.builtin.import_playbook: {root}/playbooks/verify.yml
+- ansible.builtin.import_playbook: {root}/playbooks/phase_vgpu_image.yml
+- ansible.builtin.import_playbook: {root}/playbooks/phase_nodes.yml
+- ansible.builtin.import_playbook: {root}/playbooks/phase_operator.yml
+- ansible.builtin.import_playbook: {root}/playbooks/phase_kubevirt.yml
+- ansible.builtin.import_playbook: {root}/playbooks/phase_verify.yml
 - ansible.builtin.import_playbook: {root}/playbooks/render_close.yml
   vars: {{gpuvirt_render_owner: site}}
 """.format(root=ROOT)
@@ -153,7 +154,7 @@ CASES['host-roles-validate'] = (fleet.POOLS, None)
 # the example's mdev vGPU host's until the phase gathers them again from the stand-in (the L40S capture's types).
 VGPU_VF_PHASE = 'vgpu-vf-phase'
 VGPU_VF_PHASES = """
-- ansible.builtin.import_playbook: {root}/playbooks/vgpu_vf.yml
+- ansible.builtin.import_playbook: {root}/playbooks/phase_vgpu_vf.yml
 - ansible.builtin.import_playbook: {root}/playbooks/summary.yml
 """.format(root=ROOT)
 CASES[VGPU_VF_PHASE] = ([r.name for r in fleet.POOL_TABLE if r.interface == 'vendor-vfio'], VGPU_VF_PHASE)

@@ -103,7 +103,7 @@ def _tasks(node):
             yield from _tasks(node.get(key) or [])
 
 
-@pytest.mark.parametrize('playbook', ['gather.yml', 'vgpu_vf.yml'])
+@pytest.mark.parametrize('playbook', ['gather.yml', 'phase_vgpu_vf.yml'])
 def test_every_live_discovery_result_is_checked_before_set_fact(playbook):
     with open(os.path.join(ROOT, 'playbooks', playbook), encoding='utf-8') as handle:
         tasks = list(_tasks(yaml.safe_load(handle)))

@@ -79,3 +79,24 @@ def test_merge_owned_items_keeps_unkeyed_items_verbatim():
     merged, owned = common.merge_owned_items(ops, ['G', 'H'], [], key=key, make=lambda g: {'op': 'add', 'value': g})
     assert merged == [{'op': 'remove', 'path': '/x'}, {'op': 'add', 'value': 'G'}, {'op': 'add', 'value': 'H'}]
     assert owned == ['H']
+
+
+def test_an_owned_entry_no_host_of_this_run_wants_is_kept_while_hosts_have_no_facts():
+    ours = {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/GA102GL_A10'}
+    theirs = {'pciDeviceSelector': '8086:4940', 'resourceName': 'intel.com/QAT'}
+    want = {'10DE:26B9': {'pciDeviceSelector': '10DE:26B9', 'resourceName': 'nvidia.com/AD102GL_L40S'}}
+    # every VM host known: the A10 entry we added and no host wants any more goes
+    merged, owned, report = common.merge_owned_list([theirs, ours], want, 'pciDeviceSelector', ['10DE:2236'])
+    assert merged == [theirs, want['10DE:26B9']] and report['removed'] == ['10DE:2236']
+    # hosts without facts in this run (keep_owned): it may be theirs, so it stays, and stays ours for a later run
+    merged, owned, report = common.merge_owned_list([theirs, ours], want, 'pciDeviceSelector', ['10DE:2236'],
+                                                    keep_owned=True)
+    assert merged == [theirs, ours, want['10DE:26B9']] and owned == ['10DE:2236', '10DE:26B9']
+    assert report['kept_owned'] == ['10DE:2236'] and report['removed'] == []
+
+
+def test_a_render_without_the_live_object_is_refused_while_hosts_have_no_facts():
+    common.unknown_hosts_check('', ['gpu-a10'], 'HyperConverged')
+    common.unknown_hosts_check('no cluster read', [], 'HyperConverged')
+    with pytest.raises(common.ManifestError, match='no GPU facts in this run for gpu-a10.*no cluster read'):
+        common.unknown_hosts_check('no cluster read', ['gpu-a10'], 'HyperConverged')

@@ -380,3 +380,21 @@ def test_the_vfio_role_leaves_vendor_vfio_gpus_alone():
     assert vf_rows and 'host_vfio' in fleet.GROUP_COLUMNS
     for row in vf_rows:
         assert row.host_vfio is False and fleet.BY_GROUP[row.group].host_vfio is False
+
+
+def test_a_vendor_vfio_node_without_facts_in_this_run_keeps_its_labels_and_record():
+    # a run that left the host out (--limit, the pool answer of the AWX survey) has no facts for it: the fleet view
+    # gives it its group's default row (vm-vgpu, mdev) with gathered false. Its operand-off labels and their record,
+    # set by a run that knew it is on vendor-specific VFIO, must stay: removing them would start the sandbox device
+    # plugin and the vGPU Device Manager on it (manifests/node_labels.py, the vm-vgpu-vf row's operands_off)
+    vf = fleet.BY_NAME['vm-vgpu-vf']
+    ours = sorted(nl.DEPLOY_LABEL_PREFIX + o for o in vf.operands_off)
+    labelled = node('n1', owned=','.join(ours), **dict({W: vf.workload, V: 'L40S-24Q'}, **{k: 'false' for k in ours}))
+    unknown = {'host': 'h1', 'node': 'n1', 'pool': 'vm-vgpu', 'vgpu_config': 'L40S-24Q', 'gathered': False}
+    patches, report = nl.plan([unknown, {'node': 'n2', 'pool': 'vm-passthrough', 'gathered': False}],
+                              [labelled, node('n2')], [])
+    assert [p['metadata']['name'] for p in patches] == ['n2']
+    assert report['n1']['changes'] == {} and 'no GPU facts for host h1 in this run' in report['n1']['left_alone']
+    # the same host with its facts in the run (gathered true) gets the row they show: planned as usual
+    patches, report = nl.plan([dict(unknown, gathered=True)], [labelled], [])
+    assert 'left_alone' not in report['n1'] and all(patches[0]['metadata']['labels'][k] is None for k in ours)
