@@ -250,6 +250,32 @@ def ssh_vars(machine):
             'ansible_python_interpreter': '/usr/bin/python3'}
 
 
+def reachable(inventory, machine):
+    """Every GPU host of a cluster phase's inventory reached over SSH on the GPU host stand-in (one container for all
+    of them). Their GPU facts stay given in the inventory (no GPU in a container); what the phase's job still reads on
+    the hosts - each phase playbook runs gather.yml first, as a job of its own has no facts from an earlier job: the
+    OS release for the vGPU Manager image's tag - it reads over SSH with the Machine credential, as root through
+    sudo. Returns the GPU hosts' names."""
+    names = []
+
+    def walk(group):
+        hosts = group.get('hosts') or {}
+        for name in list(hosts):
+            if name != 'localhost':
+                hosts[name] = dict(hosts[name] or {}, **ssh_vars(machine))
+                names.append(name)
+        for child in (group.get('children') or {}).values():
+            walk(child or {})
+    walk(inventory['all'])
+    return sorted(set(names))
+
+
+def gathered_on(events):
+    """The hosts on which the job read the OS release (gather.yml's task), as root (its events ran there)."""
+    return sorted(host for host, dummy in task_results(events).get(
+        "Read the OS release (for the vGPU Manager image's OS tag)", {}).items())
+
+
 def job_secrets(machine, *more):
     return [machine['private_key'], machine['become_password'], REGISTRY_PASSWORD] + list(more)
 

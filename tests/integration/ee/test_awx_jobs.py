@@ -35,7 +35,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ee_jobs import (EE_PYTHON, IMAGE, ROOT, SURVEY_PT, add_become_user, assert_no_secret, awx_job,  # noqa: E402
-                     host_files, host_inventory, job_secrets, run_job, stats, task_results)
+                     gathered_on, host_files, host_inventory, job_secrets, reachable, run_job, stats, task_results)
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'cluster_kubevirt'))
 import fake_helm  # noqa: E402
 from kube_cluster import write_summary  # noqa: E402
@@ -118,6 +118,7 @@ def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube, machi
         inventory = yaml.safe_load(handle)
     inventory['all']['vars']['ansible_python_interpreter'] = EE_PYTHON
     inventory['all']['vars']['render_root'] = '/runner/unused'
+    gpu_hosts = reachable(inventory, machine)
     extra = {'kubevirt_machineconfig_enabled': False, 'gpuvirt_kubevirt_config': 'auto',
              'kubevirt_devices_current': {}}
     survey = {'gpuvirt_gpu_hosts_pattern': 'gpu_vm_passthrough', 'host_prep_serial': 1,
@@ -132,7 +133,13 @@ def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube, machi
     # the phase runs on localhost (the cluster plays); what changes is the HyperConverged merge: previewed with a
     # server-side dry run, then applied
     assert list(summary['changed']) == ['localhost'], summary
+    # a job has no facts from an earlier job: the phase gathered what its inventory does not give, on each GPU host
+    # over SSH as root (kubevirt.yml runs gather.yml before its body)
+    assert gathered_on(events) == gpu_hosts == ['gpu-1', 'gpu-2'], gathered_on(events)
     tasks = task_results(events)
+    # this inventory gives no GPU facts (its devices are listed in kubevirt_devices_pci_devices): the job discovered
+    # them on the hosts with the real lspci and sysfs (no NVIDIA device in a container; the listed devices are used)
+    assert tasks['Discover PCI devices (lspci + sysfs)'] == {'gpu-1': False, 'gpu-2': False}, sorted(tasks)
     changed = sorted(task for task, hosts in tasks.items() if any(hosts.values()))
     assert changed == ['Apply each changed object with server-side apply',
                        'Preview each object with a server-side dry run'], changed
@@ -163,6 +170,7 @@ def test_nodes_job_twice_changes_nothing_the_second_time_then_verify(tmp_path, k
         inventory = yaml.safe_load(handle)
     inventory['all']['vars'].update({'ansible_python_interpreter': EE_PYTHON, 'render_root': '/runner/unused',
                                      'reference_root': '/runner/unused'})
+    gpu_hosts = reachable(inventory, machine)
     survey = {'gpuvirt_gpu_hosts_pattern': 'gpu_container:gpu_vm_passthrough:gpu_vm_vgpu', 'host_prep_serial': 1,
               'gpuvirt_cluster_mode': 'apply', 'gpuvirt_platform': 'auto'}
     with open(cluster.kubeconfig) as handle:
@@ -175,6 +183,8 @@ def test_nodes_job_twice_changes_nothing_the_second_time_then_verify(tmp_path, k
         rc, events, out = run_job(tmp_path, pdd, params)
         assert rc == 0, out[-4000:]
         assert_no_secret(pdd, job_secrets(machine, token))
+        # each job gathers again what the inventory does not give (nodes.yml runs gather.yml before its body)
+        assert gathered_on(events) == gpu_hosts == ['ctr-1', 'pt-1', 'vgpu-1'], gathered_on(events)
         runs.append((stats(events), task_results(events), write_summary(cluster.attempts(since=since))))
     (first, first_tasks, first_writes), (second, second_tasks, second_writes) = runs
     # the first job labels the two nodes whose labels differ and writes the owned-labels record on the third, whose
@@ -225,6 +235,7 @@ def test_operator_job_installs_the_chart_through_the_helm_in_the_ee(tmp_path, ku
         inventory = yaml.safe_load(handle)
     inventory['all']['vars'].update({'ansible_python_interpreter': EE_PYTHON, 'render_root': '/runner/unused',
                                      'reference_root': '/reference'})
+    gpu_hosts = reachable(inventory, machine)
     extra = {'gpu_operator_chart_values_file': ''}
     survey = {'gpuvirt_gpu_hosts_pattern': 'gpu_vm_passthrough', 'host_prep_serial': 1,
               'gpuvirt_cluster_mode': 'apply', 'gpuvirt_platform': 'auto'}
@@ -237,6 +248,8 @@ def test_operator_job_installs_the_chart_through_the_helm_in_the_ee(tmp_path, ku
     assert rc == 0, out[-4000:]
     summary = stats(events)
     assert list(summary['changed']) == ['localhost'] and summary['failures'] == {}, summary
+    # the OS tag the one-OS check reads, gathered by the job itself on each GPU host (operator.yml runs gather.yml)
+    assert gathered_on(events) == gpu_hosts == ['gpu-1', 'gpu-2'], gathered_on(events)
     tasks = task_results(events)
     assert tasks['Install the gpu-operator chart'] == {'localhost': True}, sorted(tasks)
     # what kubernetes.core.helm ran in the EE (the same argv as tests/integration/cluster_operator/test_apply.py
