@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The vgpu_image job template run as AWX runs it (ee_jobs.py: transmit | the EE's worker | process), building
 on a build host reached over SSH: an AWX execution environment has no container engine, so the image is built
-where ``vgpu_image_build_host`` names a host with podman, reached with the Machine credential.
+on a host with podman reached with the Machine credential: the one host of the inventory group gpuvirt_image_build
+(the first job) or the host the extra variable ``vgpu_image_build_host`` names (the second).
 
 The build host is tools/ee/Containerfile.buildhost (the SSH host stand-in plus podman and skopeo), with podman
 nested in it: vfs storage and chroot isolation for the RUN steps (measured: with the default OCI isolation the
@@ -171,17 +172,19 @@ def inventory(host):
         'vgpu_manager_image_build_args': {'BASE_IMAGE': host['base']}})
     return {'all': {
         'vars': group_vars,
-        'children': {'build_hosts': {'hosts': {'build-1': {
+        # the build host is the one host of the inventory group gpuvirt_image_build (playbooks/phase_vgpu_image.yml)
+        'children': {'gpuvirt_image_build': {'hosts': {'build-1': {
             'ansible_host': '127.0.0.1', 'ansible_port': host['port'],
             'ansible_python_interpreter': '/usr/bin/python3'}}}},
         'hosts': {'localhost': {'ansible_connection': 'local', 'ansible_python_interpreter': EE_PYTHON}}}}
 
 
-def vgpu_image_job(tmp_path, host, reg):
+def vgpu_image_job(tmp_path, host, reg, extra=None):
     """awx_job with the registry credential of the test registry: its extra vars and its CA file under env/."""
-    # the play's hosts pattern is templated before any host's variables exist: vgpu_image_build_host is one of the
-    # job template's extra vars (an inventory variable would leave the play on localhost, the EE)
-    pdd, params = awx_job(tmp_path, 'vgpu_image', inventory(host), {'vgpu_image_build_host': 'build-1'}, {}, host)
+    # the play's hosts pattern is templated before any host's variables exist: the build host is the inventory
+    # group gpuvirt_image_build's one host, or the job template's extra var vgpu_image_build_host (an inventory
+    # variable would leave the play on localhost, the EE)
+    pdd, params = awx_job(tmp_path, 'vgpu_image', inventory(host), extra or {}, {}, host)
     extravars = json.loads((pdd / 'env' / 'extravars').read_text())
     extravars.update({'gpuvirt_registry': reg.host, 'gpuvirt_registry_username': reg.user,
                       'gpuvirt_registry_password': reg.password})
@@ -228,7 +231,8 @@ def test_vgpu_image_job_builds_on_the_build_host_then_changes_nothing(tmp_path, 
     assert watcher.leaks == []
     assert build_tmp_dirs(build_host) == []
 
-    pdd, events, watcher = vgpu_image_job(tmp_path / 'second', build_host, registry)
+    # the second job names the build host the other way, with the extra variable (the group is still there)
+    pdd, events, watcher = vgpu_image_job(tmp_path / 'second', build_host, registry, {'vgpu_image_build_host': 'build-1'})
     tasks = task_results(events)
     assert stats(events)['changed'] == {}, stats(events)
     assert BUILD not in tasks and PUSH not in tasks, sorted(tasks)
