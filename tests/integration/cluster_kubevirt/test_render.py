@@ -326,3 +326,25 @@ def test_one_render_writes_each_object_once_lists_it_and_prunes_only_its_own(tmp
     # a second render changes nothing
     rc, log, out = run(tmp_path, 'kubevirt-with-dra')
     assert rc == 0 and recap(log)['changed'] == '0', log
+
+
+def test_dra_host_left_out_of_the_run_is_said_unchecked_not_passed_as_holding_nothing(tmp_path):
+    """A DRA host with no holders in this run (a limit or the pool answer left it out) is not checked as if nothing
+    held its GPUs: the holders check runs for the hosts the run knows, and the run names the others."""
+    with open(os.path.join(HERE, 'inventories', 'dra-kubevirt.yml')) as handle:
+        inventory = yaml.safe_load(handle)
+    # dra-1 is the host whose GPU nvidia-persistenced holds; left out, its holders are not known
+    del inventory['all']['children']['gpu_dra']['hosts']['dra-1']['gpuvirt_gpu_holders']
+    path = tmp_path / 'dra-left-out.yml'
+    path.write_text(yaml.safe_dump(inventory))
+    out = tmp_path / 'render'
+    extra_vars = {'render_root': str(out), 'ansible_python_interpreter': sys.executable}
+    proc = subprocess.run(['ansible-playbook', '-i', str(path), PLAYBOOK, '-e', json.dumps(extra_vars)],
+                          capture_output=True, text=True, check=False, cwd=ROOT)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log
+    text = ' '.join(log.split())
+    # before: the left-out host's holders were an empty list, "checked" silently
+    assert 'DRA hosts without GPU facts in this run (a limit or the pool answer left them out): dra-1.' in text, log
+    # the check ran for dra-2 only (dra_preflight's loop label is the node)
+    assert '(item=dra-2)' in log and '(item=dra-1)' not in log, log

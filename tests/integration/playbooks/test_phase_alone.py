@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 
+import yaml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
@@ -66,3 +68,23 @@ def test_nodes_alone_labels_a_vendor_vfio_host_known_only_from_its_saved_facts(t
     for operand in ('sandbox-device-plugin', 'sandbox-validator', 'vgpu-device-manager'):
         assert node['labels']['nvidia.com/gpu.deploy.' + operand] == 'false', node
     assert found == site
+
+
+def test_a_host_the_run_selected_but_cannot_reach_stops_the_phase_before_it_renders(tmp_path):
+    """A selected GPU host that does not answer is not a host the run left out: the run stops in gather.yml, before
+    the phase renders anything (it would otherwise take the host for one a limit left out and keep, without
+    knowing, what an earlier run permitted for it). Ansible's any_errors_fatal does not act on an unreachable host,
+    so gather.yml reaches each host it must contact first and fails the run when one does not answer."""
+    inv = example_copy(tmp_path)
+    hosts = yaml.safe_load((inv / 'hosts.yml').read_text())
+    # gathered live, not from its saved facts: 192.0.2.1 (TEST-NET-1, example_copy) never answers
+    hosts['all']['children']['gpu_vm_passthrough']['hosts']['gpu-p02.example.com']['gpuvirt_facts_source'] = 'live'
+    (inv / 'hosts.yml').write_text(yaml.safe_dump(hosts))
+    rc, log, out = render_phase(tmp_path, inv, 'kubevirt.yml')
+    assert rc != 0, log
+    text = ' '.join(log.split())
+    assert 'gpu-p02.example.com could not be reached to gather its GPU facts' in text, log[-3000:]
+    # nothing rendered: the phase's plays never ran (before: rc 4, and the HyperConverged rendered with a
+    # "kept" warning for gpu-p02, the render marked complete)
+    assert not [p for p in out.rglob('*') if p.is_file()] if out.exists() else True, sorted(out.rglob('*'))
+    assert 'Permit the GPU devices in HyperConverged or the KubeVirt CR' not in log
