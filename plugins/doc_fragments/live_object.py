@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The O(live_unread) option of the modules that render KubeVirt's permitted host devices (HyperConverged or the
-KubeVirt CR), shared word for word."""
+"""The O(live_unread) and O(unknown_hosts) options of the modules that build KubeVirt's permitted host devices
+(HyperConverged or the KubeVirt CR), shared word for word."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -20,4 +20,14 @@ options:
         live object (apply mode, or a render that read or was given it).
     type: str
     default: ""
+  unknown_hosts:
+    description:
+      - VM hosts of the fleet with no GPU facts in this run (left out by C(--limit) or the pool answer; a host the
+        run selected but could not reach stops the run before this module), whose devices may be among the entries
+        an earlier run added.
+      - When given, an entry an earlier run added that the devices given no longer want is kept (and stays ours)
+        instead of removed, with a warning; a render made without the live object is refused.
+    type: list
+    elements: str
+    default: []
 '''

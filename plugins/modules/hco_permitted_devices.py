@@ -24,15 +24,6 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  unknown_hosts:
-    description:
-      - VM hosts of the fleet with no GPU facts in this run (left out by C(--limit) or the pool answer, or
-        unreachable), whose devices may be among the entries an earlier run added.
-      - When given, an entry an earlier run added that the devices given no longer want is kept (and stays ours)
-        instead of removed, with a warning; a render made without the live object is refused.
-    type: list
-    elements: str
-    default: []
   current:
     description: The live HyperConverged (read from the cluster, or given in render mode); omit when there is none.
     type: dict
@@ -150,7 +141,7 @@ def main():
     kept = report['pciHostDevices']['kept_owned'] + report['mediatedDevices']['kept_owned']
     if kept:
         module.warn('HyperConverged: kept %s, permitted by an earlier run and not wanted by the hosts with facts in this run: '
-                    'no GPU facts for %s in this run (left out by a limit or the pool answer, or unreachable), whose '
+                    'no GPU facts for %s in this run (left out by a limit or the pool answer), whose '
                     'devices they may be; a run with every VM host removes those no host wants'
                     % (', '.join(kept), ', '.join(p['unknown_hosts'])))
     if p['live_unread']:

@@ -155,7 +155,7 @@ def unknown_hosts_check(live_unread, unknown_hosts, kind):
     list without them (docs/gitops.md, "Lists the render shares with the cluster")."""
     if unknown_hosts and live_unread:
         raise ManifestError(
-            "%s: no GPU facts in this run for %s (left out by a limit or the pool answer, or unreachable), and the "
+            "%s: no GPU facts in this run for %s (left out by a limit or the pool answer), and the "
             "render has no live object to keep their permitted devices from (%s): it would hold only the other "
             "hosts' devices, and a sync of it would remove theirs. Render with every VM host of the fleet (the pool "
             "answer all and no limit; their saved facts serve a render)" % (kind, ', '.join(unknown_hosts), live_unread))

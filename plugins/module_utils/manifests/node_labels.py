@@ -325,7 +325,7 @@ def guard(node, current, patch, vmis):
 
 def row_unknown(item):
     """Why the labels of ``item``'s node are left alone in this run, '' when they are not: a host with no GPU facts in
-    the run (``gathered`` false: left out by a limit or a pool survey, or unreachable) in a group whose rows its vGPU
+    the run (``gathered`` false: left out by a limit or a pool survey) in a group whose rows its vGPU
     interface picks among (the pool table's ``interface`` column). Its pool is then the group's default row, a guess:
     for a vendor-VFIO host it would remove the operand labels its row switched off, and its record."""
     if item.get('gathered') is not False:
@@ -333,7 +333,7 @@ def row_unknown(item):
     rows = fleet.GROUP_ROWS[fleet.BY_NAME[item['pool']].group]
     if len(rows) < 2:
         return ''
-    return ('no GPU facts for host %s in this run (left out by a limit or the pool answer, or unreachable): the '
+    return ('no GPU facts for host %s in this run (left out by a limit or the pool answer): the '
             'group %s has a pool per vGPU interface (%s) and its facts tell which; its labels are left as they are. '
             'Run the phase with the host included (or its saved facts, in render mode) to set them'
             % (item.get('host', item['node']), rows[0].group, ', '.join(r.name for r in rows)))
