@@ -5,3 +5,4 @@ bench: venv collection
 	$(PY) benchmarks/bench_discovery.py
 	$(PY) benchmarks/bench_hostile.py
 	$(PY) benchmarks/bench_wanted_devices.py
+	$(PY) benchmarks/bench_vgpu_vf_phase.py
