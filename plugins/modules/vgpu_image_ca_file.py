@@ -31,6 +31,8 @@ options:
     description: Name of the variable that gave O(path), for the error message.
     type: str
     default: vgpu_manager_image_registry_ca_file
+extends_documentation_fragment:
+  - gpuvirt.provision.attributes.read_only
 '''
 
 EXAMPLES = r'''
