@@ -142,6 +142,7 @@ def build_host(tmp_path_factory, registry):
         as_user(name, 'IFS= read -r REGISTRY_SECRET; export REGISTRY_SECRET; sh -c %s' % shlex.quote(pull),
                 input=registry.password + '\n' + ca_pem)
         print('base pushed in %.1f s, pulled by the build host in %.1f s' % (pushed - started, time.time() - pushed))
+        install_argv_shims(name)
         deadline = time.time() + 60
         while True:
             try:
@@ -158,6 +159,50 @@ def build_host(tmp_path_factory, registry):
                'private_key': (work / 'id').read_text(), 'base': base, 'run_sha256': run_sha256}
     finally:
         subprocess.run(['podman', 'rm', '-f', '-t', '0', name], check=False, capture_output=True)
+
+
+# Every podman and skopeo the jobs run on the build host, logged by a shim first on the PATH (/usr/local/bin comes
+# before /usr/bin in the PATH Debian's sshd gives a session, and in sudo's secure_path): one line per call, the
+# command name then each argument base64-encoded (an argument may hold blanks or newlines), then the real binary
+# is exec'd. Installed after the fixture's own login and pull, so the log holds the jobs' calls only. Unlike the
+# /proc sampler below, no call is missed however short it lives (a podman login takes milliseconds).
+ARGV_LOG = '/var/tmp/gpuvirt-argv.log'
+ARGV_SHIM = """#!/bin/sh
+# test fixture: log this call's argv, then run the real {cmd}
+{{ printf %s {cmd}; for a in "$@"; do printf ' %s' "$(printf %s "$a" | base64 -w0)"; done; echo; }} >>{log}
+exec {real} "$@"
+"""
+
+
+def install_argv_shims(container):
+    for cmd in ('podman', 'skopeo'):
+        real = subprocess.run(['podman', 'exec', container, 'sh', '-c', 'command -v ' + cmd], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        assert real.startswith('/usr/bin/'), real
+        subprocess.run(['podman', 'exec', '-i', container, 'sh', '-c',
+                        'cat >/usr/local/bin/{c} && chmod 0755 /usr/local/bin/{c}'.format(c=cmd)],
+                       input=ARGV_SHIM.format(cmd=cmd, real=real, log=ARGV_LOG), text=True, check=True)
+    subprocess.run(['podman', 'exec', container, 'sh', '-c', ': >{l} && chmod 0666 {l}'.format(l=ARGV_LOG)],
+                   check=True)
+
+
+def logged_argvs(host):
+    """The argv of each podman and skopeo call since the last read (the log is emptied), decoded."""
+    text = subprocess.run(['podman', 'exec', host['container'], 'sh', '-c', 'cat {l} && : >{l}'.format(l=ARGV_LOG)],
+                          check=True, capture_output=True, text=True).stdout
+    return [[words[0]] + [base64.b64decode(w).decode() for w in words[1:]]
+            for words in (line.split(' ') for line in text.splitlines() if line)]
+
+
+def assert_no_password_in(argvs, user, password):
+    """No argument holds the password, raw, base64 (with or without padding) or as the base64 of user:password
+    (an auth file's form), anywhere in it."""
+    wanted = [password, base64.b64encode(password.encode()).decode(),
+              base64.b64encode(password.encode()).decode().rstrip('=')]
+    wanted.append(base64.b64encode(('%s:%s' % (user, password)).encode()).decode().rstrip('='))
+    leaks = [argv for argv in argvs if any(w in arg for w in wanted for arg in argv)]
+    assert leaks == [], 'the registry password is in an argv: %d call(s), %s' % (
+        len(leaks), sorted({' '.join(argv[:2]) for argv in leaks}))
 
 
 def inventory(host):
@@ -226,8 +271,17 @@ def test_vgpu_image_job_builds_on_the_build_host_then_changes_nothing(tmp_path, 
     assert labels['version'] == VERSION, labels
     digest = registry.manifest_digest(REPO, TAG)
     assert_no_secret(pdd, secrets_)
-    # the build host's processes are this machine's too (/proc): podman and skopeo ran, none with the password
-    assert {'podman', 'skopeo'} <= watcher.commands, sorted(watcher.commands)
+    # what the role ran on the build host (the argv shims): the login with the password on stdin, the inspect,
+    # the build and the push, and no argument holding the password
+    argvs = logged_argvs(build_host)
+    calls = [argv[:2] for argv in argvs]
+    assert ['podman', 'login'] in calls and ['skopeo', 'inspect'] in calls, calls
+    assert ['podman', 'build'] in calls and ['podman', 'push'] in calls, calls
+    login = next(argv for argv in argvs if argv[:2] == ['podman', 'login'])
+    assert '--password-stdin' in login and '--username=' + registry.user in login, login[:2]
+    assert_no_password_in(argvs, registry.user, registry.password)
+    # and no process of any kind held it (the build host's processes are this machine's too: /proc, sampled, so a
+    # short one can be missed, but it sees what the shims cannot, such as a shell around the login)
     assert watcher.leaks == []
     assert build_tmp_dirs(build_host) == []
 
@@ -238,5 +292,10 @@ def test_vgpu_image_job_builds_on_the_build_host_then_changes_nothing(tmp_path, 
     assert BUILD not in tasks and PUSH not in tasks, sorted(tasks)
     assert registry.manifest_digest(REPO, TAG) == digest
     assert_no_secret(pdd, secrets_)
+    argvs = logged_argvs(build_host)
+    calls = [argv[:2] for argv in argvs]
+    assert ['podman', 'login'] in calls and ['skopeo', 'inspect'] in calls, calls
+    assert ['podman', 'build'] not in calls and ['podman', 'push'] not in calls, calls
+    assert_no_password_in(argvs, registry.user, registry.password)
     assert watcher.leaks == []
     assert build_tmp_dirs(build_host) == []
