@@ -277,9 +277,9 @@ def test_vgpu_image_job_builds_on_the_build_host_then_changes_nothing(tmp_path, 
     calls = [argv[:2] for argv in argvs]
     assert ['podman', 'login'] in calls and ['skopeo', 'inspect'] in calls, calls
     assert ['podman', 'build'] in calls and ['podman', 'push'] in calls, calls
-    login = next(argv for argv in argvs if argv[:2] == ['podman', 'login'])
-    assert '--password-stdin' in login and '--username=' + registry.user in login, login[:2]
     assert_no_password_in(argvs, registry.user, registry.password)
+    login = next(argv for argv in argvs if argv[:2] == ['podman', 'login'])
+    assert '--password-stdin' in login and '--username=' + registry.user in login, login
     # and no process of any kind held it (the build host's processes are this machine's too: /proc, sampled, so a
     # short one can be missed, but it sees what the shims cannot, such as a shell around the login)
     assert watcher.leaks == []
