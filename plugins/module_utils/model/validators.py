@@ -332,37 +332,38 @@ def _der_sequence_fills(der):
     return length >= 0x80 and 2 + count + length == len(der)
 
 
+def _pem_refusal(name, why):
+    return ValidationError('%s is not a PEM certificate bundle (%s): expected %s' % (name, why, PEM_BUNDLE_EXPECTED))
+
+
 def pem_certificates(data, name):
     """The bundle as text (a final newline added when missing) when ``data`` (bytes or str) is a PEM certificate
     bundle of at most PEM_BUNDLE_MAX bytes; else ValidationError naming ``name`` and why, never the content."""
-    def refuse(why):
-        raise ValidationError('%s is not a PEM certificate bundle (%s): expected %s' % (name, why, PEM_BUNDLE_EXPECTED))
-
     if isinstance(data, str):
         try:
             data = data.encode('ascii')
         except UnicodeEncodeError:
-            refuse('it holds characters that are not ASCII')
+            raise _pem_refusal(name, 'it holds characters that are not ASCII')
     if not isinstance(data, bytes):
-        refuse('it is a %s, not text' % type(data).__name__)
+        raise _pem_refusal(name, 'it is a %s, not text' % type(data).__name__)
     if len(data) > PEM_BUNDLE_MAX:
-        refuse('it is larger than %d bytes' % PEM_BUNDLE_MAX)
+        raise _pem_refusal(name, 'it is larger than %d bytes' % PEM_BUNDLE_MAX)
     try:
         text = data.decode('ascii')
     except UnicodeDecodeError:
-        refuse('it holds bytes that are not ASCII')
+        raise _pem_refusal(name, 'it holds bytes that are not ASCII')
     if not text.endswith('\n'):
         text += '\n'
     if not PEM_BUNDLE_RE.fullmatch(text):
         if 'PRIVATE KEY-----' in text:
-            refuse('it holds a private key')
+            raise _pem_refusal(name, 'it holds a private key')
         if _PEM_BEGIN not in text:
-            refuse('it holds no certificate block')
-        refuse('it holds text outside the certificate blocks, or a line that is not base64')
+            raise _pem_refusal(name, 'it holds no certificate block')
+        raise _pem_refusal(name, 'it holds text outside the certificate blocks, or a line that is not base64')
     for number, block in enumerate(_PEM_BLOCK_RE.finditer(text), 1):
         body = ''.join(block.group(1).split())
-        if not _BASE64_RE.fullmatch(body) or not body:
-            refuse('certificate %d is not base64' % number)
+        if not body or not _BASE64_RE.fullmatch(body):
+            raise _pem_refusal(name, 'certificate %d is not base64' % number)
         if not _der_sequence_fills(base64.b64decode(body)):
-            refuse('certificate %d does not decode to one DER certificate' % number)
+            raise _pem_refusal(name, 'certificate %d does not decode to one DER certificate' % number)
     return text
