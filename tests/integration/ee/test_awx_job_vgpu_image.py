@@ -231,7 +231,7 @@ def inventory(host):
         'hosts': {'localhost': {'ansible_connection': 'local', 'ansible_python_interpreter': EE_PYTHON}}}}
 
 
-def vgpu_image_job(tmp_path, host, reg, extra=None):
+def vgpu_image_job(tmp_path, host, reg, extra=None, expect_ok=True):
     """awx_job with the registry credential of the test registry: its extra vars and its CA file under env/."""
     # the play's hosts pattern is templated before any host's variables exist: the build host is the inventory
     # group gpuvirt_image_build's one host, or the job template's extra var vgpu_image_build_host (an inventory
@@ -255,8 +255,8 @@ def vgpu_image_job(tmp_path, host, reg, extra=None):
     for event in events:
         if event.get('event') == 'runner_on_ok' and (event['event_data'].get('duration') or 0) > 1:
             print('  %5.1f s %s' % (event['event_data']['duration'], event['event_data']['task']))
-    assert rc == 0, out[-4000:]
-    return pdd, events, watcher
+    assert (rc == 0) == expect_ok, out[-4000:]
+    return (pdd, events, watcher) if expect_ok else (pdd, out, watcher)
 
 
 def build_tmp_dirs(host):
@@ -304,5 +304,25 @@ def test_vgpu_image_job_builds_on_the_build_host_then_changes_nothing(tmp_path, 
     assert ['podman', 'login'] in calls and ['skopeo', 'inspect'] in calls, calls
     assert ['podman', 'build'] not in calls and ['podman', 'push'] not in calls, calls
     assert_no_password_in(argvs, registry.user, registry.password)
+    assert_no_process_leak(watcher)
+    assert build_tmp_dirs(build_host) == []
+
+
+def test_a_launch_pointing_the_ca_file_at_the_jobs_extravars_sends_nothing(tmp_path, build_host, registry):
+    """Every job template prompts for variables on launch: one naming the job's own extravars file (the registry
+    credential's password is injected there) as the CA file is refused on the controller before any change, the
+    refusal shows none of it, and nothing reaches the build host (no podman or skopeo ran, no temporary directory)."""
+    secrets_ = job_secrets(build_host, registry.password)
+    logged_argvs(build_host)
+    pdd, out, watcher = vgpu_image_job(tmp_path, build_host, registry,
+                                       {'vgpu_manager_image_registry_ca_file': '/runner/env/extravars'},
+                                       expect_ok=False)
+    flat = ' '.join(out.split())
+    assert ('vgpu_manager_image_registry_ca_file /runner/env/extravars is not a PEM certificate bundle (it holds no '
+            'certificate block)') in flat, out[-4000:]
+    assert 'on the controller. Nothing was sent to the build host' in flat, out[-4000:]
+    assert_no_secret(pdd, secrets_)
+    assert registry.password not in out and 'gpuvirt_registry_password' not in out
+    assert logged_argvs(build_host) == []
     assert_no_process_leak(watcher)
     assert build_tmp_dirs(build_host) == []
