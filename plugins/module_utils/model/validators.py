@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import re
 
 # Kubernetes (apimachinery validation): DNS-1123 label (63) and subdomain (253), label values (63).
@@ -298,3 +299,71 @@ def positive_int(value, name):
 
 def percentage(value, name):
     return int_in_range(value, name, 0, 100)
+
+
+# A CA certificate bundle (RFC 7468 section 5, strict form): one or more CERTIFICATE blocks of base64 lines (at most
+# 76 characters, LF or CRLF), blank lines between blocks, and nothing else: no explanatory text, no other label
+# (a PRIVATE KEY block is refused). The file is sent to another host and installed world-readable (Docker's
+# /etc/docker/certs.d), so only what is a certificate by its form may pass: a path pointing at a file of
+# passwords or keys is refused without its content being shown. Each block must decode to one DER SEQUENCE
+# whose length fills it (X.690 8.1.3: definite length, short or long form), as an X.509 Certificate does.
+PEM_BUNDLE_MAX = 64 * 1024
+_PEM_BEGIN = '-----BEGIN CERTIFICATE-----'
+_PEM_END = '-----END CERTIFICATE-----'
+_PEM_BODY = r'(?:[A-Za-z0-9+/=]{1,76}\r?\n)+'
+PEM_BUNDLE_RE = re.compile(r'(?:(?:\r?\n)*' + _PEM_BEGIN + r'\r?\n' + _PEM_BODY + _PEM_END + r'\r?\n)+(?:\r?\n)*')
+_PEM_BLOCK_RE = re.compile(_PEM_BEGIN + r'\r?\n(' + _PEM_BODY + ')' + _PEM_END)
+_BASE64_RE = re.compile(r'(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?')
+PEM_BUNDLE_EXPECTED = ('one or more %s ... %s blocks of base64 lines and nothing else (the CA certificate, PEM, '
+                       'that signed the registry\'s certificate)' % (_PEM_BEGIN, _PEM_END))
+
+
+def _der_sequence_fills(der):
+    """True when ``der`` is one DER SEQUENCE (tag 0x30, definite length) and nothing after it."""
+    if len(der) < 2 or der[0] != 0x30:
+        return False
+    first = der[1]
+    if first < 0x80:
+        return 2 + first == len(der)
+    count = first & 0x7f
+    if count == 0 or count > 4 or len(der) < 2 + count:
+        return False
+    length = int.from_bytes(der[2:2 + count], 'big')
+    return length >= 0x80 and 2 + count + length == len(der)
+
+
+def _pem_refusal(name, why):
+    return ValidationError('%s is not a PEM certificate bundle (%s): expected %s' % (name, why, PEM_BUNDLE_EXPECTED))
+
+
+def pem_certificates(data, name):
+    """The bundle as text (a final newline added when missing) when ``data`` (bytes or str) is a PEM certificate
+    bundle of at most PEM_BUNDLE_MAX bytes; else ValidationError naming ``name`` and why, never the content."""
+    if isinstance(data, str):
+        try:
+            data = data.encode('ascii')
+        except UnicodeEncodeError:
+            raise _pem_refusal(name, 'it holds characters that are not ASCII')
+    if not isinstance(data, bytes):
+        raise _pem_refusal(name, 'it is a %s, not text' % type(data).__name__)
+    if len(data) > PEM_BUNDLE_MAX:
+        raise _pem_refusal(name, 'it is larger than %d bytes' % PEM_BUNDLE_MAX)
+    try:
+        text = data.decode('ascii')
+    except UnicodeDecodeError:
+        raise _pem_refusal(name, 'it holds bytes that are not ASCII')
+    if not text.endswith('\n'):
+        text += '\n'
+    if not PEM_BUNDLE_RE.fullmatch(text):
+        if 'PRIVATE KEY-----' in text:
+            raise _pem_refusal(name, 'it holds a private key')
+        if _PEM_BEGIN not in text:
+            raise _pem_refusal(name, 'it holds no certificate block')
+        raise _pem_refusal(name, 'it holds text outside the certificate blocks, or a line that is not base64')
+    for number, block in enumerate(_PEM_BLOCK_RE.finditer(text), 1):
+        body = ''.join(block.group(1).split())
+        if not body or not _BASE64_RE.fullmatch(body):
+            raise _pem_refusal(name, 'certificate %d is not base64' % number)
+        if not _der_sequence_fills(base64.b64decode(body)):
+            raise _pem_refusal(name, 'certificate %d does not decode to one DER certificate' % number)
+    return text

@@ -142,6 +142,7 @@ def build_host(tmp_path_factory, registry):
         as_user(name, 'IFS= read -r REGISTRY_SECRET; export REGISTRY_SECRET; sh -c %s' % shlex.quote(pull),
                 input=registry.password + '\n' + ca_pem)
         print('base pushed in %.1f s, pulled by the build host in %.1f s' % (pushed - started, time.time() - pushed))
+        install_argv_shims(name)
         deadline = time.time() + 60
         while True:
             try:
@@ -158,6 +159,57 @@ def build_host(tmp_path_factory, registry):
                'private_key': (work / 'id').read_text(), 'base': base, 'run_sha256': run_sha256}
     finally:
         subprocess.run(['podman', 'rm', '-f', '-t', '0', name], check=False, capture_output=True)
+
+
+# Every podman and skopeo the jobs run on the build host, logged by a shim first on the PATH (/usr/local/bin comes
+# before /usr/bin in the PATH Debian's sshd gives a session, and in sudo's secure_path): one line per call, the
+# command name then each argument base64-encoded (an argument may hold blanks or newlines), then the real binary
+# is exec'd. Installed after the fixture's own login and pull, so the log holds the jobs' calls only. Unlike the
+# /proc sampler below, no call is missed however short it lives (a podman login takes milliseconds).
+ARGV_LOG = '/var/tmp/gpuvirt-argv.log'
+ARGV_SHIM = """#!/bin/sh
+# test fixture: log this call's argv, then run the real {cmd}
+{{ printf %s {cmd}; for a in "$@"; do printf ' %s' "$(printf %s "$a" | base64 -w0)"; done; echo; }} >>{log}
+exec {real} "$@"
+"""
+
+
+def install_argv_shims(container):
+    for cmd in ('podman', 'skopeo'):
+        real = subprocess.run(['podman', 'exec', container, 'sh', '-c', 'command -v ' + cmd], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        assert real.startswith('/usr/bin/'), real
+        subprocess.run(['podman', 'exec', '-i', container, 'sh', '-c',
+                        'cat >/usr/local/bin/{c} && chmod 0755 /usr/local/bin/{c}'.format(c=cmd)],
+                       input=ARGV_SHIM.format(cmd=cmd, real=real, log=ARGV_LOG), text=True, check=True)
+    subprocess.run(['podman', 'exec', container, 'sh', '-c', ': >{l} && chmod 0666 {l}'.format(l=ARGV_LOG)],
+                   check=True)
+
+
+def logged_argvs(host):
+    """The argv of each podman and skopeo call since the last read (the log is emptied), decoded."""
+    text = subprocess.run(['podman', 'exec', host['container'], 'sh', '-c', 'cat {l} && : >{l}'.format(l=ARGV_LOG)],
+                          check=True, capture_output=True, text=True).stdout
+    return [[words[0]] + [base64.b64decode(w).decode() for w in words[1:]]
+            for words in (line.split(' ') for line in text.splitlines() if line)]
+
+
+def assert_no_password_in(argvs, user, password):
+    """No argument holds the password, raw, base64 (with or without padding) or as the base64 of user:password
+    (an auth file's form), anywhere in it."""
+    wanted = [password, base64.b64encode(password.encode()).decode(),
+              base64.b64encode(password.encode()).decode().rstrip('=')]
+    wanted.append(base64.b64encode(('%s:%s' % (user, password)).encode()).decode().rstrip('='))
+    # only the command and subcommand of a leaking call are kept: pytest would print a leaking argv whole
+    leaked = sorted({' '.join(argv[:2]) for argv in argvs if any(w in arg for w in wanted for arg in argv)})
+    assert leaked == [], 'the registry password is in the argv of %s' % ', '.join(leaked)
+
+
+def assert_no_process_leak(watcher):
+    """No process the /proc sampler saw held the password in its argv; named by the command only (pytest would
+    print the argv, password and all)."""
+    leaked = sorted({os.path.basename(line.split(' ', 1)[0]) for line in watcher.leaks})
+    assert leaked == [], 'the registry password was in the argv of a process: %s' % ', '.join(leaked)
 
 
 def inventory(host):
@@ -179,7 +231,7 @@ def inventory(host):
         'hosts': {'localhost': {'ansible_connection': 'local', 'ansible_python_interpreter': EE_PYTHON}}}}
 
 
-def vgpu_image_job(tmp_path, host, reg, extra=None):
+def vgpu_image_job(tmp_path, host, reg, extra=None, expect_ok=True):
     """awx_job with the registry credential of the test registry: its extra vars and its CA file under env/."""
     # the play's hosts pattern is templated before any host's variables exist: the build host is the inventory
     # group gpuvirt_image_build's one host, or the job template's extra var vgpu_image_build_host (an inventory
@@ -203,8 +255,8 @@ def vgpu_image_job(tmp_path, host, reg, extra=None):
     for event in events:
         if event.get('event') == 'runner_on_ok' and (event['event_data'].get('duration') or 0) > 1:
             print('  %5.1f s %s' % (event['event_data']['duration'], event['event_data']['task']))
-    assert rc == 0, out[-4000:]
-    return pdd, events, watcher
+    assert (rc == 0) == expect_ok, out[-4000:]
+    return (pdd, events, watcher) if expect_ok else (pdd, out, watcher)
 
 
 def build_tmp_dirs(host):
@@ -226,9 +278,18 @@ def test_vgpu_image_job_builds_on_the_build_host_then_changes_nothing(tmp_path, 
     assert labels['version'] == VERSION, labels
     digest = registry.manifest_digest(REPO, TAG)
     assert_no_secret(pdd, secrets_)
-    # the build host's processes are this machine's too (/proc): podman and skopeo ran, none with the password
-    assert {'podman', 'skopeo'} <= watcher.commands, sorted(watcher.commands)
-    assert watcher.leaks == []
+    # what the role ran on the build host (the argv shims): the login with the password on stdin, the inspect,
+    # the build and the push, and no argument holding the password
+    argvs = logged_argvs(build_host)
+    calls = [argv[:2] for argv in argvs]
+    assert ['podman', 'login'] in calls and ['skopeo', 'inspect'] in calls, calls
+    assert ['podman', 'build'] in calls and ['podman', 'push'] in calls, calls
+    assert_no_password_in(argvs, registry.user, registry.password)
+    login = next(argv for argv in argvs if argv[:2] == ['podman', 'login'])
+    assert '--password-stdin' in login and '--username=' + registry.user in login, login
+    # and no process of any kind held it (the build host's processes are this machine's too: /proc, sampled, so a
+    # short one can be missed, but it sees what the shims cannot, such as a shell around the login)
+    assert_no_process_leak(watcher)
     assert build_tmp_dirs(build_host) == []
 
     # the second job names the build host the other way, with the extra variable (the group is still there)
@@ -238,5 +299,30 @@ def test_vgpu_image_job_builds_on_the_build_host_then_changes_nothing(tmp_path, 
     assert BUILD not in tasks and PUSH not in tasks, sorted(tasks)
     assert registry.manifest_digest(REPO, TAG) == digest
     assert_no_secret(pdd, secrets_)
-    assert watcher.leaks == []
+    argvs = logged_argvs(build_host)
+    calls = [argv[:2] for argv in argvs]
+    assert ['podman', 'login'] in calls and ['skopeo', 'inspect'] in calls, calls
+    assert ['podman', 'build'] not in calls and ['podman', 'push'] not in calls, calls
+    assert_no_password_in(argvs, registry.user, registry.password)
+    assert_no_process_leak(watcher)
+    assert build_tmp_dirs(build_host) == []
+
+
+def test_a_launch_pointing_the_ca_file_at_the_jobs_extravars_sends_nothing(tmp_path, build_host, registry):
+    """Every job template prompts for variables on launch: one naming the job's own extravars file (the registry
+    credential's password is injected there) as the CA file is refused on the controller before any change, the
+    refusal shows none of it, and nothing reaches the build host (no podman or skopeo ran, no temporary directory)."""
+    secrets_ = job_secrets(build_host, registry.password)
+    logged_argvs(build_host)
+    pdd, out, watcher = vgpu_image_job(tmp_path, build_host, registry,
+                                       {'vgpu_manager_image_registry_ca_file': '/runner/env/extravars'},
+                                       expect_ok=False)
+    flat = ' '.join(out.split())
+    assert ('vgpu_manager_image_registry_ca_file /runner/env/extravars is not a PEM certificate bundle (it holds no '
+            'certificate block)') in flat, out[-4000:]
+    assert 'on the controller. Nothing was sent to the build host' in flat, out[-4000:]
+    assert_no_secret(pdd, secrets_)
+    assert registry.password not in out and 'gpuvirt_registry_password' not in out
+    assert logged_argvs(build_host) == []
+    assert_no_process_leak(watcher)
     assert build_tmp_dirs(build_host) == []
