@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ee_jobs import IMAGE, RUNNER, SSH_HOST_IMAGE, add_become_user  # noqa: E402
+from ee_jobs import IMAGE, RUNNER, SSH_HOST_IMAGE, add_become_user, wait_for_sshd  # noqa: E402
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -45,16 +43,7 @@ def machine(tmp_path_factory):
                             .format(u=user)], stdin=handle, check=True)
         port = int(subprocess.run(['podman', 'port', name, '22/tcp'], check=True, capture_output=True,
                                   text=True).stdout.strip().rsplit(':', 1)[1])
-        deadline = time.time() + 60
-        while True:
-            try:
-                with socket.create_connection(('127.0.0.1', port), timeout=5) as conn:
-                    if conn.recv(64).startswith(b'SSH-'):
-                        break
-            except OSError:
-                pass
-            assert time.time() < deadline, 'sshd in %s did not answer on 127.0.0.1:%d' % (name, port)
-            time.sleep(0.5)
+        wait_for_sshd(name, port)
         yield {'container': name, 'port': port, 'user': user, 'become_password': become_password,
                'private_key': (keys / 'id').read_text()}
     finally:

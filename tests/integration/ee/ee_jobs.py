@@ -12,8 +12,10 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
+import time
 
 import yaml
 
@@ -241,6 +243,20 @@ def add_become_user(container, user, password, run=subprocess.run):
              'echo "{u} ALL=(ALL:ALL) ALL" >/etc/sudoers.d/{u}').format(u=user)
     run(['podman', 'exec', '-i', container, 'sh', '-c', setup], check=True)
     run(['podman', 'exec', '-i', container, 'chpasswd'], input='%s:%s\n' % (user, password), text=True, check=True)
+
+
+def wait_for_sshd(name, port, timeout=60):
+    """Until the sshd of container NAME greets on 127.0.0.1:PORT (its banner, not just an open port)."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            with socket.create_connection(('127.0.0.1', port), timeout=5) as conn:
+                if conn.recv(64).startswith(b'SSH-'):
+                    return
+        except OSError:
+            pass
+        assert time.time() < deadline, 'sshd in %s did not answer on 127.0.0.1:%d' % (name, port)
+        time.sleep(0.5)
 
 
 def ssh_vars(machine):

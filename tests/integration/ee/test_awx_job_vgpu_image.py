@@ -46,7 +46,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ee_jobs import (EE_PYTHON, ROOT, add_become_user, assert_no_secret, awx_job, job_secrets,  # noqa: E402
-                     run_job, stats, task_results)
+                     run_job, stats, task_results, wait_for_sshd)
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', 'registry'))
 # the registry fixture (session-scoped: the real registry, removed at the end), its reader and the argv watcher
 from registry_harness import HERE as REGISTRY_HERE, Watcher, registry  # noqa: E402,F401 pylint: disable=W0611,C0413
@@ -143,16 +143,7 @@ def build_host(tmp_path_factory, registry):
                 input=registry.password + '\n' + ca_pem)
         print('base pushed in %.1f s, pulled by the build host in %.1f s' % (pushed - started, time.time() - pushed))
         install_argv_shims(name)
-        deadline = time.time() + 60
-        while True:
-            try:
-                with socket.create_connection(('127.0.0.1', port), timeout=5) as conn:
-                    if conn.recv(64).startswith(b'SSH-'):
-                        break
-            except OSError:
-                pass
-            assert time.time() < deadline, 'sshd in %s did not answer on 127.0.0.1:%d' % (name, port)
-            time.sleep(0.5)
+        wait_for_sshd(name, port)
         with open(run, 'rb') as handle:
             run_sha256 = hashlib.sha256(handle.read()).hexdigest()
         yield {'container': name, 'port': port, 'user': USER, 'become_password': become_password,
