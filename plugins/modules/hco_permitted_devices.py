@@ -138,12 +138,9 @@ def main():
         if report[list_name]['duplicates_dropped']:
             module.warn('HyperConverged %s listed %s more than once; keeping the first'
                         % (list_name, ', '.join(report[list_name]['duplicates_dropped'])))
-    kept = report['pciHostDevices']['kept_owned'] + report['mediatedDevices']['kept_owned']
+    kept = common.kept_warning('HyperConverged', report, p['unknown_hosts'])
     if kept:
-        module.warn('HyperConverged: kept %s, permitted by an earlier run and not wanted by the hosts with facts in this run: '
-                    'no GPU facts for %s in this run (left out by a limit or the pool answer), whose '
-                    'devices they may be; a run with every VM host removes those no host wants'
-                    % (', '.join(kept), ', '.join(p['unknown_hosts'])))
+        module.warn(kept)
     if p['live_unread']:
         warning = common.unmerged_warning(obj, hco.SHARED_LISTS, p['live_unread'])
         if warning:

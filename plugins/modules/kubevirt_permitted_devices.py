@@ -127,12 +127,9 @@ def main():
                                                        unknown_hosts=p['unknown_hosts'])
     except kubevirt.ManifestError as exc:
         module.fail_json(msg=str(exc))
-    kept = report['pciHostDevices']['kept_owned'] + report['mediatedDevices']['kept_owned']
+    kept = common.kept_warning('KubeVirt CR', report, p['unknown_hosts'])
     if kept:
-        module.warn('KubeVirt CR: kept %s, permitted by an earlier run and not wanted by the hosts with facts in this run: '
-                    'no GPU facts for %s in this run (left out by a limit or the pool answer), whose '
-                    'devices they may be; a run with every VM host removes those no host wants'
-                    % (', '.join(kept), ', '.join(p['unknown_hosts'])))
+        module.warn(kept)
     if p['live_unread']:
         warning = common.unmerged_warning(obj, kubevirt.SHARED_LISTS, p['live_unread'])
         if warning:

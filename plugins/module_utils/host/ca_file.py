@@ -17,6 +17,7 @@ import errno
 import os
 import stat
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import sysfs
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 
 
@@ -40,18 +41,12 @@ def read_certificates(path, name):
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise CaFileError(not_a_file % 'a directory, device or FIFO', 'not_a_file')
-        chunks, left = [], validators.PEM_BUNDLE_MAX + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 65536))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
+        data = sysfs.read_fd(fd, validators.PEM_BUNDLE_MAX)
     except (IOError, OSError) as e:
         raise CaFileError(not_a_file % (e.strerror or str(e)), 'not_a_file')
     finally:
         os.close(fd)
     try:
-        return validators.pem_certificates(b''.join(chunks), '%s %s' % (name, path))
+        return validators.pem_certificates(data, '%s %s' % (name, path))
     except validators.ValidationError as e:
         raise CaFileError(str(e), 'not_pem')

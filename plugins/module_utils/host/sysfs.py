@@ -24,6 +24,18 @@ _HEX_RE = re.compile(r'0x[0-9a-fA-F]{1,16}')
 READ_LIMIT = 1024 * 1024
 
 
+def read_fd(fd, limit):
+    """At most ``limit`` + 1 bytes of an open file (the one past the limit tells the caller it was exceeded)."""
+    chunks, left = [], limit + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, 65536))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b''.join(chunks)
+
+
 def read_bytes(path, limit=READ_LIMIT):
     """The file's bytes, at most ``limit`` + 1 of them; None when it is absent, cannot be read, or is not a regular
     file (a FIFO or a device in a copied tree would block or never end; sysfs and procfs files are regular)."""
@@ -34,14 +46,7 @@ def read_bytes(path, limit=READ_LIMIT):
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        chunks, left = [], limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 65536))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b''.join(chunks)
+        return read_fd(fd, limit)
     except (IOError, OSError):
         return None
     finally:

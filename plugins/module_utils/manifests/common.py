@@ -215,3 +215,14 @@ def unmerged_warning(obj, lists, hint):
             "render replaces the live ones, removing the entries others added (an atomic list or a text by any "
             "apply, a map-keyed list by a client-side apply; docs/gitops.md, \"Lists the render shares with the "
             "cluster\")" % (obj.get('kind'), where, hint, ', '.join(present)))
+
+
+def kept_warning(kind, report, unknown_hosts):
+    """The warning for the entries an earlier run added that were kept because some VM hosts have no facts in this
+    run (``report`` of the permitted-device merge); '' when none was kept."""
+    kept = report['pciHostDevices']['kept_owned'] + report['mediatedDevices']['kept_owned']
+    if not kept:
+        return ''
+    return ('%s: kept %s, permitted by an earlier run and not wanted by the hosts with facts in this run: no GPU facts '
+            'for %s in this run (left out by a limit or the pool answer), whose devices they may be; a run with every '
+            'VM host removes those no host wants' % (kind, ', '.join(kept), ', '.join(unknown_hosts)))
