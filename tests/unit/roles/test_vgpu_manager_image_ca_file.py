@@ -12,24 +12,9 @@ import re
 import yaml
 from pem_samples import CERT
 from play_runner import run_play
+from vgpu_image_inputs import INPUTS, ROLE_PLAY as MAIN, VALIDATE_PLAY as PLAY
 
 ROLE = pathlib.Path(__file__).resolve().parents[3] / 'roles' / 'vgpu_manager_image'
-
-PLAY = """
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - name: Check the inputs
-      ansible.builtin.include_role:
-        name: gpuvirt.provision.vgpu_manager_image
-        tasks_from: validate.yml
-"""
-MAIN = PLAY.replace('        tasks_from: validate.yml\n', '')
-INPUTS = {'vgpu_manager_image_run_file': '/nonexistent/NVIDIA-Linux-x86_64-550.90.05-vgpu-kvm.run',
-          'vgpu_manager_image_version': '550.90.05', 'vgpu_manager_image_registry': 'registry.example.com:5000',
-          'vgpu_manager_image_context_dir': '/nonexistent/vgpu-manager/ubuntu22.04',
-          'vgpu_manager_image_os_tag': 'ubuntu22.04'}
 
 
 def _run(tmp_path, play=PLAY, **extra):

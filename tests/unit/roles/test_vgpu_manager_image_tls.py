@@ -12,22 +12,9 @@ import re
 import pytest
 
 from play_runner import run_play
+from vgpu_image_inputs import INPUTS, VALIDATE_PLAY as PLAY
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-PLAY = """
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - name: Check the inputs
-      ansible.builtin.include_role:
-        name: gpuvirt.provision.vgpu_manager_image
-        tasks_from: validate.yml
-"""
-INPUTS = {'vgpu_manager_image_run_file': '/nonexistent/NVIDIA-Linux-x86_64-550.90.05-vgpu-kvm.run',
-          'vgpu_manager_image_version': '550.90.05', 'vgpu_manager_image_registry': 'registry.example.com:5000',
-          'vgpu_manager_image_context_dir': '/nonexistent/vgpu-manager/ubuntu22.04',
-          'vgpu_manager_image_os_tag': 'ubuntu22.04'}
 
 
 def _run(tmp_path, *args, **extra):
