@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The launch-time boundary: which variables a run may be given, judged before its first play does anything.
+
+Extra variables beat every other variable in Ansible, set_fact and include_role vars included. So a value the
+collection computes or checks during a run (an internal fact, a registered result, a play's own variable) could be
+replaced by whoever launches the job, after its check and before its use. The rule: a run is refused, naming the
+variable and where it was given, when the inventory or the extra variables define
+
+- a name of the collection's internal namespace: ``__`` followed by one of the words its internal names start
+  with (``__vfio_files``, ``__gpuvirt_...``; ``INTERNAL_PREFIXES``);
+- a name the collection sets itself during a run (``RUNTIME_NAMES``, generated from the roles and playbooks by
+  tools/launch_names.py: set_fact keys, registered results, loop variables, play and task vars) that is not also
+  an input a user may give;
+- a name with one of the collection's variable prefixes that no argument spec knows (a misspelt input is silently
+  ignored otherwise): refused with the closest known name.
+
+Plain Python (no Ansible import); the action plugin gpuvirt.provision.launch_check collects the names.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import difflib
+import re
+
+# a variable name as Ansible accepts one; anything else is not ours to judge
+_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+
+
+class LaunchNames(object):
+    """What the collection knows about variable names (built from the generated launch_names module)."""
+
+    def __init__(self, known, runtime, prefixes, internal_prefixes, removed=None):
+        self.known = frozenset(known)
+        # a user input the plays also pass along (a role input fed by a play) stays a user input
+        self.runtime = frozenset(runtime) - self.known
+        # longest first, so the regex prefers vgpu_manager_image_ over vgpu_
+        self.prefixes = tuple(sorted(set(prefixes), key=lambda p: (-len(p), p)))
+        self.removed = dict(removed or {})
+        alternatives = '|'.join(re.escape(p) for p in self.prefixes)
+        self._ours = re.compile(r'(?:%s)_[A-Za-z0-9_]+' % alternatives)
+        internal = '|'.join(re.escape(p) for p in sorted(set(internal_prefixes), key=lambda p: (-len(p), p)))
+        self._internal = re.compile(r'__+(?:%s)(?:_[A-Za-z0-9_]*)?' % internal)
+
+    def verdict(self, name):
+        """'internal', 'runtime', 'removed', 'unknown' or None (fine) for one variable name."""
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            return None
+        if self._internal.fullmatch(name):
+            return 'internal'
+        if name in self.runtime:
+            return 'runtime'
+        if name in self.known:
+            return None
+        if name in self.removed:
+            return 'removed'
+        if self._ours.fullmatch(name):
+            return 'unknown'
+        return None
+
+    def closest(self, name):
+        """The known input most like name, or ''."""
+        match = difflib.get_close_matches(name, sorted(self.known), n=1, cutoff=0.75)
+        return match[0] if match else ''
+
+
+def problems(names, given, allowed_unknown=()):
+    """Judge every variable the run was given.
+
+    names: a LaunchNames; given: {variable name: [where it was given, ...]} (extra variables, an inventory host
+    or group); allowed_unknown: names the user declared their own (gpuvirt_launch_allow_unknown). An allowance
+    never lifts the refusal of an internal or run-time name. Returns sorted message lines, empty when all is well.
+    """
+    allowed = frozenset(allowed_unknown)
+    out = []
+    for name in sorted(given):
+        verdict = names.verdict(name)
+        if verdict is None or (verdict == 'unknown' and name in allowed):
+            continue
+        where = ', '.join(sorted(set(given[name]))[:3])
+        more = len(set(given[name])) - 3
+        if more > 0:
+            where += ' and %d more' % more
+        if verdict == 'internal':
+            out.append('%s (given by %s) is internal to the collection: a run sets it itself, after checking what '
+                       'it holds; remove it' % (name, where))
+        elif verdict == 'runtime':
+            out.append('%s (given by %s) is set by the collection during the run (a computed or checked value, '
+                       'not an input); remove it' % (name, where))
+        elif verdict == 'removed':
+            out.append('%s (given by %s) is no longer read; set %s instead' % (name, where, names.removed[name]))
+        else:
+            hint = names.closest(name)
+            out.append('%s (given by %s) is not a variable of the collection%s; if it is your own, list it in '
+                       'gpuvirt_launch_allow_unknown'
+                       % (name, where, ' (did you mean %s?)' % hint if hint else ''))
+    return out
+
+
+def allowed_unknown_names(value):
+    """gpuvirt_launch_allow_unknown as a list of names; raises ValueError naming the variable otherwise."""
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValueError('gpuvirt_launch_allow_unknown must be a list of variable names, got %r' % (value,))
+    bad = [v for v in value if not isinstance(v, str) or not _NAME.fullmatch(v)]
+    if bad:
+        raise ValueError('gpuvirt_launch_allow_unknown: %s are not variable names' % ', '.join(repr(b) for b in bad))
+    return list(value)

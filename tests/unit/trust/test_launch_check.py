@@ -1,0 +1,216 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The launch-time boundary (docs/security.md, "Launch time"): the variables a run is given and its limit.
+
+Extra variables beat every other variable in Ansible, set_fact and include_role vars included (Ansible's
+"Understanding variable precedence": extra vars are last, 22 of 22). Whoever may launch a job (an AWX launcher:
+survey, extra variables, limit) could otherwise replace a value after the collection checked it. The playbooks a
+user runs import playbooks/launch_check.yml first; these tests run them through the real ansible-playbook, as AWX
+does (ansible-runner passes the launch variables as ``-e @env/extravars``), and judge the plain rules directly.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names, launch_vars
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+PLAYBOOKS = os.path.join(ROOT, 'playbooks')
+NAMES = launch_vars.LaunchNames(launch_names.KNOWN, launch_names.RUNTIME, launch_names.PREFIXES,
+                                launch_names.INTERNAL_PREFIXES, launch_names.REMOVED)
+
+# A host that refuses connections at once: a play that got past the launch check and tried it fails fast, and
+# the tests see that it was tried (UNREACHABLE) - never a change on this machine.
+INVENTORY = """
+all:
+  hosts:
+    gpu01: {ansible_host: 127.0.0.1, ansible_port: 1, ansible_connection: ssh}
+  children:
+    gpu_vm_passthrough:
+      hosts:
+        gpu01:
+"""
+
+
+def _run(tmp_path, playbook, *args, inventory=INVENTORY, extra=None):
+    inv = tmp_path / 'hosts.yml'
+    inv.write_text(inventory)
+    cmd = ['ansible-playbook', '-i', str(inv), os.path.join(PLAYBOOKS, playbook),
+           '-e', 'ansible_python_interpreter=%s' % sys.executable]
+    if extra is not None:
+        # as ansible-runner hands AWX's launch variables over: a file given with -e @
+        path = tmp_path / 'extravars'
+        path.write_text(json.dumps(extra))
+        cmd += ['-e', '@%s' % path]
+    proc = subprocess.run(cmd + list(args), capture_output=True, text=True, check=False, cwd=str(tmp_path))
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_the_generated_names_are_fresh():
+    # a new set_fact, register or argument spec option reaches the check only through tools/launch_names.py
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'tools', 'launch_names.py'), '--check'],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_every_playbook_a_user_runs_starts_with_the_launch_check():
+    # the entry points: every playbook that is not a piece imported by others
+    pieces = {'launch_check.yml', 'launch_check_hosts.yml', 'run_inputs.yml', 'render_open.yml', 'render_close.yml',
+              'summary.yml'}
+    missing = []
+    for name in sorted(os.listdir(PLAYBOOKS)):
+        if not name.endswith('.yml') or name in pieces or name.startswith('phase_'):
+            continue
+        with open(os.path.join(PLAYBOOKS, name)) as handle:
+            first = yaml.safe_load(handle)[0]
+        if first.get('ansible.builtin.import_playbook') not in ('launch_check.yml', 'launch_check_hosts.yml') \
+                and first.get('ansible.builtin.import_playbook') != 'gather.yml':
+            missing.append(name)
+    assert missing == []
+    # gather.yml, which the phase playbooks start with, starts with it itself
+    with open(os.path.join(PLAYBOOKS, 'gather.yml')) as handle:
+        assert yaml.safe_load(handle)[0]['ansible.builtin.import_playbook'] == 'launch_check.yml'
+
+
+@pytest.mark.parametrize('name', ['__vfio_files', '__vfio_checked', '__gpu_operator_helm_checked', '__reboot_flags',
+                                  '__nouveau_flags', '__gpuvirt_anything', '___vfio_files'])
+def test_internal_names_are_refused_even_when_declared_your_own(name):
+    assert NAMES.verdict(name) == 'internal'
+    out = launch_vars.problems(NAMES, {name: ['the extra variables']}, allowed_unknown=[name])
+    assert len(out) == 1 and out[0].startswith(name + ' (given by the extra variables) is internal'), out
+
+
+@pytest.mark.parametrize('name', ['vfio_selected', 'gpuvirt_cluster', 'host_prep_traits', 'kernel_args_wanted',
+                                  'node_labels_plan', 'gpuvirt_render_owner'])
+def test_names_the_collection_sets_during_a_run_are_refused(name):
+    assert name in launch_names.RUNTIME
+    out = launch_vars.problems(NAMES, {name: ['the inventory group all']}, allowed_unknown=[name])
+    assert out and 'set by the collection during the run' in out[0], out
+
+
+def test_a_misspelt_input_names_the_closest_known_one_and_can_be_declared_your_own():
+    out = launch_vars.problems(NAMES, {'gpuvirt_plattform': ['the extra variables']})
+    assert out == ['gpuvirt_plattform (given by the extra variables) is not a variable of the collection (did you '
+                   'mean gpuvirt_platform?); if it is your own, list it in gpuvirt_launch_allow_unknown']
+    assert launch_vars.problems(NAMES, {'cluster_name': ['the inventory group all']}, ['cluster_name']) == []
+    assert launch_vars.problems(NAMES, {'cluster_name': ['the inventory group all']})
+
+
+def test_a_removed_variable_names_its_replacement():
+    out = launch_vars.problems(NAMES, {'gpu_operator_kubeconfig': ['the inventory host gpu01']})
+    assert out == ['gpu_operator_kubeconfig (given by the inventory host gpu01) is no longer read; set '
+                   'gpuvirt_kubeconfig instead']
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(sorted(launch_names.KNOWN)), st.sampled_from(['the extra variables', 'the inventory host x']))
+def test_every_known_input_is_accepted(name, where):
+    # the other half of the rule: a check that refused everything would pass the tests above
+    assert launch_vars.problems(NAMES, {name: [where]}) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='abcdefghijklmnopqrstuvwxyz_0123456789', min_size=1, max_size=40))
+def test_names_without_our_prefixes_are_never_judged(name):
+    ours = NAMES.verdict(name)
+    if any(name.startswith(p + '_') for p in launch_names.PREFIXES) or name.startswith('__') \
+            or name in launch_names.RUNTIME or name in launch_names.REMOVED:
+        return
+    assert ours is None, name
+
+
+def test_allow_unknown_must_be_a_list_of_names():
+    with pytest.raises(ValueError, match='gpuvirt_launch_allow_unknown must be a list'):
+        launch_vars.allowed_unknown_names('cluster_name')
+    with pytest.raises(ValueError, match="'a b'"):
+        launch_vars.allowed_unknown_names(['a b'])
+    assert launch_vars.allowed_unknown_names(['cluster_name']) == ['cluster_name']
+
+
+def _load_inventory(path):
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible_collections.gpuvirt.provision.plugins.action.launch_check import given_variables
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[path])
+    return given_variables(loader, inventory, {}, PLAYBOOKS)
+
+
+@pytest.mark.parametrize('inventory', [
+    'inventories/example/hosts.yml', 'inventories/lab/hosts.yml',
+] + sorted('tests/integration/cluster_kubevirt/inventories/' + n
+           for n in os.listdir(os.path.join(ROOT, 'tests/integration/cluster_kubevirt/inventories'))
+           if n.endswith('.yml')))
+def test_the_repositorys_own_inventories_pass(inventory):
+    given_names, allowed = _load_inventory(os.path.join(ROOT, inventory))
+    # group_vars/all beside the example inventory are read too (the vars plugins)
+    if inventory.startswith('inventories/example'):
+        assert 'vgpu_manager_image_registry' in given_names
+    assert launch_vars.problems(NAMES, given_names, allowed) == []
+
+
+def test_group_vars_beside_the_inventory_are_judged(tmp_path):
+    (tmp_path / 'group_vars' / 'all').mkdir(parents=True)
+    (tmp_path / 'group_vars' / 'all' / 'x.yml').write_text('__vfio_files: {modprobe: "install nvidia /bin/sh"}\n')
+    (tmp_path / 'hosts.yml').write_text(INVENTORY)
+    given_names, dummy = _load_inventory(str(tmp_path / 'hosts.yml'))
+    assert given_names['__vfio_files'] == ['the inventory group all']
+
+
+# -- through the real ansible-playbook: refused before any host is contacted --------------------------------------
+
+def test_an_extra_variable_replacing_the_vfio_files_stops_host_prep_before_any_host_is_contacted(tmp_path):
+    rc, out = _run(tmp_path, 'host_prep.yml',
+                   extra={'__vfio_files': {'modprobe': 'install nvidia /bin/sh -c "id > /tmp/pwned"'},
+                          '__vfio_checked': {'modprobe_path': '/etc/passwd'}})
+    assert rc != 0, out
+    assert '__vfio_files (given by the extra variables) is internal' in out, out
+    assert '__vfio_checked (given by the extra variables) is internal' in out, out
+    assert 'Nothing was changed' in out
+    # no play after the check ran: the host was never tried
+    assert 'UNREACHABLE' not in out and 'Gathering Facts' not in out, out
+
+
+def test_a_misspelt_variable_stops_site_with_the_closest_name(tmp_path):
+    rc, out = _run(tmp_path, 'site.yml', '-e', 'gpuvirt_plattform=kubernetes')
+    assert rc != 0, out
+    assert 'gpuvirt_plattform (given by the extra variables) is not a variable of the collection (did you mean ' \
+           'gpuvirt_platform?)' in out, out
+    assert 'UNREACHABLE' not in out, out
+
+
+def test_a_run_time_name_in_the_inventory_is_refused_naming_the_group(tmp_path):
+    inventory = INVENTORY + '      vars:\n        vfio_selected: ["0000:41:00.0"]\n'
+    rc, out = _run(tmp_path, 'preflight.yml', inventory=inventory)
+    assert rc != 0, out
+    assert 'vfio_selected (given by the inventory group gpu_vm_passthrough) is set by the collection' in out, out
+
+
+@pytest.mark.parametrize('playbook', ['preflight.yml', 'nodes.yml', 'site.yml'])
+def test_a_limit_without_localhost_is_refused_where_localhost_plays_would_be_skipped(tmp_path, playbook):
+    rc, out = _run(tmp_path, playbook, '-l', 'gpu01')
+    assert rc != 0, out
+    assert "the limit 'gpu01' leaves out localhost" in out and "-l 'gpu01,localhost'" in out, out
+    assert 'UNREACHABLE' not in out, out
+
+
+def test_host_prep_takes_a_limit_without_localhost(tmp_path):
+    # its host play checks its own inputs again: the launch check passes and the host is tried
+    rc, out = _run(tmp_path, 'host_prep.yml', '-l', 'gpu01')
+    assert 'leaves out localhost' not in out, out
+    assert 'UNREACHABLE' in out, out
+
+
+def test_a_clean_launch_passes_the_check(tmp_path):
+    # the positive case of the playbook tests above: the same inventory without a bad name gets past the check
+    rc, out = _run(tmp_path, 'preflight.yml', '-e', 'gpuvirt_cluster_mode=render', '-e', 'gpuvirt_render_dir=%s'
+                   % (tmp_path / 'r'), '-l', 'gpu01,localhost')
+    assert 'launch check:' not in out, out
+    assert 'Refuse internal, run-time and unknown variables' in out, out
