@@ -47,11 +47,14 @@ TASKS = {m: t[m] for play in _load('awx/configure.yml') for t in play['tasks'] f
 WORKFLOW = (TASKS['awx.awx.workflow_job_template'], 'site', VARS['awx_workflow_survey'])
 
 
-def _plugins(done=[]):  # pylint: disable=dangerous-default-value
+_LOADER = {}
+
+
+def _plugins():
     # once per process: the lookups and filters resolve as in a playbook run
-    if not done:
+    if not _LOADER:
         init_plugin_loader()
-        done.append(True)
+        _LOADER['ready'] = True
 
 
 def rendered(value, item=None):
