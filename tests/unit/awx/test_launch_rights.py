@@ -185,3 +185,19 @@ def test_no_play_hands_variables_to_the_next_job():
             if re.search(r'^\s*-?\s*(ansible\.builtin\.)?set_stats:', handle.read(), re.M):
                 found.append(os.path.relpath(path, ROOT))
     assert not found
+
+
+def test_the_docs_table_lists_what_each_template_offers():
+    # docs/awx.md, "What a launcher may choose": one row per template, its survey's variables in the second column
+    with open(os.path.join(ROOT, 'docs', 'awx.md'), encoding='utf-8') as handle:
+        text = handle.read()
+    section = text[text.index('## What a launcher may choose'):]
+    section = section[:section.index('\n## ')]
+    rows = {}
+    for line in section.splitlines():
+        match = re.match(r'\| `gpuvirt\.provision (\w+)`[^|]*\| ([^|]*) \|', line)
+        if match:
+            rows[match.group(1)] = re.findall(r'`([a-z_]+)`', match.group(2))
+    wanted = {p['name']: p['survey'] for p in PHASES}
+    wanted['site'] = WORKFLOW[2]
+    assert rows == wanted
