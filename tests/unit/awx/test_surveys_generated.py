@@ -9,6 +9,7 @@ _survey_element_validation (integer: an int within min and max; multiplechoice: 
 string of min to max characters)."""
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -16,11 +17,13 @@ import sys
 
 import pytest
 import yaml
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, validators
 
 # the tables the generator reads (through tools/docs/generated_lists.py), imported before any test starts Ansible's
 # collection loader (test_launch_rights.py templates with it), which refuses a new import from a collection that was
 # first imported without it
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform, validators  # noqa: F401
+for _table in ('fleet', 'platform'):
+    importlib.import_module('ansible_collections.gpuvirt.provision.plugins.module_utils.model.' + _table)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 GENERATOR = os.path.join(ROOT, 'tools', 'awx', 'generate_surveys.py')
