@@ -1,7 +1,7 @@
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Whoever may launch a job template or the workflow of awx/configure.yml chooses the limit and the answers of that
-template's survey, nothing else: no template prompts for free extra variables (nor for an inventory, a branch, a
+"""Whoever may launch a job template or the workflow of awx/configure.yml chooses the answers of that template's
+survey, nothing else: no template prompts for free extra variables (nor for a limit, an inventory, a branch, a
 credential or tags), and each survey offers exactly the inputs awx/vars.yml lists for it.
 
 AWX (24.6.1 awx/main/models/mixins.py, SurveyJobTemplateMixin._accept_or_ignore_variables) accepts a launch's
@@ -18,6 +18,8 @@ from __future__ import annotations
 import glob
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -29,9 +31,10 @@ from test_configure_objects import module_options
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 AWX = os.path.join(ROOT, 'awx')
-# The only prompt a launcher gets besides the survey: a limit only narrows the hosts a play's own pattern
-# selects, and each play checks its hosts:, serial and max_fail_percentage where it uses them.
-ALLOWED_PROMPTS = {'ask_limit_on_launch'}
+# The prompts a launcher gets besides the survey: none. Not even the limit, which would only narrow the hosts a
+# play's own pattern selects, but which ansible-playbook reads from a file when it starts with "@"
+# (test_a_limit_names_a_file_whose_lines_reach_the_output).
+ALLOWED_PROMPTS = set()
 
 
 def _load(path):
@@ -99,7 +102,7 @@ def launch_prompt_problems(module, args):
 
 
 @pytest.mark.parametrize('module', sorted(TASKS))
-def test_no_template_prompts_for_anything_but_the_limit(module):
+def test_no_template_prompts_at_launch(module):
     assert 'ask_variables_on_launch' in set(prompts(module).values())
     assert launch_prompt_problems(module, TASKS[module]) == []
 
@@ -108,9 +111,9 @@ def test_no_template_prompts_for_anything_but_the_limit(module):
 def test_prompting_for_extra_variables_is_refused(value):
     # the check above fails on the finding itself: a prompt for extra variables, literal or templated, under its
     # name or its alias
-    for key in ('ask_variables_on_launch', 'ask_extra_vars'):
+    for key in ('ask_variables_on_launch', 'ask_extra_vars', 'ask_limit_on_launch'):
         args = dict(TASKS['awx.awx.job_template'])
-        args.pop('ask_variables_on_launch')
+        args.pop(prompts('awx.awx.job_template')[key])
         args[key] = value
         problems = launch_prompt_problems('awx.awx.job_template', args)
         assert len(problems) == 1 and key in problems[0], problems
@@ -201,3 +204,20 @@ def test_the_docs_table_lists_what_each_template_offers():
     wanted = {p['name']: p['survey'] for p in PHASES}
     wanted['site'] = WORKFLOW[2]
     assert rows == wanted
+
+
+def test_a_limit_names_a_file_whose_lines_reach_the_output(tmp_path):
+    # Why no template prompts for a limit: AWX hands a launch's limit to ansible-playbook as -l LIMIT (AWX 24.6.1
+    # awx/main/tasks/jobs.py, RunJob.build_args), and ansible-playbook reads a limit "@FILE" from that file, printing
+    # each line that names no host in the job's output. In a job, env/extravars holds the extra variables the
+    # registry credential injects, its password among them. Should ansible-core stop reading such a file, this test
+    # fails and the limit may be offered again.
+    extravars = tmp_path / 'extravars'
+    extravars.write_text('{"gpuvirt_registry_password": "not-for-the-launcher"}\n')
+    (tmp_path / 'hosts').write_text('gpu-1 ansible_connection=local\n')
+    (tmp_path / 'play.yml').write_text('- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n')
+    env = dict(os.environ, ANSIBLE_NOCOLOR='1')
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i',
+                           str(tmp_path / 'hosts'), str(tmp_path / 'play.yml'), '-l', '@%s' % extravars],
+                          capture_output=True, text=True, check=False, env=env, cwd=str(tmp_path))
+    assert 'not-for-the-launcher' in proc.stdout + proc.stderr, proc.stdout + proc.stderr
