@@ -14,6 +14,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 SCANNED = ('roles', 'playbooks', 'plugins', 'molecule')
 SUFFIXES = ('.yml', '.yaml', '.py', '.j2', '.json')
 FQCN = re.compile(r'(?<![\w.])([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)\.[a-z_][a-z0-9_]*')
+CORE_IMPORT = re.compile(r'^[ \t]*(?:from|import)[ \t]+ansible\.[\w.]+.*$', re.M)
 # ansible-core itself and this collection are no dependencies
 NOT_DEPENDENCIES = {'ansible.builtin', 'ansible.legacy', 'gpuvirt.provision'}
 
@@ -38,6 +39,9 @@ def used_collections():
                 path = os.path.join(dirpath, filename)
                 with open(path, encoding='utf-8', errors='replace') as handle:
                     text = handle.read()
+                if filename.endswith('.py'):
+                    # a Python import of ansible.<package> is ansible-core (ansible.utils.vars), not a collection
+                    text = CORE_IMPORT.sub('', text)
                 for namespace, name in set(FQCN.findall(text)):
                     fqcn = '%s.%s' % (namespace, name)
                     if fqcn not in NOT_DEPENDENCIES and _is_collection(namespace, name):
