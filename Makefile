@@ -51,6 +51,7 @@ host:
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
+	@echo "venv: creating $(VENV) from requirements-dev.txt (the first time about 2 min; pip prints nothing meanwhile)"
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
 	touch $@
@@ -124,7 +125,12 @@ build: venv
 # LAB_DIR: the lab's directory (disk, SSH key, VM, API server; tools/lab/*.sh and inventories/lab read it too).
 # LAB_KUBECONFIG: the lab's API server (tools/lab/cluster.sh, started by the demo); the reboot drains through it
 demo: HOST_GROUPS = core kube lab
+# The VM is started first, outside ansible-playbook, so each of its steps prints as it starts (a task shows its
+# output only when it ends); demo.yml then finds it running.
 demo: deps kube-apiserver
+	@echo "demo: 1/2 the lab VM (first time: disk build about 2-3 min, boot about 30-90 s)"
+	LAB_DIR=$(LAB_DIR) tools/lab/start.sh --keep
+	@echo "demo: 2/2 the whole job against the lab (ansible-playbook playbooks/demo.yml: one line per task)"
 	LAB_DIR=$(LAB_DIR) LAB_KUBECONFIG=$(LAB_DIR)/run/kubeconfig \
 	  $(BIN)/ansible-playbook -i inventories/lab/hosts.yml playbooks/demo.yml
 

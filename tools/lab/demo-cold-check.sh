@@ -80,6 +80,11 @@ has cold 'Helm: the recorded stand-in tests/integration/fake_helm.py, not helm'
 has cold 'including `helm upgrade -i` (the release installed or changed)'
 has cold 'Verify: no node is expected to advertise a resource'
 lacks cold 'Not run: '
+has cold 'vGPU Manager image (nothing to build: no vGPU host)'
+has cold 'vGPU profiles on VFs (nothing to set: no vendor-specific VFIO vGPU host)'
+# the cold run said what it was doing while the disk was built and the VM booted
+has cold 'demo: 1/2 the lab VM'
+has cold 'lab: booting the VM'
 
 # the second run changed nothing, and says so
 has again 'lab-gpu-0 (node lab-gpu-0, pool vm-passthrough): host prep ran; changed: nothing; rebooted: no'

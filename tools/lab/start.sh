@@ -14,6 +14,10 @@ lab=${LAB_DIR:-$root/.lab}
 run=$lab/run
 port=${LAB_SSH_PORT:-2222}
 keep=0; [ "${1:-}" = "--keep" ] && keep=1
+# progress goes to stderr: a caller that reads stdout (demo.yml's task) sees only the final lines, a terminal
+# (make demo) sees each step as it starts
+echo "lab: the base disk (cached under $lab/images; built when missing, the first time about 2-3 min:" \
+     "debootstrap, GRUB, SSH key)" >&2
 base=$("$root/tools/lab/build-image.sh")
 mkdir -p "$run"
 if [ -f "$run/qemu.pid" ] && kill -0 "$(cat "$run/qemu.pid")" 2>/dev/null; then
@@ -39,6 +43,7 @@ Host lab-gpu-0
   LogLevel ERROR
 CONFIG
 start=$(date +%s)
+echo "lab: booting the VM (QEMU TCG, no KVM: about 30-90 s until SSH answers; serial log: $run/serial.log)" >&2
 qemu-system-x86_64 -name gpuvirt-lab -accel tcg -cpu max -smp "${LAB_SMP:-2}" -m "${LAB_MEM:-2048}" \
   -machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,caching-mode=on -device edu,addr=0x10 \
   -drive file="$run/overlay.qcow2",if=virtio,format=qcow2 \
@@ -57,5 +62,8 @@ until ssh "${ssh_opts[@]}" gpuvirt@127.0.0.1 true 2>/dev/null; do
     tail -30 "$run/serial.log" >&2; exit 1
   fi
   sleep 2
+  waited=$(( $(date +%s) - start ))
+  # one line every 15 s, so a slow boot shows it is still going
+  if [ "$waited" -ge 15 ] && [ $(( waited % 15 )) -lt 2 ]; then echo "lab: still booting (${waited}s)" >&2; fi
 done
 echo "lab VM up in $(( $(date +%s) - start ))s: ssh ${ssh_opts[*]} gpuvirt@127.0.0.1 (serial log: $run/serial.log)"

@@ -372,6 +372,13 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
             report[name] = {'pool': item['pool'], 'changes': {}, 'owned_labels': None, 'unchanged': [],
                             'left_alone': unknown}
             continue
+        row = fleet.BY_NAME.get(item['pool'])
+        if row is not None and row.vgpu and not item.get('vgpu_config'):
+            # desired_labels would refuse it too, without the host: name it, beside every other node's problem
+            errors.append("host %s (node %s, pool %s) has no vGPU config for the %s label: set gpuvirt_vgpu_config on "
+                          "the host (for example A10-12Q), or node_labels_vgpu_config_default for all vGPU hosts"
+                          % (item.get('host', name), name, item['pool'], VGPU_LABEL))
+            continue
         desired = desired_labels(item['pool'], item.get('vgpu_config'), pool_selector, dra_selector, dra_stack)
         if fleet.BY_NAME[item['pool']].vgpu:
             unusable = vgpu_config_error(name, desired[VGPU_LABEL], item.get('facts'), custom_configs)

@@ -43,6 +43,10 @@ def compare(expected, nodes):
             message = "node %s: expected %s; advertised %s" % (
                 node, ', '.join('%s>=%s' % (r, max(int(want[r]), 1)) for r in sorted(want)),
                 ', '.join('%s=%s' % kv for kv in sorted(advertised.items())) or 'no nvidia.com/* resources')
+        elif not want:
+            # nothing to wait for: say so, and what the node does advertise, rather than an empty list
+            message = "node %s: nothing expected (its GPU facts promise no nvidia.com/* resource); it advertises %s" % (
+                node, ', '.join('%s=%s' % kv for kv in sorted(advertised.items())) or 'no nvidia.com/* resources')
         else:
             message = "node %s: %s advertised" % (node, ', '.join('%s=%s' % (r, advertised[r]) for r in sorted(want)))
         ok = ok and not missing

@@ -398,3 +398,15 @@ def test_a_vendor_vfio_node_without_facts_in_this_run_keeps_its_labels_and_recor
     # the same host with its facts in the run (gathered true) gets the row they show: planned as usual
     patches, report = nl.plan([dict(unknown, gathered=True)], [labelled], [])
     assert 'left_alone' not in report['n1'] and all(patches[0]['metadata']['labels'][k] is None for k in ours)
+
+
+def test_plan_names_every_vgpu_host_without_a_config_and_the_fix():
+    wanted = [{'node': 'v1', 'host': 'gpu-v01.example.com', 'pool': 'vm-vgpu'},
+              {'node': 'v2', 'host': 'gpu-v02.example.com', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-12Q'},
+              {'node': 'v3', 'host': 'gpu-v03.example.com', 'pool': 'vm-vgpu-vf'}]
+    with pytest.raises(nl.ManifestError) as err:
+        nl.plan(wanted, None, None)
+    msg = str(err.value)
+    assert 'host gpu-v01.example.com (node v1, pool vm-vgpu) has no vGPU config' in msg, msg
+    assert 'host gpu-v03.example.com (node v3, pool vm-vgpu-vf)' in msg and 'gpu-v02' not in msg, msg
+    assert 'set gpuvirt_vgpu_config on the host' in msg and 'node_labels_vgpu_config_default' in msg, msg

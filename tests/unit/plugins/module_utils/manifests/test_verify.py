@@ -58,3 +58,13 @@ def test_smoke_vm_refuses_inputs_outside_their_grammar(field, value):
     args[field] = value
     with pytest.raises(ManifestError):
         verify.smoke_vm(**args)
+
+
+def test_a_node_expected_to_advertise_nothing_says_so_and_what_it_has():
+    # the lab's stand-in device is no GPU: an empty expectation read "node lab-gpu-0:  advertised"
+    ok, report = verify.compare({'lab-gpu-0': {}}, [node('lab-gpu-0', {})])
+    assert ok
+    assert report['lab-gpu-0']['message'] == ('node lab-gpu-0: nothing expected (its GPU facts promise no nvidia.com/* '
+                                              'resource); it advertises no nvidia.com/* resources')
+    ok, report = verify.compare({'n1': {}}, [node('n1', {'nvidia.com/GA102GL_A10': '1'})])
+    assert report['n1']['message'].endswith('it advertises nvidia.com/GA102GL_A10=1'), report
