@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -591,3 +592,26 @@ def test_a_vgpu_fleet_on_two_os_tags_is_refused_before_any_write(tmp_path, kube)
     assert rc != 0, log
     assert 'rhcos4.18: vgpu-1' in log and 'rhcos4.19: ctr-1' in log, log
     assert cluster.writes() == [], write_summary(cluster.writes())
+
+
+@pytest.mark.parametrize('playbook, extra', [
+    # the plan the nodes phase computes and then patches from: replaced, it would label any node anything
+    ('nodes', {'node_labels_plan': {'patches': [{'name': 'ctr-1', 'labels': {W: 'vm-passthrough'}}]}}),
+    # the helm invocation the operator phase checks and then runs
+    ('operator', {'__gpu_operator_helm_checked': {'binary': '/bin/sh', 'release': 'x', 'chart': 'y'}}),
+])
+def test_a_launch_variable_replacing_a_checked_value_stops_the_cluster_phase_before_any_request(
+        tmp_path, kube, playbook, extra):
+    # extra variables beat set_fact: the launch check (docs/security.md, "Launch time") refuses them before the
+    # phase asks the API server anything
+    cluster = kube(labelled_nodes())
+    # the playbook a user runs (gather.yml, then the phase's body), not the body the other tests run
+    extra_vars = dict(labels_apply(cluster), ansible_python_interpreter=sys.executable, **extra)
+    proc = subprocess.run(['ansible-playbook', '-i', os.path.join(HERE, 'inventories', 'mixed-openshift.yml'),
+                           os.path.join(ROOT, 'playbooks', playbook + '.yml'), '-e', json.dumps(extra_vars)],
+                          capture_output=True, text=True, check=False, cwd=ROOT,
+                          env=dict(os.environ, HOME=str(tmp_path), TMPDIR=str(tmp_path)))
+    rc, log = proc.returncode, proc.stdout + proc.stderr
+    assert rc != 0, log
+    assert '%s (given by the extra variables)' % next(iter(extra)) in log, log
+    assert cluster.requests() == [], write_summary(cluster.requests())

@@ -143,11 +143,18 @@ def _load_inventory(path):
     return given_variables(loader, inventory, {}, PLAYBOOKS)
 
 
-@pytest.mark.parametrize('inventory', [
-    'inventories/example/hosts.yml', 'inventories/lab/hosts.yml',
-] + sorted('tests/integration/cluster_kubevirt/inventories/' + n
-           for n in os.listdir(os.path.join(ROOT, 'tests/integration/cluster_kubevirt/inventories'))
-           if n.endswith('.yml')))
+def _repository_inventories():
+    out = ['inventories/example/hosts.yml', 'inventories/lab/hosts.yml']
+    base = os.path.join(ROOT, 'tests', 'integration')
+    for target in sorted(os.listdir(base)):
+        folder = os.path.join(base, target, 'inventories')
+        if os.path.isdir(folder):
+            out += sorted(os.path.relpath(os.path.join(folder, n), ROOT) for n in os.listdir(folder)
+                          if n.endswith('.yml'))
+    return out
+
+
+@pytest.mark.parametrize('inventory', _repository_inventories())
 def test_the_repositorys_own_inventories_pass(inventory):
     given_names, allowed = _load_inventory(os.path.join(ROOT, inventory))
     # group_vars/all beside the example inventory are read too (the vars plugins)
