@@ -32,7 +32,7 @@ KNOWN = ('dra_driver_chart_install', 'dra_driver_chart_ref', 'dra_driver_chart_v
  'gpuvirt_node_name', 'gpuvirt_os_tag', 'gpuvirt_pci_devices', 'gpuvirt_platform', 'gpuvirt_platform_traits',
  'gpuvirt_pool', 'gpuvirt_regather', 'gpuvirt_registry', 'gpuvirt_registry_host', 'gpuvirt_registry_password',
  'gpuvirt_registry_secret', 'gpuvirt_registry_user', 'gpuvirt_registry_username', 'gpuvirt_render_dir',
- 'gpuvirt_validate_certs', 'gpuvirt_vgpu_config', 'gpuvirt_vgpu_types', 'host_prep_hosts',
+ 'gpuvirt_saved_facts', 'gpuvirt_validate_certs', 'gpuvirt_vgpu_config', 'gpuvirt_vgpu_types', 'host_prep_hosts',
  'host_prep_max_fail_percentage', 'host_prep_serial', 'k8s_objects_dry_run', 'k8s_objects_field_manager',
  'k8s_objects_force_conflicts', 'k8s_objects_list', 'k8s_objects_mode', 'k8s_objects_no_log',
  'k8s_objects_render_dir', 'k8s_objects_render_prefix', 'k8s_objects_wait', 'k8s_objects_wait_timeout',
