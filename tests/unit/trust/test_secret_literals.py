@@ -93,9 +93,9 @@ CREDENTIALS = dict(SPEC_CREDENTIALS, **{name: None for name in CARRIERS})
 
 
 def task_files():
-    files = [p for p in ROOT.glob('roles/*/tasks/**/*.yml')] + list(ROOT.glob('roles/*/handlers/*.yml'))
-    files += [p for p in ROOT.glob('playbooks/*.yml')]
-    return sorted(files)
+    # playbooks/vars/ holds variables, not tasks
+    return sorted(list(ROOT.glob('roles/*/tasks/**/*.yml')) + list(ROOT.glob('roles/*/handlers/*.yml'))
+                  + list(ROOT.glob('playbooks/*.yml')))
 
 
 def walk(nodes, inherited=None, in_play=False):
@@ -103,7 +103,8 @@ def walk(nodes, inherited=None, in_play=False):
     for node in nodes or []:
         if not isinstance(node, dict):
             continue
-        own = node.get('no_log', inherited) if isinstance(node.get('no_log', inherited), bool) else inherited
+        # a template for no_log protects nothing (the first rule reports it): the enclosing literal stays in force
+        own = node['no_log'] if isinstance(node.get('no_log'), bool) else inherited
         if not in_play and 'hosts' in node:
             yield node, 'play', own
             for key in PLAY_TASK_KEYS:
@@ -163,7 +164,9 @@ def facts_set(node):
 
 
 def module_of(node):
-    return next((k for k in node if k in WRITERS or k.split('.')[-1] in {w.split('.')[-1] for w in WRITERS}), None)
+    """The task's module when it is a file writer (by its full or its short name)."""
+    short = {w.rsplit('.', 1)[-1]: w for w in WRITERS}
+    return next((k for k in node if k in WRITERS or k in short), None)
 
 
 def problems(rel, documents, known=None):
@@ -212,7 +215,7 @@ def test_every_fact_set_from_a_credential_is_classified():
     for path in FILES:
         rel = str(path.relative_to(ROOT))
         credentials = dict(CREDENTIALS, **{name: None for name in FILE_CREDENTIALS.get(rel, ())})
-        for node, kind, _ in walk(_load(path)):
+        for node, kind, _no_log in walk(_load(path)):
             if kind == 'task' and references(node, credentials):
                 unclassified += ['%s: %s' % (rel, n) for n in facts_set(node) - set(CARRIERS) - set(NOT_CARRIERS)]
     assert not unclassified, unclassified
@@ -259,6 +262,8 @@ CREDS = {'vgpu_manager_image_registry_password': None, 'gpu_operator_pull_secret
                                                           'mode': '0644'}, 'no_log': True}, ['writes a Secret']),
     ({'name': 't', 'gpuvirt.provision.render_manifests': {'objects': ['{{ __gpu_operator_secret.object }}'],
                                                           'mode': '0600'}, 'no_log': True}, []),
+    ({'name': 't', 'copy': {'content': '{{ vgpu_manager_image_registry_password }}', 'dest': '/x'}, 'no_log': True},
+     ['writes a Secret']),
     # the finding's render task: both its no_log and its mode followed a variable
     ({'name': 't', 'gpuvirt.provision.render_manifests': {'objects': '{{ k8s_objects_list }}',
                                                           'mode': "{{ '0600' if f.no_log else '0644' }}"},
