@@ -47,7 +47,11 @@ options:
       - Letters, digits, C(.), C(_) and C(-), no directory.
     type: str
   mode:
-    description: Mode of every file, such as C(0600) for Secrets.
+    description:
+      - Mode of every file, such as C(0600) for Secrets.
+      - When an object may carry a credential (a Secret, a list kind, see the filter
+        P(gpuvirt.provision.k8s_holds_secret#filter)), every file of the call is written with at most C(0600)
+        (O(mode) without its group and other bits), whatever O(mode) says.
     type: str
     default: "0644"
   phase:
@@ -92,6 +96,7 @@ files:
 
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import credentials
 from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render, render_session
 
 
@@ -114,6 +119,9 @@ def main():
         mode = render.file_mode(p['mode'])
     except render.RenderError as e:
         module.fail_json(msg=str(e))
+    # a Secret is never readable by group or others, whatever mode a task (or a variable in it) asks for
+    if credentials.any_holds_credential(p['objects']):
+        mode &= 0o600
     if not render_session.valid_phase(p['phase']):
         module.fail_json(msg='phase %r is not valid; expected at most 63 letters, digits, ".", "_" and "-", such as '
                              'kubevirt' % (p['phase'],))

@@ -27,7 +27,6 @@ PLAY = """
         k8s_objects_mode: render
         k8s_objects_render_dir: "{{ out }}"
         k8s_objects_render_prefix: "{{ prefix }}"
-        k8s_objects_no_log: "{{ secret }}"
         k8s_objects_list: "{{ objects }}"
 """
 
@@ -39,8 +38,16 @@ SECRET = {
 }
 
 
-def _run(tmp_path, objects, prefix="", secret=False, extra=()):
-    extra_vars = {"out": str(tmp_path / "out"), "objects": objects, "prefix": prefix, "secret": secret}
+ROLE = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "k8s_objects"))
+# what a launcher could pass to switch the protection off, if any protection read a variable: the role's former
+# option, and the internal fact that carried it (extra variables beat set_fact and include_role vars)
+SWITCH_OFF = ["-e", "k8s_objects_no_log=false",
+              "-e", json.dumps({"__k8s_objects_flags": {"no_log": False, "force_conflicts": False, "wait": False,
+                                                        "dry_run": False}})]
+
+
+def _run(tmp_path, objects, prefix="", extra=()):
+    extra_vars = {"out": str(tmp_path / "out"), "objects": objects, "prefix": prefix}
     return run_play(tmp_path, PLAY, extra_vars, args=extra)
 
 
@@ -69,12 +76,61 @@ def test_check_mode_writes_nothing(tmp_path):
 
 
 def test_secret_is_private_and_not_logged(tmp_path):
-    rc, out = _run(tmp_path, [SECRET], secret=True, extra=["-v"])
+    rc, out = _run(tmp_path, [SECRET], extra=["-v"])
     assert rc == 0, out
     path = tmp_path / "out" / "000-secret-nvidia-gpu-operator-registry-pull.yaml"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert "czNjcjN0LXZhbHVl" not in out
     assert yaml.safe_load(path.read_text())["stringData"] == SECRET["stringData"]
+
+
+def test_no_extra_variable_switches_the_protection_of_a_secret_off(tmp_path):
+    """The finding this guards: -e k8s_objects_no_log=false used to print the Secret and write it 0644."""
+    rc, out = _run(tmp_path, [SECRET], extra=SWITCH_OFF + ["-vvv", "--diff"])
+    assert rc == 0, out
+    path = tmp_path / "out" / "000-secret-nvidia-gpu-operator-registry-pull.yaml"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert "czNjcjN0LXZhbHVl" not in out and "registry-pull" not in out.replace(str(path), "")
+    assert yaml.safe_load(path.read_text())["stringData"] == SECRET["stringData"]
+
+
+def test_a_list_mixing_a_secret_with_other_objects_is_protected_whole(tmp_path):
+    rc, out = _run(tmp_path, [NAMESPACE, SECRET], extra=SWITCH_OFF + ["-vvv"])
+    assert rc == 0, out
+    for name in ("000-namespace-cluster-nvidia-gpu-operator.yaml", "001-secret-nvidia-gpu-operator-registry-pull.yaml"):
+        assert stat.S_IMODE(os.stat(tmp_path / "out" / name).st_mode) == 0o600, name
+    assert "czNjcjN0LXZhbHVl" not in out
+
+
+def test_a_secret_spelled_another_way_is_still_a_secret(tmp_path):
+    # kubernetes.core resolves a kind by its plural name and in any case too
+    spelled = dict(SECRET, kind="secrets")
+    rc, out = _run(tmp_path, [spelled], extra=SWITCH_OFF + ["-vvv"])
+    assert rc == 0, out
+    assert stat.S_IMODE(os.stat(tmp_path / "out" / "000-secrets-nvidia-gpu-operator-registry-pull.yaml").st_mode) == 0o600
+    assert "czNjcjN0LXZhbHVl" not in out
+
+
+def test_objects_without_a_credential_stay_visible_and_0644(tmp_path):
+    rc, out = _run(tmp_path, [NAMESPACE], extra=["-v"])
+    assert rc == 0, out
+    path = tmp_path / "out" / "000-namespace-cluster-nvidia-gpu-operator.yaml"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    assert str(path) in out  # the result is shown, not hidden by no_log
+
+
+def _steps(name):
+    with open(os.path.join(ROLE, "tasks", name), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def test_apply_secret_is_apply_with_literal_no_log_on_every_task():
+    """apply_secret.yml repeats apply.yml's steps for a list holding a Secret: the two must not drift apart."""
+    plain, secret = _steps("apply.yml"), _steps("apply_secret.yml")
+    assert all(task.get("no_log") is True for task in secret), [t["name"] for t in secret]
+    assert all("no_log" not in task for task in plain)
+    renamed = yaml.safe_load(yaml.safe_dump(secret).replace("__k8s_objects_secret_", "__k8s_objects_"))
+    assert [{k: v for k, v in task.items() if k != "no_log"} for task in renamed] == plain
 
 
 def test_incomplete_object_fails_before_any_write(tmp_path):
