@@ -107,8 +107,8 @@ KNOWN = {
     ('playbooks/render_open.yml', 'Create the render directory'): {'gpuvirt_render_dir'},
     # objects built and checked by our modules (registered results) or by k8s_objects' own validation
     ('roles/gpu_operator/tasks/olm_install.yml',
-     'Approve the first install of the Manual Subscription (its InstallPlan names the CSV OLM resolved)'):
-        {'__gpu_operator_olm_plan', 'gpu_operator_olm_namespace'},
+     'Approve the first install of the Manual Subscription (its InstallPlan names the CSV OLM resolved)'): {
+         '__gpu_operator_olm_plan', 'gpu_operator_olm_namespace'},
     ('roles/machineconfig/tasks/main.yml', 'Label the GPU nodes into the dedicated pool'):
         {'__machineconfig_built'},
     ('roles/k8s_objects/tasks/apply.yml', 'Preview each object with a server-side dry run'):
@@ -344,7 +344,7 @@ def findings(documents):
 
 
 def test_every_module_is_classified_as_sink_or_not():
-    used = {module_of(task) for doc in _documents().values() for task, _ in _tasks(doc)}
+    used = {module_of(task) for doc in _documents().values() for task, _whens in _tasks(doc)}
     assert len(used) > 30, 'the task files were not read'
     classified = THIRD_PARTY_SINKS | OWN_SINKS | NON_SINKS
     assert not THIRD_PARTY_SINKS & NON_SINKS and not OWN_SINKS & NON_SINKS

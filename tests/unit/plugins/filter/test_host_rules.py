@@ -14,7 +14,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kern
 
 def test_the_filters_are_registered():
     assert set(host_rules.FilterModule().filters()) >= {'iommu_kernel_args', 'modprobe_blacklist', 'invalid_bdfs',
-                                                          'initramfs_command'}
+                                                        'initramfs_command'}
 
 
 @pytest.mark.parametrize('vendor,passthrough,expected', [
