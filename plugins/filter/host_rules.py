@@ -5,8 +5,8 @@
 kernel arguments, the modprobe blacklist text, the PCI address as sysfs names it, the grammars of what goes into
 the kernel module configuration and the vfio role's files. The logic lives in module_utils (kernel_cmdline,
 modprobe, pci_address, validators); these filters only carry it into a play. Documentation lives in the sidecars
-iommu_kernel_args.yml, modprobe_blacklist.yml, invalid_bdfs.yml, invalid_pci_ids.yml, host_checked.yml and
-vfio_files.yml."""
+iommu_kernel_args.yml, modprobe_blacklist.yml, invalid_bdfs.yml, invalid_pci_ids.yml, host_checked.yml,
+vfio_files.yml and initramfs_command.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -89,8 +89,25 @@ def vfio_files(ids, softdeps, modules):
         raise AnsibleFilterError('vfio_files: %s' % e)
 
 
+# The two initramfs builders the roles run, whole argument vectors: the tool is chosen from these, never spelled.
+INITRAMFS_COMMANDS = {
+    'update-initramfs': ['update-initramfs', '-u', '-k', 'all'],
+    'dracut': ['dracut', '-f', '--regenerate-all'],
+}
+
+
+def initramfs_command(tool, os_family, name='nouveau_initramfs_tool'):
+    """The argv that rebuilds every initramfs image: ``tool`` is ``auto`` (update-initramfs on the Debian family,
+    dracut elsewhere), ``update-initramfs`` or ``dracut``; anything else fails naming ``name``."""
+    if not isinstance(tool, str) or tool not in ('auto',) + tuple(INITRAMFS_COMMANDS):
+        raise AnsibleFilterError('%s: %r is not an initramfs tool; use auto, update-initramfs or dracut' % (name, tool))
+    if tool == 'auto':
+        tool = 'update-initramfs' if os_family == 'Debian' else 'dracut'
+    return list(INITRAMFS_COMMANDS[tool])
+
+
 class FilterModule(object):
     def filters(self):
         return {'iommu_kernel_args': iommu_kernel_args, 'modprobe_blacklist': modprobe_blacklist,
                 'invalid_bdfs': invalid_bdfs, 'invalid_pci_ids': invalid_pci_ids, 'host_checked': host_checked,
-                'vfio_files': vfio_files}
+                'vfio_files': vfio_files, 'initramfs_command': initramfs_command}

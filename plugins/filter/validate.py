@@ -25,6 +25,7 @@ GRAMMARS = {
     'gpu_hosts_pattern': fleet.gpu_hosts_pattern,
     'positive_int': validators.positive_int,
     'percentage': validators.percentage,
+    'reboot_message': validators.reboot_message,
 }
 
 

@@ -293,6 +293,17 @@ def int_in_range(value, name, low, high):
     return number
 
 
+# The message ansible.builtin.reboot hands to shutdown: on Linux its action plugin puts it between double quotes
+# in a command line run by the host's shell as root, so a quote, $, backquote or backslash would be root code.
+REBOOT_MESSAGE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9 .,:()_+/-]*')
+
+
+def reboot_message(value, name):
+    return _check(value, name, REBOOT_MESSAGE_RE, 200,
+                  "a message of at most 200 letters, digits, blanks and . , : ( ) _ + / -, starting with a letter "
+                  "or digit (no quotes, $, backquotes, backslashes or newlines)")
+
+
 def positive_int(value, name):
     return int_in_range(value, name, 1, 100000)
 

@@ -37,9 +37,8 @@ STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
 # what may follow a flag's name: its coercion (with a default first when the flag may be undefined), or to_json,
 # which only shows the raw value in a message
 ALLOWED_AFTER = re.compile(r'\s*(?:\|\s*default\([^()]*\)\s*)?\|\s*(?:gpuvirt\.provision\.strict_bool\(|to_json\b)')
-# kubernetes.core.helm's bool parameters take this flag as given there (the module's own bool conversion);
-# the role refuses anything that is not a boolean at its start, before the task is reached
-RAW_EXEMPT = {('roles/gpu_operator/tasks/helm.yml', 'gpu_operator_helm_wait')}
+# (file, flag) pairs read raw on purpose; none now (the Helm install's wait is coerced in its own task)
+RAW_EXEMPT = set()
 # gather.yml: see the note on FILES above
 PLAYBOOKS = sorted(p for p in ROOT.glob('playbooks/*.yml') if p.name != 'gather.yml')
 

@@ -140,3 +140,43 @@ def test_a_hostile_driver_name_from_sysfs_is_refused_by_the_writer(tmp_path):
     assert rc != 0, out
     assert 'vfio_files: ' in out and 'x;reboot' in out, out
     assert _files(root) == {}, out
+
+
+# Extra variables beat set_fact: a launcher could give the role's internal facts (the checked paths, the rendered
+# texts, the ids) from outside. Each writing task computes its path and text through the checks itself, so such a
+# variable either changes nothing or is refused by the writer; nothing is ever written from it.
+def test_rendered_texts_given_from_outside_are_not_what_is_written(tmp_path):
+    hostile = {'modprobe': 'install nvidia /bin/sh -c "id > /tmp/pwned"\n',
+               'modules_load': 'vfio\n', 'initramfs_tools': 'x', 'dracut': 'add_drivers+="$(id > /tmp/x)"\n'}
+    rc, out, root = _run(tmp_path, os_family='RedHat', __vfio_files=hostile)
+    assert rc == 0, out
+    files = _files(root)
+    assert files[PATHS['vfio_modprobe_path']] == MODPROBE, out
+    assert files[PATHS['vfio_dracut_path']] == DRACUT, out
+    assert not any('install' in text or '$(' in text for text in files.values()), files
+
+
+def test_checked_paths_given_from_outside_are_not_where_anything_is_written(tmp_path):
+    elsewhere = tmp_path / 'root' / 'etc' / 'profile.d'
+    elsewhere.mkdir(parents=True)
+    # the ids and drivers as the inputs give them (they only ever reach the writer, which checks them); the module
+    # names and the paths hostile
+    checked = {'device_ids': [], 'persistent_ids': ['10de:2236', '10de:1aef'],
+               'softdep_drivers': ['nouveau', 'nvidia', 'nvidiafb', 'snd_hda_intel'],
+               'modules': ['vfio_pci" ; id ; x="'],
+               'modprobe_path': str(elsewhere / 'gpuvirt.sh'), 'modules_load_path': str(elsewhere / 'a.sh'),
+               'dracut_path': str(elsewhere / 'b.sh'), 'initramfs_modules_path': str(elsewhere / 'c.sh')}
+    rc, out, root = _run(tmp_path, os_family='RedHat', __vfio_checked=checked)
+    assert rc == 0, out
+    assert list(elsewhere.iterdir()) == [], out
+    files = _files(root)
+    assert files == {PATHS['vfio_modprobe_path']: MODPROBE, PATHS['vfio_modules_load_path']: MODULES_LOAD,
+                     PATHS['vfio_dracut_path']: DRACUT}, out
+
+
+def test_ids_given_from_outside_meet_the_writer_and_nothing_is_written(tmp_path):
+    rc, out, root = _run(tmp_path, os_family='RedHat',
+                         __vfio_ids=['10de:2236\ninstall nvidia /bin/sh -c id'], __vfio_softdeps=['nouveau'])
+    assert rc != 0, out
+    assert 'vfio_files: ' in out and 'install nvidia' in out, out
+    assert _files(root) == {}, out

@@ -13,7 +13,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kern
 
 
 def test_the_filters_are_registered():
-    assert set(host_rules.FilterModule().filters()) >= {'iommu_kernel_args', 'modprobe_blacklist', 'invalid_bdfs'}
+    assert set(host_rules.FilterModule().filters()) >= {'iommu_kernel_args', 'modprobe_blacklist', 'invalid_bdfs',
+                                                        'initramfs_command'}
 
 
 @pytest.mark.parametrize('vendor,passthrough,expected', [
@@ -113,3 +114,19 @@ def test_vfio_files_renders_and_fails_as_a_filter():
     assert host_rules.vfio_files(['10de:2236'], [], ['vfio_pci'])['modules_load'].endswith('\nvfio_pci\n')
     with pytest.raises(AnsibleFilterError, match='vfio_files: .*vfio_pci;reboot'):
         host_rules.vfio_files(['10de:2236'], ['vfio_pci;reboot'], ['vfio_pci'])
+
+
+@pytest.mark.parametrize('tool, family, expected', [
+    ('auto', 'Debian', ['update-initramfs', '-u', '-k', 'all']),
+    ('auto', 'RedHat', ['dracut', '-f', '--regenerate-all']),
+    ('dracut', 'Debian', ['dracut', '-f', '--regenerate-all']),
+    ('update-initramfs', 'RedHat', ['update-initramfs', '-u', '-k', 'all']),
+])
+def test_the_initramfs_command_is_one_of_two_vectors(tool, family, expected):
+    assert host_rules.initramfs_command(tool, family) == expected
+
+
+@pytest.mark.parametrize('tool', ['', 'dracut ', 'sh', '/bin/sh -c id', ['dracut'], None])
+def test_any_other_initramfs_tool_is_refused_naming_the_variable(tool):
+    with pytest.raises(AnsibleFilterError, match='nouveau_initramfs_tool'):
+        host_rules.initramfs_command(tool, 'Debian')

@@ -35,3 +35,12 @@ def test_checked_helm_inputs():
         validate.checked('--post-renderer', 'helm_release_name', 'gpu_operator_release_name')
     with pytest.raises(AnsibleFilterError, match='unknown grammar'):
         validate.checked('a', 'nope', 'x')
+
+
+def test_the_reboot_message_is_plain_text():
+    message = 'Reboot by gpuvirt.provision host preparation'
+    assert validate.checked(message, 'reboot_message', 'reboot_msg') == message
+    # ansible.builtin.reboot puts it between double quotes on a shell command line run as root
+    for bad in ['x"; id; "', 'x $(id)', 'x `id`', 'x\\', 'x\nid', '', ' x', 'x' * 201, 5]:
+        with pytest.raises(AnsibleFilterError, match='reboot_msg'):
+            validate.checked(bad, 'reboot_message', 'reboot_msg')

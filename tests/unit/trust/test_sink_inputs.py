@@ -1,0 +1,409 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The sink checks its own input: a static rule over every task file of the roles and playbooks.
+
+Extra variables beat every other variable in Ansible, set_fact and registered results included: a value checked
+in one task and kept in a fact (``__vfio_checked``, ``__gpu_operator_helm_checked``) can be replaced with
+``-e`` before a later task uses it. So every argument of a task that writes a file, runs a command, reboots,
+drains or deletes (a sink) must be a literal, a variable passed through a checking filter or writer in that same
+expression, or an argument of one of the collection's own modules (they check their arguments themselves, with
+the validators of module_utils). The decisions of such a task (its ``when``, and its blocks') may read a fact
+set with set_fact only through a checking filter; a registered result may be read there (the role re-derives the
+decision from it and the inputs; docs/security.md says what a replaced one could at worst do).
+
+Every module the repository uses is classified below as a sink or not, so a new module forces a decision.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import jinja2
+import pytest
+import yaml
+from jinja2 import nodes
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+TASK_FILES = sorted(list(ROOT.glob('roles/*/tasks/*.yml')) + list(ROOT.glob('roles/*/handlers/*.yml'))
+                    + list(ROOT.glob('playbooks/*.yml')))
+
+# Modules of other collections that cannot check what they are given: the check sits in the task's templates.
+THIRD_PARTY_SINKS = {
+    'ansible.builtin.add_host',          # puts a host in the run: the next plays prepare and reboot it
+    'ansible.builtin.blockinfile',
+    'ansible.builtin.command',
+    'ansible.builtin.copy',
+    'ansible.builtin.file',              # creates, chmods or deletes
+    'ansible.builtin.git',               # clones into a path
+    'ansible.builtin.reboot',            # its msg goes between double quotes on the host's shutdown command line
+    'ansible.builtin.slurp',             # reads a file whose content is sent on
+    'ansible.builtin.systemd_service',
+    'ansible.builtin.tempfile',
+    'community.docker.docker_image',
+    'community.docker.docker_login',
+    'kubernetes.core.helm',
+    'kubernetes.core.k8s',
+    'kubernetes.core.k8s_drain',
+}
+# The collection's own modules that write, run or bind: each checks its arguments against the validators'
+# grammars itself (module_utils), so their arguments need no filter in the task.
+OWN_SINKS = {
+    'gpuvirt.provision.kernel_cmdline', 'gpuvirt.provision.render_file', 'gpuvirt.provision.render_manifests',
+    'gpuvirt.provision.render_session', 'gpuvirt.provision.vfio_bind', 'gpuvirt.provision.vgpu_vf_profiles',
+}
+NON_SINKS = {
+    'ansible.builtin.assert', 'ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.find',
+    'ansible.builtin.import_playbook',
+    'ansible.builtin.include_role', 'ansible.builtin.include_tasks', 'ansible.builtin.meta', 'ansible.builtin.ping',
+    'ansible.builtin.set_fact', 'ansible.builtin.stat', 'ansible.builtin.validate_argument_spec',
+    'ansible.builtin.wait_for', 'kubernetes.core.k8s_info',
+    'gpuvirt.provision.dra_manifests', 'gpuvirt.provision.dra_preflight', 'gpuvirt.provision.gpu_holders',
+    'gpuvirt.provision.gpu_operator_manifests', 'gpuvirt.provision.gpu_operator_pull_secret',
+    'gpuvirt.provision.hco_permitted_devices', 'gpuvirt.provision.kubevirt_devices_plan',
+    'gpuvirt.provision.kubevirt_permitted_devices', 'gpuvirt.provision.machineconfig_manifests',
+    'gpuvirt.provision.mcp_status', 'gpuvirt.provision.mdev_types', 'gpuvirt.provision.node_labels_plan',
+    'gpuvirt.provision.pci_devices', 'gpuvirt.provision.preflight_host', 'gpuvirt.provision.verify_node_resources',
+    'gpuvirt.provision.verify_smoke_vm', 'gpuvirt.provision.vgpu_image_ca_file', 'gpuvirt.provision.vgpu_image_facts',
+}
+# The filters that check a value (or write a text from values they check) and fail naming the variable.
+CHECKING_FILTERS = {
+    'gpuvirt.provision.checked', 'gpuvirt.provision.host_checked', 'gpuvirt.provision.strict_bool',
+    'gpuvirt.provision.vfio_files', 'gpuvirt.provision.modprobe_blacklist', 'gpuvirt.provision.initramfs_command',
+}
+# Names no launch-time variable replaces in a way that matters here: Ansible's own (omit, the check-mode flag) and
+# the loop variable, whose loop expression is checked as an argument of the same task.
+HARMLESS = {'omit', 'ansible_check_mode'}
+LOOP_KEYS = ('loop', 'with_items')
+# Facts set with set_fact that a sink's decision may read raw, and why a launch-time variable of that name gains
+# nothing there.
+DECISION_FACTS = {
+    # the cluster role refuses a gpuvirt_cluster that is not what the cluster settings give
+    # (tests/unit/roles/test_cluster.py::test_a_cluster_model_given_from_outside_is_refused)
+    'gpuvirt_cluster',
+    # reasons already handled by a reboot in this run: replaced, they can only skip a pending reboot, which the
+    # public input reboot_pending_reasons can do too
+    'reboot_handled',
+    # the devices selected: each address is checked by vfio_bind itself, and the public vfio_bdfs selects any
+    'vfio_selected',
+}
+TASK_KEYWORDS = {
+    'name', 'when', 'register', 'loop', 'vars', 'become', 'delegate_to', 'run_once', 'changed_when', 'failed_when',
+    'check_mode', 'no_log', 'until', 'retries', 'delay', 'tags', 'loop_control', 'environment', 'notify', 'listen',
+    'ignore_errors', 'args', 'become_user', 'diff', 'any_errors_fatal', 'throttle', 'timeout', 'delegate_facts',
+    'module_defaults', 'with_items', 'ignore_unreachable', 'block', 'rescue', 'always',
+}
+BLOCK_KEYS = ('block', 'rescue', 'always', 'tasks', 'pre_tasks', 'post_tasks', 'handlers')
+
+# Findings known and not yet fixed, each with its reason: sinks owned by other work (their owners' scope), or an
+# argument that is data no check can make safer. A fixed one must leave this table (the test says so).
+KNOWN = {
+    # data, not argv or a path: kubernetes.core.helm writes the values to a file it passes with -f; the builder
+    # module checked them, and a replaced registered result can only choose what a values file can
+    ('roles/gpu_operator/tasks/helm.yml', 'Install the gpu-operator chart'): {'__gpu_operator_built'},
+    ('roles/dra_driver/tasks/main.yml', 'Install the chart'): {'__dra_driver_built'},
+    # the render directory: the cluster role refuses a gpuvirt_cluster that is not what gpuvirt_render_dir gives,
+    # and that directory is a public input anyway
+    ('roles/dra_driver/tasks/render.yml', 'Ensure the render directory exists'): {'gpuvirt_cluster'},
+    ('roles/k8s_objects/tasks/render.yml', 'Ensure the render directory exists'): {'k8s_objects_render_dir'},
+    ('playbooks/render_open.yml', 'Create the render directory'): {'gpuvirt_render_dir'},
+    # objects built and checked by our modules (registered results) or by k8s_objects' own validation
+    ('roles/gpu_operator/tasks/olm_install.yml',
+     'Approve the first install of the Manual Subscription (its InstallPlan names the CSV OLM resolved)'): {
+         '__gpu_operator_olm_plan', 'gpu_operator_olm_namespace'},
+    ('roles/machineconfig/tasks/main.yml', 'Label the GPU nodes into the dedicated pool'):
+        {'__machineconfig_built'},
+    ('roles/k8s_objects/tasks/apply.yml', 'Preview each object with a server-side dry run'):
+        {'__k8s_objects_flags', '__k8s_objects_preview', 'k8s_objects_field_manager', 'k8s_objects_list',
+         'k8s_objects_new_namespaces'},
+    ('roles/k8s_objects/tasks/apply.yml', 'Apply each changed object with server-side apply'):
+        {'__k8s_objects_flags', '__k8s_objects_preview', 'k8s_objects_field_manager',
+         'k8s_objects_wait_timeout'},
+    ('roles/node_labels/tasks/main.yml', 'Patch the labels that differ'): {'node_labels_plan'},
+    # the lab and the gathering playbook (controller paths of the run itself)
+    ('playbooks/demo.yml',
+     'Build the lab disk if needed and boot the VM (first time ~2 min for the disk, ~30 s to boot)'):
+        {'playbook_dir'},
+    ('playbooks/demo.yml', "Start the lab's Kubernetes API server (first time builds kube-apiserver, ~3-7 min)"):
+        {'ansible_playbook_python', 'lookup', 'playbook_dir'},
+    ('playbooks/gather.yml', "Leave those hosts out of this run's host phases"): {'__gather_saved'},
+    ('playbooks/gather.yml', 'Create the saved-facts directory'): {'inventory_dir'},
+    ('playbooks/gather.yml', "Write this host's facts (docs/saved-facts.md)"):
+        {'hostvars', 'inventory_dir', 'inventory_hostname'},
+    # the lead's playbook: the OS tag read on each host
+    ('playbooks/gather.yml',
+     "Read the OS release (for the vGPU Manager image's OS tag)"):
+        {'gpuvirt_os_tag'},
+    # NOT FIXED YET (vgpu_manager_image): the build and push commands take the checked inputs from facts set in
+    # validate.yml and inputs.yml; each command should check its own arguments
+    ('roles/vgpu_manager_image/tasks/docker.yml',
+     'Build and push the image with Docker (credentials from the temporary Docker config)'):
+        {'__vgpu_manager_image_facts', '__vgpu_manager_image_flags', '__vgpu_manager_image_ref',
+         '__vgpu_manager_image_workdir'},
+    ('roles/vgpu_manager_image/tasks/docker.yml',
+     'Copy the build context to the temporary directory'):
+        {'__vgpu_manager_image_context', '__vgpu_manager_image_workdir'},
+    ('roles/vgpu_manager_image/tasks/docker.yml',
+     'Copy the vGPU Manager .run file into the build context'):
+        {'__vgpu_manager_image_facts', '__vgpu_manager_image_workdir', 'vgpu_manager_image_run_file'},
+    ('roles/vgpu_manager_image/tasks/docker.yml',
+     'Remove the local image'):
+        {'__vgpu_manager_image_flags', '__vgpu_manager_image_ref'},
+    ('roles/vgpu_manager_image/tasks/main.yml',
+     'Clone the build context'):
+        {'__vgpu_manager_image_tmp', 'vgpu_manager_image_context_git_repo', 'vgpu_manager_image_context_git_version'},
+    ('roles/vgpu_manager_image/tasks/main.yml',
+     'Create the temporary build directory (mode 0700)'):
+        {'vgpu_manager_image_tmp_parent'},
+    ('roles/vgpu_manager_image/tasks/main.yml',
+     'Remove the temporary build directory and the auth file in it'):
+        {'__vgpu_manager_image_tmp'},
+    ('roles/vgpu_manager_image/tasks/podman.yml',
+     'Build the image with Podman'):
+        {'__vgpu_manager_image_facts', '__vgpu_manager_image_flags', '__vgpu_manager_image_ref',
+         '__vgpu_manager_image_workdir'},
+    ('roles/vgpu_manager_image/tasks/podman.yml',
+     'Copy the build context to the temporary directory'):
+        {'__vgpu_manager_image_context', '__vgpu_manager_image_workdir'},
+    ('roles/vgpu_manager_image/tasks/podman.yml',
+     'Copy the vGPU Manager .run file into the build context'):
+        {'__vgpu_manager_image_facts', '__vgpu_manager_image_workdir', 'vgpu_manager_image_run_file'},
+    ('roles/vgpu_manager_image/tasks/podman.yml',
+     'Push the image with Podman (auth file, TLS verified against the CA)'):
+        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir', '__vgpu_manager_image_ref',
+         '__vgpu_manager_image_tls_verify', '__vgpu_manager_image_tmp', 'vgpu_manager_image_registry_username'},
+    ('roles/vgpu_manager_image/tasks/podman.yml',
+     'Remove the local image'):
+        {'__vgpu_manager_image_flags', '__vgpu_manager_image_ref'},
+    ('roles/vgpu_manager_image/tasks/registry.yml',
+     "Create the Docker engine's certificate directory for the registry"):
+        {'__vgpu_manager_image_flags', 'vgpu_manager_image_registry'},
+    ('roles/vgpu_manager_image/tasks/registry.yml',
+     'Create the auth and certificate directories (mode 0700)'):
+        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir'},
+    ('roles/vgpu_manager_image/tasks/registry.yml',
+     'Install the registry CA for the Docker engine'):
+        {'__vgpu_manager_image_ca', '__vgpu_manager_image_flags', 'vgpu_manager_image_registry'},
+    ('roles/vgpu_manager_image/tasks/registry.yml',
+     'Log in to the registry with Docker (through the Docker API, config in the temporary directory)'):
+        {'__vgpu_manager_image_authfile', 'vgpu_manager_image_registry', 'vgpu_manager_image_registry_password',
+         'vgpu_manager_image_registry_username'},
+    ('roles/vgpu_manager_image/tasks/registry.yml',
+     'Log in to the registry with Podman (password on stdin, auth file 0600 in the temporary directory)'):
+        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir', '__vgpu_manager_image_tls_verify',
+         'vgpu_manager_image_registry', 'vgpu_manager_image_registry_password',
+         'vgpu_manager_image_registry_username'},
+    ('roles/vgpu_manager_image/tasks/registry.yml',
+     'Put the registry CA where --cert-dir reads it'):
+        {'__vgpu_manager_image_ca', '__vgpu_manager_image_certdir'},
+    ('roles/vgpu_manager_image/tasks/registry.yml',
+     'Read the labels of the image in the registry (skopeo inspect with the auth file)'):
+        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir', '__vgpu_manager_image_flags',
+         '__vgpu_manager_image_ref', '__vgpu_manager_image_tls_verify', 'vgpu_manager_image_registry_username'},
+    ('roles/vgpu_manager_image/tasks/validate.yml',
+     'Check the skopeo and builder commands are there'):
+        {'vgpu_manager_image_builder'},
+    ('roles/vgpu_manager_image/tasks/verify.yml',
+     'Read the pushed image back from the registry'):
+        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir', '__vgpu_manager_image_ref',
+         '__vgpu_manager_image_tls_verify', 'vgpu_manager_image_registry_username'},
+    # NOT FIXED YET (vgpu_vf): paths and unit text come from the module's registered result; the module should
+    # write the files itself (it already checks the trusted paths and the unit's values)
+    ('roles/vgpu_vf/tasks/persist.yml',
+     'Create our directories'):
+        {'__vgpu_vf_dirs'},
+    ('roles/vgpu_vf/tasks/persist.yml',
+     'Enable the unit'):
+        {'__vgpu_vf_flags', '__vgpu_vf_unit_file'},
+    ('roles/vgpu_vf/tasks/persist.yml',
+     'Install the restore script'):
+        {'__vgpu_vf_result'},
+    ('roles/vgpu_vf/tasks/persist.yml',
+     'Install the systemd unit'):
+        {'__vgpu_vf_result'},
+    ('roles/vgpu_vf/tasks/persist.yml',
+     'Write the boot-time config'):
+        {'__vgpu_vf_result'},
+    ('roles/vgpu_vf/tasks/unpersist.yml',
+     'Disable the unit'):
+        {'__vgpu_vf_flags'},
+    ('roles/vgpu_vf/tasks/unpersist.yml',
+     "Keep the other GPUs' boot-time config"):
+        {'__vgpu_vf_result'},
+    ('roles/vgpu_vf/tasks/unpersist.yml',
+     'Reload systemd'):
+        {'__vgpu_vf_flags'},
+    ('roles/vgpu_vf/tasks/unpersist.yml',
+     'Remove the boot-time restore files'):
+        {'__vgpu_vf_result'},
+}
+
+_ENV = jinja2.Environment()
+
+
+def _tasks(node, whens=()):
+    """(task, the when conditions of the blocks around it) for every task of a task file or playbook."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _tasks(item, whens)
+    elif isinstance(node, dict):
+        if 'hosts' in node:
+            for key in BLOCK_KEYS:
+                yield from _tasks(node.get(key) or [], whens)
+            return
+        if any(key in node for key in ('block', 'rescue', 'always')):
+            inner = whens + tuple(_as_list(node.get('when')))
+            for key in ('block', 'rescue', 'always'):
+                yield from _tasks(node.get(key) or [], inner)
+            return
+        yield node, whens
+
+
+def _as_list(value):
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def module_of(task):
+    names = [key for key in task if key not in TASK_KEYWORDS]
+    assert len(names) == 1, 'a task with no module or two: %r' % (task,)
+    return names[0]
+
+
+def _strings(node):
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+    elif isinstance(node, str):
+        yield node
+
+
+def unchecked_names(template, expression=False):
+    """The variables a template reads other than through a checking filter, its own Jinja locals excepted."""
+    ast = _ENV.parse('{{ %s }}' % template if expression else template)
+    local = {n.name for n in ast.find_all(nodes.Name) if n.ctx in ('store', 'param')}
+    found = set()
+
+    def walk(node, checked):
+        if isinstance(node, nodes.Name) and node.ctx == 'load' and not checked and node.name not in local:
+            found.add(node.name)
+        checked = checked or (isinstance(node, nodes.Filter) and node.name in CHECKING_FILTERS)
+        for child in node.iter_child_nodes():
+            walk(child, checked)
+
+    walk(ast, False)
+    return found
+
+
+def _set_names(node, set_facts, registered):
+    if isinstance(node, list):
+        for item in node:
+            _set_names(item, set_facts, registered)
+    elif isinstance(node, dict):
+        if isinstance(node.get('register'), str):
+            registered.add(node['register'])
+        facts = node.get('ansible.builtin.set_fact')
+        if isinstance(facts, dict):
+            set_facts.update(k for k in facts if k != 'cacheable')
+        for key in BLOCK_KEYS:
+            if key in node:
+                _set_names(node[key], set_facts, registered)
+
+
+def _documents():
+    return {str(path.relative_to(ROOT)): yaml.safe_load(path.read_text()) for path in TASK_FILES}
+
+
+def findings(documents):
+    """{(file, task name): unchecked names} over every sink task of ``documents``."""
+    set_facts, registered = set(), set()
+    for doc in documents.values():
+        _set_names(doc, set_facts, registered)
+    set_only = set_facts - registered
+    out = {}
+    for rel, doc in documents.items():
+        for task, whens in _tasks(doc):
+            module = module_of(task)
+            if module not in THIRD_PARTY_SINKS and module not in OWN_SINKS:
+                continue
+            names = set()
+            if module in THIRD_PARTY_SINKS:
+                looped = any(key in task for key in LOOP_KEYS)
+                for text in _strings([task[module], task.get('args'), task.get('vars')]
+                                     + [task.get(key) for key in LOOP_KEYS]):
+                    names |= unchecked_names(text) - HARMLESS - ({'item'} if looped else set())
+            # the decision: a fact set with set_fact may be an extra variable; read it through a check
+            for condition in list(whens) + _as_list(task.get('when')):
+                if isinstance(condition, str):
+                    names |= unchecked_names(condition, expression=True) & set_only - DECISION_FACTS
+            if names:
+                out[(rel, task.get('name'))] = names
+    return out
+
+
+def test_every_module_is_classified_as_sink_or_not():
+    used = {module_of(task) for doc in _documents().values() for task, _whens in _tasks(doc)}
+    assert len(used) > 30, 'the task files were not read'
+    classified = THIRD_PARTY_SINKS | OWN_SINKS | NON_SINKS
+    assert not THIRD_PARTY_SINKS & NON_SINKS and not OWN_SINKS & NON_SINKS
+    assert used <= classified, ('modules not classified as a sink or not (add each to THIRD_PARTY_SINKS, OWN_SINKS '
+                                'or NON_SINKS of this test): %s' % sorted(used - classified))
+
+
+def test_every_sink_argument_is_checked_in_its_own_task():
+    found = findings(_documents())
+    new = {key: sorted(names - KNOWN.get(key, set())) for key, names in found.items()
+           if names - KNOWN.get(key, set())}
+    assert not new, ('these sink tasks read a variable, a set_fact or a registered result without a checking filter '
+                     '(%s) in the same expression; an extra variable can replace it after any earlier check. Pipe '
+                     'the public input through its check in the task itself:\n%s'
+                     % (', '.join(sorted(CHECKING_FILTERS)),
+                        '\n'.join('%s: %s: %s' % (k[0], k[1], v) for k, v in sorted(new.items()))))
+    stale = {key: sorted(names - found.get(key, set())) for key, names in KNOWN.items()
+             if names - found.get(key, set())}
+    assert not stale, 'fixed, remove from KNOWN in this test: %s' % stale
+
+
+@pytest.mark.parametrize('template, expression, expected', [
+    ('{{ __vfio_checked.modprobe_path }}', False, {'__vfio_checked'}),
+    ("{{ vfio_modprobe_path | gpuvirt.provision.host_checked('modprobe_d_path', 'vfio_modprobe_path') }}", False,
+     set()),
+    ("{{ (__vfio_ids | gpuvirt.provision.vfio_files(__vfio_softdeps, vfio_modules)).dracut }}", False, set()),
+    # a check elsewhere in the expression does not cover a raw read beside it
+    ("{{ (x | gpuvirt.provision.checked('semver', 'x')) ~ __y }}", False, {'__y'}),
+    ("{{ __y | default(x | gpuvirt.provision.checked('semver', 'x')) }}", False, {'__y'}),
+    # Ansible's lenient filters are no check
+    ('{{ __reboot_flags.drain | bool }}', False, {'__reboot_flags'}),
+    ("{% set r = a | gpuvirt.provision.checked('semver', 'a') %}{{ r | quote }}", False, set()),
+    ("__reboot_flags.drain", True, {'__reboot_flags'}),
+    ("reboot_drain | gpuvirt.provision.strict_bool('reboot_drain')", True, set()),
+])
+def test_the_rule_itself(template, expression, expected):
+    assert unchecked_names(template, expression) == expected
+
+
+def test_a_sink_reading_a_checked_fact_is_found_and_its_decision_too():
+    doc = yaml.safe_load("""
+- name: Check
+  ansible.builtin.set_fact:
+    __x_checked: {path: "{{ x_path | gpuvirt.provision.host_checked('modprobe_d_path', 'x_path') }}"}
+- name: Look
+  ansible.builtin.stat: {path: /x}
+  register: __x_stat
+- name: Write
+  ansible.builtin.copy:
+    dest: "{{ __x_checked.path }}"
+    content: "{{ x_text }}"
+  when: __x_checked.path != '' and __x_stat.stat.exists
+- name: Block
+  when: __x_checked.go
+  block:
+    - name: Run
+      ansible.builtin.command:
+        argv: ["{{ x_cmd | gpuvirt.provision.checked('helm_binary', 'x_cmd') }}", version]
+      when: __x_stat.stat.exists
+""")
+    assert findings({'t.yml': doc}) == {('t.yml', 'Write'): {'__x_checked', 'x_text'},
+                                        ('t.yml', 'Run'): {'__x_checked'}}
