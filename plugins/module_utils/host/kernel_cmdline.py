@@ -655,9 +655,9 @@ def check_sh_edit(before, after, ensure, remove, var, path=GRUB_DEFAULT_PATH, le
 
     ``var`` must read as before plus the added args, minus the removed ones, and the appended variable (when the
     editor read it) as before without the args that conflict: the editor's parser and the consumer's must agree
-    before anything is written. In between, the effective command line GRUB boots (``var``, then the appended variable, the last
-    value of each parameter winning) must hold every ensured arg and nothing removed, judged from the wanted
-    args alone, so no reading of a single variable can hide an ``intel_iommu=off`` that the kernel takes last."""
+    before anything is written. And the effective command line GRUB boots (``var``, then the appended variable,
+    the last value of each parameter winning) must hold every ensured arg and nothing removed, judged from the
+    wanted args alone, so no reading of a single variable can hide an ``intel_iommu=off`` the kernel takes last."""
     after_var = appended_variable(var)
     changes = '%s ensured and %s removed' % (' '.join(ensure) or 'none', ' '.join(remove) or 'none')
     _check_moved(before[0], after[0], apply(split_cmdline(before[0]), ensure, remove), var, path,

@@ -575,6 +575,15 @@ def test_check_sh_edit_judges_the_effective_line():
         kc.check_sh_edit(('ro', 'quiet splash'), ('ro intel_iommu=on', 'quiet'), ['intel_iommu=on'], [], linux)
 
 
+def test_check_sh_edit_wants_every_ensured_arg_on_the_effective_line(monkeypatch):
+    # an apply() that forgets to add: GRUB_CMDLINE_LINUX moves exactly by the (wrong) plan, the effective line,
+    # judged from the wanted args alone, lacks iommu=pt
+    monkeypatch.setattr(kc, 'apply', lambda args, ensure, remove: list(args))
+    with pytest.raises(kc.CmdlineError, match="^/etc/default/grub: the effective command line /bin/sh reads after "
+                                              "the edit .* is 'ro quiet', without iommu=pt; nothing was written"):
+        kc.check_sh_edit(('ro', 'quiet'), ('ro', 'quiet'), ['iommu=pt'], [], 'GRUB_CMDLINE_LINUX')
+
+
 @pytest.mark.parametrize('line', [
     'GRUB_TIMEOUT=5; GRUB_CMDLINE_LINUX_DEFAULT="quiet"',
     'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT quiet"',
