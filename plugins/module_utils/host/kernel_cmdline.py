@@ -200,7 +200,7 @@ def compare(current, ensure, remove):
 def effective_args(args):
     """The args of a command line the kernel acts on: the last value of each parameter (key) wins, so only the
     last arg of each key is kept, in the order of those last args. One pass: linear."""
-    return [arg for arg, _ in _effective_sources([(arg, None) for arg in args])]
+    return [pair[0] for pair in _effective_sources([(arg, None) for arg in args])]
 
 
 def _effective_sources(pairs):
@@ -578,9 +578,15 @@ def grub_default_edit(text, var, ensure, remove, path=GRUB_DEFAULT_PATH):
     too); in ``VAR_DEFAULT`` only the conflicting args go, the rest of the value as written. Every other line
     stays byte for byte, and nothing changes when the args are already right. ``$`` or backquotes in ``VAR``
     mean it is computed by shell code we cannot edit safely: refuse instead of guessing. So does a file that
-    sets ``VAR`` in any form but the one the editor owns (see ``_assignments``).
+    sets ``VAR`` in any form but the one the editor owns (see ``_assignments``). A ``VAR_DEFAULT`` the editor
+    cannot read (computed, or set in a form it does not own) is refused too: without /bin/sh's reading nobody can
+    say whether it undoes our args; ``grub_default_update`` has that reading and goes on when it does not.
     """
-    return _edit(text, var, ensure, remove, path)[0]
+    new, left = _edit(text, var, ensure, remove, path)
+    if left is not None:
+        raise CmdlineError('%s; without /bin/sh reading the file the editor cannot tell whether it holds an argument '
+                           'that overrides ours: edit it by hand' % left)
+    return new
 
 
 def decode_grub_default(data, path=GRUB_DEFAULT_PATH):
@@ -675,12 +681,13 @@ def check_sh_edit(before, after, ensure, remove, var, path=GRUB_DEFAULT_PATH, le
                 '%s: %s in %s %s on the effective command line /bin/sh reads after the edit (%s, then %s, the last '
                 'value of a parameter winning), and %s; nothing was written: remove %s from %s in %s by hand'
                 % (path, arg, source, why, var, after_var, reason, arg, source, path))
-    have = set(arg for arg, _ in effective)
+    line = [pair[0] for pair in effective]
+    have = set(line)
     missing = [e for e in ensure if e not in have]
     if missing:
         raise CmdlineError('%s: the effective command line /bin/sh reads after the edit (%s, then %s) is %s, without '
                            '%s; nothing was written: set the arguments in that file by hand'
-                           % (path, var, after_var, _shown(' '.join(arg for arg, _ in effective)), ' '.join(missing)))
+                           % (path, var, after_var, _shown(' '.join(line)), ' '.join(missing)))
     if left is None:
         # a value the editor left alone may read ``var`` ("$GRUB_CMDLINE_LINUX quiet") and so move with it
         _check_moved(before[1], after[1], strip_conflicts(split_cmdline(before[1]), ensure, remove), after_var, path,

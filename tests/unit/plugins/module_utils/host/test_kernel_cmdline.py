@@ -177,18 +177,19 @@ def test_grub_default_refuses_lines_it_cannot_edit(line, why):
 ])
 def test_grub_default_edit_keeps_other_multiline_assignments(tmp_path, other):
     # valid shell the edit does not own: values of other variables that span lines (or hold our name) are read
-    # past and kept byte for byte, before and after our line
+    # past and kept byte for byte, before and after our line. A GRUB_CMDLINE_LINUX_DEFAULT over lines is beyond
+    # the editor's reader: /bin/sh's reading (grub_default_update) shows it holds nothing that conflicts
     text = '# top\n%s\nGRUB_CMDLINE_LINUX="rhgb quiet"\n%s\nGRUB_TIMEOUT=5\n' % (other, other)
     assert _effective(tmp_path, text, '')[0] == 'rhgb quiet'  # /bin/sh reads the file as we do
-    new = kc.grub_default_edit(text, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], [])
+    new = kc.grub_default_update(text.encode(), 'GRUB_CMDLINE_LINUX', ['iommu=pt'], []).decode()
     assert new == text.replace('GRUB_CMDLINE_LINUX="rhgb quiet"\n', 'GRUB_CMDLINE_LINUX="rhgb quiet iommu=pt"\n')
     assert kc.grub_default_get(new, 'GRUB_CMDLINE_LINUX') == 'rhgb quiet iommu=pt' == _effective(tmp_path, new, '')[0]
-    assert kc.grub_default_edit(new, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], []) == new
+    assert kc.grub_default_update(new.encode(), 'GRUB_CMDLINE_LINUX', ['iommu=pt'], []) == new.encode()
 
 
 def test_grub_default_adds_the_variable_after_a_multiline_value():
-    text = 'GRUB_CMDLINE_LINUX_DEFAULT="rhgb\nquiet"\nGRUB_TIMEOUT=5\n'
-    assert kc.grub_default_edit(text, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], []) == text + 'GRUB_CMDLINE_LINUX="iommu=pt"\n'
+    text = b'GRUB_CMDLINE_LINUX_DEFAULT="rhgb\nquiet"\nGRUB_TIMEOUT=5\n'
+    assert kc.grub_default_update(text, 'GRUB_CMDLINE_LINUX', ['iommu=pt'], []) == text + b'GRUB_CMDLINE_LINUX="iommu=pt"\n'
 
 
 @pytest.mark.parametrize('text, opened', [
@@ -589,10 +590,13 @@ def test_check_sh_edit_wants_every_ensured_arg_on_the_effective_line(monkeypatch
     'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT quiet"',
 ])
 def test_linux_default_the_editor_cannot_edit_is_fine_without_a_conflict(line):
-    # the editor only ever takes tokens out of it: a form it does not own is left to /bin/sh's reading
+    # the editor only ever takes tokens out of it: a form it does not own is left to /bin/sh's reading, so the
+    # editor alone (no such reading) refuses it
     data = ('GRUB_CMDLINE_LINUX="ro"\n%s\n' % line).encode()
     new = kc.grub_default_update(data, 'GRUB_CMDLINE_LINUX', IOMMU, [])
     assert new == data.replace(b'"ro"', b'"ro intel_iommu=on iommu=pt"')
+    with pytest.raises(kc.CmdlineError, match='GRUB_CMDLINE_LINUX_DEFAULT.*without /bin/sh reading the file'):
+        kc.grub_default_edit(data.decode(), 'GRUB_CMDLINE_LINUX', IOMMU, [])
 
 
 def test_linux_default_in_a_form_the_editor_does_not_own_is_refused_with_a_conflict():
