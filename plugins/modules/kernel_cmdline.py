@@ -21,11 +21,20 @@ description:
     C(GRUB_CMDLINE_LINUX="...") (or C('...') or one word, C(export) and a trailing comment allowed) at the
     start of a line, and refuses a file that sets the variable in any other way (after C(;), C(&&) or a
     backslash continuation, with C(readonly), C(unset), C(${GRUB_CMDLINE_LINUX:=...})), naming the line.
-    Every byte outside the edited line is kept (CRLF too); a file that is not UTF-8 is refused.
+    Every byte outside the edited lines is kept (CRLF too); a file that is not UTF-8 is refused.
+  - GRUB boots C(GRUB_CMDLINE_LINUX) followed by C(GRUB_CMDLINE_LINUX_DEFAULT) and the kernel takes the last value
+    of a repeated parameter, so C(grub_default) also takes out of C(GRUB_CMDLINE_LINUX_DEFAULT) the arguments that
+    conflict with the wanted ones (another value of an ensured parameter, such as C(intel_iommu=off), or an
+    argument a O(remove) pattern matches), only those, the rest of the value as written. Wanted arguments go to
+    C(GRUB_CMDLINE_LINUX) alone. C(grub_dropin) filters both variables the same way, so both backends boot the
+    same effective command line.
   - Before writing, C(grub_default) sources the old and the new file with C(/bin/sh) in an empty environment, as
-    C(grub2-mkconfig) does, and refuses the edit unless the new value is the old one plus the added and minus the
-    removed arguments. Sourcing runs the commands the file holds (such as C(GRUB_DISTRIBUTOR="$(sed ...)")), as
-    every C(grub2-mkconfig) run does; this happens in check mode too.
+    C(grub2-mkconfig) does, and refuses the edit unless C(GRUB_CMDLINE_LINUX) is the old value plus the added and
+    minus the removed arguments, C(GRUB_CMDLINE_LINUX_DEFAULT) the old value less the conflicting ones, and the
+    effective command line (both, the last value of each parameter winning) holds every wanted argument and none
+    to remove; a conflicting argument the editor cannot take out (a computed value) is named with its variable.
+    Sourcing runs the commands the file holds (such as C(GRUB_DISTRIBUTOR="$(sed ...)")), as every
+    C(grub2-mkconfig) run does; this happens in check mode too.
   - C(grubby) (EL9 and later) runs C(grubby --update-kernel=ALL) with the arguments to add and remove.
   - Ensuring C(key=value) removes every other value of C(key) (for example C(intel_iommu=off)).
   - When the boot loader update command fails the configuration file is restored, so a later run retries.

@@ -8,6 +8,11 @@ A "pattern" selects args to remove: a shell-style glob matched against the whole
 key (the part before ``=``), so ``intel_iommu`` and ``intel_iommu=*`` both remove ``intel_iommu=off``.
 Ensuring ``key=value`` implicitly removes every other value of that key, so the result never carries
 two contradicting copies (the kernel would silently take one of them).
+
+The "effective" command line is what the kernel acts on: for a repeated parameter the last value wins, so
+``intel_iommu=on ... intel_iommu=off`` boots with the IOMMU off. GRUB's normal entry boots
+``GRUB_CMDLINE_LINUX`` followed by ``GRUB_CMDLINE_LINUX_DEFAULT``, so an edit that looks at one of them only can
+report success while the other undoes it.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -57,24 +62,28 @@ class CmdlineError(ValueError):
     """Invalid input; the message names the offending value."""
 
 
-def split_cmdline(text):
-    """Split a kernel command line into args; double quotes keep spaces inside one arg (kernel rule)."""
-    args, cur, quoted, have = [], [], False, False
-    for ch in (text or ''):
+def _arg_spans(text):
+    """``[(start, end)]`` of each arg of a kernel command line: blanks separate args, double quotes keep blanks
+    inside one arg (kernel rule). One pass: linear."""
+    spans, start, quoted = [], None, False
+    for pos, ch in enumerate(text or ''):
+        if ch.isspace() and not quoted:
+            if start is not None:
+                spans.append((start, pos))
+            start = None
+            continue
+        if start is None:
+            start = pos
         if ch == '"':
             quoted = not quoted
-            cur.append(ch)
-            have = True
-        elif ch.isspace() and not quoted:
-            if have:
-                args.append(''.join(cur))
-            cur, have = [], False
-        else:
-            cur.append(ch)
-            have = True
-    if have:
-        args.append(''.join(cur))
-    return args
+    if start is not None:
+        spans.append((start, len(text)))
+    return spans
+
+
+def split_cmdline(text):
+    """Split a kernel command line into args; double quotes keep spaces inside one arg (kernel rule)."""
+    return [text[start:end] for start, end in _arg_spans(text)]
 
 
 def arg_key(arg):
@@ -186,6 +195,32 @@ def compare(current, ensure, remove):
     missing = [e for e in ensure if e not in have]
     unwanted = [a for a in current if wanted.unwanted(a)]
     return missing, unwanted
+
+
+def effective_args(args):
+    """The args of a command line the kernel acts on: the last value of each parameter (key) wins, so only the
+    last arg of each key is kept, in the order of those last args. One pass: linear."""
+    return [pair[0] for pair in _effective_sources([(arg, None) for arg in args])]
+
+
+def _effective_sources(pairs):
+    """``effective_args`` over ``[(arg, source)]``, keeping each winning arg's source (the variable it came from)."""
+    seen, out = set(), []
+    for arg, source in reversed(pairs):
+        key = arg_key(arg)
+        if key not in seen:
+            seen.add(key)
+            out.append((arg, source))
+    out.reverse()
+    return out
+
+
+def strip_conflicts(args, ensure, remove):
+    """``args`` without the ones that conflict with the wanted state: matched by a remove pattern, or another
+    value of an ensured key. Everything else stays, ensured args and repeats included: what the editor leaves
+    of the variable GRUB appends after the one it ensures the args in (see ``grub_default_edit``)."""
+    wanted = _Wanted(ensure, remove)
+    return [arg for arg in args if not wanted.unwanted(arg)]
 
 
 def dropin_remove_patterns(ensure, remove):
@@ -419,10 +454,32 @@ def _assignments(text, var, path):
     return found
 
 
+def appended_variable(var):
+    """The variable GRUB appends after ``var`` on the normal boot entry: grub-mkconfig's 10_linux boots
+    ``${GRUB_CMDLINE_LINUX} ${GRUB_CMDLINE_LINUX_DEFAULT}`` (the recovery entry the first alone); the other
+    ``GRUB_CMDLINE_*`` variables pair the same way."""
+    return var + '_DEFAULT'
+
+
 def grub_default_get(text, var, path=GRUB_DEFAULT_PATH):
     """Value of ``VAR`` in /etc/default/grub (``export VAR=...`` too; the last assignment wins, like sh)."""
     found = _assignments(text, var, path)
     return found[-1][1]['value'] if found else None
+
+
+def grub_default_effective(text, var='GRUB_CMDLINE_LINUX', path=GRUB_DEFAULT_PATH):
+    """The effective command line (``effective_args``) of GRUB's normal entry as the editor reads the file:
+    ``var`` then ``appended_variable(var)``. A computed value is refused: only /bin/sh can read it."""
+    args = []
+    for name in (var, appended_variable(var)):
+        found = _assignments(text, name, path)
+        if found:
+            a = found[-1][1]
+            if a['computed']:
+                raise CmdlineError("%s in the grub defaults file is computed (%s); only /bin/sh can read it"
+                                   % (name, a['where']))
+            args.extend(split_cmdline(a['value']))
+    return effective_args(args)
 
 
 def _odd_character(value):
@@ -436,43 +493,100 @@ def _odd_character(value):
     return None
 
 
-def grub_default_edit(text, var, ensure, remove, path=GRUB_DEFAULT_PATH):
-    """Edit only our args inside ``VAR`` of /etc/default/grub (EL8 has no grub.d drop-ins).
+def _refuse_odd(a, var):
+    odd = _odd_character(a['value'])
+    if odd is not None:
+        # The editor re-joins or cuts the arguments at blanks: a no-break space, form feed or other Unicode space
+        # inside an argument would be rewritten, and GRUB (space, tab, newline) and the kernel (its own ctype) split
+        # on different characters anyway, so nobody can say which arguments such a value holds.
+        raise CmdlineError("%s in the grub defaults file holds the character %s (%s), which GRUB and the kernel "
+                           "split differently; replace it with a plain space by hand" % (var, odd, a['where']))
 
-    The line keeps its indentation, ``export``, quoting style, trailing comment and end of line (CRLF too); every
-    other line stays byte for byte, and nothing changes when the args are already right. ``$`` or backquotes in
-    the value mean it is computed by shell code we cannot edit safely: refuse instead of guessing. So does a file
-    that sets ``VAR`` in any form but the one the editor owns (see ``_assignments``).
-    """
+
+def _assignment_line(line, a, var, value):
+    """``line`` (an owned assignment of ``var``, parsed as ``a``) with ``value``: indentation, ``export``, quoting
+    style, trailing comment and end of line (CRLF too) kept."""
+    eol = line[len(_body(line)):]
+    return '%s%s%s=%s%s%s' % (a['indent'], a['export'], var, _quote(value, a['style']), a['trailer'], eol)
+
+
+def _without(value, keep):
+    """``value`` without the args not in ``keep``, each cut with the blanks before it (after it, for the first
+    arg): every other character of the value stays as written."""
+    spans = _arg_spans(value)
+    if not spans:
+        return value
+    out, kept, last_end = [value[:spans[0][0]]], False, None
+    for start, end in spans:
+        if value[start:end] in keep:
+            if kept:
+                out.append(value[last_end:start])
+            out.append(value[start:end])
+            kept = True
+        last_end = end
+    out.append(value[last_end:])
+    return ''.join(out)
+
+
+def _edit(text, var, ensure, remove, path):
+    """``grub_default_edit``, and why the appended variable was left as it is (None when the editor read it):
+    the /bin/sh cross-check names that reason if the effective line still conflicts."""
     validate_args(ensure)
     validate_patterns(remove)
     check_consistent(ensure, remove)
     lines = _lines(text)
     found = _assignments(text, var, path)
+    if found:
+        idx, a = found[-1]
+        if a['computed']:
+            raise CmdlineError("%s in the grub defaults file is computed (%s); edit it by hand" % (var, a['where']))
+        _refuse_odd(a, var)
+        current = split_cmdline(a['value'])
+        wanted = apply(current, ensure, remove)
+        if wanted != current:
+            lines[idx] = _assignment_line(lines[idx], a, var, ' '.join(wanted))
+    # The appended variable only ever loses the args that conflict with ours (the drop-in filters it the same
+    # way): our args go to ``var`` alone. One the editor cannot read is left to /bin/sh's reading, which refuses
+    # it only if it holds a conflict.
+    after, left = appended_variable(var), None
+    try:
+        after_found = _assignments(text, after, path)
+    except CmdlineError as e:
+        after_found, left = [], str(e)
+    if after_found:
+        idx, a = after_found[-1]
+        if a['computed']:
+            left = '%s is computed (%s)' % (after, a['where'])
+        else:
+            _refuse_odd(a, after)
+            value = _without(a['value'], set(strip_conflicts(split_cmdline(a['value']), ensure, remove)))
+            if value != a['value']:
+                lines[idx] = _assignment_line(lines[idx], a, after, value)
+    new = ''.join(lines)
     if not found:
-        new = ' '.join(ensure)
         eol = '\r\n' if lines and lines[0].endswith('\r\n') else '\n'
         sep = '' if not text or text.endswith('\n') else eol
-        return text + sep + '%s="%s"%s' % (var, new, eol)
-    idx, a = found[-1]
-    if a['computed']:
-        raise CmdlineError("%s in the grub defaults file is computed (%s); edit it by hand" % (var, a['where']))
-    odd = _odd_character(a['value'])
-    if odd is not None:
-        # The editor re-joins the arguments with spaces: a no-break space, form feed or other Unicode space inside
-        # an argument would be rewritten, and GRUB (space, tab, newline) and the kernel (its own ctype) split on
-        # different characters anyway, so nobody can say which arguments such a value holds.
-        raise CmdlineError("%s in the grub defaults file holds the character %s (%s), which GRUB and the kernel "
-                           "split differently; replace it with a plain space by hand" % (var, odd, a['where']))
-    current = split_cmdline(a['value'])
-    wanted = apply(current, ensure, remove)
-    if wanted == current:
-        return text
-    line = lines[idx]
-    eol = line[len(_body(line)):]
-    lines[idx] = '%s%s%s=%s%s%s' % (a['indent'], a['export'], var, _quote(' '.join(wanted), a['style']),
-                                    a['trailer'], eol)
-    return ''.join(lines)
+        new += sep + '%s="%s"%s' % (var, ' '.join(ensure), eol)
+    return new, left
+
+
+def grub_default_edit(text, var, ensure, remove, path=GRUB_DEFAULT_PATH):
+    """Edit only our args inside ``VAR`` of /etc/default/grub (EL8 has no grub.d drop-ins), and take the args
+    that conflict with ours out of ``VAR_DEFAULT``, which GRUB boots after it (``appended_variable``).
+
+    Each edited line keeps its indentation, ``export``, quoting style, trailing comment and end of line (CRLF
+    too); in ``VAR_DEFAULT`` only the conflicting args go, the rest of the value as written. Every other line
+    stays byte for byte, and nothing changes when the args are already right. ``$`` or backquotes in ``VAR``
+    mean it is computed by shell code we cannot edit safely: refuse instead of guessing. So does a file that
+    sets ``VAR`` in any form but the one the editor owns (see ``_assignments``). A ``VAR_DEFAULT`` the editor
+    cannot read (computed, or set in a form it does not own) is refused too: without /bin/sh's reading nobody can
+    say whether it undoes our args; ``grub_default_update`` has that reading and goes on when it does not.
+    """
+    new, left = _edit(text, var, ensure, remove, path)
+    if left is not None:
+        raise CmdlineError('%s; without /bin/sh reading the file the editor cannot tell whether it holds an argument '
+                           'that overrides ours: edit it by hand' % left)
+    return new
 
 
 def decode_grub_default(data, path=GRUB_DEFAULT_PATH):
@@ -485,21 +599,25 @@ def decode_grub_default(data, path=GRUB_DEFAULT_PATH):
                            % (path, bytearray(data[e.start:e.start + 1])[0], e.start))
 
 
-def sh_reading(data, var, path=GRUB_DEFAULT_PATH, tmpdir=None, timeout=SH_TIMEOUT_S):
-    """The value /bin/sh gives ``var`` after sourcing ``data`` (the bytes of a grub defaults file).
+def sh_readings(data, names, path=GRUB_DEFAULT_PATH, tmpdir=None, timeout=SH_TIMEOUT_S):
+    """The values /bin/sh gives the variables ``names`` after sourcing ``data`` (the bytes of a grub defaults
+    file), as a list: one run of the file for all of them.
 
     grub-mkconfig reads /etc/default/grub with ``. "${sysconfdir}/default/grub"`` under /bin/sh, so this is the
     consumer's own reading. The bytes go to a temporary file in ``tmpdir`` that the shell gets as ``$1`` (never
     inside the command string), in an empty environment, with stdin from /dev/null and a time limit. Sourcing
     runs whatever commands the file holds, as grub-mkconfig does on each run. The file's own output goes to
-    stderr; a marker before the value proves the shell got to the end."""
-    if len(var) > 64 or not _NAME_RE.fullmatch(var):
-        raise CmdlineError('variable name %r is not a shell name' % (var,))
+    stderr; a marker before the values proves the shell got to the end, and a NUL (which no shell value can
+    hold) ends each value."""
+    for var in names:
+        if len(var) > 64 or not _NAME_RE.fullmatch(var):
+            raise CmdlineError('variable name %r is not a shell name' % (var,))
     fd, tmp = tempfile.mkstemp(prefix='gpuvirt-grub-', dir=tmpdir)
     try:
         with os.fdopen(fd, 'wb') as f:
             f.write(data)
-        script = '. "$1" >&2 </dev/null; printf "%s%%s" "${%s-}"' % (_SH_MARK, var)
+        script = '. "$1" >&2 </dev/null; printf "%s%s" %s' % (
+            _SH_MARK, '%s\\000' * len(names), ' '.join('"${%s-}"' % var for var in names))
         # a session of its own: on timeout the whole group goes, children that hold the pipes open included
         proc = subprocess.Popen([SH, '-c', script, 'sh', tmp], env={}, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True, start_new_session=True)
@@ -512,40 +630,81 @@ def sh_reading(data, var, path=GRUB_DEFAULT_PATH, tmpdir=None, timeout=SH_TIMEOU
                                'plain assignments: fix it by hand' % (path, SH, timeout))
     finally:
         os.unlink(tmp)
-    out = out.decode('utf-8', 'surrogateescape')
-    if proc.returncode != 0 or not out.startswith(_SH_MARK):
+    values = out.decode('utf-8', 'surrogateescape')[len(_SH_MARK):].split('\0')
+    if proc.returncode != 0 or not out.startswith(_SH_MARK.encode()) or len(values) != len(names) + 1:
         raise CmdlineError('%s: %s could not read it (exit status %d: %s); expected a file grub-mkconfig can source: '
                            'fix it by hand' % (path, SH, proc.returncode,
                                                err.decode('utf-8', 'replace').strip()[-300:] or 'no message'))
-    return out[len(_SH_MARK):]
+    return values[:-1]
+
+
+def sh_reading(data, var, path=GRUB_DEFAULT_PATH, tmpdir=None, timeout=SH_TIMEOUT_S):
+    """The value /bin/sh gives ``var`` after sourcing ``data`` (``sh_readings`` of one variable)."""
+    return sh_readings(data, [var], path, tmpdir, timeout)[0]
 
 
 def _shown(value):
     return repr(value) if len(value) <= 300 else '%r... (%d characters)' % (value[:300], len(value))
 
 
-def check_sh_edit(old_value, new_value, ensure, remove, var, path=GRUB_DEFAULT_PATH):
-    """Refuse unless /bin/sh's reading after the edit is its reading before plus the added args, minus the
-    removed ones (as argument lists): the editor's parser and the consumer's must agree before anything is
-    written."""
-    before = split_cmdline(old_value)
-    expected = apply(before, ensure, remove)
-    if split_cmdline(new_value) != expected:
+def _check_moved(before, after, expected, var, path, how):
+    if split_cmdline(after) != expected:
         raise CmdlineError(
-            '%s: /bin/sh reads %s as %s before the edit and %s after it, not %s (the old arguments with %s '
-            'ensured and %s removed); nothing was written: set the arguments in that file by hand'
-            % (path, var, _shown(old_value), _shown(new_value), _shown(' '.join(expected)),
-               ' '.join(ensure) or 'none', ' '.join(remove) or 'none'))
+            '%s: /bin/sh reads %s as %s before the edit and %s after it, not %s (%s); nothing was written: set the '
+            'arguments in that file by hand' % (path, var, _shown(before), _shown(after), _shown(' '.join(expected)),
+                                                how))
+
+
+def check_sh_edit(before, after, ensure, remove, var, path=GRUB_DEFAULT_PATH, left=None):
+    """Refuse unless /bin/sh's readings after the edit are right; ``before`` and ``after`` are its readings of
+    ``(var, appended_variable(var))``, ``left`` why the editor left the appended variable alone (or None).
+
+    ``var`` must read as before plus the added args, minus the removed ones, and the appended variable (when the
+    editor read it) as before without the args that conflict: the editor's parser and the consumer's must agree
+    before anything is written. And the effective command line GRUB boots (``var``, then the appended variable,
+    the last value of each parameter winning) must hold every ensured arg and nothing removed, judged from the
+    wanted args alone, so no reading of a single variable can hide an ``intel_iommu=off`` the kernel takes last."""
+    after_var = appended_variable(var)
+    changes = '%s ensured and %s removed' % (' '.join(ensure) or 'none', ' '.join(remove) or 'none')
+    _check_moved(before[0], after[0], apply(split_cmdline(before[0]), ensure, remove), var, path,
+                 'the old arguments with ' + changes)
+    pairs = [(arg, var) for arg in split_cmdline(after[0])] + [(arg, after_var) for arg in split_cmdline(after[1])]
+    effective = _effective_sources(pairs)
+    wanted, ours = _Wanted(ensure, remove), dict((arg_key(e), e) for e in ensure)
+    for arg, source in effective:
+        if wanted.unwanted(arg):
+            why = ('overrides %s' % ours[arg_key(arg)] if arg_key(arg) in ours
+                   else 'is matched by the remove pattern %s' % next(p for p in remove if matches(arg, p)))
+            reason = ('the editor cannot take it out: %s' % left if left and source == after_var
+                      else 'the editor did not take it out (the file sets %s in a way only /bin/sh sees)' % source)
+            raise CmdlineError(
+                '%s: %s in %s %s on the effective command line /bin/sh reads after the edit (%s, then %s, the last '
+                'value of a parameter winning), and %s; nothing was written: remove %s from %s in %s by hand'
+                % (path, arg, source, why, var, after_var, reason, arg, source, path))
+    line = [pair[0] for pair in effective]
+    have = set(line)
+    missing = [e for e in ensure if e not in have]
+    if missing:
+        raise CmdlineError('%s: the effective command line /bin/sh reads after the edit (%s, then %s) is %s, without '
+                           '%s; nothing was written: set the arguments in that file by hand'
+                           % (path, var, after_var, _shown(' '.join(line)), ' '.join(missing)))
+    if left is None:
+        # a value the editor left alone may read ``var`` ("$GRUB_CMDLINE_LINUX quiet") and so move with it
+        _check_moved(before[1], after[1], strip_conflicts(split_cmdline(before[1]), ensure, remove), after_var, path,
+                     'the old arguments without those that conflict with ' + changes)
 
 
 def grub_default_update(data, var, ensure, remove, path=GRUB_DEFAULT_PATH, tmpdir=None, timeout=SH_TIMEOUT_S):
-    """The bytes of the grub defaults file with our args in ``var``: ``grub_default_edit`` on the text, cross-checked
-    with /bin/sh (``check_sh_edit``) before the caller writes anything. Unchanged bytes come back when nothing is
-    to do, and even then /bin/sh must already read the wanted args."""
-    new = grub_default_edit(decode_grub_default(data, path), var, ensure, remove, path).encode('utf-8')
-    old_value = sh_reading(data, var, path, tmpdir, timeout)
-    new_value = old_value if new == data else sh_reading(new, var, path, tmpdir, timeout)
-    check_sh_edit(old_value, new_value, ensure, remove, var, path)
+    """The bytes of the grub defaults file with our args in ``var`` and the conflicting ones out of
+    ``appended_variable(var)``: ``grub_default_edit`` on the text, cross-checked with /bin/sh (``check_sh_edit``)
+    before the caller writes anything. Unchanged bytes come back when nothing is to do, and even then /bin/sh
+    must already read the wanted effective command line."""
+    new, left = _edit(decode_grub_default(data, path), var, ensure, remove, path)
+    new = new.encode('utf-8')
+    names = (var, appended_variable(var))
+    before = sh_readings(data, names, path, tmpdir, timeout)
+    after = before if new == data else sh_readings(new, names, path, tmpdir, timeout)
+    check_sh_edit(before, after, ensure, remove, var, path, left)
     return new
 
 

@@ -166,3 +166,36 @@ def test_grub_default_check_and_diff_mode(monkeypatch, host):
     assert res['changed'] and cmds == [] and grub.read_text() == 'GRUB_CMDLINE_LINUX="rhgb quiet"\n'
     assert res['diff']['after'] == 'GRUB_CMDLINE_LINUX="rhgb quiet intel_iommu=on iommu=pt"\n'
     assert res['commands'] == [['/usr/sbin/grub2-mkconfig', '-o', '/boot/grub2/grub.cfg']]
+
+
+def test_grub_default_takes_an_opposite_value_out_of_linux_default(monkeypatch, host):
+    # GRUB appends GRUB_CMDLINE_LINUX_DEFAULT after GRUB_CMDLINE_LINUX and the kernel takes the last value:
+    # intel_iommu=off there kept the IOMMU off after the reboot while the run reported success
+    grub = host / 'grub'
+    before = b'GRUB_CMDLINE_LINUX="rhgb"\nGRUB_CMDLINE_LINUX_DEFAULT="quiet intel_iommu=off splash"\n'
+    after = b'GRUB_CMDLINE_LINUX="rhgb intel_iommu=on iommu=pt"\nGRUB_CMDLINE_LINUX_DEFAULT="quiet splash"\n'
+    grub.write_bytes(before)
+    cmds = []
+    checked = run(monkeypatch, grub_args(host), cmds, check=True, diff=True)
+    assert checked['changed'] and cmds == [] and grub.read_bytes() == before
+    res = run(monkeypatch, grub_args(host), cmds, diff=True)
+    assert res['changed'] and not res['failed'] and grub.read_bytes() == after
+    # check mode and diff showed exactly what the real run did
+    assert checked['diff'] == res['diff'] and res['diff']['after'] == after.decode()
+    assert checked['commands'] == res['commands'] == cmds == [['/usr/sbin/grub2-mkconfig', '-o', '/boot/grub2/grub.cfg']]
+    cmds = []
+    again = run(monkeypatch, grub_args(host), cmds, check=True, diff=True)
+    assert not again['changed'] and cmds == [] and again['commands'] == [] and 'diff' not in again
+    assert not run(monkeypatch, grub_args(host), cmds)['changed'] and grub.read_bytes() == after
+
+
+@pytest.mark.parametrize('check', [False, True])
+def test_grub_default_refuses_an_opposite_value_it_cannot_take_out(monkeypatch, host, check):
+    grub = host / 'grub'
+    text = b'GRUB_CMDLINE_LINUX="rhgb"\nGRUB_CMDLINE_LINUX_DEFAULT="quiet $(echo intel_iommu=off)"\n'
+    grub.write_bytes(text)
+    cmds = []
+    res = run(monkeypatch, grub_args(host), cmds, check=check)
+    assert res['failed'] and not res['changed'] and cmds == [] and res['commands'] == [] and grub.read_bytes() == text
+    assert res['msg'].startswith('%s: intel_iommu=off in GRUB_CMDLINE_LINUX_DEFAULT overrides intel_iommu=on' % grub)
+    assert 'remove intel_iommu=off from GRUB_CMDLINE_LINUX_DEFAULT in %s by hand' % grub in res['msg']
