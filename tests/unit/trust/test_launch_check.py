@@ -134,13 +134,26 @@ def test_allow_unknown_must_be_a_list_of_names():
     assert launch_vars.allowed_unknown_names(['cluster_name']) == ['cluster_name']
 
 
-def _load_inventory(path):
-    from ansible.inventory.manager import InventoryManager
-    from ansible.parsing.dataloader import DataLoader
-    from ansible_collections.gpuvirt.provision.plugins.action.launch_check import given_variables
+# Loaded by ansible-core's own inventory code in a process of its own: the loader's plugin state (vars plugins,
+# the collection finder another test file installs) must not leak between test files of one xdist worker.
+_LOAD = """
+import json, sys
+from ansible.inventory.manager import InventoryManager
+from ansible.parsing.dataloader import DataLoader
+from ansible_collections.gpuvirt.provision.plugins.action.launch_check import given_variables
+out = {}
+for path in sys.argv[2:]:
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources=[path])
-    return given_variables(loader, inventory, {}, PLAYBOOKS)
+    out[path] = given_variables(loader, inventory, {}, sys.argv[1])
+print(json.dumps(out))
+"""
+
+
+def _load_inventories(*paths):
+    proc = subprocess.run([sys.executable, '-c', _LOAD, PLAYBOOKS] + list(paths), capture_output=True, text=True,
+                          check=True)
+    return {path: (given, allowed) for path, (given, allowed) in json.loads(proc.stdout).items()}
 
 
 def _repository_inventories():
@@ -154,9 +167,14 @@ def _repository_inventories():
     return out
 
 
+@pytest.fixture(scope='module')
+def repository_inventories():
+    return _load_inventories(*[os.path.join(ROOT, inventory) for inventory in _repository_inventories()])
+
+
 @pytest.mark.parametrize('inventory', _repository_inventories())
-def test_the_repositorys_own_inventories_pass(inventory):
-    given_names, allowed = _load_inventory(os.path.join(ROOT, inventory))
+def test_the_repositorys_own_inventories_pass(inventory, repository_inventories):
+    given_names, allowed = repository_inventories[os.path.join(ROOT, inventory)]
     # group_vars/all beside the example inventory are read too (the vars plugins)
     if inventory.startswith('inventories/example'):
         assert 'vgpu_manager_image_registry' in given_names
@@ -167,7 +185,7 @@ def test_group_vars_beside_the_inventory_are_judged(tmp_path):
     (tmp_path / 'group_vars' / 'all').mkdir(parents=True)
     (tmp_path / 'group_vars' / 'all' / 'x.yml').write_text('__vfio_files: {modprobe: "install nvidia /bin/sh"}\n')
     (tmp_path / 'hosts.yml').write_text(INVENTORY)
-    given_names, dummy = _load_inventory(str(tmp_path / 'hosts.yml'))
+    given_names, dummy = _load_inventories(str(tmp_path / 'hosts.yml'))[str(tmp_path / 'hosts.yml')]
     assert given_names['__vfio_files'] == ['the inventory group all']
 
 

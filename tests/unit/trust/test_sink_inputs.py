@@ -60,7 +60,7 @@ NON_SINKS = {
     'gpuvirt.provision.gpu_operator_manifests', 'gpuvirt.provision.gpu_operator_pull_secret',
     'gpuvirt.provision.hco_permitted_devices', 'gpuvirt.provision.kubevirt_devices_plan',
     'gpuvirt.provision.kubevirt_permitted_devices', 'gpuvirt.provision.machineconfig_manifests',
-    'gpuvirt.provision.mcp_status', 'gpuvirt.provision.mdev_types', 'gpuvirt.provision.node_labels_plan',
+    'gpuvirt.provision.launch_check', 'gpuvirt.provision.mcp_status', 'gpuvirt.provision.mdev_types', 'gpuvirt.provision.node_labels_plan',
     'gpuvirt.provision.pci_devices', 'gpuvirt.provision.preflight_host', 'gpuvirt.provision.verify_node_resources',
     'gpuvirt.provision.verify_smoke_vm', 'gpuvirt.provision.vgpu_image_ca_file', 'gpuvirt.provision.vgpu_image_facts',
 }
@@ -117,6 +117,14 @@ KNOWN = {
     ('roles/k8s_objects/tasks/apply.yml', 'Apply each changed object with server-side apply'):
         {'__k8s_objects_flags', '__k8s_objects_preview', 'k8s_objects_field_manager',
          'k8s_objects_wait_timeout'},
+    # the Secret-carrying copies of the two tasks above (literal no_log; the same inputs)
+    ('roles/k8s_objects/tasks/apply_secret.yml', 'Preview each object with a server-side dry run'):
+        {'__k8s_objects_flags', '__k8s_objects_secret_preview', 'k8s_objects_field_manager', 'k8s_objects_list',
+         'k8s_objects_new_namespaces'},
+    ('roles/k8s_objects/tasks/apply_secret.yml', 'Apply each changed object with server-side apply'):
+        {'__k8s_objects_flags', '__k8s_objects_secret_preview', 'k8s_objects_field_manager',
+         'k8s_objects_wait_timeout'},
+    ('roles/k8s_objects/tasks/render_secret.yml', 'Ensure the render directory exists'): {'k8s_objects_render_dir'},
     ('roles/node_labels/tasks/main.yml', 'Patch the labels that differ'): {'node_labels_plan'},
     # the lab and the gathering playbook (controller paths of the run itself)
     ('playbooks/demo.yml',
