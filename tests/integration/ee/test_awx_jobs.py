@@ -110,6 +110,25 @@ def test_host_prep_check_job_over_ssh(tmp_path, machine):
     assert_no_secret(pdd, job_secrets(machine))
 
 
+def test_a_launch_variable_replacing_checked_host_files_stops_the_job_before_the_host(tmp_path, machine):
+    # An AWX launcher's extra variables (env/extravars) beat set_fact: __vfio_files once replaced the checked
+    # modprobe.d and dracut text (an install line run as root). The launch check, the job's first play, refuses it
+    # by name, and the job never reaches the host (docs/security.md, "Launch time").
+    hostile = {'__vfio_files': {'modprobe': 'install nvidia /bin/sh -c "id > /tmp/pwned"',
+                                'dracut': 'add_drivers+="$(id > /tmp/x)"'}}
+    pdd, params = awx_job(tmp_path, 'host_prep', host_inventory(machine), hostile, SURVEY_PT, machine)
+    rc, events, out = run_job(tmp_path, pdd, params)
+    assert rc != 0, out[-4000:]
+    failed = [e['event_data'] for e in events if e.get('event') == 'runner_on_failed']
+    assert [d['task'] for d in failed] == ['Refuse internal, run-time and unknown variables'], failed
+    assert '__vfio_files (given by the extra variables) is internal to the collection' in \
+        failed[0]['res']['msg'], failed
+    tasks = task_results(events)
+    assert 'Gathering Facts' not in tasks, sorted(tasks)
+    assert host_files(machine, '/etc/modprobe.d/gpuvirt-vfio.conf', '/tmp/pwned', '/tmp/x') == []
+    assert_no_secret(pdd, job_secrets(machine))
+
+
 def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube, machine):
     cluster = kube([hco_object(), node('gpu-1', {'nvidia.com/GA102GL_A10': '2'}),
                     node('gpu-2', {'nvidia.com/AD102GL_L40S': '1'})])
