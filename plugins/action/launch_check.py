@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
@@ -19,7 +21,6 @@ from ansible.vars.plugins import get_vars_from_inventory_sources, get_vars_from_
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names, launch_vars
 
-ALLOW_VARIABLE = 'gpuvirt_launch_allow_unknown'
 
 
 def _names():
@@ -27,20 +28,19 @@ def _names():
                                    launch_names.INTERNAL_PREFIXES, launch_names.REMOVED)
 
 
-def given_variables(loader, inventory, extra_vars, playbook_dir):
-    """({name: [where it was given]}, [values of gpuvirt_launch_allow_unknown]) for the extra variables and every
-    inventory host's and group's own variables (inline, and the group_vars/host_vars beside the inventory and the
-    playbook, as the vars plugins read them)."""
+def given_variables(loader, inventory, playbook_dir):
+    """({name: [where it was given]}, [values of gpuvirt_launch_allow_unknown]) for every inventory host's and
+    group's own variables (inline, and the group_vars/host_vars beside the inventory and the playbook, as the vars
+    plugins read them)."""
     given = {}
     allowed_values = []
 
     def add(variables, where):
         for name in variables or {}:
             given.setdefault(name, []).append(where)
-        if ALLOW_VARIABLE in (variables or {}):
-            allowed_values.append(variables[ALLOW_VARIABLE])
+        if launch_vars.ALLOW_VARIABLE in (variables or {}):
+            allowed_values.append(variables[launch_vars.ALLOW_VARIABLE])
 
-    add(extra_vars, 'the extra variables')
     if inventory is None:
         return given, allowed_values
     sources = getattr(inventory, '_sources', None) or []
@@ -65,7 +65,7 @@ class ActionModule(ActionBase):
         # the inventory object has no public getter on the variable manager; ansible-core is pinned
         # (requirements.txt) and tests/unit/trust/test_launch_check.py runs this through the real ansible-playbook
         inventory = getattr(variable_manager, '_inventory', None) if variable_manager else None
-        return given_variables(self._loader, inventory, load_extra_vars(self._loader), self._loader.get_basedir())
+        return given_variables(self._loader, inventory, self._loader.get_basedir())
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -74,14 +74,19 @@ class ActionModule(ActionBase):
         if not isinstance(may_leave_out, bool):
             raise AnsibleActionFail('launch_check: limit_may_leave_out_localhost must be a literal boolean')
 
+        extra = load_extra_vars(self._loader)
         given, allowed_values = self._given()
+        if launch_vars.ALLOW_VARIABLE in extra:
+            allowed_values.append(extra[launch_vars.ALLOW_VARIABLE])
         allowed = []
         try:
             for value in allowed_values:
                 allowed.extend(launch_vars.allowed_unknown_names(value))
         except ValueError as exc:
             raise AnsibleActionFail('launch_check: %s. Nothing was changed.' % exc)
-        problems = launch_vars.problems(_names(), given, allowed)
+        problems = launch_vars.extra_var_problems(_names(), extra, allowed,
+                                                  launch_vars.allowed_extra_names(os.environ))
+        problems += launch_vars.problems(_names(), given, allowed)
 
         limit = task_vars.get('ansible_limit')
         play_hosts = task_vars.get('ansible_play_hosts_all') or []
@@ -94,5 +99,5 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(
                 'launch check: this run was given variables it must not take, or a limit it cannot honour:\n  - %s\n'
                 'Nothing was changed (docs/security.md, "Launch time").' % '\n  - '.join(problems))
-        result.update(changed=False, checked=len(given), msg='launch variables and limit checked')
+        result.update(changed=False, checked=len(set(given) | set(extra)), msg='launch variables and limit checked')
         return result

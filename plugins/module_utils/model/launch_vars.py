@@ -16,7 +16,14 @@ variable and where it was given, when the inventory or the extra variables defin
 - a name with one of the collection's variable prefixes that no argument spec knows (a misspelt input is silently
   ignored otherwise): refused with the closest known name.
 
-Plain Python (no Ansible import); the action plugin gpuvirt.provision.launch_check collects the names.
+Extra variables are judged harder than the inventory, since they beat facts and Ansible's own variables too: a
+name Ansible reads itself (``ansible_*``: the connection, the become program, the interpreter, the facts) or one of
+its special variables (``inventory_dir``, ``group_names``, ``hostvars``, ...) given as an extra variable would choose
+the command run to reach a host, the code run on it, or the facts the roles derive from. They are refused unless
+the controller's owner allows them by name in the environment variable GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS (which a job
+launcher does not set; the test harnesses allow ansible_python_interpreter).
+
+Plain Python (no Ansible import); the action plugin and lookup gpuvirt.provision.launch_check collect the names.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -27,6 +34,25 @@ import re
 
 # a variable name as Ansible accepts one; anything else is not ours to judge
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+
+ALLOW_EXTRA_ENV = 'GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS'
+ALLOW_VARIABLE = 'gpuvirt_launch_allow_unknown'
+# Ansible's special variables (its "Special Variables" reference) an extra variable would replace for every host
+SPECIAL = frozenset((
+    'group_names', 'groups', 'hostvars', 'inventory_dir', 'inventory_file', 'inventory_hostname',
+    'inventory_hostname_short', 'omit', 'play_hosts', 'playbook_dir', 'role_name', 'role_names', 'role_path',
+    'environment', 'vars', 'item'))
+
+
+def ansible_owned(name):
+    """True for a name Ansible itself reads or sets: ansible_* (connection, become, interpreter, facts) and its
+    special variables."""
+    return isinstance(name, str) and (name.lower().startswith('ansible_') or name in SPECIAL)
+
+
+def allowed_extra_names(environ):
+    """The ansible_* / special names the controller's owner allows as extra variables (comma-separated)."""
+    return frozenset(n.strip() for n in (environ.get(ALLOW_EXTRA_ENV) or '').split(',') if n.strip())
 
 
 class LaunchNames(object):
@@ -64,6 +90,18 @@ class LaunchNames(object):
         """The known input most like name, or ''."""
         match = difflib.get_close_matches(name, sorted(self.known), n=1, cutoff=0.75)
         return match[0] if match else ''
+
+
+def extra_var_problems(names, extra_vars, allowed_unknown=(), allowed_ansible=()):
+    """problems() for the extra variables alone, plus Ansible's own names (see the module's docstring)."""
+    out = problems(names, dict((name, ['the extra variables']) for name in extra_vars), allowed_unknown)
+    for name in sorted(extra_vars):
+        if ansible_owned(name) and name not in allowed_ansible:
+            out.append('%s (given by the extra variables) is a variable Ansible reads itself (the connection, become, '
+                       'interpreter, facts or a special variable): as an extra variable it would override it for '
+                       'every host; set it in the inventory instead, or allow it on the controller in %s'
+                       % (name, ALLOW_EXTRA_ENV))
+    return out
 
 
 def problems(names, given, allowed_unknown=()):

@@ -145,7 +145,7 @@ out = {}
 for path in sys.argv[2:]:
     loader = DataLoader()
     inventory = InventoryManager(loader=loader, sources=[path])
-    out[path] = given_variables(loader, inventory, {}, sys.argv[1])
+    out[path] = given_variables(loader, inventory, sys.argv[1])
 print(json.dumps(out))
 """
 
@@ -239,3 +239,49 @@ def test_a_clean_launch_passes_the_check(tmp_path):
                    % (tmp_path / 'r'), '-l', 'gpu01,localhost')
     assert 'launch check:' not in out, out
     assert 'Refuse internal, run-time and unknown variables' in out, out
+
+
+# -- Ansible's own variables, and options that skip tasks -----------------------------------------------------------
+
+@pytest.mark.parametrize('extra, name', [
+    # the connection command: a ProxyCommand runs on the controller
+    ({'ansible_ssh_common_args': "-o ProxyCommand='sh -c \"id > /tmp/pwned\"'"}, 'ansible_ssh_common_args'),
+    # the facts the roles derive the IOMMU vendor, the boot loader backend and the initramfs tool from
+    ({'ansible_facts': {'processor': ['GenuineIntel'], 'os_family': 'RedHat'}}, 'ansible_facts'),
+    ({'ansible_become_exe': '/tmp/x'}, 'ansible_become_exe'),
+    # a special variable: where saved facts are written and read
+    ({'inventory_dir': '/tmp/evil'}, 'inventory_dir'),
+    ({'group_names': ['gpu_vm_passthrough']}, 'group_names'),
+])
+def test_ansible_s_own_variables_as_extra_variables_are_refused(tmp_path, extra, name):
+    rc, out = _run(tmp_path, 'host_prep.yml', extra=extra)
+    assert rc != 0, out
+    assert '%s (given by the extra variables) is a variable Ansible reads itself' % name in out, out
+    assert 'UNREACHABLE' not in out, out
+
+
+def test_the_controller_s_owner_allows_an_ansible_variable_by_name(tmp_path, monkeypatch):
+    # the harness allows ansible_python_interpreter (tests/unit/conftest.py); without the allowance it is refused
+    monkeypatch.setenv('GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS', '')
+    rc, out = _run(tmp_path, 'host_prep.yml')
+    assert 'ansible_python_interpreter (given by the extra variables) is a variable Ansible reads' in out, out
+    monkeypatch.setenv('GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS', 'ansible_python_interpreter')
+    rc, out = _run(tmp_path, 'host_prep.yml')
+    assert 'launch check' not in out and 'UNREACHABLE' in out, out
+
+
+@pytest.mark.parametrize('args', [('--skip-tags', 'always'), ('--start-at-task', "Check the host's pool"),
+                                  ('--tags', 'nothing')])
+def test_no_option_of_the_command_line_skips_the_check_of_the_extra_variables(tmp_path, args):
+    # the check runs in the play's hosts: template, which ansible-playbook evaluates whatever the tags and start
+    rc, out = _run(tmp_path, 'host_prep.yml', *args, extra={'__vfio_files': {'modprobe': 'install x /bin/sh'}})
+    assert rc != 0, out
+    assert '__vfio_files (given by the extra variables) is internal' in out, out
+    assert 'UNREACHABLE' not in out, out
+
+
+@pytest.mark.parametrize('body', ['phase_nodes.yml', 'phase_kubevirt.yml', 'phase_vgpu_vf.yml', 'summary.yml'])
+def test_a_phase_body_run_on_its_own_checks_the_extra_variables_too(tmp_path, body):
+    rc, out = _run(tmp_path, body, extra={'node_labels_plan': {'patches': []}})
+    assert rc != 0, out
+    assert 'node_labels_plan (given by the extra variables) is set by the collection' in out, out

@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+name: launch_check
+version_added: 0.1.0
+short_description: A play's host pattern, returned only when the run's extra variables pass the launch check
+description:
+  - Judges the extra variables the run was given (the command line's C(-e), an AWX job's C(env/extravars)) as the
+    action gpuvirt.provision.launch_check does, and fails naming each one refused; otherwise returns its terms.
+  - Meant for a play's C(hosts:), which ansible-playbook templates whatever the tags (C(--skip-tags),
+    C(--tags)), C(--start-at-task) and the limit, so no option of the command line skips it.
+  - The inventory's own variables and the limit are judged by the action, the task of playbooks/launch_check.yml.
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  _terms:
+    description: The host pattern(s) to return.
+    required: true
+'''
+
+EXAMPLES = r'''
+- name: A play whose host selection first judges the extra variables
+  hosts: "{{ lookup('gpuvirt.provision.launch_check', 'localhost') }}"
+  tasks: []
+'''
+
+RETURN = r'''
+_raw:
+  description: The terms, unchanged.
+  type: list
+  elements: str
+'''
+
+import os
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+from ansible.utils.vars import load_extra_vars
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names, launch_vars
+
+
+class LookupModule(LookupBase):
+
+    def run(self, terms, variables=None, **kwargs):
+        extra = load_extra_vars(self._loader)
+        names = launch_vars.LaunchNames(launch_names.KNOWN, launch_names.RUNTIME, launch_names.PREFIXES,
+                                        launch_names.INTERNAL_PREFIXES, launch_names.REMOVED)
+        try:
+            allowed = launch_vars.allowed_unknown_names(extra.get(launch_vars.ALLOW_VARIABLE))
+        except ValueError as exc:
+            raise AnsibleLookupError('launch check: %s. Nothing was changed.' % exc)
+        problems = launch_vars.extra_var_problems(names, extra, allowed, launch_vars.allowed_extra_names(os.environ))
+        if problems:
+            raise AnsibleLookupError(
+                'launch check: this run was given extra variables it must not take:\n  - %s\n'
+                'Nothing was changed (docs/security.md, "Launch time").' % '\n  - '.join(problems))
+        return [str(term) for term in terms]
