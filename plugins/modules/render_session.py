@@ -59,9 +59,9 @@ options:
     type: str
   takeover_lock:
     description:
-      - Take over a lock this run did not create (O(state=open)): what it holds is dropped, and the files its close
-        had begun writing are pruned when they still hold what it recorded. Only when no other render writes into
-        O(dest).
+      - With O(state=open), take over a lock this run did not create. What it holds is dropped, and the files its
+        close had begun writing are pruned when they still hold what it recorded. Only when no other render writes
+        into O(dest).
     type: bool
     default: false
 attributes:
