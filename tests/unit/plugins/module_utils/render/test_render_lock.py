@@ -312,12 +312,27 @@ def test_the_lock_parser_accepts_only_the_shape_this_collection_writes(data):
 # the grammar of render.file_names as one regular expression, to check object_file_name against
 OBJECT_NAME = re.compile(r'(?:[A-Za-z0-9][A-Za-z0-9._-]{0,62}-)?[0-9]{3,}-[a-z][a-z0-9]{0,62}-'
                          r'[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?-[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?\.yaml')
-pieces = st.lists(st.sampled_from(['000', '12', 'a', 'A', '-', '.', '_', 'configmap', 'x', '0', '--', '.yaml']),
-                  max_size=14).map(''.join)
+# names of the shape file_names writes: each part of its grammar (at its longest too), and at most one part just
+# outside it, so that about half the names are ones file_names writes and the others miss by one part
+GOOD = (['', '30-node-labels-', 'a.b_C-', 'P' * 63 + '-'], ['000', '0001'], ['configmap', 'node', 'k' * 63],
+        ['cluster', 'x', 'gpu-1', 'n' * 63], ['a', 'gpu-1.example.com', 'a-b-c', 'z' * 150], ['.yaml'])
+BAD = (['P' * 64 + '-', '-', '.a-', 'a/b-'], ['12', 'a00', ''], ['Node', '9x', 'k' * 64, 'a_b', ''],
+       ['n' * 64, 'a.b', '-x', 'x-', 'X', ''], ['a_b', '_a', '.a', 'a.', '', 'A', 'a/b'], ['.yml', '', '..yaml', '.yaml.x'])
+
+
+def _spoiled(parts, spoil):
+    parts = list(parts)
+    if spoil is not None:
+        parts[spoil[0]] = spoil[1]
+    return parts[0] + '-'.join(parts[1:5]) + parts[5]
+
+
+shaped = st.builds(_spoiled, st.tuples(*[st.sampled_from(good) for good in GOOD]),
+                   st.none() | st.sampled_from([(i, bad) for i, bads in enumerate(BAD) for bad in bads]))
 
 
 @settings(max_examples=300, deadline=None)
-@given(name=pieces | st.text(alphabet='0a-.', max_size=20).map(lambda text: text + '.yaml'))
+@given(name=shaped | st.text(alphabet='0a-.', max_size=20).map(lambda text: text + '.yaml'))
 def test_object_file_name_is_the_grammar_of_file_names(name):
     event('a name of file_names' if render.object_file_name(name) else 'another name')
     assert render.object_file_name(name) == (len(name) <= 251 and OBJECT_NAME.fullmatch(name) is not None)
