@@ -27,8 +27,8 @@ description:
     symbolic link, a directory, or a file the collection did not write (or that was changed since) at a name the
     render writes stops the render before anything is written. O(dest) itself must not be a symbolic link.
   - A file is pruned only when its name is one the collection writes (an object's
-    C(<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml), a Helm values file's C(<NN>-<words>-helm-values-<release>.yaml));
-    another name listed in the bookkeeping stays, with a warning. Every file is written with the mode the collection
+    C(<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml), a Helm values file's
+    C(<NN>-<words>-helm-values-<release>.yaml)); another name listed in the bookkeeping stays, with a warning. Every file is written with the mode the collection
     chose, never one found in the directory.
   - Opens and closes nest within one run (a phase playbook imported by C(site.yml) opens and closes a level).
     The outermost O(state=closed) writes each object once, deletes the files an earlier render wrote and this one
@@ -153,7 +153,8 @@ def main():
                 earlier = result['interrupted']
                 module.warn('the render lock in %s that this run did not create (pid %s on host %s, %s) was taken over '
                             '(takeover_lock); its files are replaced by this render'
-                            % (p['dest'], earlier.get('pid'), earlier.get('host') or 'not recorded', earlier.get('owner')))
+                            % (p['dest'], earlier.get('pid'), earlier.get('host') or 'not recorded',
+                               earlier.get('owner')))
             # taking the lock is bookkeeping, not a change to the rendered output
             module.exit_json(changed=False, session=result['session'], interrupted=result['interrupted'] or {})
         result = render_session.close_session(p['dest'], render.dump, session=p['session'])

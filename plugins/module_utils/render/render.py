@@ -79,8 +79,9 @@ def file_names(objects, prefix=''):
 
 
 def object_file_name(name):
-    """Whether ``name`` is one file_names could have written: ``[<prefix>-]<NNN>-<kind>-<namespace|cluster>-<name>.yaml``
-    with each part in its grammar (the prefix's, a lower-case kind, a DNS-1123 label, a DNS-1123 subdomain). A render
+    """Whether ``name`` is one file_names could have written,
+    ``[<prefix>-]<NNN>-<kind>-<namespace|cluster>-<name>.yaml`` with each part in its grammar (the prefix's, a
+    lower-case kind, a DNS-1123 label, a DNS-1123 subdomain). A render
     prunes only such a name (or a Helm values file's, render_session.HELM_VALUES_RE): the bookkeeping that lists
     what it wrote is committed like everything else and may name any file of the checkout. Split at "-" rather
     than one regular expression, whose backtracking over the ambiguous parts a hostile name could make slow."""
@@ -239,8 +240,8 @@ def place(dest, entries, mode, phase, check_mode, session=None):
     """The common end of render_file and render_manifests. With a render session open in ``dest``, note every
     entry in it (the session writes each file once when it closes; in check mode nothing is noted and the close
     reports): only when ``session`` is the token of its lock, the one this run's open step created; a lock that
-    is not this run's stops the step, naming it. Without one, write each entry whose content or mode differs, atomically, and give the diff, a
-    Secret's values redacted.
+    is not this run's stops the step, naming it. Without one, write each entry whose content or mode differs,
+    atomically, and give the diff, a Secret's values redacted.
 
     ``entries`` are dicts: ``name`` (the file name), ``writer`` (who renders it, for the session's messages) and
     either ``object`` (a Kubernetes object, dumped as YAML) or ``content`` (the text of a file that is no object,

@@ -4,8 +4,9 @@
 """A render into a directory as one unit: lock, each object once, prune, kustomization, completeness mark.
 
 A render run opens a session in the directory (``.gpuvirt-render.lock``, created exclusively, holding a random
-session token that the open step returns and every later step of the run gives back), records every object written through it (one file per apiVersion/kind/namespace/name: a second
-writer of the same object is merged into the first file, or refused when the two disagree), and closes it: files
+session token that the open step returns and every later step of the run gives back), records every object
+written through it (one file per apiVersion/kind/namespace/name: a second writer of the same object is merged into
+the first file, or refused when the two disagree), and closes it: files
 an earlier complete render of the same scope wrote and this one did not are deleted (never a file we did not
 write), ``kustomization.yaml`` lists the objects in file-name order, and ``.gpuvirt-render.json`` records what is
 ours with ``complete: true``. A killed render leaves the lock and ``complete: false``: the next render stops,

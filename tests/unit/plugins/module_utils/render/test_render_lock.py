@@ -153,14 +153,16 @@ def test_a_file_whose_hash_matches_but_whose_name_no_builder_writes_is_not_delet
 
 @pytest.mark.parametrize('name', ['../outside.yaml', 'sub/60-kv-000-configmap-x-a.yaml', '.git/config', '.git',
                                   rs.KUSTOMIZATION, '/etc/passwd', '.60-kv-000-configmap-x-a.yaml'])
-def test_a_bookkeeping_entry_naming_a_path_or_a_hidden_or_kustomization_file_is_refused_changing_nothing(tmp_path, name):
+def test_a_bookkeeping_entry_naming_a_path_or_a_hidden_or_kustomization_file_is_refused_changing_nothing(tmp_path,
+                                                                                                         name):
     (tmp_path / 'sub').mkdir()
     (tmp_path / '.git').mkdir()
     for path in ('outside.yaml', 'sub/60-kv-000-configmap-x-a.yaml', '.git/config', rs.KUSTOMIZATION,
                  '.60-kv-000-configmap-x-a.yaml'):
         (tmp_path / path).write_text('theirs\n')
     dest = tmp_path
-    text = json.dumps({'format': 2, 'complete': True, 'files': {name: {'phase': 'kubevirt', 'sha256': digest('theirs\n')}}})
+    text = json.dumps({'format': 2, 'complete': True,
+                       'files': {name: {'phase': 'kubevirt', 'sha256': digest('theirs\n')}}})
     (dest / rs.MANIFEST).write_text(text)
     with pytest.raises(render.RenderError, match='%s: a file name in files is' % rs.MANIFEST):
         render_once(dest)
@@ -317,7 +319,8 @@ OBJECT_NAME = re.compile(r'(?:[A-Za-z0-9][A-Za-z0-9._-]{0,62}-)?[0-9]{3,}-[a-z][
 GOOD = (['', '30-node-labels-', 'a.b_C-', 'P' * 63 + '-'], ['000', '0001'], ['configmap', 'node', 'k' * 63],
         ['cluster', 'x', 'gpu-1', 'n' * 63], ['a', 'gpu-1.example.com', 'a-b-c', 'z' * 150], ['.yaml'])
 BAD = (['P' * 64 + '-', '-', '.a-', 'a/b-'], ['12', 'a00', ''], ['Node', '9x', 'k' * 64, 'a_b', ''],
-       ['n' * 64, 'a.b', '-x', 'x-', 'X', ''], ['a_b', '_a', '.a', 'a.', '', 'A', 'a/b'], ['.yml', '', '..yaml', '.yaml.x'])
+       ['n' * 64, 'a.b', '-x', 'x-', 'X', ''], ['a_b', '_a', '.a', 'a.', '', 'A', 'a/b'],
+       ['.yml', '', '..yaml', '.yaml.x'])
 
 
 def _spoiled(parts, spoil):
