@@ -28,8 +28,8 @@ description:
     render writes stops the render before anything is written. O(dest) itself must not be a symbolic link.
   - A file is pruned only when its name is one the collection writes (an object's
     C(<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml), a Helm values file's
-    C(<NN>-<words>-helm-values-<release>.yaml)); another name listed in the bookkeeping stays, with a warning. Every file is written with the mode the collection
-    chose, never one found in the directory.
+    C(<NN>-<words>-helm-values-<release>.yaml)); another name listed in the bookkeeping stays, with a warning.
+    Every file is written with the mode the collection chose, never one found in the directory.
   - Opens and closes nest within one run (a phase playbook imported by C(site.yml) opens and closes a level).
     The outermost O(state=closed) writes each object once, deletes the files an earlier render wrote and this one
     did not (in a run opened by C(site.yml) every phase's, a phase playbook run alone only its own phase's; never a

@@ -132,7 +132,7 @@ def test_prune_removes_only_our_stale_files_of_the_scope_and_keeps_foreign_ones(
                        '60-kv-001-configmap-cluster-c.yaml')
     token = rs.open_session(d, 'site', pid=os.getpid())['session']
     for name, phase in ((nodes, 'nodes'), (kv0, 'kubevirt'), (kv1, 'kubevirt')):
-        rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name.split('-')[-1][:-5]}},
+        rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name.rsplit('-', 1)[-1][:-5]}},
                   name, name[:5], phase, session=token)
     rs.close_session(d, dump, session=token)
     (tmp_path / 'foreign.yaml').write_text('kind: Secret\n')
