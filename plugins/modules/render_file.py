@@ -34,6 +34,11 @@ options:
     description: Mode of the file.
     type: str
     default: "0644"
+  session:
+    description:
+      - The token that M(gpuvirt.provision.render_session) returned when this run opened the render session in
+        O(dest). A render lock in O(dest) that does not hold it is not this run's and stops the task, naming it.
+    type: str
   phase:
     description: The phase (playbook) rendering, recorded for the render session's pruning.
     type: str
@@ -82,6 +87,7 @@ def main():
             content=dict(type='str', required=True),
             mode=dict(type='str', default='0644'),
             phase=dict(type='str', default=''),
+            session=dict(type='str'),
         ),
         supports_check_mode=True,
     )
@@ -98,7 +104,7 @@ def main():
                              'in .yaml, not %s' % (p['name'], render_session.KUSTOMIZATION))
     try:
         placed = render.place(p['dest'], [{'name': p['name'], 'content': p['content'], 'writer': p['name']}], mode,
-                              p['phase'], module.check_mode)
+                              p['phase'], module.check_mode, session=p['session'])
     except render.RenderError as e:
         module.fail_json(msg=str(e))
     result = dict(changed=placed['changed'], path=placed['files'][0], deferred=placed['deferred'])

@@ -54,6 +54,11 @@ options:
         (O(mode) without its group and other bits), whatever O(mode) says.
     type: str
     default: "0644"
+  session:
+    description:
+      - The token that M(gpuvirt.provision.render_session) returned when this run opened the render session in
+        O(dest). A render lock in O(dest) that does not hold it is not this run's and stops the task, naming it.
+    type: str
   phase:
     description:
       - The phase (playbook) rendering, recorded for the render session's pruning (see
@@ -108,6 +113,7 @@ def main():
             prefix=dict(type='str', default=''),
             mode=dict(type='str', default='0644'),
             phase=dict(type='str', default=''),
+            session=dict(type='str'),
             file_name=dict(type='str'),
         ),
         supports_check_mode=True,
@@ -139,7 +145,7 @@ def main():
         names = [p['file_name']]
     entries = [{'name': name, 'object': obj, 'writer': p['prefix'] or name} for obj, name in zip(p['objects'], names)]
     try:
-        placed = render.place(p['dest'], entries, mode, p['phase'], module.check_mode)
+        placed = render.place(p['dest'], entries, mode, p['phase'], module.check_mode, session=p['session'])
     except render.RenderError as e:
         module.fail_json(msg=str(e), files=getattr(e, 'files', []))
     result = dict(changed=placed['changed'], files=placed['files'])

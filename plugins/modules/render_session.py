@@ -12,8 +12,12 @@ short_description: Open or close one render run in a render directory (lock, pru
 version_added: 0.2.0
 description:
   - O(state=open) takes the directory for this ansible-playbook run, creating C(.gpuvirt-render.lock)
-    exclusively, and marks C(.gpuvirt-render.json) C(complete=false). Another live render holding the lock is
-    refused, naming its pid; a lock left by a killed render is taken over and reported.
+    exclusively (mode 0600, never through a symbolic link) with a random session token, returned as RV(session),
+    and marks C(.gpuvirt-render.json) C(complete=false). Every later render step of the run gives the token back
+    (O(session)); a lock is this run's only when it holds that token, never because of its pid, owner or host.
+  - A lock this run did not create (another render writing, one that was killed, or a committed file) stops the
+    render, naming its path and the pid, host, owner and age it records. It is taken over only with
+    O(takeover_lock=true) (the playbooks' C(gpuvirt_render_takeover_lock)), and reported.
   - While the session is open, M(gpuvirt.provision.render_manifests) writes each object once. A second role
     rendering the same apiVersion/kind/namespace/name is merged into the first file, or refused when the two
     disagree.
@@ -22,6 +26,10 @@ description:
     is a regular file and still has the sha256 recorded when it was written; otherwise it stays, with a warning. A
     symbolic link, a directory, or a file the collection did not write (or that was changed since) at a name the
     render writes stops the render before anything is written. O(dest) itself must not be a symbolic link.
+  - A file is pruned only when its name is one the collection writes (an object's
+    C(<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml), a Helm values file's
+    C(<NN>-<words>-helm-values-<release>.yaml)); another name listed in the bookkeeping stays, with a warning.
+    Every file is written with the mode the collection chose, never one found in the directory.
   - Opens and closes nest within one run (a phase playbook imported by C(site.yml) opens and closes a level).
     The outermost O(state=closed) writes each object once, deletes the files an earlier render wrote and this one
     did not (in a run opened by C(site.yml) every phase's, a phase playbook run alone only its own phase's; never a
@@ -44,6 +52,18 @@ options:
     type: str
     choices: [open, closed]
     default: open
+  session:
+    description:
+      - The token RV(session) of this run's open step. With O(state=open) and the lock that holds it, the open nests
+        (a phase playbook imported by C(site.yml)); O(state=closed) closes only the session that holds it.
+    type: str
+  takeover_lock:
+    description:
+      - With O(state=open), take over a lock this run did not create. What it holds is dropped, and the files its
+        close had begun writing are pruned when they still hold what it recorded. Only when no other render writes
+        into O(dest).
+    type: bool
+    default: false
 attributes:
   check_mode:
     description: Writes nothing and reports what it would do.
@@ -69,6 +89,10 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+session:
+  description: This run's session token, written into the lock; every later render step of the run gives it back.
+  type: str
+  returned: state=open, not in check mode
 written:
   description: Files written when the session closed (their content or mode differed), and kustomization.yaml.
   type: list
@@ -76,8 +100,8 @@ written:
   returned: state=closed
 interrupted:
   description:
-    - The lock an interrupted earlier render left, taken over and removed - its pid, owner, start time and how many
-      objects it held (never the objects, a Secret among them).
+    - The lock taken over (O(takeover_lock)) and removed - the pid, owner, host and start time it recorded and how
+      many objects it held (never the objects, a Secret among them).
   type: dict
   returned: state=open and an earlier render was interrupted
 pruned:
@@ -104,6 +128,8 @@ def main():
             dest=dict(type='path', required=True),
             owner=dict(type='str', required=True),
             state=dict(type='str', choices=['open', 'closed'], default='open'),
+            session=dict(type='str'),
+            takeover_lock=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -119,16 +145,19 @@ def main():
         if not os.path.isdir(p['dest']):
             raise render.RenderError('%s is not a directory: create it first' % p['dest'])
         if p['state'] == 'open':
-            result = render_session.open_session(p['dest'], p['owner'], render_session.controller_pid())
+            result = render_session.open_session(p['dest'], p['owner'], render_session.controller_pid(),
+                                                 session=p['session'], takeover=p['takeover_lock'])
             for warning in result['warnings']:
                 module.warn(warning)
             if result['interrupted']:
                 earlier = result['interrupted']
-                module.warn('an earlier render into %s (pid %s, %s) did not finish; its files are replaced by this '
-                            'render' % (p['dest'], earlier.get('pid'), earlier.get('owner')))
+                module.warn('the render lock in %s that this run did not create (pid %s on host %s, %s) was taken over '
+                            '(takeover_lock); its files are replaced by this render'
+                            % (p['dest'], earlier.get('pid'), earlier.get('host') or 'not recorded',
+                               earlier.get('owner')))
             # taking the lock is bookkeeping, not a change to the rendered output
-            module.exit_json(changed=False, interrupted=result['interrupted'] or {})
-        result = render_session.close_session(p['dest'], render.dump)
+            module.exit_json(changed=False, session=result['session'], interrupted=result['interrupted'] or {})
+        result = render_session.close_session(p['dest'], render.dump, session=p['session'])
     except render.RenderError as e:
         module.fail_json(msg=str(e))
     for warning in result['warnings']:

@@ -30,6 +30,11 @@ KIND_RE = re.compile(r'[A-Za-z][A-Za-z0-9]{0,62}')
 PREFIX_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,62}')
 # a file name chosen by the caller: no directory, not hidden
 FILE_NAME_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,250}')
+# the parts of a name file_names writes (object_file_name)
+_COUNTER_RE = re.compile(r'[0-9]{3,}')
+_KIND_PART_RE = re.compile(r'[a-z][a-z0-9]{0,62}')
+_DNS_LABEL_RE = re.compile(r'[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?')
+_DNS_SUBDOMAIN_RE = re.compile(r'[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?')
 
 
 class RenderError(ValueError):
@@ -71,6 +76,34 @@ def file_names(objects, prefix=''):
         lead = prefix + '-' if prefix else ''
         names.append('%s%03d-%s-%s-%s.yaml' % (lead, i, kind.lower(), namespace or 'cluster', name))
     return names
+
+
+def object_file_name(name):
+    """Whether ``name`` is one file_names could have written,
+    ``[<prefix>-]<NNN>-<kind>-<namespace|cluster>-<name>.yaml`` with each part in its grammar (the prefix's, a
+    lower-case kind, a DNS-1123 label, a DNS-1123 subdomain). A render
+    prunes only such a name (or a Helm values file's, render_session.HELM_VALUES_RE): the bookkeeping that lists
+    what it wrote is committed like everything else and may name any file of the checkout. Split at "-" rather
+    than one regular expression, whose backtracking over the ambiguous parts a hostile name could make slow."""
+    if not (isinstance(name, str) and len(name) <= 251 and name.endswith('.yaml')):
+        return False
+    parts = name[:-len('.yaml')].split('-')
+    for index in range(len(parts) - 3):
+        prefix = '-'.join(parts[:index])
+        if len(prefix) > 63:
+            return False
+        counter, kind, rest = parts[index], parts[index + 1], parts[index + 2:]
+        if not (_COUNTER_RE.fullmatch(counter) and _KIND_PART_RE.fullmatch(kind)):
+            continue
+        if index and not PREFIX_RE.fullmatch(prefix):
+            continue
+        for split in range(1, len(rest)):
+            namespace = '-'.join(rest[:split])
+            if len(namespace) > 63:
+                break
+            if _DNS_LABEL_RE.fullmatch(namespace) and _DNS_SUBDOMAIN_RE.fullmatch('-'.join(rest[split:])):
+                return True
+    return False
 
 
 def dump(obj):
@@ -203,11 +236,12 @@ def needs_write(path, content, mode):
     return False, (os.lstat(path).st_mode & 0o7777) != mode
 
 
-def place(dest, entries, mode, phase, check_mode):
+def place(dest, entries, mode, phase, check_mode, session=None):
     """The common end of render_file and render_manifests. With a render session open in ``dest``, note every
     entry in it (the session writes each file once when it closes; in check mode nothing is noted and the close
-    reports). Without one, write each entry whose content or mode differs, atomically, and give the diff, a
-    Secret's values redacted.
+    reports): only when ``session`` is the token of its lock, the one this run's open step created; a lock that
+    is not this run's stops the step, naming it. Without one, write each entry whose content or mode differs,
+    atomically, and give the diff, a Secret's values redacted.
 
     ``entries`` are dicts: ``name`` (the file name), ``writer`` (who renders it, for the session's messages) and
     either ``object`` (a Kubernetes object, dumped as YAML) or ``content`` (the text of a file that is no object,
@@ -228,10 +262,11 @@ def place(dest, entries, mode, phase, check_mode):
         for entry in entries:
             try:
                 if 'object' in entry:
-                    name = render_session.record(dest, entry['object'], entry['name'], entry['writer'], phase, mode)
+                    name = render_session.record(dest, entry['object'], entry['name'], entry['writer'], phase, mode,
+                                                 session=session)
                 else:
                     name = render_session.record_file(dest, entry['name'], entry['content'], entry['writer'], phase,
-                                                      mode)
+                                                      mode, session=session)
             except RenderError as e:
                 e.files = files
                 raise

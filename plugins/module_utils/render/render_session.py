@@ -3,27 +3,34 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A render into a directory as one unit: lock, each object once, prune, kustomization, completeness mark.
 
-A render run opens a session in the directory (``.gpuvirt-render.lock``, created exclusively, naming the process
-that holds it), records every object written through it (one file per apiVersion/kind/namespace/name: a second
-writer of the same object is merged into the first file, or refused when the two disagree), and closes it: files
+A render run opens a session in the directory (``.gpuvirt-render.lock``, created exclusively, holding a random
+session token that the open step returns and every later step of the run gives back), records every object
+written through it (one file per apiVersion/kind/namespace/name: a second writer of the same object is merged into
+the first file, or refused when the two disagree), and closes it: files
 an earlier complete render of the same scope wrote and this one did not are deleted (never a file we did not
 write), ``kustomization.yaml`` lists the objects in file-name order, and ``.gpuvirt-render.json`` records what is
-ours with ``complete: true``. A killed render leaves the lock and ``complete: false``: the next render says so and
-replaces it.
+ours with ``complete: true``. A killed render leaves the lock and ``complete: false``: the next render stops,
+naming the lock, and takes it over only when asked to (``gpuvirt_render_takeover_lock``).
 
 The directory is a Git checkout others commit to, so the lock and the manifest are untrusted input: checked for
-shape and names before use, never followed through a symbolic link, and a file is pruned only when it is a
-regular file still holding the sha256 recorded when it was written. Pure Python, no Ansible imports.
+shape and names before use, never followed through a symbolic link. A lock is this run's only when it holds this
+run's token (never by its pid, which is predictable in a container), and a file is pruned only when its name is one
+the builders write and it is a regular file still holding the sha256 recorded when it was written. Pure Python, no
+Ansible imports.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import copy
+import datetime
 import errno
+import hmac
 import json
 import os
 import re
+import secrets
+import socket
 import stat
 import time
 
@@ -42,6 +49,28 @@ MAX_BOOKKEEPING = 32 * 1024 * 1024
 PID_MAX = 4 * 1024 * 1024
 PHASE_RE = re.compile(r'[A-Za-z0-9._-]{0,63}')
 SHA256_RE = re.compile(r'[0-9a-f]{64}')
+# the lock's session token (secrets.token_hex(32)): what makes a lock this run's
+TOKEN_RE = re.compile(r'[0-9a-f]{64}')
+# the host recorded in the lock, shown when another run finds it (a host name, or '' when it is not one)
+HOST_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,252}')
+# the run input that takes over a lock this run did not create (playbooks/render_open.yml)
+TAKEOVER = 'gpuvirt_render_takeover_lock'
+# more files, objects or phases than any render has: a bookkeeping file with more is refused
+MAX_ENTRIES = 10000
+# the longest object key or writer a render records
+MAX_TEXT = 1024
+# the times recorded (seconds since the epoch): up to the year 5138, so that showing one cannot overflow
+MAX_TIME = 1e11
+# the Helm values files of the gpu_operator and dra_driver roles (render_file):
+# <NN>-<role's words>-helm-values-<Helm release name>.yaml; with render.object_file_name the only names a render prunes
+HELM_VALUES_RE = re.compile(r'[0-9]{2}-[a-z0-9]+(?:-[a-z0-9]+)*-helm-values-[a-z0-9](?:[-a-z0-9]{0,51}[a-z0-9])?\.yaml')
+# the keys this collection writes; another key is a file of another shape
+MANIFEST_KEYS = frozenset(('format', 'complete', 'files', 'kustomization', 'finished'))
+RECORDED_KEYS = frozenset(('phase', 'sha256', 'resource'))
+LOCK_KEYS = frozenset(('format', 'owner', 'pid', 'started', 'updated', 'host', 'token', 'depth', 'phases', 'objects',
+                       'files', 'writing'))
+LOCK_ENTRY_KEYS = {'objects': frozenset(('file', 'writer', 'writers', 'phase', 'object', 'mode')),
+                   'files': frozenset(('file', 'writer', 'writers', 'phase', 'content', 'mode'))}
 _FIX = ('restore it from the Git history of the directory, or remove it (with no bookkeeping nothing is pruned '
         'and a file of a rendered name that does not hold the rendered text stops the render)')
 SYNC_WAVE = gitops.SYNC_WAVE
@@ -79,12 +108,20 @@ def _load(path, check):
     data = render.read_bytes(path, MAX_BOOKKEEPING)
     if data is None:
         raise render.RenderError('%s cannot be read as a regular file: %s' % (path, _FIX))
+    return parse(data, path, check)
+
+
+def parse(data, path, check):
+    """The bytes ``data`` of the bookkeeping file ``path`` as the JSON object ``check(data, path)`` accepts;
+    RenderError naming the file and what is wrong with it for anything else (not JSON, another shape, a name that
+    is no file name of ours, more than a render writes)."""
     if len(data) > MAX_BOOKKEEPING:
         raise render.RenderError('%s is larger than %d bytes, more than a render writes: %s'
                                  % (path, MAX_BOOKKEEPING, _FIX))
     try:
         data = json.loads(data.decode('utf-8'))
     except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than the interpreter's stack
+        # ValueError covers UnicodeDecodeError
         raise render.RenderError('%s is not valid JSON; it is the render bookkeeping of this directory: %s'
                                  % (path, _FIX))
     if not isinstance(data, dict):
@@ -104,8 +141,26 @@ def _is_int(value, low, high):
     return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
 
 
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _is_time(value):
+    """A time as recorded: seconds since the epoch, up to MAX_TIME. JSON as Python reads it has NaN and Infinity:
+    the range refuses both (NaN fails every comparison)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_TIME
+
+
+def _is_text(value, limit=MAX_TEXT):
+    return isinstance(value, str) and len(value) <= limit
+
+
+def _check_keys(path, where, data, keys):
+    unknown = sorted(key for key in data if key not in keys)
+    if unknown:
+        raise _bad(path, 'a key of %s' % where, unknown[0])
+
+
+def _check_count(path, where, entries):
+    if len(entries) > MAX_ENTRIES:
+        raise render.RenderError('%s: %s has %d entries, more than a render writes (%d): %s'
+                                 % (path, where, len(entries), MAX_ENTRIES, _FIX))
 
 
 def valid_name(name):
@@ -119,16 +174,26 @@ def valid_phase(phase):
     return isinstance(phase, str) and len(phase) <= 63 and PHASE_RE.fullmatch(phase) is not None
 
 
+def prunable_name(name):
+    """A name the collection's builders write for the files of a render: an object's (render.file_names) or a
+    Helm values file's (HELM_VALUES_RE). Only such a file is ever pruned: the bookkeeping that lists what was
+    written is committed like everything else in the directory, and may name any file."""
+    return valid_name(name) and (render.object_file_name(name)
+                                 or HELM_VALUES_RE.fullmatch(name) is not None)
+
+
 def _check_recorded(path, where, files, hash_optional):
     """``files``: {name: {'phase', 'sha256', 'resource'}}, the shape of the manifest's files and of the lock's
     ``writing``."""
     if not isinstance(files, dict):
         raise _bad(path, where, files)
+    _check_count(path, where, files)
     for name, entry in files.items():
         if not valid_name(name):
             raise _bad(path, 'a file name in %s' % where, name)
         if not isinstance(entry, dict):
             raise _bad(path, '%s[%s]' % (where, name), entry)
+        _check_keys(path, '%s[%s]' % (where, name), entry, RECORDED_KEYS)
         digest = entry.get('sha256')
         if not (isinstance(digest, str) and (SHA256_RE.fullmatch(digest) or (hash_optional and digest == ''))):
             raise _bad(path, '%s[%s].sha256' % (where, name), digest)
@@ -139,6 +204,7 @@ def _check_recorded(path, where, files, hash_optional):
 
 
 def _check_manifest(data, path):
+    _check_keys(path, 'the manifest', data, MANIFEST_KEYS)
     version = data.get('format')
     if _is_int(version, FORMAT + 1, 1 << 30):
         raise render.RenderError('%s has format %d, written by a newer version of this collection; upgrade the '
@@ -153,11 +219,12 @@ def _check_manifest(data, path):
     kustomization = data.get('kustomization', '')
     if not (isinstance(kustomization, str) and (kustomization == '' or SHA256_RE.fullmatch(kustomization))):
         raise _bad(path, 'kustomization', kustomization)
-    if not _is_number(data.get('finished', 0)):
+    if not _is_time(data.get('finished', 0)):
         raise _bad(path, 'finished', data.get('finished'))
 
 
 def _check_lock(data, path):
+    _check_keys(path, 'the lock', data, LOCK_KEYS)
     if not _is_int(data.get('format'), 1, FORMAT):
         raise _bad(path, 'format', data.get('format'))
     # a pid of 0 or below would make the liveness check signal a whole process group
@@ -166,30 +233,41 @@ def _check_lock(data, path):
     owner = data.get('owner')
     if not (isinstance(owner, str) and render.PREFIX_RE.fullmatch(owner)):
         raise _bad(path, 'owner', owner)
-    if not _is_number(data.get('started', 0)):
-        raise _bad(path, 'started', data.get('started'))
+    for when in ('started', 'updated'):
+        if not _is_time(data.get(when, 0)):
+            raise _bad(path, when, data.get(when))
+    # absent in a lock of an older version: such a lock is never this run's
+    token = data.get('token', '')
+    if not (isinstance(token, str) and (token == '' or TOKEN_RE.fullmatch(token))):
+        raise _bad(path, 'token', token)
+    host = data.get('host', '')
+    if not (isinstance(host, str) and (host == '' or HOST_RE.fullmatch(host))):
+        raise _bad(path, 'host', host)
     if not _is_int(data.get('depth', 1), 0, 1000):
         raise _bad(path, 'depth', data.get('depth'))
     phases = data.get('phases', [])
-    if not (isinstance(phases, list) and all(valid_phase(phase) for phase in phases)):
+    if not (isinstance(phases, list) and len(phases) <= MAX_ENTRIES and all(valid_phase(phase) for phase in phases)):
         raise _bad(path, 'phases', phases)
     for where in ('objects', 'files'):
         entries = data.get(where, {})
         if not isinstance(entries, dict):
             raise _bad(path, where, entries)
+        _check_count(path, where, entries)
         for key, entry in entries.items():
-            if not (isinstance(key, str) and len(key) <= 1024 and isinstance(entry, dict)):
+            if not (_is_text(key) and isinstance(entry, dict)):
                 raise _bad(path, 'an entry of %s' % where, key)
+            _check_keys(path, '%s[%s]' % (where, key), entry, LOCK_ENTRY_KEYS[where])
             if not valid_name(entry.get('file')) or (where == 'files' and entry.get('file') != key):
                 raise _bad(path, '%s[%s].file' % (where, key), entry.get('file'))
             if not valid_phase(entry.get('phase') if entry.get('phase') is not None else ''):
                 raise _bad(path, '%s[%s].phase' % (where, key), entry.get('phase'))
             if not _is_int(entry.get('mode', 0o644), 0, 0o777):
                 raise _bad(path, '%s[%s].mode' % (where, key), entry.get('mode'))
-            if not isinstance(entry.get('writer'), str):
+            if not _is_text(entry.get('writer')):
                 raise _bad(path, '%s[%s].writer' % (where, key), entry.get('writer'))
             writers = entry.get('writers', [])
-            if not (isinstance(writers, list) and all(isinstance(writer, str) for writer in writers)):
+            if not (isinstance(writers, list) and len(writers) <= MAX_ENTRIES
+                    and all(_is_text(writer) for writer in writers)):
                 raise _bad(path, '%s[%s].writers' % (where, key), writers)
             body = 'object' if where == 'objects' else 'content'
             if not isinstance(entry.get(body), dict if body == 'object' else str):
@@ -205,38 +283,85 @@ def _dump(path, data, mode=0o644):
     render.write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + '\n', mode)
 
 
-def _alive(pid):
-    try:
-        os.kill(int(pid), 0)
-    except (OSError, ValueError, TypeError) as e:
-        return getattr(e, 'errno', None) == errno.EPERM
-    return True
+def _dump_lock(path, lock):
+    # 0600: the lock holds the objects of this render until it closes, a Secret among them. ``updated``: when this
+    # run last wrote it, shown to a run that finds it
+    lock['updated'] = time.time()
+    _dump(path, lock, 0o600)
 
 
-def open_session(dest, owner, pid, now=None):
-    """Take the directory for one render run. Returns ``{'interrupted': <the earlier lock or None>, 'reopened',
-    'warnings'}``.
+def _hostname():
+    """This host's name as the lock records it: '' when it is not a plain host name."""
+    name = socket.gethostname()
+    return name if HOST_RE.fullmatch(name or '') else ''
 
-    Refuses while another live process holds the lock; a lock whose process is gone is an interrupted render,
-    taken over: the files its close had begun writing (recorded in the lock with their sha256 before the first
-    write) count as ours when they still hold that text, and are pruned at close unless this render writes them."""
+
+def is_this_runs(lock, token):
+    """Whether ``lock`` is the one this run created: it holds ``token``, the random session token this run's open
+    step wrote into it and returned. Nothing else makes a lock this run's: its pid is predictable (the render's own
+    pid in a CI or EE container), its owner and host are words anyone can commit."""
+    recorded = lock.get('token')
+    return (isinstance(token, str) and TOKEN_RE.fullmatch(token) is not None and isinstance(recorded, str)
+            and TOKEN_RE.fullmatch(recorded) is not None and hmac.compare_digest(recorded, token))
+
+
+def _when(seconds):
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime('%Y-%m-%d %H:%M:%S UTC')
+
+
+def _age(seconds, now):
+    if seconds > now:
+        return 'in the future'
+    return '%s ago' % datetime.timedelta(seconds=int(now - seconds))
+
+
+def describe(lock, now=None):
+    """What a lock says of the run that holds it, as recorded (checked by _check_lock, so safe to show): pid,
+    host, owner, start, age and last write; never its objects, which hold a Secret's data when one was rendered."""
+    now = time.time() if now is None else now
+    started = lock.get('started', 0)
+    text = 'pid %d on host %s, owner %s, started %s, %s as recorded' % (
+        lock['pid'], repr(lock['host']) if lock.get('host') else 'not recorded', lock['owner'], _when(started),
+        _age(started, now))
+    if 'updated' in lock:
+        text += ', last written %s' % _age(lock['updated'], now)
+    return text
+
+
+def _foreign(path, dest, lock, now=None):
+    return render.RenderError(
+        '%s is a render lock this run did not create (%s): another render may be writing into %s, or one was '
+        'interrupted, or the file was committed. Wait for a render that runs to finish; if none does, render again '
+        'with %s=true to take the lock over (what it holds is dropped; the files its close had begun writing are '
+        'pruned when they still hold what it recorded)' % (path, describe(lock, now), dest, TAKEOVER))
+
+
+def open_session(dest, owner, pid, session=None, takeover=False, now=None):
+    """Take the directory for one render run. Returns ``{'session': <this run's token>, 'interrupted': <what the
+    lock taken over said, or None>, 'reopened', 'warnings'}``.
+
+    ``session``: the token an earlier open step of this run returned; with the lock that holds it, the open nests
+    (a phase playbook imported by site.yml). Any other lock is not this run's and stops the render, named
+    (``describe``), unless ``takeover``: then it is an interrupted render, removed: the files its close had begun
+    writing (recorded in the lock with their sha256 before the first write) count as ours when they still hold that
+    text, and are pruned at close unless this render writes them. ``pid`` is recorded to be shown, never trusted."""
     render.check_directory(dest)
+    now = time.time() if now is None else now
     path = os.path.join(dest, LOCK)
-    lock = {'format': FORMAT, 'owner': owner, 'pid': pid, 'started': now or time.time(), 'objects': {}, 'depth': 1,
-            'phases': []}
     earlier = _load(path, _check_lock)
     manifest = _load_manifest(dest) or {'format': FORMAT, 'files': {}}
+    if earlier is not None and is_this_runs(earlier, session):
+        # a phase playbook imported by site.yml: the same run, one level deeper
+        earlier['depth'] = earlier.get('depth', 1) + 1
+        _dump_lock(path, earlier)
+        return {'session': session, 'interrupted': None, 'reopened': True, 'warnings': []}
+    if earlier is not None and not takeover:
+        raise _foreign(path, dest, earlier, now)
+    token = secrets.token_hex(32)
+    lock = {'format': FORMAT, 'owner': owner, 'pid': pid, 'host': _hostname(), 'token': token, 'started': now,
+            'updated': now, 'objects': {}, 'depth': 1, 'phases': []}
     warnings = []
     if earlier is not None:
-        if earlier['pid'] != pid and _alive(earlier['pid']):
-            raise render.RenderError(
-                'another render (pid %s, %s) is writing into %s; wait for it to finish. If no such render runs, '
-                'remove %s' % (earlier['pid'], earlier['owner'], dest, path))
-        if earlier['pid'] == pid:
-            # a phase playbook imported by site.yml: the same run, one level deeper
-            earlier['depth'] = earlier.get('depth', 1) + 1
-            _dump(path, earlier, 0o600)
-            return {'interrupted': None, 'reopened': True, 'warnings': []}
         os.unlink(path)  # a regular file (checked): unlink removes the name, never what a link would point to
         files = manifest.setdefault('files', {})
         for name, entry in sorted((earlier.get('writing') or {}).items()):
@@ -250,27 +375,29 @@ def open_session(dest, owner, pid, now=None):
             warnings.append('the interrupted render\'s lock %s is of an older format that does not record the files '
                             'its close wrote: none of them is pruned; remove stale ones by hand' % path)
     try:
-        # 0600: the lock holds the objects of this render until it closes, a Secret among them. O_EXCL: never
-        # through a link planted at that name
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        # O_EXCL: a name that exists, a link planted there included, is never opened; O_NOFOLLOW as well, for a
+        # system where O_EXCL alone would follow one. 0600 set on the descriptor, whatever the umask: the lock
+        # holds the objects of this render until it closes, a Secret among them
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
     except OSError as e:
         if e.errno == errno.EEXIST:
             raise render.RenderError('another render took %s at the same moment; render again' % dest)
         raise
     with os.fdopen(fd, 'w') as f:
+        os.fchmod(f.fileno(), 0o600)
         f.write(json.dumps(lock, indent=2, sort_keys=True) + '\n')
     manifest['complete'] = False
     _dump(os.path.join(dest, MANIFEST), manifest)
-    return {'interrupted': _summary(earlier), 'reopened': False, 'warnings': warnings}
+    return {'session': token, 'interrupted': _summary(earlier), 'reopened': False, 'warnings': warnings}
 
 
 def _summary(lock):
-    """What may be said about an earlier lock (pid, owner, start, how many objects): never its objects, which
-    hold a Secret's data when one was rendered."""
+    """What may be said about a lock taken over (pid, owner, host, start, how many objects): never its objects,
+    which hold a Secret's data when one was rendered."""
     if lock is None:
         return None
-    return {'pid': lock.get('pid'), 'owner': lock.get('owner'), 'started': lock.get('started'),
-            'objects': len(lock.get('objects') or {}) + len(lock.get('files') or {})}
+    return {'pid': lock.get('pid'), 'owner': lock.get('owner'), 'host': lock.get('host', ''),
+            'started': lock.get('started'), 'objects': len(lock.get('objects') or {}) + len(lock.get('files') or {})}
 
 
 def controller_pid(pid=None):
@@ -297,8 +424,19 @@ def controller_pid(pid=None):
 
 
 def session(dest):
-    """The open session's lock data, or None when no render session is open in ``dest``."""
+    """The lock in ``dest`` (checked for shape, not whose it is: ``owned``), or None when there is none."""
     return _load(os.path.join(dest, LOCK), _check_lock)
+
+
+def owned(dest, token):
+    """The lock of this run's session in ``dest``: RenderError when there is none, or when it does not hold
+    ``token`` (``is_this_runs``), naming it."""
+    lock = session(dest)
+    if lock is None:
+        raise render.RenderError('no render session is open in %s' % dest)
+    if not is_this_runs(lock, token):
+        raise _foreign(os.path.join(dest, LOCK), dest, lock)
+    return lock
 
 
 def merge(first, second, where=''):
@@ -328,16 +466,17 @@ def merge(first, second, where=''):
     return first
 
 
-def record(dest, obj, name, writer, phase, mode=0o644):
-    """Note ``obj`` (to be written as ``name`` with ``mode`` by ``writer``) in the open session; the files are
-    written when the session closes, each once. Returns the file name the object will have: ``name``, or the
-    first writer's file when another role of this render already rendered the object (merged into it)."""
-    lock = session(dest)
+def record(dest, obj, name, writer, phase, mode=0o644, session=None):
+    """Note ``obj`` (to be written as ``name`` with ``mode`` by ``writer``) in the open session whose token is
+    ``session``; the files are written when the session closes, each once. Returns the file name the object will
+    have: ``name``, or the first writer's file when another role of this render already rendered the object
+    (merged into it)."""
+    lock = owned(dest, session)
     key = object_key(obj)
     seen = lock['objects'].get(key)
     if seen is None:
         lock['objects'][key] = {'file': name, 'writer': writer, 'phase': phase, 'object': obj, 'mode': mode}
-        _dump(os.path.join(dest, LOCK), lock, 0o600)
+        _dump_lock(os.path.join(dest, LOCK), lock)
         return name
     try:
         merged = merge(seen['object'], obj)
@@ -347,18 +486,18 @@ def record(dest, obj, name, writer, phase, mode=0o644):
     seen['object'] = merged
     seen['mode'] = min(seen.get('mode', mode), mode)
     seen['writers'] = sorted(set(seen.get('writers', [seen['writer']]) + [writer]))
-    _dump(os.path.join(dest, LOCK), lock, 0o600)
+    _dump_lock(os.path.join(dest, LOCK), lock)
     return seen['file']
 
 
-def record_file(dest, name, content, writer, phase, mode=0o644):
+def record_file(dest, name, content, writer, phase, mode=0o644, session=None):
     """Note a file that is not a Kubernetes object (Helm values) in the open session: written atomically when the
     session closes, recorded as ours (pruned like the objects), never listed in kustomization.yaml, and never
     written over a file of that name the collection did not write. Returns ``name``."""
     if not FILE_RE.fullmatch(name or '') or name == KUSTOMIZATION:
         raise render.RenderError('file name %r is not valid; expected letters, digits, ".", "_" and "-" ending in '
                                  '.yaml, not %s' % (name, KUSTOMIZATION))
-    lock = session(dest)
+    lock = owned(dest, session)
     files = lock.setdefault('files', {})
     seen = files.get(name)
     if seen is not None and seen['content'] != content:
@@ -367,11 +506,11 @@ def record_file(dest, name, content, writer, phase, mode=0o644):
     if any(entry['file'] == name for entry in lock['objects'].values()):
         raise render.RenderError('%s is both an object file and a file of %s in this render' % (name, writer))
     files[name] = {'file': name, 'content': content, 'writer': writer, 'phase': phase, 'mode': mode}
-    _dump(os.path.join(dest, LOCK), lock, 0o600)
+    _dump_lock(os.path.join(dest, LOCK), lock)
     return name
 
 
-def close_session(dest, dump):
+def close_session(dest, dump, session=None):
     """Finish the render: write each recorded object once (``dump(obj)`` gives its text; a file already holding it
     is left alone), prune, write kustomization.yaml and the manifest (complete), release the lock. Opens and closes
     nest: a phase playbook imported by site.yml closes only its own level, site.yml's close finishes the run.
@@ -381,19 +520,20 @@ def close_session(dest, dump):
     are not Kubernetes objects (``record_file``) are pruned the same way and never listed in kustomization.yaml.
     The diff (``before``/``after``) shows a Secret's data keys, never their values.
 
-    Everything in the directory is input: a name is pruned only when the bookkeeping lists it, it is a regular
-    file (lstat) and it still holds what this collection wrote (its recorded sha256); otherwise it stays, with a
-    warning naming it. A name this close writes that holds a symbolic link, a directory, or a file this collection
-    did not write or that was changed since stops the render before anything is written.
+    Everything in the directory is input: a name is pruned only when the bookkeeping lists it, it is a name the
+    builders write (``prunable_name``), it is a regular file (lstat) and it still holds what this collection wrote
+    (its recorded sha256); otherwise it stays, with a warning naming it. A name this close writes that holds a
+    symbolic link, a directory, or a file this collection did not write or that was changed since stops the render
+    before anything is written. Every file is written with the mode the collection chose (the module's ``mode``,
+    0644 for kustomization.yaml and the manifest), never one found in the directory. Only the session whose token
+    is ``session`` is closed.
 
     Returns ``{'closed': bool, 'written': [...], 'pruned': [...], 'files': [...], 'before': .., 'after': ..,
     'warnings': [...]}``."""
-    lock = session(dest)
-    if lock is None:
-        raise render.RenderError('no render session is open in %s' % dest)
+    lock = owned(dest, session)
     lock['depth'] = lock.get('depth', 1) - 1
     if lock['depth'] > 0:
-        _dump(os.path.join(dest, LOCK), lock, 0o600)
+        _dump_lock(os.path.join(dest, LOCK), lock)
         return {'closed': False, 'written': [], 'pruned': [], 'files': [], 'before': '', 'after': '', 'warnings': []}
     site_wide = lock.get('owner') == SITE
     scope = set(lock.get('phases') or []) | set(entry.get('phase') for entry in lock['objects'].values())
@@ -420,7 +560,10 @@ def close_session(dest, dump):
         st = render.lstat(path)
         if st is None:
             continue
-        if not stat.S_ISREG(st.st_mode):
+        if not prunable_name(name):
+            warnings.append('%s is not a name this collection writes for an object or a Helm values file: not '
+                            'pruned, and no longer recorded as written by this render' % path)
+        elif not stat.S_ISREG(st.st_mode):
             warnings.append('%s is not a regular file (a symbolic link or a directory): not pruned, and no longer '
                             'recorded as written by this render' % path)
         elif unproven:
@@ -438,7 +581,7 @@ def close_session(dest, dump):
     # a close killed from here on leaves files the lock does not name: record what it writes, with the hashes,
     # so the next render can prove them its own
     lock['writing'] = written
-    _dump(os.path.join(dest, LOCK), lock, 0o600)
+    _dump_lock(os.path.join(dest, LOCK), lock)
     written_files, before, after = [], [], []
     for entry, content in pending:
         path = os.path.join(dest, entry['file'])
@@ -458,7 +601,7 @@ def close_session(dest, dump):
         if st is not None and stat.S_ISREG(st.st_mode):
             os.unlink(path)
             pruned.append(name)
-    if render.read(kpath) != kustomization:
+    if any(render.needs_write(kpath, kustomization, 0o644)):  # its mode too: a committed 0666 file is not kept
         render.write_atomic(kpath, kustomization, 0o644)
         written_files.append(KUSTOMIZATION)
     _dump(os.path.join(dest, MANIFEST), {'format': FORMAT, 'complete': True, 'files': ours,

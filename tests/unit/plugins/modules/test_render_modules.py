@@ -17,20 +17,21 @@ from .harness import run_module
 CONFIGMAP = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'a', 'namespace': 'x'}}
 
 
-def session(monkeypatch, dest, state):
-    return run_module(monkeypatch, render_session, dict(dest=str(dest), owner='site', state=state))
+def session(monkeypatch, dest, state, **args):
+    return run_module(monkeypatch, render_session, dict(args, dest=str(dest), owner='site', state=state))
 
 
 def test_a_file_changed_since_it_was_rendered_is_not_pruned_and_the_close_warns_naming_it(monkeypatch, tmp_path):
-    assert not session(monkeypatch, tmp_path, 'open')['failed']
+    opened = session(monkeypatch, tmp_path, 'open')
+    assert not opened['failed'] and len(opened['session']) == 64
     res = run_module(monkeypatch, render_manifests, dict(dest=str(tmp_path), objects=[CONFIGMAP], prefix='60-kv',
-                                                         phase='kubevirt'))
+                                                         phase='kubevirt', session=opened['session']))
     assert not res['failed'] and res['deferred'], res
     (name,) = [os.path.basename(path) for path in res['files']]
-    assert session(monkeypatch, tmp_path, 'closed')['written'] == [name, rs.KUSTOMIZATION]
+    assert session(monkeypatch, tmp_path, 'closed', session=opened['session'])['written'] == [name, rs.KUSTOMIZATION]
     (tmp_path / name).write_text('edited in the checkout\n')
-    session(monkeypatch, tmp_path, 'open')
-    res = session(monkeypatch, tmp_path, 'closed')
+    token = session(monkeypatch, tmp_path, 'open')['session']
+    res = session(monkeypatch, tmp_path, 'closed', session=token)
     assert not res['failed'] and res['pruned'] == [] and (tmp_path / name).read_text() == 'edited in the checkout\n'
     assert res['warnings'] == ['%s was changed since this collection wrote it: not pruned, and no longer recorded as '
                                'written by this render; remove it by hand if it is stale' % (tmp_path / name)]
@@ -57,3 +58,25 @@ def test_a_symlinked_render_directory_and_a_hostile_phase_are_refused(monkeypatc
     res = run_module(monkeypatch, render_file, dict(dest=str(tmp_path / 'real'), name='v.yaml', content='x',
                                                     phase='kubevirt\n'))
     assert res['failed'] and res['msg'].startswith("phase 'kubevirt\\n' is not valid")
+
+
+def test_a_lock_this_run_did_not_create_fails_every_render_step_until_taken_over(monkeypatch, tmp_path):
+    # committed with the pid the render will have: never this run's, whatever its pid
+    (tmp_path / rs.LOCK).write_text(json.dumps({'format': 2, 'owner': 'site', 'pid': os.getpid(), 'started': 1.0,
+                                                'host': 'ci-1', 'objects': {}}))
+    res = session(monkeypatch, tmp_path, 'open')
+    assert res['failed'] and res['msg'].startswith('%s is a render lock this run did not create (pid %d on host '
+                                                   "'ci-1', owner site" % (tmp_path / rs.LOCK, os.getpid()))
+    assert 'gpuvirt_render_takeover_lock=true' in res['msg']
+    for module, args in ((render_manifests, dict(objects=[CONFIGMAP], prefix='60-kv')),
+                         (render_file, dict(name='43-x-helm-values-x.yaml', content='x: 1\n'))):
+        res = run_module(monkeypatch, module, dict(args, dest=str(tmp_path), phase='kubevirt'))
+        assert res['failed'] and 'is a render lock this run did not create' in res['msg'], res
+    assert sorted(os.listdir(str(tmp_path))) == [rs.LOCK]
+    res = session(monkeypatch, tmp_path, 'open', takeover_lock=True)
+    assert not res['failed'] and res['interrupted']['host'] == 'ci-1'
+    assert res['warnings'] == ['the render lock in %s that this run did not create (pid %d on host ci-1, site) was '
+                               'taken over (takeover_lock); its files are replaced by this render'
+                               % (tmp_path, os.getpid())]
+    assert not session(monkeypatch, tmp_path, 'closed', session=res['session'])['failed']
+    assert not (tmp_path / rs.LOCK).exists()

@@ -147,13 +147,13 @@ def test_place_redacts_a_secrets_values_in_the_diff(tmp_path):
 def test_place_in_a_session_records_and_writes_nothing(tmp_path):
     from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render_session
     dest = str(tmp_path)
-    render_session.open_session(dest, 'site', pid=os.getpid())
+    token = render_session.open_session(dest, 'site', pid=os.getpid())['session']
     entries = [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'},
                {'name': 'values.yaml', 'content': 'a: 1\n', 'writer': 'values.yaml'}]
     preview = render.place(dest, entries, 0o644, 'p', True)
     assert preview['deferred'] is True and preview['changed'] is False
     assert not render_session.session(dest)['objects']
-    placed = render.place(dest, entries, 0o644, 'p', False)
+    placed = render.place(dest, entries, 0o644, 'p', False, session=token)
     assert placed == {'changed': False, 'deferred': True, 'diff': None,
                       'files': [os.path.join(dest, 'cm.yaml'), os.path.join(dest, 'values.yaml')]}
     lock = render_session.session(dest)
@@ -164,11 +164,13 @@ def test_place_in_a_session_records_and_writes_nothing(tmp_path):
 def test_place_in_a_session_names_the_files_noted_before_a_refusal(tmp_path):
     from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render_session
     dest = str(tmp_path)
-    render_session.open_session(dest, 'site', pid=os.getpid())
+    token = render_session.open_session(dest, 'site', pid=os.getpid())['session']
     other = dict(CM, data={'a': '1'})
-    render.place(dest, [{'name': 'cm.yaml', 'object': dict(CM, data={'a': '2'}), 'writer': 'first'}], 0o644, '', False)
+    render.place(dest, [{'name': 'cm.yaml', 'object': dict(CM, data={'a': '2'}), 'writer': 'first'}], 0o644, '', False,
+                 session=token)
     with pytest.raises(render.RenderError, match='rendered twice, differently') as err:
         render.place(dest, [{'name': 'ns.yaml', 'object': dict(CM, metadata={'name': 'x', 'namespace': 'gpu'}),
                              'writer': 'second'},
-                            {'name': 'cm2.yaml', 'object': other, 'writer': 'second'}], 0o644, '', False)
+                            {'name': 'cm2.yaml', 'object': other, 'writer': 'second'}], 0o644, '', False,
+                     session=token)
     assert err.value.files == [os.path.join(dest, 'ns.yaml')]

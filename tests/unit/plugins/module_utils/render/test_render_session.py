@@ -37,13 +37,14 @@ def test_two_roles_rendering_one_object_get_one_file_with_both_parts(tmp_path):
     # (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/declarative-config/; with server-side apply under one
     # field manager the later apply replaces that manager's fields:
     # https://kubernetes.io/docs/reference/using-api/server-side-apply/).
-    rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())
+    token = rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())['session']
     devices = kubevirt(['Snapshot', 'HostDevices'], permittedHostDevices={'pciHostDevices': [{'pciVendorSelector': '10DE:2236'}]})
-    first = rs.record(str(tmp_path), devices, '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml', '60-kubevirt-devices', 'kubevirt')
+    first = rs.record(str(tmp_path), devices, '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml', '60-kubevirt-devices', 'kubevirt',
+                      session=token)
     second = rs.record(str(tmp_path), kubevirt(['Snapshot', 'GPUsWithDRA']), '71-dra-gate-000-kubevirt-kubevirt-kubevirt.yaml',
-                       '71-dra-gate', 'kubevirt')
+                       '71-dra-gate', 'kubevirt', session=token)
     assert first == second == '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml'
-    result = rs.close_session(str(tmp_path), dump)
+    result = rs.close_session(str(tmp_path), dump, session=token)
     assert result['files'] == [first] and result['written'] == [first, 'kustomization.yaml']
     (obj,) = yaml.safe_load_all((tmp_path / first).read_text())
     assert obj['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot', 'HostDevices', 'GPUsWithDRA']
@@ -64,10 +65,12 @@ def test_two_roles_disagreeing_on_a_field_are_refused_naming_both(tmp_path):
     # (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/declarative-config/; with server-side apply under one
     # field manager the later apply replaces that manager's fields:
     # https://kubernetes.io/docs/reference/using-api/server-side-apply/).
-    rs.open_session(str(tmp_path), 'site', pid=os.getpid())
-    rs.record(str(tmp_path), kubevirt(['A'], vmRolloutStrategy='LiveUpdate'), '60-a-000.yaml', '60-kubevirt-devices', 'kubevirt')
+    token = rs.open_session(str(tmp_path), 'site', pid=os.getpid())['session']
+    rs.record(str(tmp_path), kubevirt(['A'], vmRolloutStrategy='LiveUpdate'), '60-a-000.yaml', '60-kubevirt-devices', 'kubevirt',
+              session=token)
     with pytest.raises(render.RenderError) as err:
-        rs.record(str(tmp_path), kubevirt(['B'], vmRolloutStrategy='Stage'), '71-b-000.yaml', '71-dra-gate', 'kubevirt')
+        rs.record(str(tmp_path), kubevirt(['B'], vmRolloutStrategy='Stage'), '71-b-000.yaml', '71-dra-gate', 'kubevirt',
+                  session=token)
     msg = str(err.value)
     assert 'kubevirt.io/v1/KubeVirt/kubevirt/kubevirt is rendered twice, differently' in msg
     assert '60-kubevirt-devices (60-a-000.yaml)' in msg and '71-dra-gate' in msg
@@ -82,19 +85,22 @@ def test_jsonpatch_annotations_of_two_writers_are_joined():
         {'op': 'add', 'value': 'A'}, {'op': 'add', 'value': 'B'}]
 
 
-def test_a_live_render_holds_the_directory_a_killed_one_is_taken_over(tmp_path, monkeypatch):
-    rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+def test_a_render_holds_the_directory_a_killed_one_is_taken_over_on_request(tmp_path, monkeypatch):
+    token = rs.open_session(str(tmp_path), 'site', pid=os.getpid())['session']
     assert stat.S_IMODE(os.stat(tmp_path / rs.LOCK).st_mode) == 0o600  # it holds the objects, a Secret among them
     assert json.loads((tmp_path / rs.MANIFEST).read_text())['complete'] is False
-    with pytest.raises(render.RenderError, match='another render \\(pid %d, site\\) is writing' % os.getpid()):
+    # another run (without this run's token), whatever its pid: refused, naming the lock and the option
+    with pytest.raises(render.RenderError, match='render lock this run did not create \\(pid %d on host .*, owner '
+                                                 'site, .*gpuvirt_render_takeover_lock=true' % os.getpid()):
         rs.open_session(str(tmp_path), 'site', pid=os.getpid() + 100000)
     # the same run opening again (a phase playbook imported by site.yml) nests: its close ends only its level
-    assert rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid())['reopened'] is True
-    assert rs.close_session(str(tmp_path), dump)['closed'] is False
+    assert rs.open_session(str(tmp_path), 'kubevirt', pid=os.getpid(), session=token)['reopened'] is True
+    assert rs.close_session(str(tmp_path), dump, session=token)['closed'] is False
     assert json.loads((tmp_path / rs.LOCK).read_text())['depth'] == 1
     # a render that was killed in its close, right after writing its one object (files are written only there,
     # each atomically): its lock names a process that is gone, and what the close was writing, with the hashes
-    rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt')
+    name = '60-a-000-kubevirt-kubevirt-kubevirt.yaml'
+    rs.record(str(tmp_path), kubevirt(['A']), name, '60-a', 'kubevirt', session=token)
     real_write = render.write_atomic
 
     def killed_after_one_write(path, content, mode):
@@ -104,47 +110,51 @@ def test_a_live_render_holds_the_directory_a_killed_one_is_taken_over(tmp_path, 
 
     monkeypatch.setattr(render, 'write_atomic', killed_after_one_write)
     with pytest.raises(KeyboardInterrupt):
-        rs.close_session(str(tmp_path), dump)
+        rs.close_session(str(tmp_path), dump, session=token)
     monkeypatch.setattr(render, 'write_atomic', real_write)
-    assert (tmp_path / '60-a-000.yaml').exists()
+    assert (tmp_path / name).exists()
     lock = json.loads((tmp_path / rs.LOCK).read_text())
     lock['pid'] = dead_pid()
     lock['depth'] = 1
     (tmp_path / rs.LOCK).write_text(json.dumps(lock))
-    result = rs.open_session(str(tmp_path), 'site', pid=os.getpid())
-    assert result['interrupted']['pid'] == lock['pid'] and result['warnings'] == []
+    # the next run: refused until told to take the lock over, then the killed render's lock is replaced
+    with pytest.raises(render.RenderError, match='gpuvirt_render_takeover_lock=true'):
+        rs.open_session(str(tmp_path), 'site', pid=os.getpid())
+    result = rs.open_session(str(tmp_path), 'site', pid=os.getpid(), takeover=True)
+    assert result['interrupted']['pid'] == lock['pid'] and result['warnings'] == [] and result['session'] != token
     # this render does not produce 60-a: the interrupted render's file, proven by its hash, is pruned
-    assert rs.close_session(str(tmp_path), dump)['pruned'] == ['60-a-000.yaml']
+    assert rs.close_session(str(tmp_path), dump, session=result['session'])['pruned'] == [name]
 
 
 def test_prune_removes_only_our_stale_files_of_the_scope_and_keeps_foreign_ones(tmp_path):
     d = str(tmp_path)
-    rs.open_session(d, 'site', pid=os.getpid())
-    for name, phase in (('30-nodes-000.yaml', 'nodes'), ('60-kv-000.yaml', 'kubevirt'), ('60-kv-001.yaml', 'kubevirt')):
-        rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name[:-5].replace('-0', '-x')}},
-                  name, name[:5], phase)
-    rs.close_session(d, dump)
+    nodes, kv0, kv1 = ('30-nodes-000-configmap-cluster-a.yaml', '60-kv-000-configmap-cluster-b.yaml',
+                       '60-kv-001-configmap-cluster-c.yaml')
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    for name, phase in ((nodes, 'nodes'), (kv0, 'kubevirt'), (kv1, 'kubevirt')):
+        rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': name.rsplit('-', 1)[-1][:-5]}},
+                  name, name[:5], phase, session=token)
+    rs.close_session(d, dump, session=token)
     (tmp_path / 'foreign.yaml').write_text('kind: Secret\n')
     # the kubevirt phase alone renders only one of its two objects: its other file goes, the nodes phase's stays
-    rs.open_session(d, 'kubevirt', pid=os.getpid())
-    rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': '60-kv-x00'}}, '60-kv-000.yaml',
-              '60-kv', 'kubevirt')
-    result = rs.close_session(d, dump)
-    assert result['pruned'] == ['60-kv-001.yaml']
-    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', '30-nodes-000.yaml', '60-kv-000.yaml', 'foreign.yaml',
-                                     'kustomization.yaml']
+    token = rs.open_session(d, 'kubevirt', pid=os.getpid())['session']
+    rs.record(d, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'b'}}, kv0, '60-kv', 'kubevirt',
+              session=token)
+    result = rs.close_session(d, dump, session=token)
+    assert result['pruned'] == [kv1]
+    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', nodes, kv0, 'foreign.yaml', 'kustomization.yaml']
     listed = yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources']
-    assert listed == ['30-nodes-000.yaml', '60-kv-000.yaml']
+    assert listed == [nodes, kv0]
     manifest = json.loads((tmp_path / rs.MANIFEST).read_text())
-    assert manifest['complete'] is True and sorted(manifest['files']) == ['30-nodes-000.yaml', '60-kv-000.yaml']
+    assert manifest['complete'] is True and sorted(manifest['files']) == [nodes, kv0]
 
 
 def test_a_foreign_kustomization_is_never_overwritten(tmp_path):
     (tmp_path / 'kustomization.yaml').write_text('resources: [mine.yaml]\n')
-    rs.open_session(str(tmp_path), 'site', pid=os.getpid())
-    rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt')
+    token = rs.open_session(str(tmp_path), 'site', pid=os.getpid())['session']
+    rs.record(str(tmp_path), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt', session=token)
     with pytest.raises(render.RenderError, match='kustomization.yaml exists and was not written by this collection'):
-        rs.close_session(str(tmp_path), dump)
+        rs.close_session(str(tmp_path), dump, session=token)
     assert (tmp_path / 'kustomization.yaml').read_text() == 'resources: [mine.yaml]\n'
 
 
@@ -161,46 +171,48 @@ def configmap(name):
 
 def test_a_site_render_prunes_a_phase_that_now_renders_nothing_a_phase_alone_only_its_own(tmp_path):
     d = str(tmp_path)
-    rs.open_session(d, 'site', pid=os.getpid())
-    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
-    rs.record(d, configmap('b'), '41-vgpu-000.yaml', '41-vgpu', 'operator')
-    rs.record(d, configmap('c'), '60-kv-000.yaml', '60-kv', 'kubevirt')
-    rs.close_session(d, dump)
+    nodes, vgpu, kv = '30-nodes-000-configmap-x-a.yaml', '41-vgpu-000-configmap-x-b.yaml', '60-kv-000-configmap-x-c.yaml'
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    rs.record(d, configmap('a'), nodes, '30-nodes', 'nodes', session=token)
+    rs.record(d, configmap('b'), vgpu, '41-vgpu', 'operator', session=token)
+    rs.record(d, configmap('c'), kv, '60-kv', 'kubevirt', session=token)
+    rs.close_session(d, dump, session=token)
     (tmp_path / 'foreign.yaml').write_text('kind: ConfigMap\n')
     # the kubevirt phase alone, rendering nothing: only its own file goes
-    rs.open_session(d, 'kubevirt', pid=os.getpid())
-    assert rs.close_session(d, dump)['pruned'] == ['60-kv-000.yaml']
+    token = rs.open_session(d, 'kubevirt', pid=os.getpid())['session']
+    assert rs.close_session(d, dump, session=token)['pruned'] == [kv]
     # a site render where the operator phase renders nothing: its file goes too
-    rs.open_session(d, 'site', pid=os.getpid())
-    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
-    result = rs.close_session(d, dump)
-    assert result['pruned'] == ['41-vgpu-000.yaml']
-    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', '30-nodes-000.yaml', 'foreign.yaml', 'kustomization.yaml']
-    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == ['30-nodes-000.yaml']
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    rs.record(d, configmap('a'), nodes, '30-nodes', 'nodes', session=token)
+    result = rs.close_session(d, dump, session=token)
+    assert result['pruned'] == [vgpu]
+    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', nodes, 'foreign.yaml', 'kustomization.yaml']
+    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == [nodes]
 
 
 def test_a_file_that_is_no_object_is_ours_pruned_never_listed_and_never_over_a_foreign_file(tmp_path):
     d = str(tmp_path)
-    rs.open_session(d, 'site', pid=os.getpid())
-    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
-    rs.record_file(d, '43-values.yaml', '# helm\nx: 1\n', '43-values.yaml', 'operator')
-    result = rs.close_session(d, dump)
-    assert result['files'] == ['30-nodes-000.yaml', '43-values.yaml'] and '43-values.yaml' in result['written']
-    assert (tmp_path / '43-values.yaml').read_text() == '# helm\nx: 1\n'
-    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == ['30-nodes-000.yaml']
+    nodes, values = '30-nodes-000-configmap-x-a.yaml', '43-gpu-operator-helm-values-gpu-operator.yaml'
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    rs.record(d, configmap('a'), nodes, '30-nodes', 'nodes', session=token)
+    rs.record_file(d, values, '# helm\nx: 1\n', values, 'operator', session=token)
+    result = rs.close_session(d, dump, session=token)
+    assert result['files'] == [nodes, values] and values in result['written']
+    assert (tmp_path / values).read_text() == '# helm\nx: 1\n'
+    assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == [nodes]
     # the next render does not produce it: pruned like an object
-    rs.open_session(d, 'site', pid=os.getpid())
-    rs.record(d, configmap('a'), '30-nodes-000.yaml', '30-nodes', 'nodes')
-    assert rs.close_session(d, dump)['pruned'] == ['43-values.yaml']
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    rs.record(d, configmap('a'), nodes, '30-nodes', 'nodes', session=token)
+    assert rs.close_session(d, dump, session=token)['pruned'] == [values]
     # a foreign file of that name stops the render and stays as it was
-    (tmp_path / '43-values.yaml').write_text('mine\n')
-    rs.open_session(d, 'site', pid=os.getpid())
-    rs.record_file(d, '43-values.yaml', '# helm\n', '43-values.yaml', 'operator')
-    with pytest.raises(render.RenderError, match='43-values.yaml exists and was not written by this collection'):
-        rs.close_session(d, dump)
-    assert (tmp_path / '43-values.yaml').read_text() == 'mine\n'
+    (tmp_path / values).write_text('mine\n')
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    rs.record_file(d, values, '# helm\n', values, 'operator', session=token)
+    with pytest.raises(render.RenderError, match='%s exists and was not written by this collection' % values):
+        rs.close_session(d, dump, session=token)
+    assert (tmp_path / values).read_text() == 'mine\n'
     with pytest.raises(render.RenderError, match="file name '../x.yaml' is not valid"):
-        rs.record_file(d, '../x.yaml', '', 'w', 'operator')
+        rs.record_file(d, '../x.yaml', '', 'w', 'operator', session=token)
 
 
 def secret(password):
@@ -211,14 +223,14 @@ def secret(password):
 
 def test_the_diff_of_a_secret_shows_which_keys_changed_never_the_values(tmp_path):
     d = str(tmp_path)
-    rs.open_session(d, 'site', pid=os.getpid())
-    rs.record(d, secret('first-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600)
-    result = rs.close_session(d, dump)
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    rs.record(d, secret('first-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600, session=token)
+    result = rs.close_session(d, dump, session=token)
     assert 'first-Pa55' not in result['after'] and '.dockerconfigjson: (redacted, changed)' in result['after']
     assert 'first-Pa55' in (tmp_path / '40-pull-000.yaml').read_text()  # the file itself holds the value
-    rs.open_session(d, 'site', pid=os.getpid())
-    rs.record(d, secret('second-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600)
-    result = rs.close_session(d, dump)
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    rs.record(d, secret('second-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600, session=token)
+    result = rs.close_session(d, dump, session=token)
     shown = result['before'] + result['after']
     assert 'first-Pa55' not in shown and 'second-Pa55' not in shown
     assert '.dockerconfigjson: (redacted, changed)' in result['after'] and 'other: (redacted)' in result['after']
@@ -227,20 +239,24 @@ def test_the_diff_of_a_secret_shows_which_keys_changed_never_the_values(tmp_path
 
 def test_a_killed_render_with_a_secret_its_lock_is_0600_and_gone_after_takeover_never_reported(tmp_path):
     d = str(tmp_path)
-    rs.open_session(d, 'site', pid=os.getpid())
-    rs.record(d, secret('killed-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600)
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    rs.record(d, secret('killed-Pa55'), '40-pull-000.yaml', '40-pull', 'operator', 0o600, session=token)
     lock_path = tmp_path / rs.LOCK
     assert stat.S_IMODE(os.stat(lock_path).st_mode) == 0o600 and 'killed-Pa55' in lock_path.read_text()
     lock = json.loads(lock_path.read_text())
     lock['pid'] = dead_pid()
     lock_path.write_text(json.dumps(lock))
     os.chmod(lock_path, 0o600)
-    result = rs.open_session(d, 'site', pid=os.getpid())
+    with pytest.raises(render.RenderError) as err:
+        rs.open_session(d, 'site', pid=os.getpid())
+    assert 'killed-Pa55' not in str(err.value)
+    result = rs.open_session(d, 'site', pid=os.getpid(), takeover=True)
     # what is reported about the killed run (the module returns it) holds no object, so no Secret data
-    assert result['interrupted'] == {'pid': lock['pid'], 'owner': 'site', 'started': lock['started'], 'objects': 1}
+    assert result['interrupted'] == {'pid': lock['pid'], 'owner': 'site', 'host': lock['host'], 'started': lock['started'],
+                                     'objects': 1}
     # the new lock replaced the killed one: the secret material is gone from it and from every other file
     assert 'killed-Pa55' not in lock_path.read_text()
-    rs.close_session(d, dump)
+    rs.close_session(d, dump, session=result['session'])
     assert not any('killed-Pa55' in (tmp_path / name).read_text() for name in os.listdir(d))
 
 

@@ -48,11 +48,16 @@ def manifest(dest, files, version=2):
     (dest / rs.MANIFEST).write_text(json.dumps({'format': version, 'complete': True, 'files': files}))
 
 
-def render_once(dest, *names):
-    rs.open_session(str(dest), 'site', pid=os.getpid())
+def render_once(dest, *names, **kwargs):
+    token = rs.open_session(str(dest), 'site', pid=os.getpid(), **kwargs)['session']
     for i, name in enumerate(names):
-        rs.record(str(dest), configmap('c%d' % i), name, name, 'kubevirt')
-    return rs.close_session(str(dest), dump)
+        rs.record(str(dest), configmap('c%d' % i), name, name, 'kubevirt', session=token)
+    return rs.close_session(str(dest), dump, session=token)
+
+
+def builder_name(letter):
+    """A name render.file_names writes, so one the prune may delete."""
+    return '60-kv-000-configmap-x-%s.yaml' % letter
 
 
 @pytest.mark.parametrize('name', ['../outside.yaml', 'ABS', 'sub/../../outside.yaml', '..', 'x\n.yaml', 'a\x00b',
@@ -94,6 +99,13 @@ def test_a_killed_renders_lock_naming_a_file_outside_is_refused_and_deletes_noth
     ('{"format": 2, "files": ' + '[' * 100000 + ']' * 100000 + '}', 'is not valid JSON'),
     ('{"format": 2, "files": {}', 'is not valid JSON'),
     ('\xff\xfe', 'is not valid JSON'),
+    ('{"format": 2, "files": {}, "finished": NaN}', 'finished is nan'),
+    ('{"format": 2, "files": {}, "finished": Infinity}', 'finished is inf'),
+    ('{"format": 2, "files": {}, "extra": 1}', "a key of the manifest is 'extra'"),
+    ('{"format": 2, "files": {"a.yaml": {"sha256": "%s", "delete": true}}}' % ('0' * 64),
+     r"a key of files\[a.yaml\] is 'delete'"),
+    ('{"format": 2, "files": {%s}}' % ', '.join('"f%05d.yaml": {"sha256": "%s"}' % (i, '0' * 64) for i in range(10001)),
+     'files has 10001 entries, more than a render writes'),
 ])
 def test_a_manifest_of_another_shape_is_refused_naming_it_never_a_traceback(tree, text, what):
     dest = tree / 'render'
@@ -111,13 +123,19 @@ def test_a_manifest_of_another_shape_is_refused_naming_it_never_a_traceback(tree
     (dict(depth='2'), "depth is '2'"), (dict(phases=[1]), 'phases is'),
     (dict(objects={'k': {'file': 'a.yaml', 'writer': 'w', 'object': {}, 'writers': 'w'}}),
      r"objects\[k\].writers is 'w'"),
+    (dict(token='1'), "token is '1'"), (dict(token='A' * 64), "token is 'AAAA"), (dict(token=None), 'token is None'),
+    (dict(host='a b'), "host is 'a b'"), (dict(host='-x'), "host is '-x'"), (dict(started=float('nan')), 'started is nan'),
+    (dict(updated=-1), 'updated is -1'), (dict(started=1e300), r'started is 1e\+300'), (dict(extra=1), "a key of the lock is 'extra'"),
+    (dict(objects={'k': {'file': 'a.yaml', 'writer': 'w', 'object': {}, 'sha256': ''}}), r"a key of objects\[k\] is 'sha256'"),
 ])
 def test_a_lock_of_another_shape_is_refused_naming_it(tree, change, what):
     dest = tree / 'render'
     lock = dict({'format': 2, 'owner': 'site', 'pid': dead_pid(), 'started': 1.0, 'objects': {}}, **change)
     (dest / rs.LOCK).write_text(json.dumps(lock))
+    # refused as it is, even when asked to take it over: the message says what is wrong with it
     with pytest.raises(render.RenderError, match='%s: %s' % (rs.LOCK, what)):
-        rs.open_session(str(dest), 'site', pid=os.getpid())
+        rs.open_session(str(dest), 'site', pid=os.getpid(), takeover=True)
+    assert json.loads((dest / rs.LOCK).read_text()) == json.loads(json.dumps(lock))
 
 
 def test_a_bookkeeping_file_over_the_size_limit_is_refused_unread(tree, monkeypatch):
@@ -172,51 +190,52 @@ def test_a_foreign_or_edited_file_at_an_objects_file_name_is_refused_before_any_
     os.unlink(str(dest / '60-a-000.yaml'))
     render_once(dest, '60-a-000.yaml')
     (dest / '60-a-000.yaml').write_text('edited\n')
-    rs.open_session(str(dest), 'site', pid=os.getpid())
-    rs.record(str(dest), configmap('other'), '60-a-000.yaml', 'w', 'kubevirt')
+    token = rs.open_session(str(dest), 'site', pid=os.getpid())['session']
+    rs.record(str(dest), configmap('other'), '60-a-000.yaml', 'w', 'kubevirt', session=token)
     with pytest.raises(render.RenderError, match='60-a-000.yaml exists and was not written .*changed since'):
-        rs.close_session(str(dest), dump)
+        rs.close_session(str(dest), dump, session=token)
     assert (dest / '60-a-000.yaml').read_text() == 'edited\n'
 
 
 def test_a_file_holding_exactly_the_rendered_text_or_ours_unchanged_is_replaced(tree):
     dest = tree / 'render'
     render_once(dest, '60-a-000.yaml')
-    rs.open_session(str(dest), 'site', pid=os.getpid())
-    rs.record(str(dest), configmap('changed'), '60-a-000.yaml', 'w', 'kubevirt')
-    assert rs.close_session(str(dest), dump)['written'] == ['60-a-000.yaml']
+    token = rs.open_session(str(dest), 'site', pid=os.getpid())['session']
+    rs.record(str(dest), configmap('changed'), '60-a-000.yaml', 'w', 'kubevirt', session=token)
+    assert rs.close_session(str(dest), dump, session=token)['written'] == ['60-a-000.yaml']
 
 
 def test_prune_leaves_a_symlink_a_directory_and_an_edited_file_in_place_with_a_warning(tree):
     outside, dest = tree / 'outside.yaml', tree / 'render'
-    render_once(dest, '60-a-000.yaml', '60-b-000.yaml', '60-c-000.yaml', '60-d-000.yaml')
-    os.unlink(str(dest / '60-a-000.yaml'))
-    os.symlink('../outside.yaml', str(dest / '60-a-000.yaml'))
-    os.unlink(str(dest / '60-b-000.yaml'))
-    (dest / '60-b-000.yaml').mkdir()
-    (dest / '60-c-000.yaml').write_text('edited by a colleague\n')
+    a, b, c, d = (builder_name(letter) for letter in 'abcd')
+    render_once(dest, a, b, c, d)
+    os.unlink(str(dest / a))
+    os.symlink('../outside.yaml', str(dest / a))
+    os.unlink(str(dest / b))
+    (dest / b).mkdir()
+    (dest / c).write_text('edited by a colleague\n')
     result = render_once(dest)
-    assert result['pruned'] == ['60-d-000.yaml']
+    assert result['pruned'] == [d]
     warned = '\n'.join(result['warnings'])
-    assert '60-a-000.yaml is not a regular file' in warned and '60-b-000.yaml is not a regular file' in warned
-    assert '60-c-000.yaml was changed since this collection wrote it: not pruned' in warned
-    assert os.path.islink(str(dest / '60-a-000.yaml')) and outside.exists() and (dest / '60-b-000.yaml').is_dir()
-    assert (dest / '60-c-000.yaml').read_text() == 'edited by a colleague\n'
+    assert '%s is not a regular file' % a in warned and '%s is not a regular file' % b in warned
+    assert '%s was changed since this collection wrote it: not pruned' % c in warned
+    assert os.path.islink(str(dest / a)) and outside.exists() and (dest / b).is_dir()
+    assert (dest / c).read_text() == 'edited by a colleague\n'
     # no longer ours: neither listed nor pruned by the next render
     assert result['files'] == [] and render_once(dest)['warnings'] == []
 
 
 def test_an_old_format_manifest_prunes_only_what_its_hash_proves_ours(tree):
     dest = tree / 'render'
-    (dest / '60-a-000.yaml').write_text('a\n')
-    (dest / '60-b-000.yaml').write_text('b\n')
-    manifest(dest, {'60-a-000.yaml': {'phase': 'nodes', 'sha256': ''},
-                    '60-b-000.yaml': {'phase': 'kubevirt', 'sha256': digest('b\n')}}, version=1)
+    a, b = builder_name('a'), builder_name('b')
+    (dest / a).write_text('a\n')
+    (dest / b).write_text('b\n')
+    manifest(dest, {a: {'phase': 'nodes', 'sha256': ''}, b: {'phase': 'kubevirt', 'sha256': digest('b\n')}}, version=1)
     result = render_once(dest)
-    assert result['pruned'] == ['60-b-000.yaml'] and (dest / '60-a-000.yaml').read_text() == 'a\n'
+    assert result['pruned'] == [b] and (dest / a).read_text() == 'a\n'
     assert result['warnings'] == ['%s has no sha256 in the render bookkeeping (an older format): it cannot be proven '
                                   'to be this collection\'s and is not pruned; remove it by hand if it is stale'
-                                  % (dest / '60-a-000.yaml')]
+                                  % (dest / a)]
     assert json.loads((dest / rs.MANIFEST).read_text())['format'] == rs.FORMAT
 
 
@@ -226,9 +245,10 @@ def test_an_old_format_lock_of_a_killed_render_prunes_nothing_and_says_so(tree):
     lock = {'format': 1, 'owner': 'site', 'pid': dead_pid(), 'started': 1.0, 'objects': {'v1/ConfigMap/x/a': {
         'file': '60-a-000.yaml', 'writer': 'w', 'phase': 'kubevirt', 'object': configmap('a'), 'mode': 0o644}}}
     (dest / rs.LOCK).write_text(json.dumps(lock))
-    opened = rs.open_session(str(dest), 'site', pid=os.getpid())
+    opened = rs.open_session(str(dest), 'site', pid=os.getpid(), takeover=True)
     assert 'older format' in opened['warnings'][0] and 'none of them is pruned' in opened['warnings'][0]
-    assert rs.close_session(str(dest), dump)['pruned'] == [] and (dest / '60-a-000.yaml').exists()
+    assert rs.close_session(str(dest), dump, session=opened['session'])['pruned'] == []
+    assert (dest / '60-a-000.yaml').exists()
 
 
 def test_a_render_directory_that_is_a_symlink_is_refused(tree):
@@ -247,7 +267,7 @@ HOSTILE_NAMES = ['../outside.yaml', '../../outside.yaml', '/etc/passwd', 'OUTSID
                  rs.KUSTOMIZATION, rs.LOCK, rs.MANIFEST, 'dir.yaml/', 'dir.yaml/inner.yaml',
                  'link.yaml/../../outside.yaml']
 # valid names of what is planted as often as hostile ones, so that many examples get past the shape checks
-PLANTED = ['link.yaml', 'dir.yaml', 'ours.yaml', 'new.yaml']
+PLANTED = ['link.yaml', 'dir.yaml', 'ours.yaml', 'new.yaml', builder_name('ours')]
 names = st.one_of(st.sampled_from(PLANTED), st.sampled_from(HOSTILE_NAMES), st.text(max_size=20))
 hashes = st.sampled_from(['OUTSIDE', 'OURS', 'OURS', '', '0' * 64, 5, None])
 recorded = st.fixed_dictionaries({'phase': st.sampled_from(['kubevirt', 'kubevirt', 'nodes', '', None, 3, '../x']),
@@ -276,6 +296,8 @@ def snapshot(root):
        killed=st.booleans(), version=st.sampled_from([1, 2]))
 @example(files=dict((name, {'phase': 'kubevirt', 'sha256': 'OURS', 'resource': True}) for name in PLANTED),
          writing={}, objects=[], killed=False, version=2)
+@example(files={}, writing=dict((name, {'phase': 'kubevirt', 'sha256': 'OURS', 'resource': True}) for name in PLANTED),
+         objects=[], killed=True, version=2)
 @example(files={}, writing=dict((name, {'phase': 'kubevirt', 'sha256': 'OUTSIDE', 'resource': True})
                                 for name in PLANTED), objects=['new.yaml'], killed=True, version=2)
 def test_hostile_bookkeeping_never_deletes_or_writes_outside_or_a_non_regular_file(files, writing, objects, killed,
@@ -288,8 +310,9 @@ def test_hostile_bookkeeping_never_deletes_or_writes_outside_or_a_non_regular_fi
         os.mkdir(dest)
         os.symlink('../outside.yaml', os.path.join(dest, 'link.yaml'))
         os.mkdir(os.path.join(dest, 'dir.yaml'))
-        with open(os.path.join(dest, 'ours.yaml'), 'w') as f:
-            f.write('ours\n')
+        for name in ('ours.yaml', builder_name('ours')):
+            with open(os.path.join(dest, name), 'w') as f:
+                f.write('ours\n')
         with open(os.path.join(dest, 'dir.yaml', 'inner.yaml'), 'w') as f:
             f.write('inner\n')
         outside_hash, ours_hash = digest(b'kind: Secret\n'), digest(b'ours\n')
@@ -315,10 +338,10 @@ def test_hostile_bookkeeping_never_deletes_or_writes_outside_or_a_non_regular_fi
                 json.dump(lock, f)
         before = snapshot(root)
         try:
-            rs.open_session(dest, 'site', pid=os.getpid())
+            token = rs.open_session(dest, 'site', pid=os.getpid(), takeover=killed)['session']
             for i, name in enumerate(objects):
-                rs.record(dest, configmap('c%d' % i), name, 'w', 'kubevirt')
-            event('pruned %d' % len(rs.close_session(dest, dump)['pruned']))
+                rs.record(dest, configmap('c%d' % i), name, 'w', 'kubevirt', session=token)
+            event('pruned %d' % len(rs.close_session(dest, dump, session=token)['pruned']))
         except render.RenderError:
             event('refused')
         after = snapshot(root)
@@ -329,7 +352,12 @@ def test_hostile_bookkeeping_never_deletes_or_writes_outside_or_a_non_regular_fi
         assert [p for p in after if p not in before and os.path.dirname(p) != dest] == []
         # inside: only regular files (ours.yaml, a rendered file) or bookkeeping may change or go
         assert all(what[0] == 'file' for path, what in after.items() if path not in before)
+        # a name no builder writes is never deleted, whatever the bookkeeping says: changed only when this render
+        # wrote it (over a file holding what a valid manifest recorded)
         if after.get(os.path.join(dest, 'ours.yaml')) != before[os.path.join(dest, 'ours.yaml')]:
+            assert 'ours.yaml' in objects
+        ours = builder_name('ours')
+        if after.get(os.path.join(dest, ours)) != before[os.path.join(dest, ours)]:
             # gone or replaced: only when a valid manifest proved it ours, or this render wrote it
-            assert files.get('ours.yaml', {}).get('sha256') == ours_hash or 'ours.yaml' in objects or \
-                writing.get('ours.yaml', {}).get('sha256') == ours_hash
+            assert files.get(ours, {}).get('sha256') == ours_hash or ours in objects or \
+                writing.get(ours, {}).get('sha256') == ours_hash
