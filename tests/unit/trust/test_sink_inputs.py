@@ -68,6 +68,7 @@ NON_SINKS = {
 CHECKING_FILTERS = {
     'gpuvirt.provision.checked', 'gpuvirt.provision.host_checked', 'gpuvirt.provision.strict_bool',
     'gpuvirt.provision.vfio_files', 'gpuvirt.provision.modprobe_blacklist', 'gpuvirt.provision.initramfs_command',
+    'gpuvirt.provision.vgpu_vf_paths', 'gpuvirt.provision.vgpu_vf_unit', 'gpuvirt.provision.vgpu_vf_config',
 }
 # Names no launch-time variable replaces in a way that matters here: Ansible's own (omit, the check-mode flag) and
 # the loop variable, whose loop expression is checked as an argument of the same task.
@@ -213,35 +214,6 @@ KNOWN = {
      'Read the pushed image back from the registry'):
         {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir', '__vgpu_manager_image_ref',
          '__vgpu_manager_image_tls_verify', 'vgpu_manager_image_registry_username'},
-    # NOT FIXED YET (vgpu_vf): paths and unit text come from the module's registered result; the module should
-    # write the files itself (it already checks the trusted paths and the unit's values)
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Create our directories'):
-        {'__vgpu_vf_dirs'},
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Enable the unit'):
-        {'__vgpu_vf_flags', '__vgpu_vf_unit_file'},
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Install the restore script'):
-        {'__vgpu_vf_result'},
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Install the systemd unit'):
-        {'__vgpu_vf_result'},
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Write the boot-time config'):
-        {'__vgpu_vf_result'},
-    ('roles/vgpu_vf/tasks/unpersist.yml',
-     'Disable the unit'):
-        {'__vgpu_vf_flags'},
-    ('roles/vgpu_vf/tasks/unpersist.yml',
-     "Keep the other GPUs' boot-time config"):
-        {'__vgpu_vf_result'},
-    ('roles/vgpu_vf/tasks/unpersist.yml',
-     'Reload systemd'):
-        {'__vgpu_vf_flags'},
-    ('roles/vgpu_vf/tasks/unpersist.yml',
-     'Remove the boot-time restore files'):
-        {'__vgpu_vf_result'},
 }
 
 _ENV = jinja2.Environment()
