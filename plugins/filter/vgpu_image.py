@@ -69,7 +69,7 @@ def vgpu_image_build(facts, tmp_path, inputs):
             raise vi.VgpuImageError('the inputs are %r; expected a mapping' % (inputs,))
         tmp = vgpu_image_tmp(tmp_path, inputs.get('tmp_parent') or '')
         ref = _ref(facts, inputs.get('registry'), inputs.get('repository'), inputs.get('name'),
-                   inputs.get('version'))
+                   inputs.get('version'))['ref']
         os_tag = vi.check_os_tag(facts.get('os_tag'))
         run_file = inputs.get('run_file')
         if not isinstance(run_file, str) or _CONTROL.search(run_file):
