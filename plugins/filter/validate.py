@@ -26,6 +26,7 @@ GRAMMARS = {
     'positive_int': validators.positive_int,
     'percentage': validators.percentage,
     'reboot_message': validators.reboot_message,
+    'pem_certificates': validators.pem_certificates,
 }
 
 

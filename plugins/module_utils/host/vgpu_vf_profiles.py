@@ -826,6 +826,57 @@ def installed_files(root_dir='/'):
     return out
 
 
+def install_paths(root_dir='/'):
+    """{unit, script, config: the path under ``root_dir``; dirs: our leaf directories}, from the path grammar alone
+    (nothing is read): what the role's file tasks compute in the task itself from the public ``vgpu_vf_root_dir``,
+    so a replaced module result cannot move a write. The module checks the same prefix on the host
+    (``installed_files``) before its first change."""
+    _path(root_dir, 'root_dir')
+    out = dict((key, _under(root_dir, final)) for key, final in INSTALLED)
+    out['dirs'] = [_under(root_dir, d) for d in OWN_DIRS]
+    return out
+
+
+def _timeout(value, name='wait_timeout'):
+    """A whole number of seconds from 10 to 3600; a decimal string counts (an inventory or -e value), as the
+    module's int option takes it."""
+    if isinstance(value, str) and NUMBER.fullmatch(value):
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 10 <= value <= 3600:
+        raise VfProfileError('%s is %s; expected 10 to 3600 seconds' % (name, _brief(value)))
+    return value
+
+
+def checked_persist(persist, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=300):
+    """The boot-time config to write, rebuilt from a module result: its GPUs and types each checked by their grammar
+    (PCI addresses, decimal ids, type names as creatable_vgpu_types prints them), its paths and timeout the public
+    inputs (checked by the path grammar), never the result's. Raises VfProfileError naming what does not fit."""
+    if not isinstance(persist, dict) or set(persist) != {'version', MARKER_KEY, 'sysfs_root', 'sriov_manage',
+                                                          'timeout', 'gpus', 'types'}:
+        raise VfProfileError('the boot-time config is %s; expected the module\'s persist result (version, %s, '
+                             'sysfs_root, sriov_manage, timeout, gpus, types)' % (_brief(persist), MARKER_KEY))
+    check_saved_paths(sysfs_root, sriov_manage)
+    gpus, types = persist['gpus'], persist['types']
+    if not isinstance(gpus, list) or not isinstance(types, dict):
+        raise VfProfileError('the boot-time config holds gpus %s and types %s; expected a list and a mapping'
+                             % (_brief(gpus), _brief(types)))
+    for gpu in gpus:
+        if not (isinstance(gpu, dict) and set(gpu) == {'pf', 'vfs'} and isinstance(gpu['pf'], str)
+                and pci_address.is_sysfs_bdf(gpu['pf']) and isinstance(gpu['vfs'], dict) and all(
+                    isinstance(vf, str) and pci_address.is_sysfs_bdf(vf) and isinstance(tid, int)
+                    and not isinstance(tid, bool) and 0 < tid < 10 ** 9 for vf, tid in gpu['vfs'].items())):
+            raise VfProfileError('the boot-time config holds GPU entry %s; expected {pf: <PCI address>, vfs: {<VF>: '
+                                 '<type id>}}' % _brief(gpu))
+    for tid, name in types.items():
+        if not (isinstance(tid, str) and NUMBER.fullmatch(tid) and isinstance(name, str)
+                and CREATABLE_NAME.fullmatch(name)):
+            raise VfProfileError('the boot-time config names type %s as %s; expected a decimal id and a vGPU type '
+                                 'name' % (_brief(tid), _brief(name)))
+    return {'version': 1, MARKER_KEY: 'gpuvirt.provision', 'sysfs_root': sysfs_root, 'sriov_manage': sriov_manage,
+            'timeout': _timeout(timeout), 'gpus': [{'pf': g['pf'], 'vfs': dict(g['vfs'])} for g in gpus],
+            'types': dict(types)}
+
+
 def _ours(path):
     st = os.lstat(path)
     if not stat.S_ISREG(st.st_mode):
@@ -840,10 +891,12 @@ def _unit_path(value, name):
     return _path(value, name)
 
 
-def unit_text(unit_path, script, config, python, timeout):
+def unit_text(unit_path, script, config, python, timeout, on_host=True):
     """The systemd unit that re-creates the VFs and profiles at boot. Oneshot, after the module load and the host's
     vGPU Manager services; the script waits for the sysfs files itself (``timeout``), so a vGPU Manager that loads
-    later (the GPU Operator's, once kubelet runs its DaemonSet) is waited for too, not raced."""
+    later (the GPU Operator's, once kubelet runs its DaemonSet) is waited for too, not raced. ``on_host`` False
+    (the role's filter, on the controller) checks ``python`` by the path grammar only: the module checked it on the
+    host by the trusted-path rule in the same run."""
     _unit_path(unit_path, 'the unit path')
     if not UNIT_NAME.fullmatch(os.path.basename(unit_path)):
         raise VfProfileError('the unit path %s does not end in a unit name such as gpuvirt-vgpu-vf.service'
@@ -851,7 +904,11 @@ def unit_text(unit_path, script, config, python, timeout):
     for value, name in ((script, 'the restore script path'), (config, 'the config path')):
         _unit_path(value, name)
     # the unit runs it as root at every boot
-    trusted_executable(python, 'the Python interpreter')
+    if on_host:
+        trusted_executable(python, 'the Python interpreter')
+    else:
+        _path(python, 'the Python interpreter')
+        timeout = _timeout(timeout)
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
         raise VfProfileError('wait_timeout is %s; expected 10 to 3600 seconds' % _brief(timeout))
     return (MARKER + ' (vgpu_vf role).\n'

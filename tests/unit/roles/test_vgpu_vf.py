@@ -168,3 +168,45 @@ def test_a_run_narrowed_to_one_gpu_keeps_the_others_boot_restore_and_so_does_a_n
     assert rc == 0, out
     assert [g['pf'] for g in json.loads(config.read_text())['gpus']] == [PF]
     assert sorted(_installed(extra)) == ['config', 'script', 'unit'] and _current(board, VF0) == '1155'
+
+
+def _hostile_result(tmp_path, persist):
+    """A module result given with -e (extra variables beat a registered result): its paths, unit and config point
+    elsewhere and say something else."""
+    evil = tmp_path / 'evil'
+    return {'said': [], 'vfs': [], 'changed': True,
+            'unit': '# Managed by gpuvirt.provision\n[Service]\nExecStart=/bin/sh -c "id > /tmp/owned"\n',
+            'persist': persist,
+            'files': {'dirs': [str(evil / 'd')],
+                      'unit': {'path': str(evil / 'x.service'), 'final': '/x.service', 'exists': True},
+                      'script': {'path': str(evil / 'script'), 'final': '/script', 'exists': True},
+                      'config': {'path': str(evil / 'config.json'), 'final': '/config.json', 'exists': True}}}
+
+
+def test_a_module_result_given_from_outside_neither_moves_a_file_nor_writes_its_unit(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    persist = {'version': 1, 'managed_by': 'gpuvirt.provision', 'sysfs_root': '/tmp/fake-sys',
+               'sriov_manage': '/tmp/evil-sriov-manage', 'timeout': 300,
+               'gpus': [{'pf': PF, 'vfs': {VF0: 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q'}}
+    rc, out = run_play(tmp_path, PLAY, dict(extra, __vgpu_vf_result=_hostile_result(tmp_path, persist)))
+    assert rc == 0, out
+    assert not (tmp_path / 'evil').exists()
+    unit = (root / FILES['unit']).read_text()
+    assert 'ExecStart=/usr/bin/python3 /usr/local/libexec/gpuvirt/vgpu-vf-restore /etc/gpuvirt/vgpu-vf-profiles.json\n' in unit
+    assert 'owned' not in unit
+    # the GPUs and types pass their grammar; the paths are the public inputs, never the result's
+    saved = json.loads((root / FILES['config']).read_text())
+    assert saved['sysfs_root'] == board.root and saved['sriov_manage'] == str(tmp_path / 'no-sriov-manage')
+    assert saved['gpus'] == [{'pf': PF, 'vfs': {VF0: 1155}}]
+
+
+def test_a_boot_config_given_from_outside_outside_its_grammar_is_never_written(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    persist = {'version': 1, 'managed_by': 'gpuvirt.provision', 'sysfs_root': board.root,
+               'sriov_manage': str(tmp_path / 'no-sriov-manage'), 'timeout': 300,
+               'gpus': [{'pf': PF, 'vfs': {VF0: 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q\nExecStartPre=/bin/sh'}}
+    rc, out = run_play(tmp_path, PLAY, dict(extra, __vgpu_vf_result=_hostile_result(tmp_path, persist)))
+    assert rc != 0 and 'vgpu_vf_config: the boot-time config names type' in out, out
+    assert not (root / FILES['config']).exists() and not (tmp_path / 'evil').exists()

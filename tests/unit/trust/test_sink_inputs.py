@@ -68,6 +68,9 @@ NON_SINKS = {
 CHECKING_FILTERS = {
     'gpuvirt.provision.checked', 'gpuvirt.provision.host_checked', 'gpuvirt.provision.strict_bool',
     'gpuvirt.provision.vfio_files', 'gpuvirt.provision.modprobe_blacklist', 'gpuvirt.provision.initramfs_command',
+    'gpuvirt.provision.vgpu_vf_paths', 'gpuvirt.provision.vgpu_vf_unit', 'gpuvirt.provision.vgpu_vf_config',
+    'gpuvirt.provision.vgpu_image_tmp', 'gpuvirt.provision.vgpu_image_ref', 'gpuvirt.provision.vgpu_image_build',
+    'gpuvirt.provision.vgpu_image_credential',
 }
 # Names no launch-time variable replaces in a way that matters here: Ansible's own (omit, the check-mode flag) and
 # the loop variable, whose loop expression is checked as an argument of the same task.
@@ -140,108 +143,14 @@ KNOWN = {
     ('playbooks/gather.yml',
      "Read the OS release (for the vGPU Manager image's OS tag)"):
         {'gpuvirt_os_tag'},
-    # NOT FIXED YET (vgpu_manager_image): the build and push commands take the checked inputs from facts set in
-    # validate.yml and inputs.yml; each command should check its own arguments
-    ('roles/vgpu_manager_image/tasks/docker.yml',
-     'Build and push the image with Docker (credentials from the temporary Docker config)'):
-        {'__vgpu_manager_image_facts', '__vgpu_manager_image_flags', '__vgpu_manager_image_ref',
-         '__vgpu_manager_image_workdir'},
-    ('roles/vgpu_manager_image/tasks/docker.yml',
-     'Copy the build context to the temporary directory'):
-        {'__vgpu_manager_image_context', '__vgpu_manager_image_workdir'},
-    ('roles/vgpu_manager_image/tasks/docker.yml',
-     'Copy the vGPU Manager .run file into the build context'):
-        {'__vgpu_manager_image_facts', '__vgpu_manager_image_workdir', 'vgpu_manager_image_run_file'},
-    ('roles/vgpu_manager_image/tasks/docker.yml',
-     'Remove the local image'):
-        {'__vgpu_manager_image_flags', '__vgpu_manager_image_ref'},
-    ('roles/vgpu_manager_image/tasks/main.yml',
-     'Clone the build context'):
-        {'__vgpu_manager_image_tmp', 'vgpu_manager_image_context_git_repo', 'vgpu_manager_image_context_git_version'},
-    ('roles/vgpu_manager_image/tasks/main.yml',
-     'Create the temporary build directory (mode 0700)'):
+    # NOT FIXED YET (vgpu_manager_image): public inputs without a grammar of their own yet (a git URL and
+    # revision, the temporary directory's parent, the builder's name, which the argument spec limits to its choices)
+    ('roles/vgpu_manager_image/tasks/main.yml', 'Clone the build context'):
+        {'vgpu_manager_image_context_git_repo', 'vgpu_manager_image_context_git_version'},
+    ('roles/vgpu_manager_image/tasks/main.yml', 'Create the temporary build directory (mode 0700)'):
         {'vgpu_manager_image_tmp_parent'},
-    ('roles/vgpu_manager_image/tasks/main.yml',
-     'Remove the temporary build directory and the auth file in it'):
-        {'__vgpu_manager_image_tmp'},
-    ('roles/vgpu_manager_image/tasks/podman.yml',
-     'Build the image with Podman'):
-        {'__vgpu_manager_image_facts', '__vgpu_manager_image_flags', '__vgpu_manager_image_ref',
-         '__vgpu_manager_image_workdir'},
-    ('roles/vgpu_manager_image/tasks/podman.yml',
-     'Copy the build context to the temporary directory'):
-        {'__vgpu_manager_image_context', '__vgpu_manager_image_workdir'},
-    ('roles/vgpu_manager_image/tasks/podman.yml',
-     'Copy the vGPU Manager .run file into the build context'):
-        {'__vgpu_manager_image_facts', '__vgpu_manager_image_workdir', 'vgpu_manager_image_run_file'},
-    ('roles/vgpu_manager_image/tasks/podman.yml',
-     'Push the image with Podman (auth file, TLS verified against the CA)'):
-        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir', '__vgpu_manager_image_ref',
-         '__vgpu_manager_image_tls_verify', '__vgpu_manager_image_tmp', 'vgpu_manager_image_registry_username'},
-    ('roles/vgpu_manager_image/tasks/podman.yml',
-     'Remove the local image'):
-        {'__vgpu_manager_image_flags', '__vgpu_manager_image_ref'},
-    ('roles/vgpu_manager_image/tasks/registry.yml',
-     "Create the Docker engine's certificate directory for the registry"):
-        {'__vgpu_manager_image_flags', 'vgpu_manager_image_registry'},
-    ('roles/vgpu_manager_image/tasks/registry.yml',
-     'Create the auth and certificate directories (mode 0700)'):
-        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir'},
-    ('roles/vgpu_manager_image/tasks/registry.yml',
-     'Install the registry CA for the Docker engine'):
-        {'__vgpu_manager_image_ca', '__vgpu_manager_image_flags', 'vgpu_manager_image_registry'},
-    ('roles/vgpu_manager_image/tasks/registry.yml',
-     'Log in to the registry with Docker (through the Docker API, config in the temporary directory)'):
-        {'__vgpu_manager_image_authfile', 'vgpu_manager_image_registry', 'vgpu_manager_image_registry_password',
-         'vgpu_manager_image_registry_username'},
-    ('roles/vgpu_manager_image/tasks/registry.yml',
-     'Log in to the registry with Podman (password on stdin, auth file 0600 in the temporary directory)'):
-        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir', '__vgpu_manager_image_tls_verify',
-         'vgpu_manager_image_registry', 'vgpu_manager_image_registry_password',
-         'vgpu_manager_image_registry_username'},
-    ('roles/vgpu_manager_image/tasks/registry.yml',
-     'Put the registry CA where --cert-dir reads it'):
-        {'__vgpu_manager_image_ca', '__vgpu_manager_image_certdir'},
-    ('roles/vgpu_manager_image/tasks/registry.yml',
-     'Read the labels of the image in the registry (skopeo inspect with the auth file)'):
-        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir', '__vgpu_manager_image_flags',
-         '__vgpu_manager_image_ref', '__vgpu_manager_image_tls_verify', 'vgpu_manager_image_registry_username'},
-    ('roles/vgpu_manager_image/tasks/validate.yml',
-     'Check the skopeo and builder commands are there'):
+    ('roles/vgpu_manager_image/tasks/validate.yml', 'Check the skopeo and builder commands are there'):
         {'vgpu_manager_image_builder'},
-    ('roles/vgpu_manager_image/tasks/verify.yml',
-     'Read the pushed image back from the registry'):
-        {'__vgpu_manager_image_authfile', '__vgpu_manager_image_certdir', '__vgpu_manager_image_ref',
-         '__vgpu_manager_image_tls_verify', 'vgpu_manager_image_registry_username'},
-    # NOT FIXED YET (vgpu_vf): paths and unit text come from the module's registered result; the module should
-    # write the files itself (it already checks the trusted paths and the unit's values)
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Create our directories'):
-        {'__vgpu_vf_dirs'},
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Enable the unit'):
-        {'__vgpu_vf_flags', '__vgpu_vf_unit_file'},
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Install the restore script'):
-        {'__vgpu_vf_result'},
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Install the systemd unit'):
-        {'__vgpu_vf_result'},
-    ('roles/vgpu_vf/tasks/persist.yml',
-     'Write the boot-time config'):
-        {'__vgpu_vf_result'},
-    ('roles/vgpu_vf/tasks/unpersist.yml',
-     'Disable the unit'):
-        {'__vgpu_vf_flags'},
-    ('roles/vgpu_vf/tasks/unpersist.yml',
-     "Keep the other GPUs' boot-time config"):
-        {'__vgpu_vf_result'},
-    ('roles/vgpu_vf/tasks/unpersist.yml',
-     'Reload systemd'):
-        {'__vgpu_vf_flags'},
-    ('roles/vgpu_vf/tasks/unpersist.yml',
-     'Remove the boot-time restore files'):
-        {'__vgpu_vf_result'},
 }
 
 _ENV = jinja2.Environment()
