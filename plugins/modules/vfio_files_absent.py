@@ -17,7 +17,7 @@ description:
     (C(# BEGIN gpuvirt.provision vfio) to C(# END gpuvirt.provision vfio)) out of the initramfs-tools modules file,
     leaving the rest of that file as it was.
   - A file at one of these paths without the header, a symbolic link, or a block with a missing end marker is left
-    alone and reported under RV(kept) with the reason: the collection takes back only what it wrote.
+    alone and reported under RV(kept) with the reason (the collection takes back only what it wrote).
   - Refuses before any change, naming them, when something is to be removed and VirtualMachineInstances run on
     the host's node (O(vmis), O(node_name)), unless O(allow_running_vmis) is set.
   - Checks every path against the grammar of its directory, as the C(vfio) role's writers do.
