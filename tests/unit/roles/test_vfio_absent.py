@@ -100,7 +100,8 @@ def _passthrough_host(tmp_path, os_family='Debian'):
 
 def test_passthrough_to_container_takes_back_our_three_files_rebuilds_and_asks_one_reboot(tmp_path, monkeypatch):
     root = _passthrough_host(tmp_path)
-    assert len(_files(root)) == 3 and '# BEGIN gpuvirt.provision vfio' in _files(root)[PATHS['vfio_initramfs_modules_path']]
+    files = _files(root)
+    assert len(files) == 3 and '# BEGIN gpuvirt.provision vfio' in files[PATHS['vfio_initramfs_modules_path']]
     log = _fake_initramfs_tool(tmp_path, monkeypatch)
     rc, out, root = _run(tmp_path, 'absent', vfio_initramfs_rebuild=True)
     assert rc == 0, out
