@@ -26,7 +26,7 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / 'plugins/module_utils/model/launch_names.py'
-PLAYBOOK_PREFIXES = ('gpuvirt', 'host_prep', 'vgpu_image')
+PLAYBOOK_PREFIXES = ('gpuvirt', 'host_prep', 'retire', 'vgpu_image')
 SET_FACT = ('ansible.builtin.set_fact', 'set_fact')
 INCLUDES = ('ansible.builtin.include_role', 'ansible.builtin.import_role', 'include_role', 'import_role',
             'ansible.builtin.include_tasks', 'ansible.builtin.import_tasks')

@@ -49,6 +49,7 @@ THIRD_PARTY_SINKS = {
 OWN_SINKS = {
     'gpuvirt.provision.kernel_cmdline', 'gpuvirt.provision.render_file', 'gpuvirt.provision.render_manifests',
     'gpuvirt.provision.render_session', 'gpuvirt.provision.vfio_bind', 'gpuvirt.provision.vgpu_vf_profiles',
+    'gpuvirt.provision.vfio_files_absent',
 }
 NON_SINKS = {
     'ansible.builtin.assert', 'ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.find',
