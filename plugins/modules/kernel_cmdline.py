@@ -187,9 +187,18 @@ class Runner(object):
 
 
 def write_file(module, path, old, new):
-    """Write bytes atomically, keeping mode/owner of an existing file (0644 for a new one)."""
+    """Write bytes atomically, keeping mode/owner of an existing file (0644 for a new one). Neither the file nor
+    the temporary file beside it is followed through a symbolic link (a planted link would turn the root write
+    into one of another file)."""
+    if os.path.islink(path):
+        raise RuntimeError('%s is a symbolic link: refusing to write through it' % path)
     tmp = path + '.gpuvirt-tmp'
-    with open(tmp, 'wb') as f:
+    if os.path.lexists(tmp):
+        if os.path.islink(tmp) or not os.path.isfile(tmp):
+            raise RuntimeError('%s is in the way and is not a regular file: remove it' % tmp)
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
+    with os.fdopen(fd, 'wb') as f:
         f.write(new)
     if old is None:
         os.chmod(tmp, 0o644)
@@ -251,6 +260,7 @@ def main():
         kc.validate_args(ensure)
         kc.validate_patterns(remove)
         kc.check_consistent(ensure, remove)
+        kc.check_paths(p['dropin_path'], p['grub_default_path'], p['grub_config'])
     except kc.CmdlineError as e:
         module.fail_json(msg=to_native(e))
 

@@ -90,8 +90,36 @@ def arg_key(arg):
     return arg.split('=', 1)[0]
 
 
+# Parameters the collection never adds nor removes, whoever asks (kernel_args_extra / kernel_args_remove, an inventory
+# or a survey): each chooses what runs as PID 1 or in the initramfs (init, rdinit, rd.break, rd.shell, single-user
+# and rescue targets), which disk is the root (root, rootflags, the rd.* device and LVM/LUKS/MD selection), or turns
+# a protection off (selinux, enforcing, apparmor, security, lsm, lockdown, module.sig_enforce, ima_*). The kernel's
+# and dracut's own parameter lists (kernel-parameters.txt, dracut.cmdline(7), systemd-system.conf) name them.
+DENIED_KEYS = frozenset((
+    'init', 'rdinit', 'root', 'rootflags', 'rootfstype', 'nfsroot', 'ro', 'rw', 'resume', 'single', 'emergency',
+    'rescue', 's', 'S', '1', 'break', 'selinux', 'enforcing', 'apparmor', 'security', 'lsm', 'lockdown',
+    'module.sig_enforce', 'ima_appraise', 'ima_policy', 'systemd.unit', 'systemd.debug_shell',
+    'systemd.confirm_spawn', 'systemd.setenv'))
+# dracut's rd.* parameters are denied but for the driver lists (the nouveau blacklist uses rd.driver.blacklist)
+DENIED_PREFIXES = ('rd.',)
+ALLOWED_RD = frozenset(('rd.driver.blacklist', 'rd.driver.pre', 'rd.driver.post'))
+
+
+def denied_key(key):
+    """True when the collection must never add or remove the parameter ``key`` (module names use - and _ alike)."""
+    norm = key.replace('-', '_')
+    if key in DENIED_KEYS or norm in DENIED_KEYS:
+        return True
+    return key.startswith(DENIED_PREFIXES) and key not in ALLOWED_RD
+
+
 def validate_args(args):
     for arg in args:
+        if isinstance(arg, str) and denied_key(arg_key(arg)):
+            raise CmdlineError(
+                "kernel arg %r is not one the collection sets: %r chooses what runs at boot, the root disk or a "
+                "protection (init, root, rd.*, selinux, lockdown, ...); set it outside the collection if you mean it"
+                % (arg, arg_key(arg)))
         if isinstance(arg, str) and len(arg) > ARG_MAX:
             raise CmdlineError("kernel arg %r... is %d characters: at most %d are allowed (the kernel truncates a "
                                "command line past 2048 bytes on x86, which can cut root= off)"
@@ -138,6 +166,30 @@ def validate_patterns(patterns):
             raise CmdlineError(
                 "remove pattern %r is not allowed: only letters, digits, globs * ? and _ . , : = + / @ %% -"
                 % (pat,))
+        hit = sorted(k for k in DENIED_KEYS | set(('rd.lvm.lv', 'rd.luks.uuid', 'rd.break')) if matches(k, pat))
+        if hit:
+            raise CmdlineError(
+                "remove pattern %r would remove %s: the collection never removes what chooses the root disk, PID 1 "
+                "or a protection; name the arguments to remove more narrowly" % (pat, ', '.join(hit)))
+
+
+# The files the boot-loader backends write, each where its reader looks (a test tree mirrors the layout): the
+# drop-in a .cfg file directly in a grub.d directory, GRUB's defaults file named grub, its config grub.cfg; absolute
+# and normalised (no .. nor //), so no value can point a root write at another file.
+_DROPIN_NAME = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}[.]cfg')
+
+
+def check_paths(dropin_path, grub_default_path, grub_config):
+    for name, path, ok in (
+            ('dropin_path', dropin_path, lambda p: os.path.basename(os.path.dirname(p)) == 'grub.d'
+             and _DROPIN_NAME.fullmatch(os.path.basename(p))),
+            ('grub_default_path', grub_default_path, lambda p: os.path.basename(p) == 'grub'),
+            ('grub_config', grub_config, lambda p: os.path.basename(p) == 'grub.cfg')):
+        if not isinstance(path, str) or not path.startswith('/') or os.path.normpath(path) != path \
+                or '\n' in path or not ok(path):
+            raise CmdlineError(
+                '%s %r is not a boot-loader file of the shape its reader reads (a .cfg file directly in a grub.d '
+                'directory, a file named grub, a file named grub.cfg; absolute, without .. or //)' % (name, path))
 
 
 def matches(arg, pattern):

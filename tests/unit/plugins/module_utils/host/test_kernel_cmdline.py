@@ -430,7 +430,7 @@ def grub_file(draw, noise):
 
 
 CHANGES = st.tuples(st.sampled_from([[], ['iommu=pt'], IOMMU, ['intel_iommu=off']]),
-                    st.sampled_from([[], ['rhgb'], ['crashkernel*'], ['rd.lvm.lv']]))
+                    st.sampled_from([[], ['rhgb'], ['crashkernel*'], ['quiet']]))
 
 
 def conflicts(arg, ensure, remove):
