@@ -50,8 +50,8 @@ def _task_names(tasks, out):
         if isinstance(task.get('vars'), dict):
             out.update(task['vars'])
         loop_control = task.get('loop_control')
-        if isinstance(loop_control, dict) and isinstance(loop_control.get('loop_var'), str):
-            out.add(loop_control['loop_var'])
+        if isinstance(loop_control, dict):
+            out.update(loop_control[k] for k in ('loop_var', 'index_var') if isinstance(loop_control.get(k), str))
         for module in INCLUDES:
             if isinstance(task.get(module), dict) and isinstance(task[module].get('vars'), dict):
                 out.update(task[module]['vars'])
@@ -59,7 +59,7 @@ def _task_names(tasks, out):
 
 def runtime_names():
     out = set()
-    for path in sorted(ROOT.glob('roles/*/tasks/*.yml')) + sorted(ROOT.glob('roles/*/handlers/*.yml')):
+    for path in sorted(ROOT.glob('roles/*/tasks/**/*.yml')) + sorted(ROOT.glob('roles/*/handlers/**/*.yml')):
         _task_names(_load(path), out)
     for path in sorted(ROOT.glob('playbooks/*.yml')):
         for play in _load(path) or []:
