@@ -13,11 +13,11 @@ short_description: Send the planned node label patches, one merge patch per node
 version_added: 0.1.0
 description:
   - Sends each partial Node of O(patches) (what M(gpuvirt.provision.node_labels_plan) returns) as a JSON merge patch
-    (C(application/merge-patch+json)), one request per node, in order: a label value of null removes the label,
+    (C(application/merge-patch+json)), one request per node, in order; a label value of null removes the label,
     whoever set it. Only the nodes whose labels differ are in the plan, so a fleet already right sends nothing.
-  - Checks every patch before sending any, whatever the task passed: a v1 Node named by a DNS-1123 subdomain,
+  - Checks every patch before sending any, whatever the task passed (a v1 Node named by a DNS-1123 subdomain,
     label keys and values by the Kubernetes grammars, no annotation but C(gpuvirt.provision/owned-labels) (the
-    deploy labels the collection switched off), one patch per node.
+    deploy labels the collection switched off), one patch per node).
   - Stops at the first patch the API server refuses, naming the node, the HTTP status and the server's message,
     the nodes patched before it and those not sent; a second run patches only what still differs.
   - Cluster access as kubernetes.core's modules take it, through their client (the play's C(module_defaults) for
@@ -27,7 +27,8 @@ author:
 options:
   patches:
     description:
-      - Partial Node objects C({apiVersion, kind, metadata: {name, labels, annotations}}), the plan's C(patches).
+      - Partial Node objects (C(apiVersion) v1, C(kind) Node, C(metadata) with C(name), C(labels), C(annotations)), the
+        plan's C(patches).
     type: list
     elements: dict
     required: true

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Node labels the GPU Operator reads, per pool: desired labels, label diff, pool-change guard. Pure Python.
+"""Node labels the GPU Operator reads, per pool: desired labels, label diff, pool-change guard, and the sending of the
+plan (the sink's own check of each patch, one request per node, the stop at the first refusal). Pure Python: the
+request itself is a function the module passes in.
 
 ``nvidia.com/gpu.workload.config`` (container | vm-passthrough | vm-vgpu) picks the operands the operator
 runs on a node; ``nvidia.com/vgpu.config`` picks the vGPU device manager config. Changing either under a
@@ -415,6 +417,14 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     return patches, report
 
 
+# --- sending the plan: node_labels_apply ------------------------------------------------------------------------
+# A Node merge patch (RFC 7386, as `kubectl label` sends): null removes a label whoever set it, where server-side
+# apply would only drop labels its field manager owns. The patch is the sink's input, whoever built it: it is
+# checked again before it is sent, whatever the task passed.
+PATCH_PARTS = ('labels', 'annotations')
+MERGE_PATCH = 'application/merge-patch+json'
+
+
 def patch_before(patches, nodes):
     """For the diff: per patched node, the values the cluster holds now of exactly the labels and annotations its
     patch sets (``{node: {'labels': {...}, 'annotations': {...}}}``, an absent key left out); ``{}`` without cluster
@@ -455,13 +465,6 @@ def report_lines(report, patches):
         lines.append(line)
     return lines
 
-
-# --- sending the plan: node_labels_apply ------------------------------------------------------------------------
-# A Node merge patch (RFC 7386, as `kubectl label` sends): null removes a label whoever set it, where server-side
-# apply would only drop labels its field manager owns. The patch is the sink's input, whoever built it: it is
-# checked here again, whatever the task passed.
-PATCH_PARTS = ('labels', 'annotations')
-MERGE_PATCH = 'application/merge-patch+json'
 
 
 class PatchError(Exception):
