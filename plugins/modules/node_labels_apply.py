@@ -20,8 +20,11 @@ description:
     deploy labels the collection switched off), one patch per node).
   - Stops at the first patch the API server refuses, naming the node, the HTTP status and the server's message,
     the nodes patched before it and those not sent; a second run patches only what still differs.
-  - Cluster access as kubernetes.core's modules take it, through their client (the play's C(module_defaults) for
-    C(group/gpuvirt.provision.cluster), else the C(K8S_AUTH_*) environment).
+  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
+    C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
+    C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment (C(K8S_AUTH_KUBECONFIG),
+    C(K8S_AUTH_CONTEXT), C(K8S_AUTH_VERIFY_SSL), or C(K8S_AUTH_HOST), C(K8S_AUTH_API_KEY), C(K8S_AUTH_SSL_CA_CERT)), the
+    in-cluster service account or C(~/.kube/config).
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
@@ -38,6 +41,19 @@ options:
         C(before)).
     type: dict
     default: {}
+  kubeconfig:
+    description:
+      - The kubeconfig, a path or its content as a dictionary (as kubernetes.core.k8s takes it).
+    type: raw
+  context:
+    description: The kubeconfig context to use.
+    type: str
+  validate_certs:
+    description: Verify the API server's certificate (on unless turned off here or by C(K8S_AUTH_VERIFY_SSL)).
+    type: bool
+    aliases: [verify_ssl]
+requirements:
+  - kubernetes (the Python client) and the kubernetes.core collection
 attributes:
   check_mode:
     description: Sends each patch as a server-side dry run (C(dryRun=All)); the API server checks it, nothing is written.
@@ -45,8 +61,6 @@ attributes:
   diff_mode:
     description: Per node, the labels (and the owned-labels record) the patch sets, before and as the server answered.
     support: full
-extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
 '''
 
 EXAMPLES = r'''
@@ -70,23 +84,28 @@ msg:
 '''
 
 import json
+import traceback
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
-from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
-from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
+
+try:
+    # kubernetes.core's client: the cluster access of its modules in the same action group, by the same rules
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+    K8S_CORE_ERROR = None
+except ImportError:
+    K8S_CORE_ERROR = traceback.format_exc()
 
 try:
     from kubernetes.client.api import core_v1_api
     from kubernetes.client.exceptions import ApiException
     from kubernetes.config import ConfigException
     from urllib3.exceptions import HTTPError as ConnectionProblem
+    KUBERNETES_ERROR = None
 except ImportError:
-    # AnsibleK8SModule names the missing library
-    pass
+    KUBERNETES_ERROR = traceback.format_exc()
 
 
 def server_reason(exc):
@@ -114,24 +133,33 @@ def sender(api, dry_run):
 
 
 def main():
-    argument_spec = dict(AUTH_ARG_SPEC)
-    argument_spec.update(
-        patches=dict(type='list', elements='dict', required=True),
-        before=dict(type='dict', default={}),
+    module = AnsibleModule(
+        argument_spec=dict(
+            patches=dict(type='list', elements='dict', required=True),
+            before=dict(type='dict', default={}),
+            kubeconfig=dict(type='raw', no_log=True),
+            context=dict(type='str'),
+            validate_certs=dict(type='bool', aliases=['verify_ssl']),
+        ),
+        supports_check_mode=True,
     )
-    module = AnsibleK8SModule(module_class=AnsibleModule, argument_spec=argument_spec, supports_check_mode=True)
     try:
         items = nl.checked_patches(module.params['patches'])
     except nl.ManifestError as exc:
         module.fail_json(msg=str(exc))
     if not items:
         module.exit_json(changed=False, patched=[], msg='no node label differs: nothing sent')
+    if KUBERNETES_ERROR:
+        module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_ERROR)
+    if K8S_CORE_ERROR:
+        module.fail_json(msg=missing_required_lib('the kubernetes.core collection (galaxy.yml dependencies)'),
+                         exception=K8S_CORE_ERROR)
     try:
-        # reads the server's version and kubernetes.core's discovery cache (the phase's reads filled it)
-        client = get_api_client(module=module)
-    except CoreException as exc:
-        module.fail_from_exception(exc)
-    except (ConfigException, ConnectionProblem) as exc:
+        # reads the server's version and kubernetes.core's discovery cache (the phase's reads filled it); an option
+        # left unset falls back to its K8S_AUTH_* variable there
+        client = get_api_client(kubeconfig=module.params['kubeconfig'], context=module.params['context'],
+                                validate_certs=module.params['validate_certs'])
+    except (CoreException, ConfigException, ConnectionProblem) as exc:
         module.fail_json(msg='no connection to the API server, no node patched (%d to patch: %s): %s'
                          % (len(items), nl.names_text([n for n, _b in items]), to_text(exc)))
     api = core_v1_api.CoreV1Api(client.client.client)
@@ -142,7 +170,7 @@ def main():
     patched = [name for name, _body, _node in done]
     result = dict(changed=True, patched=patched,
                   msg='%s %d node%s: %s' % ('would patch' if module.check_mode else 'patched', len(patched),
-                                            '' if len(patched) == 1 else 's', ', '.join(patched)))
+                                            '' if len(patched) == 1 else 's', nl.names_text(patched)))
     if module._diff:
         before = module.params['before'] or {}
         result['diff'] = [nl.patch_diff(name, body, before.get(name), node) for name, body, node in done]

@@ -466,7 +466,6 @@ def report_lines(report, patches):
     return lines
 
 
-
 class PatchError(Exception):
     """The patch of ``node`` failed: ``status``, the HTTP status the API server answered (None: no answer),
     ``reason``, its message or the connection's error."""

@@ -5,13 +5,22 @@ needs no cluster at all. What it sends is tested against the real API server
 (tests/integration/cluster_operator/test_node_labels_fleet.py)."""
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.gpuvirt.provision.plugins.modules import node_labels_apply
 
 from .harness import run_module
 
 W = 'nvidia.com/gpu.workload.config'
 # no server answers here: a module that tried to send would fail on the connection, not with our message
-NOWHERE = {'host': 'https://127.0.0.1:9', 'api_key': 'unused', 'validate_certs': False}
+NOWHERE = {'validate_certs': False}
+
+
+@pytest.fixture(autouse=True)
+def nowhere(monkeypatch):
+    # the K8S_AUTH_* environment kubernetes.core's client reads when no option is given (docs/architecture.md)
+    monkeypatch.setenv('K8S_AUTH_HOST', 'https://127.0.0.1:9')
+    monkeypatch.setenv('K8S_AUTH_API_KEY', 'unused')
 
 
 def test_bad_patches_are_refused_naming_each_before_any_client(monkeypatch):
