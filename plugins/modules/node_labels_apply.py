@@ -109,10 +109,11 @@ except ImportError:
 
 
 def server_reason(exc):
-    """The API server's own message (its Status body), else the HTTP reason phrase."""
+    """The HTTP reason phrase and the API server's own message (its Status body) as a JSON string: quoted, its line
+    breaks and control characters escaped, since it is the cluster's text printed in the run's log."""
     try:
         status = json.loads(to_text(exc.body))
-        return '%s: %s' % (exc.reason, status['message'])
+        return '%s: %s' % (exc.reason, json.dumps(to_text(status['message'])))
     except (TypeError, ValueError, KeyError):
         return to_text(exc.reason)
 

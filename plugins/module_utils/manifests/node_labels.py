@@ -461,7 +461,8 @@ def report_lines(report, patches):
                                            'remove ' + ', '.join(removes) if removes else '') if part)
         line = head + (said or 'labels already right')
         if name in records:
-            line += '; owned-labels record %r' % records[name]
+            # the value unquoted (a YAML callback would double quotes), '(empty)' when it names no label
+            line += '; owned-labels record: %s' % (records[name] or '(empty)')
         lines.append(line)
     return lines
 

@@ -157,7 +157,7 @@ def test_the_report_is_one_line_per_node_in_host_order():
               {'node': 'd', 'host': 'hd', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-12Q', 'gathered': False}]
     patches, report = nl.plan(wanted, nodes, [])
     lines = nl.report_lines(report, patches)
-    assert lines[0] == "b (pool vm-passthrough): labels already right; owned-labels record ''"
+    assert lines[0] == 'b (pool vm-passthrough): labels already right; owned-labels record: (empty)'
     assert lines[1] == 'a (pool container): set %s=container; remove %s' % (W, V)
     assert lines[2] == 'c (pool container): labels already right'
     assert lines[3].startswith('d (pool vm-vgpu): left alone: no GPU facts for host hd in this run')
