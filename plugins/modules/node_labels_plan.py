@@ -110,6 +110,19 @@ patches:
   returned: success
   type: list
   elements: dict
+before:
+  description:
+    - For the diff of M(gpuvirt.provision.node_labels_apply), per patched node, the values the cluster holds now of
+      exactly the labels and annotations its patch sets (an absent one left out); empty without cluster state.
+  returned: success
+  type: dict
+message:
+  description:
+    - The plan as one message, a line per node in the order of O(hosts) (its pool and the labels it sets and
+      removes, labels already right, or why it is left alone), saying when its owned-labels record is written.
+  returned: success
+  type: list
+  elements: str
 report:
   description: >-
     Per node, its pool, the label changes and the labels already right; C(left_alone), why a node's labels were not
@@ -164,7 +177,8 @@ def main():
                                   p['dra_selector'], stack)
     except (nl.ManifestError, vc.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, patches=patches, report=report)
+    module.exit_json(changed=False, patches=patches, report=report, message=nl.report_lines(report, patches),
+                     before=nl.patch_before(patches, p['nodes']))
 
 
 if __name__ == '__main__':

@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Node labels the GPU Operator reads, per pool: desired labels, label diff, pool-change guard. Pure Python.
+"""Node labels the GPU Operator reads, per pool: desired labels, label diff, pool-change guard, and the sending of the
+plan (the sink's own check of each patch, one request per node, the stop at the first refusal). Pure Python: the
+request itself is a function the module passes in.
 
 ``nvidia.com/gpu.workload.config`` (container | vm-passthrough | vm-vgpu) picks the operands the operator
 runs on a node; ``nvidia.com/vgpu.config`` picks the vGPU device manager config. Changing either under a
@@ -413,3 +415,178 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     if errors:
         raise ManifestError('\n'.join(errors))
     return patches, report
+
+
+# --- sending the plan: node_labels_apply ------------------------------------------------------------------------
+# A Node merge patch (RFC 7386, as `kubectl label` sends): null removes a label whoever set it, where server-side
+# apply would only drop labels its field manager owns. The patch is the sink's input, whoever built it: it is
+# checked again before it is sent, whatever the task passed.
+PATCH_PARTS = ('labels', 'annotations')
+MERGE_PATCH = 'application/merge-patch+json'
+
+
+def patch_before(patches, nodes):
+    """For the diff: per patched node, the values the cluster holds now of exactly the labels and annotations its
+    patch sets (``{node: {'labels': {...}, 'annotations': {...}}}``, an absent key left out); ``{}`` without cluster
+    state. Only the touched keys: a node's whole label set (NFD alone adds dozens) would be carried through Ansible
+    for every node of the fleet."""
+    if nodes is None:
+        return {}
+    current = {(n.get('metadata') or {}).get('name'): n.get('metadata') or {} for n in nodes}
+    out = {}
+    for patch in patches:
+        meta = patch['metadata']
+        have = current.get(meta['name']) or {}
+        out[meta['name']] = {part: {key: (have.get(part) or {})[key] for key in meta.get(part) or {}
+                                    if key in (have.get(part) or {})}
+                             for part in PATCH_PARTS}
+    return out
+
+
+def report_lines(report, patches):
+    """The plan as one message: a line per node, in the order of the hosts (its pool, and the labels it sets and
+    removes, or why it is left alone), saying when its owned-labels record is written too."""
+    records = {p['metadata']['name']: p['metadata']['annotations'][OWNED_ANNOTATION]
+               for p in patches if OWNED_ANNOTATION in (p['metadata'].get('annotations') or {})}
+    lines = []
+    for name, entry in report.items():
+        head = '%s (pool %s): ' % (name, entry['pool'])
+        if entry.get('left_alone'):
+            lines.append(head + 'left alone: ' + entry['left_alone'])
+            continue
+        changes = entry.get('changes') or {}
+        sets = ['%s=%s' % (k, v) for k, v in sorted(changes.items()) if v is not None]
+        removes = sorted(k for k, v in changes.items() if v is None)
+        said = '; '.join(part for part in ('set ' + ', '.join(sets) if sets else '',
+                                           'remove ' + ', '.join(removes) if removes else '') if part)
+        line = head + (said or 'labels already right')
+        if name in records:
+            # the value unquoted (a YAML callback would double quotes), '(empty)' when it names no label
+            line += '; owned-labels record: %s' % (records[name] or '(empty)')
+        lines.append(line)
+    return lines
+
+
+class PatchError(Exception):
+    """The patch of ``node`` failed: ``status``, the HTTP status the API server answered (None: no answer),
+    ``reason``, its message or the connection's error."""
+
+    def __init__(self, node, status, reason):
+        self.node, self.status, self.reason = node, status, reason
+        super(PatchError, self).__init__('node %s: %s' % (node, self.said()))
+
+    def said(self):
+        if self.status is None:
+            return 'no answer from the API server: %s' % self.reason
+        return 'the API server refused its label patch: HTTP %s %s' % (self.status, self.reason)
+
+
+def _checked_record(value, where):
+    """The owned-labels record a patch writes: '' or comma-separated nvidia.com/gpu.deploy.<operand> label keys."""
+    if not isinstance(value, str):
+        raise ManifestError('%s: annotation %s must be a string, got %r' % (where, OWNED_ANNOTATION, value))
+    for key in value.split(',') if value else []:
+        checked(validators.label_key, key, '%s annotation %s entry' % (where, OWNED_ANNOTATION))
+        if not key.startswith(DEPLOY_LABEL_PREFIX):
+            raise ManifestError('%s: annotation %s names %r, not a %s<operand> label' % (
+                where, OWNED_ANNOTATION, key, DEPLOY_LABEL_PREFIX))
+    return value
+
+
+def _checked_patch(index, patch):
+    """``(name, body)`` of one partial Node, or ManifestError naming ``patches[index]`` and what is wrong."""
+    where = 'patches[%d]' % index
+    if not isinstance(patch, dict) or patch.get('apiVersion') != 'v1' or patch.get('kind') != 'Node' \
+            or set(patch) - {'apiVersion', 'kind', 'metadata'} or not isinstance(patch.get('metadata'), dict):
+        raise ManifestError('%s: expected a partial Node {apiVersion: v1, kind: Node, metadata: {name, labels, '
+                            'annotations}}, got %r' % (where, patch))
+    meta = patch['metadata']
+    name = checked(validators.dns1123_subdomain, meta.get('name'), '%s node name' % where)
+    where = '%s (node %s)' % (where, name)
+    extra = sorted(set(meta) - {'name'} - set(PATCH_PARTS), key=str)
+    if extra:
+        raise ManifestError('%s: only labels and the %s annotation are patched, not metadata %s'
+                            % (where, OWNED_ANNOTATION, ', '.join(map(repr, extra))))
+    body = {}
+    labels = meta.get('labels')
+    if labels:
+        if not isinstance(labels, dict):
+            raise ManifestError('%s: labels must be a mapping, got %r' % (where, labels))
+        for key, value in labels.items():
+            checked(validators.label_key, key, '%s label key' % where)
+            if value is not None:
+                checked(validators.label_value, value, '%s label %s' % (where, key))
+        body['labels'] = dict(labels)
+    annotations = meta.get('annotations')
+    if annotations:
+        if not isinstance(annotations, dict) or set(annotations) != {OWNED_ANNOTATION}:
+            raise ManifestError('%s: the only annotation patched is %s, got %r' % (where, OWNED_ANNOTATION,
+                                                                                   annotations))
+        body['annotations'] = {OWNED_ANNOTATION: _checked_record(annotations[OWNED_ANNOTATION], where)}
+    if not body:
+        raise ManifestError('%s: sets no label and no annotation (the plan sends only nodes that differ)' % where)
+    return name, {'metadata': body}
+
+
+def checked_patches(patches):
+    """The patches as ``[(node name, merge patch body)]``, each checked (a v1 Node, its name a DNS-1123 subdomain,
+    label keys and values by their grammars, a value null to remove, no annotation but the owned-labels record,
+    one patch per node); ManifestError naming every bad one, before anything is sent."""
+    if not isinstance(patches, list):
+        raise ManifestError('patches must be a list of partial Nodes, got %r' % (patches,))
+    errors, out, seen = [], [], set()
+    for index, patch in enumerate(patches):
+        try:
+            name, body = _checked_patch(index, patch)
+        except ManifestError as exc:
+            errors.append(str(exc))
+            continue
+        if name in seen:
+            errors.append('patches[%d]: node %s is patched twice: one patch per node' % (index, name))
+            continue
+        seen.add(name)
+        out.append((name, body))
+    if errors:
+        raise ManifestError('\n'.join(errors))
+    return out
+
+
+def send_patches(items, send):
+    """Send ``items`` (checked_patches) in order, one ``send(name, body)`` each, which returns the Node as the
+    server answered it; returns ``[(name, body, node)]``. At the first refusal (a PatchError) nothing more is sent:
+    ManifestError naming the node, the HTTP status and the server's message, the nodes patched before it and those
+    not sent. A second run sends only what still differs, so the run can simply be repeated once fixed."""
+    done = []
+    for name, body in items:
+        try:
+            node = send(name, body)
+        except PatchError as exc:
+            left = [n for n, _b in items[len(done) + 1:]]
+            raise ManifestError(
+                'node %s: %s; %s; %s. Nothing else was sent; fix the cause and run the phase again (it patches only '
+                'what still differs)'
+                % (exc.node, exc.said(),
+                   'patched before it: %s' % names_text(n for n, _b, _n in done) if done
+                   else 'no node patched before it',
+                   'not sent: %s' % names_text(left) if left else 'none left after it'))
+        done.append((name, body, node))
+    return done
+
+
+def names_text(names, most=20):
+    """``a, b, c`` for a message, the first ``most`` and how many more."""
+    names = list(names)
+    shown = ', '.join(names[:most])
+    return shown + (' and %d more' % (len(names) - most) if len(names) > most else '')
+
+
+def patch_diff(name, body, before, node):
+    """The per-node diff: the touched labels and annotation before (``before``, patch_before's entry) and as the
+    server returned the node after the patch (a dry run's answer in check mode)."""
+    meta = (node or {}).get('metadata') or {}
+    after = {part: {key: (meta.get(part) or {})[key] for key in body['metadata'].get(part) or {}
+                    if key in (meta.get(part) or {})} for part in PATCH_PARTS}
+    before = before or {}
+    return {'before_header': 'node %s' % name, 'after_header': 'node %s' % name,
+            'before': {part: dict(before.get(part) or {}) for part in PATCH_PARTS if body['metadata'].get(part)},
+            'after': {part: after[part] for part in PATCH_PARTS if body['metadata'].get(part)}}
