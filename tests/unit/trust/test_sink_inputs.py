@@ -50,6 +50,8 @@ OWN_SINKS = {
     'gpuvirt.provision.kernel_cmdline', 'gpuvirt.provision.render_file', 'gpuvirt.provision.render_manifests',
     'gpuvirt.provision.render_session', 'gpuvirt.provision.vfio_bind', 'gpuvirt.provision.vgpu_vf_profiles',
     'gpuvirt.provision.vfio_files_absent',
+    # checks every patch itself (node name, label keys and values, the owned-labels record) before any request
+    'gpuvirt.provision.node_labels_apply',
 }
 NON_SINKS = {
     'ansible.builtin.assert', 'ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.find',
@@ -129,7 +131,6 @@ KNOWN = {
         {'__k8s_objects_flags', '__k8s_objects_secret_preview', 'k8s_objects_field_manager',
          'k8s_objects_wait_timeout'},
     ('roles/k8s_objects/tasks/render_secret.yml', 'Ensure the render directory exists'): {'k8s_objects_render_dir'},
-    ('roles/node_labels/tasks/main.yml', 'Patch the labels that differ'): {'node_labels_plan'},
     # the lab and the gathering playbook (controller paths of the run itself)
     ('playbooks/demo.yml',
      'Build the lab disk if needed and boot the VM (first time ~2 min for the disk, ~30 s to boot)'):
