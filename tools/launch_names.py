@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Generate plugins/module_utils/model/launch_names.py: the variable names the launch check judges.
 
   tools/launch_names.py           write the module
@@ -17,7 +16,6 @@ Read from the repository, never typed by hand:
 """
 import argparse
 import pathlib
-import pprint
 import re
 import sys
 
@@ -125,8 +123,14 @@ def render():
         '',
     ]
     for key, value in data.items():
-        text = pprint.pformat(tuple(value) if isinstance(value, list) else value, width=116, compact=True)
-        lines.append('%s = %s' % (key, text))
+        if isinstance(value, dict):
+            lines.append('%s = {' % key)
+            lines += ['    %r: %r,' % (k, v) for k, v in value.items()]
+            lines.append('}')
+        else:
+            lines.append('%s = (' % key)
+            lines += ['    %r,' % item for item in value]
+            lines.append(')')
         lines.append('')
     return '\n'.join(lines)
 

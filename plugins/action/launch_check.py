@@ -22,7 +22,6 @@ from ansible.vars.plugins import get_vars_from_inventory_sources, get_vars_from_
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names, launch_vars
 
 
-
 def _names():
     return launch_vars.LaunchNames(launch_names.KNOWN, launch_names.RUNTIME, launch_names.PREFIXES,
                                    launch_names.INTERNAL_PREFIXES, launch_names.REMOVED)

@@ -46,8 +46,8 @@ def _describe_config(report):
     parts = []
     gates = (report or {}).get('featureGates')
     if gates:
-        parts.append('feature gates %s' % ', '.join(sorted(gates) if not isinstance(gates, dict)
-                                                     else sorted(k for k, v in gates.items() if v)))
+        names = sorted(gates) if not isinstance(gates, dict) else sorted(k for k, v in gates.items() if v)
+        parts.append('feature gates %s' % ', '.join(names))
     mdev = (report or {}).get('mediatedDevicesConfiguration')
     if isinstance(mdev, dict) and 'enabled' in mdev:
         parts.append('mediated device configuration %s' % ('on' if mdev['enabled'] else 'off'))

@@ -249,13 +249,13 @@ def main():
             raise AbsentError('node_name: required when vmis are given (whose node runs them)')
         actions, kept = plan(paths)
         running = vmis_on_node(p['vmis'], p['node_name'])
-        refusal = vmi_refusal([path for path, _ in actions], running, p['allow_running_vmis'])
+        refusal = vmi_refusal([path for path, dummy in actions], running, p['allow_running_vmis'])
         if refusal:
             raise AbsentError(refusal)
     except (AbsentError, validators.ValidationError, OSError) as e:
         module.fail_json(msg='vfio_files_absent: %s' % to_native(e))
 
-    result = dict(changed=bool(actions), removed=[path for path, _ in actions], kept=kept,
+    result = dict(changed=bool(actions), removed=[path for path, dummy in actions], kept=kept,
                   # every one of these is read into the initramfs: modprobe.d by both builders, modules-load.d by
                   # dracut's systemd-modules-load, the dracut file and the initramfs-tools list by their builder
                   initramfs_changed=bool(actions), running_vmis=running)

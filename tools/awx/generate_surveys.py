@@ -105,13 +105,13 @@ def field(variable, question, declared):
     if not declared:
         raise SurveyError('%s: no argument spec declares it (a role\'s meta/argument_specs.yml, '
                           'playbooks/vars/run_inputs.yml)' % variable)
-    types = {option.get('type', 'str') for _, option in declared}
+    types = {option.get('type', 'str') for dummy, option in declared}
     if len(types) != 1:
         raise SurveyError('%s: declared with several types %s' % (variable, sorted(types)))
     spec_type = types.pop()
-    if any(option.get('no_log') for _, option in declared):
+    if any(option.get('no_log') for dummy, option in declared):
         raise SurveyError('%s: a secret (no_log); secrets come from credentials, never a survey' % variable)
-    spec_choices = [option['choices'] for _, option in declared if option.get('choices')]
+    spec_choices = [option['choices'] for dummy, option in declared if option.get('choices')]
     out = {'question_name': question['question_name'], 'question_description': question['question_description'],
            'variable': variable}
     if spec_type == 'int':
@@ -136,8 +136,9 @@ def field(variable, question, declared):
         out.update(type='text', min=1, max=question['max'])
     else:
         raise SurveyError('%s: type %s has no survey type here (int, bool, str, choices)' % (variable, spec_type))
-    if HOSTS.search(variable) and not (out['type'] == 'multiplechoice' and out['choices'] != BOOL_CHOICES
-                              and _pool_groups_only(out['choices'])):
+    pool_choice = (out['type'] == 'multiplechoice' and out['choices'] != BOOL_CHOICES
+                   and _pool_groups_only(out['choices']))
+    if HOSTS.search(variable) and not pool_choice:
         raise SurveyError('%s: a host selection is offered only as a choice of the pool groups' % variable)
     out['required'] = False
     return out

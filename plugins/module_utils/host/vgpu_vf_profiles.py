@@ -851,8 +851,8 @@ def checked_persist(persist, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeo
     """The boot-time config to write, rebuilt from a module result: its GPUs and types each checked by their grammar
     (PCI addresses, decimal ids, type names as creatable_vgpu_types prints them), its paths and timeout the public
     inputs (checked by the path grammar), never the result's. Raises VfProfileError naming what does not fit."""
-    if not isinstance(persist, dict) or set(persist) != {'version', MARKER_KEY, 'sysfs_root', 'sriov_manage',
-                                                          'timeout', 'gpus', 'types'}:
+    keys = {'version', MARKER_KEY, 'sysfs_root', 'sriov_manage', 'timeout', 'gpus', 'types'}
+    if not isinstance(persist, dict) or set(persist) != keys:
         raise VfProfileError('the boot-time config is %s; expected the module\'s persist result (version, %s, '
                              'sysfs_root, sriov_manage, timeout, gpus, types)' % (_brief(persist), MARKER_KEY))
     check_saved_paths(sysfs_root, sriov_manage)

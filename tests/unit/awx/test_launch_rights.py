@@ -91,7 +91,7 @@ def launch_prompt_problems(module, args):
         given = [(k, v) for k, v in args.items() if names.get(k) == canonical]
         if len(given) != 1:
             problems.append('%s: set %d times (%s); set it once, to false unless a launcher may choose it'
-                            % (canonical, len(given), ', '.join(k for k, _ in given) or 'never'))
+                            % (canonical, len(given), ', '.join(k for k, dummy in given) or 'never'))
             continue
         key, value = given[0]
         if not isinstance(value, bool):
@@ -139,7 +139,7 @@ def test_each_job_template_offers_exactly_its_listed_inputs(phase):
 
 
 def test_the_workflow_offers_exactly_its_listed_inputs():
-    args, _, listed = WORKFLOW
+    args, dummy, listed = WORKFLOW
     assert offered(args, None) == listed
     # every workflow input reaches every phase; each is also one a phase template offers on its own
     assert set(listed) <= {v for phase in PHASES for v in phase['survey']}

@@ -83,7 +83,7 @@ def test_each_question_matches_the_spec_it_feeds(survey, field):
 
 
 def _fields(variable):
-    found = [f for _, f in FIELDS if f['variable'] == variable]
+    found = [f for dummy, f in FIELDS if f['variable'] == variable]
     assert found, variable
     return found
 

@@ -72,7 +72,7 @@ def test_a_vgpu_host_without_a_vgpu_config_stops_preflight_naming_it(tmp_path):
                   '-e', 'gpuvirt_render_dir=%s' % (tmp_path / 'rendered'), '-e', 'gpuvirt_platform=kubernetes')
     assert rc != 0, out
     assert 'gpu-v02.example.com: no vGPU config for the node label nvidia.com/vgpu.config' in out, out
-    assert 'gpu-v01.example.com:' not in out.split('no vGPU config')[0][-40:], out
+    assert 'gpu-v01.example.com:' not in out.split('no vGPU config', maxsplit=1)[0][-40:], out
     assert 'Set gpuvirt_vgpu_config on each such host' in out and 'node_labels_vgpu_config_default' in out, out
     # preflight's first play: no host was contacted for facts (gather.yml comes after it)
     assert 'Preflight - GPU facts' not in out and 'gpuvirt_pci_devices' not in out, out

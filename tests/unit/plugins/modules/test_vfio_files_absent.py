@@ -82,8 +82,8 @@ def test_a_symbolic_link_at_our_path_is_kept_and_not_followed(monkeypatch, tmp_p
     paths = _tree(tmp_path, modprobe=None, modules=None)
     os.symlink(str(target), paths['modprobe_path'])
     res = run_module(monkeypatch, vfa, paths)
-    assert not res['changed'] and res['kept'] == [dict(path=paths['modprobe_path'],
-                                                      reason='a symbolic link, not a file we wrote')], res
+    kept = [dict(path=paths['modprobe_path'], reason='a symbolic link, not a file we wrote')]
+    assert not res['changed'] and res['kept'] == kept, res
     assert os.path.islink(paths['modprobe_path']) and target.read_text() == OURS
 
 
