@@ -10,7 +10,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # The playbooks these tests run get ansible_python_interpreter as an extra variable (this machine's interpreter
 # discovery can find a broken shim), some also the connection and become settings of a host stand-in. The
-# launch check refuses Ansible's own variables as extra variables unless the controller's owner allows them (docs/security.md, "Launch time"); the test harness is that owner here.
+# launch check refuses Ansible's own variables as extra variables unless the controller's owner allows them
+# (docs/security.md, "Launch time"); the test harness is that owner here.
 os.environ.setdefault('GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS',
                       'ansible_python_interpreter,ansible_become,ansible_connection')
 
