@@ -223,7 +223,8 @@ def test_summary_names_each_node_and_its_resources(tmp_path):
     rc, out = run(tmp_path, good_inventory(tmp_path / 'render'), 'summary.yml')
     assert rc == 0, out
     flat = ' '.join(out.split())
-    assert 'ctr-1 (node ctr-1, pool container): host prep not run; changed: nothing; rebooted: no; expects nvidia.com/gpu x1' in flat
+    assert ('ctr-1 (node ctr-1, pool container): host prep not run; changed: nothing (not run); rebooted: no; '
+            'expects nvidia.com/gpu x1') in flat
     assert 'pt-1 (node pt-1, pool vm-passthrough): host prep not run' in flat and 'expects nvidia.com/GA102GL_A10 x1' in flat
     # the vGPU node expects the one type of its config (a10-mixed: A10-12Q), not every type its GPU offers
     assert "expects nvidia.com/NVIDIA_A10-12Q x1'" in flat and 'NVIDIA_A10-8Q' not in flat, out
