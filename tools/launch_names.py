@@ -8,7 +8,8 @@ Read from the repository, never typed by hand:
   (playbooks/vars/run_inputs.yml) and of the variables the playbooks themselves read
   (playbooks/vars/playbook_inputs.yml);
 - RUNTIME: every name the collection sets during a run: set_fact keys, registered results, loop variables, the
-  vars of plays, tasks, blocks and role includes, and the keys of playbooks/vars and roles/*/vars files;
+  vars of plays, tasks, blocks and role includes, and the keys of playbooks/vars and roles/*/vars files - a role
+  option a play feeds included, but for the inputs playbook_inputs.yml declares passed along;
 - INTERNAL_PREFIXES: the first word of every ``__`` name the roles and playbooks use;
 - PREFIXES: the collection's variable prefixes (gpuvirt, each role's name, the playbooks' own host_prep and
   vgpu_image);
@@ -102,11 +103,18 @@ def removed_names():
     raise SystemExit('launch_names: the cluster role no longer defines __cluster_removed_map')
 
 
+def passed_along():
+    """The inputs a play also sets for a role it includes, declared one by one (playbooks/vars/playbook_inputs.yml)."""
+    return set(_load(ROOT / 'playbooks/vars/playbook_inputs.yml')['playbook_inputs_passed_along'])
+
+
 def render():
     known = known_names()
+    # a name the collection sets during a run is run-time even when a role's spec also lists it (a role input a
+    # play feeds), unless it is declared an input a user gives
     data = {
         'KNOWN': sorted(known),
-        'RUNTIME': sorted(runtime_names() - known),
+        'RUNTIME': sorted(runtime_names() - passed_along()),
         'INTERNAL_PREFIXES': sorted(internal_prefixes()),
         'PREFIXES': sorted(set(PLAYBOOK_PREFIXES) | {p.name for p in ROOT.glob('roles/*') if p.is_dir()}),
         'REMOVED': dict(sorted(removed_names().items())),

@@ -60,8 +60,8 @@ class LaunchNames(object):
 
     def __init__(self, known, runtime, prefixes, internal_prefixes, removed=None):
         self.known = frozenset(known)
-        # a user input the plays also pass along (a role input fed by a play) stays a user input
-        self.runtime = frozenset(runtime) - self.known
+        # judged before the known inputs: a role option a play feeds is the play's, not the launcher's
+        self.runtime = frozenset(runtime)
         # longest first, so the regex prefers vgpu_manager_image_ over vgpu_
         self.prefixes = tuple(sorted(set(prefixes), key=lambda p: (-len(p), p)))
         self.removed = dict(removed or {})

@@ -95,6 +95,22 @@ def test_names_the_collection_sets_during_a_run_are_refused(name):
     assert out and 'set by the collection during the run' in out[0], out
 
 
+@pytest.mark.parametrize('name', ['k8s_objects_list', 'k8s_objects_mode', 'node_labels_hosts', 'kubevirt_devices_hosts',
+                                  'vfio_state', 'vfio_check_vmis', 'machineconfig_nodes', 'verify_expected'])
+def test_a_role_option_a_play_feeds_is_the_play_s_not_the_launcher_s(name):
+    # an option of a role that a play or role sets for it (k8s_objects_list: the objects a cluster role built) is
+    # in a role's argument spec, yet given at launch it would replace what the play computed: any object applied
+    assert name in launch_names.KNOWN and name in launch_names.RUNTIME
+    out = launch_vars.problems(NAMES, {name: ['the extra variables']})
+    assert out and 'set by the collection during the run' in out[0], out
+
+
+def test_the_inputs_declared_passed_along_are_inputs_of_a_spec():
+    with open(os.path.join(PLAYBOOKS, 'vars', 'playbook_inputs.yml')) as handle:
+        along = yaml.safe_load(handle)['playbook_inputs_passed_along']
+    assert along and set(along) <= set(launch_names.KNOWN) and not set(along) & set(launch_names.RUNTIME)
+
+
 def test_a_misspelt_input_names_the_closest_known_one_and_can_be_declared_your_own():
     out = launch_vars.problems(NAMES, {'gpuvirt_plattform': ['the extra variables']})
     assert out == ['gpuvirt_plattform (given by the extra variables) is not a variable of the collection (did you '
@@ -110,7 +126,8 @@ def test_a_removed_variable_names_its_replacement():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(sorted(launch_names.KNOWN)), st.sampled_from(['the extra variables', 'the inventory host x']))
+@given(st.sampled_from(sorted(set(launch_names.KNOWN) - set(launch_names.RUNTIME))),
+       st.sampled_from(['the extra variables', 'the inventory host x']))
 def test_every_known_input_is_accepted(name, where):
     # the other half of the rule: a check that refused everything would pass the tests above
     assert launch_vars.problems(NAMES, {name: [where]}) == []
@@ -278,6 +295,16 @@ def test_no_option_of_the_command_line_skips_the_check_of_the_extra_variables(tm
     assert rc != 0, out
     assert '__vfio_files (given by the extra variables) is internal' in out, out
     assert 'UNREACHABLE' not in out, out
+
+
+def test_objects_given_at_launch_never_reach_a_cluster_phase(tmp_path):
+    # the first hostile review's finding: k8s_objects_list, the option every cluster role hands its built objects
+    # through, given as an extra variable added a MachineConfig with a root unit to the render
+    evil = [{'apiVersion': 'machineconfiguration.openshift.io/v1', 'kind': 'MachineConfig',
+             'metadata': {'name': '99-evil'}, 'spec': {}}]
+    rc, out = _run(tmp_path, 'phase_operator.yml', extra={'k8s_objects_list': evil})
+    assert rc != 0, out
+    assert 'k8s_objects_list (given by the extra variables) is set by the collection' in out, out
 
 
 @pytest.mark.parametrize('body', ['phase_nodes.yml', 'phase_kubevirt.yml', 'phase_vgpu_vf.yml', 'summary.yml'])
