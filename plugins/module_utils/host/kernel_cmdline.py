@@ -105,6 +105,18 @@ DENIED_PREFIXES = ('rd.',)
 ALLOWED_RD = frozenset(('rd.driver.blacklist', 'rd.driver.pre', 'rd.driver.post'))
 
 
+# What the collection adds at all: an allow-list of parameter names (a denylist of dangerous ones always misses
+# one: systemd.wants= starts a root shell, an unknown KEY=VALUE becomes PID 1's environment). The IOMMU, VFIO, GPU
+# driver and PCI parameters the pools need, and the memory and CPU tuning GPU VM hosts commonly carry.
+ALLOWED_KEY = re.compile(
+    r'(?:intel_iommu|amd_iommu|iommu|iommu\.[a-z_]+|vfio[-_]pci\.[a-z_]+|vfio[-_]iommu[-_]type1\.[a-z_]+'
+    r'|vfio\.[a-z_]+|kvm(?:[-_](?:intel|amd))?\.[a-z_]+|modprobe\.blacklist|rd\.driver\.(?:blacklist|pre|post)'
+    r'|nouveau\.[a-z_]+|nvidia(?:[-_](?:drm|modeset|uvm))?\.[A-Za-z0-9_]+|nomodeset|video|pci|pcie_aspm'
+    r'|pcie_acs_override|pcie_ports|hugepagesz|hugepages|default_hugepagesz|transparent_hugepage|isolcpus'
+    r'|nohz_full|rcu_nocbs|irqaffinity|numa_balancing|intel_pstate|processor\.max_cstate|intel_idle\.max_cstate'
+    r'|quiet|splash|rhgb|crashkernel|console|earlyprintk|loglevel|panic|nosmt|rootdelay)')
+
+
 def denied_key(key):
     """True when the collection must never add or remove the parameter ``key`` (module names use - and _ alike)."""
     norm = key.replace('-', '_')
@@ -115,11 +127,6 @@ def denied_key(key):
 
 def validate_args(args):
     for arg in args:
-        if isinstance(arg, str) and denied_key(arg_key(arg)):
-            raise CmdlineError(
-                "kernel arg %r is not one the collection sets: %r chooses what runs at boot, the root disk or a "
-                "protection (init, root, rd.*, selinux, lockdown, ...); set it outside the collection if you mean it"
-                % (arg, arg_key(arg)))
         if isinstance(arg, str) and len(arg) > ARG_MAX:
             raise CmdlineError("kernel arg %r... is %d characters: at most %d are allowed (the kernel truncates a "
                                "command line past 2048 bytes on x86, which can cut root= off)"
@@ -128,6 +135,12 @@ def validate_args(args):
             raise CmdlineError(
                 "kernel arg %r is not allowed: only letters, digits and _ . , : = + / @ %% - may appear "
                 "(no spaces, quotes or shell metacharacters)" % (arg,))
+        if denied_key(arg_key(arg)) or not ALLOWED_KEY.fullmatch(arg_key(arg)):
+            raise CmdlineError(
+                "kernel arg %r is not one the collection sets: %r is not an IOMMU, VFIO, GPU driver, PCI, memory or "
+                "CPU tuning parameter (what runs at boot, the root disk and protections - init, root, rd.*, "
+                "systemd.*, selinux, lockdown - are never set); set it outside the collection if you mean it"
+                % (arg, arg_key(arg)))
     total = sum(len(arg) + 1 for arg in args)
     if total > ARGS_TOTAL_MAX:
         raise CmdlineError("the kernel args given are %d characters together: at most %d are allowed (the kernel "
@@ -166,7 +179,10 @@ def validate_patterns(patterns):
             raise CmdlineError(
                 "remove pattern %r is not allowed: only letters, digits, globs * ? and _ . , : = + / @ %% -"
                 % (pat,))
-        hit = sorted(k for k in DENIED_KEYS | set(('rd.lvm.lv', 'rd.luks.uuid', 'rd.break')) if matches(k, pat))
+        # a pattern may carry a value (root=*): judge its key part too, and the key with any value
+        hit = sorted(k for k in DENIED_KEYS | set(('rd.lvm.lv', 'rd.luks.uuid', 'rd.break', 'rd.md.uuid', 'mount.usr'))
+                     if matches(k, pat) or fnmatch.fnmatchcase(k + '=x', pat)
+                     or fnmatch.fnmatchcase(k, arg_key(pat)))
         if hit:
             raise CmdlineError(
                 "remove pattern %r would remove %s: the collection never removes what chooses the root disk, PID 1 "

@@ -49,6 +49,10 @@ def iommu_kernel_args(cpu_vendor, passthrough_mode=True, extra=()):
         if not isinstance(arg, str) or not kernel_cmdline.ARG_RE.fullmatch(arg):  # these strings reach the boot loader
             raise ManifestError("kernel argument %r is not allowed: only letters, digits and _ . , : = + / @ %% -"
                                 % (arg,))
+    try:  # the same parameters the host backends take (kernel_cmdline's allow-list): the MCO sets them on every node
+        kernel_cmdline.validate_args(args)
+    except kernel_cmdline.CmdlineError as e:
+        raise ManifestError(str(e))
     seen, out = set(), []
     for arg in args:  # a duplicate would be appended twice to the command line
         if arg not in seen:

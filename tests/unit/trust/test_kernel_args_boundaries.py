@@ -12,26 +12,38 @@ import os
 import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline as kc
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.modules import kernel_cmdline as module
 
 
 @pytest.mark.parametrize('arg', ['init=/bin/sh', 'rdinit=/x', 'root=/dev/sdb1', 'rd.break', 'rd.shell',
                                  'rd.lvm.lv=vg/root', 'selinux=0', 'enforcing=0', 'apparmor=0', 'lockdown=none',
                                  'module.sig_enforce=0', 'module.sig-enforce=0', 'single', 'systemd.unit=rescue.target',
-                                 'lsm=', 'security=none', 'ima_appraise=off'])
+                                 'lsm=', 'security=none', 'ima_appraise=off',
+                                 # the second review: a denylist missed these; the allow-list refuses them
+                                 'systemd.wants=debug-shell.service', 'systemd.run=/usr/bin/id', 'LD_PRELOAD=/x.so',
+                                 'SYSTEMD_UNIT_PATH=/tmp', 'initrd=/x', 'mount.usr=/dev/x', 'roothash=x',
+                                 'kgdbwait', 'mitigations=off', 'fstab=0', 'Init=/bin/sh'])
 def test_arguments_that_choose_pid_1_the_root_or_a_protection_are_refused(arg):
     with pytest.raises(kc.CmdlineError, match='is not one the collection sets'):
         kc.validate_args([arg])
+    # the OpenShift path (MachineConfig kernelArguments) takes the same parameters
+    with pytest.raises(mc.ManifestError, match='is not one the collection sets'):
+        mc.iommu_kernel_args('intel', True, [arg])
 
 
 @pytest.mark.parametrize('arg', ['intel_iommu=on', 'amd_iommu=on', 'iommu=pt', 'rd.driver.blacklist=nouveau',
                                  'modprobe.blacklist=nouveau', 'nouveau.modeset=0', 'vfio-pci.ids=10de:2236',
-                                 'pcie_acs_override=downstream', 'rootdelay=5'])
+                                 'pcie_acs_override=downstream', 'rootdelay=5', 'hugepagesz=1G', 'iommu.strict=1',
+                                 'nvidia.NVreg_EnableGpuFirmware=0', 'kvm_intel.nested=1'])
 def test_the_arguments_the_collection_and_its_users_set_are_taken(arg):
     kc.validate_args([arg])
 
 
-@pytest.mark.parametrize('pattern', ['*', 'r*', 'root', 'rd.*', 'sel*', 'init', '?', 'lockdown*'])
+@pytest.mark.parametrize('pattern', ['*', 'r*', 'root', 'rd.*', 'sel*', 'init', '?', 'lockdown*',
+                                     # with a value part (the second review: these took the root LV off)
+                                     'root=*', 'rd.lvm.lv=*', 'r*=*', '?oot=*', 'init=*', 'selinux=*', 'rd.md*',
+                                     'mount.usr*'])
 def test_a_remove_pattern_that_would_take_a_protected_argument_is_refused(pattern):
     with pytest.raises(kc.CmdlineError, match='would remove'):
         kc.validate_patterns([pattern])

@@ -124,7 +124,7 @@ def test_grub_default_edit_only_touches_our_args():
 
 def test_grub_default_refuses_computed_value():
     with pytest.raises(kc.CmdlineError, match='computed'):
-        kc.grub_default_edit('GRUB_CMDLINE_LINUX="$FOO quiet"\n', 'GRUB_CMDLINE_LINUX', ['a=1'], [])
+        kc.grub_default_edit('GRUB_CMDLINE_LINUX="$FOO quiet"\n', 'GRUB_CMDLINE_LINUX', ['iommu=pt'], [])
 
 
 def test_grub_default_adds_missing_variable():
