@@ -18,8 +18,9 @@ sys.path.insert(0, HERE)  # sysfs_tree, schema
 # discovery can find a broken shim), some also the connection and become settings of a host stand-in. The
 # launch check refuses Ansible's own variables as extra variables unless the controller's owner allows them
 # (docs/security.md, "Launch time"); the test harness is that owner here.
-os.environ.setdefault('GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS',
-                      'ansible_python_interpreter,ansible_become,ansible_connection')
+os.environ['GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS'] = ','.join(sorted(
+    set(filter(None, os.environ.get('GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS', '').split(',')))
+    | set('ansible_python_interpreter,ansible_become,ansible_connection'.split(','))))
 
 
 @pytest.fixture

@@ -312,3 +312,10 @@ def test_a_phase_body_run_on_its_own_checks_the_extra_variables_too(tmp_path, bo
     rc, out = _run(tmp_path, body, extra={'node_labels_plan': {'patches': []}})
     assert rc != 0, out
     assert 'node_labels_plan (given by the extra variables) is set by the collection' in out, out
+
+
+def test_the_controller_s_owner_may_allow_a_run_time_name_never_an_internal_one():
+    allowed = frozenset(('verify_expected', '__vfio_files'))
+    out = launch_vars.extra_var_problems(NAMES, {'verify_expected': [], '__vfio_files': {}}, (), allowed)
+    assert len(out) == 1 and out[0].startswith('__vfio_files (given by the extra variables) is internal'), out
+    assert launch_vars.extra_var_problems(NAMES, {'verify_expected': []}, (), frozenset())
