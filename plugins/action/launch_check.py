@@ -19,12 +19,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
 from ansible.vars.plugins import get_vars_from_inventory_sources, get_vars_from_path
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names, launch_vars
-
-
-def _names():
-    return launch_vars.LaunchNames(launch_names.KNOWN, launch_names.RUNTIME, launch_names.PREFIXES,
-                                   launch_names.INTERNAL_PREFIXES, launch_names.REMOVED)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_vars
 
 
 def given_variables(loader, inventory, playbook_dir):
@@ -83,9 +78,9 @@ class ActionModule(ActionBase):
                 allowed.extend(launch_vars.allowed_unknown_names(value))
         except ValueError as exc:
             raise AnsibleActionFail('launch_check: %s. Nothing was changed.' % exc)
-        problems = launch_vars.extra_var_problems(_names(), extra, allowed,
-                                                  launch_vars.allowed_extra_names(os.environ))
-        problems += launch_vars.problems(_names(), given, allowed)
+        names = launch_vars.collection_names()
+        problems = launch_vars.extra_var_problems(names, extra, allowed, launch_vars.allowed_extra_names(os.environ))
+        problems += launch_vars.problems(names, given, allowed)
 
         limit = task_vars.get('ansible_limit')
         play_hosts = task_vars.get('ansible_play_hosts_all') or []

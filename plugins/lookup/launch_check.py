@@ -42,15 +42,14 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.vars import load_extra_vars
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names, launch_vars
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_vars
 
 
 class LookupModule(LookupBase):
 
     def run(self, terms, variables=None, **kwargs):
         extra = load_extra_vars(self._loader)
-        names = launch_vars.LaunchNames(launch_names.KNOWN, launch_names.RUNTIME, launch_names.PREFIXES,
-                                        launch_names.INTERNAL_PREFIXES, launch_names.REMOVED)
+        names = launch_vars.collection_names()
         try:
             allowed = launch_vars.allowed_unknown_names(extra.get(launch_vars.ALLOW_VARIABLE))
         except ValueError as exc:

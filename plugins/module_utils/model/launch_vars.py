@@ -24,7 +24,7 @@ the controller's owner allows them by name in the environment variable GPUVIRT_L
 launcher does not set; the test harnesses allow ansible_python_interpreter). The same variable may name a run-time
 name too (a harness that gives a phase what an earlier phase would have computed), never an internal __ name.
 
-Plain Python (no Ansible import); the action plugin and lookup gpuvirt.provision.launch_check collect the names.
+Plain Python (no Ansible import; the names come from the generated launch_names module); the action plugin and lookup gpuvirt.provision.launch_check collect the names.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -32,6 +32,8 @@ __metaclass__ = type
 
 import difflib
 import re
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names
 
 # a variable name as Ansible accepts one; anything else is not ours to judge
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
@@ -106,6 +108,12 @@ def extra_var_problems(names, extra_vars, allowed_unknown=(), allowed_ansible=()
                        'every host; set it in the inventory instead, or allow it on the controller in %s'
                        % (name, ALLOW_EXTRA_ENV))
     return out
+
+
+def collection_names():
+    """The LaunchNames of this collection (the generated launch_names module)."""
+    return LaunchNames(launch_names.KNOWN, launch_names.RUNTIME, launch_names.PREFIXES, launch_names.INTERNAL_PREFIXES,
+                       launch_names.REMOVED)
 
 
 def problems(names, given, allowed_unknown=()):

@@ -23,8 +23,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model import lau
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 PLAYBOOKS = os.path.join(ROOT, 'playbooks')
-NAMES = launch_vars.LaunchNames(launch_names.KNOWN, launch_names.RUNTIME, launch_names.PREFIXES,
-                                launch_names.INTERNAL_PREFIXES, launch_names.REMOVED)
+NAMES = launch_vars.collection_names()
 
 # A host that refuses connections at once: a play that got past the launch check and tried it fails fast, and
 # the tests see that it was tried (UNREACHABLE) - never a change on this machine.
