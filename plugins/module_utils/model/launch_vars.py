@@ -24,7 +24,8 @@ the controller's owner allows them by name in the environment variable GPUVIRT_L
 launcher does not set; the test harnesses allow ansible_python_interpreter). The same variable may name a run-time
 name too (a harness that gives a phase what an earlier phase would have computed), never an internal __ name.
 
-Plain Python (no Ansible import; the names come from the generated launch_names module); the action plugin and lookup gpuvirt.provision.launch_check collect the names.
+Plain Python (no Ansible import; the names come from the generated launch_names module); the action plugin
+and lookup gpuvirt.provision.launch_check collect the names.
 """
 from __future__ import absolute_import, division, print_function
 
