@@ -6,8 +6,8 @@ present and fixed values among the documented choices; every job template runs a
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
+import sys
 
 import pytest
 import yaml
@@ -23,9 +23,13 @@ def _load(path):
 def module_options(fqcn):
     """{option or alias: option doc} of an installed awx.awx module, from its DOCUMENTATION."""
     namespace, collection, name = fqcn.split('.')
-    spec = importlib.util.find_spec('ansible_collections.%s.%s.plugins.modules.%s' % (namespace, collection, name))
-    assert spec is not None, '%s is not installed' % fqcn
-    with open(spec.origin, encoding='utf-8') as handle:
+    # Found by path on sys.path, not importlib: once another test in this worker has installed Ansible's collection
+    # finder, find_spec of a collection the finder never loaded raises instead of answering.
+    relative = os.path.join('ansible_collections', namespace, collection, 'plugins', 'modules', name + '.py')
+    origins = [os.path.join(entry, relative) for entry in sys.path if entry]
+    origin = next((path for path in origins if os.path.isfile(path)), None)
+    assert origin is not None, '%s is not installed' % fqcn
+    with open(origin, encoding='utf-8') as handle:
         tree = ast.parse(handle.read())
     doc = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
                and any(getattr(t, 'id', None) == 'DOCUMENTATION' for t in node.targets))
