@@ -38,6 +38,15 @@ description:
   - C(grubby) (EL9 and later) runs C(grubby --update-kernel=ALL) with the arguments to add and remove.
   - Ensuring C(key=value) removes every other value of C(key) (for example C(intel_iommu=off)).
   - When the boot loader update command fails the configuration file is restored, so a later run retries.
+  - Both ways (O(state)). V(present) records on the host (O(record_path)) the arguments it added that the boot loader
+    did not have before, per backend, and the drop-in it wrote. V(absent) takes back only what that record lists:
+    on C(grub_default) the recorded arguments C(GRUB_CMDLINE_LINUX) still has (one C(GRUB_CMDLINE_LINUX_DEFAULT)
+    carries too is kept, named), on C(grubby) the recorded arguments of every entry, on C(grub_dropin) the drop-in
+    when its first line is the role's header (it holds only ours). The module reads and writes the record itself,
+    in the same call as the boot loader change.
+  - The record is host data. A record that is a symbolic link, too large, or fails the schema (an argument outside
+    the allow-list, an unknown key) takes back nothing of its kind; the result says why (RV(record_problems)) and a
+    present run replaces it.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
@@ -84,6 +93,19 @@ options:
     description: The running kernel's command line.
     type: path
     default: /proc/cmdline
+  state:
+    description:
+      - V(present) ensures O(args) and removes O(remove), recording what it added.
+      - V(absent) takes back what the record says the collection added (O(args) and O(remove) must be empty).
+    type: str
+    choices: [present, absent]
+    default: present
+  record_path:
+    description:
+      - The ownership record, a C(*.json) file directly in a C(gpuvirt-provision) directory; written atomically,
+        never through a symbolic link, mode 0644. Not read nor written with backend V(none).
+    type: path
+    default: /var/lib/gpuvirt-provision/host-state.json
 attributes:
   check_mode:
     description: Reports what would change and the commands that would run, and writes nothing.
@@ -100,6 +122,11 @@ EXAMPLES = r'''
   gpuvirt.provision.kernel_cmdline:
     args: [intel_iommu=on, iommu=pt]
     remove: [nomodeset]
+  register: cmdline
+
+- name: Take back the arguments the collection added (the record says which)
+  gpuvirt.provision.kernel_cmdline:
+    state: absent
   register: cmdline
 
 - name: Only report whether the running kernel has the args
@@ -144,12 +171,44 @@ commands:
   returned: always
   type: list
   elements: list
+owned:
+  description: The arguments the record lists as the collection's for the backend after this run.
+  returned: always
+  type: list
+  elements: str
+  sample: [intel_iommu=on, iommu=pt]
+removed:
+  description: With O(state=absent), the recorded arguments taken back (or, in check mode, to take back).
+  returned: always
+  type: list
+  elements: str
+kept:
+  description: With O(state=absent), what was left alone, each with the reason (not ours, or also the administrator's).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{arg: iommu=pt, reason: "GRUB_CMDLINE_LINUX_DEFAULT carries it too: the administrator's there"}]
+files_removed:
+  description: With O(state=absent), the files taken back (the drop-in).
+  returned: always
+  type: list
+  elements: str
+record_changed:
+  description: The record was (or, in check mode, would be) rewritten.
+  returned: always
+  type: bool
+record_problems:
+  description: Why a part of the record was not used (malformed, a link), by kind; empty when the record is sound.
+  returned: always
+  type: dict
 '''
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import cmdline_owned as owned
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_record
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline as kc
 # the file as bytes (None when absent): an edit must keep every byte it does not own, CR included
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs import read_bytes
@@ -239,6 +298,161 @@ def file_backend(module, result, runner, path, new_data, update_cmd, old=None):
     result['bootloader_updated'] = True
 
 
+def remove_dropin(module, result, runner, path, old, update_cmd):
+    """Delete our drop-in and run ``update_cmd``; on a failed update put the drop-in back (a later run retries)."""
+    result['changed'] = True
+    result['files_removed'].append(path)
+    if module._diff:
+        result['diff'] = {'before_header': path, 'after_header': path,
+                          'before': to_text(old, errors='surrogate_or_replace'), 'after': ''}
+    if module.check_mode:
+        if module.params['update_bootloader']:
+            result['commands'].append(update_cmd)
+            result['bootloader_updated'] = True
+        return
+    os.unlink(path)
+    if not module.params['update_bootloader']:
+        return
+    try:
+        runner.run(update_cmd)
+    except RuntimeError:
+        write_file(module, path, None, old)
+        raise
+    result['bootloader_updated'] = True
+
+
+def read_dropin(path):
+    """``(bytes, None)`` of a regular drop-in, ``(None, None)`` when there is none, ``(None, reason)`` when the path
+    holds something we never wrote (a link, not a regular file, not ours). Never follows a symbolic link."""
+    if os.path.islink(path):
+        return None, 'a symbolic link, not the drop-in we wrote'
+    if not os.path.lexists(path):
+        return None, None
+    if not os.path.isfile(path):
+        return None, 'not a regular file'
+    data = read_bytes(path)
+    if not owned.dropin_is_ours(data):
+        return None, 'its first line is not the kernel_args role\'s header: not written by us'
+    return data, None
+
+
+def admin_args(module, path):
+    """The arguments the administrator's /etc/default/grub gives GRUB (both variables, as /bin/sh reads them), or
+    None when it cannot be read: those stay on the command line after our drop-in is gone."""
+    data = read_bytes(path)
+    if data is None:
+        return []
+    try:
+        values = kc.sh_readings(data, [owned.VAR, kc.appended_variable(owned.VAR)], path, module.tmpdir)
+    except kc.CmdlineError:
+        return None
+    return kc.split_cmdline(values[0]) + kc.split_cmdline(values[1])
+
+
+def present(module, result, runner, backend, recorded):
+    """Ensure the arguments; return the backend's owned arguments after the change (to record)."""
+    p = module.params
+    ensure, remove = p['args'], p['remove']
+    if backend == 'grub_dropin':
+        cmd = [module.get_bin_path('update-grub') or 'update-grub']
+        file_backend(module, result, runner, p['dropin_path'], to_bytes(kc.render_grub_dropin(ensure, remove)), cmd)
+        # the drop-in holds only ours: deleting it gives the administrator's lines back as they were
+        return list(ensure)
+    if backend == 'grub_default':
+        path = p['grub_default_path']
+        data = read_bytes(path)
+        if data is None:
+            module.fail_json(msg='%s does not exist: is GRUB installed?' % path, **result)
+        # Edited by the parser, then cross-checked with /bin/sh reading the old and the new bytes (check mode
+        # too), before anything is written.
+        new = kc.grub_default_update(data, owned.VAR, ensure, remove, path, module.tmpdir)
+        linux, default = owned.grub_default_args(kc.decode_grub_default(data, path), path)
+        new_linux, dummy = owned.grub_default_args(kc.decode_grub_default(new, path), path)
+        cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
+        file_backend(module, result, runner, path, new, cmd, old=data)
+        return owned.owned_after(recorded, owned.added(linux + (default or []), ensure), new_linux)
+    if backend == 'grubby':
+        grubby = module.get_bin_path('grubby', required=True)
+        entries = grubby_entries(module, result, grubby)
+        add, drop = kc.grubby_changes(entries, ensure, remove)
+        if add or drop:
+            cmd = [grubby, '--update-kernel=ALL']
+            if add:
+                cmd.append('--args=' + ' '.join(add))
+            if drop:
+                cmd.append('--remove-args=' + ' '.join(drop))
+            result['changed'] = result['bootloader_updated'] = True
+            if module._diff:
+                result['diff'] = {'before': 'grubby ALL kernels\n',
+                                  'after': 'add: %s\nremove: %s\n' % (' '.join(add), ' '.join(drop))}
+            runner.run(cmd)
+        # ours: an argument no entry had before (one that some entries had is the administrator's)
+        return owned.owned_after(recorded, owned.added(owned.grubby_args(entries), ensure),
+                                 owned.grubby_after(entries, add, drop))
+    return recorded
+
+
+def grubby_entries(module, result, grubby):
+    rc, out, err = module.run_command([grubby, '--info=ALL'])
+    if rc != 0:
+        module.fail_json(msg='grubby --info=ALL failed: %s' % err.strip(), **result)
+    return kc.parse_grubby_info(out)
+
+
+def absent(module, result, runner, backend, recorded, problem):
+    """Take back what the record (``recorded``, None when malformed) says is ours; return what stays recorded and
+    the arguments the administrator's lines keep (for the reboot decision)."""
+    p = module.params
+    if backend == 'grub_dropin':
+        path = p['dropin_path']
+        data, reason = read_dropin(path)
+        if reason:
+            result['kept'].append(dict(arg=path, reason=reason))
+            return recorded, []
+        if data is None:
+            return [], []
+        ours = owned.dropin_args(data)
+        cmd = [module.get_bin_path('update-grub') or 'update-grub']
+        admin = admin_args(module, p['grub_default_path'])
+        remove_dropin(module, result, runner, path, data, cmd)
+        result['removed'].extend(ours)
+        # the administrator's lines come back as they were: what they carry stays after the reboot too
+        return [], ours if admin is None else admin
+    if recorded is None:
+        result['kept'].append(dict(arg='*', reason='the record of the kernel arguments is not usable (%s): nothing '
+                                                   'is taken back' % problem))
+        return None, []
+    if not recorded:
+        return [], []
+    if backend == 'grub_default':
+        path = p['grub_default_path']
+        data = read_bytes(path)
+        if data is None:
+            module.fail_json(msg='%s does not exist: is GRUB installed?' % path, **result)
+        linux, default = owned.grub_default_args(kc.decode_grub_default(data, path), path)
+        remove, kept, dummy = owned.grub_default_removal(recorded, linux, default)
+        result['kept'].extend(kept)
+        if remove:
+            # exact arguments as patterns (no glob character is allowed in an argument): only these go
+            new = kc.grub_default_update(data, owned.VAR, [], remove, path, module.tmpdir)
+            cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
+            file_backend(module, result, runner, path, new, cmd, old=data)
+            result['removed'].extend(remove)
+        return [k['arg'] for k in kept], [k['arg'] for k in kept]
+    if backend == 'grubby':
+        grubby = module.get_bin_path('grubby', required=True)
+        remove, dummy = owned.grubby_removal(recorded, grubby_entries(module, result, grubby))
+        if remove:
+            cmd = [grubby, '--update-kernel=ALL', '--remove-args=' + ' '.join(remove)]
+            result['changed'] = result['bootloader_updated'] = True
+            if module._diff:
+                result['diff'] = {'before': 'grubby ALL kernels\n', 'after': 'remove: %s\n' % ' '.join(remove)}
+            runner.run(cmd)
+            result['removed'].extend(remove)
+        return [], []
+    return recorded, []
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -251,6 +465,8 @@ def main():
             grub_config=dict(type='path', default='/boot/grub2/grub.cfg'),
             update_bootloader=dict(type='bool', default=True),
             proc_cmdline=dict(type='path', default='/proc/cmdline'),
+            state=dict(type='str', default='present', choices=['present', 'absent']),
+            record_path=dict(type='path', default=host_record.DEFAULT_PATH),
         ),
         supports_check_mode=True,
     )
@@ -261,52 +477,52 @@ def main():
         kc.validate_patterns(remove)
         kc.check_consistent(ensure, remove)
         kc.check_paths(p['dropin_path'], p['grub_default_path'], p['grub_config'])
-    except kc.CmdlineError as e:
+        host_record.check_path(p['record_path'])
+        if p['state'] == 'absent' and (ensure or remove):
+            raise kc.CmdlineError('state absent takes back what the record lists: args and remove must be empty '
+                                  '(got %s)' % ' '.join(ensure + remove))
+    except (kc.CmdlineError, host_record.RecordError) as e:
         module.fail_json(msg=to_native(e))
 
     backend = pick_backend(module) if p['backend'] == 'auto' else p['backend']
-    result = dict(changed=False, backend=backend, commands=[], bootloader_updated=False)
+    result = dict(changed=False, backend=backend, commands=[], bootloader_updated=False, owned=[], removed=[],
+                  kept=[], files_removed=[], record_changed=False, record_problems={})
     runner = Runner(module, result)
+    admin_keeps = []
     try:
-        if backend == 'grub_dropin':
-            cmd = [module.get_bin_path('update-grub') or 'update-grub']
-            file_backend(module, result, runner, p['dropin_path'],
-                         to_bytes(kc.render_grub_dropin(ensure, remove)), cmd)
-        elif backend == 'grub_default':
-            path = p['grub_default_path']
-            data = read_bytes(path)
-            if data is None:
-                module.fail_json(msg='%s does not exist: is GRUB installed?' % path, **result)
-            # Edited by the parser, then cross-checked with /bin/sh reading the old and the new bytes (check mode
-            # too), before anything is written.
-            new = kc.grub_default_update(data, 'GRUB_CMDLINE_LINUX', ensure, remove, path, module.tmpdir)
-            cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
-            file_backend(module, result, runner, path, new, cmd, old=data)
-        elif backend == 'grubby':
-            grubby = module.get_bin_path('grubby', required=True)
-            rc, out, err = module.run_command([grubby, '--info=ALL'])
-            if rc != 0:
-                module.fail_json(msg='grubby --info=ALL failed: %s' % err.strip(), **result)
-            add, drop = kc.grubby_changes(kc.parse_grubby_info(out), ensure, remove)
-            if add or drop:
-                cmd = [grubby, '--update-kernel=ALL']
-                if add:
-                    cmd.append('--args=' + ' '.join(add))
-                if drop:
-                    cmd.append('--remove-args=' + ' '.join(drop))
-                result['changed'] = result['bootloader_updated'] = True
-                if module._diff:
-                    result['diff'] = {'before': 'grubby ALL kernels\n',
-                                      'after': 'add: %s\nremove: %s\n' % (' '.join(add), ' '.join(drop))}
-                runner.run(cmd)
-    except (RuntimeError, kc.CmdlineError, IOError, OSError) as e:
+        record, problems = (host_record.read(p['record_path']) if backend != 'none'
+                            else (host_record.empty(), {}))
+        result['record_problems'] = problems
+        section = record['kernel_args']
+        recorded = None if section is None else section.get(backend, [])
+        if problems:
+            module.warn('kernel_cmdline: %s: %s' % (p['record_path'], '; '.join(
+                '%s: %s' % item for item in sorted(problems.items()))))
+        if p['state'] == 'present':
+            now = present(module, result, runner, backend, recorded or [])
+        else:
+            now, admin_keeps = absent(module, result, runner, backend, recorded, problems.get('kernel_args'))
+        if backend != 'none' and now is not None:
+            files = [p['dropin_path']] if backend == 'grub_dropin' and p['state'] == 'present' else []
+            new_record = host_record.with_files(host_record.with_args(
+                dict(record, kernel_args=section or {}), backend, now), 'kernel_args', files)
+            # a malformed part of another kind is left as it is on disk unless the record is rewritten anyway
+            if host_record.render(new_record) != host_record.render(record) or problems.get('kernel_args'):
+                result['record_changed'] = result['changed'] = True
+                if not module.check_mode:
+                    host_record.write(p['record_path'], new_record)
+        result['owned'] = now or []
+    except (RuntimeError, kc.CmdlineError, host_record.RecordError, IOError, OSError) as e:
         module.fail_json(msg=to_native(e), **result)
 
     running = read(p['proc_cmdline'])
     if running is None:
         module.fail_json(msg='cannot read %s' % p['proc_cmdline'], **result)
     current = kc.split_cmdline(running)
-    missing, unwanted = kc.compare(current, ensure, remove)
+    if p['state'] == 'present':
+        missing, unwanted = kc.compare(current, ensure, remove)
+    else:
+        missing, unwanted = [], owned.still_running(result['removed'], current, admin_keeps)
     result.update(cmdline=current, missing=missing, unwanted=unwanted,
                   reboot_required=bool(missing or unwanted))
     module.exit_json(**result)
