@@ -39,7 +39,7 @@ description:
   - Ensuring C(key=value) removes every other value of C(key) (for example C(intel_iommu=off)).
   - When the boot loader update command fails the configuration file is restored, so a later run retries.
   - Both ways (O(state)). V(present) records on the host (O(record_path)) the arguments it added that the boot loader
-    did not have before, per backend, and the drop-in it wrote. V(absent) takes back only what that record lists:
+    did not have before, per backend, and the drop-in it wrote. V(absent) takes back only what that record lists;
     on C(grub_default) the recorded arguments C(GRUB_CMDLINE_LINUX) still has (one C(GRUB_CMDLINE_LINUX_DEFAULT)
     carries too is kept, named), on C(grubby) the recorded arguments of every entry, on C(grub_dropin) the drop-in
     when its first line is the role's header (it holds only ours). The module reads and writes the record itself,
@@ -193,6 +193,10 @@ files_removed:
   returned: always
   type: list
   elements: str
+config_changed:
+  description: The boot loader configuration was (or, in check mode, would be) changed; RV(record_changed) aside.
+  returned: always
+  type: bool
 record_changed:
   description: The record was (or, in check mode, would be) rewritten.
   returned: always
@@ -486,7 +490,7 @@ def main():
 
     backend = pick_backend(module) if p['backend'] == 'auto' else p['backend']
     result = dict(changed=False, backend=backend, commands=[], bootloader_updated=False, owned=[], removed=[],
-                  kept=[], files_removed=[], record_changed=False, record_problems={})
+                  kept=[], files_removed=[], config_changed=False, record_changed=False, record_problems={})
     runner = Runner(module, result)
     admin_keeps = []
     try:
@@ -502,6 +506,7 @@ def main():
             now = present(module, result, runner, backend, recorded or [])
         else:
             now, admin_keeps = absent(module, result, runner, backend, recorded, problems.get('kernel_args'))
+        result['config_changed'] = result['changed']
         if backend != 'none' and now is not None:
             files = [p['dropin_path']] if backend == 'grub_dropin' and p['state'] == 'present' else []
             new_record = host_record.with_files(host_record.with_args(
