@@ -18,16 +18,16 @@ pool_host_state = FilterModule().filters()['pool_host_state']
 @pytest.mark.parametrize('row', fleet.POOL_TABLE, ids=lambda row: row.name)
 def test_each_thing_follows_the_column_that_says_it(row):
     state = fleet.host_state(row)
-    assert set(state) == set(fleet.HOST_THINGS) and set(state.values()) <= {'present', 'absent'}
+    assert set(state) == set(fleet.HOST_THINGS) and set(state.values()) <= {'present', 'absent', 'leave'}
     assert state['kernel_args'] == ('present' if row.iommu else 'absent')
     assert state['vfio'] == ('present' if row.host_vfio else 'absent')
     assert state['vf_unit'] == ('present' if row.interface == 'vendor-vfio' else 'absent')
-    # the blacklist stays on every pool (fleet.py says why: NVIDIA recommends it on GPU Operator nodes too)
-    assert state['nouveau'] == 'present'
+    # written where the pool needs the IOMMU; elsewhere neither written nor taken back (fleet.py says why)
+    assert state['nouveau'] == ('present' if row.iommu else 'leave')
 
 
 def test_host_preparation_takes_back_what_a_container_host_no_longer_needs():
-    assert pool_host_state('container') == {'kernel_args': 'absent', 'nouveau': 'present', 'vfio': 'absent',
+    assert pool_host_state('container') == {'kernel_args': 'absent', 'nouveau': 'leave', 'vfio': 'absent',
                                             'vf_unit': 'absent'}
     assert pool_host_state('vm-passthrough')['vf_unit'] == 'absent'
 
