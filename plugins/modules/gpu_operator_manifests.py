@@ -127,8 +127,8 @@ options:
     description:
       - The DRA driver image version the GPUCluster runs (C(gpu_operator_dra_driver_version)); any version from
         0.4.0 on. Omitted, the one the GPU Operator release lists for it (its CSV's C(spec.relatedImages)
-        C(nvidia-dra-driver-image), O(related_images); else by O(operator_release) or O(alm_examples_release):
-        v0.5.0 for v26.7.0), not the older one its alm-examples show. Unknown for the release: fails, naming the
+        C(nvidia-dra-driver-image), O(related_images); else by O(operator_release) or O(alm_examples_release),
+        v0.5.0 for v26.7.0), not the older one its alm-examples show. Unknown for the release, it fails, naming the
         variable.
     type: str
   related_images:

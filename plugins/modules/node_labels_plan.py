@@ -125,10 +125,10 @@ message:
   elements: str
 render:
   description:
-    - The Node objects a render holds (render mode): each node's labels to set, without removals (a manifest cannot
+    - The Node objects a render holds (render mode), each node's labels to set, without removals (a manifest cannot
       hold null; RV(message) names them) and without the labels another controller also writes (the DRA kubelet
       plugin's C(nvidia.com/dra-kubelet-plugin), which the GPU Operator's driver manager pauses during a driver
-      upgrade: a GitOps sync would write C(true) back mid-upgrade), and the owned-labels record when it changes.
+      upgrade, so a GitOps sync would write C(true) back mid-upgrade), and the owned-labels record when it changes.
   returned: success
   type: list
   elements: dict
