@@ -118,7 +118,11 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE,), hc
     if owned_gates:
         new_owned['featureGates'] = owned_gates
     report['featureGates'] = gate_list
-    spec_config = {'permittedHostDevices': phd, 'developerConfiguration': {'featureGates': gate_list}}
+    spec_config = {'permittedHostDevices': phd}
+    if gate_list:
+        # an empty list is left out, not written: the list is atomic, so a rendered [] would clear the gates others
+        # set on a sync; applied, leaving out a list this manager owned (a gate an earlier run added) removes it
+        spec_config['developerConfiguration'] = {'featureGates': gate_list}
     if use_field:
         # only this field: server-side apply merges it into the struct, keeping the mdev types others set
         spec_config['mediatedDevicesConfiguration'] = {'enabled': False}
