@@ -123,6 +123,21 @@ message:
   returned: success
   type: list
   elements: str
+render:
+  description:
+    - The Node objects a render holds (render mode), each node's labels to set, without removals (a manifest cannot
+      hold null; RV(message) names them) and without the labels another controller also writes (the DRA kubelet
+      plugin's C(nvidia.com/dra-kubelet-plugin), which the GPU Operator's driver manager pauses during a driver
+      upgrade, so a GitOps sync would write C(true) back mid-upgrade), and the owned-labels record when it changes.
+  returned: success
+  type: list
+  elements: dict
+render_left_out:
+  description:
+    - One line per label RV(render) leaves out, naming its nodes and the command that sets it once.
+  returned: success
+  type: list
+  elements: str
 report:
   description: >-
     Per node, its pool, the label changes and the labels already right; C(left_alone), why a node's labels were not
@@ -177,8 +192,10 @@ def main():
                                   p['dra_selector'], stack)
     except (nl.ManifestError, vc.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
+    rendered, left_out = nl.render_patches(patches)
     module.exit_json(changed=False, patches=patches, report=report, message=nl.report_lines(report, patches),
-                     before=nl.patch_before(patches, p['nodes']))
+                     before=nl.patch_before(patches, p['nodes']), render=rendered,
+                     render_left_out=nl.left_out_lines(left_out))
 
 
 if __name__ == '__main__':

@@ -417,6 +417,59 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     return patches, report
 
 
+# --- rendering the plan (GitOps) ----------------------------------------------------------------------------------
+# Labels another controller also writes, with what writes them: a render is synced by Argo CD or Flux, which write
+# the rendered value back whenever the live one differs (Argo CD with self-heal, every Flux reconcile), so a
+# rendered value would undo the other controller's. Apply mode leaves their other values alone (UnlessPaused); a
+# render cannot, so it leaves these labels out and says on which nodes to set them once.
+SHARED_LABELS = {
+    # NVIDIA/k8s-driver-manager cmd/driver-manager/main.go@v0.12.0: evictAllGPUOperatorComponents pauses the label
+    # named by NODE_LABEL_FOR_GPU_POD_EVICTION ("true" -> "paused-for-driver-upgrade", maybeSetPaused) to evict the
+    # DRA kubelet plugin before it unloads the driver, and sets it back (maybeSetTrue) once the driver is loaded
+    DRA_PLUGIN_LABEL: "the GPU Operator's driver manager sets it to %s during a driver upgrade to evict the DRA "
+                      "kubelet plugin, and back to true after" % DRIVER_UPGRADE_PAUSED,
+}
+
+
+def render_patches(patches):
+    """The Node objects a render holds for ``patches`` (plan's): each node's labels to set, without a removal (a
+    manifest cannot hold null; the report names them) and without a SHARED_LABELS label, and its owned-labels
+    record when it changes. Returns ``(objects, left_out)``, ``left_out`` ``{label: {value: [nodes]}}``: what the
+    render leaves to be set once outside it."""
+    objects, left_out = [], {}
+    for patch in patches:
+        meta = patch.get('metadata') or {}
+        name = meta.get('name')
+        labels = {}
+        for key, value in sorted((meta.get('labels') or {}).items()):
+            if value is None:
+                continue
+            if key in SHARED_LABELS:
+                left_out.setdefault(key, {}).setdefault(str(value), []).append(name)
+                continue
+            labels[key] = value
+        out = {'name': name}
+        if labels:
+            out['labels'] = labels
+        if 'annotations' in meta:
+            out['annotations'] = meta['annotations']
+        if len(out) > 1:
+            objects.append({'apiVersion': 'v1', 'kind': 'Node', 'metadata': out})
+    return objects, left_out
+
+
+def left_out_lines(left_out):
+    """One line per label a render left out: why, and the command that sets it once on its nodes."""
+    lines = []
+    for key in sorted(left_out):
+        for value, nodes in sorted(left_out[key].items()):
+            lines.append('%s=%s is not in the render (%s; a GitOps sync would write it back mid-upgrade): set it once '
+                         'on %s with: kubectl label node %s %s=%s (or run playbooks/nodes.yml in apply mode, which '
+                         'leaves a paused value alone)' % (key, value, SHARED_LABELS[key], ', '.join(sorted(nodes)),
+                                                          ' '.join(sorted(nodes)), key, value))
+    return lines
+
+
 # --- sending the plan: node_labels_apply ------------------------------------------------------------------------
 # A Node merge patch (RFC 7386, as `kubectl label` sends): null removes a label whoever set it, where server-side
 # apply would only drop labels its field manager owns. The patch is the sink's input, whoever built it: it is

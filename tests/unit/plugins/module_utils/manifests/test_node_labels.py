@@ -410,3 +410,44 @@ def test_plan_names_every_vgpu_host_without_a_config_and_the_fix():
     assert 'host gpu-v01.example.com (node v1, pool vm-vgpu) has no vGPU config' in msg, msg
     assert 'host gpu-v03.example.com (node v3, pool vm-vgpu-vf)' in msg and 'gpu-v02' not in msg, msg
     assert 'set gpuvirt_vgpu_config on the host' in msg and 'node_labels_vgpu_config_default' in msg, msg
+
+
+# Labels another controller also writes, each with the upstream code that writes it: a render synced by Argo CD
+# (self-heal) or Flux writes its value back whenever the live one differs, so the render must not hold them.
+SHARED = {
+    # NVIDIA/k8s-driver-manager cmd/driver-manager/main.go@v0.12.0 evictAllGPUOperatorComponents / maybeSetPaused:
+    # the label named by NODE_LABEL_FOR_GPU_POD_EVICTION goes "true" -> "paused-for-driver-upgrade" while the driver
+    # is unloaded (the ClusterPolicy's driver.manager.env names nvidia.com/dra-kubelet-plugin on DRA fleets)
+    'nvidia.com/dra-kubelet-plugin': ('dra', None, 'true'),
+}
+
+
+def test_every_label_another_controller_writes_has_its_test_and_its_reason():
+    assert set(nl.SHARED_LABELS) == set(SHARED)
+
+
+@pytest.mark.parametrize('label', sorted(SHARED))
+def test_a_label_another_controller_writes_is_left_out_of_the_render_and_named(label):
+    pool, config, value = SHARED[label]
+    # a render without cluster state: the plan sets every label; the render holds all but the shared one
+    patches, _report = nl.plan([{'node': 'n1', 'pool': pool, 'vgpu_config': config}], None, [])
+    assert patches[0]['metadata']['labels'][label] == value
+    objects, left_out = nl.render_patches(patches)
+    (node,) = objects
+    assert label not in node['metadata']['labels'], node
+    assert node['metadata']['labels'][nl.WORKLOAD_LABEL] == fleet.BY_NAME[pool].workload
+    assert left_out == {label: {value: ['n1']}}
+    (line,) = nl.left_out_lines(left_out)
+    assert 'kubectl label node n1 %s=%s' % (label, value) in line and 'playbooks/nodes.yml in apply mode' in line
+
+
+def test_the_render_keeps_our_other_labels_and_the_record_and_drops_removals():
+    patches = [{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {
+        'name': 'n1', 'labels': {nl.WORKLOAD_LABEL: 'vm-passthrough', nl.VGPU_LABEL: None},
+        'annotations': {nl.OWNED_ANNOTATION: ''}}},
+        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'n2', 'labels': {nl.DRA_PLUGIN_LABEL: 'true'}}}]
+    objects, left_out = nl.render_patches(patches)
+    # n2 held only the shared label: no object for it
+    assert objects == [{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {
+        'name': 'n1', 'labels': {nl.WORKLOAD_LABEL: 'vm-passthrough'}, 'annotations': {nl.OWNED_ANNOTATION: ''}}}]
+    assert left_out == {nl.DRA_PLUGIN_LABEL: {'true': ['n2']}}
