@@ -410,7 +410,7 @@ RUNTIME = (
     '__reboot_reasons',
     '__retire_nodes_read',
     '__retire_os_release',
-    '__retire_uncordoned',
+    '__retire_uncordon',
     '__summary_lines',
     '__verify_expected_from_facts',
     '__verify_flags',
