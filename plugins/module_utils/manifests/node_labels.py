@@ -381,6 +381,11 @@ def _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selecto
     current = current_by_name.get(name, {}) if current_by_name is not None else {}
     annotations = records.get(name) or {}
     owned = owned_labels(annotations)
+    if owned is None and current.get(WORKLOAD_LABEL) != desired[WORKLOAD_LABEL]:
+        # No record: a node labelled by the release before the record (LEGACY_OWNED is ours there), which always
+        # wrote the workload label too, or a node this play already retired (both gone). Without our workload value
+        # it is the latter, and a "false" left there is an administrator's.
+        owned = set()
     patch = label_diff(current, wanted, owned)
     blocked = guard(name, current, patch, vmis)
     if blocked:

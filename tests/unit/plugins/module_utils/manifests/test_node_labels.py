@@ -454,6 +454,14 @@ def test_retire_without_a_record_removes_only_the_legacy_dra_operands():
     assert patch['metadata'] == {'name': 'g1', 'labels': {W: None, nl.DCGM_LABEL: None}}
 
 
+def test_a_retired_node_is_not_taken_for_a_legacy_one_on_the_next_run():
+    # the first retire removed our workload label and the record; the admin's DCGM "false" stays on later runs too
+    current = node('g1', owned=None, **dict({nl.DCGM_LABEL: 'false'}, **FOREIGN))
+    patches, report = _retire({'node': 'g1', 'pool': 'vm-passthrough'}, [current])
+    assert patches == [], patches
+    assert nl.DCGM_LABEL in report['g1']['kept']
+
+
 def test_retire_of_a_node_already_clean_or_gone_sends_nothing():
     clean = node('g1', owned=None, **FOREIGN)
     patches, report = nl.plan([{'node': 'g1', 'pool': 'container'}, {'node': 'gone', 'pool': 'container'}],
@@ -477,7 +485,7 @@ def test_retire_of_a_vgpu_node_without_its_config_keeps_the_vgpu_label():
 
 
 def test_the_dra_plugin_label_stays_while_the_driver_manager_has_it_paused():
-    current = node('g1', **{W: 'vm-passthrough', nl.DRA_PLUGIN_LABEL: nl.DRIVER_UPGRADE_PAUSED})
+    current = node('g1', **{W: fleet.BY_NAME['dra'].workload, nl.DRA_PLUGIN_LABEL: nl.DRIVER_UPGRADE_PAUSED})
     patches, report = _retire({'node': 'g1', 'pool': 'dra'}, [current])
     assert nl.DRA_PLUGIN_LABEL not in patches[0]['metadata']['labels']
     assert nl.DRA_PLUGIN_LABEL in report['g1']['kept']
