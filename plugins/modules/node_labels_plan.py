@@ -72,11 +72,13 @@ options:
     type: dict
   retire:
     description:
-      - The O(hosts) leave the fleet (C(playbooks/retire.yml)): each node loses the labels the collection wrote on a
+      - The O(hosts) leave the fleet (C(playbooks/retire.yml)). Each node loses the labels the collection wrote on a
         node of its pool, only where it carries exactly the value the collection sets (an operand label set to
         C(false) only when the node's C(gpuvirt.provision/owned-labels) record names it), and that record; every
-        other label stays (NFD's, the GPU Operator's, an administrator's other value). A node not in the cluster has
-        nothing to take back; VirtualMachineInstances running on a node refuse it, naming them.
+        other label stays (NFD's, the GPU Operator's, an administrator's other value).
+      - A node not in the cluster has nothing to take back; VirtualMachineInstances running on a node refuse it,
+        naming them. A node without a record and without the workload value of its pool was retired already (or
+        never labelled), so no operand label there is taken for the collection's.
     type: bool
     default: false
   dra_stack:
