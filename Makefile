@@ -43,11 +43,17 @@ help:
 deps: host venv collection
 
 # Debian package groups for tools/bootstrap-host.sh (empty: all, what `make test` needs); each target that needs
-# fewer sets its own (below; mk/kube.mk: core kube). A target's groups also hold for the targets it depends on.
+# fewer sets its own (below; mk/kube.mk: core kube). A target's groups also hold for the targets it depends on, and
+# a target that others depend on adds its groups with += (mk/kube.mk, mk/ee.mk): with =, its own would replace
+# those of the target that named it, and host, built once, would install only these (`make ee` once ran without
+# the registry group). Every documented target installs what it uses when run alone
+# (tests/unit/harness/test_target_groups.py).
 HOST_GROUPS ?=
+# each group once, in the order given (a group named by a target and by its prerequisite)
+uniq = $(if $1,$(firstword $1) $(call uniq,$(filter-out $(firstword $1),$1)))
 # HOST_BOOTSTRAPPED=1: this make was started by one that has installed the groups already (make integration)
 host:
-	@$(if $(HOST_BOOTSTRAPPED),:,tools/bootstrap-host.sh $(HOST_GROUPS))
+	@$(if $(HOST_BOOTSTRAPPED),:,tools/bootstrap-host.sh $(strip $(call uniq,$(HOST_GROUPS))))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
