@@ -121,7 +121,10 @@ integration: HOST_GROUPS = core kube podman registry docker
 integration: deps kube-apiserver
 	$(MAKE) --no-print-directory -j$(INTEGRATION_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(INTEGRATION_ORDER)
 
-# demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it
+# demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it.
+# Its stages run after the install step (deps: every group), so a test that finds a tool missing fails instead of
+# skipping (tests/integration/tool_gate.py; .ci/run exports the same)
+test: export GPUVIRT_REQUIRE_TOOLS = 1
 test: deps unit sanity-lint demo-cold-check molecule integration
 	@echo "make test: all stages passed"
 
