@@ -39,6 +39,7 @@ help:
 	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule, integration"
 	@echo "make unit|sanity|lint|molecule|integration   one stage (sanity-lint: sanity and lint at once)"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
+	@echo "make mutation     mutation testing, not part of make test (docs/testing.md, \"Mutation testing\")"
 
 deps: host venv collection
 
