@@ -18,6 +18,9 @@ import pytest
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 ALL = {'core', 'kube', 'podman', 'lab', 'registry', 'docker'}
+# a target as run alone from a shell: not under the make that runs the unit tests (its flags and overrides)
+CLEAN_ENV = dict((k, v) for k, v in os.environ.items()
+                 if k not in ('MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL', 'HOST_BOOTSTRAPPED', 'HOST_GROUPS'))
 
 # what uses a group (tools/bootstrap-host.sh GROUPS_PACKAGES): a test's command list or helper, a script's command
 # line, a recipe line. Each need is a set of groups of which one suffices (debootstrap is in podman and lab).
@@ -42,7 +45,8 @@ IMPORT = re.compile(r'^\s*(?:from\s+([A-Za-z_][A-Za-z0-9_]*)\s+import|import\s+(
 
 def documented_targets():
     """The targets README.md, docs/testing.md and `make help` name, and each registered integration target."""
-    proc = subprocess.run(['make', '-pq', '-C', ROOT, 'integration'], capture_output=True, text=True, check=False)
+    proc = subprocess.run(['make', '-pq', '-C', ROOT, 'integration'], capture_output=True, text=True, check=False,
+                          env=CLEAN_ENV)
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith('INTEGRATION_TARGETS :=')]
     return sorted(set(line.split(':=', 1)[1].split()) | {
         'molecule', 'integration', 'demo', 'demo-cold-check', 'ee-image', 'kube-apiserver', 'bench'})
@@ -50,7 +54,8 @@ def documented_targets():
 
 def resolved(target):
     """(groups the target's bootstrap call installs, the recipe lines `make TARGET` would run)."""
-    proc = subprocess.run(['make', '-n', '-C', ROOT, target], capture_output=True, text=True, check=False)
+    proc = subprocess.run(['make', '-n', '-C', ROOT, target], capture_output=True, text=True, check=False,
+                          env=CLEAN_ENV)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     calls = [ln.split('bootstrap-host.sh', 1)[1].split() for ln in lines if 'tools/bootstrap-host.sh' in ln]
@@ -135,7 +140,8 @@ def test_the_rule_sees_what_the_ee_target_uses():
 def test_a_target_that_others_name_adds_its_groups_to_theirs():
     # ee names ee-image and kube-apiserver, each with groups of its own; the run installs the union, each once
     assert resolved('ee')[0] == {'core', 'kube', 'podman', 'registry'}
-    proc = subprocess.run(['make', '-n', '-C', ROOT, 'ee'], capture_output=True, text=True, check=False)
+    proc = subprocess.run(['make', '-n', '-C', ROOT, 'ee'], capture_output=True, text=True, check=False,
+                          env=CLEAN_ENV)
     (call,) = [ln for ln in proc.stdout.splitlines() if 'tools/bootstrap-host.sh' in ln]
     assert call.split('bootstrap-host.sh', 1)[1].split() == ['core', 'kube', 'podman', 'registry'], call
     # run alone, each keeps its own

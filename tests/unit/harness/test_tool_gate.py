@@ -50,7 +50,8 @@ def test_ci_and_make_test_require_the_tools():
              'probe-env: ; @echo REQUIRE=$${GPUVIRT_REQUIRE_TOOLS-unset}', '--eval', 'test: probe-env']
     stages = ['-o', 'deps', '-o', 'unit', '-o', 'sanity-lint', '-o', 'demo-cold-check', '-o', 'molecule',
               '-o', 'integration']
-    env = dict((k, v) for k, v in os.environ.items() if k != 'GPUVIRT_REQUIRE_TOOLS')
+    env = dict((k, v) for k, v in os.environ.items()
+               if k not in ('GPUVIRT_REQUIRE_TOOLS', 'MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL'))
     proc = subprocess.run(probe + stages + ['test'], capture_output=True, text=True, check=False, env=env)
     assert 'REQUIRE=1' in proc.stdout.splitlines(), proc.stdout + proc.stderr
     proc = subprocess.run(probe + ['probe-env'], capture_output=True, text=True, check=False, env=env)
