@@ -54,9 +54,11 @@ YAML_OPERATORS = [
     ('!=->==', re.compile(r'!='), '=='),
     ('>->>=', re.compile(r'(?<=\s)>(?=\s)'), '>='),
     ('<-><=', re.compile(r'(?<=\s)<(?=\s)'), '<='),
-    ('list->[]', re.compile(r'(?<=\{\{ )\[(?=\')'), '[] if false else ['),
+    ('list->[]', re.compile(r'(?<=\{\{ )\[(?=\')'), '[] if true else ['),
     ('number+1', re.compile(r'(?<=default\()[0-9]+(?=\))'), None),
-    ('when-dropped', re.compile(r'^(\s*)when:'), r'\1__when_dropped:'),
+    # a one-line condition made always true (a list or a folded block is left alone: dropping its first line
+    # would only make the file invalid YAML, a mutant every test kills for the wrong reason)
+    ('when-dropped', re.compile(r'^(\s*)when: (?![>|])\S.*$'), r'\1when: true'),
 ]
 
 
