@@ -180,7 +180,8 @@ def run_scope(name, scope, args):
             with open(path, 'w', encoding='utf-8') as f:
                 f.write(new)
             try:
-                rc, took, dummy = run_tests(tree, work, tests, timeout)
+                # a file's own tests where the scope names them (tests_for), else the scope's
+                rc, took, dummy = run_tests(tree, work, scope.get('tests_for', {}).get(rel, tests), timeout)
             finally:
                 with open(path, 'w', encoding='utf-8') as f:
                     f.write(original)

@@ -57,6 +57,9 @@ def test_every_scope_names_files_and_tests_that_exist():
     assert {'host', 'drain', 'filter', 'reboot-role'} <= set(scopes)
     for name, scope in scopes.items():
         paths = [t.split('::', 1)[0] for t in scope['tests'] if t.startswith('tests/')]
+        for rel, tests in scope.get('tests_for', {}).items():
+            assert rel in scope['files'], (name, rel)
+            paths += [t.split('::', 1)[0] for t in tests if t.startswith('tests/')]
         assert paths, name
         for rel in scope['files'] + paths:
             assert os.path.exists(os.path.join(ROOT, rel)), (name, rel)
