@@ -219,7 +219,8 @@ KERNEL_ARGS_PLAY = """
   gather_facts: false
   vars:
     kernel_args_iommu_vendor: intel
-    kernel_args_backend: grub_dropin
+    # backend auto: a Debian host's is the GRUB drop-in
+    ansible_facts: {os_family: Debian}
     kernel_args_update_bootloader: false
   tasks:
     - name: Running kernel without the arguments

@@ -68,6 +68,15 @@ def test_the_arguments_together_at_1024_pass_and_at_1025_are_refused():
         kc.validate_args(over)
 
 
+def test_of_dracuts_rd_parameters_only_the_driver_lists_are_set():
+    # rd.driver.blacklist / pre / post (dracut.cmdline(7)) order or keep out modules; every other rd.* chooses the
+    # root disk or drops to a shell
+    kc.validate_args(['rd.driver.blacklist=nouveau', 'rd.driver.pre=vfio-pci', 'rd.driver.post=nvidia'])
+    for arg in ('rd.break=pre-mount', 'rd.shell=1', 'rd.driver.postx=nvidia', 'rd.lvm.lv=vg/root'):
+        with pytest.raises(kc.CmdlineError, match='is not one the collection sets'):
+            kc.validate_args([arg])
+
+
 def _l40s_board(sysfs):
     sysfs.device('0000:26:00.0', '0302', '10de', '26b9', driver='nvidia', group=30)
     for n, vf in enumerate(('0000:26:00.4', '0000:26:00.5')):

@@ -61,9 +61,10 @@ def test_every_other_pod_keeps_the_drain_unfinished():
 
 
 def test_a_mixed_node_names_only_what_holds_it():
-    pods = [pod('static', 'kube-system', annotations={'kubernetes.io/config.mirror': 'x'}),
-            pod('vm', 'vms'), pod('ds', 'gpu', owners=[DS])]
-    assert pods_left(pods) == ['vms/vm']
+    # an exempt pod anywhere in the list: the pods after it are still judged
+    pods = [pod('done', phase='Succeeded'), pod('static', 'kube-system', annotations={'kubernetes.io/config.mirror': 'x'}),
+            pod('vm', 'vms'), pod('ds', 'gpu', owners=[DS]), pod('vm-2', 'vms')]
+    assert pods_left(pods) == ['vms/vm', 'vms/vm-2']
 
 
 SERVER = {'apiVersion': 'v1', 'kind': 'ConfigMap',
