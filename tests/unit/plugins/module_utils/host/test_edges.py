@@ -111,3 +111,14 @@ def test_a_board_whose_vfs_are_all_busy_is_exhausted(sysfs):
     assert all(t['available_instances'] == 0 for p in res['parents'] for t in p['types'])
     assert res['state'] == 'exhausted' and res['available_types'] == [], res
     assert [p['current_type'] for p in res['parents']] == ['1155', '1156']
+
+
+def test_each_boot_loader_file_has_the_name_its_reader_reads():
+    good = ('/etc/default/grub.d/90-gpuvirt.cfg', '/etc/default/grub', '/boot/grub/grub.cfg')
+    kc.check_paths(*good)
+    # each path named otherwise is refused, naming the variable
+    for i, bad in enumerate(('/etc/default/grub.d/90-gpuvirt.conf', '/etc/default/grub2', '/boot/grub/grub.conf')):
+        paths = list(good)
+        paths[i] = bad
+        with pytest.raises(kc.CmdlineError, match=('dropin_path', 'grub_default_path', 'grub_config')[i]):
+            kc.check_paths(*paths)
