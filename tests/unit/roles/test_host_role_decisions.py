@@ -29,7 +29,7 @@ def shown(out, key):
     """The value a play printed as ``KEY=<base64 of its JSON>`` in a debug message (base64: the YAML callback
     quotes and folds a message with a colon or a long line)."""
     line = next(ln for ln in out.splitlines() if key + '=' in ln)
-    return json.loads(base64.b64decode(line.split(key + '=', 1)[1].strip().strip('"\'')))
+    return json.loads(base64.b64decode(line.split(key + '=', 1)[1].split()[0].strip('"\'')))
 
 
 def play_run(tmp_path, play, extra_vars=None, args=(), wrap=(), inventory=None):
@@ -137,9 +137,13 @@ NOUVEAU_PLAY = """
     - name: Defaults
       ansible.builtin.include_role:
         name: gpuvirt.provision.nouveau
-    - name: Show the reasons
+    - name: Look at the blacklist
+      ansible.builtin.stat:
+        path: "{{ nouveau_modprobe_path }}"
+      register: blacklist_file
+    - name: Show the reasons and whether the blacklist is there
       ansible.builtin.debug:
-        msg: "DEFAULT={{ nouveau_reboot_reasons | to_json | b64encode }}"
+        msg: "DEFAULT={{ nouveau_reboot_reasons | to_json | b64encode }} FILE={{ blacklist_file.stat.exists | to_json | b64encode }}"
     - name: The user said not to reboot for a loaded nouveau
       ansible.builtin.include_role:
         name: gpuvirt.provision.nouveau
@@ -197,6 +201,8 @@ def nouveau_run(tmp_path, loaded):
 def test_nouveau_reboot_reason(tmp_path):
     rc, out, path = nouveau_run(tmp_path, loaded=True)
     assert rc == 0, out
+    # the default run leaves the blacklist in place (the last run below takes it out)
+    assert shown(out, 'FILE') is True, out
     # loaded and blacklisted: a reboot is pending, unless the user said not to (as a boolean or a survey string)
     assert shown(out, 'DEFAULT') == ['nouveau: module loaded, blacklisted from the next boot'], out
     assert shown(out, 'NO_REBOOT') == [] and shown(out, 'NO_REBOOT_TEXT') == [], out
