@@ -181,9 +181,14 @@ def nouveau_run(tmp_path, loaded):
     (modules / ('nouveau' if loaded else 'vfio')).mkdir(parents=True)
     root = tmp_path / 'root'
     (root / 'etc' / 'modprobe.d').mkdir(parents=True)
-    # root: a mount namespace; anyone else: a user namespace too (unprivileged, where the kernel allows it)
+    # root: a mount namespace; anyone else: a user namespace too (unprivileged, where the kernel allows it). An
+    # empty /boot as well: no initramfs image, so no run of this test (nor a mutant of the role's conditions, under
+    # make mutation) can rebuild the machine's own initramfs
+    boot = tmp_path / 'boot'
+    boot.mkdir()
     wrap = [unshare, '--mount'] + ([] if os.geteuid() == 0 else ['--map-root-user']) + [
-        'sh', '-c', 'mount --bind "$0" /sys/module && exec "$@"', str(modules)]
+        'sh', '-c', 'mount --bind "$0" /sys/module && { [ ! -d /boot ] || mount --bind "$1" /boot; } && shift && '
+        'exec "$@"', str(modules), str(boot)]
     probe = subprocess.run(wrap + ['test', '-d', '/sys/module/' + ('nouveau' if loaded else 'vfio')],
                            capture_output=True, text=True, check=False)
     if probe.returncode != 0:
