@@ -138,6 +138,10 @@ KNOWN = {
     ('playbooks/demo.yml', "Start the lab's Kubernetes API server (first time builds kube-apiserver, ~3-7 min)"):
         {'ansible_playbook_python', 'lookup', 'playbook_dir'},
     ('playbooks/gather.yml', "Leave those hosts out of this run's host phases"): {'__gather_saved'},
+    # the same for hosts whose facts the inventory gives (a render): a name can only take a host OUT of the host
+    # phases (group gpuvirt_offline, which every host play excludes), never add one to them
+    ('playbooks/gather.yml', "Leave the hosts with given facts out of this render's host phases"):
+        {'__gather_saved', 'gather_given', 'gather_hosts', 'hostvars'},
     ('playbooks/gather.yml', 'Create the saved-facts directory'): {'inventory_dir'},
     ('playbooks/gather.yml', "Write this host's facts (docs/saved-facts.md)"):
         {'hostvars', 'inventory_dir', 'inventory_hostname'},
