@@ -5,14 +5,15 @@ them (the collection's playbooks by name, from a directory of their own)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 
 
-def run(cwd, *args):
-    env = {k: v for k, v in os.environ.items() if k != 'KUBECONFIG' and not k.startswith('K8S_AUTH_')}
+def run(cwd, *args, env=None):
+    env = dict({k: v for k, v in os.environ.items() if k != 'KUBECONFIG' and not k.startswith('K8S_AUTH_')}, **(env or {}))
     env['HOME'] = str(cwd)
     env['GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS'] = 'ansible_python_interpreter'
     cmd = ['ansible-playbook', '-e', 'ansible_python_interpreter=%s' % sys.executable] + list(args)
@@ -66,3 +67,21 @@ def test_a_render_that_preflight_refuses_takes_no_lock_and_leaves_the_directory_
     assert rc != 0 and 'gpu-v02.example.com: no vGPU config for the node label' in out, out
     # no lock, no bookkeeping: the next render finds the directory as the last complete one left it
     assert sorted(os.listdir(str(rendered))) == ['README.md'], out
+
+
+def test_without_the_reference_files_a_render_stops_in_preflight_naming_both_fixes(tmp_path):
+    # the example inventory renders its ClusterPolicy from the reference files, which a fresh checkout lacks
+    inventory = tmp_path / 'inventory'
+    shutil.copytree(os.path.join(ROOT, 'inventories', 'example'), str(inventory))
+    empty = tmp_path / 'no-reference'
+    empty.mkdir()
+    env = {'GPUVIRT_REFERENCE': str(empty)}
+    rc, out = run(tmp_path, '-i', str(inventory), os.path.join(ROOT, 'playbooks', 'preflight.yml'),
+                  '-e', 'gpuvirt_cluster_mode=render', '-e', 'gpuvirt_render_dir=%s' % (tmp_path / 'rendered'), env=env)
+    assert rc != 0, out
+    missing = str(empty / 'olm' / 'gpu-operator-v26.7.0-csv-alm-examples.json')
+    assert 'gpu_operator_alm_examples_file is "%s": no such file on the controller' % missing in out, out
+    assert 'make reference' in out and 'GPUVIRT_REFERENCE_MIRROR=URL make reference' in out, out
+    assert 'set GPUVIRT_REFERENCE to a directory that holds them' in out, out
+    assert 'File not found' not in out and 'GPU facts' not in out, out  # before any host is asked
+    assert not (tmp_path / 'rendered').exists()
