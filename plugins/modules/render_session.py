@@ -14,7 +14,7 @@ description:
   - O(state=open) takes the directory for this ansible-playbook run, creating C(.gpuvirt-render.lock)
     exclusively (mode 0600, never through a symbolic link) with a random session token, returned as RV(session),
     Every later render step of the run gives the token back (O(session)); a lock is this run's only when it holds
-    that token, never because of its pid, owner or host. Opening writes nothing else: the files, including
+    that token, never because of its pid, owner or host. Opening writes nothing else; the files, including
     C(.gpuvirt-render.json), are written by the close, and only those whose bytes change.
   - A lock this run did not create (another render writing, one that was killed, or a committed file) stops the
     render, naming its path and the pid, host, owner and age it records. It is taken over only with
