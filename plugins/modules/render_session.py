@@ -28,7 +28,8 @@ description:
     symbolic link, a directory, or a file the collection did not write (or that was changed since) at a name the
     render writes stops the render before anything is written. O(dest) itself must not be a symbolic link.
   - A file is pruned only when its name is one the collection writes (an object's
-    C(<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml), a Helm values file's
+    C(<prefix>-<kind>-<namespace|cluster>-<name>.yaml), or C(<prefix>-<NNN>-<kind>-...) of a render before names
+    followed the object alone, a Helm values file's
     C(<NN>-<words>-helm-values-<release>.yaml)); another name listed in the bookkeeping stays, with a warning.
     Every file is written with the mode the collection chose, never one found in the directory.
   - Opens and closes nest within one run (a phase playbook imported by C(site.yml) opens and closes a level).
