@@ -103,6 +103,12 @@ options:
     description: The tags the registry holds for the vGPU Manager image; omitted, the tags are not checked.
     type: list
     elements: str
+  settle:
+    description:
+      - "C({node: {daemonsets: [...], allocatable: {resource: count}}}): instead of only planning, also say what still
+        keeps each node from being released - a listed DaemonSet without a Ready pod of its newest revision on the
+        node, a stale or unready operand pod, an C(nvidia.com/*) allocatable below its count before the roll."
+    type: dict
 attributes:
   check_mode:
     description: Reads data only; nothing changes in any mode.
@@ -163,6 +169,10 @@ warnings_list:
   returned: success
   type: list
   elements: str
+pending:
+  description: Per node of O(settle), what still keeps it from being released (empty list when done).
+  returned: success
+  type: dict
 summary:
   description: The plan as lines to print.
   returned: success
@@ -195,6 +205,7 @@ def main():
             cluster_version=dict(type='str'),
             os_tags=dict(type='list', elements='str', default=[]),
             image_tags=dict(type='list', elements='str'),
+            settle=dict(type='dict', default={}),
         ),
         supports_check_mode=True,
     )
@@ -204,6 +215,11 @@ def main():
                          p['vms'], p['vm_policy'], p['vm_policies'], p['serial'], p['current'], p['target'],
                          p['guest_driver_branch'], p['vendor_vfio'], p['supports'], p['cluster_version'],
                          p['os_tags'], p['image_tags'])
+        by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
+        result['pending'] = dict(
+            (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],
+                             (want or {}).get('daemonsets'), (want or {}).get('allocatable')))
+            for name, want in p['settle'].items())
     except up.PlanError as exc:
         module.fail_json(msg=str(exc))
     for warning in result['warnings']:

@@ -49,6 +49,8 @@ STOPPED_BY = 'gpuvirt.provision/upgrade-stopped-run-strategy'
 OPERATOR_STATE_LABEL = 'nvidia.com/gpu-driver-upgrade-state'
 OPERATOR_STATE_FAILED = 'upgrade-failed'
 RESTARTING = ('Always', 'RerunOnFailure')
+# KubeVirt's run strategies (kubevirt staging/src/kubevirt.io/api/core/v1/types.go VirtualMachineRunStrategy)
+RUN_STRATEGIES = ('Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once', 'WaitAsReceiver')
 _BRANCH_RE = re.compile(r'[0-9]{3}')
 _KEY_RE = re.compile(r'[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?')
 
@@ -240,8 +242,11 @@ def vm_actions(node, vmis, vms, default_policy, overrides=None):
         vm = by_name.get('%s/%s' % (_s(meta.get('namespace')), _s(owner[0].get('name')))) if owner else None
         policy = overrides.get(key, default_policy)
         strategy = _run_strategy(vm) if vm else None
+        spec = _d(_d(vm).get('spec'))
         row = {'namespace': _s(meta.get('namespace')), 'name': _s(meta.get('name')),
-               'vm': _s(_meta(vm).get('name')) if vm else None, 'policy': policy, 'run_strategy': strategy}
+               'vm': _s(_meta(vm).get('name')) if vm else None, 'policy': policy, 'run_strategy': strategy,
+               # the deprecated spec.running, which may not be set beside runStrategy: stopped and restored as is
+               'uses_running': not isinstance(spec.get('runStrategy'), str) and isinstance(spec.get('running'), bool)}
         if policy == 'refuse':
             row['action'] = 'refused'
             refusals.append("node %s runs the GPU VM %s (policy refuse; a GPU VM cannot live-migrate): stop it, or "
@@ -346,3 +351,44 @@ def summary(p):
     lines += ['note: ' + n for n in p['notes']] + ['warning: ' + w for w in p['warnings']]
     lines += ['REFUSED: ' + r for r in p['refusals']]
     return lines
+
+
+def _ready(pod):
+    conditions = _l(_d(_d(pod).get('status')).get('conditions'))
+    return any(_d(c).get('type') == 'Ready' and _d(c).get('status') == 'True' for c in conditions)
+
+
+def _quantity(value):
+    """A device count as the kubelet reports it ("2"); anything else counts as 0."""
+    text = _s(value) if not isinstance(value, int) or isinstance(value, bool) else str(value)
+    return int(text) if text.isdigit() else 0
+
+
+def settle(node_name, node, pods, daemonsets, revisions, required, allocatable):
+    """What still keeps ``node_name`` from being released, as sentences (empty: done).
+
+    ``required``: the DaemonSets whose pod this node must run again (those replaced here, the validators included);
+    ``allocatable``: the node's ``nvidia.com/*`` allocatable before the roll, each to come back at least as high."""
+    problems = []
+    hashes = current_hashes(daemonsets, revisions)
+    here = {}
+    for pod in _l(pods):
+        meta = _meta(pod)
+        if _d(_d(pod).get('spec')).get('nodeName') != node_name:
+            continue
+        owner = [o for o in _l(meta.get('ownerReferences')) if _d(o).get('kind') == 'DaemonSet']
+        if owner:
+            here.setdefault(_s(owner[0].get('name')), []).append(pod)
+    for ds in sorted(set(_s(x) for x in _l(required)) | set(here)):
+        mine = [p for p in here.get(ds, []) if not _meta(p).get('deletionTimestamp')]
+        current = [p for p in mine if ds not in hashes
+                   or _s(_d(_meta(p).get('labels')).get(REVISION_HASH)) == hashes[ds]]
+        if not current:
+            problems.append('%s has no pod of its newest revision on the node yet' % ds)
+        elif not any(_ready(p) for p in current):
+            problems.append('%s pod %s is not Ready' % (ds, _s(_meta(current[0]).get('name'))))
+    have = gpu_allocatable(node)
+    for res, count in sorted(_d(allocatable).items()):
+        if _quantity(have.get(res)) < _quantity(count):
+            problems.append('allocatable %s is %s, was %s before the upgrade' % (res, have.get(res, 0), count))
+    return problems
