@@ -150,7 +150,7 @@ def surveys(root=ROOT):
     catalogue = inputs(root)
     declared = declared_options(root)
     wanted = [(p['name'], 'gpuvirt.provision %s' % p['name'], p['description'], p.get('survey'))
-              for p in awx['awx_phases']]
+              for p in awx['awx_phases'] + (awx.get('awx_maintenance') or [])]
     wanted.append((WORKFLOW, 'GPU fleet rollout', 'Choose the pool, the hosts at a time and the cluster mode.',
                    awx.get('awx_workflow_survey')))
     out = {}
