@@ -213,3 +213,20 @@ def test_malformed_cluster_objects_never_crash_the_planner(nodes, pods, revision
     p = up.plan(['gpu-1', 'gpu-2'], c['nodes'] + nodes, c['pods'] + pods, c['daemonsets'], c['revisions'] + revisions,
                 vmis + [vmi('db', 'gpu-1')], vms + [vm('db')], vm_policy='stop')
     assert isinstance(p['summary'], list)
+
+
+def test_settle_names_what_keeps_a_node_cordoned():
+    c = cluster(old_on=('gpu-1',))
+    args = (c['daemonsets'], c['revisions'])
+    # the old pod still there: not of the newest revision
+    assert up.settle('gpu-1', None, c['pods'], *args, ['nvidia-vgpu-manager-daemonset'], {}) == [
+        'nvidia-vgpu-manager-daemonset has no pod of its newest revision on the node yet']
+    fresh = pod('vgm-new', 'nvidia-vgpu-manager-daemonset', 'gpu-1', 'new')
+    assert up.settle('gpu-1', None, [fresh], *args, ['nvidia-vgpu-manager-daemonset'], {}) == [
+        'nvidia-vgpu-manager-daemonset pod vgm-new is not Ready']
+    fresh['status'] = {'conditions': [{'type': 'Ready', 'status': 'True'}]}
+    assert up.settle('gpu-1', None, [fresh], *args, ['nvidia-vgpu-manager-daemonset'], {}) == []
+    low = node('gpu-1', alloc={'nvidia.com/NVIDIA_A10-12Q': '0'})
+    assert up.settle('gpu-1', low, [fresh], *args, [], {'nvidia.com/NVIDIA_A10-12Q': '2'}) == [
+        'allocatable nvidia.com/NVIDIA_A10-12Q is 0, was 2 before the upgrade']
+    assert up.settle('gpu-1', node('gpu-1'), [fresh], *args, [], {'nvidia.com/NVIDIA_A10-12Q': '2'}) == []
