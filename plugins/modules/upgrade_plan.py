@@ -103,6 +103,11 @@ options:
     description: The tags the registry holds for the vGPU Manager image; omitted, the tags are not checked.
     type: list
     elements: str
+  cluster_policy:
+    description:
+      - The live ClusterPolicy; when given, its C(daemonsets.updateStrategy) must be V(OnDelete) and its
+        C(driver.upgradePolicy.autoUpgrade) false, else the plan refuses (the operator would roll by itself).
+    type: dict
   settle:
     description:
       - "C({node: {daemonsets: [...], allocatable: {resource: count}}}): instead of only planning, also say what still
@@ -206,6 +211,7 @@ def main():
             os_tags=dict(type='list', elements='str', default=[]),
             image_tags=dict(type='list', elements='str'),
             settle=dict(type='dict', default={}),
+            cluster_policy=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -214,7 +220,7 @@ def main():
         result = up.plan(p['node_names'], p['nodes'], p['pods'], p['daemonsets'], p['revisions'], p['vmis'],
                          p['vms'], p['vm_policy'], p['vm_policies'], p['serial'], p['current'], p['target'],
                          p['guest_driver_branch'], p['vendor_vfio'], p['supports'], p['cluster_version'],
-                         p['os_tags'], p['image_tags'])
+                         p['os_tags'], p['image_tags'], p['cluster_policy'])
         by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
         result['pending'] = dict(
             (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],

@@ -36,6 +36,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_policy import from_cluster_policy
 
 PlanError = ManifestError
 POLICIES = ('wait', 'stop', 'refuse')
@@ -291,8 +292,11 @@ def gpu_allocatable(node):
 
 def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='wait', vm_policies=None,
          serial=1, current=None, target=None, guest_branch=None, vendor_vfio=False, supports=None,
-         cluster_version=None, os_tags=None, image_tags=None):
-    """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values."""
+         cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None):
+    """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
+
+    ``cluster_policy``: the live ClusterPolicy (None: none read). Its operands must be OnDelete and its driver
+    autoUpgrade off, or the operator rolls the new version over every node by itself (upgrade_policy.py)."""
     if isinstance(serial, bool) or not isinstance(serial, int) or serial < 1:
         raise PlanError("upgrade_serial is %r, not a whole number >= 1" % (serial,))
     names = _l(node_names)
@@ -300,6 +304,14 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
         if not isinstance(name, str) or not name:
             raise PlanError("upgrade_nodes holds %r, not a node name" % (name,))
     rows, refusals, notes, warnings = versions(current, target, guest_branch, vendor_vfio, supports, cluster_version)
+    if isinstance(cluster_policy, dict) and cluster_policy:
+        live = from_cluster_policy(_d(cluster_policy.get('spec')))
+        if live['update_strategy'] != 'OnDelete' or live['auto_upgrade']:
+            refusals.append("the ClusterPolicy has daemonsets.updateStrategy %s and driver.upgradePolicy.autoUpgrade "
+                            "%s: the GPU Operator would roll a new version over every node by itself, VMs or not; run "
+                            "playbooks/operator.yml first with gpu_operator_daemonsets_update_strategy OnDelete and "
+                            "gpu_operator_upgrade_policy.auto_upgrade false (the defaults)"
+                            % (live['update_strategy'], str(live['auto_upgrade']).lower()))
     vgm = [r for r in rows if r['component'] == 'vgpu_manager'][0]
     if vgm['change'] and image_tags is not None:
         for tag in missing_image_tags(vgm['to'], os_tags, image_tags):

@@ -230,3 +230,12 @@ def test_settle_names_what_keeps_a_node_cordoned():
     assert up.settle('gpu-1', low, [fresh], *args, [], {'nvidia.com/NVIDIA_A10-12Q': '2'}) == [
         'allocatable nvidia.com/NVIDIA_A10-12Q is 0, was 2 before the upgrade']
     assert up.settle('gpu-1', node('gpu-1'), [fresh], *args, [], {'nvidia.com/NVIDIA_A10-12Q': '2'}) == []
+
+
+def test_a_cluster_policy_that_lets_the_operator_roll_by_itself_is_refused():
+    rolling = {'spec': {'daemonsets': {'updateStrategy': 'RollingUpdate'}, 'driver': {'upgradePolicy': {}}}}
+    assert any('daemonsets.updateStrategy RollingUpdate' in r for r in plan(cluster_policy=rolling)['refusals'])
+    auto = {'spec': {'daemonsets': {'updateStrategy': 'OnDelete'}, 'driver': {'upgradePolicy': {'autoUpgrade': True}}}}
+    assert any('autoUpgrade true' in r for r in plan(cluster_policy=auto)['refusals'])
+    ours = {'spec': {'daemonsets': {'updateStrategy': 'OnDelete'}, 'driver': {'upgradePolicy': {'autoUpgrade': False}}}}
+    assert plan(cluster_policy=ours)['ok']
