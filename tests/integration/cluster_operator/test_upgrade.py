@@ -144,7 +144,8 @@ def setup(kube, never_ready_on=None):
             if meta.get('deletionTimestamp'):
                 delete(c, '/api/v1/namespaces/%s/pods/%s' % (NS, meta['name']))
             elif not ready(p) and p['spec']['nodeName'] != never_ready_on:
-                c.set_status(p, dict(p['status'], conditions=[{'type': 'Ready', 'status': 'True'}]))
+                c.set_status(dict(p, apiVersion='v1', kind='Pod'),
+                             dict(p['status'], conditions=[{'type': 'Ready', 'status': 'True'}]))
         return False
 
     def device_plugin(c):
