@@ -296,7 +296,7 @@ def test_a_failure_on_the_first_node_stops_the_roll_with_the_second_untouched(tm
     assert rc != 0, log
     assert 'The upgrade stopped at gpu-1' in log, log
     assert 'Still pending: gpu-1.' in log, log
-    assert 'gpu-1: %s pod' % VGM in log and 'is not Ready' in log, log
+    assert 'pod %s-gpu-1-r' % VGM in log and 'is not Ready' in log, log
     assert not [w for w in write_summary(cluster.attempts()) if 'gpu-2' in w], write_summary(cluster.attempts())
     assert hashes(cluster, 'gpu-2') == ['old']
     assert cluster.get('kubevirt.io/v1', 'VirtualMachine', 'vm-gpu-2', 'vms')['spec']['runStrategy'] == 'Always'
