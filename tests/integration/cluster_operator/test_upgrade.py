@@ -269,7 +269,11 @@ def test_wait_policy_waits_for_the_owner_to_stop_the_vm(tmp_path, kube):
     assert [n for n in NODES if hashes(cluster, n) != ['new']] == []
     # the upgrade wrote no VM: the owner stopped them, and they stay stopped
     assert not [w for w in node_writes(cluster) if 'virtualmachines' in w]
-    assert 'RETRYING: [localhost]: Wait until the batch' in log, log
+    # the wait ran for each batch (it is skipped only when a batch has no GPU VM), and the VMs stay as the owner left
+    waits = log.split("Wait until the batch's GPU VMs have stopped (policies wait and stop)")[1:]
+    assert len(waits) == 2 and all(w.split('\n', 2)[1].startswith('ok:') for w in waits), log
+    assert all(cluster.get('kubevirt.io/v1', 'VirtualMachine', 'vm-' + n, 'vms')['spec']['runStrategy'] == 'Halted'
+               for n in NODES)
 
 
 def test_refuse_policy_changes_nothing_and_names_the_vms(tmp_path, kube):
