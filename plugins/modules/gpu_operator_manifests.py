@@ -205,6 +205,21 @@ options:
   chart_values:
     description: The chart's default C(values.yaml), parsed; every key we set must exist there.
     type: dict
+  upgrade_policy:
+    description:
+      - The operator's driver upgrade controller settings (C(driver.upgradePolicy)) as C(auto_upgrade),
+        C(max_parallel_upgrades), C(max_unavailable); the missing keys default to false, 1 and C(25%).
+      - C(auto_upgrade=true) with C(max_parallel_upgrades=0) (every node at once) is refused.
+      - Omitted together with O(daemonsets_update_strategy), neither field is written (the CSV's or chart's
+        defaults stay).
+    type: dict
+  daemonsets_update_strategy:
+    description:
+      - C(daemonsets.updateStrategy) of every operand DaemonSet. V(OnDelete) (the role's default) replaces the vGPU
+        Manager and the other operands on a node only when C(playbooks/upgrade.yml) deletes their pods there;
+        V(RollingUpdate) lets Kubernetes replace them node after node whatever runs there.
+    type: str
+    choices: [OnDelete, RollingUpdate]
 attributes:
   check_mode:
     description: Builds data only; nothing changes in any mode.
@@ -295,6 +310,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model import pla
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret as ps
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_policy as upol
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 
 
@@ -324,6 +340,10 @@ def build(p):
     overlay = gop.with_runtime_env(
         gop.settings(p['sandbox_enabled'], p['default_workload'], p['sandbox_mode'], p['vgpu_manager'], vdm_config,
                      p['vfio_manager'], p['sandbox_device_plugin'], p['pull_secret_name']), traits)
+    if p.get('upgrade_policy') is not None or p.get('daemonsets_update_strategy'):
+        # the operator's upgrade machinery set to the collection's policy (module_utils/manifests/upgrade_policy.py)
+        overlay = gop.deep_merge(overlay, upol.overlay(p.get('upgrade_policy'),
+                                                       p.get('daemonsets_update_strategy') or 'OnDelete'))
     result = dict(namespace=namespace, config_objects=config_objects, cluster_policy=None, helm_values=None,
                   channel=None, warnings_list=warnings, nfd_objects=[], nfd_instance=None, gpu_cluster_objects=[])
     result['dra_stack'], result['dra_stack_reason'] = gc.dra_stack(
@@ -408,6 +428,8 @@ def main():
             catalog_namespace=dict(type='str', default=gop.CATALOG_NAMESPACE),
             helm_values_extra=dict(type='dict', default={}),
             chart_values=dict(type='dict'),
+            upgrade_policy=dict(type='dict'),
+            daemonsets_update_strategy=dict(type='str', choices=list(upol.UPDATE_STRATEGIES)),
         ),
         supports_check_mode=True,
     )

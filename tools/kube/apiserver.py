@@ -55,6 +55,7 @@ RBAC_FILES = {
     'kubernetes': os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation-kubernetes.yml'),
 }
 HELM_RBAC_FILE = os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation-helm.yml')
+UPGRADE_RBAC_FILE = os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation-upgrade.yml')
 AUTOMATION_NS, AUTOMATION_SA = 'gpuvirt-system', 'gpuvirt-automation'
 AUTOMATION_USER = 'system:serviceaccount:%s:%s' % (AUTOMATION_NS, AUTOMATION_SA)
 # the groups the token file gives the automation identity (as a real service account token has them)
@@ -536,6 +537,16 @@ class KubeAPIServer(object):
             if time.time() > deadline:
                 raise RuntimeError('the Helm RBAC file was applied but %s is still refused' % HELM_USER)
             time.sleep(0.2)
+
+    def grant_upgrade(self):
+        """Apply docs/rbac/gpuvirt-automation-upgrade.yml as an admin does for an upgrade; reset() removes it."""
+        objects = rbac_objects(UPGRADE_RBAC_FILE)
+        for obj in objects:
+            if obj['metadata'].get('namespace'):
+                self._create_namespace({'apiVersion': 'v1', 'kind': 'Namespace',
+                                        'metadata': {'name': obj['metadata']['namespace']}})
+            self.create(obj)
+        self._wait_granted(objects)
 
     def _create_namespace(self, obj, timeout=30):
         """Create the namespace ``obj``; returns it as created, or None when it was there already."""

@@ -1,0 +1,406 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The upgrade plan: what changes, on which nodes, in which order, and what happens to each GPU VM. Pure Python.
+
+Everything read from the cluster (Nodes, the operator's DaemonSets, their ControllerRevisions and pods, VMs, VMIs)
+is untrusted input: a malformed object is skipped or named, never a crash. The plan refuses (``refusals``) before
+any change when an upgrade would lose a VM or cannot be done safely; playbooks/upgrade.yml stops on any refusal.
+
+Upstream behaviour each rule rests on:
+
+* A DaemonSet pod is current when its ``controller-revision-hash`` label is the hash of the DaemonSet's newest
+  ControllerRevision (the DaemonSet controller labels each pod with its revision's hash: kubernetes
+  pkg/controller/daemon/update.go, ``controller-revision-hash`` = apps.DefaultDaemonSetUniqueLabelKey). With
+  ``updateStrategy: OnDelete`` (upgrade_policy.py) a stale pod stays until deleted; deleting it is the per-node step.
+* GPU VMs cannot live-migrate: KubeVirt sets a VMI with PCI host devices not live-migratable (condition
+  ``LiveMigratable`` False, reason ``HostDeviceNotLiveMigratable``: kubevirt staging/src/kubevirt.io/api/core/v1/
+  types.go VirtualMachineInstanceReasonHostDeviceNotMigratable), so evicting its virt-launcher pod kills the guest.
+  A GPU VMI here is one with ``gpus`` or ``hostDevices`` in its spec, or that condition. Each GPU VMI on a node to roll is handled by policy: ``wait`` (until it stops),
+  ``stop`` (the VM's runStrategy set to Halted, restored after: ``Always`` / ``RerunOnFailure`` start it again,
+  kubevirt docs "Run Strategies"), ``refuse`` (named, nothing changes).
+* KubeVirt is upgraded one minor version at a time (KubeVirt "Updates and Deletion": updates are supported from the
+  previous minor release only; skipping one is refused).
+* At KubeVirt 1.8 the ``DisableMDEVConfiguration`` feature gate is deprecated for
+  ``spec.configuration.mediatedDevicesConfiguration`` (kubevirt release notes v1.8.0); crossing 1.8 re-renders the
+  KubeVirt / HyperConverged configuration (playbooks/kubevirt.yml). The NVIDIA vendor-specific VFIO path needs
+  KubeVirt >= 1.9.0.
+* The vGPU Manager's driver branch (the first number of the version, ``580`` of ``580.82.02``) must be the branch
+  of the guest drivers the VMs run (NVIDIA vGPU software: host and guest drivers come from one release branch);
+  the collection cannot read the guests, so the inventory declares it (``upgrade_guest_driver_branch``).
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_policy import from_cluster_policy
+
+PlanError = ManifestError
+POLICIES = ('wait', 'stop', 'refuse')
+REVISION_HASH = 'controller-revision-hash'
+# the annotation upgrade.yml writes on a node it cordons, and on a VM it stops (with the run strategy to restore):
+# a rerun after a failure resumes a node cordoned by itself, and restores a VM it stopped
+CORDONED_BY = 'gpuvirt.provision/upgrade-cordoned'
+STOPPED_BY = 'gpuvirt.provision/upgrade-stopped-run-strategy'
+# k8s-operator-libs pkg/upgrade/consts.go: UpgradeStateLabelKeyFmt "nvidia.com/%s-driver-upgrade-state" with
+# DriverName "gpu", and UpgradeStateFailed "upgrade-failed"
+OPERATOR_STATE_LABEL = 'nvidia.com/gpu-driver-upgrade-state'
+OPERATOR_STATE_FAILED = 'upgrade-failed'
+RESTARTING = ('Always', 'RerunOnFailure')
+# KubeVirt's run strategies (kubevirt staging/src/kubevirt.io/api/core/v1/types.go VirtualMachineRunStrategy)
+RUN_STRATEGIES = ('Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once', 'WaitAsReceiver')
+_BRANCH_RE = re.compile(r'[0-9]{3}')
+_KEY_RE = re.compile(r'[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?')
+
+
+def _d(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _l(value):
+    return value if isinstance(value, list) else []
+
+
+def _s(value):
+    return value if isinstance(value, str) else ''
+
+
+def _meta(obj):
+    return _d(_d(obj).get('metadata'))
+
+
+def _version(value, variable):
+    try:
+        return version_tuple(value)
+    except ManifestError:
+        raise PlanError("%s is %r, not a version like 1.9.0" % (variable, value))
+
+
+def branch_of(driver_version):
+    """``580`` of ``580.82.02``; None for a digest or anything else."""
+    head = _s(driver_version).split('.', 1)[0]
+    return head if _BRANCH_RE.fullmatch(head) else None
+
+
+# versions ------------------------------------------------------------------------------------------------------
+def kubevirt_step(current, target):
+    """Refusals and notes for a KubeVirt change ``current`` -> ``target`` (strings, either may be empty)."""
+    refusals, notes = [], []
+    if not target or not current or _s(current).lstrip('v') == _s(target).lstrip('v'):
+        return refusals, notes
+    cur, tgt = _version(current, 'the running KubeVirt version'), _version(target, 'upgrade_kubevirt_version')
+    if tgt < cur:
+        refusals.append("KubeVirt %s -> %s is a downgrade, which KubeVirt does not support; set "
+                        "upgrade_kubevirt_version to %s or later" % (current, target, current))
+    elif tgt[0] != cur[0] or tgt[1] - cur[1] > 1:
+        nxt = 'v%d.%d' % (cur[0], cur[1] + 1)
+        refusals.append("KubeVirt %s -> %s skips a minor version: KubeVirt upgrades one minor release at a time; "
+                        "upgrade to the latest %s.x first (upgrade_kubevirt_version), then to %s"
+                        % (current, target, nxt, target))
+    if cur < (1, 8, 0) <= tgt:
+        notes.append("KubeVirt crosses 1.8: the DisableMDEVConfiguration gate gives way to "
+                     "mediatedDevicesConfiguration; playbooks/kubevirt.yml re-renders the configuration after")
+    return refusals, notes
+
+
+def versions(current, target, guest_branch=None, vendor_vfio=False, supports=None, cluster_version=None):
+    """The version table and its refusals.
+
+    ``current`` / ``target``: ``{gpu_operator, vgpu_manager, kubevirt}`` (strings; empty target = unchanged).
+    ``supports``: the target GPU Operator release's support list from NVIDIA's platform support page, as the
+    inventory gives it (``{kubernetes: ['1.33', ...], kubevirt: ['1.8', ...]}``); without it nothing is checked and
+    a warning says so.
+    """
+    current, target = _d(current), _d(target)
+    rows, refusals, notes, warnings = [], [], [], []
+    for key in ('gpu_operator', 'vgpu_manager', 'kubevirt'):
+        cur, tgt = _s(current.get(key)), _s(target.get(key))
+        rows.append({'component': key, 'from': cur or None, 'to': tgt or cur or None,
+                     'change': bool(tgt) and tgt.lstrip('v') != cur.lstrip('v')})
+    by = dict((r['component'], r) for r in rows)
+    vgm = by['vgpu_manager']['to']
+    if vgm and guest_branch is not None and _s(str(guest_branch)):
+        host = branch_of(vgm)
+        if host is None:
+            warnings.append("the vGPU Manager version %s names no driver branch; the guest driver branch %s is not "
+                            "checked" % (vgm, guest_branch))
+        elif host != str(guest_branch).strip():
+            refusals.append("the vGPU Manager %s is branch %s but the guests run branch %s "
+                            "(upgrade_guest_driver_branch): upgrade the guest drivers to branch %s first and set "
+                            "upgrade_guest_driver_branch, or pick a %s.x vGPU Manager (vgpu_manager_image_version)"
+                            % (vgm, host, guest_branch, host, guest_branch))
+    elif vgm and by['vgpu_manager']['change']:
+        warnings.append("upgrade_guest_driver_branch is not set: the vGPU Manager branch is not checked against the "
+                        "guest drivers")
+    kv_ref, kv_notes = kubevirt_step(by['kubevirt']['from'], by['kubevirt']['to'] if by['kubevirt']['change'] else '')
+    refusals += kv_ref
+    notes += kv_notes
+    kv_to = by['kubevirt']['to']
+    if vendor_vfio and kv_to and _version(kv_to, 'upgrade_kubevirt_version') < (1, 9, 0):
+        refusals.append("the fleet has NVIDIA vendor-specific VFIO vGPU hosts, which need KubeVirt 1.9.0 or later; "
+                        "KubeVirt would be %s" % kv_to)
+    if by['gpu_operator']['change']:
+        supports = _d(supports)
+        if not supports:
+            warnings.append("GPU Operator %s: upgrade_gpu_operator_supports is not set, so the Kubernetes and KubeVirt "
+                            "versions it supports are not checked (NVIDIA's platform support page lists them)"
+                            % by['gpu_operator']['to'])
+        for what, have in (('kubernetes', cluster_version), ('kubevirt', kv_to)):
+            listed = [str(x).lstrip('v') for x in _l(supports.get(what))]
+            if listed and have:
+                minor = '%d.%d' % _version(have, what + ' version')[:2]
+                if minor not in listed:
+                    refusals.append("GPU Operator %s does not list %s %s as supported (upgrade_gpu_operator_supports."
+                                    "%s: %s)" % (by['gpu_operator']['to'], what, minor, what, ', '.join(listed)))
+    return rows, refusals, notes, warnings
+
+
+def missing_image_tags(version, os_tags, present):
+    """The ``<version>-<os tag>`` tags the vGPU Manager needs that ``present`` (tags read from the registry) lacks."""
+    if not version:
+        return []
+    have = set(_s(t) for t in _l(present))
+    return ['%s-%s' % (version, tag) for tag in sorted(set(_s(t) for t in _l(os_tags) if _s(t)))
+            if '%s-%s' % (version, tag) not in have]
+
+
+# the nodes -----------------------------------------------------------------------------------------------------
+def current_hashes(daemonsets, revisions):
+    """``{daemonset name: hash of its newest ControllerRevision}``."""
+    uids = dict((_s(_meta(ds).get('uid')), _s(_meta(ds).get('name'))) for ds in _l(daemonsets) if _meta(ds).get('uid'))
+    best = {}
+    for rev in _l(revisions):
+        meta = _meta(rev)
+        owner = [o for o in _l(meta.get('ownerReferences')) if _d(o).get('kind') == 'DaemonSet'
+                 and _d(o).get('uid') in uids]
+        number = _d(rev).get('revision')
+        hash_ = _s(_d(meta.get('labels')).get(REVISION_HASH))
+        if not owner or not isinstance(number, int) or isinstance(number, bool) or not hash_:
+            continue
+        name = uids[owner[0]['uid']]
+        if name not in best or number > best[name][0]:
+            best[name] = (number, hash_)
+    return dict((k, v[1]) for k, v in best.items())
+
+
+def stale_pods(node, pods, daemonsets, revisions):
+    """The operand pods on ``node`` whose DaemonSet has a newer revision: ``[{name, daemonset}]``."""
+    hashes = current_hashes(daemonsets, revisions)
+    out = []
+    for pod in _l(pods):
+        meta, spec = _meta(pod), _d(_d(pod).get('spec'))
+        if spec.get('nodeName') != node or meta.get('deletionTimestamp'):
+            continue
+        owner = [o for o in _l(meta.get('ownerReferences')) if _d(o).get('kind') == 'DaemonSet']
+        if not owner:
+            continue
+        ds = _s(owner[0].get('name'))
+        have = _s(_d(meta.get('labels')).get(REVISION_HASH))
+        if ds in hashes and have != hashes[ds]:
+            out.append({'name': _s(meta.get('name')), 'daemonset': ds})
+    return sorted(out, key=lambda p: p['name'])
+
+
+def _is_gpu_vmi(vmi):
+    devices = _d(_d(_d(_d(vmi).get('spec')).get('domain')).get('devices'))
+    pinned = [c for c in _l(_d(_d(vmi).get('status')).get('conditions'))
+              if _d(c).get('type') == 'LiveMigratable' and _d(c).get('reason') == 'HostDeviceNotLiveMigratable']
+    return bool(_l(devices.get('gpus')) or _l(devices.get('hostDevices')) or pinned)
+
+
+def _run_strategy(vm):
+    spec = _d(_d(vm).get('spec'))
+    if isinstance(spec.get('runStrategy'), str):
+        return spec['runStrategy']
+    if isinstance(spec.get('running'), bool):
+        return 'Always' if spec['running'] else 'Halted'
+    return None
+
+
+def vm_actions(node, vmis, vms, default_policy, overrides=None):
+    """What happens to each GPU VMI on ``node``: ``[{namespace, name, vm, policy, run_strategy, action}]`` and the
+    refusals."""
+    if default_policy not in POLICIES:
+        raise PlanError("upgrade_vm_policy is %r, not one of %s" % (default_policy, ', '.join(POLICIES)))
+    overrides = _d(overrides)
+    for key, value in overrides.items():
+        if not (isinstance(key, str) and _KEY_RE.fullmatch(key)) or value not in POLICIES:
+            raise PlanError("upgrade_vm_policies: %r: %r must map <namespace>/<vm name> to one of %s"
+                            % (key, value, ', '.join(POLICIES)))
+    by_name = dict(('%s/%s' % (_s(_meta(vm).get('namespace')), _s(_meta(vm).get('name'))), vm) for vm in _l(vms))
+    out, refusals = [], []
+    for vmi in _l(vmis):
+        meta = _meta(vmi)
+        if _s(_d(_d(vmi).get('status')).get('nodeName')) != node or not _is_gpu_vmi(vmi):
+            continue
+        if _d(vmi.get('status')).get('phase') in ('Succeeded', 'Failed'):
+            continue
+        key = '%s/%s' % (_s(meta.get('namespace')), _s(meta.get('name')))
+        owner = [o for o in _l(meta.get('ownerReferences')) if _d(o).get('kind') == 'VirtualMachine']
+        vm = by_name.get('%s/%s' % (_s(meta.get('namespace')), _s(owner[0].get('name')))) if owner else None
+        policy = overrides.get(key, default_policy)
+        strategy = _run_strategy(vm) if vm else None
+        spec = _d(_d(vm).get('spec'))
+        row = {'namespace': _s(meta.get('namespace')), 'name': _s(meta.get('name')),
+               'vm': _s(_meta(vm).get('name')) if vm else None, 'policy': policy, 'run_strategy': strategy,
+               # the deprecated spec.running, which may not be set beside runStrategy: stopped and restored as is
+               'uses_running': not isinstance(spec.get('runStrategy'), str) and isinstance(spec.get('running'), bool)}
+        if policy == 'refuse':
+            row['action'] = 'refused'
+            refusals.append("node %s runs the GPU VM %s (policy refuse; a GPU VM cannot live-migrate): stop it, or "
+                            "set upgrade_vm_policy (or upgrade_vm_policies[%r]) to wait or stop" % (node, key, key))
+        elif policy == 'wait':
+            row['action'] = 'wait until it stops (upgrade_vm_wait_timeout)'
+        elif vm is None:
+            row['action'] = 'refused'
+            refusals.append("node %s runs the GPU VMI %s, which no VirtualMachine owns: stopping it would lose it for "
+                            "good; stop it yourself or give it the policy wait (upgrade_vm_policies[%r])"
+                            % (node, key, key))
+        elif strategy in RESTARTING:
+            row['action'] = 'stop (runStrategy Halted), start again after (runStrategy %s)' % strategy
+        else:
+            row['action'] = ('stop (runStrategy Halted); left stopped after: its run strategy %s does not start it '
+                             '(start it with virtctl start)' % strategy)
+        out.append(row)
+    return sorted(out, key=lambda r: (r['namespace'], r['name'])), refusals
+
+
+def node_state(node):
+    """``(ok, reason)``: a node upgrade.yml may roll (schedulable or cordoned by upgrade.yml itself, Ready, and not
+    failed by the operator's own upgrade controller)."""
+    meta, spec = _meta(node), _d(_d(node).get('spec'))
+    name = _s(meta.get('name'))
+    if spec.get('unschedulable') and _d(meta.get('annotations')).get(CORDONED_BY) != 'true':
+        return False, ("node %s is already cordoned by someone else: finish that maintenance and uncordon it (kubectl "
+                       "uncordon %s), or leave it out (upgrade_nodes)" % (name, name))
+    ready = [c for c in _l(_d(_d(node).get('status')).get('conditions')) if _d(c).get('type') == 'Ready']
+    if not ready or ready[0].get('status') != 'True':
+        return False, "node %s is not Ready: repair it first, or leave it out (upgrade_nodes)" % name
+    if _d(meta.get('labels')).get(OPERATOR_STATE_LABEL) == OPERATOR_STATE_FAILED:
+        return False, ("node %s is labelled %s=%s by the GPU Operator's upgrade controller: read its driver pod's log, "
+                       "fix it, then remove the label" % (name, OPERATOR_STATE_LABEL, OPERATOR_STATE_FAILED))
+    return True, ''
+
+
+def gpu_allocatable(node):
+    return dict((k, v) for k, v in _d(_d(_d(node).get('status')).get('allocatable')).items()
+                if isinstance(k, str) and k.startswith('nvidia.com/'))
+
+
+def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='wait', vm_policies=None,
+         serial=1, current=None, target=None, guest_branch=None, vendor_vfio=False, supports=None,
+         cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None):
+    """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
+
+    ``cluster_policy``: the live ClusterPolicy (None: none read). Its operands must be OnDelete and its driver
+    autoUpgrade off, or the operator rolls the new version over every node by itself (upgrade_policy.py)."""
+    if isinstance(serial, bool) or not isinstance(serial, int) or serial < 1:
+        raise PlanError("upgrade_serial is %r, not a whole number >= 1" % (serial,))
+    names = _l(node_names)
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise PlanError("upgrade_nodes holds %r, not a node name" % (name,))
+    rows, refusals, notes, warnings = versions(current, target, guest_branch, vendor_vfio, supports, cluster_version)
+    if isinstance(cluster_policy, dict) and cluster_policy:
+        live = from_cluster_policy(_d(cluster_policy.get('spec')))
+        if live['update_strategy'] != 'OnDelete' or live['auto_upgrade']:
+            refusals.append("the ClusterPolicy has daemonsets.updateStrategy %s and driver.upgradePolicy.autoUpgrade "
+                            "%s: the GPU Operator would roll a new version over every node by itself, VMs or not; run "
+                            "playbooks/operator.yml first with gpu_operator_daemonsets_update_strategy OnDelete and "
+                            "gpu_operator_upgrade_policy.auto_upgrade false (the defaults)"
+                            % (live['update_strategy'], str(live['auto_upgrade']).lower()))
+    vgm = [r for r in rows if r['component'] == 'vgpu_manager'][0]
+    if vgm['change'] and image_tags is not None:
+        for tag in missing_image_tags(vgm['to'], os_tags, image_tags):
+            refusals.append("the vGPU Manager image tag %s is not in the registry: build and push it first "
+                            "(playbooks/vgpu_image.yml with vgpu_manager_image_version %s)" % (tag, vgm['to']))
+    by_name = dict((_s(_meta(n).get('name')), n) for n in _l(nodes))
+    out_nodes = []
+    for name in names:
+        node = by_name.get(name)
+        if node is None:
+            refusals.append("node %s (upgrade_nodes) does not exist in the cluster" % name)
+            continue
+        ok, why = node_state(node)
+        stale = stale_pods(name, pods, daemonsets, revisions)
+        vms_here, vm_refusals = vm_actions(name, vmis, vms, vm_policy, vm_policies) if stale else ([], [])
+        if not ok:
+            refusals.append(why)
+        refusals += vm_refusals
+        out_nodes.append({'name': name, 'roll': bool(stale), 'stale_pods': stale, 'vms': vms_here,
+                          'gpu_allocatable': gpu_allocatable(node),
+                          'cordoned_by_upgrade': _d(_meta(node).get('annotations')).get(CORDONED_BY) == 'true'})
+    rolling = [n['name'] for n in out_nodes if n['roll'] or n['cordoned_by_upgrade']]
+    batches = [rolling[i:i + serial] for i in range(0, len(rolling), serial)]
+    result = {'versions': rows, 'nodes': out_nodes, 'batches': batches, 'refusals': refusals, 'notes': notes,
+              'warnings': warnings, 'ok': not refusals}
+    result['summary'] = summary(result)
+    return result
+
+
+def summary(p):
+    """The plan as lines a person reads (check mode prints them)."""
+    lines = []
+    for row in p['versions']:
+        lines.append('%s: %s -> %s%s' % (row['component'], row['from'] or '(none)', row['to'] or '(none)',
+                                         '' if row['change'] else ' (unchanged)'))
+    for i, batch in enumerate(p['batches'], 1):
+        lines.append('batch %d: %s' % (i, ', '.join(batch)))
+    for node in p['nodes']:
+        if not (node['roll'] or node['cordoned_by_upgrade']):
+            lines.append('node %s: nothing to replace' % node['name'])
+            continue
+        lines.append('node %s: cordon, replace %s' % (node['name'], ', '.join(
+            sorted(set(s['daemonset'] for s in node['stale_pods']))) or 'nothing (resume)'))
+        for vm in node['vms']:
+            lines.append('  VM %s/%s: %s' % (vm['namespace'], vm['name'], vm['action']))
+        lines.append('  then wait for %s, uncordon' % (', '.join('%s=%s' % kv for kv in
+                                                              sorted(node['gpu_allocatable'].items()))
+                                                     or 'the operand pods'))
+    lines += ['note: ' + n for n in p['notes']] + ['warning: ' + w for w in p['warnings']]
+    lines += ['REFUSED: ' + r for r in p['refusals']]
+    return lines
+
+
+def _ready(pod):
+    conditions = _l(_d(_d(pod).get('status')).get('conditions'))
+    return any(_d(c).get('type') == 'Ready' and _d(c).get('status') == 'True' for c in conditions)
+
+
+def _quantity(value):
+    """A device count as the kubelet reports it ("2"); anything else counts as 0."""
+    text = _s(value) if not isinstance(value, int) or isinstance(value, bool) else str(value)
+    return int(text) if text.isdigit() else 0
+
+
+def settle(node_name, node, pods, daemonsets, revisions, required, allocatable):
+    """What still keeps ``node_name`` from being released, as sentences (empty: done).
+
+    ``required``: the DaemonSets whose pod this node must run again (those replaced here, the validators included);
+    ``allocatable``: the node's ``nvidia.com/*`` allocatable before the roll, each to come back at least as high."""
+    problems = []
+    hashes = current_hashes(daemonsets, revisions)
+    here = {}
+    for pod in _l(pods):
+        meta = _meta(pod)
+        if _d(_d(pod).get('spec')).get('nodeName') != node_name:
+            continue
+        owner = [o for o in _l(meta.get('ownerReferences')) if _d(o).get('kind') == 'DaemonSet']
+        if owner:
+            here.setdefault(_s(owner[0].get('name')), []).append(pod)
+    for ds in sorted(set(_s(x) for x in _l(required)) | set(here)):
+        mine = [p for p in here.get(ds, []) if not _meta(p).get('deletionTimestamp')]
+        current = [p for p in mine if ds not in hashes
+                   or _s(_d(_meta(p).get('labels')).get(REVISION_HASH)) == hashes[ds]]
+        if not current:
+            problems.append('%s has no pod of its newest revision on the node yet' % ds)
+        elif not any(_ready(p) for p in current):
+            problems.append('%s pod %s is not Ready' % (ds, _s(_meta(current[0]).get('name'))))
+    have = gpu_allocatable(node)
+    for res, count in sorted(_d(allocatable).items()):
+        if _quantity(have.get(res)) < _quantity(count):
+            problems.append('allocatable %s is %s, was %s before the upgrade' % (res, have.get(res, 0), count))
+    return problems

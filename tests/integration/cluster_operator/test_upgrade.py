@@ -1,0 +1,310 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""playbooks/upgrade.yml against a real kube-apiserver: two GPU nodes, a GPU VM on each, the vGPU Manager DaemonSet
+given a new revision (what the GPU Operator does when vgpuManager.version changes), rolled node by node.
+
+The API server decides every read and write (RBAC included: the automation identity holds its shipped file plus
+docs/rbac/gpuvirt-automation-upgrade.yml, nothing else). What no server runs here, the test plays through the API,
+each stand-in named after the controller it stands in for:
+
+* the DaemonSet controller with ``updateStrategy: OnDelete`` (kubernetes pkg/controller/daemon): a node whose pod
+  of a DaemonSet is gone gets a new pod labelled with the newest ControllerRevision's hash; a pod is never replaced
+  while it exists (OnDelete), so nothing but the playbook's delete changes a node;
+* the kubelet: a pod marked for deletion is removed; a new pod turns Ready a moment later (or never, to fail);
+* the vGPU device plugin: a node advertises its vGPU resources only while a Ready vGPU Manager pod runs there;
+* KubeVirt's VM controller: a VM whose runStrategy is Halted (or running false) loses its VMI; an ``Always`` VM
+  without a VMI gets one again on its node once the node is schedulable (the scheduler's part).
+
+What these cannot prove (docs/testing.md): that the real operator renders a new DaemonSet revision for a version
+change, that the real k8s-driver-manager unloads the driver once the VMs are gone, that the guest survives, or that a
+real kubelet's device plugin re-advertises the same counts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
+sys.path.insert(0, os.path.join(ROOT, 'tools', 'kube'))
+import apiserver  # noqa: E402
+from kube_cluster import write_summary  # noqa: E402
+
+NS = 'gpu-operator'
+VGM = 'nvidia-vgpu-manager-daemonset'
+VALIDATOR = 'nvidia-sandbox-validator'
+RES = 'nvidia.com/NVIDIA_A10-12Q'
+NODES = ('gpu-1', 'gpu-2')
+
+
+def node(name):
+    return {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name},
+            'status': {'conditions': [{'type': 'Ready', 'status': 'True'}],
+                       'allocatable': {'cpu': '8', RES: '2'}, 'capacity': {'cpu': '8', RES: '2'}}}
+
+
+def daemonset(name):
+    labels = {'app': name}
+    return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': {'name': name, 'namespace': NS},
+            'spec': {'selector': {'matchLabels': labels}, 'updateStrategy': {'type': 'OnDelete'},
+                     'template': {'metadata': {'labels': labels},
+                                  'spec': {'containers': [{'name': 'c', 'image': 'nvcr.io/nvidia/x:1'}]}}}}
+
+
+def revision(ds, number, hash_):
+    return {'apiVersion': 'apps/v1', 'kind': 'ControllerRevision',
+            'metadata': {'name': '%s-%s' % (ds['metadata']['name'], hash_), 'namespace': NS,
+                         'labels': {'controller-revision-hash': hash_},
+                         'ownerReferences': [{'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'controller': True,
+                                              'name': ds['metadata']['name'], 'uid': ds['metadata']['uid']}]},
+            'data': {'spec': {}}, 'revision': number}
+
+
+def pod(ds, node_name, hash_, ready=True, suffix='a'):
+    name = ds['metadata']['name']
+    return {'apiVersion': 'v1', 'kind': 'Pod',
+            'metadata': {'name': '%s-%s-%s' % (name, node_name, suffix), 'namespace': NS,
+                         'labels': {'app': name, 'controller-revision-hash': hash_},
+                         'ownerReferences': [{'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'controller': True,
+                                              'name': name, 'uid': ds['metadata']['uid']}]},
+            'spec': {'nodeName': node_name, 'containers': [{'name': 'c', 'image': 'nvcr.io/nvidia/x:%s' % hash_}]},
+            'status': {'phase': 'Running', 'conditions': [{'type': 'Ready', 'status': 'True' if ready else 'False'}]}}
+
+
+def vm(name, node_name, strategy='Always'):
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachine',
+            'metadata': {'name': name, 'namespace': 'vms'},
+            'spec': {'runStrategy': strategy,
+                     'template': {'spec': {'nodeSelector': {'kubernetes.io/hostname': node_name},
+                                           'domain': {'devices': {'gpus': [{'name': 'g1', 'deviceName': RES}]}}}}}}
+
+
+def vmi(vm_obj, node_name):
+    meta = vm_obj['metadata']
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachineInstance',
+            'metadata': {'name': meta['name'], 'namespace': meta['namespace'],
+                         'ownerReferences': [{'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachine',
+                                              'controller': True, 'name': meta['name'], 'uid': vm_obj['metadata']['uid']}]},
+            'spec': {'domain': {'devices': {'gpus': [{'name': 'g1', 'deviceName': RES}]}}},
+            'status': {'nodeName': node_name, 'phase': 'Running'}}
+
+
+def ready(p):
+    # a pod just created has no conditions until its status is written (the API server defaults phase Pending only)
+    return any(c.get('type') == 'Ready' and c.get('status') == 'True' for c in p.get('status', {}).get('conditions') or [])
+
+
+def items(cluster, path):
+    return cluster.server.request('GET', path)['items']
+
+
+def delete(cluster, path):
+    cluster.server.request('DELETE', path, {'kind': 'DeleteOptions', 'apiVersion': 'v1', 'gracePeriodSeconds': 0},
+                           ok=(200, 202, 404))
+
+
+def setup(kube, never_ready_on=None):
+    """Two nodes; the vGPU Manager DaemonSet with an old and a new revision, the validator with one; every pod on
+    the old vGPU Manager revision; a GPU VM (runStrategy Always) running on each node. Starts the stand-ins."""
+    cluster = kube([node(n) for n in NODES], openshift=False)
+    cluster.server.grant_upgrade()
+    vgm, validator = cluster.create(daemonset(VGM)), cluster.create(daemonset(VALIDATOR))
+    cluster.create(revision(vgm, 1, 'old'))
+    cluster.create(revision(vgm, 2, 'new'))
+    cluster.create(revision(validator, 1, 'v1'))
+    for n in NODES:
+        cluster.create(pod(vgm, n, 'old'))
+        cluster.create(pod(validator, n, 'v1'))
+        made = cluster.create(vm('vm-' + n, n))
+        cluster.create(vmi(made, n))
+    time.sleep(0.3)
+    cluster.mark = cluster.now()
+    newest = {VGM: (vgm, 'new'), VALIDATOR: (validator, 'v1')}
+    made_pods = {'n': 0}
+
+    def daemonset_controller(c):
+        for ds_name, (ds, hash_) in newest.items():
+            for n in NODES:
+                mine = [p for p in items(c, '/api/v1/namespaces/%s/pods' % NS)
+                        if p['spec']['nodeName'] == n and p['metadata']['labels'].get('app') == ds_name]
+                if mine:
+                    continue
+                made_pods['n'] += 1
+                fresh = pod(ds, n, hash_, ready=False, suffix='r%d' % made_pods['n'])
+                c.create(fresh)
+        return False
+
+    def kubelet(c):
+        for p in items(c, '/api/v1/namespaces/%s/pods' % NS):
+            meta = p['metadata']
+            if meta.get('deletionTimestamp'):
+                delete(c, '/api/v1/namespaces/%s/pods/%s' % (NS, meta['name']))
+            elif not ready(p) and p['spec']['nodeName'] != never_ready_on:
+                c.set_status(dict(p, apiVersion='v1', kind='Pod'),
+                             dict(p['status'], conditions=[{'type': 'Ready', 'status': 'True'}]))
+        return False
+
+    def device_plugin(c):
+        pods = items(c, '/api/v1/namespaces/%s/pods' % NS)
+        for n in NODES:
+            serving = any(p['spec']['nodeName'] == n and p['metadata']['labels'].get('app') == VGM
+                          and not p['metadata'].get('deletionTimestamp')
+                          and ready(p) for p in pods)
+            obj = c.get('v1', 'Node', n)
+            want = '2' if serving else '0'
+            if obj['status']['allocatable'].get(RES) != want:
+                status = dict(obj['status'])
+                status['allocatable'] = dict(status['allocatable'], **{RES: want})
+                c.set_status(obj, status)
+        return False
+
+    def vm_controller(c):
+        for v in items(c, '/apis/kubevirt.io/v1/namespaces/vms/virtualmachines'):
+            name, strategy = v['metadata']['name'], v['spec'].get('runStrategy')
+            target = v['spec']['template']['spec']['nodeSelector']['kubernetes.io/hostname']
+            running = c.get('kubevirt.io/v1', 'VirtualMachineInstance', name, 'vms')
+            if not running and c.get('v1', 'Node', target) is None:
+                continue
+            if strategy == 'Halted' and running:
+                delete(c, '/apis/kubevirt.io/v1/namespaces/vms/virtualmachineinstances/' + name)
+            elif strategy == 'Always' and not running and not c.get('v1', 'Node', target)['spec'].get('unschedulable'):
+                c.create(vmi(v, target))
+        return False
+
+    def tolerant(step):
+        # a write raced by another writer (409) or an object deleted meanwhile (404) is retried on the next pass,
+        # as a controller's requeue does
+        def run(c):
+            try:
+                return step(c)
+            except apiserver.APIError as exc:
+                if exc.status in (404, 409):
+                    return False
+                raise
+        return run
+
+    for name, step in (('daemonset-controller', daemonset_controller), ('kubelet', kubelet),
+                       ('device-plugin', device_plugin), ('virt-controller', vm_controller)):
+        cluster.controller(name, tolerant(step), interval=0.2)
+    return cluster
+
+
+def upgrade(tmp_path, cluster, *args, **extra):
+    cache = tmp_path / 'tmp'
+    cache.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith('K8S_AUTH_') and k != 'KUBECONFIG'}
+    env.update(HOME=str(tmp_path), TMPDIR=str(cache))
+    extra_vars = dict({'gpuvirt_kubeconfig': cluster.kubeconfig, 'upgrade_nodes': list(NODES),
+                       'upgrade_poll_delay': 1, 'upgrade_node_timeout': 20, 'upgrade_vm_wait_timeout': 20},
+                      **extra)
+    extra_vars['ansible_python_interpreter'] = sys.executable
+    cmd = ['ansible-playbook', '-i', 'localhost,', os.path.join(ROOT, 'playbooks', 'upgrade.yml'),
+           '-e', json.dumps(extra_vars)] + list(args)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def hashes(cluster, node_name):
+    return sorted(p['metadata']['labels']['controller-revision-hash'] for p in
+                  items(cluster, '/api/v1/namespaces/%s/pods' % NS) if p['spec']['nodeName'] == node_name
+                  and p['metadata']['labels'].get('app') == VGM and not p['metadata'].get('deletionTimestamp'))
+
+
+def node_writes(cluster):
+    """The automation's successful writes, cordon / VM / pod, in order (node patches, VM patches, pod deletes)."""
+    return [w for w in write_summary(cluster.writes()) if not w.startswith('create ')]
+
+
+def test_stop_policy_rolls_node_by_node_and_starts_the_vms_again_then_a_rerun_is_a_no_op(tmp_path, kube):
+    cluster = setup(kube)
+    rc, log = upgrade(tmp_path, cluster, upgrade_vm_policy='stop')
+    assert rc == 0, log
+    writes = node_writes(cluster)
+    # gpu-1 done (cordon, VM halted, pods replaced, uncordon, VM restored) before gpu-2 is touched
+    first_gpu2 = min(i for i, w in enumerate(writes) if 'gpu-2' in w)
+    assert all('gpu-2' not in w for w in writes[:first_gpu2])
+    gpu1 = writes[:first_gpu2]
+    assert gpu1[0] == 'patch nodes -/gpu-1', writes
+    assert gpu1.index('patch virtualmachines vms/vm-gpu-1') < gpu1.index('delete pods gpu-operator/%s-gpu-1-a' % VGM)
+    assert 'delete pods gpu-operator/%s-gpu-1-a' % VALIDATOR in gpu1, writes
+    for n in NODES:
+        assert hashes(cluster, n) == ['new'], (n, log)
+        obj = cluster.get('v1', 'Node', n)
+        assert not obj['spec'].get('unschedulable') and 'gpuvirt.provision/upgrade-cordoned' not in (
+            obj['metadata'].get('annotations') or {})
+        machine = cluster.get('kubevirt.io/v1', 'VirtualMachine', 'vm-' + n, 'vms')
+        assert machine['spec']['runStrategy'] == 'Always'
+        assert 'gpuvirt.provision/upgrade-stopped-run-strategy' not in (machine['metadata'].get('annotations') or {})
+    # the VMs come back (the stand-in VM controller starts them once the node is schedulable)
+    deadline = time.time() + 10
+    while time.time() < deadline and not all(cluster.get('kubevirt.io/v1', 'VirtualMachineInstance', 'vm-' + n, 'vms')
+                                             for n in NODES):
+        time.sleep(0.2)
+    assert all(cluster.get('kubevirt.io/v1', 'VirtualMachineInstance', 'vm-' + n, 'vms') for n in NODES)
+    assert 'VM vms/vm-gpu-1: stop (runStrategy Halted), start again after (runStrategy Always)' in log, log
+
+    mark = cluster.now()
+    rc, log = upgrade(tmp_path, cluster, upgrade_vm_policy='stop')
+    assert rc == 0, log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+    assert 'node gpu-1: nothing to replace' in log, log
+
+
+def test_wait_policy_waits_for_the_owner_to_stop_the_vm(tmp_path, kube):
+    cluster = setup(kube)
+
+    def owner(c):
+        # the VM's owner shuts each VM down once its node is cordoned (what the wait policy waits for)
+        for n in NODES:
+            if c.get('v1', 'Node', n)['spec'].get('unschedulable'):
+                c.patch(c.get('kubevirt.io/v1', 'VirtualMachine', 'vm-' + n, 'vms'), {'spec': {'runStrategy': 'Halted'}})
+        return False
+    cluster.controller('vm-owner', owner, interval=0.5)
+    rc, log = upgrade(tmp_path, cluster, upgrade_vm_policy='wait')
+    assert rc == 0, log
+    assert [n for n in NODES if hashes(cluster, n) != ['new']] == []
+    # the upgrade wrote no VM: the owner stopped them, and they stay stopped
+    assert not [w for w in node_writes(cluster) if 'virtualmachines' in w]
+    # the wait ran for each batch (it is skipped only when a batch has no GPU VM), and the VMs stay as the owner left
+    waits = log.split("Wait until the batch's GPU VMs have stopped (policies wait and stop)")[1:]
+    assert len(waits) == 2 and all(w.split('\n', 2)[1].startswith('ok:') for w in waits), log
+    assert all(cluster.get('kubevirt.io/v1', 'VirtualMachine', 'vm-' + n, 'vms')['spec']['runStrategy'] == 'Halted'
+               for n in NODES)
+
+
+def test_refuse_policy_changes_nothing_and_names_the_vms(tmp_path, kube):
+    cluster = setup(kube)
+    rc, log = upgrade(tmp_path, cluster, upgrade_vm_policy='refuse')
+    assert rc != 0
+    assert 'node gpu-1 runs the GPU VM vms/vm-gpu-1 (policy refuse' in log, log
+    assert 'vms/vm-gpu-2' in log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+
+
+def test_check_mode_prints_the_plan_and_writes_nothing(tmp_path, kube):
+    cluster = setup(kube)
+    rc, log = upgrade(tmp_path, cluster, '--check', upgrade_vm_policy='stop')
+    assert rc == 0, log
+    assert 'batch 1: gpu-1' in log and 'batch 2: gpu-2' in log, log
+    assert 'node gpu-2: cordon, replace %s' % VGM in log, log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+
+
+def test_a_failure_on_the_first_node_stops_the_roll_with_the_second_untouched(tmp_path, kube):
+    cluster = setup(kube, never_ready_on='gpu-1')
+    rc, log = upgrade(tmp_path, cluster, upgrade_vm_policy='stop', upgrade_node_timeout=4)
+    assert rc != 0, log
+    assert 'The upgrade stopped at gpu-1' in log, log
+    assert 'Still pending: gpu-1.' in log, log
+    assert 'pod %s-gpu-1-r' % VGM in log and 'is not Ready' in log, log
+    assert not [w for w in write_summary(cluster.attempts()) if 'gpu-2' in w], write_summary(cluster.attempts())
+    assert hashes(cluster, 'gpu-2') == ['old']
+    assert cluster.get('kubevirt.io/v1', 'VirtualMachine', 'vm-gpu-2', 'vms')['spec']['runStrategy'] == 'Always'
+    assert cluster.get('kubevirt.io/v1', 'VirtualMachineInstance', 'vm-gpu-2', 'vms')
+    stuck = cluster.get('v1', 'Node', 'gpu-1')
+    assert stuck['spec']['unschedulable'] is True
+    assert stuck['metadata']['annotations']['gpuvirt.provision/upgrade-cordoned'] == 'true'

@@ -1,0 +1,241 @@
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The upgrade planner: versions, node order, GPU VMs per node and their policy, refusals - on objects shaped as
+the API server returns them, and on anything else (hypothesis) without a crash."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_plan as up
+
+NS = 'nvidia-gpu-operator'
+
+
+def node(name, unschedulable=False, ready=True, labels=None, annotations=None, alloc=None):
+    return {'metadata': {'name': name, 'labels': labels or {}, 'annotations': annotations or {}},
+            'spec': {'unschedulable': True} if unschedulable else {},
+            'status': {'conditions': [{'type': 'Ready', 'status': 'True' if ready else 'False'}],
+                       'allocatable': dict({'cpu': '8'}, **(alloc or {'nvidia.com/NVIDIA_A10-12Q': '2'}))}}
+
+
+def ds(name, uid):
+    return {'metadata': {'name': name, 'namespace': NS, 'uid': uid}, 'spec': {'updateStrategy': {'type': 'OnDelete'}}}
+
+
+def rev(ds_name, uid, number, hash_):
+    # a ControllerRevision as the DaemonSet controller writes it: owned by the DaemonSet, labelled with its hash
+    return {'metadata': {'name': '%s-%s' % (ds_name, hash_), 'namespace': NS,
+                         'labels': {'controller-revision-hash': hash_},
+                         'ownerReferences': [{'kind': 'DaemonSet', 'name': ds_name, 'uid': uid}]},
+            'revision': number}
+
+
+def pod(name, ds_name, node_name, hash_):
+    return {'metadata': {'name': name, 'namespace': NS, 'labels': {'controller-revision-hash': hash_},
+                         'ownerReferences': [{'kind': 'DaemonSet', 'name': ds_name, 'uid': 'x'}]},
+            'spec': {'nodeName': node_name}}
+
+
+def vmi(name, node_name, gpu=True, vm=True, namespace='vms'):
+    meta = {'name': name, 'namespace': namespace}
+    if vm:
+        meta['ownerReferences'] = [{'kind': 'VirtualMachine', 'name': name}]
+    devices = {'gpus': [{'name': 'g', 'deviceName': 'nvidia.com/NVIDIA_A10-12Q'}]} if gpu else {}
+    return {'metadata': meta, 'spec': {'domain': {'devices': devices}},
+            'status': {'nodeName': node_name, 'phase': 'Running'}}
+
+
+def vm(name, strategy='Always', namespace='vms'):
+    spec = {'running': True} if strategy == 'running' else {'runStrategy': strategy}
+    return {'metadata': {'name': name, 'namespace': namespace}, 'spec': spec}
+
+
+def cluster(old_on=('gpu-1', 'gpu-2')):
+    """Two GPU nodes; the vGPU Manager DaemonSet has a new revision (new) and the pods on ``old_on`` run the old."""
+    pods = [pod('vgm-%s' % n, 'nvidia-vgpu-manager-daemonset', n, 'old' if n in old_on else 'new')
+            for n in ('gpu-1', 'gpu-2')]
+    return dict(nodes=[node('gpu-1'), node('gpu-2')], pods=pods,
+                daemonsets=[ds('nvidia-vgpu-manager-daemonset', 'u1')],
+                revisions=[rev('nvidia-vgpu-manager-daemonset', 'u1', 1, 'old'),
+                           rev('nvidia-vgpu-manager-daemonset', 'u1', 2, 'new')])
+
+
+def plan(vmis=(), vms=(), names=('gpu-1', 'gpu-2'), **kw):
+    c = kw.pop('cluster', None) or cluster()
+    return up.plan(list(names), c['nodes'], c['pods'], c['daemonsets'], c['revisions'], list(vmis), list(vms), **kw)
+
+
+def test_two_nodes_with_old_pods_roll_one_at_a_time_in_inventory_order():
+    p = plan(names=('gpu-2', 'gpu-1'))
+    assert p['ok'] and p['batches'] == [['gpu-2'], ['gpu-1']]
+    assert p['nodes'][0]['stale_pods'] == [{'name': 'vgm-gpu-2', 'daemonset': 'nvidia-vgpu-manager-daemonset'}]
+    assert p['nodes'][0]['gpu_allocatable'] == {'nvidia.com/NVIDIA_A10-12Q': '2'}
+    assert plan(serial=2)['batches'] == [['gpu-1', 'gpu-2']]
+
+
+def test_nodes_already_on_the_newest_revision_are_left_alone():
+    p = plan(cluster=cluster(old_on=('gpu-2',)))
+    assert p['batches'] == [['gpu-2']]
+    assert 'node gpu-1: nothing to replace' in p['summary']
+    assert plan(cluster=cluster(old_on=()))['batches'] == []
+
+
+@pytest.mark.parametrize('strategy, restarts', [('Always', True), ('RerunOnFailure', True), ('running', True),
+                                                ('Manual', False)])
+def test_stop_policy_says_whether_the_vm_comes_back(strategy, restarts):
+    p = plan([vmi('db', 'gpu-1')], [vm('db', strategy)], vm_policy='stop')
+    row = p['nodes'][0]['vms'][0]
+    assert p['ok'] and row['vm'] == 'db' and row['policy'] == 'stop'
+    assert ('start again after' in row['action']) is restarts
+
+
+def test_refuse_policy_names_the_node_and_the_vm():
+    p = plan([vmi('db', 'gpu-1'), vmi('web', 'gpu-2')], [vm('db'), vm('web')], vm_policy='refuse')
+    assert not p['ok']
+    assert any('node gpu-1 runs the GPU VM vms/db' in r for r in p['refusals'])
+    assert any('vms/web' in r for r in p['refusals'])
+    assert any(line.startswith('REFUSED: node gpu-1') for line in p['summary'])
+
+
+def test_per_vm_policy_overrides_the_default():
+    p = plan([vmi('db', 'gpu-1'), vmi('web', 'gpu-2')], [vm('db'), vm('web')], vm_policy='refuse',
+             vm_policies={'vms/db': 'wait', 'vms/web': 'stop'})
+    assert p['ok'], p['refusals']
+    assert [v['policy'] for n in p['nodes'] for v in n['vms']] == ['wait', 'stop']
+
+
+def test_stop_of_a_vmi_without_a_vm_is_refused_and_non_gpu_vmis_are_ignored():
+    p = plan([vmi('bare', 'gpu-1', vm=False), vmi('cpu-only', 'gpu-2', gpu=False)], [], vm_policy='stop')
+    assert p['refusals'] == [r for r in p['refusals'] if 'vms/bare' in r] and len(p['refusals']) == 1
+    assert p['nodes'][1]['vms'] == []
+
+
+def test_a_vm_on_a_node_with_nothing_to_replace_is_not_touched():
+    p = plan([vmi('db', 'gpu-1')], [vm('db')], vm_policy='refuse', cluster=cluster(old_on=('gpu-2',)))
+    assert p['ok'] and p['nodes'][0]['vms'] == []
+
+
+@pytest.mark.parametrize('state, needle', [
+    (dict(unschedulable=True), 'already cordoned by someone else'),
+    (dict(ready=False), 'not Ready'),
+    (dict(labels={'nvidia.com/gpu-driver-upgrade-state': 'upgrade-failed'}), 'upgrade-failed'),
+])
+def test_a_node_not_fit_to_roll_is_refused(state, needle):
+    c = cluster()
+    c['nodes'][1] = node('gpu-2', **state)
+    p = plan(cluster=c)
+    assert not p['ok'] and any(needle in r and 'gpu-2' in r for r in p['refusals'])
+
+
+def test_a_node_cordoned_by_an_earlier_run_is_resumed():
+    c = cluster(old_on=())
+    c['nodes'][0] = node('gpu-1', unschedulable=True, annotations={up.CORDONED_BY: 'true'})
+    p = plan(cluster=c)
+    assert p['ok'] and p['batches'] == [['gpu-1']]
+
+
+def test_an_unknown_node_is_refused():
+    assert 'node gpu-9 (upgrade_nodes) does not exist' in ' '.join(plan(names=('gpu-9',))['refusals'])
+
+
+@pytest.mark.parametrize('cur, tgt, needle', [
+    ('v1.7.2', 'v1.9.0', 'skips a minor version'),
+    ('v1.9.0', 'v1.8.3', 'downgrade'),
+    ('v1.9.1', 'v2.0.0', 'skips a minor version'),
+])
+def test_kubevirt_one_minor_at_a_time(cur, tgt, needle):
+    p = plan(current={'kubevirt': cur}, target={'kubevirt': tgt})
+    assert any(needle in r for r in p['refusals'])
+
+
+def test_kubevirt_crossing_1_8_notes_the_re_render():
+    p = plan(current={'kubevirt': 'v1.7.2'}, target={'kubevirt': 'v1.8.0'})
+    assert p['ok'] and any('mediatedDevicesConfiguration' in n for n in p['notes'])
+    assert 'kubevirt: v1.7.2 -> v1.8.0' in p['summary']
+
+
+def test_vendor_vfio_needs_kubevirt_1_9():
+    p = plan(current={'kubevirt': 'v1.8.2'}, vendor_vfio=True)
+    assert any('1.9.0' in r for r in p['refusals'])
+    assert plan(current={'kubevirt': 'v1.8.2'}, target={'kubevirt': 'v1.9.0'}, vendor_vfio=True)['ok']
+
+
+def test_vgpu_manager_branch_must_be_the_guests():
+    p = plan(current={'vgpu_manager': '570.124.03'}, target={'vgpu_manager': '580.82.02'}, guest_branch='570')
+    assert any('branch 580 but the guests run branch 570' in r for r in p['refusals'])
+    assert plan(current={'vgpu_manager': '580.65.05'}, target={'vgpu_manager': '580.82.02'}, guest_branch='580')['ok']
+    warned = plan(current={'vgpu_manager': '580.65.05'}, target={'vgpu_manager': '580.82.02'})
+    assert any('upgrade_guest_driver_branch is not set' in w for w in warned['warnings'])
+
+
+def test_missing_image_tags_are_refused_per_os_tag():
+    p = plan(current={'vgpu_manager': '580.65.05'}, target={'vgpu_manager': '580.82.02'},
+             os_tags=['rhcos4.18', 'ubuntu22.04'], image_tags=['580.82.02-rhcos4.18', '580.65.05-ubuntu22.04'])
+    assert [r for r in p['refusals'] if 'image tag' in r] == [
+        'the vGPU Manager image tag 580.82.02-ubuntu22.04 is not in the registry: build and push it first '
+        '(playbooks/vgpu_image.yml with vgpu_manager_image_version 580.82.02)']
+
+
+def test_gpu_operator_support_list_is_checked_when_given():
+    kw = dict(current={'gpu_operator': 'v25.10.1', 'kubevirt': 'v1.8.2'}, target={'gpu_operator': 'v26.7.0'})
+    p = plan(supports={'kubernetes': ['1.32', '1.33'], 'kubevirt': ['1.9']}, cluster_version='v1.31.4', **kw)
+    assert any('kubernetes 1.31' in r for r in p['refusals']) and any('kubevirt 1.8' in r for r in p['refusals'])
+    assert any('not checked' in w for w in plan(**kw)['warnings'])
+
+
+@pytest.mark.parametrize('kw, needle', [
+    (dict(serial=0), 'upgrade_serial'),
+    (dict(vm_policy='drain'), 'upgrade_vm_policy'),
+    (dict(vm_policies={'db': 'stop'}), 'upgrade_vm_policies'),
+    (dict(target={'kubevirt': 'latest'}, current={'kubevirt': 'v1.8.0'}), 'upgrade_kubevirt_version'),
+])
+def test_bad_inventory_values_are_named(kw, needle):
+    with pytest.raises(up.PlanError, match=needle):
+        plan(**kw)
+
+
+_junk = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+                     lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                             st.dictionaries(st.sampled_from(
+                                                 ['metadata', 'spec', 'status', 'name', 'uid', 'labels', 'nodeName',
+                                                  'ownerReferences', 'kind', 'revision', 'controller-revision-hash',
+                                                  'domain', 'devices', 'gpus', 'runStrategy', 'conditions',
+                                                  'type', 'unschedulable', 'allocatable']), inner, max_size=4)),
+                     max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_junk, max_size=3), st.lists(_junk, max_size=3), st.lists(_junk, max_size=3),
+       st.lists(_junk, max_size=3), st.lists(_junk, max_size=3))
+def test_malformed_cluster_objects_never_crash_the_planner(nodes, pods, revisions, vmis, vms):
+    c = cluster()
+    p = up.plan(['gpu-1', 'gpu-2'], c['nodes'] + nodes, c['pods'] + pods, c['daemonsets'], c['revisions'] + revisions,
+                vmis + [vmi('db', 'gpu-1')], vms + [vm('db')], vm_policy='stop')
+    assert isinstance(p['summary'], list)
+
+
+def test_settle_names_what_keeps_a_node_cordoned():
+    c = cluster(old_on=('gpu-1',))
+    args = (c['daemonsets'], c['revisions'])
+    # the old pod still there: not of the newest revision
+    assert up.settle('gpu-1', None, c['pods'], *args, ['nvidia-vgpu-manager-daemonset'], {}) == [
+        'nvidia-vgpu-manager-daemonset has no pod of its newest revision on the node yet']
+    fresh = pod('vgm-new', 'nvidia-vgpu-manager-daemonset', 'gpu-1', 'new')
+    assert up.settle('gpu-1', None, [fresh], *args, ['nvidia-vgpu-manager-daemonset'], {}) == [
+        'nvidia-vgpu-manager-daemonset pod vgm-new is not Ready']
+    fresh['status'] = {'conditions': [{'type': 'Ready', 'status': 'True'}]}
+    assert up.settle('gpu-1', None, [fresh], *args, ['nvidia-vgpu-manager-daemonset'], {}) == []
+    low = node('gpu-1', alloc={'nvidia.com/NVIDIA_A10-12Q': '0'})
+    assert up.settle('gpu-1', low, [fresh], *args, [], {'nvidia.com/NVIDIA_A10-12Q': '2'}) == [
+        'allocatable nvidia.com/NVIDIA_A10-12Q is 0, was 2 before the upgrade']
+    assert up.settle('gpu-1', node('gpu-1'), [fresh], *args, [], {'nvidia.com/NVIDIA_A10-12Q': '2'}) == []
+
+
+def test_a_cluster_policy_that_lets_the_operator_roll_by_itself_is_refused():
+    rolling = {'spec': {'daemonsets': {'updateStrategy': 'RollingUpdate'}, 'driver': {'upgradePolicy': {}}}}
+    assert any('daemonsets.updateStrategy RollingUpdate' in r for r in plan(cluster_policy=rolling)['refusals'])
+    auto = {'spec': {'daemonsets': {'updateStrategy': 'OnDelete'}, 'driver': {'upgradePolicy': {'autoUpgrade': True}}}}
+    assert any('autoUpgrade true' in r for r in plan(cluster_policy=auto)['refusals'])
+    ours = {'spec': {'daemonsets': {'updateStrategy': 'OnDelete'}, 'driver': {'upgradePolicy': {'autoUpgrade': False}}}}
+    assert plan(cluster_policy=ours)['ok']
