@@ -117,9 +117,9 @@ POOL_TABLE = (
 #   kernel_args: the IOMMU kernel arguments, present where the pool needs the IOMMU (iommu);
 #   nouveau: the nouveau blacklist, present where the pool needs the IOMMU (the VM pools: vfio-pci or the vGPU
 #     Manager must get the GPU), else leave: host preparation neither writes nor takes it back on a pool without the
-#     IOMMU (container). Not absent there: NVIDIA recommends blacklisting nouveau on GPU Operator nodes too (NVIDIA/k8s-driver-manager issue 37, a maintainer: "It is recommended to
-#     blacklist nouveau as it can conflict with the nvidia driver"; the driver manager only unloads it when its pod
-#     starts, and NVIDIA/cloud-native-docs pull request 98 adds a troubleshooting entry for a driver container that
+#     IOMMU (container). Not absent there: NVIDIA recommends blacklisting nouveau on GPU Operator nodes too
+#     (github.com/NVIDIA/k8s-driver-manager/issues/37, a maintainer: "It is recommended to blacklist nouveau as it
+#     can conflict with the nvidia driver"; the driver manager only unloads it when its pod starts, and NVIDIA/cloud-native-docs pull request 98 adds a troubleshooting entry for a driver container that
 #     fails with nouveau loaded), and the driver container itself neither unloads nor blacklists it
 #     (NVIDIA/gpu-driver-container ubuntu22.04/nvidia-driver: nvidia-installer --no-nouveau-check, then modprobe
 #     nvidia). Taking it back from a container host would let nouveau grab the GPUs at boot; only retirement does.
