@@ -118,14 +118,15 @@ POOL_TABLE = (
 #   nouveau: the nouveau blacklist, present where the pool needs the IOMMU (the VM pools: vfio-pci or the vGPU
 #     Manager must get the GPU), else leave: host preparation neither writes nor takes it back on a pool without the
 #     IOMMU (container). Not absent there: NVIDIA recommends blacklisting nouveau on GPU Operator nodes too
-#     (github.com/NVIDIA/k8s-driver-manager/issues/37, a maintainer: "It is recommended to blacklist nouveau as it
-#     can conflict with the nvidia driver"; the driver manager only unloads it when its pod starts, and NVIDIA/cloud-native-docs pull request 98 adds a troubleshooting entry for a driver container that
-#     fails with nouveau loaded), and the driver container itself neither unloads nor blacklists it
-#     (NVIDIA/gpu-driver-container ubuntu22.04/nvidia-driver: nvidia-installer --no-nouveau-check, then modprobe
-#     nvidia). Taking it back from a container host would let nouveau grab the GPUs at boot; only retirement does.
-#     Not present there either: NVIDIA's GPU Operator install needs nothing on a container host (the driver manager
-#     unloads nouveau when its pod starts), and writing it would rebuild the initramfs of every container host of a
-#     fleet, and reboot each where nouveau is loaded, on the first run after an upgrade of the collection;
+#     (github.com/NVIDIA/k8s-driver-manager/issues/37, a maintainer: "It is recommended to blacklist nouveau as it can
+#     conflict with the nvidia driver"; the driver manager only unloads it when its pod starts, and NVIDIA/cloud-native-docs
+#     pull request 98 adds a troubleshooting entry for a driver container that fails with nouveau loaded), and the
+#     driver container itself neither unloads nor blacklists it (NVIDIA/gpu-driver-container ubuntu22.04/nvidia-driver:
+#     nvidia-installer --no-nouveau-check, then modprobe nvidia). Taking it back from a container host would let nouveau
+#     grab the GPUs at boot; only retirement does. Not present there either: NVIDIA's GPU Operator install needs nothing
+#     on a container host (the driver manager unloads nouveau when its pod starts), and writing it would rebuild the
+#     initramfs of every container host of a fleet, and reboot each where nouveau is loaded, on the first run after an
+#     upgrade of the collection;
 #   vfio: the vfio-pci binding files, present where host preparation binds the GPUs (host_vfio);
 #   vf_unit: the vendor-VFIO boot-time VF restore (roles/vgpu_vf), present on the vendor-vfio row.
 HOST_THINGS = ('kernel_args', 'nouveau', 'vfio', 'vf_unit')
