@@ -148,7 +148,9 @@ def versions(current, target, guest_branch=None, vendor_vfio=False, supports=Non
             warnings.append("GPU Operator %s: upgrade_gpu_operator_supports is not set, so the Kubernetes and KubeVirt "
                             "versions it supports are not checked (NVIDIA's platform support page lists them)"
                             % by['gpu_operator']['to'])
-        for what, have in (('kubernetes', cluster_version), ('kubevirt', kv_to)):
+        # the keys of upgrade_gpu_operator_supports (the software the release lists), not platform rows
+        have_versions = {'kubernetes': cluster_version, 'kubevirt': kv_to}
+        for what, have in have_versions.items():
             listed = [str(x).lstrip('v') for x in _l(supports.get(what))]
             if listed and have:
                 minor = '%d.%d' % _version(have, what + ' version')[:2]

@@ -7,7 +7,7 @@ role's choices (nothing pending, not allowed, already rebooted in this run: neve
 max_fail_percentage with serial > 1 (one failed host in a batch stops the rolling run).
 
 Only the roles' public variables are set; what the host shows comes from a tree in a temporary directory: the
-kernel command line through the kernel_cmdline module's proc_cmdline (module_defaults), /sys/module through a
+kernel command line through the role's kernel_args_proc_cmdline, /sys/module through a
 private mount namespace (unshare, util-linux). Nothing reboots: the reboot role's reboot task refuses a local
 connection, and these runs are in check mode besides."""
 from __future__ import annotations
@@ -235,9 +235,8 @@ KERNEL_ARGS_PLAY = """
     kernel_args_update_bootloader: false
   tasks:
     - name: Running kernel without the arguments
-      module_defaults:
-        gpuvirt.provision.kernel_cmdline:
-          proc_cmdline: "{{ cmdlines }}/bare"
+      vars:
+        kernel_args_proc_cmdline: "{{ cmdlines }}/bare"
       block:
         - name: Run the role
           ansible.builtin.include_role:
@@ -246,9 +245,8 @@ KERNEL_ARGS_PLAY = """
           ansible.builtin.debug:
             msg: "BARE={{ kernel_args_reboot_reasons | to_json | b64encode }}"
     - name: Running kernel with them already
-      module_defaults:
-        gpuvirt.provision.kernel_cmdline:
-          proc_cmdline: "{{ cmdlines }}/done"
+      vars:
+        kernel_args_proc_cmdline: "{{ cmdlines }}/done"
       block:
         - name: Run the role
           ansible.builtin.include_role:
@@ -257,9 +255,8 @@ KERNEL_ARGS_PLAY = """
           ansible.builtin.debug:
             msg: "DONE={{ kernel_args_reboot_reasons | to_json | b64encode }}"
     - name: Running kernel with them and with one to remove
-      module_defaults:
-        gpuvirt.provision.kernel_cmdline:
-          proc_cmdline: "{{ cmdlines }}/unwanted"
+      vars:
+        kernel_args_proc_cmdline: "{{ cmdlines }}/unwanted"
       block:
         - name: Run the role
           ansible.builtin.include_role:
@@ -281,7 +278,10 @@ def test_kernel_args_reboot_reasons(tmp_path):
     (cmdlines / 'unwanted').write_text(base + ' intel_iommu=on nomodeset iommu=pt\n')
     dropin = tmp_path / 'etc' / 'default' / 'grub.d' / '90-gpuvirt-kernel-args.cfg'
     dropin.parent.mkdir(parents=True)
-    rc, out = play_run(tmp_path, KERNEL_ARGS_PLAY, {'cmdlines': str(cmdlines), 'kernel_args_dropin_path': str(dropin)})
+    # the ownership record in the temporary tree too (its path must be a gpuvirt-provision directory's *.json)
+    record = tmp_path / 'var' / 'lib' / 'gpuvirt-provision' / 'host-state.json'
+    rc, out = play_run(tmp_path, KERNEL_ARGS_PLAY, {'cmdlines': str(cmdlines), 'kernel_args_dropin_path': str(dropin),
+                                                    'kernel_args_record_path': str(record)})
     assert rc == 0, out
     # the boot loader is configured but the running kernel lacks the arguments: a reboot is pending, naming them
     assert shown(out, 'BARE') == ['kernel_args: running kernel lacks intel_iommu=on iommu=pt, still has -'], out

@@ -173,7 +173,8 @@ def start(tmp_path, pools, platform_name):
         (tmp_path / 'proc').mkdir()
         (tmp_path / 'root' / 'etc' / 'systemd' / 'system').mkdir(parents=True)
         path.write_text(VGPU_VF_PHASES)
-        extra.update(gpuvirt_cluster_mode='apply', ansible_become=False, gpuvirt_vgpu_config='l40s',
+        # a platform whose hosts are managed over SSH: on a MachineConfig platform the phase refuses (the MCO owns them)
+        extra.update(gpuvirt_cluster_mode='apply', gpuvirt_platform='kubernetes', ansible_become=False, gpuvirt_vgpu_config='l40s',
                      gpu_operator_vgpu_configs={'l40s': {'L40S-24Q': 2}}, vgpu_vf_sysfs_root=board.root,
                      vgpu_vf_proc_root=str(tmp_path / 'proc'), vgpu_vf_systemd=False,
                      vgpu_vf_sriov_manage=str(tmp_path / 'no-sriov-manage'), vgpu_vf_root_dir=str(tmp_path / 'root'))

@@ -15,13 +15,16 @@ import yaml
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 FILTERS = os.path.join(ROOT, 'plugins', 'filter')
+# imported when the file is collected, before any test of the worker installs Ansible's collection finder (after
+# that, importing a collection module no test imported yet raises "collection metadata was not loaded")
+MODULES = {path: importlib.import_module('ansible_collections.gpuvirt.provision.plugins.filter.'
+                                         + os.path.basename(path)[:-3])
+           for path in sorted(glob.glob(os.path.join(FILTERS, '*.py')))}
 
 
 def test_every_registered_filter_has_its_documentation_and_each_documented_one_is_registered():
     registered = {}
-    for path in sorted(glob.glob(os.path.join(FILTERS, '*.py'))):
-        module = importlib.import_module('ansible_collections.gpuvirt.provision.plugins.filter.'
-                                         + os.path.basename(path)[:-3])
+    for path, module in MODULES.items():
         for name, func in module.FilterModule().filters().items():
             assert name not in registered, '%s is registered by %s and %s' % (name, registered[name], path)
             assert callable(func), name

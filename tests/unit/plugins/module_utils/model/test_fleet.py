@@ -140,7 +140,7 @@ def test_node_names_are_dns1123_checked():
 
 def test_filter_wraps_the_errors():
     assert set(fleet_filter.FilterModule().filters()) == {'gpu_hosts', 'pool_traits', 'wanted_devices',
-                                                          'hosts_pattern_problem'}
+                                                          'hosts_pattern_problem', 'pool_host_state'}
     with pytest.raises(AnsibleFilterError, match=r'gpu_hosts: gpu-1 is in the pools'):
         fleet_filter.gpu_hosts({'gpu-1': {}}, {'gpu_container': ['gpu-1'], 'gpu_dra': ['gpu-1']})
 
