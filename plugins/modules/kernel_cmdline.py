@@ -164,11 +164,7 @@ def read(path):
 
 
 def pick_backend(module):
-    if os.path.isdir('/etc/default/grub.d') and module.get_bin_path('update-grub'):
-        return 'grub_dropin'
-    if module.get_bin_path('grubby'):
-        return 'grubby'
-    return 'grub_default'
+    return kc.pick_backend(os.path.isdir, module.get_bin_path)
 
 
 class Runner(object):
@@ -268,37 +264,34 @@ def main():
     result = dict(changed=False, backend=backend, commands=[], bootloader_updated=False)
     runner = Runner(module, result)
     try:
-        if backend == 'grub_dropin':
-            cmd = [module.get_bin_path('update-grub') or 'update-grub']
-            file_backend(module, result, runner, p['dropin_path'],
-                         to_bytes(kc.render_grub_dropin(ensure, remove)), cmd)
-        elif backend == 'grub_default':
-            path = p['grub_default_path']
-            data = read_bytes(path)
-            if data is None:
-                module.fail_json(msg='%s does not exist: is GRUB installed?' % path, **result)
-            # Edited by the parser, then cross-checked with /bin/sh reading the old and the new bytes (check mode
-            # too), before anything is written.
-            new = kc.grub_default_update(data, 'GRUB_CMDLINE_LINUX', ensure, remove, path, module.tmpdir)
-            cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
-            file_backend(module, result, runner, path, new, cmd, old=data)
-        elif backend == 'grubby':
+        grubby, info = None, None
+        if backend == 'grubby':
             grubby = module.get_bin_path('grubby', required=True)
-            rc, out, err = module.run_command([grubby, '--info=ALL'])
+            rc, info, err = module.run_command([grubby, '--info=ALL'])
             if rc != 0:
                 module.fail_json(msg='grubby --info=ALL failed: %s' % err.strip(), **result)
-            add, drop = kc.grubby_changes(kc.parse_grubby_info(out), ensure, remove)
-            if add or drop:
-                cmd = [grubby, '--update-kernel=ALL']
-                if add:
-                    cmd.append('--args=' + ' '.join(add))
-                if drop:
-                    cmd.append('--remove-args=' + ' '.join(drop))
-                result['changed'] = result['bootloader_updated'] = True
-                if module._diff:
-                    result['diff'] = {'before': 'grubby ALL kernels\n',
-                                      'after': 'add: %s\nremove: %s\n' % (' '.join(add), ' '.join(drop))}
-                runner.run(cmd)
+        # the decision host_plan makes too (one function); for grub_default it is cross-checked with /bin/sh
+        # reading the old and the new bytes (check mode too), before anything is written
+        decision = kc.bootloader_decision(backend, ensure, remove, p['dropin_path'], p['grub_default_path'],
+                                          read_bytes, module.tmpdir, info)
+        if backend == 'grub_dropin':
+            cmd = [module.get_bin_path('update-grub') or 'update-grub']
+            file_backend(module, result, runner, p['dropin_path'], decision['new'], cmd, old=decision['old'])
+        elif backend == 'grub_default':
+            cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
+            file_backend(module, result, runner, p['grub_default_path'], decision['new'], cmd, old=decision['old'])
+        elif backend == 'grubby' and decision['changed']:
+            add, drop = decision['add'], decision['drop']
+            cmd = [grubby, '--update-kernel=ALL']
+            if add:
+                cmd.append('--args=' + ' '.join(add))
+            if drop:
+                cmd.append('--remove-args=' + ' '.join(drop))
+            result['changed'] = result['bootloader_updated'] = True
+            if module._diff:
+                result['diff'] = {'before': 'grubby ALL kernels\n',
+                                  'after': 'add: %s\nremove: %s\n' % (' '.join(add), ' '.join(drop))}
+            runner.run(cmd)
     except (RuntimeError, kc.CmdlineError, IOError, OSError) as e:
         module.fail_json(msg=to_native(e), **result)
 
