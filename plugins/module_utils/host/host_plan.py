@@ -44,6 +44,26 @@ INITRAMFS_EXCLUDES = ('*kdump*', '*rescue*')
 FILE_MODE = 0o644
 # kernel_cmdline's own default: the plan never runs grub2-mkconfig, but the module checks the three paths together
 GRUB_CONFIG = '/boot/grub2/grub.cfg'
+# A file whose bytes are right but whose owner or mode is not: the role's copy task only sets them, so the file's
+# time (what the initramfs rebuild compares) does not move
+MODE_ONLY = 'owner or mode differs'
+
+
+# The roles' defaults (roles/*/defaults/main.yml; a unit test holds them equal) for what the playbook leaves out: the
+# vfio role's paths are read even where the role's own defaults are not loaded (a host whose pool binds nothing).
+DEFAULTS = {
+    'kernel_args': {'dropin_path': '/etc/default/grub.d/90-gpuvirt-kernel-args.cfg', 'backend': 'auto',
+                    'grub_default_path': kc.GRUB_DEFAULT_PATH},
+    'nouveau': {'modprobe_path': '/etc/modprobe.d/gpuvirt-blacklist-nouveau.conf',
+                'initramfs_watch': ['/etc/modprobe.d/gpuvirt-blacklist-nouveau.conf', '/etc/modprobe.d/gpuvirt-vfio.conf',
+                                    '/etc/initramfs-tools/modules', '/etc/dracut.conf.d/gpuvirt-vfio.conf']},
+    'vfio': {'softdep_drivers': ['nouveau', 'nvidia', 'nvidiafb', 'snd_hda_intel'],
+             'modules': ['vfio', 'vfio_iommu_type1', 'vfio_pci'],
+             'modprobe_path': '/etc/modprobe.d/gpuvirt-vfio.conf',
+             'modules_load_path': '/etc/modules-load.d/gpuvirt-vfio.conf',
+             'dracut_path': '/etc/dracut.conf.d/gpuvirt-vfio.conf',
+             'initramfs_modules_path': '/etc/initramfs-tools/modules'},
+}
 
 
 class PlanError(ValueError):
@@ -104,14 +124,11 @@ def check_inputs(inp):
     out['proc_cmdline'] = _abs_path(inp.get('proc_cmdline', '/proc/cmdline'), 'proc_cmdline')
     out['sysfs_root'] = _abs_path(inp.get('sysfs_root', '/sys'), 'vfio_sysfs_root')
     out['boot_dir'] = _abs_path(inp.get('boot_dir', '/boot'), 'boot_dir')
-    ka = dict(inp.get('kernel_args') or {})
+    ka = dict(DEFAULTS['kernel_args'], **(inp.get('kernel_args') or {}))
     ka.setdefault('enabled', False)
     if _bool(ka['enabled'], 'kernel_args.enabled'):
         ka['args'] = _list(ka.get('args', []), 'kernel_args_wanted')
         ka['remove'] = _list(ka.get('remove', []), 'kernel_args_remove')
-        ka.setdefault('backend', 'auto')
-        ka.setdefault('grub_default_path', kc.GRUB_DEFAULT_PATH)
-        ka.setdefault('dropin_path', '/etc/default/grub.d/90-gpuvirt-kernel-args.cfg')
         try:
             kc.validate_args(ka['args'])
             kc.validate_patterns(ka['remove'])
@@ -123,7 +140,7 @@ def check_inputs(inp):
             raise PlanError('kernel_args_backend is %r: use auto, grub_dropin, grub_default, grubby or none'
                             % (ka['backend'],))
     out['kernel_args'] = ka
-    nv = dict(inp.get('nouveau') or {})
+    nv = dict(DEFAULTS['nouveau'], **(inp.get('nouveau') or {}))
     nv.setdefault('enabled', False)
     if _bool(nv['enabled'], 'nouveau.enabled'):
         for flag in ('blacklist', 'initramfs_rebuild', 'reboot_if_loaded'):
@@ -133,7 +150,7 @@ def check_inputs(inp):
     nv['initramfs_watch'] = [_watch_path(p, 'nouveau_initramfs_watch[%d]' % i)
                              for i, p in enumerate(_list(nv.get('initramfs_watch', []), 'nouveau_initramfs_watch'))]
     out['nouveau'] = nv
-    vf = dict(inp.get('vfio') or {})
+    vf = dict(DEFAULTS['vfio'], **(inp.get('vfio') or {}))
     vf.setdefault('state', 'none')
     if vf['state'] not in ('present', 'absent', 'none'):
         raise PlanError('vfio_state is %r: use present or absent' % (vf['state'],))
@@ -175,8 +192,8 @@ def _file_differs(path, text):
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
         return 'not a regular file'
     if stat.S_IMODE(st.st_mode) != FILE_MODE or st.st_uid != 0 or st.st_gid != 0:
-        return 'owner or mode differs (%s:%s %o, the role sets root:root 0644)' % (st.st_uid, st.st_gid,
-                                                                                 stat.S_IMODE(st.st_mode))
+        return '%s (%s:%s %o, the role sets root:root 0644)' % (MODE_ONLY, st.st_uid, st.st_gid,
+                                                                 stat.S_IMODE(st.st_mode))
     data = read_bytes(path)
     if data is None:
         return 'cannot be read'
@@ -189,7 +206,7 @@ def _block_differs(path, block):
     """None when ``path`` holds exactly one marked block of the vfio role with ``block`` inside (what blockinfile
     leaves), root:root 0644; else why the role would edit it."""
     why = _file_differs(path, '')
-    if why in ('missing', 'not a regular file') or (why or '').startswith(('owner', 'cannot')):
+    if why in ('missing', 'not a regular file') or (why or '').startswith((MODE_ONLY, 'cannot')):
         return why
     text, reason = absent.read_regular(path)
     if text is None:
@@ -381,7 +398,8 @@ def check_initramfs(inp, planned):
     if not images:
         return []
     watch = nv['initramfs_watch']
-    written = [c['path'] for c in planned if c['path'] in watch and c['action'] in ('add', 'remove')]
+    written = [c['path'] for c in planned if c['path'] in watch and c['action'] in ('add', 'remove')
+               and MODE_ONLY not in c['reason']]
     if written:
         return [change('initramfs', 'rebuild', 'it carries %s, about to change' % ' '.join(written))]
     if initramfs_stale(images, watch):

@@ -168,6 +168,7 @@ KNOWN = (
     'node_labels_vgpu_configs',
     'node_labels_vmis',
     'nouveau_blacklist',
+    'nouveau_initramfs_dir',
     'nouveau_initramfs_rebuild',
     'nouveau_initramfs_tool',
     'nouveau_initramfs_watch',
