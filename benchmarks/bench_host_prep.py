@@ -119,7 +119,7 @@ def main():
     playbook = os.path.join(ROOT, 'playbooks', 'host_prep.yml')
     print('machine: %s, %d CPUs, load average %s; forks %d'
           % (platform.platform(), os.cpu_count(), ' '.join('%.1f' % x for x in os.getloadavg()), forks))
-    print('| hosts | converge s | no-op s | 10%% work s (hosts rolled) | before: no-op s |')
+    print('| hosts | converge s | no-op s | 10% work s (hosts rolled) | before: no-op s |')
     print('|---|---|---|---|---|')
     noop = {}
     tmp = tempfile.mkdtemp(prefix='gpuvirt-bench-hp-')
