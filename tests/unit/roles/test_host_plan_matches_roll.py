@@ -98,11 +98,24 @@ class Host(object):
 
     def run(self, monkeypatch, pool_group='gpu_vm_passthrough', args=()):
         monkeypatch.setenv('PATH', self.bindir + os.pathsep + os.environ['PATH'])
+        # one line per result, so the plan line of a run that stops before the last play is not folded
+        monkeypatch.setenv('ANSIBLE_CALLBACK_RESULT_FORMAT', 'json')
         play = ('- ansible.builtin.import_playbook: %s\n' % os.path.join(ROOT, 'playbooks', 'host_prep.yml')) + SHOW
         rc, out = run_play(self.tmp, play, args=['-i', self.inventory(pool_group), '-e', 'gpuvirt_platform=kubernetes']
                            + list(args))
-        plan = _decoded(out, 'PLAN')
-        return rc, out, plan, _decoded(out, 'REPORT')
+        if rc != 0 and 'PLAN=' not in out:
+            # the run stopped at a failed host (reboot_allowed false): the plan as the plan play printed it
+            return rc, out, _shown_plan(out), {}
+        return rc, out, _decoded(out, 'PLAN'), _decoded(out, 'REPORT')
+
+
+def _shown_plan(out):
+    """The plan from the plan play's line 'host_prep plan for HOST: what action [path]; ... (reboot needed)'."""
+    line = json.loads('"%s"' % out.split('"msg": "host_prep plan for localhost: ', 1)[1].split('"\n', 1)[0])
+    reboot = line.endswith(' (reboot needed)')
+    items = [] if line.startswith('nothing to change') else line.replace(' (reboot needed)', '').split('; ')
+    changes = [dict(zip(('what', 'action', 'path'), (item.split(' ') + [None])[:3])) for item in items]
+    return {'changes': changes, 'reboot_needed': reboot}
 
 
 def _decoded(out, key):
