@@ -2,10 +2,11 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpu_hosts: the per-host view of the fleet (module_utils/model/fleet.py) every phase consumes; pool_traits: a pool's
-row of the pool table, for the plays that run per host; hosts_pattern_problem: why a host pattern is not one of
+row of the pool table, for the plays that run per host; pool_host_state: what host preparation converges a
+pool's hosts to (present or absent per thing the collection owns); hosts_pattern_problem: why a host pattern is not one of
 pool groups; wanted_devices: the devices KubeVirt must permit, from
 the view's VM hosts (module_utils/model/wanted_devices.py). Documentation lives in the sidecars gpu_hosts.yml,
-pool_traits.yml, hosts_pattern_problem.yml and wanted_devices.yml."""
+pool_traits.yml, pool_host_state.yml, hosts_pattern_problem.yml and wanted_devices.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -26,6 +27,10 @@ def pool_traits(pool):
     return fleet.pool_traits(pool)
 
 
+def pool_host_state(pool):
+    return fleet.host_prep_state(pool)
+
+
 def hosts_pattern_problem(pattern):
     return fleet.hosts_pattern_problem(pattern) or ''
 
@@ -40,4 +45,4 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, allow_mixed_profiles=F
 
 class FilterModule(object):
     def filters(self):
-        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'hosts_pattern_problem': hosts_pattern_problem, 'wanted_devices': wanted_devices}
+        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'pool_host_state': pool_host_state, 'hosts_pattern_problem': hosts_pattern_problem, 'wanted_devices': wanted_devices}

@@ -123,10 +123,21 @@ options:
     type: str
     choices: [auto, gpucluster, helm]
     default: auto
-  dra_chart_version:
-    description: The DRA driver version (0.4.x) the GPUCluster pins its image to (C(dra_driver_chart_version)).
+  dra_driver_version:
+    description:
+      - The DRA driver image version the GPUCluster runs (C(gpu_operator_dra_driver_version)); any version from
+        0.4.0 on. Omitted, the one the GPU Operator release lists for it (its CSV's C(spec.relatedImages)
+        C(nvidia-dra-driver-image), O(related_images); else by O(operator_release) or O(alm_examples_release),
+        v0.5.0 for v26.7.0), not the older one its alm-examples show. Unknown for the release, it fails, naming the
+        variable.
     type: str
-    default: 0.4.1
+  related_images:
+    description: The installed CSV's C(spec.relatedImages) (apply mode), where the DRA driver's version is read.
+    type: list
+    elements: dict
+  operator_release:
+    description: The installed GPU Operator release (C(v26.7.0), from its CSV; apply mode).
+    type: str
   alm_examples:
     description: The CSV's C(alm-examples) annotation (JSON text or parsed list); OpenShift only.
     type: raw
@@ -246,7 +257,7 @@ dra_stack_reason:
 gpu_cluster_objects:
   description: >-
     With RV(dra_stack) V(gpucluster) and O(alm_examples): the NVIDIADriver and the GPUCluster from the CSV's
-    alm-examples (the DRA driver pinned to O(dra_chart_version), C(PassthroughSupport) and C(DeviceMetadata) on,
+    alm-examples (the DRA driver the release lists, see O(dra_driver_version), C(PassthroughSupport) and C(DeviceMetadata) on,
     computeDomains off), else empty.
   returned: success
   type: list
@@ -331,7 +342,9 @@ def build(p):
             if result['dra_stack'] == gc.STACK_GPUCLUSTER:
                 # the GPU Operator's own DRA stack instead of a ClusterPolicy: the two may not exist together
                 result['gpu_cluster_objects'] = [gc.build_nvidia_driver(p['alm_examples']),
-                                                 gc.build_gpu_cluster(p['alm_examples'], p['dra_chart_version'])]
+                                                 gc.build_gpu_cluster(p['alm_examples'], p['dra_driver_version'],
+                                                                      p['operator_release'] or p['alm_examples_release'],
+                                                                      p['related_images'])]
             else:
                 policy = gop.build_cluster_policy(p['alm_examples'], overlay)
                 policy['spec'] = gop.with_dra_eviction(policy['spec'], p['dra_nodes'], "the CSV's alm-examples")
@@ -377,7 +390,9 @@ def main():
             dra_nodes=dict(type='list', elements='str', default=[]),
             os_tags=dict(type='dict', default={}),
             dra_stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
-            dra_chart_version=dict(type='str', default='0.4.1'),
+            dra_driver_version=dict(type='str'),
+            related_images=dict(type='list', elements='dict'),
+            operator_release=dict(type='str'),
             alm_examples=dict(type='raw'),
             alm_examples_source=dict(type='str'),
             nfd_install=dict(type='bool', default=False),

@@ -38,6 +38,15 @@ description:
   - C(grubby) (EL9 and later) runs C(grubby --update-kernel=ALL) with the arguments to add and remove.
   - Ensuring C(key=value) removes every other value of C(key) (for example C(intel_iommu=off)).
   - When the boot loader update command fails the configuration file is restored, so a later run retries.
+  - Both ways (O(state)). V(present) records on the host (O(record_path)) the arguments it added that the boot loader
+    did not have before, per backend, and the drop-in it wrote. V(absent) takes back only what that record lists;
+    on C(grub_default) the recorded arguments C(GRUB_CMDLINE_LINUX) still has (one C(GRUB_CMDLINE_LINUX_DEFAULT)
+    carries too is kept, named), on C(grubby) the recorded arguments of every entry, on C(grub_dropin) the drop-in
+    when its first line is the role's header (it holds only ours). The module reads and writes the record itself,
+    in the same call as the boot loader change.
+  - The record is host data. A record that is a symbolic link, too large, or fails the schema (an argument outside
+    the allow-list, an unknown key) takes back nothing of its kind; the result says why (RV(record_problems)) and a
+    present run replaces it.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
@@ -84,6 +93,19 @@ options:
     description: The running kernel's command line.
     type: path
     default: /proc/cmdline
+  state:
+    description:
+      - V(present) ensures O(args) and removes O(remove), recording what it added.
+      - V(absent) takes back what the record says the collection added (O(args) and O(remove) must be empty).
+    type: str
+    choices: [present, absent]
+    default: present
+  record_path:
+    description:
+      - The ownership record, a C(*.json) file directly in a C(gpuvirt-provision) directory; written atomically,
+        never through a symbolic link, mode 0644. Not read nor written with backend V(none).
+    type: path
+    default: /var/lib/gpuvirt-provision/host-state.json
 attributes:
   check_mode:
     description: Reports what would change and the commands that would run, and writes nothing.
@@ -100,6 +122,11 @@ EXAMPLES = r'''
   gpuvirt.provision.kernel_cmdline:
     args: [intel_iommu=on, iommu=pt]
     remove: [nomodeset]
+  register: cmdline
+
+- name: Take back the arguments the collection added (the record says which)
+  gpuvirt.provision.kernel_cmdline:
+    state: absent
   register: cmdline
 
 - name: Only report whether the running kernel has the args
@@ -144,12 +171,49 @@ commands:
   returned: always
   type: list
   elements: list
+owned:
+  description: The arguments the record lists as the collection's for the backend after this run.
+  returned: always
+  type: list
+  elements: str
+  sample: [intel_iommu=on, iommu=pt]
+removed:
+  description: With O(state=absent), the recorded arguments taken back (or, in check mode, to take back).
+  returned: always
+  type: list
+  elements: str
+kept:
+  description: With O(state=absent), what was left alone, each with the reason (not ours, or also the administrator's).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{arg: iommu=pt, reason: "GRUB_CMDLINE_LINUX_DEFAULT carries it too: the administrator's there"}]
+files_removed:
+  description: With O(state=absent), the files taken back (the drop-in).
+  returned: always
+  type: list
+  elements: str
+config_changed:
+  description: The boot loader configuration was (or, in check mode, would be) changed; RV(record_changed) aside.
+  returned: always
+  type: bool
+record_changed:
+  description: The record was (or, in check mode, would be) rewritten.
+  returned: always
+  type: bool
+record_problems:
+  description: Why a part of the record was not used (malformed, a link), by kind; empty when the record is sound.
+  returned: always
+  type: dict
 '''
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+from ansible.module_utils.common.text.converters import to_native, to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import cmdline_owned as owned
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import cmdline_decision as decision
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_record
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline as kc
 # the file as bytes (None when absent): an edit must keep every byte it does not own, CR included
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs import read_bytes
@@ -235,6 +299,67 @@ def file_backend(module, result, runner, path, new_data, update_cmd, old=None):
     result['bootloader_updated'] = True
 
 
+def remove_dropin(module, result, runner, path, old, update_cmd):
+    """Delete our drop-in and run ``update_cmd``; on a failed update put the drop-in back (a later run retries)."""
+    result['changed'] = True
+    result['files_removed'].append(path)
+    if module._diff:
+        result['diff'] = {'before_header': path, 'after_header': path,
+                          'before': to_text(old, errors='surrogate_or_replace'), 'after': ''}
+    if module.check_mode:
+        if module.params['update_bootloader']:
+            result['commands'].append(update_cmd)
+            result['bootloader_updated'] = True
+        return
+    os.unlink(path)
+    if not module.params['update_bootloader']:
+        return
+    try:
+        runner.run(update_cmd)
+    except RuntimeError:
+        write_file(module, path, None, old)
+        raise
+    result['bootloader_updated'] = True
+
+
+def grubby_info(module, result):
+    """The output of ``grubby --info=ALL`` (read only when the decision needs it)."""
+    grubby = module.get_bin_path('grubby', required=True)
+    rc, out, err = module.run_command([grubby, '--info=ALL'])
+    if rc != 0:
+        module.fail_json(msg='grubby --info=ALL failed: %s' % err.strip(), **result)
+    return out
+
+
+def apply_config(module, result, runner, backend, config, state):
+    """Carry out the boot loader change ``decide`` chose (check mode and --diff as each writer does them)."""
+    p = module.params
+    kind = config['kind']
+    if kind is None:
+        return
+    if backend == 'grub_dropin':
+        cmd = [module.get_bin_path('update-grub') or 'update-grub']
+    elif backend == 'grub_default':
+        cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
+    if kind == 'write':
+        file_backend(module, result, runner, config['path'], config['new'], cmd, old=config['old'])
+    elif kind == 'delete':
+        remove_dropin(module, result, runner, config['path'], config['old'], cmd)
+    elif kind == 'grubby':
+        add, drop = config['add'], config['drop']
+        cmd = [module.get_bin_path('grubby', required=True), '--update-kernel=ALL']
+        if add:
+            cmd.append('--args=' + ' '.join(add))
+        if drop:
+            cmd.append('--remove-args=' + ' '.join(drop))
+        result['changed'] = result['bootloader_updated'] = True
+        if module._diff:
+            result['diff'] = {'before': 'grubby ALL kernels\n',
+                              'after': ('add: %s\nremove: %s\n' % (' '.join(add), ' '.join(drop)))
+                              if state == 'present' else 'remove: %s\n' % ' '.join(drop)}
+        runner.run(cmd)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -247,6 +372,8 @@ def main():
             grub_config=dict(type='path', default='/boot/grub2/grub.cfg'),
             update_bootloader=dict(type='bool', default=True),
             proc_cmdline=dict(type='path', default='/proc/cmdline'),
+            state=dict(type='str', default='present', choices=['present', 'absent']),
+            record_path=dict(type='path', default=host_record.DEFAULT_PATH),
         ),
         supports_check_mode=True,
     )
@@ -257,49 +384,51 @@ def main():
         kc.validate_patterns(remove)
         kc.check_consistent(ensure, remove)
         kc.check_paths(p['dropin_path'], p['grub_default_path'], p['grub_config'])
-    except kc.CmdlineError as e:
+        host_record.check_path(p['record_path'])
+        if p['state'] == 'absent' and (ensure or remove):
+            raise kc.CmdlineError('state absent takes back what the record lists: args and remove must be empty '
+                                  '(got %s)' % ' '.join(ensure + remove))
+    except (kc.CmdlineError, host_record.RecordError) as e:
         module.fail_json(msg=to_native(e))
 
     backend = pick_backend(module) if p['backend'] == 'auto' else p['backend']
-    result = dict(changed=False, backend=backend, commands=[], bootloader_updated=False)
+    result = dict(changed=False, backend=backend, commands=[], bootloader_updated=False, owned=[], removed=[],
+                  kept=[], files_removed=[], config_changed=False, record_changed=False, record_problems={})
     runner = Runner(module, result)
+    admin_keeps = []
     try:
-        grubby, info = None, None
-        if backend == 'grubby':
-            grubby = module.get_bin_path('grubby', required=True)
-            rc, info, err = module.run_command([grubby, '--info=ALL'])
-            if rc != 0:
-                module.fail_json(msg='grubby --info=ALL failed: %s' % err.strip(), **result)
-        # the decision host_plan makes too (one function); for grub_default it is cross-checked with /bin/sh
-        # reading the old and the new bytes (check mode too), before anything is written
-        decision = kc.bootloader_decision(backend, ensure, remove, p['dropin_path'], p['grub_default_path'],
-                                          read_bytes, module.tmpdir, info)
-        if backend == 'grub_dropin':
-            cmd = [module.get_bin_path('update-grub') or 'update-grub']
-            file_backend(module, result, runner, p['dropin_path'], decision['new'], cmd, old=decision['old'])
-        elif backend == 'grub_default':
-            cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
-            file_backend(module, result, runner, p['grub_default_path'], decision['new'], cmd, old=decision['old'])
-        elif backend == 'grubby' and decision['changed']:
-            add, drop = decision['add'], decision['drop']
-            cmd = [grubby, '--update-kernel=ALL']
-            if add:
-                cmd.append('--args=' + ' '.join(add))
-            if drop:
-                cmd.append('--remove-args=' + ' '.join(drop))
-            result['changed'] = result['bootloader_updated'] = True
-            if module._diff:
-                result['diff'] = {'before': 'grubby ALL kernels\n',
-                                  'after': 'add: %s\nremove: %s\n' % (' '.join(add), ' '.join(drop))}
-            runner.run(cmd)
-    except (RuntimeError, kc.CmdlineError, IOError, OSError) as e:
+        record, problems = (host_record.read(p['record_path']) if backend != 'none'
+                            else (host_record.empty(), {}))
+        result['record_problems'] = problems
+        if problems:
+            module.warn('kernel_cmdline: %s: %s' % (p['record_path'], '; '.join(
+                '%s: %s' % item for item in sorted(problems.items()))))
+        # the decision host_plan makes too (one function, module_utils/host/cmdline_decision.py); for grub_default
+        # it is cross-checked with /bin/sh reading the old and the new bytes (check mode too), before any write
+        d = decision.decide(p['state'], backend, ensure, remove, record, problems, p['dropin_path'],
+                            p['grub_default_path'], read_bytes, module.tmpdir,
+                            lambda: grubby_info(module, result))
+        result['kept'].extend(d['kept'])
+        admin_keeps = d['admin_keeps']
+        apply_config(module, result, runner, backend, d['config'], p['state'])
+        result['removed'].extend(d['removed'])
+        result['config_changed'] = result['changed']
+        if d['record_changed']:
+            result['record_changed'] = result['changed'] = True
+            if not module.check_mode:
+                host_record.write(p['record_path'], d['record'])
+        result['owned'] = d['now'] or []
+    except (RuntimeError, kc.CmdlineError, host_record.RecordError, IOError, OSError) as e:
         module.fail_json(msg=to_native(e), **result)
 
     running = read(p['proc_cmdline'])
     if running is None:
         module.fail_json(msg='cannot read %s' % p['proc_cmdline'], **result)
     current = kc.split_cmdline(running)
-    missing, unwanted = kc.compare(current, ensure, remove)
+    if p['state'] == 'present':
+        missing, unwanted = kc.compare(current, ensure, remove)
+    else:
+        missing, unwanted = [], owned.still_running(result['removed'], current, admin_keeps)
     result.update(cmdline=current, missing=missing, unwanted=unwanted,
                   reboot_required=bool(missing or unwanted))
     module.exit_json(**result)

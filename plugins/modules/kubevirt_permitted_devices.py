@@ -51,7 +51,8 @@ options:
   kubevirt_version:
     description:
       - The KubeVirt release the cluster runs (SemVer, for example C(v1.9.0)); decides between the field and the
-        gate. When omitted, O(current)'s C(status.observedKubeVirtVersion) is used; without either the module fails.
+        gate, and leaves out a C(GPU) gate of O(feature_gates) from v1.5.0 on (GA there). When omitted,
+        O(current)'s C(status.observedKubeVirtVersion) is used; without either the module fails, naming both.
     type: str
   hco_present:
     description: The cluster runs the HyperConverged operator.

@@ -17,7 +17,7 @@ description:
     whoever set it. Only the nodes whose labels differ are in the plan, so a fleet already right sends nothing.
   - Checks every patch before sending any, whatever the task passed (a v1 Node named by a DNS-1123 subdomain,
     label keys and values by the Kubernetes grammars, no annotation but C(gpuvirt.provision/owned-labels) (the
-    deploy labels the collection switched off), one patch per node).
+    deploy labels the collection switched off; null removes it, for a retired node), one patch per node).
   - Stops at the first patch the API server refuses, naming the node, the HTTP status and the server's message,
     the nodes patched before it and those not sent; a second run patches only what still differs.
   - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's

@@ -70,6 +70,17 @@ options:
         value. The C(dra) nodes always get C(nvidia.com/dra-kubelet-plugin=true), the label the GPU Operator's
         driver manager evicts the plugin by before a driver upgrade.
     type: dict
+  retire:
+    description:
+      - The O(hosts) leave the fleet (C(playbooks/retire.yml)). Each node loses the labels the collection wrote on a
+        node of its pool, only where it carries exactly the value the collection sets (an operand label set to
+        C(false) only when the node's C(gpuvirt.provision/owned-labels) record names it), and that record; every
+        other label stays (NFD's, the GPU Operator's, an administrator's other value).
+      - A node not in the cluster has nothing to take back; VirtualMachineInstances running on a node refuse it,
+        naming them. A node without a record and without the workload value of its pool was retired already (or
+        never labelled), so no operand label there is taken for the collection's.
+    type: bool
+    default: false
   dra_stack:
     description:
       - Which DRA stack serves the C(dra) nodes (C(dra_driver_stack)); V(auto) takes the GPU Operator's own
@@ -106,7 +117,7 @@ patches:
   description:
     - Partial Node objects carrying only the labels to change (null removes) and, when it changes, the
       C(gpuvirt.provision/owned-labels) annotation (the deploy labels set to false by this collection, the only
-      ones it removes).
+      ones it removes; null removes the record, with O(retire)).
   returned: success
   type: list
   elements: dict
@@ -123,10 +134,27 @@ message:
   returned: success
   type: list
   elements: str
+render:
+  description:
+    - The Node objects a render holds (render mode), each node's labels to set, without removals (a manifest cannot
+      hold null; RV(message) names them) and without the labels another controller also writes (the DRA kubelet
+      plugin's C(nvidia.com/dra-kubelet-plugin), which the GPU Operator's driver manager pauses during a driver
+      upgrade, so a GitOps sync would write C(true) back mid-upgrade), and the owned-labels record when it changes.
+  returned: success
+  type: list
+  elements: dict
+render_left_out:
+  description:
+    - One line per label RV(render) leaves out, naming its nodes and the command that sets it once.
+  returned: success
+  type: list
+  elements: str
 report:
   description: >-
     Per node, its pool, the label changes and the labels already right; C(left_alone), why a node's labels were not
-    planned (a host without GPU facts in this run whose pool its vGPU interface picks).
+    planned (a host without GPU facts in this run whose pool its vGPU interface picks; with O(retire), a node not in
+    the cluster); with O(retire), C(kept), the labels of the collection's keys left because their value is not one
+    it set or its record does not name them.
   returned: success
   type: dict
 '''
@@ -149,6 +177,7 @@ def main():
             pool_selector=dict(type='dict'),
             dra_selector=dict(type='dict'),
             dra_stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
+            retire=dict(type='bool', default=False),
             cluster_platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), default=platform.FALLBACK),
         ),
         supports_check_mode=True,
@@ -174,11 +203,13 @@ def main():
         # the same decision as the operator and kubevirt phases': the GPUCluster or the DRA chart
         stack = gc.dra_stack(platform.traits(p['cluster_platform']), dra_nodes, other_nodes, p['dra_stack'])[0]
         patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'],
-                                  p['dra_selector'], stack)
+                                  p['dra_selector'], stack, retire=p['retire'])
     except (nl.ManifestError, vc.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
+    rendered, left_out = nl.render_patches(patches)
     module.exit_json(changed=False, patches=patches, report=report, message=nl.report_lines(report, patches),
-                     before=nl.patch_before(patches, p['nodes']))
+                     before=nl.patch_before(patches, p['nodes']), render=rendered,
+                     render_left_out=nl.left_out_lines(left_out))
 
 
 if __name__ == '__main__':

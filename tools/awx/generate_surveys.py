@@ -13,6 +13,8 @@ meta/argument_specs.yml or playbooks/vars/run_inputs.yml), mapped onto AWX's sur
     bool                -> multiplechoice "true" / "false" (the plays read flags through strict_bool)
     choices             -> multiplechoice of the spec's choices, or of awx/survey.yml's (a subset of the spec's)
     str                 -> text of 1 to max characters (max from awx/survey.yml)
+    list of str         -> text of 1 to max characters, only for a question with ``host_names: true`` (retire's
+                           hosts: the play splits the answer at commas and checks each name, vars/retire.yml)
     anything else       -> refused (a list, a dict, a path, a float, a secret)
 
 AWX's survey types and checks: AWX 24.6.1 awx/main/models/mixins.py, SurveyJobTemplateMixin
@@ -24,7 +26,8 @@ value stands; a default would be passed on every launch (``_update_unified_job_k
 job's extra variables) and replace it.
 
 A variable that names a path, file, directory, image, build context, URL, registry, binary or secret is refused
-whatever its type, and so is a host selection that is not a closed choice of the pool groups: a survey answer is
+whatever its type, and so is a host selection that is not a closed choice of the pool groups (but a
+``host_names`` question, whose play accepts only exact inventory names of the GPU pool groups): a survey answer is
 an extra variable, which beats the inventory, so such an answer would let a launcher choose code, paths or hosts.
 
 ``--check`` writes nothing and exits 1 naming each stale or missing file (tests/unit/awx/test_surveys_generated.py).
@@ -77,6 +80,9 @@ def declared_options(root):
                 found.setdefault(name, []).append(('%s (%s)' % (rel, entry), option))
     for name, option in _load(root, 'playbooks/vars/run_inputs.yml')['run_inputs_argument_spec'].items():
         found.setdefault(name, []).append(('playbooks/vars/run_inputs.yml', option))
+    # the variables a playbook reads itself (retire.yml's): declared there, in the same format
+    for name, option in _load(root, 'playbooks/vars/playbook_inputs.yml')['playbook_inputs_argument_spec'].items():
+        found.setdefault(name, []).append(('playbooks/vars/playbook_inputs.yml', option))
     return found
 
 
@@ -128,7 +134,8 @@ def field(variable, question, declared):
             raise SurveyError('%s: choices %r are not distinct values the spec accepts (%s)'
                               % (variable, choices, outside))
         out.update(type='multiplechoice', choices=[str(c) for c in choices])
-    elif spec_type == 'str':
+    elif spec_type == 'str' or (spec_type == 'list' and question.get('host_names') is True
+                                and all(option.get('elements') == 'str' for dummy, option in declared)):
         if not isinstance(question.get('max'), int) or question['max'] < 1:
             raise SurveyError('%s: free text needs a max length in awx/survey.yml' % variable)
         # min 1: AWX passes an unanswered optional text question as "" when its min is 0, which would replace the
@@ -138,7 +145,7 @@ def field(variable, question, declared):
         raise SurveyError('%s: type %s has no survey type here (int, bool, str, choices)' % (variable, spec_type))
     pool_choice = (out['type'] == 'multiplechoice' and out['choices'] != BOOL_CHOICES
                    and _pool_groups_only(out['choices']))
-    if HOSTS.search(variable) and not pool_choice:
+    if HOSTS.search(variable) and not pool_choice and not (spec_type == 'list' and out['type'] == 'text'):
         raise SurveyError('%s: a host selection is offered only as a choice of the pool groups' % variable)
     out['required'] = False
     return out
@@ -151,6 +158,8 @@ def surveys(root=ROOT):
     declared = declared_options(root)
     wanted = [(p['name'], 'gpuvirt.provision %s' % p['name'], p['description'], p.get('survey'))
               for p in awx['awx_phases']]
+    wanted += [(p['name'], 'gpuvirt.provision %s' % p['name'], p['description'], p.get('survey'))
+               for p in awx.get('awx_day2') or []]
     wanted.append((WORKFLOW, 'GPU fleet rollout', 'Choose the pool, the hosts at a time and the cluster mode.',
                    awx.get('awx_workflow_survey')))
     out = {}

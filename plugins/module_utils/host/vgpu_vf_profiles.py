@@ -806,12 +806,40 @@ def _under(root_dir, path):
     return path if root_dir == '/' else root_dir + path
 
 
+# os-release IDs of the CoreOS hosts whose files, units and reboots belong to the Machine Config Operator (RHCOS on
+# OpenShift, Fedora CoreOS on OKD): the host_prep playbook refuses the same IDs
+COREOS_IDS = ('rhcos', 'fedora-coreos')
+OS_RELEASE_ID = re.compile(r'^ID=["\']?([A-Za-z0-9._-]*)["\']?\s*$', re.M)
+
+
+def os_release_id(root_dir='/'):
+    """The ``ID`` of ``<root_dir>/etc/os-release`` (``''`` when there is no such file or line)."""
+    data = sysfs.read_bytes(_under(root_dir, '/etc/os-release'))
+    found = OS_RELEASE_ID.search((data or b'').decode('utf-8', 'replace'))
+    return found.group(1) if found else ''
+
+
+def refuse_coreos(root_dir='/', host='this host'):
+    """Raise, before any change, on a CoreOS host: its files and systemd units are the Machine Config Operator's
+    (it renders every MachineConfig of the node's pool into the node's config, and /usr/local is a link into /var
+    there), so a unit, a script and a config written over SSH would be outside what the MCO rolls and checks."""
+    os_id = os_release_id(root_dir)
+    if os_id in COREOS_IDS:
+        raise VfProfileError(
+            '%s runs %s (/etc/os-release ID=%s), whose files and systemd units belong to the Machine Config Operator: '
+            'the vgpu_vf role does not set VF profiles or install their boot-time restore over SSH there. Deliver the '
+            'restore unit and its script as a MachineConfig of the node\'s pool (module_utils/manifests/machineconfig.py '
+            'build_vgpu_vf_machineconfig; docs/pools/vendor-vfio.md, "OpenShift"). Nothing was changed.'
+            % (host, 'Red Hat CoreOS' if os_id == 'rhcos' else 'Fedora CoreOS', os_id))
+
+
 def installed_files(root_dir='/'):
     """{unit|script|config: {path (on this machine, under root_dir), final (as the unit names it), exists, ours}}
     plus ``dirs``: our leaf directories to create. Raises before any change when root_dir, a parent of a file, or an
     existing file is not ours to write: a parent not trusted, an existing path that is not a regular file, or a
-    regular file without our marker."""
+    regular file without our marker; and on a CoreOS host (``refuse_coreos``)."""
     trusted_path(root_dir, 'root_dir', kind='dir')
+    refuse_coreos(root_dir)
     out = {}
     for key, final in INSTALLED:
         path = _under(root_dir, final)

@@ -38,7 +38,7 @@ import copy
 import json
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked, version_tuple
 
 API_VERSION = 'nvidia.com/v1alpha1'
 KIND = 'GPUCluster'
@@ -54,9 +54,18 @@ STACKS = (STACK_GPUCLUSTER, STACK_HELM)
 # the same gates the Helm path sets (manifests/dra.py helm_values): VFIO passthrough and the device metadata
 # KubeVirt reads; computeDomains (multi-node NVLink) is not the passthrough path and stays off.
 FEATURE_GATES = {'PassthroughSupport': True, 'DeviceMetadata': True}
-# the alm-examples image of the DRA driver, pinned to the chart version the collection supports (0.4.x)
+# the alm-examples image of the DRA driver; its version is the one the GPU Operator release itself lists
 IMAGE = 'dra-driver-nvidia-gpu'
 REPOSITORY = 'nvcr.io/nvidia'
+RELATED_IMAGE_NAME = 'nvidia-dra-driver-image'
+# The DRA driver each GPU Operator release runs for its GPUCluster: its CSV's spec.relatedImages entry
+# nvidia-dra-driver-image and the operator's DRA_DRIVER_IMAGE (v26.7.0 bundle: nvcr.io/nvidia/dra-driver-nvidia-gpu:
+# v0.5.0@sha256:9b46...) and its chart's draDriver.version (v26.7.0 deployments/gpu-operator/values.yaml: v0.5.0):
+# the image a disconnected cluster mirrors. The CSV's alm-examples GPUCluster says v0.4.1, an example older than the
+# release's own list; the list wins.
+RELEASE_DRA_DRIVER = {'v26.7.0': 'v0.5.0'}
+# the oldest DRA driver with the VFIO passthrough the GPUCluster path needs (PassthroughSupport: dra-driver 0.4.0)
+MIN_DRA_DRIVER = (0, 4, 0)
 
 COEXISTENCE = (
     "GPU Operator v26.7.0 refuses a GPUCluster beside a ClusterPolicy (controllers/gpucluster_controller.go "
@@ -118,25 +127,46 @@ def alm_example(alm_examples, kind, api_version=API_VERSION):
     return copy.deepcopy(found[0])
 
 
-def image_version(chart_version):
-    """The DRA driver image tag for a 0.4.x chart version (``0.4.1`` -> ``v0.4.1``)."""
-    version = str(chart_version or '').lstrip('v')
-    checked(validators.semver, version, 'dra_driver_chart_version')
-    if not version.startswith('0.4.'):
-        raise ManifestError("dra_driver_chart_version is %r; the GPUCluster needs a 0.4.x DRA driver (e.g. 0.4.1)"
-                            % (chart_version,))
+def related_dra_image(related_images):
+    """The DRA driver version a CSV's ``spec.relatedImages`` lists (``nvidia-dra-driver-image``), or None."""
+    for entry in related_images or []:
+        if isinstance(entry, dict) and entry.get('name') == RELATED_IMAGE_NAME:
+            ref = str(entry.get('image') or '').split('@', 1)[0]
+            tag = ref.rsplit(':', 1)[1] if ':' in ref.rsplit('/', 1)[-1] else ''
+            if tag:
+                return tag
+    return None
+
+
+def image_version(given=None, release=None, related_images=None):
+    """The DRA driver image version the GPUCluster runs: ``given`` (``gpu_operator_dra_driver_version``) when set,
+    else the one the installed CSV lists (``related_images``: its spec.relatedImages), else the one the GPU Operator
+    ``release`` lists (RELEASE_DRA_DRIVER); none of them is refused, naming the variable. Any SemVer from 0.4.0 on
+    (the VFIO passthrough), ``v`` prefixed."""
+    version = given or related_dra_image(related_images) or RELEASE_DRA_DRIVER.get(release or '')
+    if not version:
+        raise ManifestError("the DRA driver version for GPU Operator %s is not known: set gpu_operator_dra_driver_version "
+                            "to the one its CSV lists (spec.relatedImages %s, for example v0.5.0 for v26.7.0)"
+                            % (release or '(release not given)', RELATED_IMAGE_NAME))
+    version = str(version).lstrip('v')
+    checked(validators.semver, version, 'gpu_operator_dra_driver_version')
+    if version_tuple(version) < MIN_DRA_DRIVER:
+        raise ManifestError("gpu_operator_dra_driver_version is %r; the GPUCluster's VFIO passthrough needs a DRA "
+                            "driver from 0.4.0 on (the one the GPU Operator release lists: %s)"
+                            % (given, ', '.join('%s %s' % kv for kv in sorted(RELEASE_DRA_DRIVER.items()))))
     return 'v' + version
 
 
-def build_gpu_cluster(alm_examples, chart_version):
+def build_gpu_cluster(alm_examples, version=None, release=None, related_images=None):
     """The GPUCluster: the CSV's alm-examples entry (NVIDIA's defaults for that operator version) with the DRA
-    driver pinned to ``chart_version``, the passthrough gates on and computeDomains off. Name ``gpu-cluster``."""
+    driver the release lists (``image_version``), the passthrough gates on and computeDomains off. Name
+    ``gpu-cluster``."""
     obj = alm_example(alm_examples, KIND)
     spec = obj.setdefault('spec', {})
     dra = spec.setdefault('draDriver', {})
     dra['repository'] = dra.get('repository') or REPOSITORY
     dra['image'] = dra.get('image') or IMAGE
-    dra['version'] = image_version(chart_version)
+    dra['version'] = image_version(version, release, related_images)
     gates = dict(dra.get('featureGates') or {})
     gates.update(FEATURE_GATES)
     dra['featureGates'] = gates

@@ -23,8 +23,11 @@ KUBEVIRT_NAMESPACE = 'kubevirt'
 GPU_GATE = 'GPU'
 DISABLE_MDEV_GATE = 'DisableMDEVConfiguration'
 OWNER_ANNOTATION = hco_mod.OWNER_ANNOTATION
-# The KubeVirt release the collection targets: render mode assumes it unless told otherwise.
+# The KubeVirt release the collection targets: the example a message gives (a render names its own, or reads it).
 TARGET_KUBEVIRT_VERSION = 'v1.9.0'
+# The GPU gate is GA from KubeVirt v1.5.0 (kubevirt/kubevirt pkg/virt-config/featuregate: GPUGate registered with
+# State GA in inactive.go; v1.9.0 still accepts it and warns): asked for only where the release still needs it.
+GPU_GATE_GA = (1, 5, 0)
 # owner-annotation key recording that we wrote mediatedDevicesConfiguration.enabled: false
 _MDEV_FIELD_OWNED = 'mdevConfigurationDisabled'
 
@@ -53,9 +56,17 @@ def kubevirt_version(given, current, name='kubevirt_devices_kubevirt_version'):
                        hint='; give the KubeVirt release the cluster runs, for example %s' % TARGET_KUBEVIRT_VERSION)
     observed = ((current or {}).get('status') or {}).get('observedKubeVirtVersion')
     if observed in (None, ''):
-        raise ManifestError("the KubeVirt CR reports no status.observedKubeVirtVersion (KubeVirt not deployed yet?) "
-                            "and %s is not set: wait for KubeVirt to be deployed, or set %s to the KubeVirt release "
-                            "it runs (for example %s)" % (name, name, TARGET_KUBEVIRT_VERSION))
+        # KubeVirt v1.7 and older lack mediatedDevicesConfiguration (it came with v1.8.0): a version assumed for
+        # them would write only that field, which the API server prunes, and KubeVirt would go on managing (and
+        # deleting) the mediated devices it does not permit; so nothing is assumed
+        raise ManifestError("the KubeVirt version is not known: %s is not set and %s. Set %s to the KubeVirt release "
+                            "the cluster runs (for example %s; v1.7 and older get the DisableMDEVConfiguration gate, "
+                            "v1.8.0 and later mediatedDevicesConfiguration.enabled: false), or let the run read it: "
+                            "give the cluster (gpuvirt_kubeconfig or gpuvirt_kube_context) or the live KubeVirt CR "
+                            "(kubevirt_devices_current) once KubeVirt is deployed"
+                            % (name, 'there is no KubeVirt CR to read' if not current else
+                               'the KubeVirt CR reports no status.observedKubeVirtVersion (KubeVirt not deployed '
+                               'yet?)', name, TARGET_KUBEVIRT_VERSION))
     return checked(validators.semver, observed, 'KubeVirt CR status.observedKubeVirtVersion',
                    hint='; set %s to the KubeVirt release the cluster runs' % name)
 
@@ -92,10 +103,13 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE,), hc
     config = ((current or {}).get('spec') or {}).get('configuration') or {}
     cur_phd = config.get('permittedHostDevices') or {}
     phd, new_owned, report = merge_permitted_devices(cur_phd, desired, _LISTS, owned, bool(unknown_hosts))
-    wanted_gates = [g for g in gates if g != DISABLE_MDEV_GATE]
     disable = bool(disable_mdev_configuration) or DISABLE_MDEV_GATE in gates
-    # a given version is checked even when not needed: a typo must not wait for the day it matters
-    resolved = kubevirt_version(version, current) if disable or version not in (None, '') else None
+    # the version decides the mdev switch and whether the GPU gate is still a gate: given, or read, never assumed
+    resolved = kubevirt_version(version, current)
+    # a v1.5.0 pre-release keeps the gate (harmless where GA, needed where not yet)
+    ga = version_tuple(resolved) > GPU_GATE_GA or (version_tuple(resolved) == GPU_GATE_GA
+                                                   and '-' not in str(resolved).split('+', maxsplit=1)[0])
+    wanted_gates = [g for g in gates if g != DISABLE_MDEV_GATE and not (g == GPU_GATE and ga)]
     use_field = disable and has_mdev_enabled_field(resolved)
     if disable and not use_field:
         wanted_gates.append(DISABLE_MDEV_GATE)
@@ -104,7 +118,11 @@ def build_kubevirt(current, pci_devices, mediated_devices, gates=(GPU_GATE,), hc
     if owned_gates:
         new_owned['featureGates'] = owned_gates
     report['featureGates'] = gate_list
-    spec_config = {'permittedHostDevices': phd, 'developerConfiguration': {'featureGates': gate_list}}
+    spec_config = {'permittedHostDevices': phd}
+    if gate_list:
+        # an empty list is left out, not written: the list is atomic, so a rendered [] would clear the gates others
+        # set on a sync; applied, leaving out a list this manager owned (a gate an earlier run added) removes it
+        spec_config['developerConfiguration'] = {'featureGates': gate_list}
     if use_field:
         # only this field: server-side apply merges it into the struct, keeping the mdev types others set
         spec_config['mediatedDevicesConfiguration'] = {'enabled': False}

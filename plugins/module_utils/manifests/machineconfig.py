@@ -13,8 +13,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import json
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline, modprobe
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_vf_profiles as vvp
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 
@@ -95,6 +97,54 @@ def build_machineconfig(pool, kernel_args, blacklist_nouveau=True, name=None, ig
         'kind': 'MachineConfig',
         'metadata': {'name': name, 'labels': {ROLE_LABEL: pool}},
         'spec': spec,
+    }
+
+
+# The vGPU VF profile restore as a MachineConfig (vendor-specific VFIO hosts on OpenShift): the unit and its script
+# at paths the MCO writes. Not under /usr/local (a link into /var on RHCOS) and not /usr (read-only there): /etc,
+# which the MCO owns and writes through Ignition's storage.files.
+VGPU_VF_UNIT = 'gpuvirt-vgpu-vf.service'
+VGPU_VF_SCRIPT_PATH = '/etc/gpuvirt/vgpu-vf-restore'
+VGPU_VF_CONFIG_PATH = '/etc/gpuvirt/vgpu-vf-profiles.json'
+
+
+def build_vgpu_vf_machineconfig(pool, script_text, python='/usr/bin/python3', timeout=300, config=None, name=None,
+                                ignition_version=IGNITION_VERSION):
+    """One MachineConfig for ``pool`` carrying the vgpu_vf role's boot-time restore: its systemd unit (enabled,
+    Ignition systemd.units) and its script (0755), and, when ``config`` is given (the role's boot-time config, a
+    module ``persist`` result), the config the unit reads (0644). The unit text is the role's own
+    (``vgpu_vf_profiles.unit_text``) naming the paths this MachineConfig writes, so the two cannot disagree; its
+    ``ConditionPathExists`` keeps it a no-op on a node without a config. Inputs are checked as
+    ``build_machineconfig`` checks its own: the pool and name as DNS labels, the script as the role's (it carries the
+    role's marker), the interpreter and timeout by the unit's grammar, the config by the role's config grammar."""
+    check_name(pool, 'MachineConfigPool')
+    name = check_name(name or '100-%s-gpuvirt-vgpu-vf' % pool, 'MachineConfig name')
+    if not isinstance(script_text, str) or vvp.MARKER not in script_text:
+        raise ManifestError("the vGPU VF restore script is %s; expected the vgpu_vf role's script "
+                            "(roles/vgpu_vf/files/gpuvirt_vgpu_vf_restore.py, which carries %r)"
+                            % ('not text' if not isinstance(script_text, str) else 'another text', vvp.MARKER))
+    try:
+        unit = vvp.unit_text('/etc/systemd/system/' + VGPU_VF_UNIT, VGPU_VF_SCRIPT_PATH, VGPU_VF_CONFIG_PATH,
+                             python, timeout, on_host=False)
+        files = [{'path': VGPU_VF_SCRIPT_PATH, 'mode': 0o755, 'overwrite': True,
+                  'contents': {'source': data_url(script_text)}}]
+        if config is not None:
+            # the config's own paths, checked by the role's grammar (checked_persist checks the rest)
+            paths = config if isinstance(config, dict) else {}
+            checked_config = vvp.checked_persist(config, paths.get('sysfs_root'), paths.get('sriov_manage'), timeout)
+            files.append({'path': VGPU_VF_CONFIG_PATH, 'mode': 0o644, 'overwrite': True,
+                          'contents': {'source': data_url(json.dumps(checked_config, indent=4, sort_keys=True) + '\n')}})
+    except vvp.VfProfileError as e:
+        raise ManifestError('MachineConfig %s: %s' % (name, e))
+    return {
+        'apiVersion': MC_API_VERSION,
+        'kind': 'MachineConfig',
+        'metadata': {'name': name, 'labels': {ROLE_LABEL: pool}},
+        'spec': {'config': {
+            'ignition': {'version': ignition_version},
+            'storage': {'files': files},
+            'systemd': {'units': [{'name': VGPU_VF_UNIT, 'enabled': True, 'contents': unit}]},
+        }},
     }
 
 

@@ -250,6 +250,26 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
     return labels
 
 
+def retired_labels(desired):
+    """What a node leaving the fleet loses, from ``desired`` (desired_labels of its pool): each label the collection
+    sets on a node of that pool goes only when the node carries exactly the value it would set (a :class:`RemoveIf`
+    of that value), an operand it switched off (``false``) only when the node's owned-labels record names it
+    (:class:`RemoveIfOwned`), the DRA kubelet plugin's label only at ``true`` (while the driver manager has it paused
+    for an upgrade it stays). A label the pool removes anyway (``None``: a vGPU config on a non-vGPU node) is not one
+    the collection wrote, so it stays; so does every label outside ``desired`` (NFD's, the GPU Operator's own)."""
+    out = {}
+    for key, value in desired.items():
+        if value is None:
+            continue
+        if isinstance(value, RemoveIf):
+            out[key] = value
+        elif key.startswith(DEPLOY_LABEL_PREFIX):
+            out[key] = RemoveIfOwned(value)
+        else:
+            out[key] = RemoveIf(value)
+    return out
+
+
 def vgpu_config_error(node, config, facts, custom_configs=None):
     """Why ``nvidia.com/vgpu.config=<config>`` cannot work on ``node``, or None.
 
@@ -341,7 +361,48 @@ def row_unknown(item):
             % (item.get('host', item['node']), rows[0].group, ', '.join(r.name for r in rows)))
 
 
-def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selector=None, dra_stack='helm'):
+def _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selector, dra_stack):
+    """``(report entry, partial Node or None)`` for one retired node, or ``(message, None)`` when it is refused (VMs
+    run on it). The pool's row does not matter here: every operand label any row switches off goes only when the
+    record names it, so a host of a group whose row its facts pick is retired the same either way."""
+    name = item['node']
+    if current_by_name is not None and name not in current_by_name:
+        return {'pool': item['pool'], 'changes': {}, 'owned_labels': None, 'unchanged': [], 'kept': [],
+                'left_alone': 'not in the cluster: no label to take back'}, None
+    row = fleet.BY_NAME[item['pool']]
+    config = item.get('vgpu_config')
+    # without its vGPU config the value the collection wrote is unknown: nvidia.com/vgpu.config stays (reported)
+    desired = desired_labels(item['pool'], config or 'unknown', pool_selector, dra_selector, dra_stack)
+    unknown = []
+    if row.vgpu and not config:
+        del desired[VGPU_LABEL]
+        unknown.append(VGPU_LABEL)
+    wanted = retired_labels(desired)
+    current = current_by_name.get(name, {}) if current_by_name is not None else {}
+    annotations = records.get(name) or {}
+    owned = owned_labels(annotations)
+    if owned is None and current.get(WORKLOAD_LABEL) != desired[WORKLOAD_LABEL]:
+        # No record: a node labelled by the release before the record (LEGACY_OWNED is ours there), which always
+        # wrote the workload label too, or a node this play already retired (both gone). Without our workload value
+        # it is the latter, and a "false" left there is an administrator's.
+        owned = set()
+    patch = label_diff(current, wanted, owned)
+    blocked = guard(name, current, patch, vmis)
+    if blocked:
+        return blocked, None
+    kept = sorted(k for k in list(wanted) + unknown if k in current and k not in patch)
+    entry = {'pool': item['pool'], 'changes': patch, 'owned_labels': None, 'unchanged': [], 'kept': kept,
+             'retire': True}
+    meta = {'name': name}
+    if patch:
+        meta['labels'] = patch
+    if OWNED_ANNOTATION in annotations:
+        meta['annotations'] = {OWNED_ANNOTATION: None}
+    return entry, ({'apiVersion': 'v1', 'kind': 'Node', 'metadata': meta} if len(meta) > 1 else None)
+
+
+def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selector=None, dra_stack='helm',
+         retire=False):
     """Plan the label changes for every wanted node.
 
     ``wanted``: ``[{node, pool, vgpu_config, facts}]`` (``facts``: the host's pci_devices/mdev_types, optional);
@@ -350,6 +411,8 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     (normalised), None when the operator's default ConfigMap is used; ``pool_selector``: the node labels of a
     dedicated MachineConfigPool for the IOMMU pools (see desired_labels), None when there is none;
     ``dra_selector``: ``dra_driver_node_selector`` (see desired_labels); ``dra_stack``: see desired_labels.
+    ``retire``: the nodes leave the fleet (retire.yml): each loses the labels the collection wrote there
+    (retired_labels) and its owned-labels record; a node no longer in the cluster has nothing to take back.
     Returns ``(patches, report)``; raises ManifestError naming every blocked, missing or unusable node.
     """
     current_by_name, records = None, {}
@@ -367,6 +430,15 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
                 name, seen[name], item.get('host', name)))
             continue
         seen[name] = item.get('host', name)
+        if retire:
+            entry, patch = _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selector, dra_stack)
+            if isinstance(entry, str):
+                errors.append(entry)
+                continue
+            report[name] = entry
+            if patch:
+                patches.append(patch)
+            continue
         unknown = row_unknown(item)
         if unknown:
             # a run that left the host out (a limit, a pool survey) knows neither its interface nor its row: the
@@ -417,6 +489,59 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     return patches, report
 
 
+# --- rendering the plan (GitOps) ----------------------------------------------------------------------------------
+# Labels another controller also writes, with what writes them: a render is synced by Argo CD or Flux, which write
+# the rendered value back whenever the live one differs (Argo CD with self-heal, every Flux reconcile), so a
+# rendered value would undo the other controller's. Apply mode leaves their other values alone (UnlessPaused); a
+# render cannot, so it leaves these labels out and says on which nodes to set them once.
+SHARED_LABELS = {
+    # NVIDIA/k8s-driver-manager cmd/driver-manager/main.go@v0.12.0: evictAllGPUOperatorComponents pauses the label
+    # named by NODE_LABEL_FOR_GPU_POD_EVICTION ("true" -> "paused-for-driver-upgrade", maybeSetPaused) to evict the
+    # DRA kubelet plugin before it unloads the driver, and sets it back (maybeSetTrue) once the driver is loaded
+    DRA_PLUGIN_LABEL: "the GPU Operator's driver manager sets it to %s during a driver upgrade to evict the DRA "
+                      "kubelet plugin, and back to true after" % DRIVER_UPGRADE_PAUSED,
+}
+
+
+def render_patches(patches):
+    """The Node objects a render holds for ``patches`` (plan's): each node's labels to set, without a removal (a
+    manifest cannot hold null; the report names them) and without a SHARED_LABELS label, and its owned-labels
+    record when it changes. Returns ``(objects, left_out)``, ``left_out`` ``{label: {value: [nodes]}}``: what the
+    render leaves to be set once outside it."""
+    objects, left_out = [], {}
+    for patch in patches:
+        meta = patch.get('metadata') or {}
+        name = meta.get('name')
+        labels = {}
+        for key, value in sorted((meta.get('labels') or {}).items()):
+            if value is None:
+                continue
+            if key in SHARED_LABELS:
+                left_out.setdefault(key, {}).setdefault(str(value), []).append(name)
+                continue
+            labels[key] = value
+        out = {'name': name}
+        if labels:
+            out['labels'] = labels
+        if 'annotations' in meta:
+            out['annotations'] = meta['annotations']
+        if len(out) > 1:
+            objects.append({'apiVersion': 'v1', 'kind': 'Node', 'metadata': out})
+    return objects, left_out
+
+
+def left_out_lines(left_out):
+    """One line per label a render left out: why, and the command that sets it once on its nodes."""
+    lines = []
+    for key in sorted(left_out):
+        for value, nodes in sorted(left_out[key].items()):
+            lines.append('%s=%s is not in the render (%s; a GitOps sync would write it back mid-upgrade): set it once '
+                         'on %s with: kubectl label node %s %s=%s (or run playbooks/nodes.yml in apply mode, which '
+                         'leaves a paused value alone)' % (key, value, SHARED_LABELS[key], ', '.join(sorted(nodes)),
+                                                          ' '.join(sorted(nodes)), key, value))
+    return lines
+
+
 # --- sending the plan: node_labels_apply ------------------------------------------------------------------------
 # A Node merge patch (RFC 7386, as `kubectl label` sends): null removes a label whoever set it, where server-side
 # apply would only drop labels its field manager owns. The patch is the sink's input, whoever built it: it is
@@ -459,10 +584,16 @@ def report_lines(report, patches):
         removes = sorted(k for k, v in changes.items() if v is None)
         said = '; '.join(part for part in ('set ' + ', '.join(sets) if sets else '',
                                            'remove ' + ', '.join(removes) if removes else '') if part)
-        line = head + (said or 'labels already right')
+        if entry.get('retire'):
+            line = head + ('retire: ' + said if said else 'retire: none of our labels left')
+            if entry.get('kept'):
+                line += '; kept (a value the collection did not set, or not in its record): %s' % ', '.join(
+                    entry['kept'])
+        else:
+            line = head + (said or 'labels already right')
         if name in records:
             # the value unquoted (a YAML callback would double quotes), '(empty)' when it names no label
-            line += '; owned-labels record: %s' % (records[name] or '(empty)')
+            line += '; owned-labels record: %s' % ('removed' if records[name] is None else records[name] or '(empty)')
         lines.append(line)
     return lines
 
@@ -482,7 +613,10 @@ class PatchError(Exception):
 
 
 def _checked_record(value, where):
-    """The owned-labels record a patch writes: '' or comma-separated nvidia.com/gpu.deploy.<operand> label keys."""
+    """The owned-labels record a patch writes: '' or comma-separated nvidia.com/gpu.deploy.<operand> label keys, or
+    None, which removes the record (a retired node)."""
+    if value is None:
+        return None
     if not isinstance(value, str):
         raise ManifestError('%s: annotation %s must be a string, got %r' % (where, OWNED_ANNOTATION, value))
     for key in value.split(',') if value else []:

@@ -111,6 +111,34 @@ POOL_TABLE = (
 )
 
 
+# What the collection owns on a host, per pool: each thing present (host preparation writes it) or absent (host
+# preparation takes back what the collection wrote, and only that: docs/day2.md, "What the collection owns on a
+# host"). Derived from the columns that already say it, so no row can contradict itself:
+#   kernel_args: the IOMMU kernel arguments, present where the pool needs the IOMMU (iommu);
+#   nouveau: the nouveau blacklist, present where the pool needs the IOMMU (the VM pools: vfio-pci or the vGPU
+#     Manager must get the GPU), else leave: host preparation neither writes nor takes it back on a pool without the
+#     IOMMU (container). Not absent there: NVIDIA recommends blacklisting nouveau on GPU Operator nodes too (NVIDIA/k8s-driver-manager issue 37, a maintainer: "It is recommended to
+#     blacklist nouveau as it can conflict with the nvidia driver"; the driver manager only unloads it when its pod
+#     starts, and NVIDIA/cloud-native-docs pull request 98 adds a troubleshooting entry for a driver container that
+#     fails with nouveau loaded), and the driver container itself neither unloads nor blacklists it
+#     (NVIDIA/gpu-driver-container ubuntu22.04/nvidia-driver: nvidia-installer --no-nouveau-check, then modprobe
+#     nvidia). Taking it back from a container host would let nouveau grab the GPUs at boot; only retirement does.
+#     Not present there either: NVIDIA's GPU Operator install needs nothing on a container host (the driver manager
+#     unloads nouveau when its pod starts), and writing it would rebuild the initramfs of every container host of a
+#     fleet, and reboot each where nouveau is loaded, on the first run after an upgrade of the collection;
+#   vfio: the vfio-pci binding files, present where host preparation binds the GPUs (host_vfio);
+#   vf_unit: the vendor-VFIO boot-time VF restore (roles/vgpu_vf), present on the vendor-vfio row.
+HOST_THINGS = ('kernel_args', 'nouveau', 'vfio', 'vf_unit')
+
+
+def host_state(row):
+    """{thing: 'present' | 'absent' | 'leave'} for each of HOST_THINGS on the hosts of pool ``row``."""
+    def state(flag):
+        return 'present' if flag else 'absent'
+    return {'kernel_args': state(row.iommu), 'nouveau': 'present' if row.iommu else 'leave', 'vfio': state(row.host_vfio),
+            'vf_unit': state(row.interface == 'vendor-vfio')}
+
+
 class TableError(ValueError):
     """A row of the pool table that the collection cannot use (a duplicate name, an unknown advertiser)."""
 
@@ -260,6 +288,23 @@ def pool_traits(pool=None):
         return dict((p.name, p._asdict()) for p in POOL_TABLE)
     row = BY_NAME.get(pool)
     return dict(row._asdict()) if row else {}
+
+
+def host_prep_state(pool):
+    """What host preparation converges a host of ``pool`` to: ``host_state`` of its row, except that a thing the
+    rows of the pool's group disagree on is 'leave' (host preparation reads the group's default row before the host
+    shows its vGPU interface, so it cannot tell those rows apart: the vgpu_vf phase, which reads the interface,
+    owns the VF restore of gpu_vm_vgpu hosts). {} for an unknown pool."""
+    row = BY_NAME.get(pool)
+    if row is None:
+        return {}
+    out = host_state(row)
+    for other in POOL_TABLE:
+        if other.group == row.group:
+            for thing, value in host_state(other).items():
+                if value != out[thing]:
+                    out[thing] = 'leave'
+    return out
 
 
 def node_name(host, override=None):

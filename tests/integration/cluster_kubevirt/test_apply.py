@@ -112,8 +112,9 @@ def test_kubevirt_cr_apply_without_hco(tmp_path, kube):
     assert rc == 0, log
     got = cluster.get('kubevirt.io/v1', 'KubeVirt', 'kubevirt', 'kubevirt')['spec']['configuration']
     # KubeVirt v1.9.0: the field replaces the deprecated gate (kubevirt/kubevirt staging/src/kubevirt.io/api/core/v1/
-    # types.go MediatedDevicesConfiguration.Enabled)
-    assert got['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU']
+    # types.go MediatedDevicesConfiguration.Enabled); no GPU gate: GA from v1.5.0 (pkg/virt-config/featuregate/
+    # inactive.go registers GPUGate with State GA)
+    assert got['developerConfiguration']['featureGates'] == ['Snapshot']
     assert got['mediatedDevicesConfiguration'] == {'enabled': False}
     assert got['permittedHostDevices']['mediatedDevices'][0]['resourceName'] == 'nvidia.com/NVIDIA_T4-1Q'
     second = cluster.now()

@@ -119,14 +119,29 @@ def test_mixed_upstream_kubevirt_prefers_advertised_names(tmp_path):
     assert 'HyperConverged' not in objs
     (kv,) = objs['KubeVirt']
     conf = kv['spec']['configuration']
-    # rendered for KubeVirt v1.9.0 (kubevirt_devices_kubevirt_version's default): mediatedDevicesConfiguration.enabled
-    # replaces the DisableMDEVConfiguration gate, deprecated since v1.8.0 (kubevirt/kubevirt
-    # staging/src/kubevirt.io/api/core/v1/types.go MediatedDevicesConfiguration.Enabled)
-    assert conf['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU']
+    # rendered for KubeVirt v1.9.0 (kubevirt_devices_kubevirt_version, named by the inventory: a render assumes
+    # none): mediatedDevicesConfiguration.enabled replaces the DisableMDEVConfiguration gate, deprecated since v1.8.0
+    # (kubevirt/kubevirt staging/src/kubevirt.io/api/core/v1/types.go MediatedDevicesConfiguration.Enabled); no GPU
+    # gate, GA from v1.5.0 (pkg/virt-config/featuregate/inactive.go: GPUGate State GA)
+    assert conf['developerConfiguration']['featureGates'] == ['Snapshot']
     assert conf['mediatedDevicesConfiguration'] == {'enabled': False}
     assert conf['permittedHostDevices']['pciHostDevices'] == [
         {'pciVendorSelector': '10DE:2236', 'resourceName': 'nvidia.com/GA102GL_A10', 'externalResourceProvider': True}]
     assert conf['permittedHostDevices']['mediatedDevices'][0]['resourceName'] == 'nvidia.com/NVIDIA_T4-1Q'
+
+
+def test_a_render_that_names_no_kubevirt_and_reads_none_stops_naming_both_ways(tmp_path):
+    # KubeVirt v1.7 and older lack mediatedDevicesConfiguration (kubevirt/kubevirt staging/src/kubevirt.io/api/core/v1/
+    # types.go: the field is there from v1.8.0-beta.0): a render that assumed v1.9.0 wrote only the field, which such a
+    # KubeVirt prunes, and KubeVirt went on creating and deleting mediated devices
+    rc, log, out = run(tmp_path, 'mixed-kubevirt', kubevirt_devices_kubevirt_version='')
+    assert rc != 0, log
+    said = ' '.join(log.split())
+    # the inventory gives the live CR (kubevirt_devices_current) without the status virt-operator writes
+    assert ('the KubeVirt version is not known: kubevirt_devices_kubevirt_version is not set and the KubeVirt CR '
+            'reports no status.observedKubeVirtVersion') in said, log
+    assert 'Set kubevirt_devices_kubevirt_version to the KubeVirt release the cluster runs' in said, log
+    assert 'gpuvirt_kubeconfig or gpuvirt_kube_context' in said and 'kubevirt_devices_current' in said, log
 
 
 def test_dra_on_kubevirt_1_8(tmp_path):

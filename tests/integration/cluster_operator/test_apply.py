@@ -615,3 +615,49 @@ def test_a_launch_variable_replacing_a_checked_value_stops_the_cluster_phase_bef
     assert rc != 0, log
     assert '%s (given by the extra variables)' % next(iter(extra)) in log, log
     assert cluster.requests() == [], write_summary(cluster.requests())
+
+
+def _kubevirt_apply_helpers():
+    """The MachineConfigPool and Machine Config Operator stand-ins of the kubevirt phase's tests (one copy)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'cluster_kubevirt_apply', os.path.join(HERE, '..', 'cluster_kubevirt', 'test_apply.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_openshift_apply_rolls_the_iommu_machineconfig_out_before_the_operator(tmp_path, kube):
+    # Render mode puts the MachineConfig in sync wave 20, before the operator's objects; apply mode must keep that
+    # order: applied in the kubevirt phase, after the operator, the operands started without an IOMMU and the MCO
+    # then drained and rebooted every GPU node a second time. NVIDIA's "NVIDIA GPU Operator with OpenShift
+    # Virtualization" enables the IOMMU with a MachineConfig ("Enabling the IOMMU driver on hosts") before
+    # "Installing the NVIDIA GPU Operator".
+    kv = _kubevirt_apply_helpers()
+    cluster = kube([cluster_version()] + package_manifests() + [kv.pool('worker', ['00-worker'], kv.DONE)]
+                   + kv.vgpu_nodes())
+    cluster.controller('olm', olm())
+    mco = kv.mco(kv.rollout_done(['00-worker', kv.MC_NAME]))
+    cluster.controller('machine-config-operator', mco)
+    rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(
+        cluster, kubevirt_machineconfig_enabled=True, machineconfig_wait_delay=1, machineconfig_wait_timeout=30))
+    assert rc == 0, log
+    writes = write_summary(cluster.attempts())
+    mc_write = writes.index('patch machineconfigs -/' + kv.MC_NAME)
+    policy = [i for i, w in enumerate(writes) if w.split()[1] == 'clusterpolicies']
+    subscription = [i for i, w in enumerate(writes) if w.split()[1] == 'subscriptions']
+    assert policy and subscription and mc_write < min(subscription + policy), writes
+    # the pool was waited for before the operator was installed: the rollout's report precedes the OLM step
+    assert log.index('worker: 2/2 machines updated, 2 ready') < log.index('TASK [Install the GPU Operator]'), log
+    assert mco.rendered, 'the MCO stand-in never rendered the MachineConfig'
+    assert cluster.get(kv.MC_V1, 'MachineConfig', kv.MC_NAME)['spec']['kernelArguments'] == ['intel_iommu=on', 'iommu=pt']
+
+
+def test_a_render_leaves_the_machineconfig_to_the_kubevirt_phase(tmp_path, kube):
+    # render mode already orders it (wave 20 of the kubevirt phase's render): the operator phase does not write it
+    cluster = kube([cluster_version()] + package_manifests())
+    rc, log = run(tmp_path, 'operator', 'openshift-vgpu', kubevirt_machineconfig_enabled=True,
+                  render_root=str(tmp_path / 'render'))
+    assert rc == 0, log
+    rendered = [f for _d, _s, files in os.walk(tmp_path / 'render') for f in files]
+    assert rendered and not [f for f in rendered if 'machineconfig' in f.lower()], rendered

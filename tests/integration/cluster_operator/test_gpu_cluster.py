@@ -64,7 +64,9 @@ def test_an_openshift_dra_only_fleet_gets_the_gpucluster_and_nvidiadriver_and_no
     # v26.7.0 manifests/state-dra-driver/0500_daemonset.yaml: draDriver.featureGates is the kubelet plugin's
     # FEATURE_GATES; PassthroughSupport mounts /sys, /proc and /lib/modules for the vfio rebinding
     assert dra['featureGates'] == {'PassthroughSupport': True, 'DeviceMetadata': True}
-    assert dra['computeDomains'] == {'enabled': False} and dra['version'] == 'v0.4.1'
+    # the DRA driver the installed release lists (v26.7.0 CSV spec.relatedImages nvidia-dra-driver-image, the
+    # operator's DRA_DRIVER_IMAGE, values.yaml draDriver.version: v0.5.0), not its alm-examples' v0.4.1
+    assert dra['computeDomains'] == {'enabled': False} and dra['version'] == 'v0.5.0'
     # gpucluster_types.go GPUClusterSpec: the GPUCluster does not manage the driver ("host-installed or via an
     # NVIDIADriver CR"); with no ClusterPolicy the CSV's NVIDIADriver installs it on every GPU node
     driver = cluster.get('nvidia.com/v1alpha1', 'NVIDIADriver', 'gpu-driver')

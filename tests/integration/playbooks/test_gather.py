@@ -217,3 +217,22 @@ def test_saved_facts_committed_as_a_symbolic_link_are_refused(tmp_path):
     rc, log, probe = gather(tmp_path, inv)
     assert rc != 0 and probe is None and 'is a symbolic link; saved facts must be a regular file' in log, log
     assert 'hunter2' not in log
+
+
+def test_a_render_with_facts_given_in_the_inventory_does_not_contact_the_host(tmp_path):
+    # docs/saved-facts.md: a host whose discovery facts are given as variables is not asked again. The host is
+    # unreachable (an SSH connection to a port nothing listens on): before, gather.yml pinged it for the facts it was
+    # not given (its OS tag) and the render stopped as UNREACHABLE
+    pci = {'gpus': [{'bdf': '0000:41:00.0', 'vendor_id': '10de', 'device_id': '2236', 'device_name': 'GA102GL [A10]',
+                     'kind': 'gpu', 'is_vf': False}], 'iommu': {'enabled': True}}
+    inv = inventory(tmp_path, gpuvirt_pci_devices=pci, ansible_connection='ssh', ansible_host='127.0.0.1',
+                    ansible_port=9, ansible_ssh_common_args='-o ConnectTimeout=3')
+    rc, log, probe = gather(tmp_path, inv, '-e', 'gpuvirt_cluster_mode=render')
+    assert rc == 0, log
+    assert 'UNREACHABLE' not in log, log
+    # as a saved-facts host: out of the host phases, the node name by the one rule, no OS tag it was not given
+    assert probe == {'node': 'gpu-local', 'os_tag': '', 'offline': True}, probe
+    # apply mode still asks it for what it was not given, and stops naming the ways out, this one among them
+    rc, log, probe = gather(tmp_path, inv, '-e', 'gpuvirt_cluster_mode=apply')
+    assert rc != 0 and 'could not be reached to gather its GPU facts' in log, log
+    assert 'a render also takes its facts from the inventory' in ' '.join(log.split()), log

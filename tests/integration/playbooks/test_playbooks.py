@@ -47,6 +47,9 @@ def good_inventory(render_dir):
         'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
                  'ansible_become': False, 'gpuvirt_cluster_mode': 'render', 'gpuvirt_render_dir': str(render_dir),
                  'gpuvirt_platform': 'kubernetes',
+                 # the hosts answer (local connection) and preflight judges their given facts there: live, since a
+                 # render otherwise takes given facts without contacting the host (docs/saved-facts.md)
+                 'gpuvirt_facts_source': 'live',
                  'kernel_args_iommu_vendor': 'intel', 'gpu_operator_vgpu_configs': {'a10-mixed': {'A10-12Q': 1}}},
         'children': {
             'gpu_vm_passthrough': {'hosts': {'pt-1': dict(facts(), gpuvirt_host_vfio=False)}},

@@ -44,6 +44,8 @@ def _load(path):
 
 VARS = _load('awx/vars.yml')
 PHASES = VARS['awx_phases']
+# every job template: the phases, and the day-2 templates outside the workflow (retire)
+TEMPLATES = PHASES + VARS['awx_day2']
 CATALOGUE = _load('awx/survey.yml')['inputs']
 TASKS = {m: t[m] for play in _load('awx/configure.yml') for t in play['tasks'] for m in t
          if m in ('awx.awx.job_template', 'awx.awx.workflow_job_template')}
@@ -131,7 +133,7 @@ def offered(args, item):
     return [question['variable'] for question in survey['spec']]
 
 
-@pytest.mark.parametrize('phase', PHASES, ids=[p['name'] for p in PHASES])
+@pytest.mark.parametrize('phase', TEMPLATES, ids=[p['name'] for p in TEMPLATES])
 def test_each_job_template_offers_exactly_its_listed_inputs(phase):
     assert offered(TASKS['awx.awx.job_template'], phase) == phase['survey']
     outside = set(phase['survey']) - set(CATALOGUE)
@@ -146,7 +148,7 @@ def test_the_workflow_offers_exactly_its_listed_inputs():
 
 
 def test_every_offered_input_says_why_it_is_safe():
-    for name in {v for phase in PHASES for v in phase['survey']} | set(WORKFLOW[2]):
+    for name in {v for phase in TEMPLATES for v in phase['survey']} | set(WORKFLOW[2]):
         assert len(str(CATALOGUE[name].get('why_safe') or '').strip()) > 40, name
 
 
@@ -201,7 +203,7 @@ def test_the_docs_table_lists_what_each_template_offers():
         match = re.match(r'\| `gpuvirt\.provision (\w+)`[^|]*\| ([^|]*) \|', line)
         if match:
             rows[match.group(1)] = re.findall(r'`([a-z_]+)`', match.group(2))
-    wanted = {p['name']: p['survey'] for p in PHASES}
+    wanted = {p['name']: p['survey'] for p in TEMPLATES}
     wanted['site'] = WORKFLOW[2]
     assert rows == wanted
 

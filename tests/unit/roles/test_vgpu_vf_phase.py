@@ -21,7 +21,7 @@ PCI = {'gpus': [{'bdf': PF, 'vendor_id': '10de', 'device_id': '26b9', 'device_na
                  'driver': 'nvidia', 'is_vf': False}], 'iommu': {'enabled': True}}
 
 
-def _run(tmp_path, config='l40s', check=False, loaded=True):
+def _run(tmp_path, config='l40s', check=False, loaded=True, platform=None, os_release=None):
     board = VfBoard(tmp_path / 'sys')
     if loaded:
         os.makedirs(os.path.join(board.root, 'module', 'nvidia'), exist_ok=True)
@@ -30,6 +30,8 @@ def _run(tmp_path, config='l40s', check=False, loaded=True):
     (tmp_path / 'proc').mkdir(exist_ok=True)
     root = tmp_path / 'root'
     (root / 'etc/systemd/system').mkdir(parents=True, exist_ok=True)
+    if os_release is not None:
+        (root / 'etc/os-release').write_text(os_release)
     inv = tmp_path / 'inventory.yml'
     # facts as preflight left them before the vGPU Manager loaded (no vGPU interface shown yet)
     inv.write_text(yaml.safe_dump({'all': {'children': {'gpu_vm_vgpu': {'hosts': {'localhost': {
@@ -39,6 +41,8 @@ def _run(tmp_path, config='l40s', check=False, loaded=True):
              'gpu_operator_vgpu_configs': {'l40s': {'L40S-24Q': 2}}, 'vgpu_vf_driver_timeout': 1,
              'vgpu_vf_sysfs_root': board.root, 'vgpu_vf_proc_root': str(tmp_path / 'proc'), 'vgpu_vf_systemd': False,
              'vgpu_vf_sriov_manage': str(tmp_path / 'no-sriov-manage'), 'vgpu_vf_root_dir': str(root)}
+    if platform is not None:
+        extra['gpuvirt_platform'] = platform
     play = ''.join('- ansible.builtin.import_playbook: %s\n' % os.path.join(ROOT, 'playbooks', name)
                    for name in ('vgpu_vf.yml', 'summary.yml'))
     rc, out = run_play(tmp_path, play, extra, args=['-i', str(inv)] + (['--check', '--diff'] if check else []))
@@ -83,3 +87,25 @@ def test_no_driver_after_the_timeout_stops_naming_the_vgpu_manager(tmp_path):
     assert rc != 0 and 'localhost: no NVIDIA driver after 1 s' in out, out
     assert 'nvidia-vgpu-manager pod on node localhost' in out, out
     assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
+
+
+def test_a_machineconfig_platform_is_refused_before_any_change_naming_the_host_and_the_way(tmp_path):
+    # OpenShift's hosts belong to the Machine Config Operator (the platform table's kernel_args: machineconfig, as
+    # host_prep.yml reads it): no VF profile, unit, script or config over SSH there
+    board, rc, out = _run(tmp_path, platform='openshift')
+    assert rc != 0, out
+    assert ('localhost (pool vm-vgpu-vf, platform openshift): its VFs need their vGPU profiles set, but on a '
+            'MachineConfig platform the Machine Config Operator owns the host') in out, out
+    assert 'as a MachineConfig of the node\'s pool' in out and 'Nothing was changed' in out
+    assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
+    assert not os.path.exists(tmp_path / 'root/etc/gpuvirt')
+    assert not os.path.exists(tmp_path / 'root/etc/systemd/system/gpuvirt-vgpu-vf.service')
+
+
+def test_a_coreos_host_is_refused_by_the_role_itself_when_the_platform_is_auto(tmp_path):
+    # the role's own check (its module, before its first change): gpuvirt_platform auto, run alone, on an RHCOS host
+    board, rc, out = _run(tmp_path, os_release='NAME="Red Hat Enterprise Linux CoreOS"\nID="rhcos"\n')
+    assert rc != 0, out
+    assert 'runs Red Hat CoreOS (/etc/os-release ID=rhcos)' in out and 'Nothing was changed' in out, out
+    assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
+    assert not os.path.exists(tmp_path / 'root/etc/gpuvirt')

@@ -7,6 +7,10 @@ __metaclass__ = type
 
 import pytest
 
+import json
+import os
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_record
 from ansible_collections.gpuvirt.provision.plugins.modules import kernel_cmdline
 
 from .harness import run_module
@@ -23,6 +27,14 @@ def run(monkeypatch, args, commands=None, rc=0, **modes):
     """
     return run_module(monkeypatch, kernel_cmdline, args, commands=[] if commands is None else commands, rc=rc,
                       bin_path=lambda name: '/usr/sbin/' + name, **modes)
+
+
+@pytest.fixture(autouse=True)
+def record_path(monkeypatch, tmp_path):
+    """The ownership record under the test's directory: the module's default is the host's /var/lib one."""
+    path = str(tmp_path / 'var' / 'lib' / 'gpuvirt-provision' / 'host-state.json')
+    monkeypatch.setattr(host_record, 'DEFAULT_PATH', path)
+    return path
 
 
 @pytest.fixture
@@ -199,3 +211,120 @@ def test_grub_default_refuses_an_opposite_value_it_cannot_take_out(monkeypatch, 
     assert res['failed'] and not res['changed'] and cmds == [] and res['commands'] == [] and grub.read_bytes() == text
     assert res['msg'].startswith('%s: intel_iommu=off in GRUB_CMDLINE_LINUX_DEFAULT overrides intel_iommu=on' % grub)
     assert 'remove intel_iommu=off from GRUB_CMDLINE_LINUX_DEFAULT in %s by hand' % grub in res['msg']
+
+
+# --- both ways: the ownership record ------------------------------------------------------------------------------
+
+def _record(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def test_dropin_present_records_then_absent_takes_the_dropin_back(monkeypatch, host, record_path):
+    (host / 'cmdline').write_text(ON)
+    res = run(monkeypatch, dropin_args(host))
+    assert res['owned'] == ['intel_iommu=on', 'iommu=pt'] and res['record_changed']
+    dropin = host / 'grub.d' / '90-gpuvirt.cfg'
+    assert _record(record_path)['kernel_args'] == {'grub_dropin': ['intel_iommu=on', 'iommu=pt']}
+    assert _record(record_path)['files'] == {'kernel_args': [str(dropin)]}
+    assert not run(monkeypatch, dropin_args(host))['changed']  # second run: nothing, the record included
+
+    cmds = []
+    absent = dropin_args(host, state='absent', args=[])
+    res = run(monkeypatch, absent, cmds, check=True)
+    assert res['changed'] and res['files_removed'] == [str(dropin)] and dropin.exists() and cmds == []
+    res = run(monkeypatch, absent, cmds)
+    assert res['changed'] and not dropin.exists() and cmds == [['/usr/sbin/update-grub']]
+    assert res['removed'] == ['intel_iommu=on', 'iommu=pt'] and res['reboot_required']
+    assert res['unwanted'] == ['intel_iommu=on', 'iommu=pt']
+    assert _record(record_path) == {'version': 1, 'kernel_args': {}, 'files': {}}
+    cmds = []
+    res = run(monkeypatch, absent, cmds)
+    assert not res['changed'] and cmds == [] and not res['reboot_required']
+
+
+def test_a_dropin_without_our_header_is_kept(monkeypatch, host):
+    dropin = host / 'grub.d' / '90-gpuvirt.cfg'
+    dropin.parent.mkdir()
+    dropin.write_text('GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX intel_iommu=on"\n')
+    cmds = []
+    res = run(monkeypatch, dropin_args(host, state='absent', args=[]), cmds)
+    assert not res['changed'] and cmds == [] and dropin.exists()
+    assert res['kept'][0]['arg'] == str(dropin) and 'not written by us' in res['kept'][0]['reason']
+
+
+def test_grub_default_an_argument_there_before_is_kept_ours_is_taken_back(monkeypatch, host, record_path):
+    grub = host / 'grub'
+    grub.write_text('GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="rhgb intel_iommu=on"\n')
+    res = run(monkeypatch, grub_args(host))
+    assert grub.read_text() == 'GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="rhgb intel_iommu=on iommu=pt"\n'
+    # intel_iommu=on was on the boot loader's line before: the administrator's, not recorded
+    assert res['owned'] == ['iommu=pt']
+    assert _record(record_path)['kernel_args'] == {'grub_default': ['iommu=pt']}
+    res = run(monkeypatch, grub_args(host))
+    assert not res['changed'] and res['owned'] == ['iommu=pt']  # ours stays recorded though it is "there" now
+
+    (host / 'cmdline').write_text(ON)
+    cmds = []
+    res = run(monkeypatch, grub_args(host, state='absent', args=[]), cmds)
+    assert res['changed'] and res['removed'] == ['iommu=pt'] and res['unwanted'] == ['iommu=pt']
+    assert cmds == [['/usr/sbin/grub2-mkconfig', '-o', '/boot/grub2/grub.cfg']] and res['reboot_required']
+    assert grub.read_text() == 'GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="rhgb intel_iommu=on"\n'
+    assert _record(record_path)['kernel_args'] == {}
+    res = run(monkeypatch, grub_args(host, state='absent', args=[]))
+    assert not res['changed'] and res['removed'] == []
+
+
+def test_grub_default_an_argument_the_appended_variable_carries_is_kept_named(monkeypatch, host, record_path):
+    grub = host / 'grub'
+    grub.write_text('GRUB_CMDLINE_LINUX="rhgb"\n')
+    run(monkeypatch, grub_args(host))
+    # the administrator adds iommu=pt to GRUB_CMDLINE_LINUX_DEFAULT afterwards
+    grub.write_text(grub.read_text() + 'GRUB_CMDLINE_LINUX_DEFAULT="quiet iommu=pt"\n')
+    res = run(monkeypatch, grub_args(host, state='absent', args=[]))
+    assert res['removed'] == ['intel_iommu=on']
+    assert res['kept'] == [{'arg': 'iommu=pt', 'reason': "GRUB_CMDLINE_LINUX_DEFAULT carries it too: the "
+                                                         "administrator's there"}]
+    assert grub.read_text() == 'GRUB_CMDLINE_LINUX="rhgb iommu=pt"\nGRUB_CMDLINE_LINUX_DEFAULT="quiet iommu=pt"\n'
+
+
+@pytest.mark.parametrize('record', [
+    b'{not json',
+    b'{"version": 1, "kernel_args": {"grub_default": ["intel_iommu=on", "root=/dev/sda1"]}}',
+    b'{"version": 1, "kernel_args": {"grub_default": "intel_iommu=on"}}',
+])
+def test_a_malformed_record_takes_nothing_back_and_says_so(monkeypatch, host, record_path, record):
+    grub = host / 'grub'
+    text = 'GRUB_CMDLINE_LINUX="root=/dev/sda1 rhgb intel_iommu=on iommu=pt"\n'
+    grub.write_text(text)
+    os.makedirs(os.path.dirname(record_path))
+    with open(record_path, 'wb') as f:
+        f.write(record)
+    cmds = []
+    res = run(monkeypatch, grub_args(host, state='absent', args=[]), cmds)
+    assert not res['failed'] and not res['changed'] and cmds == [] and res['removed'] == []
+    assert grub.read_text() == text and open(record_path, 'rb').read() == record
+    assert res['record_problems']['kernel_args'] and 'nothing is taken back' in res['kept'][0]['reason']
+    assert res['warnings'] and record_path in res['warnings'][0]
+
+
+def test_a_linked_record_is_not_followed(monkeypatch, host, record_path, tmp_path):
+    grub = host / 'grub'
+    grub.write_text('GRUB_CMDLINE_LINUX="rhgb intel_iommu=on"\n')
+    elsewhere = tmp_path / 'elsewhere.json'
+    elsewhere.write_text('{"version": 1, "kernel_args": {"grub_default": ["intel_iommu=on"]}}')
+    os.makedirs(os.path.dirname(record_path))
+    os.symlink(str(elsewhere), record_path)
+    res = run(monkeypatch, grub_args(host, state='absent', args=[]))
+    assert not res['changed'] and 'symbolic link' in res['record_problems']['kernel_args']
+    assert grub.read_text() == 'GRUB_CMDLINE_LINUX="rhgb intel_iommu=on"\n'
+    # a present run does not write through it either
+    res = run(monkeypatch, grub_args(host))
+    assert res['failed'] and 'symbolic link' in res['msg']
+
+
+def test_absent_with_arguments_and_a_record_path_elsewhere_are_refused(monkeypatch, host):
+    res = run(monkeypatch, grub_args(host, state='absent'))
+    assert res['failed'] and 'args and remove must be empty' in res['msg']
+    res = run(monkeypatch, grub_args(host, record_path='/etc/shadow'))
+    assert res['failed'] and 'record_path' in res['msg']

@@ -212,3 +212,19 @@ def test_a_saved_id_that_the_host_numbers_otherwise_now_is_named():
     assert warnings == ['the saved config names NVIDIA L40S-24Q as type id 999; the host lists it as 1155 now (a driver '
                         'update?): 1155 is used, and this run saves it for the boot-time restore']
     assert vvp.renumbered(live, live) == []
+
+
+@pytest.mark.parametrize('os_id,refused', [('rhcos', True), ('"fedora-coreos"', True), ('ubuntu', False),
+                                           ('rhel', False)])
+def test_a_coreos_host_is_refused_before_any_file_is_named(tmp_path, os_id, refused):
+    # RHCOS's files and units are the Machine Config Operator's (OpenShift docs, "Machine Config Operator"): the role
+    # installs nothing over SSH there; the same os-release IDs host_prep.yml refuses
+    root = tmp_path / 'root'
+    (root / 'etc').mkdir(parents=True)
+    (root / 'etc/os-release').write_text('NAME="x"\nID=%s\nVERSION_ID="9.6"\n' % os_id)
+    if refused:
+        with pytest.raises(vvp.VfProfileError, match=r'runs .* CoreOS \(/etc/os-release ID=.*Machine Config Operator.*'
+                                                     r'build_vgpu_vf_machineconfig.*Nothing was changed'):
+            vvp.installed_files(str(root))
+    else:
+        assert not vvp.installed_files(str(root))['unit']['exists']

@@ -115,7 +115,7 @@ def test_the_gpucluster_path_takes_only_the_operators_driver():
 # --- the objects ----------------------------------------------------------------------------------------------
 
 def test_the_gpucluster_pins_the_driver_turns_passthrough_on_and_compute_domains_off():
-    obj = gc.build_gpu_cluster(alm_examples(), '0.4.1')
+    obj = gc.build_gpu_cluster(alm_examples(), release='v26.7.0')
     assert obj['apiVersion'] == 'nvidia.com/v1alpha1' and obj['kind'] == 'GPUCluster'
     assert obj['metadata'] == {'name': 'gpu-cluster'}
     dra = obj['spec']['draDriver']
@@ -123,7 +123,10 @@ def test_the_gpucluster_pins_the_driver_turns_passthrough_on_and_compute_domains
     # PassthroughSupport true mounts /sys, /proc and /lib/modules into the gpus container (vfio rebinding)
     assert dra['featureGates'] == {'PassthroughSupport': True, 'DeviceMetadata': True}
     assert dra['computeDomains'] == {'enabled': False}
-    assert (dra['repository'], dra['image'], dra['version']) == ('nvcr.io/nvidia', 'dra-driver-nvidia-gpu', 'v0.4.1')
+    # the driver the v26.7.0 release lists, not its alm-examples' v0.4.1: the CSV's spec.relatedImages
+    # nvidia-dra-driver-image and DRA_DRIVER_IMAGE (nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0@sha256:9b46...),
+    # deployments/gpu-operator/values.yaml draDriver.version v0.5.0
+    assert (dra['repository'], dra['image'], dra['version']) == ('nvcr.io/nvidia', 'dra-driver-nvidia-gpu', 'v0.5.0')
     # NVIDIA's other defaults stay as the CSV ships them
     assert obj['spec']['dcgmExporter'] == {'enabled': True}
     stand_in_validate(obj)
@@ -159,13 +162,35 @@ def test_only_the_name_of_the_example_nvidia_driver_metadata_is_kept():
 def test_alm_examples_without_a_gpucluster_are_refused_naming_the_release_needed():
     older = [e for e in alm_examples() if e['kind'] != 'GPUCluster']
     with pytest.raises(ManifestError, match='no GPUCluster.*v26.7.0 or later'):
-        gc.build_gpu_cluster(older, '0.4.1')
+        gc.build_gpu_cluster(older, release='v26.7.0')
 
 
-@pytest.mark.parametrize('version', ['0.5.0', '25.12.0', 'latest', '0.4.1\n--set x'])
-def test_only_a_0_4_driver_is_pinned(version):
-    with pytest.raises(ManifestError, match='dra_driver_chart_version'):
-        gc.build_gpu_cluster(alm_examples(), version)
+def _bundle_related_images():
+    with open(os.path.join(schema.reference_dir(), 'olm',
+                           'gpu-operator-v26.7.0-bundle-gpu-operator-certified.clusterserviceversion.yaml'),
+              encoding='utf-8') as handle:
+        return yaml.safe_load(handle)['spec']['relatedImages']
+
+
+def test_the_installed_csvs_related_images_name_the_driver():
+    # the v26.7.0 bundle's own list (reference copy): the image a disconnected cluster mirrors
+    assert gc.related_dra_image(_bundle_related_images()) == 'v0.5.0'
+    obj = gc.build_gpu_cluster(alm_examples(), related_images=[
+        {'name': 'nvidia-dra-driver-image', 'image': 'nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.1@sha256:' + '0' * 64}])
+    assert obj['spec']['draDriver']['version'] == 'v0.5.1'
+    # a version given wins over the list
+    assert gc.build_gpu_cluster(alm_examples(), 'v0.4.1', 'v26.7.0')['spec']['draDriver']['version'] == 'v0.4.1'
+
+
+@pytest.mark.parametrize('version', ['0.3.0', 'latest', '0.4.1\n--set x'])
+def test_a_driver_without_passthrough_or_out_of_grammar_is_refused(version):
+    with pytest.raises(ManifestError, match='gpu_operator_dra_driver_version'):
+        gc.build_gpu_cluster(alm_examples(), version, 'v26.7.0')
+
+
+def test_a_release_whose_driver_is_not_known_is_refused_naming_the_variable():
+    with pytest.raises(ManifestError, match='GPU Operator v27.1.0 is not known: set gpu_operator_dra_driver_version'):
+        gc.build_gpu_cluster(alm_examples(), release='v27.1.0')
 
 
 # --- what the GPUCluster path changes in the other phases -----------------------------------------------------

@@ -46,7 +46,8 @@ def test_gates_we_added_are_removed_when_no_longer_wanted_but_foreign_gpu_stays(
     obj2, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [], gates=['GPU', 'DisableMDEVConfiguration', 'GPUsWithDRA'],
                                                      version='v1.7.4')
     assert not changed
-    obj3, unused1, unused2 = kubevirt.build_kubevirt(cur, [A10], [], gates=[], disable_mdev_configuration=False)
+    obj3, unused1, unused2 = kubevirt.build_kubevirt(cur, [A10], [], gates=[], disable_mdev_configuration=False,
+                                                     version='v1.7.4')
     assert obj3['spec']['configuration']['developerConfiguration']['featureGates'] == ['GPU']
 
 
@@ -76,7 +77,7 @@ def test_field_or_gate_follows_the_version(version, field):
     obj, unused1, unused2 = kubevirt.build_kubevirt(None, [A10], [], version=version)
     conf = obj['spec']['configuration']
     assert ('mediatedDevicesConfiguration' in conf) is field
-    assert ('DisableMDEVConfiguration' in conf['developerConfiguration']['featureGates']) is not field
+    assert ('DisableMDEVConfiguration' in conf.get('developerConfiguration', {}).get('featureGates', [])) is not field
 
 
 def test_upgrade_to_1_9_replaces_the_gate_an_earlier_run_added():
@@ -87,7 +88,8 @@ def test_upgrade_to_1_9_replaces_the_gate_an_earlier_run_added():
     cur['status'] = {'observedKubeVirtVersion': 'v1.9.0'}
     new, changed, unused1 = kubevirt.build_kubevirt(cur, [A10], [])
     assert changed
-    assert new['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot', 'GPU']
+    # the GPU gate the earlier run added goes too: GA since v1.5.0 (see the GPU gate test below)
+    assert new['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot']
     assert new['spec']['configuration']['mediatedDevicesConfiguration'] == {'enabled': False}
     # a second run on what the first applied changes nothing
     cur['metadata']['annotations'] = new['metadata']['annotations']
@@ -152,3 +154,28 @@ def test_reconcile_fails_for_an_input_name_no_node_advertises():
 def test_reconcile_without_cluster_data_keeps_computed_names():
     wanted = [{'kind': 'pci', 'selector': '10DE:2236', 'resource_name': 'nvidia.com/X', 'nodes': [], 'source': 'facts'}]
     assert kubevirt.reconcile_resource_names(wanted, None) == (wanted, [], [])
+
+
+# kubevirt/kubevirt pkg/virt-config/featuregate/inactive.go (v1.9.0): GPUGate is registered with State GA (GA from
+# v1.5.0; before, active.go listed it as an alpha gate that had to be on for GPU host devices)
+@pytest.mark.parametrize('version, gate', [('v1.4.2', True), ('v1.5.0-rc.0', True), ('v1.5.0', False),
+                                           ('v1.7.4', False), ('v1.9.0', False)])
+def test_the_gpu_gate_is_written_only_where_it_is_not_ga(version, gate):
+    obj, unused1, unused2 = kubevirt.build_kubevirt(None, [A10], [], version=version, disable_mdev_configuration=False)
+    conf = obj['spec']['configuration']
+    # no gate to write: the atomic list is left out rather than written empty (a rendered [] would clear others' gates)
+    assert conf.get('developerConfiguration', {}).get('featureGates', []) == (['GPU'] if gate else [])
+    assert gate or 'developerConfiguration' not in conf
+
+
+def test_a_render_with_no_version_and_no_live_cr_refuses_naming_both_ways():
+    # nothing is assumed: KubeVirt v1.7 and older lack mediatedDevicesConfiguration (the test of the field above),
+    # so an assumed v1.9.0 would leave mdev handling on there
+    with pytest.raises(kubevirt.ManifestError) as err:
+        kubevirt.build_kubevirt(None, [A10], [])
+    text = str(err.value)
+    assert 'kubevirt_devices_kubevirt_version is not set and there is no KubeVirt CR to read' in text
+    assert 'Set kubevirt_devices_kubevirt_version to the KubeVirt release' in text
+    assert 'gpuvirt_kubeconfig or gpuvirt_kube_context' in text and 'kubevirt_devices_current' in text
+    with pytest.raises(kubevirt.ManifestError, match='no KubeVirt CR to read'):
+        kubevirt.build_kubevirt(None, [A10], [], disable_mdev_configuration=False)

@@ -3,6 +3,7 @@
 """MachineConfig / MachineConfigPool builders (validated against the OpenShift CRDs) and pool status."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -201,3 +202,64 @@ def test_a_dedicated_pool_that_already_selects_a_node_we_do_not_expect_is_refuse
     worker = {'node-role.kubernetes.io/worker': ''}
     nodes = [gpu_node('a', dict(worker)), gpu_node('db-1', dict(worker))]
     assert mc.nodes_into_pool('worker', worker, ['a'], nodes, dedicated=False) == []
+
+
+# --- the vgpu_vf role's boot-time restore as a MachineConfig (vendor-specific VFIO hosts on OpenShift) ----------
+
+VF_SCRIPT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..', 'roles', 'vgpu_vf', 'files',
+                         'gpuvirt_vgpu_vf_restore.py')
+
+
+def _script():
+    with open(VF_SCRIPT, encoding='utf-8') as handle:
+        return handle.read()
+
+
+def test_vgpu_vf_machineconfig_carries_the_roles_unit_and_script_in_ignitions_shape():
+    obj = mc.build_vgpu_vf_machineconfig('gpu', _script(), timeout=600)
+    schema.validate(obj)
+    assert obj['metadata'] == {'name': '100-gpu-gpuvirt-vgpu-vf', 'labels': {'machineconfiguration.openshift.io/role': 'gpu'}}
+    config = obj['spec']['config']
+    # Ignition spec 3.2.0 (coreos/ignition docs/configuration-v3_2.md): systemd.units[] {name, enabled, contents};
+    # storage.files[] {path, mode (decimal), overwrite, contents.source (a data URL)}: the shape of the IOMMU one
+    assert config['ignition']['version'] == mc.IGNITION_VERSION
+    (unit,) = config['systemd']['units']
+    assert unit['name'] == 'gpuvirt-vgpu-vf.service' and unit['enabled'] is True
+    (script,) = config['storage']['files']
+    # not under /usr/local: on RHCOS it is a link into /var, and /usr is read-only; /etc is the MCO's to write
+    assert script['path'] == '/etc/gpuvirt/vgpu-vf-restore' and script['mode'] == 0o755 and script['overwrite'] is True
+    assert mc.decode_data_url(script['contents']['source']) == _script()
+    # the unit runs the script this MachineConfig writes, on the config path it would read, with the timeout given
+    lines = unit['contents'].splitlines()
+    assert 'ExecStart=/usr/bin/python3 /etc/gpuvirt/vgpu-vf-restore /etc/gpuvirt/vgpu-vf-profiles.json' in lines
+    assert 'ConditionPathExists=/etc/gpuvirt/vgpu-vf-profiles.json' in lines and 'TimeoutStartSec=660' in lines
+    assert not any(line.startswith('ExecStart=') and '/usr/local' in line for line in lines)
+
+
+def test_vgpu_vf_machineconfig_writes_a_given_config_checked_by_the_roles_grammar():
+    persist = {'version': 1, 'managed_by': 'gpuvirt.provision', 'sysfs_root': '/sys',
+               'sriov_manage': '/usr/lib/nvidia/sriov-manage', 'timeout': 300,
+               'gpus': [{'pf': '0000:41:00.0', 'vfs': {'0000:41:00.4': 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q'}}
+    obj = mc.build_vgpu_vf_machineconfig('worker', _script(), config=persist)
+    files = dict((f['path'], f) for f in obj['spec']['config']['storage']['files'])
+    text = mc.decode_data_url(files['/etc/gpuvirt/vgpu-vf-profiles.json']['contents']['source'])
+    assert json.loads(text)['gpus'] == persist['gpus'] and files['/etc/gpuvirt/vgpu-vf-profiles.json']['mode'] == 0o644
+    bad = dict(persist, gpus=[{'pf': '0000:41:00.0; reboot', 'vfs': {}}])
+    with pytest.raises(mc.ManifestError, match='100-worker-gpuvirt-vgpu-vf: the boot-time config holds GPU entry'):
+        mc.build_vgpu_vf_machineconfig('worker', _script(), config=bad)
+
+
+@pytest.mark.parametrize('kwargs,needle', [
+    ({'pool': 'GPU_Pool'}, "'GPU_Pool' is not a DNS label"),
+    ({'name': 'Bad Name'}, "'Bad Name' is not a DNS label"),
+    ({'script_text': '#!/bin/sh\nreboot\n'}, "expected the vgpu_vf role's script"),
+    ({'script_text': None}, 'is not text'),
+    ({'python': '/usr/bin/python3 -c import os'}, 'the Python interpreter is'),
+    ({'timeout': 5}, 'expected 10 to 3600 seconds'),
+])
+def test_vgpu_vf_machineconfig_bad_input_is_named(kwargs, needle):
+    args = dict(pool='gpu', script_text=_script())
+    args.update(kwargs)
+    with pytest.raises(mc.ManifestError) as err:
+        mc.build_vgpu_vf_machineconfig(**args)
+    assert needle in str(err.value)

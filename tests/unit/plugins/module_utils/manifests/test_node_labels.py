@@ -410,3 +410,123 @@ def test_plan_names_every_vgpu_host_without_a_config_and_the_fix():
     assert 'host gpu-v01.example.com (node v1, pool vm-vgpu) has no vGPU config' in msg, msg
     assert 'host gpu-v03.example.com (node v3, pool vm-vgpu-vf)' in msg and 'gpu-v02' not in msg, msg
     assert 'set gpuvirt_vgpu_config on the host' in msg and 'node_labels_vgpu_config_default' in msg, msg
+
+
+# Labels another controller also writes, each with the upstream code that writes it: a render synced by Argo CD
+# (self-heal) or Flux writes its value back whenever the live one differs, so the render must not hold them.
+SHARED = {
+    # NVIDIA/k8s-driver-manager cmd/driver-manager/main.go@v0.12.0 evictAllGPUOperatorComponents / maybeSetPaused:
+    # the label named by NODE_LABEL_FOR_GPU_POD_EVICTION goes "true" -> "paused-for-driver-upgrade" while the driver
+    # is unloaded (the ClusterPolicy's driver.manager.env names nvidia.com/dra-kubelet-plugin on DRA fleets)
+    'nvidia.com/dra-kubelet-plugin': ('dra', None, 'true'),
+}
+
+
+def test_every_label_another_controller_writes_has_its_test_and_its_reason():
+    assert set(nl.SHARED_LABELS) == set(SHARED)
+
+
+@pytest.mark.parametrize('label', sorted(SHARED))
+def test_a_label_another_controller_writes_is_left_out_of_the_render_and_named(label):
+    pool, config, value = SHARED[label]
+    # a render without cluster state: the plan sets every label; the render holds all but the shared one
+    patches, _report = nl.plan([{'node': 'n1', 'pool': pool, 'vgpu_config': config}], None, [])
+    assert patches[0]['metadata']['labels'][label] == value
+    objects, left_out = nl.render_patches(patches)
+    (node,) = objects
+    assert label not in node['metadata']['labels'], node
+    assert node['metadata']['labels'][nl.WORKLOAD_LABEL] == fleet.BY_NAME[pool].workload
+    assert left_out == {label: {value: ['n1']}}
+    (line,) = nl.left_out_lines(left_out)
+    assert 'kubectl label node n1 %s=%s' % (label, value) in line and 'playbooks/nodes.yml in apply mode' in line
+
+
+def test_the_render_keeps_our_other_labels_and_the_record_and_drops_removals():
+    patches = [{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {
+        'name': 'n1', 'labels': {nl.WORKLOAD_LABEL: 'vm-passthrough', nl.VGPU_LABEL: None},
+        'annotations': {nl.OWNED_ANNOTATION: ''}}},
+        {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'n2', 'labels': {nl.DRA_PLUGIN_LABEL: 'true'}}}]
+    objects, left_out = nl.render_patches(patches)
+    # n2 held only the shared label: no object for it
+    assert objects == [{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {
+        'name': 'n1', 'labels': {nl.WORKLOAD_LABEL: 'vm-passthrough'}, 'annotations': {nl.OWNED_ANNOTATION: ''}}}]
+    assert left_out == {nl.DRA_PLUGIN_LABEL: {'true': ['n2']}}
+
+
+# --- retire (playbooks/retire.yml) ---------------------------------------------------------------------------------
+FOREIGN = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'NVIDIA-A10',
+           'feature.node.kubernetes.io/pci-10de.present': 'true', 'nvidia.com/gpu.deploy.driver': 'true'}
+VF_OFF = 'nvidia.com/gpu.deploy.sandbox-device-plugin'
+
+
+def _retire(item, nodes, vmis=(), **kw):
+    return nl.plan([item], nodes, list(vmis), retire=True, **kw)
+
+
+def test_retire_removes_only_our_values_and_the_record_and_keeps_every_foreign_label():
+    current = node('g1', owned='', **dict({W: 'vm-vgpu', V: 'A10-12Q'}, **FOREIGN))
+    patches, report = _retire({'node': 'g1', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-12Q'}, [current])
+    (patch,) = patches
+    assert patch['metadata'] == {'name': 'g1', 'labels': {W: None, V: None},
+                                 'annotations': {nl.OWNED_ANNOTATION: None}}
+    assert report['g1']['kept'] == []
+    # checked again by the sink: a null record is the only removal of an annotation it sends
+    ((name, body),) = nl.checked_patches(patches)
+    assert name == 'g1' and body['metadata']['annotations'] == {nl.OWNED_ANNOTATION: None}
+    (line,) = nl.report_lines(report, patches)
+    assert 'retire: remove %s, %s' % (W, V) in line and 'owned-labels record: removed' in line
+
+
+def test_retire_keeps_a_value_the_collection_did_not_set_and_an_operand_false_not_in_the_record():
+    # an admin moved the node to container by hand, and switched DCGM off themselves (not in the record); the
+    # record names the sandbox device plugin we switched off (vendor-VFIO vGPU row)
+    current = node('g1', owned=VF_OFF, **{W: 'container', V: 'A10-12Q', VF_OFF: 'false',
+                                          nl.DCGM_LABEL: 'false'})
+    patches, report = _retire({'node': 'g1', 'pool': 'vm-vgpu-vf', 'vgpu_config': 'A10-24Q'}, [current])
+    (patch,) = patches
+    assert patch['metadata']['labels'] == {VF_OFF: None}
+    assert report['g1']['kept'] == sorted([W, V, nl.DCGM_LABEL])
+
+
+def test_retire_without_a_record_removes_only_the_legacy_dra_operands():
+    current = node('g1', owned=None, **{W: 'vm-passthrough', nl.DCGM_LABEL: 'false', VF_OFF: 'false'})
+    patches, _report = _retire({'node': 'g1', 'pool': 'vm-passthrough'}, [current])
+    (patch,) = patches
+    assert patch['metadata'] == {'name': 'g1', 'labels': {W: None, nl.DCGM_LABEL: None}}
+
+
+def test_a_retired_node_is_not_taken_for_a_legacy_one_on_the_next_run():
+    # the first retire removed our workload label and the record; the admin's DCGM "false" stays on later runs too
+    current = node('g1', owned=None, **dict({nl.DCGM_LABEL: 'false'}, **FOREIGN))
+    patches, report = _retire({'node': 'g1', 'pool': 'vm-passthrough'}, [current])
+    assert patches == [], patches
+    assert nl.DCGM_LABEL in report['g1']['kept']
+
+
+def test_retire_of_a_node_already_clean_or_gone_sends_nothing():
+    clean = node('g1', owned=None, **FOREIGN)
+    patches, report = nl.plan([{'node': 'g1', 'pool': 'container'}, {'node': 'gone', 'pool': 'container'}],
+                              [clean], [], retire=True)
+    assert patches == []
+    assert 'not in the cluster' in report['gone']['left_alone']
+    assert report['g1']['changes'] == {}
+
+
+def test_retire_is_refused_while_vms_run_on_the_node():
+    current = node('g1', **{W: 'vm-passthrough'})
+    with pytest.raises(nl.ManifestError, match=r'node g1: refusing .* vms/win'):
+        _retire({'node': 'g1', 'pool': 'vm-passthrough'}, [current], [vmi('win', 'g1')])
+
+
+def test_retire_of_a_vgpu_node_without_its_config_keeps_the_vgpu_label():
+    current = node('g1', **{W: 'vm-vgpu', V: 'A10-12Q'})
+    patches, report = _retire({'node': 'g1', 'pool': 'vm-vgpu'}, [current])
+    assert patches[0]['metadata']['labels'] == {W: None}
+    assert report['g1']['kept'] == [V]
+
+
+def test_the_dra_plugin_label_stays_while_the_driver_manager_has_it_paused():
+    current = node('g1', **{W: fleet.BY_NAME['dra'].workload, nl.DRA_PLUGIN_LABEL: nl.DRIVER_UPGRADE_PAUSED})
+    patches, report = _retire({'node': 'g1', 'pool': 'dra'}, [current])
+    assert nl.DRA_PLUGIN_LABEL not in patches[0]['metadata']['labels']
+    assert nl.DRA_PLUGIN_LABEL in report['g1']['kept']

@@ -7,8 +7,12 @@ upstream document or code it follows."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
+import sys
+
+import yaml
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra
@@ -17,6 +21,9 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt as kv
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+import schema  # noqa: E402
 
 CONTRACT = pathlib.Path(__file__).resolve().parents[5] / 'docs' / 'operator-contract.md'
 SECTION = '## Field index'
@@ -171,3 +178,27 @@ def test_the_nouveau_file_row_spells_out_its_content_and_mode():
         assert '`%s`' % line in row['values'], line
     mode = contract_rows()[('MachineConfig', 'spec.config.storage.files[].mode')]
     assert '`%d`' % entry['mode'] in mode['values'] and '`0%o`' % entry['mode'] in mode['values']
+
+
+def _list_types(crd_file, version, path):
+    with open(pathlib.Path(schema.reference_dir()) / 'crds' / crd_file, encoding='utf-8') as handle:
+        crd = yaml.safe_load(handle)
+    (schema_,) = [v['schema']['openAPIV3Schema'] for v in crd['spec']['versions'] if v['name'] == version]
+    node = schema_
+    for key in path:
+        node = node['properties'][key]
+    return dict((k, (node['properties'][k].get('x-kubernetes-list-type'),
+                     node['properties'][k].get('x-kubernetes-list-map-keys'))) for k in ('pciHostDevices',
+                                                                                         'mediatedDevices'))
+
+
+def test_the_hyperconverged_rows_give_its_lists_the_merge_type_of_its_crd():
+    # kubevirt/hyperconverged-cluster-operator v1.18.1 CRD (reference copy), v1beta1: both permitted-device lists are
+    # x-kubernetes-list-type: map, keyed by their selector (docs/gitops.md says the same); the contract said atomic
+    types = _list_types('hyperconverged-cluster-operator-v1.18.1-hco.kubevirt.io_hyperconvergeds.yaml', 'v1beta1',
+                        ('spec', 'permittedHostDevices'))
+    assert types == {'pciHostDevices': ('map', ['pciDeviceSelector']), 'mediatedDevices': ('map', ['mdevNameSelector'])}
+    row = contract_rows()[('HyperConverged', 'metadata.annotations[gpuvirt.provision/owned-permitted-host-devices]')]
+    assert 'atomic' not in row['source'], row
+    assert 'x-kubernetes-list-type: map' in row['source'] and '`pciDeviceSelector`' in row['source'] \
+        and '`mdevNameSelector`' in row['source'], row

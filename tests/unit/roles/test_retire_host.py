@@ -1,0 +1,44 @@
+# Copyright (c) gpuvirt.provision contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""retire.yml's host play takes back everything the collection owns on a host (vfio files, the VF restore, the
+recorded kernel arguments, the nouveau blacklist), each role in its absent state, and says so in one line. Run in
+--check mode on this machine (the real playbook, localhost in gpu_vm_passthrough), so nothing here is changed; what
+each role takes back and keeps is tested per role (test_vfio_absent, test_kernel_args_both_ways,
+test_nouveau_both_ways, test_vgpu_vf_leave)."""
+
+from __future__ import annotations
+
+import os
+
+from play_runner import run_play
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+INVENTORY = """
+all:
+  children:
+    gpu_vm_passthrough:
+      hosts:
+        localhost:
+          ansible_connection: local
+"""
+
+
+def test_the_host_play_runs_every_role_absent_and_says_what_it_took_back(tmp_path):
+    inv = tmp_path / 'inventory.yml'
+    inv.write_text(INVENTORY)
+    play = '- ansible.builtin.import_playbook: %s\n' % os.path.join(ROOT, 'playbooks', 'retire.yml')
+    rc, out = run_play(tmp_path, play, {'retire_hosts': ['localhost'], 'reboot_drain': False},
+                       args=['-i', str(inv), '--check'])
+    assert rc == 0, out
+    for task in ('gpuvirt.provision.vfio : Plan the removal of the vfio binding files (no change)',
+                 "gpuvirt.provision.vgpu_vf : Look at the boot-time restore's files (no link followed)",
+                 'gpuvirt.provision.kernel_args : Ensure the kernel arguments in the boot loader, or take back the '
+                 'recorded ones',
+                 'gpuvirt.provision.nouveau : Look at the blacklist path (no link followed)',
+                 'gpuvirt.provision.reboot : Collect the pending reboot reasons'):
+        assert 'TASK [%s]' % task in out, (task, out)
+    # the present paths never run here
+    assert 'skipping' in out.split('TASK [gpuvirt.provision.nouveau : Blacklist nouveau]', 1)[1].split('TASK [', 1)[0]
+    flat = ' '.join(out.split())
+    assert 'retire: localhost: took back nothing (none of our host state left); initramfs not rebuilt; not ' \
+           'rebooted.' in flat, out
