@@ -25,11 +25,15 @@ import fnmatch
 import os
 import stat
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import cmdline_decision
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import cmdline_owned as owned
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_record
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline as kc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import modprobe
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vfio_bind as vb
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vfio_files_absent as absent
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs import read_bytes
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_vf_profiles as vvp
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs import READ_LIMIT, read_bytes
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 
 # The header the nouveau role writes above its blacklist (roles/nouveau/tasks/main.yml, a folded YAML string).
@@ -53,7 +57,8 @@ MODE_ONLY = 'owner or mode differs'
 # vfio role's paths are read even where the role's own defaults are not loaded (a host whose pool binds nothing).
 DEFAULTS = {
     'kernel_args': {'dropin_path': '/etc/default/grub.d/90-gpuvirt-kernel-args.cfg', 'backend': 'auto',
-                    'grub_default_path': kc.GRUB_DEFAULT_PATH},
+                    'grub_default_path': kc.GRUB_DEFAULT_PATH, 'record_path': host_record.DEFAULT_PATH,
+                    'state': 'present'},
     'nouveau': {'modprobe_path': '/etc/modprobe.d/gpuvirt-blacklist-nouveau.conf',
                 'initramfs_watch': ['/etc/modprobe.d/gpuvirt-blacklist-nouveau.conf', '/etc/modprobe.d/gpuvirt-vfio.conf',
                                     '/etc/initramfs-tools/modules', '/etc/dracut.conf.d/gpuvirt-vfio.conf']},
@@ -63,7 +68,12 @@ DEFAULTS = {
              'modules_load_path': '/etc/modules-load.d/gpuvirt-vfio.conf',
              'dracut_path': '/etc/dracut.conf.d/gpuvirt-vfio.conf',
              'initramfs_modules_path': '/etc/initramfs-tools/modules'},
+    'vgpu_vf': {'root_dir': '/', 'state': 'leave'},
 }
+# The first line of a blacklist the nouveau role takes back (roles/nouveau/tasks/absent.yml: a regular file of at most
+# 4 KiB whose first line matches this, read as latin-1)
+NOUVEAU_ABSENT_MAX = 4096
+NOUVEAU_OURS = '# Managed by gpuvirt.provision (nouveau role)'
 
 
 class PlanError(ValueError):
@@ -127,14 +137,20 @@ def check_inputs(inp):
     ka = dict(DEFAULTS['kernel_args'], **(inp.get('kernel_args') or {}))
     ka.setdefault('enabled', False)
     if _bool(ka['enabled'], 'kernel_args.enabled'):
+        if ka['state'] not in ('present', 'absent'):
+            raise PlanError('kernel_args_state is %r: use present or absent' % (ka['state'],))
         ka['args'] = _list(ka.get('args', []), 'kernel_args_wanted')
         ka['remove'] = _list(ka.get('remove', []), 'kernel_args_remove')
+        if ka['state'] == 'absent':
+            # as the role calls the module: absent takes back what the record lists, nothing given
+            ka['args'], ka['remove'] = [], []
         try:
             kc.validate_args(ka['args'])
             kc.validate_patterns(ka['remove'])
             kc.check_consistent(ka['args'], ka['remove'])
             kc.check_paths(ka['dropin_path'], ka['grub_default_path'], GRUB_CONFIG)
-        except kc.CmdlineError as e:
+            host_record.check_path(ka['record_path'], 'kernel_args_record_path')
+        except (kc.CmdlineError, host_record.RecordError) as e:
             raise PlanError('kernel_args: %s' % e)
         if ka['backend'] not in ('auto', 'grub_dropin', 'grub_default', 'grubby', 'none'):
             raise PlanError('kernel_args_backend is %r: use auto, grub_dropin, grub_default, grubby or none'
@@ -142,9 +158,14 @@ def check_inputs(inp):
     out['kernel_args'] = ka
     nv = dict(DEFAULTS['nouveau'], **(inp.get('nouveau') or {}))
     nv.setdefault('enabled', False)
+    nv.setdefault('state', 'present')
     if _bool(nv['enabled'], 'nouveau.enabled'):
+        if nv['state'] not in ('present', 'absent'):
+            raise PlanError('nouveau_state is %r: use present or absent' % (nv['state'],))
         for flag in ('blacklist', 'initramfs_rebuild', 'reboot_if_loaded'):
             nv[flag] = _bool(nv.get(flag, True), 'nouveau_' + flag)
+        # the role's own flag (roles/nouveau/tasks/validate.yml): blacklist only in state present
+        nv['blacklist'] = nv['blacklist'] and nv['state'] == 'present'
         nv['modprobe_path'] = _checked(validators.config_path, nv.get('modprobe_path'), 'nouveau_modprobe_path',
                                        'modprobe.d')
     nv['initramfs_watch'] = [_watch_path(p, 'nouveau_initramfs_watch[%d]' % i)
@@ -176,6 +197,15 @@ def check_inputs(inp):
         vf['modules'] = [_checked(validators.kernel_module, v, 'vfio_modules[%d]' % i)
                          for i, v in enumerate(_list(vf.get('modules', []), 'vfio_modules'))]
     out['vfio'] = vf
+    vv = dict(DEFAULTS['vgpu_vf'], **(inp.get('vgpu_vf') or {}))
+    if vv['state'] not in ('present', 'absent', 'leave'):
+        raise PlanError('host_prep_state.vf_unit is %r: use present, absent or leave' % (vv['state'],))
+    if vv['state'] == 'absent':
+        try:
+            vv['paths'] = vvp.install_paths(vv['root_dir'])
+        except vvp.VfProfileError as e:
+            raise PlanError('vgpu_vf_root_dir: %s' % e)
+    out['vgpu_vf'] = vv
     out['os_family'] = inp.get('os_family') or ''
     return out
 
@@ -220,36 +250,66 @@ def _block_differs(path, block):
     return None
 
 
+def _grubby_info(inp):
+    """``grubby --info=ALL``'s output, read only when the decision needs it (a callable or the text itself)."""
+    info = inp.get('grubby_info')
+    return info if callable(info) else (lambda: info or '')
+
+
 def check_kernel_args(inp, planned):
-    """The boot loader configuration (kernel_cmdline's decision) and the running kernel's command line."""
+    """The boot loader configuration and the ownership record, both ways (kernel_cmdline's decision, one function:
+    cmdline_decision.decide), and the running kernel's command line."""
     ka = inp['kernel_args']
     if not ka['enabled']:
         return []
     out = []
+    state = ka['state']
     backend = ka['backend']
     if backend == 'auto':
         backend = kc.pick_backend(os.path.isdir, inp.get('which') or (lambda name: None))
+    record, problems = (host_record.read(ka['record_path']) if backend != 'none'
+                        else (host_record.empty(), {}))
     try:
-        decision = kc.bootloader_decision(backend, ka['args'], ka['remove'], ka['dropin_path'],
-                                          ka['grub_default_path'], read_bytes, inp.get('tmpdir'),
-                                          inp.get('grubby_info'))
-    except kc.CmdlineError as e:
+        d = cmdline_decision.decide(state, backend, ka['args'], ka['remove'], record, problems, ka['dropin_path'],
+                                    ka['grub_default_path'], read_bytes, inp.get('tmpdir'), _grubby_info(inp))
+    except (kc.CmdlineError, OSError) as e:
         # the role fails here with the same message; the host is rolled so it does, naming the file
-        decision = dict(changed=True, path=ka['grub_default_path'], reason=str(e))
-    if decision['changed']:
-        out.append(change('kernel_args', 'add', decision.get('reason') or 'the %s boot loader configuration lacks '
-                          'the wanted arguments or still has one to remove' % backend,
-                          path=decision.get('path'), args=ka['args']))
+        d = None
+        out.append(change('kernel_args', 'add' if state == 'present' else 'remove', str(e),
+                          path=ka['grub_default_path'], args=ka['args']))
+    if d is not None:
+        config = d['config']
+        if config['kind'] and state == 'present':
+            out.append(change('kernel_args', 'add', 'the %s boot loader configuration lacks the wanted arguments or '
+                              'still has one to remove' % backend, path=config['path'], args=ka['args']))
+        elif config['kind'] == 'delete':
+            out.append(change('kernel_args', 'remove', 'the pool needs no kernel arguments: the drop-in is ours',
+                              path=config['path'], args=d['removed']))
+        elif config['kind']:
+            out.append(change('kernel_args', 'remove', 'the pool needs no kernel arguments: the record lists these',
+                              path=config['path'], args=d['removed']))
+        if d['record_changed']:
+            exists = os.path.lexists(ka['record_path'])
+            out.append(change('kernel_args_record', 'update' if exists else 'add',
+                              'the ownership record %s' % ('; '.join(sorted(problems.values())) if problems
+                                                           else 'changes with the arguments the collection owns'),
+                              path=ka['record_path'], args=d['now'] or []))
     text = read_bytes(inp['proc_cmdline'])
     current = kc.split_cmdline(text.decode('utf-8', 'replace')) if text is not None else None
     if current is None:
         out.append(change('kernel_cmdline', 'reboot', 'cannot read %s' % inp['proc_cmdline'], reboot=True))
-    else:
+    elif state == 'present':
         missing, unwanted = kc.compare(current, ka['args'], ka['remove'])
         if missing or unwanted:
             out.append(change('kernel_cmdline', 'reboot', 'running kernel lacks %s, still has %s'
                               % (' '.join(missing) or '-', ' '.join(unwanted) or '-'),
                               args=missing + unwanted, reboot=True))
+    elif d is not None:
+        # the module's rule: a removed argument the running kernel has, unless the administrator's lines keep it
+        unwanted = owned.still_running(d['removed'], current, d['admin_keeps'])
+        if unwanted:
+            out.append(change('kernel_cmdline', 'reboot', 'running kernel still has %s, taken back'
+                              % ' '.join(unwanted), args=unwanted, reboot=True))
     return out
 
 
@@ -261,9 +321,28 @@ def check_nouveau_blacklist(inp, planned):
     if nv['blacklist']:
         why = _file_differs(path, modprobe.blacklist_text('nouveau', NOUVEAU_HEADER))
         return [change('nouveau_blacklist', 'add', 'blacklist file %s' % why, path=path)] if why else []
-    if os.path.lexists(path):
-        return [change('nouveau_blacklist', 'remove', 'nouveau_blacklist is false and the file is there', path=path)]
-    return []
+    why = _nouveau_ours(path)
+    return [change('nouveau_blacklist', 'remove', why, path=path)] if why else []
+
+
+def _nouveau_ours(path):
+    """Why the nouveau role's absent path (roles/nouveau/tasks/absent.yml) would remove ``path``, or None where it
+    keeps it: only a regular file of at most 4 KiB whose first line is the role's header. A file it cannot read is
+    planned as a removal (unsure)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return 'cannot be looked at (%s)' % e.strerror
+    if not stat.S_ISREG(st.st_mode) or st.st_size > NOUVEAU_ABSENT_MAX:
+        return None
+    data = read_bytes(path)
+    if data is None:
+        return 'cannot be read'
+    if data.decode('latin-1').split('\n')[0].startswith(NOUVEAU_OURS):
+        return 'nouveau_state is absent and the blacklist file carries the role\'s header'
+    return None
 
 
 def check_nouveau_loaded(inp, planned):
@@ -398,6 +477,10 @@ def check_initramfs(inp, planned):
     if not images:
         return []
     watch = nv['initramfs_watch']
+    if nv['enabled'] and not nv['blacklist']:
+        # the role watches the files' directories too when it takes back (a removed file has no time)
+        watch = watch + [d for i, d in enumerate(map(os.path.dirname, watch))
+                         if d not in [os.path.dirname(w) for w in watch[:i]]]
     written = [c['path'] for c in planned if c['path'] in watch and c['action'] in ('add', 'remove')
                and MODE_ONLY not in c['reason']]
     if written:
@@ -408,9 +491,38 @@ def check_initramfs(inp, planned):
     return []
 
 
+def check_vf_restore_absent(inp, planned):
+    """The vendor-VFIO boot-time VF restore taken back where the host left that pool (host_prep_state.vf_unit absent;
+    roles/vgpu_vf/tasks/leave.yml): each of its three files that is a regular file of at most 1 MiB carrying our
+    marker (vgpu_vf_profiles.has_marker, the role's rule) goes; a link or a foreign file stays. A file that cannot
+    be read is planned as a removal (unsure). No reboot is asked for it."""
+    vv = inp['vgpu_vf']
+    if vv['state'] != 'absent':
+        return []
+    out = []
+    for key in ('unit', 'script', 'config'):
+        path = vv['paths'][key]
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            out.append(change('vf_restore', 'remove', 'cannot be looked at (%s)' % e.strerror, path=path))
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_size > READ_LIMIT:
+            continue
+        data = read_bytes(path)
+        if data is None:
+            out.append(change('vf_restore', 'remove', 'cannot be read', path=path))
+        elif vvp.has_marker(data):
+            out.append(change('vf_restore', 'remove', 'the host left the vendor-VFIO pool; the %s is ours' % key,
+                              path=path))
+    return out
+
+
 # In the order the rolling play runs the roles; the initramfs checker last, as it looks at what the others plan.
 CHECKERS = [check_kernel_args, check_vfio_present, check_vfio_absent, check_nouveau_blacklist, check_nouveau_loaded,
-            check_initramfs]
+            check_vf_restore_absent, check_initramfs]
 
 
 def plan(inputs, checkers=None):
