@@ -25,7 +25,8 @@ GPU = '0000:41:00.0'
 IMAGE = 'initrd.img-6.1.0-18-amd64'
 # the plan's things, by the entry of the rolling play's report they show as (tasks: Record what host preparation
 # did); the reboot-only things (kernel_cmdline, nouveau_loaded, vfio_bind reboot) show as "rebooted"
-REPORTED = {'kernel_args': 'kernel arguments', 'nouveau_blacklist': 'nouveau blacklist',
+REPORTED = {'kernel_args': 'kernel arguments', 'kernel_args_record': 'ownership record',
+            'vf_restore': 'vGPU VF boot-time restore taken back', 'nouveau_blacklist': 'nouveau blacklist',
             'vfio_config': 'vfio-pci config', 'vfio_absent': 'vfio-pci config taken back',
             'initramfs': 'initramfs rebuilt', 'vfio_bind': 'bound to vfio-pci'}
 
@@ -77,6 +78,10 @@ class Host(object):
             'kernel_args_iommu': False, 'kernel_args_extra': ['quiet'], 'kernel_args_backend': 'grub_dropin',
             'kernel_args_update_bootloader': False,
             'kernel_args_dropin_path': self.p('etc/default/grub.d/90-gpuvirt-kernel-args.cfg'),
+            # the ownership record, and the VF restore's files, under the temporary root
+            'kernel_args_record_path': self.p('var/lib/gpuvirt-provision/host-state.json'),
+            'kernel_args_grub_default_path': self.p('etc/default/grub'),
+            'vgpu_vf_root_dir': str(self.root), 'vgpu_vf_systemd': False,
             'nouveau_modprobe_path': self.p('etc/modprobe.d/gpuvirt-blacklist-nouveau.conf'),
             'nouveau_initramfs_dir': self.p('boot'), 'nouveau_initramfs_tool': 'update-initramfs',
             'nouveau_initramfs_watch': [self.p('etc/modprobe.d/gpuvirt-blacklist-nouveau.conf'),
@@ -147,8 +152,8 @@ def test_each_plan_is_what_the_rolling_play_does(tmp_path, monkeypatch):
     # fresh: every file to write, the initramfs then stale
     rc, out, plan, report = host.run(monkeypatch)
     assert rc == 0, out
-    assert _planned(plan) == (['initramfs rebuilt', 'kernel arguments', 'nouveau blacklist', 'vfio-pci config'],
-                              False), plan
+    assert _planned(plan) == (['initramfs rebuilt', 'kernel arguments', 'nouveau blacklist', 'ownership record',
+                               'vfio-pci config'], False), plan
     assert _reported(report) == _planned(plan), out
     assert (tmp_path / 'rebuilds.log').read_text() == '-u -k all\n'
     converged = host.files()
@@ -188,16 +193,27 @@ def test_each_plan_is_what_the_rolling_play_does(tmp_path, monkeypatch):
     os.unlink(os.path.join(gpu_dir, 'driver'))
     os.symlink('../../../bus/pci/drivers/vfio-pci', os.path.join(gpu_dir, 'driver'))
 
-    # pool changed, passthrough -> container: the vfio files go, the images are rebuilt, one reboot (refused here:
-    # reboot_allowed false stops the host naming the reasons, the plan's reboot)
+    # pool changed, passthrough -> container: the kernel arguments the record lists go with our drop-in (the
+    # running kernel still has quiet: a reboot), the record is rewritten, the vfio files and a VF restore unit of
+    # ours go, the images are rebuilt, one reboot (refused here: reboot_allowed false stops the host naming the
+    # reasons, the plan's reboot)
+    record = json.loads((host.root / 'var/lib/gpuvirt-provision/host-state.json').read_text())
+    assert record['kernel_args'] == {'grub_dropin': ['quiet']}, record
+    unit = host.root / 'etc/systemd/system/gpuvirt-vgpu-vf.service'
+    unit.parent.mkdir(parents=True)
+    unit.write_text('# Managed by gpuvirt.provision (vgpu_vf role).\n[Unit]\n')
     rc, out, plan, report = host.run(monkeypatch, pool_group='gpu_container')
     assert rc != 0, out
-    assert _planned(plan) == (['initramfs rebuilt', 'vfio-pci config taken back'], True), plan
+    assert _planned(plan) == (['initramfs rebuilt', 'kernel arguments', 'ownership record',
+                               'vGPU VF boot-time restore taken back', 'vfio-pci config taken back'], True), plan
     removed = sorted(c['path'] for c in plan['changes'] if c['what'] == 'vfio_absent')
     assert removed == sorted([host.p('etc/modprobe.d/gpuvirt-vfio.conf'), host.p('etc/modules-load.d/gpuvirt-vfio.conf'),
                               host.p('etc/initramfs-tools/modules')]), plan
     flat = ' '.join(out.split())
-    assert 'needs a reboot but reboot_allowed is false: vfio: removed' in flat, out
+    assert 'needs a reboot but reboot_allowed is false: ' in flat and 'vfio: removed' in flat, out
+    assert 'kernel_args: took back quiet' in flat, out
     left = host.files()
     assert 'etc/modprobe.d/gpuvirt-vfio.conf' not in left and 'etc/modules-load.d/gpuvirt-vfio.conf' not in left
+    assert 'etc/default/grub.d/90-gpuvirt-kernel-args.cfg' not in left and not unit.exists(), left
+    assert not json.loads(left['var/lib/gpuvirt-provision/host-state.json']).get('kernel_args'), left
     assert (tmp_path / 'rebuilds.log').read_text().count('\n') == 3
