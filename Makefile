@@ -39,15 +39,22 @@ help:
 	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule, integration"
 	@echo "make unit|sanity|lint|molecule|integration   one stage (sanity-lint: sanity and lint at once)"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
+	@echo "make mutation     mutation testing, not part of make test (docs/testing.md, \"Mutation testing\")"
 
 deps: host venv collection
 
 # Debian package groups for tools/bootstrap-host.sh (empty: all, what `make test` needs); each target that needs
-# fewer sets its own (below; mk/kube.mk: core kube). A target's groups also hold for the targets it depends on.
+# fewer sets its own (below; mk/kube.mk: core kube). A target's groups also hold for the targets it depends on, and
+# a target that others depend on adds its groups with += (mk/kube.mk, mk/ee.mk): with =, its own would replace
+# those of the target that named it, and host, built once, would install only these (`make ee` once ran without
+# the registry group). Every documented target installs what it uses when run alone
+# (tests/unit/harness/test_target_groups.py).
 HOST_GROUPS ?=
+# each group once, in the order given (a group named by a target and by its prerequisite)
+uniq = $(if $1,$(firstword $1) $(call uniq,$(filter-out $(firstword $1),$1)))
 # HOST_BOOTSTRAPPED=1: this make was started by one that has installed the groups already (make integration)
 host:
-	@$(if $(HOST_BOOTSTRAPPED),:,tools/bootstrap-host.sh $(HOST_GROUPS))
+	@$(if $(HOST_BOOTSTRAPPED),:,tools/bootstrap-host.sh $(strip $(call uniq,$(HOST_GROUPS))))
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -115,7 +122,10 @@ integration: HOST_GROUPS = core kube podman registry docker
 integration: deps kube-apiserver
 	$(MAKE) --no-print-directory -j$(INTEGRATION_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(INTEGRATION_ORDER)
 
-# demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it
+# demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it.
+# Its stages run after the install step (deps: every group), so a test that finds a tool missing fails instead of
+# skipping (tests/integration/tool_gate.py; .ci/run exports the same)
+test: export GPUVIRT_REQUIRE_TOOLS = 1
 test: deps unit sanity-lint demo-cold-check molecule integration
 	@echo "make test: all stages passed"
 

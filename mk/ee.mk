@@ -15,7 +15,7 @@ EE_BUILD_BASE_IMAGE ?= localhost/gpuvirt-ee-build-base
 EE_RUNNER_VENV := $(ROOT)/.build/ee/runner
 INTEGRATION_TARGETS += ee
 .PHONY: ee ee-image
-ee-image: HOST_GROUPS = core podman
+ee-image: HOST_GROUPS += core podman
 ee-image: deps
 	tools/ee/build-ee.sh $(EE_IMAGE)
 	tools/images/build-base-image.sh gpuvirt-debian12-systemd --systemd

@@ -2,6 +2,6 @@
 # for the cluster apply tests (tests/integration/kube_cluster.py starts and stops them). Cold build ~3-7 min.
 KUBE_BIN := $(ROOT)/.build/kube/bin
 .PHONY: kube-apiserver
-kube-apiserver: HOST_GROUPS = core kube
+kube-apiserver: HOST_GROUPS += core kube
 kube-apiserver: host
 	@tools/kube/build.sh

@@ -3,5 +3,6 @@
 # re-runs. The registry, its files and the images the tests built are removed at the end, also on failure.
 INTEGRATION_TARGETS += registry-integration
 .PHONY: registry-integration
-registry-integration: venv collection
+registry-integration: HOST_GROUPS = core podman registry docker
+registry-integration: deps
 	$(BIN)/pytest -q -p no:cacheprovider $(PYTEST_DURATIONS) tests/integration/registry

@@ -4,8 +4,9 @@
 # installing (GPUVIRT_BOOTSTRAP_YES=1 skips the question).
 #   tools/bootstrap-host.sh [--list] [GROUP...]     GROUP: core kube podman lab registry docker; none = all
 # `make test` (CI) needs every group; `make molecule` core kube podman lab; `make integration` core kube podman
-# registry docker; `make demo` core kube lab; `make kube-apiserver` and the cluster targets core kube; `make unit`
-# none. --list prints the packages of the groups and installs nothing.
+# registry docker; `make demo` core kube lab; `make kube-apiserver` and the cluster targets core kube; `make ee` core
+# kube podman registry; `make registry-integration` core podman registry docker; `make discovery-integration` core;
+# `make unit` none. --list prints the packages of the groups and installs nothing.
 # Podman's settings for the sandbox are not written to /etc: they live in tools/containers.conf, which
 # the Makefile passes to Podman through CONTAINERS_CONF for the targets that run it.
 set -euo pipefail

@@ -11,7 +11,10 @@ module: render_manifests
 short_description: Write Kubernetes objects as YAML files, atomically and with their final mode
 version_added: 0.1.0
 description:
-  - Writes one file per object, named C(<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml), into O(dest).
+  - Writes one file per object, named C(<prefix>-<kind>-<namespace|cluster>-<name>.yaml), into O(dest). A name
+    depends only on the object (and the prefix), never on its place in O(objects), so one object more adds its file
+    and renames none. A name over 200 characters is cut and ends in C(-<hash>) of the object's identity (API group,
+    kind, namespace, name), as do both names of two objects that would share one.
   - Every name that becomes part of a file name is checked first (kind, DNS-1123 name and namespace), so no
     object name can reach outside O(dest); nothing is written when one is invalid.
   - Each file is written to a temporary file in O(dest) created with mode 0600, given O(mode), then renamed;
@@ -58,6 +61,8 @@ options:
     description:
       - The token that M(gpuvirt.provision.render_session) returned when this run opened the render session in
         O(dest). A render lock in O(dest) that does not hold it is not this run's and stops the task, naming it.
+      - In check mode, the token of the check-mode session the open step returned (kept outside O(dest)); the
+        objects are noted there and the session's close reports what the real run would write.
     type: str
   phase:
     description:
@@ -96,7 +101,7 @@ files:
   type: list
   elements: str
   returned: always
-  sample: [/srv/gitops/gpu/10-operator-000-namespace-cluster-nvidia-gpu-operator.yaml]
+  sample: [/srv/gitops/gpu/10-operator-namespace-cluster-nvidia-gpu-operator.yaml]
 '''
 
 

@@ -13,8 +13,9 @@ version_added: 0.2.0
 description:
   - O(state=open) takes the directory for this ansible-playbook run, creating C(.gpuvirt-render.lock)
     exclusively (mode 0600, never through a symbolic link) with a random session token, returned as RV(session),
-    and marks C(.gpuvirt-render.json) C(complete=false). Every later render step of the run gives the token back
-    (O(session)); a lock is this run's only when it holds that token, never because of its pid, owner or host.
+    Every later render step of the run gives the token back (O(session)); a lock is this run's only when it holds
+    that token, never because of its pid, owner or host. Opening writes nothing else; the files, including
+    C(.gpuvirt-render.json), are written by the close, and only those whose bytes change.
   - A lock this run did not create (another render writing, one that was killed, or a committed file) stops the
     render, naming its path and the pid, host, owner and age it records. It is taken over only with
     O(takeover_lock=true) (the playbooks' C(gpuvirt_render_takeover_lock)), and reported.
@@ -27,7 +28,8 @@ description:
     symbolic link, a directory, or a file the collection did not write (or that was changed since) at a name the
     render writes stops the render before anything is written. O(dest) itself must not be a symbolic link.
   - A file is pruned only when its name is one the collection writes (an object's
-    C(<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml), a Helm values file's
+    C(<prefix>-<kind>-<namespace|cluster>-<name>.yaml), or C(<prefix>-<NNN>-<kind>-...) of a render before names
+    followed the object alone, a Helm values file's
     C(<NN>-<words>-helm-values-<release>.yaml)); another name listed in the bookkeeping stays, with a warning.
     Every file is written with the mode the collection chose, never one found in the directory.
   - Opens and closes nest within one run (a phase playbook imported by C(site.yml) opens and closes a level).
@@ -36,7 +38,11 @@ description:
     file the collection did not write), writes
     C(kustomization.yaml) listing the objects in apply order (files that are not objects, written by
     M(gpuvirt.provision.render_file), are recorded and pruned the same way but not listed), records the files with their sha256 in
-    C(.gpuvirt-render.json) with C(complete=true), and releases the lock.
+    C(.gpuvirt-render.json) with C(complete=true) (C(complete=false) while it writes or deletes files), and releases
+    the lock. It returns the absolute directory (RV(dest)) and a line (RV(msg)) that names it and every file
+    deleted.
+  - Byte-stable - a second identical render writes no file (not even C(.gpuvirt-render.json), which records no
+    time) and reports no change.
 options:
   dest:
     description: The render directory; it must exist.
@@ -66,7 +72,11 @@ options:
     default: false
 attributes:
   check_mode:
-    description: Writes nothing and reports what it would do.
+    description:
+      - Writes nothing into O(dest). The open step returns a check-mode session token whose lock is kept in a
+        private directory of the system's temporary directory; the render steps note their objects there, and the
+        close reports exactly what the real close would write and delete (and its diff), then removes that
+        directory.
     support: full
   diff_mode:
     description: Closing shows the content of the files it writes; of a Secret the keys of its data, not the values.
@@ -93,6 +103,14 @@ session:
   description: This run's session token, written into the lock; every later render step of the run gives it back.
   type: str
   returned: state=open, not in check mode
+dest:
+  description: The render directory, as an absolute path.
+  type: str
+  returned: state=closed
+msg:
+  description: Where the render wrote, how many files it wrote, and every file it deleted (or, in check mode, would).
+  type: str
+  returned: state=closed and the outermost close
 written:
   description: Files written when the session closed (their content or mode differed), and kustomization.yaml.
   type: list
@@ -138,15 +156,15 @@ def main():
     p = module.params
     if not render.PREFIX_RE.fullmatch(p['owner']):
         module.fail_json(msg='owner %r is not valid; expected letters, digits, ".", "_" and "-"' % p['owner'])
-    if module.check_mode:
-        module.exit_json(changed=False, pruned=[], files=[])
     try:
         render.check_directory(p['dest'])
-        if not os.path.isdir(p['dest']):
+        # check mode: the directory task only pretended; a first render previews every file as new
+        if not os.path.isdir(p['dest']) and not (module.check_mode and not os.path.lexists(p['dest'])):
             raise render.RenderError('%s is not a directory: create it first' % p['dest'])
         if p['state'] == 'open':
             result = render_session.open_session(p['dest'], p['owner'], render_session.controller_pid(),
-                                                 session=p['session'], takeover=p['takeover_lock'])
+                                                 session=p['session'], takeover=p['takeover_lock'],
+                                                 check_mode=module.check_mode)
             for warning in result['warnings']:
                 module.warn(warning)
             if result['interrupted']:
@@ -157,13 +175,18 @@ def main():
                                earlier.get('owner')))
             # taking the lock is bookkeeping, not a change to the rendered output
             module.exit_json(changed=False, session=result['session'], interrupted=result['interrupted'] or {})
+        if module.check_mode and not render_session.is_check_session(p['session']):
+            # a --check run opened no real session: nothing to close, nothing to say
+            module.exit_json(changed=False, pruned=[], written=[], files=[], dest=os.path.abspath(p['dest']))
         result = render_session.close_session(p['dest'], render.dump, session=p['session'])
     except render.RenderError as e:
         module.fail_json(msg=str(e))
     for warning in result['warnings']:
         module.warn(warning)
     out = dict(changed=bool(result['written'] or result['pruned']), written=result['written'],
-               pruned=result['pruned'], files=result['files'])
+               pruned=result['pruned'], files=result['files'], dest=result['dest'])
+    if result['closed']:
+        out['msg'] = render_session.summary(result, module.check_mode)
     if module._diff and result['before'] != result['after']:
         out['diff'] = {'before': result['before'], 'after': result['after']}
     module.exit_json(**out)

@@ -22,6 +22,7 @@ import re
 import sys
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,6 +34,19 @@ TIMEOUT = 60
 
 class FetchError(Exception):
     """One file could not be put in place."""
+
+
+class Unreachable(FetchError):
+    """The server did not answer at all (offline, a firewall, a wrong mirror): the other files from it are not
+    tried, each would wait for the same timeout and fail the same way."""
+
+
+# what an offline run prints last: the ways to get the files without the upstream server
+OFFLINE_HINT = (
+    'reference: without access to %s, fetch from a mirror laid out as <owner>/<repo>/<commit>/<path>: '
+    'GPUVIRT_REFERENCE_MIRROR=URL make reference (an http(s):// server or a file:/// directory); or set '
+    'GPUVIRT_REFERENCE to a directory that already holds the files (tools/reference/manifest.yml lists them with '
+    'their sha256)')
 
 
 def load_manifest(path):
@@ -143,7 +157,7 @@ def download(url):
     except urllib.error.HTTPError as err:
         raise FetchError('download of %s failed: HTTP %d %s' % (url, err.code, err.reason))
     except (urllib.error.URLError, OSError) as err:
-        raise FetchError('download of %s failed: %s' % (url, getattr(err, 'reason', err)))
+        raise Unreachable('download of %s failed: %s' % (url, getattr(err, 'reason', err)))
 
 
 def write_atomically(path, data):
@@ -169,10 +183,12 @@ def remove_if_wrong(path, expected):
         os.unlink(path)
 
 
-def fetch(entries, dest, mirror=None, log=print):
-    """Put every entry under ``dest``; return (downloaded, present, errors)."""
+def fetch(entries, dest, mirror=None, log=print, unreachable=None):
+    """Put every entry under ``dest``; return (downloaded, present, errors). ``unreachable``: a dict that gets
+    {server: [paths not fetched from it]} for each server that did not answer (its later files are not tried)."""
     downloaded, present, errors = [], [], []
     cache = {}
+    unreachable = {} if unreachable is None else unreachable
     for entry in entries:
         target = os.path.join(dest, entry['path'])
         expected = entry['sha256'].lower()
@@ -180,6 +196,11 @@ def fetch(entries, dest, mirror=None, log=print):
             present.append(entry['path'])
             continue
         url = source_url(entry['url'], mirror)
+        server = urllib.parse.urlsplit(url).netloc or url.split('/', 3)[0]
+        if server in unreachable:
+            remove_if_wrong(target, expected)
+            unreachable[server].append(entry['path'])
+            continue
         try:
             if url not in cache:
                 cache[url] = download(url)
@@ -194,6 +215,9 @@ def fetch(entries, dest, mirror=None, log=print):
             remove_if_wrong(target, expected)
             errors.append('%s: %s' % (entry['path'], err))
             log('reference: FAILED %s: %s' % (entry['path'], err))
+            if isinstance(err, Unreachable):
+                unreachable[server] = []
+                log('reference: %s did not answer: the other files from it are not tried' % server)
             continue
         downloaded.append(entry['path'])
         log('reference: fetched %s (%s)' % (entry['path'], entry['version']))
@@ -214,12 +238,21 @@ def main(argv=None):
             parser.error('not in %s: %s' % (args.manifest, ', '.join(unknown)))
         entries = [entry for entry in entries if entry['path'] in args.paths]
     mirror = os.environ.get(MIRROR_ENV) or None
-    downloaded, present, errors = fetch(entries, args.dest, mirror)
+    unreachable = {}
+    downloaded, present, errors = fetch(entries, args.dest, mirror, unreachable=unreachable)
+    not_tried = sum(len(paths) for paths in unreachable.values())
     print('reference: %d downloaded, %d already present, %d failed (%s)'
-          % (len(downloaded), len(present), len(errors), args.dest))
-    if errors:
+          % (len(downloaded), len(present), len(errors) + not_tried, args.dest))
+    if errors or not_tried:
         sys.stderr.write('reference: %d file(s) could not be fetched and verified:\n  %s\n'
-                         % (len(errors), '\n  '.join(errors)))
+                         % (len(errors) + not_tried, '\n  '.join(errors)))
+        for server, paths in sorted(unreachable.items()):
+            if paths:
+                sys.stderr.write('  and %d more from %s, not tried\n' % (len(paths), server))
+        if unreachable:
+            sys.stderr.write((OFFLINE_HINT % ', '.join(sorted(unreachable))) + '\n')
+            if mirror:
+                sys.stderr.write('reference: %s is %s now: check that it serves the files\n' % (MIRROR_ENV, mirror))
         return 1
     return 0
 

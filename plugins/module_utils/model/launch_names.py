@@ -340,6 +340,7 @@ RUNTIME = (
     '__gpuvirt_gather_reach',
     '__gpuvirt_gpu_hosts_pattern',
     '__gpuvirt_host_prep_report',
+    '__gpuvirt_render_closed',
     '__gpuvirt_render_opened',
     '__gpuvirt_render_session',
     '__gpuvirt_vgpu_vf_fleet',

@@ -52,12 +52,55 @@ def file_mode(text):
     return mode
 
 
+# the longest file name file_names writes: a longer one keeps the start of the object's name and ends in the hash of
+# its identity (room for a Git checkout's path, and under FILE_NAME_RE's 251)
+MAX_FILE_NAME = 200
+# the hash that keeps a name unique (too long, or two objects of one name): hex digits of the identity's sha256
+HASH_CHARS = 10
+
+
+def identity(obj):
+    """What names an object's file: ``(API group, kind, namespace, name)``. The version is left out, so that an
+    object moved to a newer apiVersion keeps its file."""
+    meta = obj.get('metadata') if isinstance(obj.get('metadata'), dict) else {}
+    api_version = obj.get('apiVersion') if isinstance(obj.get('apiVersion'), str) else ''
+    return (api_version.rpartition('/')[0], obj.get('kind'), meta.get('namespace') or '', meta.get('name'))
+
+
+def _identity_hash(ident):
+    return hashlib.sha256(('%s/%s/%s/%s' % ident).encode('utf-8')).hexdigest()[:HASH_CHARS]
+
+
+def hashed_name(name, ident):
+    """``name`` (one file_names wrote for the object ``ident``) with the hash of ``ident`` before ``.yaml``: the
+    name of that object when another object of the render has the same name (two API groups with one kind, or a
+    namespace and a name whose hyphens join the same way)."""
+    stem = name[:-len('.yaml')]
+    if stem.endswith('-' + _identity_hash(ident)):
+        return name
+    return _capped(stem, ident, force=True)
+
+
+def _capped(stem, ident, force=False):
+    """``stem + '.yaml'``, or when it is longer than MAX_FILE_NAME (or ``force``) the stem cut to fit, followed by
+    ``-<hash of the identity>``: the same object always gets the same name, and the cut never ends in "-" or "."
+    (the name part stays a DNS-1123 subdomain)."""
+    if not force and len(stem) + len('.yaml') <= MAX_FILE_NAME:
+        return stem + '.yaml'
+    suffix = '-' + _identity_hash(ident)
+    keep = MAX_FILE_NAME - len('.yaml') - len(suffix)
+    return stem[:keep].rstrip('-.') + suffix + '.yaml'
+
+
 def file_names(objects, prefix=''):
-    """``<prefix>-<NNN>-<kind>-<namespace|cluster>-<name>.yaml`` for each object, after checking every part
-    against its Kubernetes grammar, so no name can climb out of the render directory (``../../x``)."""
+    """``<prefix>-<kind>-<namespace|cluster>-<name>.yaml`` for each object, after checking every part against its
+    Kubernetes grammar, so no name can climb out of the render directory (``../../x``). A name depends only on the
+    object's identity and the prefix (the wave), never on its place in ``objects``: one object more (a host added)
+    adds its file and renames none. A name longer than MAX_FILE_NAME is cut and ends in the hash of the identity;
+    two objects of ``objects`` that would get one name both end in the hash of their own identity."""
     if prefix and not PREFIX_RE.fullmatch(prefix):
         raise RenderError('render prefix %r is not valid; expected letters, digits, ".", "_" and "-"' % (prefix,))
-    names = []
+    names, idents = [], []
     for i, obj in enumerate(objects):
         if not isinstance(obj, dict):
             raise RenderError('object number %d is %r; expected a Kubernetes object (a dict)' % (i, obj))
@@ -74,29 +117,51 @@ def file_names(objects, prefix=''):
         except validators.ValidationError as e:
             raise RenderError('object number %d: %s' % (i, e))
         lead = prefix + '-' if prefix else ''
-        names.append('%s%03d-%s-%s-%s.yaml' % (lead, i, kind.lower(), namespace or 'cluster', name))
-    return names
+        ident = identity(obj)
+        idents.append(ident)
+        names.append(_capped('%s%s-%s-%s' % (lead, kind.lower(), namespace or 'cluster', name), ident))
+    return unique_names(names, idents)
+
+
+def unique_names(names, idents):
+    """``names`` where two different identities share a name replaced by ``hashed_name`` (each its own hash); a
+    name that is still shared (a name crafted to look like another's hashed one) is refused, naming both."""
+    owners = {}
+    for name, ident in zip(names, idents):
+        owners.setdefault(name, set()).add(ident)
+    out = [hashed_name(name, ident) if len(owners[name]) > 1 else name for name, ident in zip(names, idents)]
+    seen = {}
+    for name, ident in zip(out, idents):
+        if seen.setdefault(name, ident) != ident:
+            raise RenderError('two objects get the file name %s: %s and %s; rename one of them'
+                              % (name, '/'.join(seen[name]), '/'.join(ident)))
+    return out
+
+
+def _prefix_ok(parts):
+    """Whether ``parts`` (split at "-") join to no prefix or to a valid one."""
+    prefix = '-'.join(parts)
+    return not parts or (len(prefix) <= 63 and PREFIX_RE.fullmatch(prefix) is not None)
 
 
 def object_file_name(name):
-    """Whether ``name`` is one file_names could have written,
-    ``[<prefix>-]<NNN>-<kind>-<namespace|cluster>-<name>.yaml`` with each part in its grammar (the prefix's, a
-    lower-case kind, a DNS-1123 label, a DNS-1123 subdomain). A render
-    prunes only such a name (or a Helm values file's, render_session.HELM_VALUES_RE): the bookkeeping that lists
-    what it wrote is committed like everything else and may name any file of the checkout. Split at "-" rather
-    than one regular expression, whose backtracking over the ambiguous parts a hostile name could make slow."""
+    """Whether ``name`` is one file_names could have written, ``[<prefix>-]<kind>-<namespace|cluster>-<name>.yaml``,
+    or an earlier version of it, ``[<prefix>-]<NNN>-<kind>-<namespace|cluster>-<name>.yaml`` (a counter of the
+    object's place, so that a render after an upgrade prunes the files of the render before it), with each part in
+    its grammar (the prefix's, a lower-case kind, a DNS-1123 label, a DNS-1123 subdomain). A render prunes only such
+    a name (or a Helm values file's, render_session.HELM_VALUES_RE): the bookkeeping that lists what it wrote is
+    committed like everything else and may name any file of the checkout. Split at "-" rather than one regular
+    expression, whose backtracking over the ambiguous parts a hostile name could make slow."""
     if not (isinstance(name, str) and len(name) <= 251 and name.endswith('.yaml')):
         return False
     parts = name[:-len('.yaml')].split('-')
-    for index in range(len(parts) - 3):
-        prefix = '-'.join(parts[:index])
-        if len(prefix) > 63:
-            return False
-        counter, kind, rest = parts[index], parts[index + 1], parts[index + 2:]
-        if not (_COUNTER_RE.fullmatch(counter) and _KIND_PART_RE.fullmatch(kind)):
+    for index in range(len(parts) - 2):
+        if not _KIND_PART_RE.fullmatch(parts[index]):
             continue
-        if index and not PREFIX_RE.fullmatch(prefix):
+        if not (_prefix_ok(parts[:index])
+                or (index and _COUNTER_RE.fullmatch(parts[index - 1]) and _prefix_ok(parts[:index - 1]))):
             continue
+        rest = parts[index + 1:]
         for split in range(1, len(rest)):
             namespace = '-'.join(rest[:split])
             if len(namespace) > 63:
@@ -254,8 +319,11 @@ def place(dest, entries, mode, phase, check_mode, session=None):
     check_directory(dest)
     if not os.path.isdir(dest) and not check_mode:  # check mode: the directory task only pretended
         raise RenderError('%s is not a directory: create it first' % dest)
-    if os.path.isdir(dest) and render_session.session(dest) is not None:
-        if check_mode:  # a play previewing inside a real render run: the session's close writes and reports
+    # a --check run's session (render_session.open_session with check_mode) lives outside dest: entries are noted
+    # there the same way, so that its close previews exactly what the real run's close writes
+    checking = render_session.is_check_session(session)
+    if checking or (os.path.isdir(dest) and render_session.session(dest) is not None):
+        if check_mode and not checking:  # a play previewing inside a real render run: the close writes, reports
             return {'changed': False, 'files': [os.path.join(dest, e['name']) for e in entries], 'deferred': True,
                     'diff': None}
         files = []

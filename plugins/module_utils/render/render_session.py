@@ -32,6 +32,7 @@ import re
 import secrets
 import socket
 import stat
+import tempfile
 import time
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.render import gitops, render
@@ -51,6 +52,10 @@ PHASE_RE = re.compile(r'[A-Za-z0-9._-]{0,63}')
 SHA256_RE = re.compile(r'[0-9a-f]{64}')
 # the lock's session token (secrets.token_hex(32)): what makes a lock this run's
 TOKEN_RE = re.compile(r'[0-9a-f]{64}')
+# the token of a check-mode run (--check): its session is kept outside the render directory (check_dir), which it
+# never writes to, so that the close can say what the real run would write, prune and show in --diff
+CHECK_TOKEN_RE = re.compile(r'check-([0-9a-f]{64})')
+CHECK_DIR_PREFIX = 'gpuvirt-render-check-'
 # the host recorded in the lock, shown when another run finds it (a host name, or '' when it is not one)
 HOST_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,252}')
 # the run input that takes over a lock this run did not create (playbooks/render_open.yml)
@@ -92,6 +97,38 @@ def object_key(obj):
 
 def sha256(text):
     return render.sha256_text(text)
+
+
+def is_check_session(token):
+    """Whether ``token`` is the token of a check-mode session (open_session with ``check_mode``)."""
+    return isinstance(token, str) and CHECK_TOKEN_RE.fullmatch(token) is not None
+
+
+def check_dir(token):
+    """The private directory of the check-mode session ``token``: in the system's temporary directory, named by
+    the token (256 random bits, so no other user can have made it in advance), mode 0700."""
+    return os.path.join(tempfile.gettempdir(), CHECK_DIR_PREFIX + CHECK_TOKEN_RE.fullmatch(token).group(1))
+
+
+def _check_dir_ours(path):
+    """The check-mode session's directory must be the one this user created: a directory (not a link), this
+    user's, 0700; anything else is refused, naming it."""
+    st = render.lstat(path)
+    if st is None:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise render.RenderError('%s is not the private directory this check-mode run created (a directory of this '
+                                 'user, mode 0700): remove it and run again' % path)
+    return True
+
+
+def lock_path(dest, token=None):
+    """Where the lock of the session ``token`` is: ``dest``/.gpuvirt-render.lock, or for a check-mode session the
+    lock in its own directory (check_dir): a --check run writes nothing into the render directory."""
+    if is_check_session(token):
+        directory = check_dir(token)
+        return os.path.join(directory, LOCK) if _check_dir_ours(directory) else None
+    return os.path.join(dest, LOCK)
 
 
 def _load(path, check):
@@ -279,8 +316,12 @@ def _load_manifest(dest):
     return _load(os.path.join(dest, MANIFEST), _check_manifest)
 
 
+def _manifest_text(data):
+    return json.dumps(data, indent=2, sort_keys=True) + '\n'
+
+
 def _dump(path, data, mode=0o644):
-    render.write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + '\n', mode)
+    render.write_atomic(path, _manifest_text(data), mode)
 
 
 def _dump_lock(path, lock):
@@ -301,6 +342,8 @@ def is_this_runs(lock, token):
     step wrote into it and returned. Nothing else makes a lock this run's: its pid is predictable (the render's own
     pid in a CI or EE container), its owner and host are words anyone can commit."""
     recorded = lock.get('token')
+    if is_check_session(token):
+        token = CHECK_TOKEN_RE.fullmatch(token).group(1)
     return (isinstance(token, str) and TOKEN_RE.fullmatch(token) is not None and isinstance(recorded, str)
             and TOKEN_RE.fullmatch(recorded) is not None and hmac.compare_digest(recorded, token))
 
@@ -336,7 +379,7 @@ def _foreign(path, dest, lock, now=None):
         'pruned when they still hold what it recorded)' % (path, describe(lock, now), dest, TAKEOVER))
 
 
-def open_session(dest, owner, pid, session=None, takeover=False, now=None):
+def open_session(dest, owner, pid, session=None, takeover=False, now=None, check_mode=False):
     """Take the directory for one render run. Returns ``{'session': <this run's token>, 'interrupted': <what the
     lock taken over said, or None>, 'reopened', 'warnings'}``.
 
@@ -344,12 +387,26 @@ def open_session(dest, owner, pid, session=None, takeover=False, now=None):
     (a phase playbook imported by site.yml). Any other lock is not this run's and stops the render, named
     (``describe``), unless ``takeover``: then it is an interrupted render, removed: the files its close had begun
     writing (recorded in the lock with their sha256 before the first write) count as ours when they still hold that
-    text, and are pruned at close unless this render writes them. ``pid`` is recorded to be shown, never trusted."""
+    text, and are pruned at close unless this render writes them. ``pid`` is recorded to be shown, never trusted.
+
+    Opening writes only the lock: ``.gpuvirt-render.json`` is rewritten by the close, and only when it changes.
+
+    ``check_mode`` (--check): the same checks, and a session whose lock lives in a private directory outside
+    ``dest`` (check_dir), so that the steps of the run note their objects and the close reports what the real run
+    would write, prune and show in --diff, while nothing in ``dest`` is created, changed or removed. A lock taken
+    over is only reported then."""
     render.check_directory(dest)
     now = time.time() if now is None else now
     path = os.path.join(dest, LOCK)
     earlier = _load(path, _check_lock)
     manifest = _load_manifest(dest) or {'format': FORMAT, 'files': {}}
+    if is_check_session(session) and check_mode:
+        own = lock_path(dest, session)
+        mine = _load(own, _check_lock) if own else None
+        if mine is not None and is_this_runs(mine, session):
+            mine['depth'] = mine.get('depth', 1) + 1
+            _dump_lock(own, mine)
+            return {'session': session, 'interrupted': None, 'reopened': True, 'warnings': []}
     if earlier is not None and is_this_runs(earlier, session):
         # a phase playbook imported by site.yml: the same run, one level deeper
         earlier['depth'] = earlier.get('depth', 1) + 1
@@ -361,19 +418,39 @@ def open_session(dest, owner, pid, session=None, takeover=False, now=None):
     lock = {'format': FORMAT, 'owner': owner, 'pid': pid, 'host': _hostname(), 'token': token, 'started': now,
             'updated': now, 'objects': {}, 'depth': 1, 'phases': []}
     warnings = []
+    if check_mode:
+        session_token = 'check-' + token
+        directory = check_dir(session_token)
+        os.mkdir(directory, 0o700)  # fails when it exists: a name nobody can have made in advance
+        _check_dir_ours(directory)
+        _write_new(os.path.join(directory, LOCK), lock, dest)
+        return {'session': session_token, 'interrupted': _summary(earlier), 'reopened': False, 'warnings': warnings}
     if earlier is not None:
         os.unlink(path)  # a regular file (checked): unlink removes the name, never what a link would point to
         files = manifest.setdefault('files', {})
+        recovered = False
         for name, entry in sorted((earlier.get('writing') or {}).items()):
             if files.get(name, {}).get('sha256') != entry['sha256'] and \
                     render.file_sha256(os.path.join(dest, name)) == entry['sha256']:
                 files[name] = {'phase': entry.get('phase') or '', 'sha256': entry['sha256'],
                                'resource': entry.get('resource', True)}
+                recovered = True
             if entry.get('phase') not in lock['phases']:
                 lock['phases'].append(entry.get('phase') or '')
         if earlier.get('format') != FORMAT and (earlier.get('objects') or earlier.get('files')):
             warnings.append('the interrupted render\'s lock %s is of an older format that does not record the files '
                             'its close wrote: none of them is pruned; remove stale ones by hand' % path)
+        if recovered:
+            # the files the killed close wrote are ours now: recorded before this run's lock is taken
+            manifest['complete'] = False
+            manifest.pop('finished', None)
+            _dump(os.path.join(dest, MANIFEST), manifest)
+    _write_new(path, lock, dest)
+    return {'session': token, 'interrupted': _summary(earlier), 'reopened': False, 'warnings': warnings}
+
+
+def _write_new(path, lock, dest):
+    """Create the lock ``path`` exclusively and write ``lock`` into it."""
     try:
         # O_EXCL: a name that exists, a link planted there included, is never opened; O_NOFOLLOW as well, for a
         # system where O_EXCL alone would follow one. 0600 set on the descriptor, whatever the umask: the lock
@@ -386,9 +463,6 @@ def open_session(dest, owner, pid, session=None, takeover=False, now=None):
     with os.fdopen(fd, 'w') as f:
         os.fchmod(f.fileno(), 0o600)
         f.write(json.dumps(lock, indent=2, sort_keys=True) + '\n')
-    manifest['complete'] = False
-    _dump(os.path.join(dest, MANIFEST), manifest)
-    return {'session': token, 'interrupted': _summary(earlier), 'reopened': False, 'warnings': warnings}
 
 
 def _summary(lock):
@@ -423,15 +497,17 @@ def controller_pid(pid=None):
     return found or os.getppid()
 
 
-def session(dest):
-    """The lock in ``dest`` (checked for shape, not whose it is: ``owned``), or None when there is none."""
-    return _load(os.path.join(dest, LOCK), _check_lock)
+def session(dest, token=None):
+    """The lock in ``dest``, or of the check-mode session ``token`` (checked for shape, not whose it is:
+    ``owned``), or None when there is none."""
+    path = lock_path(dest, token)
+    return _load(path, _check_lock) if path else None
 
 
 def owned(dest, token):
     """The lock of this run's session in ``dest``: RenderError when there is none, or when it does not hold
     ``token`` (``is_this_runs``), naming it."""
-    lock = session(dest)
+    lock = session(dest, token)
     if lock is None:
         raise render.RenderError('no render session is open in %s' % dest)
     if not is_this_runs(lock, token):
@@ -475,8 +551,9 @@ def record(dest, obj, name, writer, phase, mode=0o644, session=None):
     key = object_key(obj)
     seen = lock['objects'].get(key)
     if seen is None:
+        name = _unique_file(lock, key, obj, name)
         lock['objects'][key] = {'file': name, 'writer': writer, 'phase': phase, 'object': obj, 'mode': mode}
-        _dump_lock(os.path.join(dest, LOCK), lock)
+        _dump_lock(lock_path(dest, session), lock)
         return name
     try:
         merged = merge(seen['object'], obj)
@@ -486,8 +563,35 @@ def record(dest, obj, name, writer, phase, mode=0o644, session=None):
     seen['object'] = merged
     seen['mode'] = min(seen.get('mode', mode), mode)
     seen['writers'] = sorted(set(seen.get('writers', [seen['writer']]) + [writer]))
-    _dump_lock(os.path.join(dest, LOCK), lock)
+    _dump_lock(lock_path(dest, session), lock)
     return seen['file']
+
+
+def _unique_file(lock, key, obj, name):
+    """The file of the object ``obj`` (``key``), given the name ``name`` its writer chose: when another object of
+    this render already has that name (two API groups with one kind, or hyphens that join the same way), both take
+    ``render.hashed_name``, the hash of their own identity, whichever came first; a name still shared is refused.
+    Objects are written only at the close, so renaming one noted earlier changes no file."""
+    def ident(entry_obj):
+        return render.identity(entry_obj)
+
+    others = [(other_key, entry) for other_key, entry in lock['objects'].items()
+              if other_key != key and entry['file'] == name]
+    if not others:
+        return name
+    for other_key, entry in others:
+        if ident(entry['object']) == ident(obj):
+            raise render.RenderError('%s and %s are one object in two API versions (by %s and by a later writer); '
+                                     'the roles must render one version' % (other_key, key, entry['writer']))
+    for dummy, entry in others:
+        entry['file'] = render.hashed_name(entry['file'], ident(entry['object']))
+    name = render.hashed_name(name, ident(obj))
+    taken = [entry['file'] for other_key, entry in lock['objects'].items() if other_key != key]
+    taken += list((lock.get('files') or {}))
+    if name in taken:
+        raise render.RenderError('two objects get the file name %s (%s and another); rename one of them'
+                                 % (name, key))
+    return name
 
 
 def record_file(dest, name, content, writer, phase, mode=0o644, session=None):
@@ -506,7 +610,7 @@ def record_file(dest, name, content, writer, phase, mode=0o644, session=None):
     if any(entry['file'] == name for entry in lock['objects'].values()):
         raise render.RenderError('%s is both an object file and a file of %s in this render' % (name, writer))
     files[name] = {'file': name, 'content': content, 'writer': writer, 'phase': phase, 'mode': mode}
-    _dump_lock(os.path.join(dest, LOCK), lock)
+    _dump_lock(lock_path(dest, session), lock)
     return name
 
 
@@ -528,13 +632,24 @@ def close_session(dest, dump, session=None):
     0644 for kustomization.yaml and the manifest), never one found in the directory. Only the session whose token
     is ``session`` is closed.
 
-    Returns ``{'closed': bool, 'written': [...], 'pruned': [...], 'files': [...], 'before': .., 'after': ..,
-    'warnings': [...]}``."""
+    Byte-stable: a file, kustomization.yaml and ``.gpuvirt-render.json`` are rewritten only when their bytes (or
+    mode) change, and the bookkeeping records no time, so an identical render writes nothing. While the close writes
+    or deletes files, ``.gpuvirt-render.json`` says ``complete: false`` (a close killed then leaves it so).
+
+    A check-mode session (open_session with ``check_mode``) is closed the same way up to the first write: the
+    result says what the real close would write, prune and show in --diff, and nothing in ``dest`` changes; its
+    private directory is removed.
+
+    Returns ``{'closed': bool, 'dest': <absolute path>, 'written': [...], 'pruned': [...], 'files': [...],
+    'before': .., 'after': .., 'warnings': [...]}``."""
+    check_mode = is_check_session(session)
     lock = owned(dest, session)
+    own_lock = lock_path(dest, session)
     lock['depth'] = lock.get('depth', 1) - 1
     if lock['depth'] > 0:
-        _dump_lock(os.path.join(dest, LOCK), lock)
-        return {'closed': False, 'written': [], 'pruned': [], 'files': [], 'before': '', 'after': '', 'warnings': []}
+        _dump_lock(own_lock, lock)
+        return {'closed': False, 'dest': os.path.abspath(dest), 'written': [], 'pruned': [], 'files': [],
+                'before': '', 'after': '', 'warnings': []}
     site_wide = lock.get('owner') == SITE
     scope = set(lock.get('phases') or []) | set(entry.get('phase') for entry in lock['objects'].values())
     scope |= set(entry.get('phase') for entry in (lock.get('files') or {}).values()) | {lock.get('owner')}
@@ -578,11 +693,7 @@ def close_session(dest, dump, session=None):
     kustomization = kustomization_text(sorted(name for name, entry in ours.items() if entry.get('resource', True)))
     kpath = os.path.join(dest, KUSTOMIZATION)
     render.check_replaceable(kpath, kustomization, manifest.get('kustomization'), 'its own list of the objects')
-    # a close killed from here on leaves files the lock does not name: record what it writes, with the hashes,
-    # so the next render can prove them its own
-    lock['writing'] = written
-    _dump_lock(os.path.join(dest, LOCK), lock)
-    written_files, before, after = [], [], []
+    changes, before, after = [], [], []
     for entry, content in pending:
         path = os.path.join(dest, entry['file'])
         content_differs, mode_differs = render.needs_write(path, content, entry.get('mode', 0o644))
@@ -591,8 +702,32 @@ def close_session(dest, dump, session=None):
             before.append(old)
             after.append(content_shown)
         if content_differs or mode_differs:
-            render.write_atomic(path, content, entry.get('mode', 0o644))
-            written_files.append(entry['file'])
+            changes.append((entry, content))
+    kustomization_changes = any(render.needs_write(kpath, kustomization, 0o644))  # its mode too: a committed 0666
+    manifest_path = os.path.join(dest, MANIFEST)
+    manifest_text = _manifest_text({'format': FORMAT, 'complete': True, 'files': ours,
+                                    'kustomization': sha256(kustomization)})
+    result = {'closed': True, 'dest': os.path.abspath(dest), 'written': [entry['file'] for entry, dummy in changes],
+              'pruned': list(prune), 'files': sorted(ours), 'before': ''.join(before), 'after': ''.join(after),
+              'warnings': warnings}
+    if kustomization_changes:
+        result['written'].append(KUSTOMIZATION)
+    if check_mode:
+        # what the real close would do, said; nothing in dest is touched
+        os.unlink(own_lock)
+        os.rmdir(os.path.dirname(own_lock))
+        return result
+    if changes or prune or kustomization_changes:
+        # a close killed from here on leaves files the lock does not name: record what it writes, with the hashes,
+        # so the next render can prove them its own, and mark the directory incomplete until the close is done
+        lock['writing'] = written
+        _dump_lock(own_lock, lock)
+        if render.read(manifest_path) is not None or ours:
+            incomplete = dict(manifest, complete=False)
+            incomplete.pop('finished', None)
+            _dump(manifest_path, incomplete)
+    for entry, content in changes:
+        render.write_atomic(os.path.join(dest, entry['file']), content, entry.get('mode', 0o644))
     pruned = []
     for name in prune:
         path = os.path.join(dest, name)
@@ -601,14 +736,27 @@ def close_session(dest, dump, session=None):
         if st is not None and stat.S_ISREG(st.st_mode):
             os.unlink(path)
             pruned.append(name)
-    if any(render.needs_write(kpath, kustomization, 0o644)):  # its mode too: a committed 0666 file is not kept
+    result['pruned'] = pruned
+    if kustomization_changes:
         render.write_atomic(kpath, kustomization, 0o644)
-        written_files.append(KUSTOMIZATION)
-    _dump(os.path.join(dest, MANIFEST), {'format': FORMAT, 'complete': True, 'files': ours,
-                                         'kustomization': sha256(kustomization), 'finished': time.time()})
-    os.unlink(os.path.join(dest, LOCK))
-    return {'closed': True, 'written': written_files, 'pruned': pruned, 'files': sorted(ours),
-            'before': ''.join(before), 'after': ''.join(after), 'warnings': warnings}
+    if render.read(manifest_path) != manifest_text or render.needs_write(manifest_path, manifest_text, 0o644)[1]:
+        render.write_atomic(manifest_path, manifest_text, 0o644)
+    os.unlink(own_lock)
+    return result
+
+
+def summary(result, check_mode=False):
+    """The line a close ends with: the absolute directory, how many files it wrote of how many it owns, and every
+    file it deleted, by name (a render for another platform deletes many: each is named, never only counted)."""
+    verb = ('would write', 'would delete') if check_mode else ('wrote', 'deleted')
+    text = 'Render directory %s: %s %d of its %d files' % (result['dest'], verb[0], len(result['written']),
+                                                             len(result['files']) + 1)
+    if result['pruned']:
+        text += '; %s %d file(s) an earlier render wrote and this one does not: %s' % (
+            verb[1], len(result['pruned']), ', '.join(result['pruned']))
+    else:
+        text += '; %s none' % verb[1]
+    return text + '.'
 
 
 def diff_texts(path, content, obj=None):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """pci_devices against this machine's real lspci and /sys, through ansible-playbook; the result is checked
-against `lspci -n` and /sys read directly. Needs pciutils (CI installs it)."""
+against `lspci -n` and /sys read directly. Needs pciutils (CI installs it: a missing lspci fails there, tool_gate.py)."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -9,11 +9,10 @@ __metaclass__ = type
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
-import pytest
+from tool_gate import need
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 PLAYBOOK = """
@@ -40,8 +39,8 @@ def lspci_n():
     return rows
 
 
-@pytest.mark.skipif(not shutil.which('lspci'), reason='pciutils is not installed')
 def test_pci_devices_agrees_with_lspci_and_sys(tmp_path):
+    need('lspci', 'pciutils')
     truth = lspci_n()
     assert truth, 'lspci -Dn listed no device'
     vendors = sorted(set(v for dummy, v, dummy2 in truth.values()))

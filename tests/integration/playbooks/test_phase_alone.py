@@ -48,8 +48,8 @@ def test_kubevirt_alone_renders_the_permitted_devices_from_the_saved_facts(tmp_p
     # before the phase gathered: "Nothing to permit: give kubevirt_devices_hosts (host facts) ..."
     assert rc == 0, log
     found, site = rendered_like_site(out, tmp_path, 'site-example-openshift')
-    hco = '60-kubevirt-devices-000-hyperconverged-openshift-cnv-kubevirt-hyperconverged.yaml'
-    assert hco in found and '20-machineconfig-001-machineconfig-cluster-100-gpu-worker-gpuvirt-iommu.yaml' in found
+    hco = '60-kubevirt-devices-hyperconverged-openshift-cnv-kubevirt-hyperconverged.yaml'
+    assert hco in found and '20-machineconfig-machineconfig-cluster-100-gpu-worker-gpuvirt-iommu.yaml' in found
     devices = found[hco][0]['spec']['permittedHostDevices']
     assert devices['pciHostDevices'] and devices['mediatedDevices'], devices
     assert found == site
@@ -64,7 +64,7 @@ def test_nodes_alone_labels_a_vendor_vfio_host_known_only_from_its_saved_facts(t
     # the vendor-VFIO row (vm-vgpu-vf) switches off the operands that serve mdev only (manifests/node_labels.py
     # says why, from NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go gpuStateLabels); without facts the
     # host would get its group's default row, mdev, and none of these
-    node = found['30-node-labels-003-node-cluster-gpu-s01.yaml'][0]['metadata']
+    node = found['30-node-labels-node-cluster-gpu-s01.yaml'][0]['metadata']
     for operand in ('sandbox-device-plugin', 'sandbox-validator', 'vgpu-device-manager'):
         assert node['labels']['nvidia.com/gpu.deploy.' + operand] == 'false', node
     assert found == site

@@ -149,15 +149,33 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
                 for d in kustomized}) == len(kustomized)
     # no host was contacted, so nothing was saved over the shipped facts
     assert not glob.glob(str(inv / 'host_vars' / '*' / '*.json.*'))
-    # the same render again changes nothing
+    # the end of the render names the absolute directory
+    # (the YAML callback wraps a long message at a space: judged with the whitespace collapsed)
+    assert 'Render directory %s: wrote ' % out in ' '.join(log.split()), log
+    # the same render again changes nothing and rewrites no byte (same bytes, inode and mtime of every file: the
+    # bookkeeping records no time), so an unchanged render makes no commit
+    before = state(out)
     rc, log, out = render(tmp_path, inv)
     assert rc == 0, log
     recap = [ln for ln in log.splitlines() if ln.startswith('localhost')][-1]
     assert 'changed=0' in recap, recap
+    assert state(out) == before
+    # --check --diff on the up-to-date render agrees with the real run: no change, no diff (the preview is the
+    # close's own, with the sync waves and both writers of a merged object), nothing touched
+    rc, log, out = render(tmp_path, inv, '--check', '--diff')
+    assert rc == 0, log
+    recap = [ln for ln in log.splitlines() if ln.startswith('localhost')][-1]
+    assert 'changed=0' in recap, recap
+    assert 'sync-wave' not in log and state(out) == before, log
 
     # Kubernetes (a string, as -e passes it): Helm values instead of OLM, the KubeVirt CR instead of HyperConverged
     rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_platform=kubernetes')
     assert rc == 0, log
+    # the end of the render names every OpenShift file it deleted
+    deleted = sorted(set(before) - set(os.listdir(out)) - {'.gpuvirt-render.lock'})
+    flat = ' '.join(log.split())
+    assert len(deleted) >= 5 and 'deleted %d file(s) an earlier render wrote' % len(deleted) in flat, log
+    assert all(name in flat for name in deleted), deleted
     listed, found = objects(out)
     assert 'ClusterPolicy' not in found and 'HyperConverged' not in found and 'MachineConfig' not in found
     assert 'Subscription' not in found
@@ -189,6 +207,15 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
     assert not glob.glob(str(out / '36-nfd-*'))
 
 
+def state(out):
+    """Every file of the directory: its bytes, inode and modification time."""
+    found = {}
+    for name in sorted(os.listdir(out)):
+        st = os.lstat(out / name)
+        found[name] = ((out / name).read_bytes(), st.st_ino, st.st_mtime_ns)
+    return found
+
+
 def ours(out):
     """The files of the directory the collection writes (not its bookkeeping, not a foreign file)."""
     return sorted(p for p in os.listdir(out) if p.endswith('.yaml') and p not in ('kustomization.yaml', 'foreign.yaml'))
@@ -216,8 +243,11 @@ def test_a_pool_removed_prunes_our_stale_files_keeps_foreign_ones_and_the_invent
     assert rc == 0, log
     after = ours(out)
     gone = sorted(set(before) - set(after))
-    # the vGPU nodes' labels and the vGPU config ConfigMap went with the pool
+    # the vGPU nodes' labels and the vGPU config ConfigMap went with the pool, gpu-p02's file with its old node
+    # name; a file's name follows its object alone, so no other file was renamed
     assert any('gpu-v01' in name for name in gone) and any('configmap' in name for name in gone), gone
+    assert [name for name in gone if not ('gpu-v0' in name or 'gpu-p02' in name or 'configmap' in name)] == [], gone
+    assert sorted(set(after) - set(before)) == ['30-node-labels-node-cluster-gpu-p02b.yaml'], after
     assert not [name for name in after if 'gpu-v01' in name or 'gpu-v02' in name], after
     assert (out / 'foreign.yaml').read_text().endswith('name: mine\n')
     listed, found = objects(out)

@@ -5,7 +5,7 @@
 A private Docker engine is started for these tests (its own socket, data and exec roots in a temporary directory,
 no bridge, no iptables, vfs storage) and stopped at the end; the base image is copied into it from Podman.
 Skipped where dockerd is not installed or the tests do not run as root (the engine and the role's CA install
-under /etc/docker/certs.d need root).
+under /etc/docker/certs.d need root); failed instead in CI and `make test`, which install it (tool_gate.py).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -22,6 +22,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image as vi  # noqa: E402
+from tool_gate import lacking, need  # noqa: E402  (tests/integration, on the path through its conftest)
 from registry_harness import BASE_IMAGE, DOCKER_CERTS_D, HERE, play  # noqa: E402 pylint: disable=wrong-import-position
 from test_vgpu_manager_image import RUN_NAME, VERSION, sha256, stand_in_run  # noqa: E402
 
@@ -32,8 +33,9 @@ BUILD = 'Build and push the image with Docker (credentials from the temporary Do
 
 @pytest.fixture(scope='module')
 def dockerd(tmp_path_factory):
-    if not shutil.which('dockerd') or os.geteuid() != 0:
-        pytest.skip('needs dockerd (Debian package docker.io) and root: the Docker path was not exercised')
+    need('dockerd', 'docker.io')
+    if os.geteuid() != 0:
+        lacking('needs root (the engine and the CA under /etc/docker/certs.d): the Docker path was not exercised')
     d = str(tmp_path_factory.mktemp('dockerd'))
     sock = 'unix://%s/docker.sock' % d
     env = dict(os.environ, DOCKER_HOST=sock)

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import http.server
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -167,6 +168,22 @@ def test_a_missing_file_on_the_mirror_names_the_file(mirror, manifest, tmp_path)
     result = run_fetch(manifest, str(tmp_path / 'reference'), mirror.url)
     assert result.returncode != 0
     assert 'pciids/pci.ids' in result.stderr and '404' in result.stderr
+
+
+def test_offline_it_says_so_once_and_names_the_mirror_and_the_reference_variables(manifest, tmp_path):
+    # a server that does not answer (nothing listens on a port just closed): offline, or a wrong mirror
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        closed = 'http://127.0.0.1:%d' % probe.getsockname()[1]
+    result = run_fetch(manifest, str(tmp_path / 'reference'), closed)
+    assert result.returncode == 1
+    out = result.stdout + result.stderr
+    # one failure shown, the rest counted: no line per file that was never tried
+    assert result.stdout.count('FAILED') == 1 and 'and 3 more from 127.0.0.1:' in result.stderr, out
+    assert len(out.splitlines()) <= 8, out
+    assert 'GPUVIRT_REFERENCE_MIRROR=URL make reference' in result.stderr, out
+    assert 'set GPUVIRT_REFERENCE to a directory that already holds the files' in result.stderr, out
+    assert 'GPUVIRT_REFERENCE_MIRROR is %s now' % closed in result.stderr, out
 
 
 def test_go_raw_string_extraction():

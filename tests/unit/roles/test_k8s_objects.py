@@ -59,7 +59,7 @@ def _recap(output):
 def test_render_writes_valid_files_and_is_idempotent(tmp_path):
     rc, out = _run(tmp_path, [NAMESPACE], prefix="10-operator")
     assert rc == 0, out
-    path = tmp_path / "out" / "10-operator-000-namespace-cluster-nvidia-gpu-operator.yaml"
+    path = tmp_path / "out" / "10-operator-namespace-cluster-nvidia-gpu-operator.yaml"
     docs = schema.validate_file(str(path))
     assert docs == [NAMESPACE]
     assert _recap(out)["changed"] == "2"  # the directory and the one file
@@ -78,7 +78,7 @@ def test_check_mode_writes_nothing(tmp_path):
 def test_secret_is_private_and_not_logged(tmp_path):
     rc, out = _run(tmp_path, [SECRET], extra=["-v"])
     assert rc == 0, out
-    path = tmp_path / "out" / "000-secret-nvidia-gpu-operator-registry-pull.yaml"
+    path = tmp_path / "out" / "secret-nvidia-gpu-operator-registry-pull.yaml"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert "czNjcjN0LXZhbHVl" not in out
     assert yaml.safe_load(path.read_text())["stringData"] == SECRET["stringData"]
@@ -88,7 +88,7 @@ def test_no_extra_variable_switches_the_protection_of_a_secret_off(tmp_path):
     """The finding this guards: -e k8s_objects_no_log=false used to print the Secret and write it 0644."""
     rc, out = _run(tmp_path, [SECRET], extra=SWITCH_OFF + ["-vvv", "--diff"])
     assert rc == 0, out
-    path = tmp_path / "out" / "000-secret-nvidia-gpu-operator-registry-pull.yaml"
+    path = tmp_path / "out" / "secret-nvidia-gpu-operator-registry-pull.yaml"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert "czNjcjN0LXZhbHVl" not in out and "registry-pull" not in out.replace(str(path), "")
     assert yaml.safe_load(path.read_text())["stringData"] == SECRET["stringData"]
@@ -97,7 +97,7 @@ def test_no_extra_variable_switches_the_protection_of_a_secret_off(tmp_path):
 def test_a_list_mixing_a_secret_with_other_objects_is_protected_whole(tmp_path):
     rc, out = _run(tmp_path, [NAMESPACE, SECRET], extra=SWITCH_OFF + ["-vvv"])
     assert rc == 0, out
-    for name in ("000-namespace-cluster-nvidia-gpu-operator.yaml", "001-secret-nvidia-gpu-operator-registry-pull.yaml"):
+    for name in ("namespace-cluster-nvidia-gpu-operator.yaml", "secret-nvidia-gpu-operator-registry-pull.yaml"):
         assert stat.S_IMODE(os.stat(tmp_path / "out" / name).st_mode) == 0o600, name
     assert "czNjcjN0LXZhbHVl" not in out
 
@@ -107,14 +107,14 @@ def test_a_secret_spelled_another_way_is_still_a_secret(tmp_path):
     spelled = dict(SECRET, kind="secrets")
     rc, out = _run(tmp_path, [spelled], extra=SWITCH_OFF + ["-vvv"])
     assert rc == 0, out
-    assert stat.S_IMODE(os.stat(tmp_path / "out" / "000-secrets-nvidia-gpu-operator-registry-pull.yaml").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(tmp_path / "out" / "secrets-nvidia-gpu-operator-registry-pull.yaml").st_mode) == 0o600
     assert "czNjcjN0LXZhbHVl" not in out
 
 
 def test_objects_without_a_credential_stay_visible_and_0644(tmp_path):
     rc, out = _run(tmp_path, [NAMESPACE], extra=["-v"])
     assert rc == 0, out
-    path = tmp_path / "out" / "000-namespace-cluster-nvidia-gpu-operator.yaml"
+    path = tmp_path / "out" / "namespace-cluster-nvidia-gpu-operator.yaml"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
     assert str(path) in out  # the result is shown, not hidden by no_log
 

@@ -116,7 +116,9 @@ KNOWN = {
     # and that directory is a public input anyway
     ('roles/dra_driver/tasks/render.yml', 'Ensure the render directory exists'): {'gpuvirt_cluster'},
     ('roles/k8s_objects/tasks/render.yml', 'Ensure the render directory exists'): {'k8s_objects_render_dir'},
-    ('playbooks/render_open.yml', 'Create the render directory'): {'gpuvirt_render_dir'},
+    # a relative directory is the inventory's (inventory_path): ansible_inventory_sources is Ansible's own, which
+    # the launch check refuses as an extra variable
+    ('playbooks/render_open.yml', 'Create the render directory'): {'gpuvirt_render_dir', 'ansible_inventory_sources'},
     # objects built and checked by our modules (registered results) or by k8s_objects' own validation
     ('roles/gpu_operator/tasks/olm_install.yml',
      'Approve the first install of the Manual Subscription (its InstallPlan names the CSV OLM resolved)'): {
@@ -126,16 +128,17 @@ KNOWN = {
     ('roles/k8s_objects/tasks/apply.yml', 'Preview each object with a server-side dry run'):
         {'__k8s_objects_flags', '__k8s_objects_preview', 'k8s_objects_field_manager', 'k8s_objects_list',
          'k8s_objects_new_namespaces'},
+    # the stored objects (k8s_info) only pick which previews to apply (k8s_preview_changes); never sent
     ('roles/k8s_objects/tasks/apply.yml', 'Apply each changed object with server-side apply'):
-        {'__k8s_objects_flags', '__k8s_objects_preview', 'k8s_objects_field_manager',
+        {'__k8s_objects_flags', '__k8s_objects_preview', '__k8s_objects_stored', 'k8s_objects_field_manager',
          'k8s_objects_wait_timeout'},
     # the Secret-carrying copies of the two tasks above (literal no_log; the same inputs)
     ('roles/k8s_objects/tasks/apply_secret.yml', 'Preview each object with a server-side dry run'):
         {'__k8s_objects_flags', '__k8s_objects_secret_preview', 'k8s_objects_field_manager', 'k8s_objects_list',
          'k8s_objects_new_namespaces'},
     ('roles/k8s_objects/tasks/apply_secret.yml', 'Apply each changed object with server-side apply'):
-        {'__k8s_objects_flags', '__k8s_objects_secret_preview', 'k8s_objects_field_manager',
-         'k8s_objects_wait_timeout'},
+        {'__k8s_objects_flags', '__k8s_objects_secret_preview', '__k8s_objects_secret_stored',
+         'k8s_objects_field_manager', 'k8s_objects_wait_timeout'},
     ('roles/k8s_objects/tasks/render_secret.yml', 'Ensure the render directory exists'): {'k8s_objects_render_dir'},
     # the lab and the gathering playbook (controller paths of the run itself)
     ('playbooks/demo.yml',
@@ -144,6 +147,10 @@ KNOWN = {
     ('playbooks/demo.yml', "Start the lab's Kubernetes API server (first time builds kube-apiserver, ~3-7 min)"):
         {'ansible_playbook_python', 'lookup', 'playbook_dir'},
     ('playbooks/gather.yml', "Leave those hosts out of this run's host phases"): {'__gather_saved'},
+    # the same for hosts whose facts the inventory gives (a render): a name can only take a host OUT of the host
+    # phases (group gpuvirt_offline, which every host play excludes), never add one to them
+    ('playbooks/gather.yml', "Leave the hosts with given facts out of this render's host phases"):
+        {'__gather_saved', 'gather_given', 'gather_hosts', 'hostvars'},
     ('playbooks/gather.yml', 'Create the saved-facts directory'): {'inventory_dir'},
     ('playbooks/gather.yml', "Write this host's facts (docs/saved-facts.md)"):
         {'hostvars', 'inventory_dir', 'inventory_hostname'},

@@ -66,3 +66,33 @@ def test_a_credential_with_a_newline_is_refused_without_showing_it():
         f.vgpu_image_credential('s3cret\nx', 'vgpu_manager_image_registry_password')
     assert 's3cret' not in str(e.value) and 'vgpu_manager_image_registry_password' in str(e.value)
     assert f.vgpu_image_credential('', 'u') == ''
+
+
+def test_the_temporary_directorys_paths_and_its_parent():
+    paths = {'path': TMP, 'clone': TMP + '/clone', 'authdir': TMP + '/docker', 'authfile': TMP + '/docker/config.json',
+             'certdir': TMP + '/certs', 'digestfile': TMP + '/digest'}
+    assert f.vgpu_image_tmp(TMP) == paths
+    # directly under the parent the role was given (a trailing slash or not)
+    assert f.vgpu_image_tmp(TMP, '/tmp') == paths and f.vgpu_image_tmp(TMP, '/tmp/') == paths
+
+
+def test_force_rebuilds_without_the_layer_cache():
+    out = f.vgpu_image_build(_facts(), TMP, dict(INPUTS, force=True))
+    assert '--no-cache' in out['podman_argv'] and out['podman_argv'][-1] == TMP + '/context-ubuntu22.04'
+
+
+def test_a_build_file_the_inputs_name_is_used_as_given():
+    out = f.vgpu_image_build(_facts(containerfile='rhel9/Containerfile'), TMP, dict(INPUTS, containerfile='rhel9/Containerfile'))
+    assert out['podman_argv'][2] == '--file=%s/context-ubuntu22.04/rhel9/Containerfile' % TMP
+
+
+def test_a_git_build_takes_its_context_from_the_clone_only():
+    inputs = dict(INPUTS, git_repo='https://git.example.com/driver-containers.git', context_dir='')
+    context = TMP + '/clone/vgpu-manager/rhel9'
+    out = f.vgpu_image_build(_facts(context_dir=context), TMP, inputs)
+    assert out['context'] == context and out['copy_context_argv'] == ['cp', '-a', '--', context + '/.',
+                                                                      TMP + '/context-ubuntu22.04']
+    # another folder of the clone, or the local context the inputs would name without git, is refused
+    for other in (TMP + '/clone', TMP + '/clone/vgpu-manager', '/srv/ctx', TMP + 'clone/vgpu-manager/rhel9'):
+        with pytest.raises(AnsibleFilterError, match='the build context is'):
+            f.vgpu_image_build(_facts(context_dir=other), TMP, inputs)

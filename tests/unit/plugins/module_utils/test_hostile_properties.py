@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import os
 import re
+import string
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -64,14 +65,56 @@ def test_pciids_parse_never_crashes(text):
     assert all('\n' not in name for name in list(db.vendors.values()) + list(db.devices.values()))
 
 
+hex4 = st.integers(0, 0xffff).map(lambda n: '%04x' % n)
+hex2 = st.integers(0, 0xff).map(lambda n: '%02x' % n)
+# a name as pci.ids writes one: printable, no line break, no blank at either end (the parser strips them)
+id_name = st.text(alphabet=string.ascii_letters + string.digits + ' []-.,/()+&\'é', min_size=1, max_size=24).map(
+    str.strip).filter(bool)
+
+
+@st.composite
+def pciids_databases(draw):
+    """(pci.ids text, {vendor: name}, {(vendor, device): name}, {class+subclass: name}); ids in either case,
+    with comments, blank lines and subsystem lines (read past) between them, the class section last."""
+    vendors = draw(st.dictionaries(hex4, st.tuples(id_name, st.dictionaries(hex4, id_name, max_size=3)), max_size=4))
+    classes = draw(st.dictionaries(hex2, st.tuples(id_name, st.dictionaries(hex2, id_name, max_size=3)), max_size=3))
+    upper = draw(st.booleans())
+    case = str.upper if upper else str.lower
+    lines = ['# pci.ids excerpt', '']
+    want_v, want_d, want_c = {}, {}, {}
+    for vid, (vname, devices) in sorted(vendors.items()):
+        lines.append('%s  %s' % (case(vid), vname))
+        want_v[vid] = vname
+        for did, dname in sorted(devices.items()):
+            lines += ['\t%s  %s' % (case(did), dname), '\t\t%s %s  %s' % (vid, did, 'a subsystem')]
+            want_d[(vid, did)] = dname
+        lines.append('')
+    for cid, (cname, subs) in sorted(classes.items()):
+        lines.append('C %s  %s' % (case(cid), cname))
+        for sid, sname in sorted(subs.items()):
+            lines += ['\t%s  %s' % (case(sid), sname), '\t\t00  a programming interface']
+            want_c[cid + sid] = sname
+    return '\n'.join(lines) + '\n', want_v, want_d, want_c
+
+
 @SETTINGS
-@given(scalars)
+@given(st.one_of(scalars, pciids_databases()))
 def test_pciids_parse_refuses_what_is_no_text(value):
+    # what is no text is refused with the named error; a valid database (generated) is read whole and right,
+    # so refusing everything fails this test too
+    if isinstance(value, tuple):
+        text, vendors, devices, classes = value
+        db = pciids.parse(text)
+        assert (db.vendors, db.devices, db.classes) == (vendors, devices, classes)
+        for (vid, did), name in devices.items():
+            assert db.device_name(vid.upper(), did.upper()) == name
+        return
     try:
         pciids.parse(value)
-    except pciids.PciIdsError:
+    except pciids.PciIdsError as e:
+        assert 'not text' in str(e)
         return
-    assert isinstance(value, str)
+    raise AssertionError('%r accepted as pci.ids text' % (value,))
 
 
 @SETTINGS
@@ -222,17 +265,38 @@ def test_machineconfig_kernel_args(vendor, passthrough, extra):
     assert len(set(args)) == len(args)
 
 
+PCI_SELECTOR = re.compile(r'[0-9A-Fa-f]{4}:[0-9A-Fa-f]{4}')
+RESOURCE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9.-]*/[A-Za-z0-9_.-]+')
+# valid selectors in either case with blanks around them, valid resource names of every shape the grammar allows
+valid_selectors = st.tuples(hex4, hex4, st.booleans(), st.sampled_from(['', ' ', '\t', '\n'])).map(
+    lambda p: p[3] + ((p[0] + ':' + p[1]).upper() if p[2] else p[0] + ':' + p[1]) + p[3])
+valid_resources = st.from_regex(r'[A-Za-z0-9][A-Za-z0-9.-]{0,20}/[A-Za-z0-9_.-]{1,30}', fullmatch=True)
+
+
 @SETTINGS
-@given(st.one_of(near(['10de:2236', '10DE:20B5']), scalars), st.one_of(near(['nvidia.com/GA102GL_A10']), scalars))
+@given(st.one_of(near(['10de:2236', '10DE:20B5']), valid_selectors, scalars),
+       st.one_of(near(['nvidia.com/GA102GL_A10']), valid_resources, scalars))
 def test_hco_selector_and_resource_name(selector, resource):
-    try:
-        assert re.fullmatch(r'[0-9A-F]{4}:[0-9A-F]{4}', hco.pci_selector(selector))
-    except hco.ManifestError:
-        pass
-    try:
-        assert re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9.-]*/[A-Za-z0-9_.-]+', hco.check_resource_name(resource, 'a GPU'))
-    except hco.ManifestError:
-        pass
+    # what fits the grammar (VENDOR:DEVICE in hex, blanks around it; vendor.com/NAME) is accepted and normalised,
+    # everything else is refused with the named error
+    if isinstance(selector, str) and PCI_SELECTOR.fullmatch(selector.strip()):
+        assert hco.pci_selector(selector) == selector.strip().upper()
+    else:
+        try:
+            hco.pci_selector(selector)
+        except hco.ManifestError:
+            pass
+        else:
+            raise AssertionError('selector %r accepted' % (selector,))
+    if isinstance(resource, str) and RESOURCE_NAME.fullmatch(resource):
+        assert hco.check_resource_name(resource, 'a GPU') == resource
+    else:
+        try:
+            hco.check_resource_name(resource, 'a GPU')
+        except hco.ManifestError as e:
+            assert 'a GPU' in str(e)
+        else:
+            raise AssertionError('resource name %r accepted' % (resource,))
 
 
 json_like = st.recursive(

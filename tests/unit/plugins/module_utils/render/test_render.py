@@ -18,7 +18,58 @@ CM = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cfg', 'name
 def test_file_names():
     ns = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'nvidia-gpu-operator'}}
     assert render.file_names([ns, CM], '10-operator') == [
-        '10-operator-000-namespace-cluster-nvidia-gpu-operator.yaml', '10-operator-001-configmap-gpu-cfg.yaml']
+        '10-operator-namespace-cluster-nvidia-gpu-operator.yaml', '10-operator-configmap-gpu-cfg.yaml']
+
+
+def node(name):
+    return {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name}}
+
+
+def test_a_name_depends_on_the_object_not_on_its_place_so_one_host_more_renames_nothing():
+    # the Git history of a render directory: one host added must be one file added, not every later file renamed
+    three = render.file_names([node('gpu-a'), node('gpu-c'), node('gpu-d')], '30-node-labels')
+    four = render.file_names([node('gpu-a'), node('gpu-b'), node('gpu-c'), node('gpu-d')], '30-node-labels')
+    assert set(four) - set(three) == {'30-node-labels-node-cluster-gpu-b.yaml'}
+    assert set(three) - set(four) == set()
+    assert render.file_names([node('gpu-d'), node('gpu-a')], '30-node-labels') == [three[2], three[0]]
+
+
+def test_two_objects_of_one_name_each_end_in_the_hash_of_their_own_identity():
+    # namespace "a-b" with name "c" and namespace "a" with name "b-c" join to one name; so do two API groups' kinds
+    first = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'c', 'namespace': 'a-b'}}
+    second = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'b-c', 'namespace': 'a'}}
+    names = render.file_names([first, second], '60-x')
+    assert len(set(names)) == 2 and all(n.startswith('60-x-configmap-a-b-c-') for n in names), names
+    # stable: the same object gets the same name whatever else shares it, in whatever order
+    assert render.file_names([second, first], '60-x') == names[::-1]
+    assert names[0] == render.hashed_name('60-x-configmap-a-b-c.yaml', render.identity(first))
+    group_a = {'apiVersion': 'a.example.com/v1', 'kind': 'Thing', 'metadata': {'name': 'x'}}
+    group_b = {'apiVersion': 'b.example.com/v1', 'kind': 'Thing', 'metadata': {'name': 'x'}}
+    assert len(set(render.file_names([group_a, group_b], '60-x'))) == 2
+    # the same object twice (two writers) keeps one name: merged into one file by the render session
+    assert render.file_names([CM, CM]) == ['configmap-gpu-cfg.yaml'] * 2
+
+
+def test_a_long_name_is_cut_and_ends_in_its_hash_within_the_cap():
+    long = node('n' * 240 + '.example.com')
+    (name,) = render.file_names([long], '30-node-labels')
+    assert len(name) == render.MAX_FILE_NAME and name.startswith('30-node-labels-node-cluster-nnn')
+    assert name.endswith('-' + render.hashed_name('x.yaml', render.identity(long))[-len('.yaml') - 10:-len('.yaml')]
+                         + '.yaml')
+    other = node('n' * 240 + '.example.org')
+    assert render.file_names([other], '30-node-labels') != [name]
+    assert render.object_file_name(name)
+
+
+def test_a_crafted_name_that_still_collides_is_refused_naming_both():
+    first = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'c', 'namespace': 'a-b'}}
+    second = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'b-c', 'namespace': 'a'}}
+    hashed = render.hashed_name('configmap-a-b-c.yaml', render.identity(first))
+    crafted = {'apiVersion': 'v1', 'kind': 'ConfigMap',
+               'metadata': {'name': hashed[len('configmap-a-'):-len('.yaml')], 'namespace': 'a'}}
+    assert render.file_names([crafted]) == [hashed]
+    with pytest.raises(render.RenderError, match='two objects get the file name ' + hashed):
+        render.file_names([first, second, crafted])
 
 
 @pytest.mark.parametrize('meta, named', [

@@ -88,7 +88,8 @@ def test_jsonpatch_annotations_of_two_writers_are_joined():
 def test_a_render_holds_the_directory_a_killed_one_is_taken_over_on_request(tmp_path, monkeypatch):
     token = rs.open_session(str(tmp_path), 'site', pid=os.getpid())['session']
     assert stat.S_IMODE(os.stat(tmp_path / rs.LOCK).st_mode) == 0o600  # it holds the objects, a Secret among them
-    assert json.loads((tmp_path / rs.MANIFEST).read_text())['complete'] is False
+    # opening writes only the lock: the bookkeeping is the close's, rewritten only when it changes
+    assert not (tmp_path / rs.MANIFEST).exists()
     # another run (without this run's token), whatever its pid: refused, naming the lock and the option
     with pytest.raises(render.RenderError, match='render lock this run did not create \\(pid %d on host .*, owner '
                                                  'site, .*gpuvirt_render_takeover_lock=true' % os.getpid()):
@@ -113,6 +114,8 @@ def test_a_render_holds_the_directory_a_killed_one_is_taken_over_on_request(tmp_
         rs.close_session(str(tmp_path), dump, session=token)
     monkeypatch.setattr(render, 'write_atomic', real_write)
     assert (tmp_path / name).exists()
+    # the close marked the directory incomplete before its first write of an object
+    assert json.loads((tmp_path / rs.MANIFEST).read_text())['complete'] is False
     lock = json.loads((tmp_path / rs.LOCK).read_text())
     lock['pid'] = dead_pid()
     lock['depth'] = 1

@@ -1,0 +1,324 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host roles' decisions, through their real tasks (ansible-playbook on localhost, every file under a temporary
+root; several decisions per run, so the whole file takes a few playbook runs): whether the nouveau role asks for a
+reboot (nouveau_reboot_if_loaded), the reboot reasons the kernel_args role leaves for the running kernel, the reboot
+role's choices (nothing pending, not allowed, already rebooted in this run: never twice), and host_prep's default
+max_fail_percentage with serial > 1 (one failed host in a batch stops the rolling run).
+
+Only the roles' public variables are set; what the host shows comes from a tree in a temporary directory: the
+kernel command line through the kernel_cmdline module's proc_cmdline (module_defaults), /sys/module through a
+private mount namespace (unshare, util-linux). Nothing reboots: the reboot role's reboot task refuses a local
+connection, and these runs are in check mode besides."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+
+
+def shown(out, key):
+    """The value a play printed as ``KEY=<base64 of its JSON>`` in a debug message (base64: the YAML callback
+    quotes and folds a message with a colon or a long line)."""
+    line = next(ln for ln in out.splitlines() if key + '=' in ln)
+    return json.loads(base64.b64decode(line.split(key + '=', 1)[1].split()[0].strip('"\'')))
+
+
+def play_run(tmp_path, play, extra_vars=None, args=(), wrap=(), inventory=None):
+    path = tmp_path / 'play.yml'
+    path.write_text(play)
+    extra = dict(extra_vars or {}, ansible_python_interpreter=sys.executable)
+    cmd = list(wrap) + ['ansible-playbook', '-i', inventory or 'localhost,', str(path), '-e', json.dumps(extra)]
+    proc = subprocess.run(cmd + list(args), capture_output=True, text=True, check=False, timeout=600)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+# --- reboot role -------------------------------------------------------------------------------------------------
+
+REBOOT_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    reboot_drain: false
+  tasks:
+    - name: Nothing pending
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+      vars:
+        reboot_pending_reasons: []
+    - name: Pending, but every reason handled by this run's reboot already
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+      vars:
+        reboot_pending_reasons: ['kernel_args: a']
+        reboot_handled: ['kernel_args: a']
+        reboot_done: true
+    - name: Show the first two decisions
+      ansible.builtin.debug:
+        msg: "QUIET={{ {'done': reboot_done | default(false), 'handled': reboot_handled | default([])} | to_json | b64encode }}"
+    - name: Pending and not allowed
+      block:
+        - name: Run the role
+          ansible.builtin.include_role:
+            name: gpuvirt.provision.reboot
+          vars:
+            reboot_pending_reasons: ['kernel_args: a', 'nouveau: b']
+            reboot_allowed: "false"
+      rescue:
+        - name: Show why it stopped
+          ansible.builtin.debug:
+            msg: "NOT_ALLOWED={{ ansible_failed_result.msg | to_json | b64encode }}"
+    - name: Pending after this run's reboot (never twice)
+      block:
+        - name: Run the role
+          ansible.builtin.include_role:
+            name: gpuvirt.provision.reboot
+          vars:
+            reboot_pending_reasons: ['kernel_args: a', 'nouveau: b']
+            reboot_handled: ['kernel_args: a']
+            reboot_done: true
+      rescue:
+        - name: Show why it stopped
+          ansible.builtin.debug:
+            msg: "TWICE={{ {'task': ansible_failed_task.name, 'msg': ansible_failed_result.msg} | to_json | b64encode }}"
+    - name: Pending and allowed, first time
+      block:
+        - name: Run the role
+          ansible.builtin.include_role:
+            name: gpuvirt.provision.reboot
+          vars:
+            reboot_pending_reasons: ['kernel_args: a']
+      rescue:
+        - name: Show where it stopped
+          ansible.builtin.debug:
+            msg: "REBOOT={{ {'task': ansible_failed_task.name, 'msg': ansible_failed_result.msg} | to_json | b64encode }}"
+"""
+
+
+def test_reboot_decisions(tmp_path):
+    rc, out = play_run(tmp_path, REBOOT_PLAY, args=['--check'])
+    assert rc == 0, out
+    text = ' '.join(out.split())
+    # nothing pending, or only what this run's reboot handled: no reboot, nothing recorded
+    assert text.count('localhost: nothing pending, no reboot.') == 2, out
+    assert shown(out, 'QUIET') == {'done': False, 'handled': []}, out
+    # pending but reboot_allowed false (as a survey passes it): stopped, naming the reasons and the variable
+    stopped = shown(out, 'NOT_ALLOWED')
+    assert 'needs a reboot but reboot_allowed is false: kernel_args: a; nouveau: b' in stopped, stopped
+    # a reason left after this run's reboot stops the host instead of rebooting it a second time
+    twice = shown(out, 'TWICE')
+    assert twice['task'] == 'Fail instead of rebooting a second time in this run', twice
+    assert 'already rebooted in this run and still has pending changes: nouveau: b.' in twice['msg'], twice
+    # pending, allowed, not yet rebooted: the role goes to the reboot, which refuses the local connection here
+    reboot = shown(out, 'REBOOT')
+    assert reboot['task'].startswith('Reboot the host for kernel_args: a'), reboot
+    assert 'would reboot the control node' in reboot['msg'], reboot
+
+
+# --- nouveau role ------------------------------------------------------------------------------------------------
+
+NOUVEAU_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    nouveau_initramfs_rebuild: false
+    ansible_facts: {os_family: Debian}
+  tasks:
+    - name: Defaults
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.nouveau
+    - name: Look at the blacklist
+      ansible.builtin.stat:
+        path: "{{ nouveau_modprobe_path }}"
+      register: blacklist_file
+    - name: Show the reasons and whether the blacklist is there
+      ansible.builtin.debug:
+        msg: "DEFAULT={{ nouveau_reboot_reasons | to_json | b64encode }} FILE={{ blacklist_file.stat.exists | to_json | b64encode }}"
+    - name: The user said not to reboot for a loaded nouveau
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.nouveau
+      vars:
+        nouveau_reboot_if_loaded: false
+    - name: Show the reasons
+      ansible.builtin.debug:
+        msg: "NO_REBOOT={{ nouveau_reboot_reasons | to_json | b64encode }}"
+    - name: The same from a survey (a string)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.nouveau
+      vars:
+        nouveau_reboot_if_loaded: "false"
+    - name: Show the reasons
+      ansible.builtin.debug:
+        msg: "NO_REBOOT_TEXT={{ nouveau_reboot_reasons | to_json | b64encode }}"
+    - name: No blacklist at all
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.nouveau
+      vars:
+        nouveau_blacklist: false
+    - name: Show the reasons
+      ansible.builtin.debug:
+        msg: "NO_BLACKLIST={{ nouveau_reboot_reasons | to_json | b64encode }}"
+"""
+
+
+def nouveau_run(tmp_path, loaded):
+    """The nouveau role's play with /sys/module replaced, in a mount namespace of its own, by a directory that
+    holds nouveau or not (the role reads /sys/module/nouveau)."""
+    unshare = shutil.which('unshare')
+    if not unshare:
+        pytest.fail('needs unshare (util-linux, in every Debian install)')
+    modules = tmp_path / 'module'
+    (modules / ('nouveau' if loaded else 'vfio')).mkdir(parents=True)
+    root = tmp_path / 'root'
+    (root / 'etc' / 'modprobe.d').mkdir(parents=True)
+    # root: a mount namespace; anyone else: a user namespace too (unprivileged, where the kernel allows it). An
+    # empty /boot as well: no initramfs image, so no run of this test (nor a mutant of the role's conditions, under
+    # make mutation) can rebuild the machine's own initramfs
+    boot = tmp_path / 'boot'
+    boot.mkdir()
+    wrap = [unshare, '--mount'] + ([] if os.geteuid() == 0 else ['--map-root-user']) + [
+        'sh', '-c', 'mount --bind "$0" /sys/module && { [ ! -d /boot ] || mount --bind "$1" /boot; } && shift && '
+        'exec "$@"', str(modules), str(boot)]
+    probe = subprocess.run(wrap + ['test', '-d', '/sys/module/' + ('nouveau' if loaded else 'vfio')],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        reason = 'no private mount namespace here (unshare --mount: %s)' % probe.stderr.strip()
+        # where the run installed its tools (CI, make test: tests/integration/tool_gate.py) this is no reason to skip
+        if os.environ.get('GPUVIRT_REQUIRE_TOOLS') == '1':
+            pytest.fail(reason + '; GPUVIRT_REQUIRE_TOOLS=1: run the unit tests as root or where user namespaces '
+                        'are allowed')
+        pytest.skip(reason)
+    path = root / 'etc' / 'modprobe.d' / 'gpuvirt-blacklist-nouveau.conf'
+    rc, out = play_run(tmp_path, NOUVEAU_PLAY, {'nouveau_modprobe_path': str(path)}, wrap=wrap)
+    return rc, out, path
+
+
+def test_nouveau_reboot_reason(tmp_path):
+    rc, out, path = nouveau_run(tmp_path, loaded=True)
+    assert rc == 0, out
+    # the default run leaves the blacklist in place (the last run below takes it out)
+    assert shown(out, 'FILE') is True, out
+    # loaded and blacklisted: a reboot is pending, unless the user said not to (as a boolean or a survey string)
+    assert shown(out, 'DEFAULT') == ['nouveau: module loaded, blacklisted from the next boot'], out
+    assert shown(out, 'NO_REBOOT') == [] and shown(out, 'NO_REBOOT_TEXT') == [], out
+    assert 'nouveau_reboot_if_loaded is false: no reboot requested' in ' '.join(out.split()), out
+    # no blacklist: nothing keeps nouveau from the next boot, so no reboot is pending for it; the file is gone
+    assert shown(out, 'NO_BLACKLIST') == [] and not path.exists(), out
+
+
+def test_nouveau_not_loaded_asks_for_no_reboot(tmp_path):
+    rc, out, path = nouveau_run(tmp_path, loaded=False)
+    assert rc == 0, out
+    assert shown(out, 'DEFAULT') == [] and 'is loaded on' not in out, out
+
+
+# --- kernel_args role --------------------------------------------------------------------------------------------
+
+KERNEL_ARGS_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  vars:
+    kernel_args_iommu_vendor: intel
+    # backend auto: a Debian host's is the GRUB drop-in
+    ansible_facts: {os_family: Debian}
+    kernel_args_update_bootloader: false
+  tasks:
+    - name: Running kernel without the arguments
+      module_defaults:
+        gpuvirt.provision.kernel_cmdline:
+          proc_cmdline: "{{ cmdlines }}/bare"
+      block:
+        - name: Run the role
+          ansible.builtin.include_role:
+            name: gpuvirt.provision.kernel_args
+        - name: Show the reasons
+          ansible.builtin.debug:
+            msg: "BARE={{ kernel_args_reboot_reasons | to_json | b64encode }}"
+    - name: Running kernel with them already
+      module_defaults:
+        gpuvirt.provision.kernel_cmdline:
+          proc_cmdline: "{{ cmdlines }}/done"
+      block:
+        - name: Run the role
+          ansible.builtin.include_role:
+            name: gpuvirt.provision.kernel_args
+        - name: Show the reasons
+          ansible.builtin.debug:
+            msg: "DONE={{ kernel_args_reboot_reasons | to_json | b64encode }}"
+    - name: Running kernel with them and with one to remove
+      module_defaults:
+        gpuvirt.provision.kernel_cmdline:
+          proc_cmdline: "{{ cmdlines }}/unwanted"
+      block:
+        - name: Run the role
+          ansible.builtin.include_role:
+            name: gpuvirt.provision.kernel_args
+          vars:
+            kernel_args_remove: [nomodeset]
+        - name: Show the reasons
+          ansible.builtin.debug:
+            msg: "UNWANTED={{ kernel_args_reboot_reasons | to_json | b64encode }}"
+"""
+
+
+def test_kernel_args_reboot_reasons(tmp_path):
+    cmdlines = tmp_path / 'cmdline'
+    cmdlines.mkdir()
+    base = 'BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 root=UUID=0b1c ro quiet'
+    (cmdlines / 'bare').write_text(base + '\n')
+    (cmdlines / 'done').write_text(base + ' intel_iommu=on iommu=pt\n')
+    (cmdlines / 'unwanted').write_text(base + ' intel_iommu=on nomodeset iommu=pt\n')
+    dropin = tmp_path / 'etc' / 'default' / 'grub.d' / '90-gpuvirt-kernel-args.cfg'
+    dropin.parent.mkdir(parents=True)
+    rc, out = play_run(tmp_path, KERNEL_ARGS_PLAY, {'cmdlines': str(cmdlines), 'kernel_args_dropin_path': str(dropin)})
+    assert rc == 0, out
+    # the boot loader is configured but the running kernel lacks the arguments: a reboot is pending, naming them
+    assert shown(out, 'BARE') == ['kernel_args: running kernel lacks intel_iommu=on iommu=pt, still has -'], out
+    assert shown(out, 'DONE') == [], out
+    assert shown(out, 'UNWANTED') == ['kernel_args: running kernel lacks -, still has nomodeset'], out
+    assert 'intel_iommu=on iommu=pt' in dropin.read_text(), out
+
+
+# --- host_prep: the rolling run's failure budget -----------------------------------------------------------------
+
+def host_prep_run(tmp_path, *args):
+    """playbooks/host_prep.yml over four stand-in hosts (local connection), two at a time: gpu-1 has a pool no pool
+    table names and stops at the pool check; the others are on a MachineConfig platform, where host preparation
+    changes nothing and says so ("nothing to do on ...")."""
+    hosts = dict((name, {'gpuvirt_platform': 'openshift'}) for name in ('gpu-1', 'gpu-2', 'gpu-3', 'gpu-4'))
+    hosts['gpu-1']['gpuvirt_pool'] = 'no-such-pool'
+    inventory = tmp_path / 'hosts.yml'
+    inventory.write_text(json.dumps({'all': {
+        'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable},
+        'children': {'gpu_vm_passthrough': {'hosts': hosts}}}}))
+    env = dict(os.environ, ANSIBLE_GATHER_SUBSET='!all,!min,distribution')
+    cmd = ['ansible-playbook', '-i', str(inventory), os.path.join(ROOT, 'playbooks', 'host_prep.yml'),
+           '-e', 'host_prep_serial=2'] + list(args)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, timeout=600)
+    return proc.returncode, ' '.join((proc.stdout + proc.stderr).split())
+
+
+def test_host_prep_stops_after_a_batch_with_a_failed_host_by_default(tmp_path):
+    rc, out = host_prep_run(tmp_path)
+    assert rc != 0 and 'has pool "no-such-pool"' in out, out
+    # max_fail_percentage 0 (the default): one failed host of the first batch (gpu-1, gpu-2) ends the run at once;
+    # no other host gets as far as its own decision, and the second batch (gpu-3, gpu-4) never starts
+    assert 'nothing to do on gpu-' not in out, out
+
+
+def test_host_prep_goes_on_within_the_failure_budget(tmp_path):
+    # 1 failed host of a batch of 2 is 50 %: within a budget of 50 the run goes on (Ansible stops above it)
+    rc, out = host_prep_run(tmp_path, '-e', 'host_prep_max_fail_percentage=50')
+    assert rc != 0 and 'has pool "no-such-pool"' in out, out
+    assert all('nothing to do on gpu-%d' % n in out for n in (2, 3, 4)), out

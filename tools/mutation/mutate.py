@@ -1,0 +1,239 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Mutation testing over the repository's own operator list: does a test fail when the code is broken?
+
+Each mutant is one small change (one operator, one place) to one file of a scope; the scope's tests run against
+it in a copy of the tree (the checkout is never edited), and a mutant the tests still pass on "survives": a
+behaviour no test pins. Run one scope or all, with nice (it is CPU heavy):
+
+    python tools/mutation/mutate.py --list
+    nice python tools/mutation/mutate.py --scope drain
+    nice python tools/mutation/mutate.py --scope host --limit 40 --seed 1
+
+Not part of `make test` (`make mutation` runs every scope; docs/testing.md, "Mutation testing", has the measured
+scores and the survivors left on purpose). Python files are mutated token by token (tokenize: strings, comments
+and docstrings are left alone but for the short code-like string constants); YAML task files line by line outside
+comments and task names.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import keyword
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tokenize
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, '..', '..'))
+
+# Python: token operators. (token type, exact text) -> replacements; one mutant per replacement and place.
+PY_SWAPS = {
+    '==': ['!='], '!=': ['=='], '<': ['<='], '<=': ['<'], '>': ['>='], '>=': ['>'],
+    'and': ['or'], 'or': ['and'], 'True': ['False'], 'False': ['True'], 'is': ['is not'],
+    'continue': ['break'], 'break': ['continue'], '+': ['-'], '-': ['+'],
+}
+# a string constant that reads like data (a class code, a key, a suffix), not a message: emptied
+CODE_STRING = re.compile(r'''[rbu]?(['"])[A-Za-z0-9_.:/-]{1,16}\1''')
+
+# YAML task files: (name, pattern, replacement) applied to each match outside comments and `name:` lines
+YAML_OPERATORS = [
+    ('and->or', re.compile(r'(?<=\s)and(?=\s)'), 'or'),
+    ('or->and', re.compile(r'(?<=\s)or(?=\s)'), 'and'),
+    ('not-removed', re.compile(r'(?<![A-Za-z_])not\s+(?!in\b)'), ''),
+    ('true->false', re.compile(r'(?<![A-Za-z_])true(?![A-Za-z_])'), 'false'),
+    ('false->true', re.compile(r'(?<![A-Za-z_])false(?![A-Za-z_])'), 'true'),
+    ('==->!=', re.compile(r'=='), '!='),
+    ('!=->==', re.compile(r'!='), '=='),
+    ('>->>=', re.compile(r'(?<=\s)>(?=\s)'), '>='),
+    ('<-><=', re.compile(r'(?<=\s)<(?=\s)'), '<='),
+    ('list->[]', re.compile(r'(?<=\{\{ )\[(?=\')'), '[] if true else ['),
+    ('number+1', re.compile(r'(?<=default\()[0-9]+(?=\))'), None),
+    # a one-line condition made always true (a list or a folded block is left alone: dropping its first line
+    # would only make the file invalid YAML, a mutant every test kills for the wrong reason)
+    ('when-dropped', re.compile(r'^(\s*)when: (?![>|])\S.*$'), r'\1when: true'),
+]
+
+
+def py_mutants(path, text):
+    """[(line, column, description, new text)] for one Python file."""
+    out = []
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return out
+    prev = None
+    for tok in tokens:
+        (row, col), (erow, ecol) = tok.start, tok.end
+        begin, end = starts[row - 1] + col, starts[erow - 1] + ecol
+        swaps = []
+        if tok.type in (tokenize.OP, tokenize.NAME) and tok.string in PY_SWAPS:
+            swaps = PY_SWAPS[tok.string]
+            operand_before = prev is not None and (
+                prev.type in (tokenize.NUMBER, tokenize.STRING) or prev.type == tokenize.NAME
+                and not keyword.iskeyword(prev.string) or prev.type == tokenize.OP and prev.string in (')', ']', '}'))
+            if tok.string in ('+', '-') and not operand_before:
+                swaps = []  # a sign, not an operation
+        elif tok.type == tokenize.NAME and tok.string == 'not':
+            swaps = ['']
+        elif tok.type == tokenize.NUMBER and re.fullmatch(r'[0-9]+', tok.string):
+            swaps = [str(int(tok.string) + 1)] + ([str(int(tok.string) - 1)] if int(tok.string) > 0 else [])
+        elif tok.type == tokenize.STRING and CODE_STRING.fullmatch(tok.string):
+            swaps = ["''"]
+        for new in swaps:
+            desc = '%r -> %r' % (tok.string, new)
+            out.append((row, col + 1, desc, text[:begin] + new + text[end:]))
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+            prev = tok
+    return out
+
+
+def yaml_mutants(path, text):
+    out = []
+    lines = text.splitlines(keepends=True)
+    for n, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith('#') or re.match(r'-?\s*name:', stripped):
+            continue
+        code = line.split(' #', 1)[0]
+        for name, pattern, repl in YAML_OPERATORS:
+            for match in pattern.finditer(code):
+                new_piece = (str(int(match.group(0)) + 1) if name == 'number+1' else match.expand(repl))
+                new_line = line[:match.start()] + new_piece + line[match.end():]
+                out.append((n + 1, match.start() + 1, name, ''.join(lines[:n] + [new_line] + lines[n + 1:])))
+    return out
+
+
+def mutants(path, text):
+    return py_mutants(path, text) if path.endswith('.py') else yaml_mutants(path, text)
+
+
+def load_scopes():
+    with open(os.path.join(HERE, 'scopes.json'), encoding='utf-8') as f:
+        return json.load(f)
+
+
+def copy_tree(dest_root):
+    """The files git knows about (tracked, or untracked and not ignored), as the collection
+    ansible_collections/gpuvirt/provision under ``dest_root``; the checkout itself is never mutated."""
+    dest = os.path.join(dest_root, 'ansible_collections', 'gpuvirt', 'provision')
+    names = subprocess.run(['git', '-C', ROOT, 'ls-files', '-co', '--exclude-standard', '-z'], capture_output=True,
+                           check=True).stdout.decode().split('\0')
+    for name in filter(None, names):
+        src = os.path.join(ROOT, name)
+        if not os.path.isfile(src) or os.path.islink(src):
+            continue
+        target = os.path.join(dest, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy2(src, target)
+    # the collections the playbooks use besides this one (kubernetes.core, ...) stay where the checkout finds them
+    return dest
+
+
+def run_tests(tree, collections, tests, timeout):
+    env = dict(os.environ, PYTHONPATH=collections, ANSIBLE_CONFIG=os.path.join(tree, 'ansible.cfg'),
+               ANSIBLE_COLLECTIONS_PATH=collections + ':' + os.environ.get('ANSIBLE_COLLECTIONS_PATH', ''),
+               PYTHONDONTWRITEBYTECODE='1', HYPOTHESIS_DATABASE='none')
+    cmd = [sys.executable, '-m', 'pytest', '-x', '-q', '-p', 'no:cacheprovider', '-o', 'addopts='] + tests
+    start = time.time()
+    try:
+        proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        rc = proc.returncode
+        tail = (proc.stdout + proc.stderr)[-600:]
+    except subprocess.TimeoutExpired:
+        rc, tail = 'timeout', ''
+    return rc, time.time() - start, tail
+
+
+def run_scope(name, scope, args):
+    work = tempfile.mkdtemp(prefix='gpuvirt-mutation-')
+    try:
+        tree = copy_tree(work)
+        tests = scope['tests']
+        rc, base, tail = run_tests(tree, work, tests, 1800)
+        if rc != 0:
+            print('%s: the tests fail without any mutant (rc %s); fix that first:\n%s' % (name, rc, tail))
+            return None
+        timeout = max(60, base * 4)
+        todo = []
+        for rel in scope['files']:
+            with open(os.path.join(tree, rel), encoding='utf-8') as f:
+                text = f.read()
+            todo += [(rel, text) + m for m in mutants(rel, text)]
+        if args.limit and len(todo) > args.limit:
+            todo = sorted(random.Random(args.seed).sample(todo, args.limit), key=lambda m: (m[0], m[2], m[3]))
+        print('%s: %d mutants (tests take %.0f s unmutated)' % (name, len(todo), base), flush=True)
+        survivors = []
+        for i, (rel, original, row, col, desc, new) in enumerate(todo, 1):
+            path = os.path.join(tree, rel)
+            with open(path, 'w', encoding='utf-8') as f:
+                f.write(new)
+            try:
+                # a file's own tests where the scope names them (tests_for), else the scope's
+                rc, took, dummy = run_tests(tree, work, scope.get('tests_for', {}).get(rel, tests), timeout)
+            finally:
+                with open(path, 'w', encoding='utf-8') as f:
+                    f.write(original)
+            verdict = 'killed' if rc != 0 else 'SURVIVED'
+            if rc == 0:
+                survivors.append('%s:%d:%d %s' % (rel, row, col, desc))
+            print('  [%d/%d] %s %s:%d:%d %s (%.0f s)' % (i, len(todo), verdict, rel, row, col, desc, took), flush=True)
+        killed = len(todo) - len(survivors)
+        score = 100.0 * killed / len(todo) if todo else 100.0
+        print('%s: %d/%d killed (%.0f%%)' % (name, killed, len(todo), score))
+        for s in survivors:
+            print('  survived: ' + s)
+        return killed, len(todo), survivors
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--scope', action='append', help='a scope of scopes.json (repeatable; default: all)')
+    parser.add_argument('--list', action='store_true', help='print the scopes and their mutant counts, run nothing')
+    parser.add_argument('--limit', type=int, default=0, help='at most this many mutants per scope (a seeded sample)')
+    parser.add_argument('--seed', type=int, default=0)
+    args = parser.parse_args(argv)
+    scopes = load_scopes()
+    chosen = args.scope or sorted(scopes)
+    unknown = [s for s in chosen if s not in scopes]
+    if unknown:
+        parser.error('unknown scope %s; scopes: %s' % (', '.join(unknown), ', '.join(sorted(scopes))))
+    if args.list:
+        for name in chosen:
+            count = 0
+            for rel in scopes[name]['files']:
+                with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
+                    count += len(mutants(rel, f.read()))
+            print('%-12s %5d mutants  files: %s  tests: %s' % (name, count, ' '.join(scopes[name]['files']),
+                                                                 ' '.join(scopes[name]['tests'])))
+        return 0
+    results = {}
+    for name in chosen:
+        results[name] = run_scope(name, scopes[name], args)
+    print('mutation scores:')
+    failed = False
+    for name, result in results.items():
+        if result is None:
+            failed = True
+            print('  %-12s tests fail unmutated' % name)
+        else:
+            killed, total, dummy = result
+            print('  %-12s %d/%d killed (%.0f%%)' % (name, killed, total, 100.0 * killed / total if total else 100))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
