@@ -13,7 +13,8 @@ short_description: Plan a GPU host's preparation in one read-only call
 version_added: 0.1.0
 description:
   - Reads, in one call, everything the host preparation roles (kernel_args, nouveau, vfio, the vgpu_vf role's leave
-    path, reboot) compare against, both ways (each thing in the state the pool table gives it), and returns the changes they would make and whether the host needs a reboot. C(playbooks/host_prep.yml) plans
+    path, reboot) compare against, both ways (each thing in the state the pool table gives it), and returns the
+    changes they would make and whether the host needs a reboot. C(playbooks/host_prep.yml) plans
     every selected host at once with it, then drains, changes and reboots only the hosts whose plan is not empty.
   - Each check decides with the function the module that acts decides with (C(kernel_cmdline)'s decision, both
     states and the ownership record it writes, and its command line comparison, C(vfio_files_absent)'s plan, C(vfio_bind)'s steps, the modprobe file
