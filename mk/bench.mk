@@ -1,12 +1,19 @@
 # Benchmarks: discovery on a large synthetic host vs running lspci here; every parser of host output on MB-sized
 # hostile input, asserting linear growth and a time bound per MB; wanted_devices on the largest host the facts allow;
 # the nodes phase against the real kube-apiserver (mk/kube.mk): time per node and requests per run
-# (benchmarks/README.md holds the measured tables).
-.PHONY: bench
-bench: HOST_GROUPS = core kube
+# (benchmarks/README.md holds the measured tables); host_prep.yml over 1, 10 and 50 Podman hosts, plan then roll.
+# bench-lab: the no-op host_prep.yml on the lab VM against the same checks over raw SSH (after `make demo`).
+.PHONY: bench bench-lab
+bench: HOST_GROUPS = core kube podman
 bench: venv collection kube-apiserver
 	$(PY) benchmarks/bench_discovery.py
 	$(PY) benchmarks/bench_hostile.py
 	$(PY) benchmarks/bench_wanted_devices.py
 	$(PY) benchmarks/bench_vgpu_vf_phase.py
 	$(PY) benchmarks/bench_nodes_phase.py
+	tools/images/build-base-image.sh gpuvirt-debian12-systemd --systemd
+	$(PY) benchmarks/bench_host_prep.py
+
+bench-lab: HOST_GROUPS = core lab
+bench-lab: venv collection
+	LAB_DIR=$(LAB_DIR) $(PY) benchmarks/bench_host_prep_lab.py

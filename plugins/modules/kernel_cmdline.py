@@ -210,8 +210,9 @@ record_problems:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import cmdline_owned as owned
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import cmdline_decision as decision
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_record
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline as kc
 # the file as bytes (None when absent): an edit must keep every byte it does not own, CR included
@@ -227,11 +228,7 @@ def read(path):
 
 
 def pick_backend(module):
-    if os.path.isdir('/etc/default/grub.d') and module.get_bin_path('update-grub'):
-        return 'grub_dropin'
-    if module.get_bin_path('grubby'):
-        return 'grubby'
-    return 'grub_default'
+    return kc.pick_backend(os.path.isdir, module.get_bin_path)
 
 
 class Runner(object):
@@ -325,136 +322,42 @@ def remove_dropin(module, result, runner, path, old, update_cmd):
     result['bootloader_updated'] = True
 
 
-def read_dropin(path):
-    """``(bytes, None)`` of a regular drop-in, ``(None, None)`` when there is none, ``(None, reason)`` when the path
-    holds something we never wrote (a link, not a regular file, not ours). Never follows a symbolic link."""
-    if os.path.islink(path):
-        return None, 'a symbolic link, not the drop-in we wrote'
-    if not os.path.lexists(path):
-        return None, None
-    if not os.path.isfile(path):
-        return None, 'not a regular file'
-    data = read_bytes(path)
-    if not owned.dropin_is_ours(data):
-        return None, 'its first line is not the kernel_args role\'s header: not written by us'
-    return data, None
-
-
-def admin_args(module, path):
-    """The arguments the administrator's /etc/default/grub gives GRUB (both variables, as /bin/sh reads them), or
-    None when it cannot be read: those stay on the command line after our drop-in is gone."""
-    data = read_bytes(path)
-    if data is None:
-        return []
-    try:
-        values = kc.sh_readings(data, [owned.VAR, kc.appended_variable(owned.VAR)], path, module.tmpdir)
-    except kc.CmdlineError:
-        return None
-    return kc.split_cmdline(values[0]) + kc.split_cmdline(values[1])
-
-
-def present(module, result, runner, backend, recorded):
-    """Ensure the arguments; return the backend's owned arguments after the change (to record)."""
-    p = module.params
-    ensure, remove = p['args'], p['remove']
-    if backend == 'grub_dropin':
-        cmd = [module.get_bin_path('update-grub') or 'update-grub']
-        file_backend(module, result, runner, p['dropin_path'], to_bytes(kc.render_grub_dropin(ensure, remove)), cmd)
-        # the drop-in holds only ours: deleting it gives the administrator's lines back as they were
-        return list(ensure)
-    if backend == 'grub_default':
-        path = p['grub_default_path']
-        data = read_bytes(path)
-        if data is None:
-            module.fail_json(msg='%s does not exist: is GRUB installed?' % path, **result)
-        # Edited by the parser, then cross-checked with /bin/sh reading the old and the new bytes (check mode
-        # too), before anything is written.
-        new = kc.grub_default_update(data, owned.VAR, ensure, remove, path, module.tmpdir)
-        linux, default = owned.grub_default_args(kc.decode_grub_default(data, path), path)
-        new_linux, dummy = owned.grub_default_args(kc.decode_grub_default(new, path), path)
-        cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
-        file_backend(module, result, runner, path, new, cmd, old=data)
-        return owned.owned_after(recorded, owned.added(linux + (default or []), ensure), new_linux)
-    if backend == 'grubby':
-        grubby = module.get_bin_path('grubby', required=True)
-        entries = grubby_entries(module, result, grubby)
-        add, drop = kc.grubby_changes(entries, ensure, remove)
-        if add or drop:
-            cmd = [grubby, '--update-kernel=ALL']
-            if add:
-                cmd.append('--args=' + ' '.join(add))
-            if drop:
-                cmd.append('--remove-args=' + ' '.join(drop))
-            result['changed'] = result['bootloader_updated'] = True
-            if module._diff:
-                result['diff'] = {'before': 'grubby ALL kernels\n',
-                                  'after': 'add: %s\nremove: %s\n' % (' '.join(add), ' '.join(drop))}
-            runner.run(cmd)
-        # ours: an argument no entry had before (one that some entries had is the administrator's)
-        return owned.owned_after(recorded, owned.added(owned.grubby_args(entries), ensure),
-                                 owned.grubby_after(entries, add, drop))
-    return recorded
-
-
-def grubby_entries(module, result, grubby):
+def grubby_info(module, result):
+    """The output of ``grubby --info=ALL`` (read only when the decision needs it)."""
+    grubby = module.get_bin_path('grubby', required=True)
     rc, out, err = module.run_command([grubby, '--info=ALL'])
     if rc != 0:
         module.fail_json(msg='grubby --info=ALL failed: %s' % err.strip(), **result)
-    return kc.parse_grubby_info(out)
+    return out
 
 
-def absent(module, result, runner, backend, recorded, problem):
-    """Take back what the record (``recorded``, None when malformed) says is ours; return what stays recorded and
-    the arguments the administrator's lines keep (for the reboot decision)."""
+def apply_config(module, result, runner, backend, config, state):
+    """Carry out the boot loader change ``decide`` chose (check mode and --diff as each writer does them)."""
     p = module.params
+    kind = config['kind']
+    if kind is None:
+        return
     if backend == 'grub_dropin':
-        path = p['dropin_path']
-        data, reason = read_dropin(path)
-        if reason:
-            result['kept'].append(dict(arg=path, reason=reason))
-            return recorded, []
-        if data is None:
-            return [], []
-        ours = owned.dropin_args(data)
         cmd = [module.get_bin_path('update-grub') or 'update-grub']
-        admin = admin_args(module, p['grub_default_path'])
-        remove_dropin(module, result, runner, path, data, cmd)
-        result['removed'].extend(ours)
-        # the administrator's lines come back as they were: what they carry stays after the reboot too
-        return [], ours if admin is None else admin
-    if recorded is None:
-        result['kept'].append(dict(arg='*', reason='the record of the kernel arguments is not usable (%s): nothing '
-                                                   'is taken back' % problem))
-        return None, []
-    if not recorded:
-        return [], []
-    if backend == 'grub_default':
-        path = p['grub_default_path']
-        data = read_bytes(path)
-        if data is None:
-            module.fail_json(msg='%s does not exist: is GRUB installed?' % path, **result)
-        linux, default = owned.grub_default_args(kc.decode_grub_default(data, path), path)
-        remove, kept, dummy = owned.grub_default_removal(recorded, linux, default)
-        result['kept'].extend(kept)
-        if remove:
-            # exact arguments as patterns (no glob character is allowed in an argument): only these go
-            new = kc.grub_default_update(data, owned.VAR, [], remove, path, module.tmpdir)
-            cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
-            file_backend(module, result, runner, path, new, cmd, old=data)
-            result['removed'].extend(remove)
-        return [k['arg'] for k in kept], [k['arg'] for k in kept]
-    if backend == 'grubby':
-        grubby = module.get_bin_path('grubby', required=True)
-        remove, dummy = owned.grubby_removal(recorded, grubby_entries(module, result, grubby))
-        if remove:
-            cmd = [grubby, '--update-kernel=ALL', '--remove-args=' + ' '.join(remove)]
-            result['changed'] = result['bootloader_updated'] = True
-            if module._diff:
-                result['diff'] = {'before': 'grubby ALL kernels\n', 'after': 'remove: %s\n' % ' '.join(remove)}
-            runner.run(cmd)
-            result['removed'].extend(remove)
-        return [], []
-    return recorded, []
+    elif backend == 'grub_default':
+        cmd = [module.get_bin_path('grub2-mkconfig') or 'grub2-mkconfig', '-o', p['grub_config']]
+    if kind == 'write':
+        file_backend(module, result, runner, config['path'], config['new'], cmd, old=config['old'])
+    elif kind == 'delete':
+        remove_dropin(module, result, runner, config['path'], config['old'], cmd)
+    elif kind == 'grubby':
+        add, drop = config['add'], config['drop']
+        cmd = [module.get_bin_path('grubby', required=True), '--update-kernel=ALL']
+        if add:
+            cmd.append('--args=' + ' '.join(add))
+        if drop:
+            cmd.append('--remove-args=' + ' '.join(drop))
+        result['changed'] = result['bootloader_updated'] = True
+        if module._diff:
+            result['diff'] = {'before': 'grubby ALL kernels\n',
+                              'after': ('add: %s\nremove: %s\n' % (' '.join(add), ' '.join(drop)))
+                              if state == 'present' else 'remove: %s\n' % ' '.join(drop)}
+        runner.run(cmd)
 
 
 def main():
@@ -497,26 +400,24 @@ def main():
         record, problems = (host_record.read(p['record_path']) if backend != 'none'
                             else (host_record.empty(), {}))
         result['record_problems'] = problems
-        section = record['kernel_args']
-        recorded = None if section is None else section.get(backend, [])
         if problems:
             module.warn('kernel_cmdline: %s: %s' % (p['record_path'], '; '.join(
                 '%s: %s' % item for item in sorted(problems.items()))))
-        if p['state'] == 'present':
-            now = present(module, result, runner, backend, recorded or [])
-        else:
-            now, admin_keeps = absent(module, result, runner, backend, recorded, problems.get('kernel_args'))
+        # the decision host_plan makes too (one function, module_utils/host/cmdline_decision.py); for grub_default
+        # it is cross-checked with /bin/sh reading the old and the new bytes (check mode too), before any write
+        d = decision.decide(p['state'], backend, ensure, remove, record, problems, p['dropin_path'],
+                            p['grub_default_path'], read_bytes, module.tmpdir,
+                            lambda: grubby_info(module, result))
+        result['kept'].extend(d['kept'])
+        admin_keeps = d['admin_keeps']
+        apply_config(module, result, runner, backend, d['config'], p['state'])
+        result['removed'].extend(d['removed'])
         result['config_changed'] = result['changed']
-        if backend != 'none' and now is not None:
-            files = [p['dropin_path']] if backend == 'grub_dropin' and p['state'] == 'present' else []
-            new_record = host_record.with_files(host_record.with_args(
-                dict(record, kernel_args=section or {}), backend, now), 'kernel_args', files)
-            # a malformed part of another kind is left as it is on disk unless the record is rewritten anyway
-            if host_record.render(new_record) != host_record.render(record) or problems.get('kernel_args'):
-                result['record_changed'] = result['changed'] = True
-                if not module.check_mode:
-                    host_record.write(p['record_path'], new_record)
-        result['owned'] = now or []
+        if d['record_changed']:
+            result['record_changed'] = result['changed'] = True
+            if not module.check_mode:
+                host_record.write(p['record_path'], d['record'])
+        result['owned'] = d['now'] or []
     except (RuntimeError, kc.CmdlineError, host_record.RecordError, IOError, OSError) as e:
         module.fail_json(msg=to_native(e), **result)
 

@@ -815,3 +815,42 @@ class _Union(object):
             if item not in self._seen:
                 self._seen.add(item)
                 self.items.append(item)
+
+
+def pick_backend(isdir, which):
+    """The backend of ``backend: auto``: ``grub_dropin`` where GRUB reads drop-ins and ``update-grub`` exists
+    (Debian, Ubuntu), else ``grubby`` where it exists, else ``grub_default``. ``isdir`` and ``which`` look at the
+    host (os.path.isdir, AnsibleModule.get_bin_path)."""
+    if isdir('/etc/default/grub.d') and which('update-grub'):
+        return 'grub_dropin'
+    if which('grubby'):
+        return 'grubby'
+    return 'grub_default'
+
+
+def bootloader_decision(backend, ensure, remove, dropin_path, grub_default_path, read, tmpdir=None,
+                        grubby_info=None):
+    """What ``backend`` would change in the boot loader configuration: the one decision of the kernel_cmdline
+    module (which then writes) and of host_plan (which only reports). ``read`` returns a file's bytes or None.
+
+    Returns a dict: ``changed``; for a file backend ``path``, ``old`` (bytes or None) and ``new`` (bytes); for
+    grubby ``add`` and ``drop`` (the arguments ``grubby --update-kernel=ALL`` would add and remove, from
+    ``grubby_info``, the output of ``grubby --info=ALL``). ``none`` changes nothing."""
+    out = dict(changed=False, path=None, old=None, new=None, add=[], drop=[])
+    if backend == 'grub_dropin':
+        old = read(dropin_path)
+        new = render_grub_dropin(ensure, remove).encode('utf-8')
+        out.update(path=dropin_path, old=old, new=new, changed=old != new)
+    elif backend == 'grub_default':
+        data = read(grub_default_path)
+        if data is None:
+            raise CmdlineError('%s does not exist: is GRUB installed?' % grub_default_path)
+        # edited by the parser, then cross-checked with /bin/sh reading the old and the new bytes
+        new = grub_default_update(data, 'GRUB_CMDLINE_LINUX', ensure, remove, grub_default_path, tmpdir)
+        out.update(path=grub_default_path, old=data, new=new, changed=new != data)
+    elif backend == 'grubby':
+        add, drop = grubby_changes(parse_grubby_info(grubby_info or ''), ensure, remove)
+        out.update(add=add, drop=drop, changed=bool(add or drop))
+    elif backend != 'none':
+        raise CmdlineError('backend %r is not one of grub_dropin, grub_default, grubby, none' % (backend,))
+    return out

@@ -912,6 +912,12 @@ def _ours(path):
     data = sysfs.read_bytes(path)
     if data is None or len(data) > sysfs.READ_LIMIT:
         return False
+    return has_marker(data)
+
+
+def has_marker(data):
+    """Whether a file's bytes carry our marker (the unit and the script: MARKER; the config: MARKER_KEY in the JSON):
+    the rule the role's leave path applies (roles/vgpu_vf/tasks/leave.yml) and host_plan plans by."""
     return MARKER.encode('ascii') in data or ('"%s"' % MARKER_KEY).encode('ascii') in data
 
 

@@ -34,6 +34,7 @@ THIRD_PARTY_SINKS = {
     'ansible.builtin.copy',
     'ansible.builtin.file',              # creates, chmods or deletes
     'ansible.builtin.git',               # clones into a path
+    'ansible.builtin.group_by',          # puts a host in a group: host_prep.yml's rolling play drains and reboots it
     'ansible.builtin.reboot',            # its msg goes between double quotes on the host's shutdown command line
     'ansible.builtin.slurp',             # reads a file whose content is sent on
     'ansible.builtin.systemd_service',
@@ -57,7 +58,8 @@ NON_SINKS = {
     'ansible.builtin.assert', 'ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.find',
     'ansible.builtin.import_playbook',
     'ansible.builtin.include_role', 'ansible.builtin.include_tasks', 'ansible.builtin.meta', 'ansible.builtin.ping',
-    'ansible.builtin.set_fact', 'ansible.builtin.stat', 'ansible.builtin.validate_argument_spec',
+    'ansible.builtin.set_fact', 'ansible.builtin.setup', 'ansible.builtin.stat',
+    'ansible.builtin.validate_argument_spec',
     'ansible.builtin.wait_for', 'kubernetes.core.k8s_info',
     'gpuvirt.provision.dra_manifests', 'gpuvirt.provision.dra_preflight', 'gpuvirt.provision.gpu_holders',
     'gpuvirt.provision.gpu_operator_manifests', 'gpuvirt.provision.gpu_operator_pull_secret',
@@ -67,6 +69,10 @@ NON_SINKS = {
     'gpuvirt.provision.pci_devices', 'gpuvirt.provision.preflight_host', 'gpuvirt.provision.verify_node_resources',
     'gpuvirt.provision.upgrade_plan',
     'gpuvirt.provision.verify_smoke_vm', 'gpuvirt.provision.vgpu_image_ca_file', 'gpuvirt.provision.vgpu_image_facts',
+    # read-only: reads the host's boot loader files, /proc/cmdline, sysfs and /boot (and runs grubby --info=ALL or
+    # sources the grub defaults file as kernel_cmdline's check mode does) and returns a plan; it checks every path
+    # it reads by shape itself
+    'gpuvirt.provision.host_plan',
 }
 # The filters that check a value (or write a text from values they check) and fail naming the variable.
 CHECKING_FILTERS = {
