@@ -113,7 +113,7 @@ def main():
     sizes = [int(s) for s in os.environ.get('GPUVIRT_BENCH_SIZES', '1,10,50').split(',')]
     forks = int(os.environ.get('GPUVIRT_BENCH_FORKS', '10'))
     before_max = int(os.environ.get('GPUVIRT_BENCH_BEFORE_MAX', '10'))
-    if not shutil.which('podman') or subprocess.run(['podman', 'image', 'exists', IMAGE]).returncode != 0:
+    if not shutil.which('podman') or subprocess.run(['podman', 'image', 'exists', IMAGE], check=False).returncode != 0:
         sys.exit('bench_host_prep: needs podman and the image %s (tools/images/build-base-image.sh '
                  'gpuvirt-debian12-systemd --systemd)' % IMAGE)
     playbook = os.path.join(ROOT, 'playbooks', 'host_prep.yml')
@@ -129,7 +129,7 @@ def main():
             names = start(n)
             try:
                 inv = inventory(tmp, names)
-                t_conv, _ = run(playbook, inv, forks, ['-e', 'host_prep_serial=%d' % n])
+                t_conv, dummy = run(playbook, inv, forks, ['-e', 'host_prep_serial=%d' % n])
                 t_noop, changed = run(playbook, inv, forks)
                 assert not any(changed.values()), changed
                 work = names[::10][:int(math.ceil(n / 10.0))]
@@ -140,8 +140,8 @@ def main():
                 assert rolled == sorted(work), (rolled, work)
                 t_before = run(before, inv, forks)[0] if before and n <= before_max else None
                 noop[n] = t_noop
-                print('| %d | %.1f | %.1f | %.1f (%d) | %s |' % (n, t_conv, t_noop, t_work, len(rolled),
-                                                                '%.1f' % t_before if t_before else '-'))
+                before = '%.1f' % t_before if t_before else '-'
+                print('| %d | %.1f | %.1f | %.1f (%d) | %s |' % (n, t_conv, t_noop, t_work, len(rolled), before))
                 sys.stdout.flush()
             finally:
                 stop(names)

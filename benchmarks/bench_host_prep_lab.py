@@ -46,7 +46,7 @@ def main():
     bound = float(os.environ.get('GPUVIRT_BENCH_LAB_RATIO', '10'))
     env = dict(os.environ, LAB_DIR=LAB_DIR)
     play, raw, tasks = [], [], None
-    for _ in range(runs):
+    for dummy in range(runs):
         took, out = timed(['ansible-playbook', '-i', os.path.join(ROOT, 'inventories', 'lab', 'hosts.yml'),
                            os.path.join(ROOT, 'playbooks', 'host_prep.yml')], env)
         recap = re.search(r'^lab-gpu-0\s+:\s+ok=(\d+)\s+changed=(\d+)', out, re.M)

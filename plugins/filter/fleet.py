@@ -45,4 +45,5 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, allow_mixed_profiles=F
 
 class FilterModule(object):
     def filters(self):
-        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'pool_host_state': pool_host_state, 'hosts_pattern_problem': hosts_pattern_problem, 'wanted_devices': wanted_devices}
+        return {'gpu_hosts': gpu_hosts, 'pool_traits': pool_traits, 'pool_host_state': pool_host_state,
+                'hosts_pattern_problem': hosts_pattern_problem, 'wanted_devices': wanted_devices}

@@ -134,6 +134,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+
     def grubby_info():
         # read only when the kernel_cmdline decision needs it, as the module reads it
         grubby = module.get_bin_path('grubby', required=True)

@@ -337,6 +337,7 @@ def apply_config(module, result, runner, backend, config, state):
     kind = config['kind']
     if kind is None:
         return
+    cmd = None  # grubby writes through its own binary, no boot loader update command
     if backend == 'grub_dropin':
         cmd = [module.get_bin_path('update-grub') or 'update-grub']
     elif backend == 'grub_default':

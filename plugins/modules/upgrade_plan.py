@@ -114,6 +114,7 @@ options:
         keeps each node from being released - a listed DaemonSet without a Ready pod of its newest revision on the
         node, a stale or unready operand pod, an C(nvidia.com/*) allocatable below its count before the roll."
     type: dict
+    default: {}
 attributes:
   check_mode:
     description: Reads data only; nothing changes in any mode.

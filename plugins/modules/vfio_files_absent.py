@@ -94,7 +94,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 # the decision (which files are ours, what goes) is shared with host_plan: one function, in module_utils
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host.vfio_files_absent import (  # noqa: F401
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host.vfio_files_absent import (  # noqa: F401 pylint: disable=unused-import
     BLOCK_BEGIN, BLOCK_END, BLOCK_FILE, HEADER, MAX_BYTES, WHOLE_FILES, AbsentError, checked_paths, is_ours, plan,
     read_regular, vmi_refusal, vmis_on_node, without_block)
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators

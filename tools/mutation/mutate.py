@@ -200,7 +200,7 @@ def run_scope(name, scope, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--scope', action='append', help='a scope of scopes.json (repeatable; default: all)')
     parser.add_argument('--list', action='store_true', help='print the scopes and their mutant counts, run nothing')
     parser.add_argument('--limit', type=int, default=0, help='at most this many mutants per scope (a seeded sample)')
@@ -217,8 +217,8 @@ def main(argv=None):
             for rel in scopes[name]['files']:
                 with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
                     count += len(mutants(rel, f.read()))
-            print('%-12s %5d mutants  files: %s  tests: %s' % (name, count, ' '.join(scopes[name]['files']),
-                                                                 ' '.join(scopes[name]['tests'])))
+            print('%-12s %5d mutants  files: %s  tests: %s' % (
+                name, count, ' '.join(scopes[name]['files']), ' '.join(scopes[name]['tests'])))
         return 0
     results = {}
     for name in chosen:

@@ -65,10 +65,10 @@ def grub_default_removal(recorded, linux, default):
             gone.append(arg)
         elif default is None:
             kept.append(dict(arg=arg, reason='%s cannot be read by the editor: it may carry %s too'
-                                 % (kc.appended_variable(VAR), arg)))
+                             % (kc.appended_variable(VAR), arg)))
         elif arg in default:
             kept.append(dict(arg=arg, reason='%s carries it too: the administrator\'s there'
-                                 % kc.appended_variable(VAR)))
+                             % kc.appended_variable(VAR)))
         else:
             remove.append(arg)
     return remove, kept, gone

@@ -222,8 +222,8 @@ def _file_differs(path, text):
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
         return 'not a regular file'
     if stat.S_IMODE(st.st_mode) != FILE_MODE or st.st_uid != 0 or st.st_gid != 0:
-        return '%s (%s:%s %o, the role sets root:root 0644)' % (MODE_ONLY, st.st_uid, st.st_gid,
-                                                                 stat.S_IMODE(st.st_mode))
+        return '%s (%s:%s %o, the role sets root:root 0644)' % (
+            MODE_ONLY, st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode))
     data = read_bytes(path)
     if data is None:
         return 'cannot be read'
@@ -340,7 +340,7 @@ def _nouveau_ours(path):
     data = read_bytes(path)
     if data is None:
         return 'cannot be read'
-    if data.decode('latin-1').split('\n')[0].startswith(NOUVEAU_OURS):
+    if data.decode('latin-1').split('\n', maxsplit=1)[0].startswith(NOUVEAU_OURS):
         return 'nouveau_state is absent and the blacklist file carries the role\'s header'
     return None
 

@@ -537,8 +537,9 @@ def left_out_lines(left_out):
         for value, nodes in sorted(left_out[key].items()):
             lines.append('%s=%s is not in the render (%s; a GitOps sync would write it back mid-upgrade): set it once '
                          'on %s with: kubectl label node %s %s=%s (or run playbooks/nodes.yml in apply mode, which '
-                         'leaves a paused value alone)' % (key, value, SHARED_LABELS[key], ', '.join(sorted(nodes)),
-                                                          ' '.join(sorted(nodes)), key, value))
+                         'leaves a paused value alone)'
+                         % (key, value, SHARED_LABELS[key], ', '.join(sorted(nodes)), ' '.join(sorted(nodes)), key,
+                            value))
     return lines
 
 

@@ -16,7 +16,8 @@ Upstream behaviour each rule rests on:
 * GPU VMs cannot live-migrate: KubeVirt sets a VMI with PCI host devices not live-migratable (condition
   ``LiveMigratable`` False, reason ``HostDeviceNotLiveMigratable``: kubevirt staging/src/kubevirt.io/api/core/v1/
   types.go VirtualMachineInstanceReasonHostDeviceNotMigratable), so evicting its virt-launcher pod kills the guest.
-  A GPU VMI here is one with ``gpus`` or ``hostDevices`` in its spec, or that condition. Each GPU VMI on a node to roll is handled by policy: ``wait`` (until it stops),
+  A GPU VMI here is one with ``gpus`` or ``hostDevices`` in its spec, or that condition. Each GPU VMI on a node to
+  roll is handled by policy: ``wait`` (until it stops),
   ``stop`` (the VM's runStrategy set to Halted, restored after: ``Always`` / ``RerunOnFailure`` start it again,
   kubevirt docs "Run Strategies"), ``refuse`` (named, nothing changes).
 * KubeVirt is upgraded one minor version at a time (KubeVirt "Updates and Deletion": updates are supported from the
@@ -359,9 +360,8 @@ def summary(p):
             sorted(set(s['daemonset'] for s in node['stale_pods']))) or 'nothing (resume)'))
         for vm in node['vms']:
             lines.append('  VM %s/%s: %s' % (vm['namespace'], vm['name'], vm['action']))
-        lines.append('  then wait for %s, uncordon' % (', '.join('%s=%s' % kv for kv in
-                                                              sorted(node['gpu_allocatable'].items()))
-                                                     or 'the operand pods'))
+        allocatable = ', '.join('%s=%s' % kv for kv in sorted(node['gpu_allocatable'].items()))
+        lines.append('  then wait for %s, uncordon' % (allocatable or 'the operand pods'))
     lines += ['note: ' + n for n in p['notes']] + ['warning: ' + w for w in p['warnings']]
     lines += ['REFUSED: ' + r for r in p['refusals']]
     return lines

@@ -74,8 +74,8 @@ def normalise(policy, variable=VARIABLE):
                             % (variable, policy))
     unknown = sorted(str(k) for k in policy if k not in DEFAULT_POLICY)
     if unknown:
-        raise ManifestError("%s has unknown keys %s (known: %s)" % (variable, ', '.join(unknown),
-                                                                      ', '.join(sorted(DEFAULT_POLICY))))
+        raise ManifestError("%s has unknown keys %s (known: %s)" % (
+            variable, ', '.join(unknown), ', '.join(sorted(DEFAULT_POLICY))))
     out = dict(DEFAULT_POLICY, **policy)
     out['auto_upgrade'] = _bool(out['auto_upgrade'], variable + '.auto_upgrade')
     out['max_parallel_upgrades'] = _count(out['max_parallel_upgrades'], variable + '.max_parallel_upgrades')

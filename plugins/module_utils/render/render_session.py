@@ -749,8 +749,8 @@ def summary(result, check_mode=False):
     """The line a close ends with: the absolute directory, how many files it wrote of how many it owns, and every
     file it deleted, by name (a render for another platform deletes many: each is named, never only counted)."""
     verb = ('would write', 'would delete') if check_mode else ('wrote', 'deleted')
-    text = 'Render directory %s: %s %d of its %d files' % (result['dest'], verb[0], len(result['written']),
-                                                             len(result['files']) + 1)
+    text = 'Render directory %s: %s %d of its %d files' % (
+        result['dest'], verb[0], len(result['written']), len(result['files']) + 1)
     if result['pruned']:
         text += '; %s %d file(s) an earlier render wrote and this one does not: %s' % (
             verb[1], len(result['pruned']), ', '.join(result['pruned']))

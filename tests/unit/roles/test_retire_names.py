@@ -44,7 +44,7 @@ def test_names_from_a_list_or_a_text_answer_and_anything_else_named(tmp_path, mo
     inv = tmp_path / 'inv.yml'
     inv.write_text(json.dumps({'all': {'hosts': {'localhost': {}, 'web-1': {}},
                                        'children': {'gpu_vm_passthrough': {'hosts': {'gpu-1': {}, 'gpu-2': {}}}}}}))
-    answers = [value for value, _ in GOOD + BAD]
+    answers = [value for value, dummy in GOOD + BAD]
     rc, out = run_play(tmp_path, PLAY, {'answers': answers}, args=('-i', str(inv)))
     assert rc == 0, out
     # the JSON result format: the message is a JSON string holding RESULT=<json>

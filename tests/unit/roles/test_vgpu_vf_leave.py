@@ -6,7 +6,6 @@ our marker; check mode removes nothing; a second run changes nothing; when the V
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 

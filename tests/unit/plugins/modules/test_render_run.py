@@ -19,8 +19,8 @@ from .harness import run_module
 
 
 def node(name):
-    return {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': {'nvidia.com/gpu.workload.config':
-                                                                                        'vm-passthrough'}}}
+    labels = {'nvidia.com/gpu.workload.config': 'vm-passthrough'}
+    return {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name, 'labels': labels}}
 
 
 def kubevirt(gates):

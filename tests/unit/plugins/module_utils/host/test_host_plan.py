@@ -99,8 +99,8 @@ class Host(object):
         files = modprobe.vfio_files(IDS, ['nouveau', 'nvidia'], ['vfio', 'vfio_iommu_type1', 'vfio_pci'])
         self.write('etc/modprobe.d/gpuvirt-vfio.conf', files['modprobe'], mtime=image_time - 10)
         self.write('etc/modules-load.d/gpuvirt-vfio.conf', files['modules_load'])
-        self.write('etc/initramfs-tools/modules', 'raid1\n%s\n%s\n%s\n' % (hp.BLOCK_BEGIN, files['initramfs_tools'],
-                                                                         hp.BLOCK_END), mtime=image_time - 10)
+        block = 'raid1\n%s\n%s\n%s\n' % (hp.BLOCK_BEGIN, files['initramfs_tools'], hp.BLOCK_END)
+        self.write('etc/initramfs-tools/modules', block, mtime=image_time - 10)
         self.write('etc/dracut.conf.d/gpuvirt-vfio.conf', files['dracut'], mtime=image_time - 10)
         self.cmdline('quiet intel_iommu=on iommu=pt')
         self.write('boot/initrd.img-6.1.0-18-amd64', 'image', mtime=image_time)

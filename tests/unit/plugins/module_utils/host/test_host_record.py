@@ -76,8 +76,8 @@ def test_any_bytes_parse_without_raising(data):
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
-                                                                                  max_size=4), max_leaves=20)
+                     lambda inner: (st.lists(inner, max_size=4)
+                                    | st.dictionaries(st.text(max_size=12), inner, max_size=4)), max_leaves=20)
 
 
 @settings(max_examples=150, deadline=None)
