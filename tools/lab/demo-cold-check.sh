@@ -87,8 +87,10 @@ has cold 'vGPU profiles on VFs (nothing to set: no vendor-specific VFIO vGPU hos
 has cold 'demo: 1/2 the lab VM'
 has cold 'lab: booting the VM'
 
-# the second run changed nothing, and says so
-has again 'lab-gpu-0 (node lab-gpu-0, pool vm-passthrough): host prep ran; changed: nothing; rebooted: no'
+# the second run changed nothing, and says so: host preparation planned the host, found its plan empty and did not
+# roll it (playbooks/host_prep.yml, plan then roll)
+has again 'lab-gpu-0 (node lab-gpu-0, pool vm-passthrough): host prep left the host alone (plan empty:'
+has again "initramfs as the pool's row wants them); changed: nothing; rebooted: no"
 has again 'Cluster: nothing changed (this run wrote nothing to the lab API server)'
 lacks again 'written: '
 # shellcheck disable=SC2016  # the backquotes are the summary's own
