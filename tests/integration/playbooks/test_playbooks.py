@@ -98,8 +98,9 @@ def test_site_imports_every_phase_in_order():
     # before KubeVirt and verify (KubeVirt v1.9.0 nvidia.go shouldPermitNvidia counts only VFs with a profile)
     # site.yml imports the phases' bodies (phase_<name>.yml): preflight gathers the host facts once, and each
     # playbooks/<name>.yml is gather.yml then that body (tests/unit/harness/test_phase_facts.py)
-    # the launch check first of all (docs/security.md, "Launch time"): before the render's lock is taken
-    assert phases == ['launch_check.yml', 'render_open.yml', 'preflight.yml', 'host_prep.yml', 'phase_vgpu_image.yml', 'phase_nodes.yml',
+    # the launch check first of all (docs/security.md, "Launch time"); the render's lock after preflight, so that a
+    # refused run leaves the render directory as it was (docs/gitops.md)
+    assert phases == ['launch_check.yml', 'preflight.yml', 'render_open.yml', 'host_prep.yml', 'phase_vgpu_image.yml', 'phase_nodes.yml',
                       'phase_operator.yml', 'phase_vgpu_vf.yml', 'phase_kubevirt.yml', 'phase_verify.yml',
                       'render_close.yml', 'summary.yml']
 
