@@ -5,7 +5,7 @@
 kernel arguments, the modprobe blacklist text, the PCI address as sysfs names it, the grammars of what goes into
 the kernel module configuration and the vfio role's files. The logic lives in module_utils (kernel_cmdline,
 modprobe, pci_address, validators); these filters only carry it into a play. Documentation lives in the sidecars
-iommu_kernel_args.yml, modprobe_blacklist.yml, invalid_bdfs.yml, invalid_pci_ids.yml, host_checked.yml,
+iommu_kernel_args.yml, kernel_args_backend.yml, modprobe_blacklist.yml, invalid_bdfs.yml, invalid_pci_ids.yml, host_checked.yml,
 vfio_files.yml and initramfs_command.yml."""
 from __future__ import absolute_import, division, print_function
 
@@ -21,6 +21,10 @@ def iommu_kernel_args(vendor, passthrough=True):
         return kernel_cmdline.host_iommu_args(vendor, passthrough)
     except kernel_cmdline.CmdlineError as e:
         raise AnsibleFilterError('iommu_kernel_args: %s' % e)
+
+
+def kernel_args_backend(chosen, os_family, major_version):
+    return kernel_cmdline.role_backend(chosen, os_family, major_version)
 
 
 def modprobe_blacklist(module, header=None):
@@ -108,6 +112,7 @@ def initramfs_command(tool, os_family, name='nouveau_initramfs_tool'):
 
 class FilterModule(object):
     def filters(self):
-        return {'iommu_kernel_args': iommu_kernel_args, 'modprobe_blacklist': modprobe_blacklist,
+        return {'iommu_kernel_args': iommu_kernel_args, 'kernel_args_backend': kernel_args_backend,
+                'modprobe_blacklist': modprobe_blacklist,
                 'invalid_bdfs': invalid_bdfs, 'invalid_pci_ids': invalid_pci_ids, 'host_checked': host_checked,
                 'vfio_files': vfio_files, 'initramfs_command': initramfs_command}

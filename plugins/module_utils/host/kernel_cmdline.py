@@ -817,6 +817,23 @@ class _Union(object):
                 self.items.append(item)
 
 
+def role_backend(chosen, os_family, major_version):
+    """The backend the kernel_args role asks the module for, and host_plan plans with: ``chosen`` unless it is
+    ``auto``; else by the OS (Debian and Ubuntu ``grub_dropin``, Red Hat 8 ``grub_default``, a later Red Hat
+    ``grubby``); ``auto`` elsewhere, where the module picks by what the host has (pick_backend)."""
+    if chosen != 'auto':
+        return chosen
+    if os_family == 'Debian':
+        return 'grub_dropin'
+    if os_family == 'RedHat':
+        try:
+            major = int(major_version)
+        except (TypeError, ValueError):
+            major = 0
+        return 'grub_default' if major == 8 else 'grubby'
+    return 'auto'
+
+
 def pick_backend(isdir, which):
     """The backend of ``backend: auto``: ``grub_dropin`` where GRUB reads drop-ins and ``update-grub`` exists
     (Debian, Ubuntu), else ``grubby`` where it exists, else ``grub_default``. ``isdir`` and ``which`` look at the

@@ -677,3 +677,17 @@ def test_property_both_backends_boot_the_same_effective_line(tmp_path_factory, d
     new = kc.grub_default_update(data, 'GRUB_CMDLINE_LINUX', ensure, remove)
     assert sh_effective(new) == dropin_effective(data, ensure, remove, tmp_path_factory.mktemp('dropin'))
     assert kc.grub_default_update(new, 'GRUB_CMDLINE_LINUX', ensure, remove) == new
+
+
+@pytest.mark.parametrize('chosen, family, major, backend', [
+    ('auto', 'Debian', '12', 'grub_dropin'),
+    ('auto', 'RedHat', '8', 'grub_default'),
+    ('auto', 'RedHat', 8, 'grub_default'),
+    ('auto', 'RedHat', '9', 'grubby'),
+    ('auto', 'RedHat', '', 'grubby'),
+    ('auto', 'Suse', '15', 'auto'),
+    ('grubby', 'Debian', '12', 'grubby'),
+])
+def test_the_role_backend_is_one_rule_for_the_role_and_the_plan(chosen, family, major, backend):
+    # roles/kernel_args and host_prep.yml's plan play both call it (filter kernel_args_backend)
+    assert kc.role_backend(chosen, family, major) == backend
