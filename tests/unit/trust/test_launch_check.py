@@ -78,6 +78,33 @@ def test_every_playbook_a_user_runs_starts_with_the_launch_check():
         assert yaml.safe_load(handle)[0]['ansible.builtin.import_playbook'] == 'launch_check.yml'
 
 
+def _plays(name):
+    with open(os.path.join(PLAYBOOKS, name)) as handle:
+        return yaml.safe_load(handle) or []
+
+
+def test_only_a_playbook_without_localhost_plays_takes_the_host_launch_check():
+    # launch_check_hosts.yml lets a limit leave out localhost. That is safe only where nothing but the host plays
+    # would be skipped: a playbook importing it may have no play of its own on localhost and import nothing else
+    # but run_inputs.yml (whose play only checks the run inputs again, each host play checking its own). retire.yml
+    # imported it while its localhost plays refused a render and uncordoned the nodes: `-l gpu3` skipped them and
+    # the host play still rebooted.
+    safe_imports = {'launch_check_hosts.yml', 'run_inputs.yml'}
+    wrong = []
+    for name in sorted(os.listdir(PLAYBOOKS)):
+        if not name.endswith('.yml') or name == 'launch_check_hosts.yml':
+            continue
+        plays = _plays(name)
+        imports = [p.get('ansible.builtin.import_playbook') for p in plays if 'ansible.builtin.import_playbook' in p]
+        if 'launch_check_hosts.yml' not in imports:
+            continue
+        on_localhost = [p.get('name') for p in plays if 'localhost' in str(p.get('hosts', ''))]
+        others = sorted(set(imports) - safe_imports)
+        if on_localhost or others:
+            wrong.append('%s: localhost plays %s, imports %s' % (name, on_localhost, others))
+    assert wrong == []
+
+
 @pytest.mark.parametrize('name', ['__vfio_files', '__vfio_checked', '__gpu_operator_helm_checked', '__reboot_flags',
                                   '__nouveau_flags', '__gpuvirt_anything', '___vfio_files'])
 def test_internal_names_are_refused_even_when_declared_your_own(name):
@@ -234,9 +261,11 @@ def test_a_run_time_name_in_the_inventory_is_refused_naming_the_group(tmp_path):
     assert 'vfio_selected (given by the inventory group gpu_vm_passthrough) is set by the collection' in out, out
 
 
-@pytest.mark.parametrize('playbook', ['preflight.yml', 'nodes.yml', 'site.yml'])
-def test_a_limit_without_localhost_is_refused_where_localhost_plays_would_be_skipped(tmp_path, playbook):
-    rc, out = _run(tmp_path, playbook, '-l', 'gpu01')
+@pytest.mark.parametrize('playbook, args', [('preflight.yml', ()), ('nodes.yml', ()), ('site.yml', ()),
+                                            # its host play would take the host state back and reboot
+                                            ('retire.yml', ('-e', 'retire_hosts=gpu01'))])
+def test_a_limit_without_localhost_is_refused_where_localhost_plays_would_be_skipped(tmp_path, playbook, args):
+    rc, out = _run(tmp_path, playbook, '-l', 'gpu01', *args)
     assert rc != 0, out
     assert "the limit 'gpu01' leaves out localhost" in out and "-l 'gpu01,localhost'" in out, out
     assert 'UNREACHABLE' not in out, out
