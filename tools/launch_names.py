@@ -13,7 +13,10 @@ Read from the repository, never typed by hand:
 - INTERNAL_PREFIXES: the first word of every ``__`` name the roles and playbooks use;
 - PREFIXES: the collection's variable prefixes (gpuvirt, each role's name, the playbooks' own host_prep and
   vgpu_image);
-- REMOVED: the per-role cluster variables the collection-wide settings replaced (the cluster role's own map).
+- REMOVED: the per-role cluster variables the collection-wide settings replaced (the cluster role's own map);
+- INVENTORY_ONLY: the inputs of one host that only the inventory may give (an extra variable applies to every
+  host): every role option named ``*_node_name`` or of type ``path``, and those
+  playbooks/vars/playbook_inputs.yml declares (playbook_inputs_inventory_only).
 """
 import argparse
 import pathlib
@@ -103,6 +106,18 @@ def removed_names():
     raise SystemExit('launch_names: the cluster role no longer defines __cluster_removed_map')
 
 
+def inventory_only_names():
+    """The inputs of one host: its node name and pool, and the paths on the host the host roles read, write and run
+    (the kernel's /proc/cmdline, sysfs and proc roots, boot and config files, the ownership record, programs)."""
+    out = set(_load(ROOT / 'playbooks/vars/playbook_inputs.yml')['playbook_inputs_inventory_only'])
+    for path in sorted(ROOT.glob('roles/*/meta/argument_specs.yml')):
+        for entry in ((_load(path) or {}).get('argument_specs') or {}).values():
+            for name, option in ((entry or {}).get('options') or {}).items():
+                if name.endswith('_node_name') or (option or {}).get('type') == 'path':
+                    out.add(name)
+    return out
+
+
 def passed_along():
     """The inputs a play also sets for a role it includes, declared one by one (playbooks/vars/playbook_inputs.yml)."""
     return set(_load(ROOT / 'playbooks/vars/playbook_inputs.yml')['playbook_inputs_passed_along'])
@@ -118,6 +133,7 @@ def render():
         'INTERNAL_PREFIXES': sorted(internal_prefixes()),
         'PREFIXES': sorted(set(PLAYBOOK_PREFIXES) | {p.name for p in ROOT.glob('roles/*') if p.is_dir()}),
         'REMOVED': dict(sorted(removed_names().items())),
+        'INVENTORY_ONLY': sorted(inventory_only_names()),
     }
     lines = [
         '# -*- coding: utf-8 -*-',

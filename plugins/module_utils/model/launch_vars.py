@@ -24,6 +24,13 @@ the controller's owner allows them by name in the environment variable GPUVIRT_L
 launcher does not set; the test harnesses allow ansible_python_interpreter). The same variable may name a run-time
 name too (a harness that gives a phase what an earlier phase would have computed), never an internal __ name.
 
+The inputs of one host (``INVENTORY_ONLY``: its node name and pool, every role's ``*_node_name``, and the paths on
+the host the host roles read, write and run - /proc/cmdline, the sysfs and proc roots, the boot and config files,
+the ownership record) are inputs, but given as extra variables they would apply to every host of the run: one
+node name drained, unlabelled and guarded for all of them, /proc/cmdline read from any file. They are refused as
+extra variables, naming the variable and the host_vars to set it in; the same environment variable allows them (the
+test harnesses point the host roles at temporary trees).
+
 Plain Python (no Ansible import; the names come from the generated launch_names module); the action plugin
 and lookup gpuvirt.provision.launch_check collect the names.
 """
@@ -62,8 +69,10 @@ def allowed_extra_names(environ):
 class LaunchNames(object):
     """What the collection knows about variable names (built from the generated launch_names module)."""
 
-    def __init__(self, known, runtime, prefixes, internal_prefixes, removed=None):
+    def __init__(self, known, runtime, prefixes, internal_prefixes, removed=None, inventory_only=()):
         self.known = frozenset(known)
+        # inputs of one host: the inventory's, never an extra variable's (extra_var_problems)
+        self.inventory_only = frozenset(inventory_only)
         # judged before the known inputs: a role option a play feeds is the play's, not the launcher's
         self.runtime = frozenset(runtime)
         # longest first, so the regex prefers vgpu_manager_image_ over vgpu_
@@ -108,13 +117,18 @@ def extra_var_problems(names, extra_vars, allowed_unknown=(), allowed_ansible=()
                        'interpreter, facts or a special variable): as an extra variable it would override it for '
                        'every host; set it in the inventory instead, or allow it on the controller in %s'
                        % (name, ALLOW_EXTRA_ENV))
+        elif name in names.inventory_only and name not in allowed_ansible and names.verdict(name) is None:
+            out.append('%s (given by the extra variables) is an input of one host (its node name, its pool or a path '
+                       'on it): as an extra variable it would apply to every host of the run; set it in the '
+                       "inventory, in the host's host_vars (host_vars/<host>.yml or the host's entry)"
+                       % name)
     return out
 
 
 def collection_names():
     """The LaunchNames of this collection (the generated launch_names module)."""
     return LaunchNames(launch_names.KNOWN, launch_names.RUNTIME, launch_names.PREFIXES, launch_names.INTERNAL_PREFIXES,
-                       launch_names.REMOVED)
+                       launch_names.REMOVED, launch_names.INVENTORY_ONLY)
 
 
 def problems(names, given, allowed_unknown=()):

@@ -347,3 +347,51 @@ def test_the_controller_s_owner_may_allow_a_run_time_name_never_an_internal_one(
     out = launch_vars.extra_var_problems(NAMES, {'verify_expected': [], '__vfio_files': {}}, (), allowed)
     assert len(out) == 1 and out[0].startswith('__vfio_files (given by the extra variables) is internal'), out
     assert launch_vars.extra_var_problems(NAMES, {'verify_expected': []}, (), frozenset())
+
+
+# -- the inputs of one host: the inventory's, never the extra variables' ---------------------------------------------
+
+def test_every_node_name_and_host_path_option_is_an_input_of_one_host():
+    # the class, read from the argument specs (not the generated list, which is built from them): the node a role
+    # drains, unlabels or guards, and every path on the host a host role reads, writes or runs
+    expected = {'gpuvirt_node_name', 'gpuvirt_pool'}
+    for role in sorted(os.listdir(os.path.join(ROOT, 'roles'))):
+        spec = os.path.join(ROOT, 'roles', role, 'meta', 'argument_specs.yml')
+        with open(spec) as handle:
+            for entry in (yaml.safe_load(handle)['argument_specs'] or {}).values():
+                for name, option in (entry.get('options') or {}).items():
+                    if name.endswith('_node_name') or option.get('type') == 'path':
+                        expected.add(name)
+    assert {'reboot_node_name', 'vfio_node_name', 'vgpu_vf_node_name', 'kernel_args_proc_cmdline',
+            'kernel_args_record_path', 'vfio_sysfs_root', 'vgpu_vf_sysfs_root', 'nouveau_initramfs_dir'} <= expected
+    assert set(launch_names.INVENTORY_ONLY) == expected
+
+
+@pytest.mark.parametrize('name', sorted(launch_names.INVENTORY_ONLY))
+def test_an_input_of_one_host_is_refused_as_an_extra_variable_and_taken_from_the_inventory(name):
+    out = launch_vars.extra_var_problems(NAMES, {name: 'x'}, (), frozenset(('ansible_python_interpreter',)))
+    assert out == ['%s (given by the extra variables) is an input of one host (its node name, its pool or a path on '
+                   'it): as an extra variable it would apply to every host of the run; set it in the inventory, in '
+                   "the host's host_vars (host_vars/<host>.yml or the host's entry)" % name], out
+    # the inventory may give it, and the controller's owner may allow it (the test harnesses' temporary trees)
+    assert launch_vars.problems(NAMES, {name: ['the inventory host gpu01']}) == []
+    assert launch_vars.extra_var_problems(NAMES, {name: 'x'}, (), frozenset((name,))) == []
+
+
+@pytest.mark.parametrize('playbook, extra, name', [
+    # the reviewer's case: retire's reboot would drain master-0, its cluster plays unlabel and uncordon it
+    ('retire.yml', {'retire_hosts': 'gpu01', 'gpuvirt_node_name': 'master-0'}, 'gpuvirt_node_name'),
+    ('host_prep.yml', {'reboot_node_name': 'master-0'}, 'reboot_node_name'),
+    # /proc/cmdline read from any file, its lines printed as reboot reasons
+    ('host_prep.yml', {'kernel_args_proc_cmdline': '/etc/shadow', 'reboot_allowed': False}, 'kernel_args_proc_cmdline'),
+    ('host_prep.yml', {'gpuvirt_pool': 'vm-passthrough'}, 'gpuvirt_pool'),
+])
+def test_an_input_of_one_host_given_at_launch_stops_the_run_before_any_host_is_contacted(
+        tmp_path, monkeypatch, playbook, extra, name):
+    monkeypatch.setenv('GPUVIRT_LAUNCH_ALLOW_EXTRA_VARS', 'ansible_python_interpreter')
+    rc, out = _run(tmp_path, playbook, extra=extra)
+    assert rc != 0, out
+    assert '%s (given by the extra variables) is an input of one host' % name in out, out
+    assert 'UNREACHABLE' not in out, out
+    # the value given is not repeated
+    assert '/etc/shadow' not in out and 'master-0' not in out, out
