@@ -90,7 +90,9 @@ options:
     type: bool
     default: true
   proc_cmdline:
-    description: The running kernel's command line.
+    description:
+      - The running kernel's command line, an absolute path; read as a regular file of at most 64 KiB.
+      - An input of the host only, never an extra variable (the launch check refuses it there).
     type: path
     default: /proc/cmdline
   state:
@@ -158,10 +160,17 @@ unwanted:
   elements: str
   sample: [intel_iommu=off]
 cmdline:
-  description: Arguments of the running kernel.
+  description:
+    - Arguments of the running kernel, those that fit the kernel argument grammar (RV(cmdline_unparseable) counts
+      the others, which are never shown).
   returned: always
   type: list
   elements: str
+cmdline_unparseable:
+  description: How many tokens of O(proc_cmdline) do not fit the kernel argument grammar (left out of every list).
+  returned: always
+  type: int
+  sample: 0
 bootloader_updated:
   description: The boot loader update command ran (or would run, in check mode).
   returned: always
@@ -217,14 +226,6 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline as kc
 # the file as bytes (None when absent): an edit must keep every byte it does not own, CR included
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs import read_bytes
-
-
-def read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except (IOError, OSError):
-        return None
 
 
 def pick_backend(module):
@@ -386,6 +387,7 @@ def main():
         kc.check_consistent(ensure, remove)
         kc.check_paths(p['dropin_path'], p['grub_default_path'], p['grub_config'])
         host_record.check_path(p['record_path'])
+        kc.check_proc_cmdline(p['proc_cmdline'])
         if p['state'] == 'absent' and (ensure or remove):
             raise kc.CmdlineError('state absent takes back what the record lists: args and remove must be empty '
                                   '(got %s)' % ' '.join(ensure + remove))
@@ -422,15 +424,18 @@ def main():
     except (RuntimeError, kc.CmdlineError, host_record.RecordError, IOError, OSError) as e:
         module.fail_json(msg=to_native(e), **result)
 
-    running = read(p['proc_cmdline'])
+    # bounded, a regular file only, and only the tokens of the argument grammar are kept (and so ever shown): the
+    # rest is counted (cmdline_unparseable)
+    running = kc.read_running(p['proc_cmdline'], read_bytes)
     if running is None:
-        module.fail_json(msg='cannot read %s' % p['proc_cmdline'], **result)
-    current = kc.split_cmdline(running)
+        module.fail_json(msg='cannot read %s as a kernel command line (a regular file of at most %d bytes)'
+                         % (p['proc_cmdline'], kc.PROC_CMDLINE_LIMIT), **result)
+    current, unparseable = running
     if p['state'] == 'present':
         missing, unwanted = kc.compare(current, ensure, remove)
     else:
         missing, unwanted = [], owned.still_running(result['removed'], current, admin_keeps)
-    result.update(cmdline=current, missing=missing, unwanted=unwanted,
+    result.update(cmdline=current, cmdline_unparseable=unparseable, missing=missing, unwanted=unwanted,
                   reboot_required=bool(missing or unwanted))
     module.exit_json(**result)
 

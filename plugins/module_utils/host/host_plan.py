@@ -294,22 +294,26 @@ def check_kernel_args(inp, planned):
                               'the ownership record %s' % ('; '.join(sorted(problems.values())) if problems
                                                            else 'changes with the arguments the collection owns'),
                               path=ka['record_path'], args=d['now'] or []))
-    text = read_bytes(inp['proc_cmdline'])
-    current = kc.split_cmdline(text.decode('utf-8', 'replace')) if text is not None else None
-    if current is None:
-        out.append(change('kernel_cmdline', 'reboot', 'cannot read %s' % inp['proc_cmdline'], reboot=True))
-    elif state == 'present':
+    # the module's read (kernel_cmdline.read_running): bounded, a regular file only, and only the tokens of the
+    # argument grammar kept, so a reason never shows anything else of the file (the rest is counted)
+    running = kc.read_running(inp['proc_cmdline'], read_bytes)
+    if running is None:
+        out.append(change('kernel_cmdline', 'reboot', 'cannot read %s as a kernel command line' % inp['proc_cmdline'],
+                          reboot=True))
+        return out
+    current, unparseable = running
+    if state == 'present':
         missing, unwanted = kc.compare(current, ka['args'], ka['remove'])
         if missing or unwanted:
-            out.append(change('kernel_cmdline', 'reboot', 'running kernel lacks %s, still has %s'
-                              % (' '.join(missing) or '-', ' '.join(unwanted) or '-'),
+            out.append(change('kernel_cmdline', 'reboot', 'running kernel lacks %s, still has %s%s'
+                              % (' '.join(missing) or '-', ' '.join(unwanted) or '-', kc.unparseable_note(unparseable)),
                               args=missing + unwanted, reboot=True))
     elif d is not None:
         # the module's rule: a removed argument the running kernel has, unless the administrator's lines keep it
         unwanted = owned.still_running(d['removed'], current, d['admin_keeps'])
         if unwanted:
-            out.append(change('kernel_cmdline', 'reboot', 'running kernel still has %s, taken back'
-                              % ' '.join(unwanted), args=unwanted, reboot=True))
+            out.append(change('kernel_cmdline', 'reboot', 'running kernel still has %s, taken back%s'
+                              % (' '.join(unwanted), kc.unparseable_note(unparseable)), args=unwanted, reboot=True))
     return out
 
 

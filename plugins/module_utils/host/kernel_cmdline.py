@@ -86,6 +86,49 @@ def split_cmdline(text):
     return [text[start:end] for start, end in _arg_spans(text)]
 
 
+# What a running kernel's command line may hold and be shown (in a result, a message, a reboot reason): the
+# grammar of the args the collection writes (ARG_RE), plus the parentheses of GRUB's BOOT_IMAGE=(hd0,gpt2)/vmlinuz
+# and one double-quoted value with blanks (dyndbg="file x.c +p"). Anything else - a line of a file that is not a
+# command line, bytes that are not text - is counted, never shown.
+RUNNING_ARG_RE = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.,:=+/@%()-]*(?:="[A-Za-z0-9_.,:=+/@%() -]*")?')
+# A kernel keeps at most COMMAND_LINE_SIZE bytes of its command line (2048 on x86, 4096 on arm64; the kernel's
+# arch/*/include/uapi/asm/setup.h): what is read of proc_cmdline is bounded well above that, and a longer file is
+# not a running kernel's command line.
+PROC_CMDLINE_LIMIT = 64 * 1024
+
+
+def check_proc_cmdline(path, name='proc_cmdline'):
+    """The path of the running kernel's command line: absolute and normalised; raises CmdlineError naming it."""
+    if not isinstance(path, str) or not path.startswith('/') or os.path.normpath(path) != path \
+            or '\n' in path or '\0' in path or len(path) > 4096:
+        raise CmdlineError('%s is %r: expected an absolute path without .., // or a newline, such as /proc/cmdline'
+                           % (name, path))
+    return path
+
+
+def running_args(text):
+    """``(args, unparseable)``: the args of a running command line that fit RUNNING_ARG_RE, in order, and how many
+    tokens did not (never returned, so never echoed back)."""
+    tokens = split_cmdline(text)
+    args = [t for t in tokens if len(t) <= 4096 and RUNNING_ARG_RE.fullmatch(t)]
+    return args, len(tokens) - len(args)
+
+
+def read_running(path, read_bytes):
+    """``running_args`` of the file at ``path``, read with ``read_bytes(path, limit)`` (sysfs.read_bytes: a regular
+    file only, never blocking, at most limit + 1 bytes); None when it cannot be read, is not a regular file or is
+    longer than PROC_CMDLINE_LIMIT (no kernel command line is)."""
+    data = read_bytes(path, PROC_CMDLINE_LIMIT)
+    if data is None or len(data) > PROC_CMDLINE_LIMIT:
+        return None
+    return running_args(data.decode('utf-8', 'replace'))
+
+
+def unparseable_note(count):
+    """The words a message adds for tokens it does not show ('' for none)."""
+    return '; %d unparseable token%s not shown' % (count, '' if count == 1 else 's') if count else ''
+
+
 def arg_key(arg):
     return arg.split('=', 1)[0]
 

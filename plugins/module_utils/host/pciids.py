@@ -6,12 +6,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import io
 import os
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs import read_bytes
+
 # Where distributions install pci.ids (Debian/Ubuntu: pciutils -> /usr/share/misc; EL/Fedora: hwdata).
 DEFAULT_PATHS = ('/usr/share/misc/pci.ids', '/usr/share/hwdata/pci.ids', '/usr/share/pci.ids')
+# pci.ids is about 1.5 MB today; a file many times that size is not one
+MAX_BYTES = 32 * 1024 * 1024
 
 _CACHE = {}
 HEX = re.compile(r'[0-9a-fA-F]+')
@@ -100,9 +103,13 @@ def load(path=None):
     cached = _CACHE.get(path)
     if cached and cached[0] == stamp:
         return cached[1]
-    # pci.ids is UTF-8 (it has non-ASCII vendor names); be lenient with a damaged copy
-    with io.open(path, encoding='utf-8', errors='replace') as f:
-        db = parse(f.read(), path)
+    # bounded and a regular file only (a device or a FIFO given as the path would never end or block); pci.ids is
+    # UTF-8 (it has non-ASCII vendor names); be lenient with a damaged copy
+    data = read_bytes(path, MAX_BYTES)
+    if data is None or len(data) > MAX_BYTES:
+        raise PciIdsError('cannot read pci.ids %s: not a readable regular file of at most %d bytes; give the path of '
+                          'an existing pci.ids file' % (path, MAX_BYTES))
+    db = parse(data.decode('utf-8', 'replace'), path)
     _CACHE[path] = (stamp, db)
     return db
 

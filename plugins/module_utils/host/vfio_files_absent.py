@@ -56,8 +56,11 @@ def read_regular(path):
         return None, 'not a regular file'
     if st.st_size > MAX_BYTES:
         return None, 'larger than any file we write (%d bytes)' % st.st_size
-    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
+    # non-blocking and judged again on the descriptor: a FIFO or a device swapped in after the lstat would block
+    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
     with os.fdopen(fd, 'rb') as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None, 'not a regular file'
         data = f.read(MAX_BYTES + 1)
     try:
         return data.decode('utf-8'), None

@@ -382,6 +382,7 @@ RUNTIME = (
     '__kernel_args_backend_used',
     '__kernel_args_flags',
     '__kernel_args_precheck',
+    '__kernel_args_unparseable',
     '__kernel_args_vendor',
     '__kubevirt_devices_all',
     '__kubevirt_devices_built_hco',

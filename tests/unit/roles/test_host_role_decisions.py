@@ -266,6 +266,18 @@ KERNEL_ARGS_PLAY = """
         - name: Show the reasons
           ansible.builtin.debug:
             msg: "UNWANTED={{ kernel_args_reboot_reasons | to_json | b64encode }}"
+    - name: A file that is not a command line (lines of a shadow file), a pattern matching them
+      vars:
+        kernel_args_proc_cmdline: "{{ cmdlines }}/shadow"
+      block:
+        - name: Run the role
+          ansible.builtin.include_role:
+            name: gpuvirt.provision.kernel_args
+          vars:
+            kernel_args_remove: ['*:*', nomodeset]
+        - name: Show the reasons
+          ansible.builtin.debug:
+            msg: "SHADOW={{ kernel_args_reboot_reasons | to_json | b64encode }}"
 """
 
 
@@ -276,6 +288,8 @@ def test_kernel_args_reboot_reasons(tmp_path):
     (cmdlines / 'bare').write_text(base + '\n')
     (cmdlines / 'done').write_text(base + ' intel_iommu=on iommu=pt\n')
     (cmdlines / 'unwanted').write_text(base + ' intel_iommu=on nomodeset iommu=pt\n')
+    (cmdlines / 'shadow').write_text('root:$6$s4lt$Zm9vYmFy:19700:0:99999:7:::\ndaemon:*:19700:0:99999:7:::\n'
+                                     + base + ' intel_iommu=on nomodeset iommu=pt\n')
     dropin = tmp_path / 'etc' / 'default' / 'grub.d' / '90-gpuvirt-kernel-args.cfg'
     dropin.parent.mkdir(parents=True)
     # the ownership record in the temporary tree too (its path must be a gpuvirt-provision directory's *.json)
@@ -287,6 +301,10 @@ def test_kernel_args_reboot_reasons(tmp_path):
     assert shown(out, 'BARE') == ['kernel_args: running kernel lacks intel_iommu=on iommu=pt, still has -'], out
     assert shown(out, 'DONE') == [], out
     assert shown(out, 'UNWANTED') == ['kernel_args: running kernel lacks -, still has nomodeset'], out
+    # only tokens of the kernel argument grammar reach a reason (and so the reboot role's message); the rest counted
+    assert shown(out, 'SHADOW') == ['kernel_args: running kernel lacks -, still has nomodeset; 2 unparseable tokens '
+                                    'not shown'], out
+    assert '$6$' not in out and 'Zm9vYmFy' not in out, out
     assert 'intel_iommu=on iommu=pt' in dropin.read_text(), out
 
 

@@ -328,3 +328,51 @@ def test_absent_with_arguments_and_a_record_path_elsewhere_are_refused(monkeypat
     assert res['failed'] and 'args and remove must be empty' in res['msg']
     res = run(monkeypatch, grub_args(host, record_path='/etc/shadow'))
     assert res['failed'] and 'record_path' in res['msg']
+
+
+# -- proc_cmdline: read bounded, and only the kernel argument grammar ever shown ------------------------------------
+
+# a file that is not a command line (a hostile review pointed proc_cmdline at /etc/shadow with remove *:*)
+SHADOW = ('root:$6$s4lt$Zm9vYmFyYmF6cXV4:19700:0:99999:7:::\n'
+          'daemon:*:19700:0:99999:7:::\n'
+          'admin:!$y$j9T$aGVsbG8$d29ybGQ:19700:0:99999:7:::\n')
+
+
+def test_a_file_that_is_not_a_command_line_is_never_shown(monkeypatch, host):
+    (host / 'shadow').write_text(SHADOW)
+    res = run(monkeypatch, dict(args=[], remove=['*:*'], backend='none', proc_cmdline=str(host / 'shadow')),
+              check=True)
+    assert not res['failed'], res
+    flat = json.dumps(res)
+    for secret in ('$6$', 'Zm9vYmFy', 'daemon', 'admin', 'root:'):
+        assert secret not in flat, flat
+    assert res['cmdline'] == [] and res['unwanted'] == [] and res['cmdline_unparseable'] == 3, res
+
+
+def test_a_real_command_line_is_shown_whole(monkeypatch, host):
+    # GRUB's BOOT_IMAGE with its device in parentheses and a quoted value with blanks are arguments, not noise
+    line = 'BOOT_IMAGE=(hd0,gpt2)/vmlinuz-5.14.0 root=/dev/mapper/rhel-root ro dyndbg="file x.c +p" intel_iommu=off\n'
+    (host / 'cmdline').write_text(line)
+    res = run(monkeypatch, dict(args=['intel_iommu=on'], backend='none', proc_cmdline=str(host / 'cmdline')))
+    assert res['cmdline'] == line.split(' dyndbg')[0].split() + ['dyndbg="file x.c +p"', 'intel_iommu=off'], res
+    assert res['cmdline_unparseable'] == 0 and res['unwanted'] == ['intel_iommu=off'], res
+
+
+@pytest.mark.parametrize('target', ['/dev/zero', 'fifo', 'big'])
+def test_a_device_a_fifo_or_a_huge_file_is_not_read_to_its_end(monkeypatch, host, target):
+    # /dev/zero never ends and a FIFO blocks: neither is a regular file; a regular file past the bound is not a
+    # kernel command line (the read stops one byte past it)
+    if target == 'fifo':
+        os.mkfifo(str(host / 'fifo'))
+        target = str(host / 'fifo')
+    elif target == 'big':
+        (host / 'big').write_text('quiet ' * (kernel_cmdline.kc.PROC_CMDLINE_LIMIT // 6 + 1))
+        target = str(host / 'big')
+    res = run(monkeypatch, dict(args=['intel_iommu=on'], backend='none', proc_cmdline=target))
+    assert res['failed'] and 'cannot read %s as a kernel command line' % target in res['msg'], res
+
+
+def test_a_relative_proc_cmdline_is_refused_before_anything(monkeypatch, host):
+    res = run(monkeypatch, dropin_args(host, proc_cmdline='cmdline'))
+    assert res['failed'] and "proc_cmdline is 'cmdline': expected an absolute path" in res['msg'], res
+    assert not (host / 'grub.d').exists()

@@ -152,6 +152,39 @@ def test_kernel_args_a_running_kernel_with_an_arg_to_remove_needs_a_reboot(tmp_p
         ('kernel_cmdline', ['nomodeset'], True)]
 
 
+def test_kernel_args_a_file_that_is_not_a_command_line_is_never_shown_in_a_reason(tmp_path):
+    # a hostile review pointed proc_cmdline at /etc/shadow with remove *:*: its lines became reboot reasons
+    host = Host(tmp_path)
+    host.converge()
+    host.write('proc/cmdline', 'root:$6$s4lt$Zm9vYmFy:19700:0:99999:7:::\ndaemon:*:19700:0:99999:7:::\n'
+               'quiet intel_iommu=on iommu=pt nomodeset\n')
+    result = hp.plan(host.inputs(vfio_state='none', kernel_args={'remove': ['*:*', 'nomodeset']}))
+    (change,) = [c for c in result['changes'] if c['what'] == 'kernel_cmdline']
+    assert change['args'] == ['nomodeset'], change
+    assert change['reason'] == 'running kernel lacks -, still has nomodeset; 2 unparseable tokens not shown', change
+    assert '$6$' not in repr(result) and 'daemon' not in repr(result)
+
+
+@pytest.mark.parametrize('target', ['/dev/zero', 'fifo', 'big'])
+def test_kernel_args_a_device_a_fifo_or_a_huge_file_is_not_read_to_its_end(tmp_path, target):
+    host = Host(tmp_path)
+    host.converge()
+    if target == 'fifo':
+        os.mkfifo(host.p('fifo'))
+        target = host.p('fifo')
+    elif target == 'big':
+        host.write('big', 'quiet ' * (kc.PROC_CMDLINE_LIMIT // 6 + 1))
+        target = host.p('big')
+    result = hp.plan(host.inputs(vfio_state='none', proc_cmdline=target))
+    assert [(c['what'], c['reason']) for c in result['changes']] == [
+        ('kernel_cmdline', 'cannot read %s as a kernel command line' % target)]
+
+
+def test_running_args_keep_the_grammar_and_count_the_rest():
+    args, bad = kc.running_args('BOOT_IMAGE=(hd0,gpt2)/vmlinuz ro dyndbg="file x.c +p" a$b "x y" ;reboot `id`')
+    assert args == ['BOOT_IMAGE=(hd0,gpt2)/vmlinuz', 'ro', 'dyndbg="file x.c +p"'] and bad == 4
+
+
 def test_kernel_args_a_grub_file_the_editor_refuses_rolls_the_host(tmp_path):
     # the role would fail naming the line; the plan cannot say "nothing to do" there
     host = Host(tmp_path)

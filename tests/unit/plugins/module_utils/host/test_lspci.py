@@ -233,3 +233,16 @@ def test_vendor_name_over_the_bound_is_not_looked_for():
     long_name = 'V' * (lspci.VENDOR_NAME_MAX + 1)
     vendor, device = lspci.split_vendor_device(long_name + ' Device', {long_name: '0001'})
     assert (vendor, device) == (None, long_name + ' Device')
+
+
+@pytest.mark.parametrize('target', ['/dev/zero', 'fifo', 'big'])
+def test_a_pciids_path_that_is_a_device_a_fifo_or_huge_is_refused_not_read_to_its_end(tmp_path, monkeypatch, target):
+    if target == 'fifo':
+        os.mkfifo(str(tmp_path / 'fifo'))
+        target = str(tmp_path / 'fifo')
+    elif target == 'big':
+        monkeypatch.setattr(pciids, 'MAX_BYTES', 64)
+        (tmp_path / 'big').write_text('10de  NVIDIA Corporation\n' * 4)
+        target = str(tmp_path / 'big')
+    with pytest.raises(pciids.PciIdsError, match='not a readable regular file of at most'):
+        pciids.load(target)
