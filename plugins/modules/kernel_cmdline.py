@@ -260,9 +260,10 @@ def write_file(module, path, old, new):
         os.unlink(tmp)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
     with os.fdopen(fd, 'wb') as f:
+        if old is None:
+            # on the open descriptor, never by name after the close (a link swapped in at the temporary name)
+            os.fchmod(f.fileno(), 0o644)
         f.write(new)
-    if old is None:
-        os.chmod(tmp, 0o644)
     module.atomic_move(tmp, path)
 
 

@@ -201,10 +201,12 @@ def write(path, record):
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
     try:
         with os.fdopen(fd, 'wb') as f:
+            # the mode is set on the open descriptor: a chmod by name after the close would follow whatever was
+            # swapped in at the temporary name (a link to /etc/shadow made world-readable)
+            os.fchmod(f.fileno(), 0o644)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
         os.rename(tmp, path)
     finally:
         if os.path.lexists(tmp):

@@ -282,10 +282,11 @@ def write_atomic(path, content, mode):
     fd, tmp = tempfile.mkstemp(prefix='.' + os.path.basename(path) + '.', dir=directory)
     try:
         with os.fdopen(fd, 'wb') as f:
+            # on the open descriptor, never by name after the close (a link swapped in at the temporary name)
+            os.fchmod(f.fileno(), mode)
             f.write(content.encode('utf-8'))
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
         os.rename(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

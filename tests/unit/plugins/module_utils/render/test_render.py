@@ -113,27 +113,28 @@ def test_write_is_atomic_with_the_final_mode_before_the_rename(tmp_path, monkeyp
 
 def test_a_0600_file_is_never_readable_by_others_not_even_its_temporary_file(tmp_path, monkeypatch):
     """Under umask 0 (the widest a process may have) every file the writer creates, and every mode it sets, stays
-    within 0600: the temporary file is made by mkstemp (0600), then chmod-ed to the final mode, then renamed."""
+    within 0600: the temporary file is made by mkstemp (0600), its descriptor fchmod-ed to the final mode (never a
+    chmod by name, which would follow a link swapped in), then renamed."""
     seen = []
-    real_mkstemp, real_chmod = render.tempfile.mkstemp, render.os.chmod
+    real_mkstemp, real_fchmod = render.tempfile.mkstemp, render.os.fchmod
 
     def mkstemp(*args, **kwargs):
         fd, path = real_mkstemp(*args, **kwargs)
         seen.append(('created', stat.S_IMODE(os.fstat(fd).st_mode)))
         return fd, path
 
-    def chmod(path, mode):
-        seen.append(('chmod', mode))
-        real_chmod(path, mode)
+    def fchmod(fd, mode):
+        seen.append(('fchmod', mode))
+        real_fchmod(fd, mode)
 
     monkeypatch.setattr(render.tempfile, 'mkstemp', mkstemp)
-    monkeypatch.setattr(render.os, 'chmod', chmod)
+    monkeypatch.setattr(render.os, 'fchmod', fchmod)
     old = os.umask(0)
     try:
         render.write_atomic(str(tmp_path / 'pull-secret.yaml'), 'kind: Secret\n', 0o600)
     finally:
         os.umask(old)
-    assert seen == [('created', 0o600), ('chmod', 0o600)]
+    assert seen == [('created', 0o600), ('fchmod', 0o600)]
     assert stat.S_IMODE(os.stat(str(tmp_path / 'pull-secret.yaml')).st_mode) == 0o600
     assert os.listdir(str(tmp_path)) == ['pull-secret.yaml']
 
