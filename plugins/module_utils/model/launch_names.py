@@ -459,6 +459,7 @@ RUNTIME = (
     '__upgrade_pods_now',
     '__upgrade_pods_read',
     '__upgrade_required',
+    '__upgrade_restore_failed',
     '__upgrade_restore_nodes',
     '__upgrade_revs_read',
     '__upgrade_serial',
