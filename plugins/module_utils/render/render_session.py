@@ -650,6 +650,32 @@ def close_session(dest, dump, session=None):
         _dump_lock(own_lock, lock)
         return {'closed': False, 'dest': os.path.abspath(dest), 'written': [], 'pruned': [], 'files': [],
                 'before': '', 'after': '', 'warnings': []}
+    if not check_mode:
+        return _close(dest, dump, lock, own_lock, check_mode)
+    # a check-mode session's private directory goes on every way out of its last close (a foreign file at a
+    # rendered name raises from check_replaceable), never left in the temporary directory
+    try:
+        return _close(dest, dump, lock, own_lock, check_mode)
+    finally:
+        _remove_check_dir(own_lock)
+
+
+def _remove_check_dir(own_lock):
+    """Remove a check-mode session's lock and its private directory (check_dir); a directory holding anything else
+    is left (it is not what open_session made)."""
+    try:
+        os.unlink(own_lock)
+    except FileNotFoundError:
+        pass
+    try:
+        os.rmdir(os.path.dirname(own_lock))
+    except OSError:
+        pass
+
+
+def _close(dest, dump, lock, own_lock, check_mode):
+    """close_session's last level: the writes, the prune and the bookkeeping (or, in check mode, what they would
+    be)."""
     site_wide = lock.get('owner') == SITE
     scope = set(lock.get('phases') or []) | set(entry.get('phase') for entry in lock['objects'].values())
     scope |= set(entry.get('phase') for entry in (lock.get('files') or {}).values()) | {lock.get('owner')}
@@ -713,9 +739,8 @@ def close_session(dest, dump, session=None):
     if kustomization_changes:
         result['written'].append(KUSTOMIZATION)
     if check_mode:
-        # what the real close would do, said; nothing in dest is touched
-        os.unlink(own_lock)
-        os.rmdir(os.path.dirname(own_lock))
+        # what the real close would do, said; nothing in dest is touched (close_session removes the private
+        # directory)
         return result
     if changes or prune or kustomization_changes:
         # a close killed from here on leaves files the lock does not name: record what it writes, with the hashes,

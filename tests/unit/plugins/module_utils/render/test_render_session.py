@@ -314,3 +314,35 @@ def test_a_secret_file_too_deep_or_too_large_to_parse_is_shown_redacted_not_a_tr
     old_shown, new_shown = rs.diff_texts(str(path), render.dump(secret), secret)
     assert old_shown == rs.REDACTED + '\n'
     assert 'bmV3' not in new_shown and rs.REDACTED_CHANGED in new_shown
+
+
+def test_a_check_session_s_private_directory_goes_even_when_its_close_refuses(tmp_path, monkeypatch):
+    # a --check render session keeps its lock in a private directory (gpuvirt-render-check-*) of the temporary
+    # directory; a foreign file at a name the close would write stops the close (check_replaceable), and the
+    # directory must go all the same
+    temp = tmp_path / 'tmp'
+    temp.mkdir()
+    monkeypatch.setattr(rs.tempfile, 'tempdir', str(temp))
+    dest = tmp_path / 'render'
+    dest.mkdir()
+    name = '60-a-000.yaml'
+    (dest / name).write_text('kind: Secret\n')  # someone else's file at the rendered name
+    token = rs.open_session(str(dest), 'site', pid=os.getpid(), check_mode=True)['session']
+    assert rs.is_check_session(token) and [p.name[:len(rs.CHECK_DIR_PREFIX)] for p in temp.iterdir()] == [
+        rs.CHECK_DIR_PREFIX]
+    rs.record(str(dest), kubevirt(['A']), name, '60-a', 'kubevirt', session=token)
+    with pytest.raises(render.RenderError, match='exists and was not written by this collection'):
+        rs.close_session(str(dest), dump, session=token)
+    assert list(temp.iterdir()) == []
+    # nothing in the render directory changed
+    assert sorted(os.listdir(dest)) == [name] and (dest / name).read_text() == 'kind: Secret\n'
+
+
+def test_a_check_session_s_private_directory_goes_after_a_clean_close_too(tmp_path, monkeypatch):
+    temp = tmp_path / 'tmp'
+    temp.mkdir()
+    monkeypatch.setattr(rs.tempfile, 'tempdir', str(temp))
+    token = rs.open_session(str(tmp_path / 'render'), 'site', pid=os.getpid(), check_mode=True)['session']
+    rs.record(str(tmp_path / 'render'), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt', session=token)
+    result = rs.close_session(str(tmp_path / 'render'), dump, session=token)
+    assert result['written'] == ['60-a-000.yaml', 'kustomization.yaml'] and list(temp.iterdir()) == []
