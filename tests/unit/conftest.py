@@ -14,7 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, 'fixtures')
 sys.path.insert(0, HERE)  # sysfs_tree, schema
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names as _inventory_only  # noqa: E402  pylint: disable=wrong-import-position
+# pylint: disable-next=wrong-import-position
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names as _inventory_only  # noqa: E402
 
 # The playbooks these tests run get ansible_python_interpreter as an extra variable (this machine's interpreter
 # discovery can find a broken shim), some also the connection and become settings of a host stand-in. The
