@@ -68,6 +68,11 @@ lacks cold 'changed: nothing; rebooted: no'
 # what it wrote to the cluster, listed: at least the drain's cordon and uncordon and the node labels (all patches of
 # the Node); nothing refused
 has cold 'patch nodes lab-gpu-0'
+# the drain's uncordon happened: the node is schedulable again (a node patch of the labels alone would pass the line
+# above; the reboot role once skipped its uncordon after every reboot and only the vm scenario's audit log saw it)
+unschedulable=$("$root/.build/kube/bin/kubectl" --kubeconfig "$lab/run/kubeconfig" get node lab-gpu-0 \
+  -o 'jsonpath={.spec.unschedulable}') || fail "could not read node lab-gpu-0 from the lab API server" cold
+[ -z "$unschedulable" ] || [ "$unschedulable" = false ] || fail "node lab-gpu-0 is still cordoned after the run" cold
 lacks cold 'REFUSED ('
 lacks cold 'Cluster: nothing changed'
 # every phase ran, the GPU Operator through the helm stand-in (the release as Helm 3 stores it, the chart's

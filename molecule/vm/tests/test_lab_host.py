@@ -3,8 +3,9 @@
 """The lab VM after host preparation, read with pytest-testinfra over SSH (the lab's own ssh config, which
 tools/lab/start.sh writes to LAB_DIR/run/ssh_config).
 
-The vm Molecule scenario runs this from verify.yml, after converge (one reboot) and idempotence (none); it holds
-as well after `make demo` (`make lab-test`). What it reads is the guest itself: the running kernel command line,
+The vm Molecule scenario runs this from verify.yml, after prepare (the former pool's reboot), converge (host
+preparation's one reboot) and idempotence (none), with LAB_EXPECTED_BOOTS=3; it holds as well after `make demo`
+(`make lab-test`: a fresh boot and host preparation's, 2). What it reads is the guest itself: the running kernel command line,
 the device's driver link in sysfs, the files host preparation manages with their modes and owners, the boot
 counter the lab disk counts boots with (tools/lab/build-image.sh) and the loaded modules.
 """
@@ -19,7 +20,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 LAB_DIR = os.environ.get('LAB_DIR') or os.path.join(ROOT, '.lab')
 # the stand-in GPU (QEMU's edu device, 1234:11e8), pinned at this address by tools/lab/start.sh; inventories/lab
 EDU = '0000:00:10.0'
-# a fresh overlay boots once; host preparation reboots it once (converge), the idempotence run not at all
+# a fresh overlay boots once; host preparation reboots it once, a second run not at all (the vm scenario: 3, above)
 BOOTS = int(os.environ.get('LAB_EXPECTED_BOOTS', '2'))
 
 
