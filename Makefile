@@ -26,13 +26,16 @@ export GPUVIRT_REFERENCE ?= $(if $(wildcard $(REFERENCE_FETCHED)/crds),$(REFEREN
 # exported for the targets that run Podman (molecule, integration)
 PODMAN_CONF := $(ROOT)/tools/containers.conf
 
-# Molecule scenarios run by `make molecule` (each directory under molecule/ with a molecule.yml).
+# Molecule scenarios run by `make molecule` (each directory under molecule/ with a molecule.yml), and one target
+# per scenario (molecule-default, molecule-vm): make test's last stage runs them beside the integration targets
 MOLECULE_SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+MOLECULE_TARGETS := $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 # Integration targets are registered by the fragments in mk/ (INTEGRATION_TARGETS += name).
 INTEGRATION_TARGETS :=
 include $(wildcard mk/*.mk)
 
-.PHONY: help deps host venv collection unit sanity lint sanity-lint molecule integration test demo build clean
+.PHONY: help deps host venv collection unit sanity lint sanity-lint molecule integration integration-molecule test demo \
+  build clean $(MOLECULE_TARGETS)
 
 help:
 	@echo "make demo         run the whole job (every phase) against the embedded lab"
@@ -92,7 +95,7 @@ sanity-lint: venv collection
 
 # Podman (molecule's driver, the registry and image targets) reads the project's containers.conf, also when
 # an integration target runs alone
-molecule integration $(INTEGRATION_TARGETS): export CONTAINERS_CONF ?= $(PODMAN_CONF)
+molecule integration integration-molecule $(INTEGRATION_TARGETS) $(MOLECULE_TARGETS): export CONTAINERS_CONF ?= $(PODMAN_CONF)
 
 # default scenario: Podman driver; vm scenario: the QEMU lab (debootstrap disk, lab API server built from kube)
 molecule: HOST_GROUPS = core kube podman lab
@@ -101,6 +104,10 @@ molecule: deps
 	  echo "=== molecule test -s $$s"; \
 	  $(BIN)/molecule test -s $$s || exit 1; \
 	done
+
+$(MOLECULE_TARGETS): HOST_GROUPS = core kube podman lab
+$(MOLECULE_TARGETS): deps
+	$(BIN)/molecule test -s $(patsubst molecule-%,%,$@)
 
 # the cluster and playbook targets: kube-apiserver; the registry targets: docker-registry, Podman, Docker (no lab).
 # The targets are independent of each other (each pytest session starts its own API server, registry or dockerd on
@@ -122,11 +129,26 @@ integration: HOST_GROUPS = core kube podman registry docker
 integration: deps kube-apiserver
 	$(MAKE) --no-print-directory -j$(INTEGRATION_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(INTEGRATION_ORDER)
 
-# demo-cold-check before molecule: it builds the lab disk cold (through `make demo`), the vm scenario reuses it.
+# make test's last stage: the Molecule scenarios and the integration targets side by side, STAGE_JOBS at a time,
+# each one's output printed whole when it ends. Each of them waits much of its time (the lab VM's boots and
+# reboots, SSH, the stand-ins' polls), which the others fill: one after the other they took about 65 minutes on CI's
+# two cores (docs/testing.md, "CI time"). They share nothing but the machine: the vm scenario has the lab (its disk,
+# built by demo-cold-check before this stage, its SSH port and its own API server), the default one its Podman
+# container, each integration target its own servers on free loopback ports. The vm scenario, the longest, starts
+# first; the default scenario, short, fills the end.
+STAGE_JOBS ?= 3
+STAGE_ORDER := $(filter molecule-vm,$(MOLECULE_TARGETS)) $(INTEGRATION_ORDER) \
+  $(filter-out molecule-vm,$(MOLECULE_TARGETS))
+integration-molecule: HOST_GROUPS = core kube podman registry docker lab
+integration-molecule: deps kube-apiserver
+	$(MAKE) --no-print-directory -j$(STAGE_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(STAGE_ORDER)
+
+# demo-cold-check before the Molecule scenarios: it builds the lab disk cold (through `make demo`), the vm scenario
+# reuses it.
 # Its stages run after the install step (deps: every group), so a test that finds a tool missing fails instead of
 # skipping (tests/integration/tool_gate.py; .ci/run exports the same)
 test: export GPUVIRT_REQUIRE_TOOLS = 1
-test: deps unit sanity-lint demo-cold-check molecule integration
+test: deps unit sanity-lint demo-cold-check integration-molecule
 	@echo "make test: all stages passed"
 
 build: venv

@@ -49,7 +49,8 @@ def documented_targets():
                           env=CLEAN_ENV)
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith('INTEGRATION_TARGETS :=')]
     return sorted(set(line.split(':=', 1)[1].split()) | {
-        'molecule', 'integration', 'demo', 'demo-cold-check', 'ee-image', 'kube-apiserver', 'bench'})
+        'molecule', 'molecule-default', 'molecule-vm', 'integration', 'integration-molecule', 'demo', 'demo-cold-check',
+        'ee-image', 'kube-apiserver', 'bench'})
 
 
 def resolved(target):
