@@ -26,6 +26,11 @@ include="ca-certificates"
 [ -n "$extra" ] && include="$include,${extra// /,}"
 recipe=$(printf '%s|%s|%s' "$include" "$mirror" "v1" | sha256sum | cut -c1-12)
 
+# One build per image at a time: make test's last stage runs the Molecule default scenario and the EE target side by
+# side, and both ask for gpuvirt-debian12-systemd; the second waits here, then finds the image up to date.
+exec 9>"${TMPDIR:-/tmp}/gpuvirt-base-image-${name//[^A-Za-z0-9._-]/_}.lock"
+flock 9
+
 if podman image exists "$name" && \
    [ "$(podman image inspect -f '{{ index .Labels "gpuvirt.recipe" }}' "$name" 2>/dev/null)" = "$recipe" ]; then
   echo "image $name is up to date (recipe $recipe)"
