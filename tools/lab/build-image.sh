@@ -17,7 +17,8 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$lab/ssh"
 # One SSH key per checkout; it is baked into the image, so it is part of the recipe.
 [ -f "$lab/ssh/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C gpuvirt-lab -f "$lab/ssh/id_ed25519"
-recipe=$( { cat "$0"; echo "$mirror"; cat "$lab/ssh/id_ed25519.pub"; } | sha256sum | cut -c1-12)
+recipe=$( { cat "$0" "$root/tools/lab/guest/gpuvirt_lab_zipcache.py"; echo "$mirror"; cat "$lab/ssh/id_ed25519.pub"; } \
+  | sha256sum | cut -c1-12)
 out=$lab/images/$recipe
 if [ -f "$out/disk.raw" ] && [ -f "$out/.complete" ]; then
   echo "$out/disk.raw" >&3; exit 0
@@ -86,6 +87,13 @@ grep -q "root=UUID=$uuid" "$mnt/boot/grub/grub.cfg"
 # Under TCG a full initramfs rebuild takes ~7 min; MODULES=dep (decided in the guest) takes ~1 min.
 # Set only now: in the chroot "dep" would pick the host's loop device instead of the guest's disk.
 sed -i 's/^MODULES=.*/MODULES=dep/' "$mnt/etc/initramfs-tools/initramfs.conf"
+# Ansible runs each module from a zip, for which Python keeps no bytecode: under TCG compiling ansible.module_utils
+# again is about a quarter of every task. The guest keeps it per user (root and gpuvirt), lab only (the file says how).
+install -m 644 "$root/tools/lab/guest/gpuvirt_lab_zipcache.py" "$mnt/usr/lib/python3/dist-packages/"
+echo 'import gpuvirt_lab_zipcache' >"$mnt/usr/lib/python3/dist-packages/gpuvirt-lab-zipcache.pth"
+install -d -m 755 "$mnt/var/cache/gpuvirt-lab-pyzip"
+install -d -m 700 "$mnt/var/cache/gpuvirt-lab-pyzip/0"
+install -d -m 700 -o 1000 -g 1000 "$mnt/var/cache/gpuvirt-lab-pyzip/1000"
 chroot "$mnt" apt-get clean
 rm -rf "$mnt/var/lib/apt/lists/"*
 for d in dev/pts dev proc sys ""; do umount "$mnt/$d"; done

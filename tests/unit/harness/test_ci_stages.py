@@ -15,7 +15,8 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'
 # the settings of a make that runs these tests (`make unit UNIT_JOBS=0` passes UNIT_JOBS=0 down through MAKEFLAGS)
 # or of the caller's environment are not the defaults under test
 CLEAN_ENV = dict((k, v) for k, v in os.environ.items()
-                 if k not in ('MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL', 'UNIT_JOBS', 'STATIC_JOBS'))
+                 if k not in ('MAKEFLAGS', 'MFLAGS', 'MAKEOVERRIDES', 'MAKELEVEL', 'UNIT_JOBS', 'STATIC_JOBS',
+                              'STAGE_JOBS'))
 
 
 def dry_run(target, *variables):
@@ -62,10 +63,33 @@ def test_pytest_xdist_is_pinned_with_the_toolchain():
 def test_sanity_and_lint_are_one_stage_run_two_at_once():
     stages = stages_of_make_test()
     assert 'sanity-lint' in stages and 'sanity' not in stages and 'lint' not in stages, stages
-    assert stages.index('unit') < stages.index('sanity-lint') < stages.index('demo-cold-check'), stages
+    assert stages.index('unit') < stages.index('sanity-lint') < stages.index('integration-molecule'), stages
     (line,) = [ln for ln in dry_run('sanity-lint') if '--output-sync=target' in ln]
     argv = line.split()
     assert '-j2' in argv and argv[-2:] == ['sanity', 'lint'], argv
     # STATIC_JOBS=1: one after the other
     (line,) = [ln for ln in dry_run('sanity-lint', 'STATIC_JOBS=1') if '--output-sync=target' in ln]
     assert '-j1' in line.split(), line
+
+
+def last_stage_line(*variables):
+    (line,) = [ln for ln in dry_run('integration-molecule', *variables) if '--output-sync=target' in ln]
+    return line.split()
+
+
+def test_the_last_stage_runs_the_cold_demo_first_two_at_a_time_and_the_vm_scenario_only_in_test_lab():
+    stages = stages_of_make_test()
+    # the last stage, and the only one that holds the lab or an integration target
+    assert stages[-1] == 'integration-molecule', stages
+    assert 'demo-cold-check' not in stages and 'molecule' not in stages and 'integration' not in stages, stages
+    argv = last_stage_line()
+    # two lanes: each keeps about one core busy, and a third slows the lab guest most (docs/testing.md, "CI time")
+    assert '-j2' in argv, argv
+    targets = argv[argv.index('HOST_BOOTSTRAPPED=1') + 1:]
+    # the cold demo first (with cluster_kubevirt, the longest lane), the default scenario last, no vm scenario
+    assert targets[0] == 'demo-cold-check' and targets[-1] == 'molecule-default', targets
+    assert 'integration-cluster-kubevirt' in targets and 'molecule-vm' not in targets, targets
+    assert '-j3' in last_stage_line('STAGE_JOBS=3'), 'STAGE_JOBS sets the lanes'
+    # the vm scenario runs in make test-lab, on the disk the cold demo check builds
+    (line,) = [ln for ln in dry_run('test-lab') if 'HOST_BOOTSTRAPPED=1' in ln]
+    assert line.split()[-2:] == ['demo-cold-check', 'molecule-vm'], line
