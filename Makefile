@@ -114,8 +114,9 @@ $(MOLECULE_TARGETS): deps
 # the cluster and playbook targets: kube-apiserver; the registry targets: docker-registry, Podman, Docker (no lab).
 # The targets are independent of each other (each pytest session starts its own API server, registry or dockerd on
 # free loopback ports, in its own temporary directories) and much of their time is spent waiting (controller
-# stand-ins, polls, CRDs becoming served): INTEGRATION_JOBS of them run at once, each one's output printed whole
-# when it ends (docs/testing.md, "CI time"). INTEGRATION_JOBS=1 runs them one after the other.
+# stand-ins, polls, CRDs becoming served): INTEGRATION_JOBS of them run at once, in INTEGRATION_ORDER
+# (tools/run-in-lanes.sh: make -jN starts waiting targets newest first), each one's output printed whole when it
+# ends (docs/testing.md, "CI time"). INTEGRATION_JOBS=1 runs them one after the other.
 INTEGRATION_JOBS ?= 2
 # the order they start in: long ones first (last measured on CI's 2 cores, docs/testing.md "CI time"), so that the
 # short ones fill the end instead of one long target running alone; a target not named here starts after these.
@@ -129,7 +130,7 @@ INTEGRATION_ORDER := $(filter $(INTEGRATION_TARGETS),$(INTEGRATION_LONGEST_FIRST
 PYTEST_DURATIONS ?= --durations=15 --durations-min=5
 integration: HOST_GROUPS = core kube podman registry docker
 integration: deps kube-apiserver
-	$(MAKE) --no-print-directory -j$(INTEGRATION_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(INTEGRATION_ORDER)
+	@MAKE=$(MAKE) tools/run-in-lanes.sh $(INTEGRATION_JOBS) $(INTEGRATION_ORDER)
 
 # make test's last stage: the cold demo check, the default Molecule scenario and the integration targets side by
 # side, STAGE_JOBS at a time, each one's output printed whole when it ends. Each of them keeps about one core busy
@@ -144,7 +145,7 @@ STAGE_JOBS ?= 2
 STAGE_ORDER := demo-cold-check $(INTEGRATION_ORDER) $(filter-out molecule-vm,$(MOLECULE_TARGETS))
 integration-molecule: HOST_GROUPS = core kube podman registry docker lab
 integration-molecule: deps kube-apiserver
-	$(MAKE) --no-print-directory -j$(STAGE_JOBS) --output-sync=target HOST_BOOTSTRAPPED=1 $(STAGE_ORDER)
+	@MAKE=$(MAKE) tools/run-in-lanes.sh $(STAGE_JOBS) $(STAGE_ORDER)
 
 # Its stages run after the install step (deps: every group), so a test that finds a tool missing fails instead of
 # skipping (tests/integration/tool_gate.py; .ci/run exports the same)

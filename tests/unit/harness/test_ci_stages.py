@@ -73,7 +73,7 @@ def test_sanity_and_lint_are_one_stage_run_two_at_once():
 
 
 def last_stage_line(*variables):
-    (line,) = [ln for ln in dry_run('integration-molecule', *variables) if '--output-sync=target' in ln]
+    (line,) = [ln for ln in dry_run('integration-molecule', *variables) if 'tools/run-in-lanes.sh' in ln]
     return line.split()
 
 
@@ -83,13 +83,37 @@ def test_the_last_stage_runs_the_cold_demo_first_two_at_a_time_and_the_vm_scenar
     assert stages[-1] == 'integration-molecule', stages
     assert 'demo-cold-check' not in stages and 'molecule' not in stages and 'integration' not in stages, stages
     argv = last_stage_line()
-    # two lanes: each keeps about one core busy, and a third slows the lab guest most (docs/testing.md, "CI time")
-    assert '-j2' in argv, argv
-    targets = argv[argv.index('HOST_BOOTSTRAPPED=1') + 1:]
+    # two lanes: each keeps about one core busy, and a third slows the lab guest most (docs/testing.md, "CI time"),
+    # in the order listed (tools/run-in-lanes.sh; make -j2 starts targets that wait for a slot newest first)
+    script = [a for a in argv if a.endswith('tools/run-in-lanes.sh')][0]
+    lanes, targets = argv[argv.index(script) + 1], argv[argv.index(script) + 2:]
+    assert lanes == '2', argv
     # the cold demo first (with cluster_kubevirt, the longest lane), the default scenario last, no vm scenario
     assert targets[0] == 'demo-cold-check' and targets[-1] == 'molecule-default', targets
     assert 'integration-cluster-kubevirt' in targets and 'molecule-vm' not in targets, targets
-    assert '-j3' in last_stage_line('STAGE_JOBS=3'), 'STAGE_JOBS sets the lanes'
+    assert '3' in last_stage_line('STAGE_JOBS=3'), 'STAGE_JOBS sets the lanes'
     # the vm scenario runs in make test-lab, on the disk the cold demo check builds
     (line,) = [ln for ln in dry_run('test-lab') if 'HOST_BOOTSTRAPPED=1' in ln]
     assert line.split()[-2:] == ['demo-cold-check', 'molecule-vm'], line
+
+
+def test_run_in_lanes_starts_targets_in_the_order_given_and_fails_when_one_fails(tmp_path):
+    # a Makefile where each target appends its name when it starts; a shared prerequisite, as kube-apiserver is
+    (tmp_path / 'Makefile').write_text(
+        '.PHONY: k a b c d fail\n'
+        'k: ; @true\n'
+        'a b c d: k ; @echo $@ >> started; sleep 0.3\n'
+        'fail: ; @echo $@ >> started; exit 3\n')
+    script = os.path.join(ROOT, 'tools', 'run-in-lanes.sh')
+    env = dict(CLEAN_ENV, MAKE='make -C %s' % tmp_path)
+    proc = subprocess.run([script, '2', 'a', 'b', 'c', 'd'], capture_output=True, text=True, check=False, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the first two together, then the rest in the order given (make -j2 does not keep it)
+    started = (tmp_path / 'started').read_text().split()
+    assert sorted(started[:2]) == ['a', 'b'] and started[2:] == ['c', 'd'], started
+    assert proc.stdout.count('lanes: make ') == 4, proc.stdout
+    (tmp_path / 'started').unlink()
+    proc = subprocess.run([script, '2', 'fail', 'a'], capture_output=True, text=True, check=False, env=env)
+    # a failed target fails the stage, after the others ran
+    assert proc.returncode == 1 and 'lanes: make fail ended' in proc.stdout and 'exit 2' in proc.stdout, proc.stdout
+    assert sorted((tmp_path / 'started').read_text().split()) == ['a', 'fail']
