@@ -14,6 +14,8 @@ make_cmd=${MAKE:-make}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export HOST_BOOTSTRAPPED=1 make_cmd out
+# the inner script's $1, $out and $make_cmd are its own (expanded by the bash xargs starts, not here)
+# shellcheck disable=SC2016
 printf '%s\n' "$@" | xargs -P "$lanes" -I{} bash -c '
   start=$(date +%s)
   $make_cmd --no-print-directory "$1" >"$out/$1.log" 2>&1; rc=$?
