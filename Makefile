@@ -28,20 +28,20 @@ PODMAN_CONF := $(ROOT)/tools/containers.conf
 
 # Molecule scenarios run by `make molecule` (each directory under molecule/ with a molecule.yml), and one target
 # per scenario (molecule-default, molecule-vm): make test's last stage runs the default one beside the integration
-# targets, make test-lab the vm one
+# targets, make test-extended the vm one
 MOLECULE_SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 MOLECULE_TARGETS := $(addprefix molecule-,$(MOLECULE_SCENARIOS))
 # Integration targets are registered by the fragments in mk/ (INTEGRATION_TARGETS += name).
 INTEGRATION_TARGETS :=
 include $(wildcard mk/*.mk)
 
-.PHONY: help deps host venv collection unit sanity lint sanity-lint molecule integration integration-molecule test test-lab demo \
+.PHONY: help deps host venv collection unit sanity lint sanity-lint molecule integration integration-molecule test test-extended demo \
   build clean $(MOLECULE_TARGETS)
 
 help:
 	@echo "make demo         run the whole job (every phase) against the embedded lab"
 	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule default, integration"
-	@echo "make test-lab     the lab gate, by hand: demo-cold-check, then the vm Molecule scenario (about 45 min)"
+	@echo "make test-extended  by hand, what make test leaves out for CI's time: the vm scenario, the EE jobs (~55 min)"
 	@echo "make unit|sanity|lint|molecule|integration   one stage (sanity-lint: sanity and lint at once)"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
 	@echo "make mutation     mutation testing, not part of make test (docs/testing.md, \"Mutation testing\")"
@@ -140,9 +140,9 @@ integration: deps kube-apiserver
 # the machine: demo-cold-check has the lab (LAB_DIR, its SSH port, its own API server), the default scenario its
 # Podman container, each integration target its own servers on free loopback ports. demo-cold-check, the longest
 # lane with cluster_kubevirt, starts first; the default scenario, short, fills the end.
-# The vm scenario is not in make test: `make test-lab` (below).
+# The vm scenario and the EE jobs are not in make test: `make test-extended` (below).
 STAGE_JOBS ?= 2
-STAGE_ORDER := demo-cold-check $(INTEGRATION_ORDER) $(filter-out molecule-vm,$(MOLECULE_TARGETS))
+STAGE_ORDER := demo-cold-check $(filter-out ee,$(INTEGRATION_ORDER)) $(filter-out molecule-vm,$(MOLECULE_TARGETS))
 integration-molecule: HOST_GROUPS = core kube podman registry docker lab
 integration-molecule: deps kube-apiserver
 	@MAKE=$(MAKE) tools/run-in-lanes.sh $(STAGE_JOBS) $(STAGE_ORDER)
@@ -153,14 +153,16 @@ test: export GPUVIRT_REQUIRE_TOOLS = 1
 test: deps unit sanity-lint integration-molecule
 	@echo "make test: all stages passed"
 
-# The lab's own gate, run by hand before a change to the host roles, host_prep.yml or the lab lands (not in make
-# test: about 25 minutes of one core under QEMU TCG, which CI's 90 minutes on two cores no longer hold beside the
-# rest; docs/testing.md, "CI time"): the cold demo check, then the vm scenario on the disk it built (a pool change,
-# vGPU to passthrough, on the real guest: its boot-time restore taken back, the --check --diff preview, testinfra).
-test-lab: export GPUVIRT_REQUIRE_TOOLS = 1
-test-lab: HOST_GROUPS = core kube podman lab
-test-lab: deps kube-apiserver
-	$(MAKE) --no-print-directory HOST_BOOTSTRAPPED=1 demo-cold-check molecule-vm
+# What make test leaves out for CI's time (90 minutes on two cores; docs/testing.md, "CI time"), run by hand before
+# a change to what they test lands: the cold demo check, then the vm scenario on the disk it built (a pool change,
+# vGPU to passthrough, on the real guest: its boot-time restore taken back, the --check --diff preview, testinfra;
+# about 25 minutes of one core under QEMU TCG), then the AWX jobs in the execution environment (`make ee`: its cold
+# image build and twelve jobs, about 9 minutes). Before host roles, host_prep.yml, tools/lab/, the EE definition or
+# the AWX material change.
+test-extended: export GPUVIRT_REQUIRE_TOOLS = 1
+test-extended: HOST_GROUPS = core kube podman registry lab
+test-extended: deps kube-apiserver
+	$(MAKE) --no-print-directory HOST_BOOTSTRAPPED=1 demo-cold-check molecule-vm ee
 
 build: venv
 	$(BIN)/ansible-galaxy collection build --force .

@@ -11,11 +11,13 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'
 
 
 def started(*variables):
-    """The targets the `make integration` recursion names, in order (make -n runs the recursion with -n too)."""
+    """The targets `make integration` starts, in order (make -n prints the run-in-lanes line, and runs it: its
+    makes get -n too)."""
     proc = subprocess.run(['make', '-n', '-C', ROOT, 'integration'] + list(variables), capture_output=True, text=True,
                           check=False)
-    (line,) = [ln for ln in proc.stdout.splitlines() if '--output-sync=target' in ln]
-    return line.split('HOST_BOOTSTRAPPED=1', 1)[1].split()
+    # the targets after the lane count of tools/run-in-lanes.sh, which starts them in this order
+    (line,) = [ln for ln in proc.stdout.splitlines() if 'tools/run-in-lanes.sh' in ln]
+    return line.split('tools/run-in-lanes.sh', 1)[1].split()[1:]
 
 
 def registered():

@@ -50,7 +50,7 @@ def documented_targets():
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith('INTEGRATION_TARGETS :=')]
     return sorted(set(line.split(':=', 1)[1].split()) | {
         'molecule', 'molecule-default', 'molecule-vm', 'integration', 'integration-molecule', 'demo', 'demo-cold-check',
-        'test-lab', 'ee-image', 'kube-apiserver', 'bench'})
+        'test-extended', 'ee-image', 'kube-apiserver', 'bench'})
 
 
 def resolved(target):
