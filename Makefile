@@ -41,7 +41,7 @@ include $(wildcard mk/*.mk)
 help:
 	@echo "make demo         run the whole job (every phase) against the embedded lab"
 	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule default, integration"
-	@echo "make test-extended  by hand, what make test leaves out for CI's time: the vm scenario, the EE jobs (~55 min)"
+	@echo "make test-extended  by hand, what make test leaves out for CI's time: the vm scenario, the EE jobs, site.yml end to end (~70 min)"
 	@echo "make unit|sanity|lint|molecule|integration   one stage (sanity-lint: sanity and lint at once)"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
 	@echo "make mutation     mutation testing, not part of make test (docs/testing.md, \"Mutation testing\")"
@@ -140,9 +140,10 @@ integration: deps kube-apiserver
 # the machine: demo-cold-check has the lab (LAB_DIR, its SSH port, its own API server), the default scenario its
 # Podman container, each integration target its own servers on free loopback ports. demo-cold-check, the longest
 # lane with cluster_kubevirt, starts first; the default scenario, short, fills the end.
-# The vm scenario and the EE jobs are not in make test: `make test-extended` (below).
+# The vm scenario, the EE jobs and site.yml's end-to-end runs are not in make test: `make test-extended` (below).
 STAGE_JOBS ?= 2
-STAGE_ORDER := demo-cold-check $(filter-out ee,$(INTEGRATION_ORDER)) $(filter-out molecule-vm,$(MOLECULE_TARGETS))
+STAGE_ORDER := demo-cold-check $(filter-out ee integration-site,$(INTEGRATION_ORDER)) \
+  $(filter-out molecule-vm,$(MOLECULE_TARGETS))
 integration-molecule: HOST_GROUPS = core kube podman registry docker lab
 integration-molecule: deps kube-apiserver
 	@MAKE=$(MAKE) tools/run-in-lanes.sh $(STAGE_JOBS) $(STAGE_ORDER)
@@ -157,12 +158,13 @@ test: deps unit sanity-lint integration-molecule
 # a change to what they test lands: the cold demo check, then the vm scenario on the disk it built (a pool change,
 # vGPU to passthrough, on the real guest: its boot-time restore taken back, the --check --diff preview, testinfra;
 # about 25 minutes of one core under QEMU TCG), then the AWX jobs in the execution environment (`make ee`: its cold
-# image build and twelve jobs, about 9 minutes). Before host roles, host_prep.yml, tools/lab/, the EE definition or
-# the AWX material change.
+# image build and twelve jobs, about 9 minutes), then site.yml end to end on a real API server for OpenShift and
+# Kubernetes (`make integration-site`, about 12 minutes). Before host roles, host_prep.yml, tools/lab/, the EE
+# definition, the AWX material or the order of site.yml's phases change.
 test-extended: export GPUVIRT_REQUIRE_TOOLS = 1
 test-extended: HOST_GROUPS = core kube podman registry lab
 test-extended: deps kube-apiserver
-	$(MAKE) --no-print-directory HOST_BOOTSTRAPPED=1 demo-cold-check molecule-vm ee
+	$(MAKE) --no-print-directory HOST_BOOTSTRAPPED=1 demo-cold-check molecule-vm ee integration-site
 
 build: venv
 	$(BIN)/ansible-galaxy collection build --force .
