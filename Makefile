@@ -41,7 +41,7 @@ include $(wildcard mk/*.mk)
 help:
 	@echo "make demo         run the whole job (every phase) against the embedded lab"
 	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule default, integration"
-	@echo "make test-extended  by hand, what make test leaves out for CI's time: the vm scenario, the EE jobs, site.yml end to end (~70 min)"
+	@echo "make test-extended  by hand, what make test leaves out (CI's time): vm scenario, EE jobs, site.yml (~70 min)"
 	@echo "make unit|sanity|lint|molecule|integration   one stage (sanity-lint: sanity and lint at once)"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
 	@echo "make mutation     mutation testing, not part of make test (docs/testing.md, \"Mutation testing\")"
