@@ -40,7 +40,7 @@ include $(wildcard mk/*.mk)
 
 help:
 	@echo "make demo         run the whole job (every phase) against the embedded lab"
-	@echo "make test         everything CI runs: unit, sanity, lint, demo-cold-check, molecule default, integration"
+	@echo "make test         what CI runs: unit, sanity, lint, demo-cold-check, molecule default, integration but ee, site"
 	@echo "make test-extended  by hand, what make test leaves out (CI's time): vm scenario, EE jobs, site.yml (~70 min)"
 	@echo "make unit|sanity|lint|molecule|integration   one stage (sanity-lint: sanity and lint at once)"
 	@echo "make build        build gpuvirt-provision-<version>.tar.gz"
