@@ -145,8 +145,15 @@ def test_openshift_vgpu_operator(tmp_path):
             if e['kind'] == 'ClusterPolicy'][0]
     ours = {('spec', 'sandboxWorkloads', 'enabled'), ('spec', 'sandboxWorkloads', 'defaultWorkload')} | {
         ('spec', 'vgpuManager', k) for k in ('enabled', 'repository', 'image', 'version', 'imagePullSecrets')} | {
-        ('spec', 'vgpuDeviceManager', 'config', k) for k in ('name', 'default')}
+        ('spec', 'vgpuDeviceManager', 'config', k) for k in ('name', 'default')} | {
+        # the collection's upgrade policy for VM fleets (plugins/module_utils/manifests/upgrade_policy.py): the CSV's
+        # alm-examples leave daemonsets.updateStrategy RollingUpdate and driver.upgradePolicy.autoUpgrade true, so
+        # the operator would replace the vGPU Manager under running VMs (NVIDIA/gpu-operator v26.7.0,
+        # assets/state-vgpu-manager/0500_daemonset.yaml follows daemonsets.updateStrategy)
+        ('spec', 'daemonsets', 'updateStrategy'), ('spec', 'driver', 'upgradePolicy', 'autoUpgrade')}
     assert changed_paths(base, cp) <= ours, changed_paths(base, cp) - ours
+    assert cp['spec']['daemonsets']['updateStrategy'] == 'OnDelete'
+    assert cp['spec']['driver']['upgradePolicy']['autoUpgrade'] is False
     assert cp['spec']['vgpuManager']['imagePullSecrets'] == [secret['metadata']['name']]
     assert cp['spec']['vgpuDeviceManager']['config'] == {'name': cm['metadata']['name'], 'default': 'A10-12Q'}
     assert cp['spec']['sandboxWorkloads']['defaultWorkload'] == 'vm-vgpu'
