@@ -38,11 +38,34 @@ _raw:
 
 import os
 
-from ansible.errors import AnsibleLookupError
+from ansible.errors import AnsibleError, AnsibleLookupError
+from ansible.plugins.loader import filter_loader
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_vars
+
+
+# Any filter of this collection, looked up by its name, loads every file of plugins/filter (Ansible's Jinja2Loader
+# scans the whole directory: a file may hold several filters), and each file imports its module_utils, which
+# Ansible's collection loader compiles from source on every import. A task runs in a worker forked from the
+# controller's process, so every task that called one of our filters paid that again: about a third of a cluster
+# phase's run (docs/testing.md, "Where a run's time goes"). A play's host selection is templated in the controller's
+# process before any of its tasks, so the filters loaded here once are inherited, loaded, by every task's worker.
+_FILTERS_LOADED = []
+
+
+def load_filters_once():
+    """Load this collection's filter plugins into the controller's process (once); True if this call loaded them."""
+    if _FILTERS_LOADED:
+        return False
+    _FILTERS_LOADED.append(True)
+    try:
+        filter_loader.get('gpuvirt.provision.strict_bool')
+    except (AnsibleError, KeyError):
+        # not this lookup's error: a filter that cannot load fails where a task uses it, with Ansible's own message
+        return False
+    return True
 
 
 class LookupModule(LookupBase):
@@ -59,4 +82,5 @@ class LookupModule(LookupBase):
             raise AnsibleLookupError(
                 'launch check: this run was given extra variables it must not take:\n  - %s\n'
                 'Nothing was changed (docs/security.md, "Launch time").' % '\n  - '.join(problems))
+        load_filters_once()
         return [str(term) for term in terms]
