@@ -9,7 +9,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.collections import is_string
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import kubevirt_gate as kv_gate, platform
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+kv_gate = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.kubevirt_gate')
+platform = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.platform')
 
 
 def cluster_platform(value=None, overrides=None):

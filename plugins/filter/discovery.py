@@ -8,9 +8,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import lspci as lspci_mod
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pciids as pciids_mod
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import resource_names as rn
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+lspci_mod = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.lspci')
+pciids_mod = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.pciids')
+rn = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.resource_names')
+
+
+def _prefix(prefix):
+    # the default is resource_names.PREFIX, read when a filter runs: a default argument would import the module
+    # when this file loads
+    return rn.PREFIX if prefix is None else prefix
 
 
 def _db(pciids):
@@ -36,30 +44,30 @@ def parse_lspci(text, pciids=None, vendors=None):
     return devices
 
 
-def pci_resource_name(device, pciids=None, prefix=rn.PREFIX):
+def pci_resource_name(device, pciids=None, prefix=None):
     try:
-        return rn.pci_resource_name(device, _db(pciids), prefix)
+        return rn.pci_resource_name(device, _db(pciids), _prefix(prefix))
     except rn.ResourceNameError as e:
         raise AnsibleFilterError('pci_resource_name: %s' % e)
 
 
-def mdev_resource_name(type_name, prefix=rn.PREFIX):
+def mdev_resource_name(type_name, prefix=None):
     try:
-        return rn.mdev_resource_name(type_name, prefix)
+        return rn.mdev_resource_name(type_name, _prefix(prefix))
     except rn.ResourceNameError as e:
         raise AnsibleFilterError('mdev_resource_name: %s' % e)
 
 
-def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=rn.PREFIX, vgpu_types=None):
+def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=None, vgpu_types=None):
     try:
-        return rn.permitted_host_devices(hosts, _db(pciids), include_vfs, prefix, vgpu_types)
+        return rn.permitted_host_devices(hosts, _db(pciids), include_vfs, _prefix(prefix), vgpu_types)
     except rn.ResourceNameError as e:
         raise AnsibleFilterError('permitted_host_devices: %s' % e)
 
 
-def expected_resources(facts, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=rn.PREFIX):
+def expected_resources(facts, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=None):
     try:
-        return rn.expected_resources(facts, pool, vgpu_config, vgpu_configs, _db(pciids), prefix)
+        return rn.expected_resources(facts, pool, vgpu_config, vgpu_configs, _db(pciids), _prefix(prefix))
     except rn.ResourceNameError as e:
         raise AnsibleFilterError('expected_resources: %s' % e)
 

@@ -7,11 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.drain import pods_left
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+_drain = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.drain')
 
 
 def drain_pods_left(pods):
-    return pods_left(pods)
+    return _drain.pods_left(pods)
 
 
 class FilterModule(object):

@@ -12,8 +12,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, wanted_devices as wd
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pciids as pciids_db
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+fleet = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.fleet')
+wd = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.wanted_devices')
+pciids_db = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.pciids')
 
 
 def gpu_hosts(hostvars, groups, vgpu_configs=None):

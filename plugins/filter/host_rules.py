@@ -12,8 +12,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline, modprobe, pci_address
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule, late
+
+kernel_cmdline = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.kernel_cmdline')
+modprobe = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.modprobe')
+pci_address = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.pci_address')
+validators = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators')
 
 
 def iommu_kernel_args(vendor, passthrough=True):
@@ -64,8 +68,8 @@ def _each(check):
 
 
 HOST_GRAMMARS = {
-    'kernel_modules': _each(validators.kernel_module),
-    'pci_ids': _each(validators.pci_id),
+    'kernel_modules': _each(late(validators, 'kernel_module')),
+    'pci_ids': _each(late(validators, 'pci_id')),
     'modprobe_d_path': lambda value, name: validators.config_path(value, name, 'modprobe.d'),
     'modules_load_d_path': lambda value, name: validators.config_path(value, name, 'modules-load.d'),
     'dracut_conf_d_path': lambda value, name: validators.config_path(value, name, 'dracut.conf.d'),

@@ -7,11 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model.credentials import any_holds_credential
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+_credentials = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.credentials')
 
 
 def k8s_holds_secret(objects):
-    return any_holds_credential(objects)
+    return _credentials.any_holds_credential(objects)
 
 
 class FilterModule(object):

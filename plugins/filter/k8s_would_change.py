@@ -8,15 +8,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_compare import preview_changes, would_change
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+_k8s_compare = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_compare')
 
 
 def k8s_would_change(dry_run, current=None):
-    return would_change(dry_run, current)
+    return _k8s_compare.would_change(dry_run, current)
 
 
 def k8s_preview_changes(previews, stored):
-    return preview_changes(previews, stored)
+    return _k8s_compare.preview_changes(previews, stored)
 
 
 class FilterModule(object):

@@ -10,7 +10,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+mc = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.machineconfig')
 
 
 def mcp_nodes_waiting(nodes, expected, rendered):

@@ -9,8 +9,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+validators = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators')
+vgpu_image = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.vgpu_image')
 
 
 def node_name(inventory_hostname, override=None):

@@ -9,7 +9,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+node_labels = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.node_labels')
 
 
 def gpu_pools(group_names):

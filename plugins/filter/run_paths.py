@@ -8,7 +8,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import run_paths
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+run_paths = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.run_paths')
 
 
 def inventory_path(path, sources, name='path'):

@@ -10,7 +10,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible.utils import unsafe_proxy
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import saved_facts
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+saved_facts = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.saved_facts')
 
 
 def to_saved_facts(hostvars, host, source=None):

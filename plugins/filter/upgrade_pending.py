@@ -7,7 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_plan as up
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+up = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_plan')
 
 
 def upgrade_pending(pods, node_name, node=None, daemonsets=None, revisions=None, required=None, allocatable=None):

@@ -8,25 +8,28 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, validators
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule, late
+
+fleet = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.fleet')
+validators = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators')
 
 GRAMMARS = {
-    'dns1123_label': validators.dns1123_label,
-    'dns1123_subdomain': validators.dns1123_subdomain,
-    'label_value': validators.label_value,
-    'helm_release_name': validators.helm_release_name,
-    'semver': validators.semver,
-    'helm_binary': validators.helm_binary,
-    'repo_url': validators.repo_url,
-    'chart_ref': validators.chart_ref,
-    'oci_registry': validators.oci_registry,
-    'oci_repository': validators.oci_repository,
-    'oci_reference': validators.oci_reference,
-    'gpu_hosts_pattern': fleet.gpu_hosts_pattern,
-    'positive_int': validators.positive_int,
-    'percentage': validators.percentage,
-    'reboot_message': validators.reboot_message,
-    'pem_certificates': validators.pem_certificates,
+    'dns1123_label': late(validators, 'dns1123_label'),
+    'dns1123_subdomain': late(validators, 'dns1123_subdomain'),
+    'label_value': late(validators, 'label_value'),
+    'helm_release_name': late(validators, 'helm_release_name'),
+    'semver': late(validators, 'semver'),
+    'helm_binary': late(validators, 'helm_binary'),
+    'repo_url': late(validators, 'repo_url'),
+    'chart_ref': late(validators, 'chart_ref'),
+    'oci_registry': late(validators, 'oci_registry'),
+    'oci_repository': late(validators, 'oci_repository'),
+    'oci_reference': late(validators, 'oci_reference'),
+    'gpu_hosts_pattern': late(fleet, 'gpu_hosts_pattern'),
+    'positive_int': late(validators, 'positive_int'),
+    'percentage': late(validators, 'percentage'),
+    'reboot_message': late(validators, 'reboot_message'),
+    'pem_certificates': late(validators, 'pem_certificates'),
 }
 
 

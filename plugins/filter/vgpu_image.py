@@ -15,7 +15,9 @@ __metaclass__ = type
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image as vi
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+vi = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.vgpu_image')
 
 # a normalised absolute path of a conservative alphabet (no option, no space, no . or .. component)
 _PATH = re.compile(r'(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.+-]{1,255}){1,64}')

@@ -12,7 +12,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_vf_profiles as vvp
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import import LazyModule
+
+vvp = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.vgpu_vf_profiles')
 
 
 def vgpu_vf_paths(root_dir):

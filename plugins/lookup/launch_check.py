@@ -44,14 +44,16 @@ from ansible.plugins.lookup import LookupBase
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_vars
+from ansible_collections.gpuvirt.provision.plugins.plugin_utils import lazy_import
 
 
 # Any filter of this collection, looked up by its name, loads every file of plugins/filter (Ansible's Jinja2Loader
-# scans the whole directory: a file may hold several filters), and each file imports its module_utils, which
-# Ansible's collection loader compiles from source on every import. A task runs in a worker forked from the
-# controller's process, so every task that called one of our filters paid that again: about a third of a cluster
-# phase's run (docs/testing.md, "Where a run's time goes"). A play's host selection is templated in the controller's
-# process before any of its tasks, so the filters loaded here once are inherited, loaded, by every task's worker.
+# scans the whole directory: a file may hold several filters), and the module_utils the filters use, which Ansible's
+# collection loader compiles from source on every import. A task runs in a worker forked from the controller's
+# process, so every task that called one of our filters paid that again: about a third of a cluster phase's run
+# (docs/testing.md, "Where a run's time goes"). A play's host selection is templated in the controller's process
+# before any of its tasks, so what is loaded here once (the filter files, then the modules their LazyModules stand
+# for) every task's worker inherits, loaded.
 _FILTERS_LOADED = []
 
 
@@ -62,7 +64,8 @@ def load_filters_once():
     _FILTERS_LOADED.append(True)
     try:
         filter_loader.get('gpuvirt.provision.strict_bool')
-    except (AnsibleError, KeyError):
+        lazy_import.load_all()
+    except (AnsibleError, KeyError, ImportError):
         # not this lookup's error: a filter that cannot load fails where a task uses it, with Ansible's own message
         return False
     return True

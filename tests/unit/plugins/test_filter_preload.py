@@ -16,6 +16,7 @@ import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 PREFIX = 'ansible_collections.gpuvirt.provision.plugins.filter.'
+UTILS = 'ansible_collections.gpuvirt.provision.plugins.module_utils.'
 FILTER_FILES = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, 'plugins', 'filter'))
                       if name.endswith('.py') and name != '__init__.py')
 
@@ -27,13 +28,14 @@ _run = worker.WorkerProcess._run
 def noting(self):
     with open(os.environ['NOTES'], 'a') as handle:
         handle.write(json.dumps({'task': self._task.get_name(),
-                                 'held': sorted(m for m in sys.modules if m.startswith(%r))}) + '\n')
+                                 'held': sorted(m for m in sys.modules if m.startswith(%r)),
+                                 'utils': sorted(m for m in sys.modules if m.startswith(%r))}) + '\n')
     return _run(self)
 worker.WorkerProcess._run = noting
 from ansible.cli.playbook import main
 sys.argv[0] = 'ansible-playbook'
 main()
-''' % PREFIX
+''' % (PREFIX, UTILS)
 
 PLAY = '''
 - name: A play whose host selection is the launch check, as every playbook's first play
@@ -66,6 +68,9 @@ def test_a_task_s_worker_starts_with_every_filter_of_the_collection_loaded(tmp_p
     assert note['task'] == 'A task that uses a filter of the collection'
     assert FILTER_FILES, 'no filter files found'
     assert note['held'] == [PREFIX + name for name in FILTER_FILES]
+    # and the module_utils the filters use (imported lazily, at a filter's first use, where nothing loaded them)
+    for name in ('model.validators', 'model.fleet', 'manifests.k8s_compare', 'host.saved_facts'):
+        assert UTILS + name in note['utils'], name
 
 
 def test_without_the_launch_check_a_worker_starts_with_none(tmp_path):
@@ -73,3 +78,30 @@ def test_without_the_launch_check_a_worker_starts_with_none(tmp_path):
     (note,) = _notes(tmp_path, PLAY.replace("\"{{ lookup('gpuvirt.provision.launch_check', 'localhost') }}\"",
                                             'localhost'))
     assert note['held'] == []
+    assert note['utils'] == []
+
+
+# Ansible's own scan, in a fresh process: every filter file loaded, as a task's worker loads them to find one name
+SCAN = r'''
+import json, sys
+from ansible.plugins.loader import filter_loader, init_plugin_loader
+init_plugin_loader()
+filter_loader.get('gpuvirt.provision.%s')
+before = sorted(m for m in sys.modules if m.startswith(%r))
+files = sorted(m for m in sys.modules if m.startswith(%r))
+filter_loader.get('gpuvirt.provision.strict_bool').j2_function('yes', 'flag')
+after = sorted(m for m in sys.modules if m.startswith(%r))
+print(json.dumps([files, before, after]))
+'''
+
+
+def test_loading_the_filter_directory_imports_no_module_utils_and_a_filter_imports_only_its_own(tmp_path):
+    proc = subprocess.run([sys.executable, '-c', SCAN % ('pool_traits', UTILS, PREFIX, UTILS)],
+                          capture_output=True, text=True, check=False, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    files, before, after = json.loads(proc.stdout.splitlines()[-1])
+    assert files == [PREFIX + name for name in FILTER_FILES]
+    assert before == [], before
+    # strict_bool's module and what it imports, not every filter's
+    assert UTILS + 'model.validators' in after
+    assert UTILS + 'manifests.vgpu_image' not in after and UTILS + 'host.lspci' not in after, after
