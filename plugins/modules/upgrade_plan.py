@@ -155,7 +155,7 @@ versions:
   elements: dict
 nodes:
   description: >-
-    Per node C(name), C(roll), C(stale_pods), C(vms) (C(namespace), C(name), C(vm), C(policy), C(run_strategy),
+    Per node C(name), C(roll), C(stale_pods), C(vms) (C(namespace), C(name), C(vm), C(vm_uid), C(policy), C(run_strategy),
     C(action)), C(gpu_allocatable) and C(cordoned_by_upgrade).
   returned: success
   type: list

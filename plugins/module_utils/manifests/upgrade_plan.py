@@ -171,19 +171,29 @@ def missing_image_tags(version, os_tags, present):
 
 
 # the nodes -----------------------------------------------------------------------------------------------------
+def _owner_uid(obj, kind):
+    """The uid of ``obj``'s owner of ``kind``, or ''. Owners are matched by uid, never by name: an object whose owner
+    was deleted and re-created under the same name belongs to the old one (the garbage collector's view too)."""
+    owner = [o for o in _l(_meta(obj).get('ownerReferences')) if _d(o).get('kind') == kind]
+    return _s(owner[0].get('uid')) if owner else ''
+
+
+def _names_by_uid(objects):
+    return dict((_s(_meta(o).get('uid')), _s(_meta(o).get('name'))) for o in _l(objects) if _s(_meta(o).get('uid')))
+
+
 def current_hashes(daemonsets, revisions):
     """``{daemonset name: hash of its newest ControllerRevision}``."""
-    uids = dict((_s(_meta(ds).get('uid')), _s(_meta(ds).get('name'))) for ds in _l(daemonsets) if _meta(ds).get('uid'))
+    uids = _names_by_uid(daemonsets)
     best = {}
     for rev in _l(revisions):
         meta = _meta(rev)
-        owner = [o for o in _l(meta.get('ownerReferences')) if _d(o).get('kind') == 'DaemonSet'
-                 and _d(o).get('uid') in uids]
+        owner = _owner_uid(rev, 'DaemonSet')
         number = _d(rev).get('revision')
         hash_ = _s(_d(meta.get('labels')).get(REVISION_HASH))
-        if not owner or not isinstance(number, int) or isinstance(number, bool) or not hash_:
+        if owner not in uids or not isinstance(number, int) or isinstance(number, bool) or not hash_:
             continue
-        name = uids[owner[0]['uid']]
+        name = uids[owner]
         if name not in best or number > best[name][0]:
             best[name] = (number, hash_)
     return dict((k, v[1]) for k, v in best.items())
@@ -192,15 +202,16 @@ def current_hashes(daemonsets, revisions):
 def stale_pods(node, pods, daemonsets, revisions):
     """The operand pods on ``node`` whose DaemonSet has a newer revision: ``[{name, daemonset}]``."""
     hashes = current_hashes(daemonsets, revisions)
+    uids = _names_by_uid(daemonsets)
     out = []
     for pod in _l(pods):
         meta, spec = _meta(pod), _d(_d(pod).get('spec'))
         if spec.get('nodeName') != node or meta.get('deletionTimestamp'):
             continue
-        owner = [o for o in _l(meta.get('ownerReferences')) if _d(o).get('kind') == 'DaemonSet']
-        if not owner:
+        # a pod of a DaemonSet not read (another namespace's, or one deleted and re-created) is not this roll's
+        ds = uids.get(_owner_uid(pod, 'DaemonSet'))
+        if not ds:
             continue
-        ds = _s(owner[0].get('name'))
         have = _s(_d(meta.get('labels')).get(REVISION_HASH))
         if ds in hashes and have != hashes[ds]:
             out.append({'name': _s(meta.get('name')), 'daemonset': ds})
@@ -233,7 +244,7 @@ def vm_actions(node, vmis, vms, default_policy, overrides=None):
         if not (isinstance(key, str) and _KEY_RE.fullmatch(key)) or value not in POLICIES:
             raise PlanError("upgrade_vm_policies: %r: %r must map <namespace>/<vm name> to one of %s"
                             % (key, value, ', '.join(POLICIES)))
-    by_name = dict(('%s/%s' % (_s(_meta(vm).get('namespace')), _s(_meta(vm).get('name'))), vm) for vm in _l(vms))
+    by_uid = dict((_s(_meta(vm).get('uid')), vm) for vm in _l(vms) if _s(_meta(vm).get('uid')))
     out, refusals = [], []
     for vmi in _l(vmis):
         meta = _meta(vmi)
@@ -242,13 +253,19 @@ def vm_actions(node, vmis, vms, default_policy, overrides=None):
         if _d(vmi.get('status')).get('phase') in ('Succeeded', 'Failed'):
             continue
         key = '%s/%s' % (_s(meta.get('namespace')), _s(meta.get('name')))
-        owner = [o for o in _l(meta.get('ownerReferences')) if _d(o).get('kind') == 'VirtualMachine']
-        vm = by_name.get('%s/%s' % (_s(meta.get('namespace')), _s(owner[0].get('name')))) if owner else None
+        # the VM that owns this VMI, by uid: a VM of the same name made after this VMI started is another VM, and
+        # stopping it would not stop this VMI
+        vm = by_uid.get(_owner_uid(vmi, 'VirtualMachine'))
+        if vm is not None and _s(_meta(vm).get('namespace')) != _s(meta.get('namespace')):
+            vm = None
         policy = overrides.get(key, default_policy)
         strategy = _run_strategy(vm) if vm else None
         spec = _d(_d(vm).get('spec'))
         row = {'namespace': _s(meta.get('namespace')), 'name': _s(meta.get('name')),
-               'vm': _s(_meta(vm).get('name')) if vm else None, 'policy': policy, 'run_strategy': strategy,
+               'vm': _s(_meta(vm).get('name')) if vm else None,
+               # sent with the stop's patch: the API server refuses a patch whose uid is not the object's (uid is
+               # immutable), so a VM re-created since this plan is never the one stopped
+               'vm_uid': _s(_meta(vm).get('uid')) if vm else None, 'policy': policy, 'run_strategy': strategy,
                # the deprecated spec.running, which may not be set beside runStrategy: stopped and restored as is
                'uses_running': not isinstance(spec.get('runStrategy'), str) and isinstance(spec.get('running'), bool)}
         if policy == 'refuse':
@@ -259,7 +276,8 @@ def vm_actions(node, vmis, vms, default_policy, overrides=None):
             row['action'] = 'wait until it stops (upgrade_vm_wait_timeout)'
         elif vm is None:
             row['action'] = 'refused'
-            refusals.append("node %s runs the GPU VMI %s, which no VirtualMachine owns: stopping it would lose it for "
+            refusals.append("node %s runs the GPU VMI %s, which no VirtualMachine owns (none, or one since deleted "
+                            "or re-created under its name): stopping it would lose it for "
                             "good; stop it yourself or give it the policy wait (upgrade_vm_policies[%r])"
                             % (node, key, key))
         elif strategy in RESTARTING:
@@ -385,14 +403,14 @@ def settle(node_name, node, pods, daemonsets, revisions, required, allocatable):
     ``allocatable``: the node's ``nvidia.com/*`` allocatable before the roll, each to come back at least as high."""
     problems = []
     hashes = current_hashes(daemonsets, revisions)
+    uids = _names_by_uid(daemonsets)
     here = {}
     for pod in _l(pods):
-        meta = _meta(pod)
         if _d(_d(pod).get('spec')).get('nodeName') != node_name:
             continue
-        owner = [o for o in _l(meta.get('ownerReferences')) if _d(o).get('kind') == 'DaemonSet']
-        if owner:
-            here.setdefault(_s(owner[0].get('name')), []).append(pod)
+        ds = uids.get(_owner_uid(pod, 'DaemonSet'))
+        if ds:
+            here.setdefault(ds, []).append(pod)
     for ds in sorted(set(_s(x) for x in _l(required)) | set(here)):
         mine = [p for p in here.get(ds, []) if not _meta(p).get('deletionTimestamp')]
         current = [p for p in mine if ds not in hashes

@@ -31,24 +31,31 @@ def rev(ds_name, uid, number, hash_):
             'revision': number}
 
 
-def pod(name, ds_name, node_name, hash_):
+def pod(name, ds_name, node_name, hash_, ds_uid='u1'):
+    # owned by its DaemonSet's uid, as the DaemonSet controller sets it (the API server keeps ownerReferences as given)
     return {'metadata': {'name': name, 'namespace': NS, 'labels': {'controller-revision-hash': hash_},
-                         'ownerReferences': [{'kind': 'DaemonSet', 'name': ds_name, 'uid': 'x'}]},
+                         'ownerReferences': [{'kind': 'DaemonSet', 'name': ds_name, 'uid': ds_uid}]},
             'spec': {'nodeName': node_name}}
 
 
-def vmi(name, node_name, gpu=True, vm=True, namespace='vms'):
+def vm_uid(name, namespace='vms'):
+    return 'uid-%s-%s' % (namespace, name)
+
+
+def vmi(name, node_name, gpu=True, vm=True, namespace='vms', owner_uid=None):
     meta = {'name': name, 'namespace': namespace}
     if vm:
-        meta['ownerReferences'] = [{'kind': 'VirtualMachine', 'name': name}]
+        # virt-controller sets the VM as the VMI's controller owner, by name and uid
+        meta['ownerReferences'] = [{'kind': 'VirtualMachine', 'name': name,
+                                    'uid': owner_uid or vm_uid(name, namespace)}]
     devices = {'gpus': [{'name': 'g', 'deviceName': 'nvidia.com/NVIDIA_A10-12Q'}]} if gpu else {}
     return {'metadata': meta, 'spec': {'domain': {'devices': devices}},
             'status': {'nodeName': node_name, 'phase': 'Running'}}
 
 
-def vm(name, strategy='Always', namespace='vms'):
+def vm(name, strategy='Always', namespace='vms', uid=None):
     spec = {'running': True} if strategy == 'running' else {'runStrategy': strategy}
-    return {'metadata': {'name': name, 'namespace': namespace}, 'spec': spec}
+    return {'metadata': {'name': name, 'namespace': namespace, 'uid': uid or vm_uid(name, namespace)}, 'spec': spec}
 
 
 def cluster(old_on=('gpu-1', 'gpu-2')):
@@ -239,3 +246,26 @@ def test_a_cluster_policy_that_lets_the_operator_roll_by_itself_is_refused():
     assert any('autoUpgrade true' in r for r in plan(cluster_policy=auto)['refusals'])
     ours = {'spec': {'daemonsets': {'updateStrategy': 'OnDelete'}, 'driver': {'upgradePolicy': {'autoUpgrade': False}}}}
     assert plan(cluster_policy=ours)['ok']
+
+
+def test_a_vmi_whose_vm_was_re_created_under_its_name_is_not_stopped_through_the_new_vm():
+    # the VMI still names the old VM's uid: stopping the new VM would leave this VMI running on the node
+    p = plan([vmi('db', 'gpu-1', owner_uid='uid-old')], [vm('db', uid='uid-new')], vm_policy='stop')
+    assert not p['ok']
+    assert any('vms/db' in r and 'no VirtualMachine owns' in r and 're-created' in r for r in p['refusals']), p
+    # the same VMI and its own VM: stopped and started again
+    p = plan([vmi('db', 'gpu-1', owner_uid='uid-new')], [vm('db', uid='uid-new')], vm_policy='stop')
+    assert p['ok'], p['refusals']
+
+
+def test_a_vm_of_another_namespace_with_the_owner_s_uid_is_not_the_owner():
+    p = plan([vmi('db', 'gpu-1', owner_uid='shared')], [vm('db', namespace='other', uid='shared')], vm_policy='stop')
+    assert not p['ok']
+
+
+def test_a_pod_of_a_daemonset_deleted_and_re_created_under_its_name_is_not_this_roll_s():
+    c = cluster()
+    # gpu-1's pod belongs to an earlier DaemonSet of the same name (uid u0), gone: nothing of this roll to replace
+    c['pods'][0] = pod('vgm-gpu-1', 'nvidia-vgpu-manager-daemonset', 'gpu-1', 'old', ds_uid='u0')
+    p = plan(cluster=c)
+    assert p['batches'] == [['gpu-2']], p['batches']
