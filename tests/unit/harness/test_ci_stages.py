@@ -100,17 +100,24 @@ def test_the_last_stage_runs_the_cold_demo_first_two_at_a_time_and_the_vm_scenar
 
 
 def test_run_in_lanes_starts_targets_in_the_order_given_and_fails_when_one_fails(tmp_path):
-    # a Makefile where each target appends its name when it starts; a shared prerequisite, as kube-apiserver is
+    # a Makefile where each target appends its name when it starts; a shared prerequisite, as kube-apiserver is.
+    # The lanes free at clearly different times (a after 1 s, c after 1.5 s, b after 5 s), so each start follows the
+    # one before it by a second or more even on a loaded machine: with equal times c and d start together and
+    # their two appends race (seen on a busy 2-core run)
     (tmp_path / 'Makefile').write_text(
         '.PHONY: k a b c d fail\n'
         'k: ; @true\n'
-        'a b c d: k ; @echo $@ >> started; sleep 0.3\n'
+        'a: k ; @echo $@ >> started; sleep 1\n'
+        'b: k ; @echo $@ >> started; sleep 5\n'
+        'c: k ; @echo $@ >> started; sleep 0.5\n'
+        'd: k ; @echo $@ >> started\n'
         'fail: ; @echo $@ >> started; exit 3\n')
     script = os.path.join(ROOT, 'tools', 'run-in-lanes.sh')
     env = dict(CLEAN_ENV, MAKE='make -C %s' % tmp_path)
     proc = subprocess.run([script, '2', 'a', 'b', 'c', 'd'], capture_output=True, text=True, check=False, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # the first two together, then the rest in the order given (make -j2 does not keep it)
+    # the first two together, then the rest in the order given, each in the first lane to free (make -j2 starts
+    # the last waiting target first)
     started = (tmp_path / 'started').read_text().split()
     assert sorted(started[:2]) == ['a', 'b'] and started[2:] == ['c', 'd'], started
     assert proc.stdout.count('lanes: make ') == 4, proc.stdout
