@@ -113,9 +113,11 @@ def _absent(backend, recorded, problem, dropin_path, grub_default_path, read, tm
             out['removed'].extend(remove)
         return config, [k['arg'] for k in kept], [k['arg'] for k in kept]
     if backend == 'grubby':
-        remove, dummy = owned.grubby_removal(recorded, kc.parse_grubby_info(grubby_info()))
+        remove, kept, dummy = owned.grubby_removal(recorded, kc.parse_grubby_info(grubby_info()))
+        out['kept'].extend(kept)
         out['removed'].extend(remove)
-        return _config('grubby' if remove else None, drop=remove), [], []
+        # a kept argument stays recorded (still ours) and, like the grub defaults file's, stays after the reboot
+        return _config('grubby' if remove else None, drop=remove), [k['arg'] for k in kept], [k['arg'] for k in kept]
     return _config(), recorded, []
 
 

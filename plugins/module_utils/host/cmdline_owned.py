@@ -54,15 +54,37 @@ def grub_default_args(text, path=kc.GRUB_DEFAULT_PATH):
     return linux, kc.split_cmdline(found[-1][1]['value']) if found else []
 
 
+def _valued_names(args):
+    """The names that ``args`` carry with a value (``iommu`` of ``iommu=pt``)."""
+    return set(kc.arg_key(arg) for arg in args if '=' in arg)
+
+
+def _bare_taking_more(arg, valued, where):
+    """A kept entry when ``arg`` is a bare flag whose name ``where`` also carries with a value (``valued``): a
+    removal by that bare name takes ``name=value`` too. The grub defaults editor matches a bare pattern by name, and
+    so does grubby's ``--remove-args`` (rhboot/grubby grubby.c, updateActualImage: an argument without a value
+    removes the first element whose name matches, argNameMatch). Else None."""
+    if '=' in arg or arg not in valued:
+        return None
+    return dict(arg=arg, reason='%s also has %s=...: taking back the bare %s would remove that too (the boot loader '
+                                'tools remove a bare name with any value); remove %s by hand if it should go'
+                                % (where, arg, arg, arg))
+
+
 def grub_default_removal(recorded, linux, default):
     """``(remove, kept, gone)`` for taking back ``recorded`` from a grub defaults file whose variables hold
     ``linux`` and ``default`` (``grub_default_args``): remove what ``GRUB_CMDLINE_LINUX`` still has, unless the
-    appended variable has it too or cannot be read; ``gone``: recorded arguments no longer there at all."""
+    appended variable has it too or cannot be read, or it is a bare flag whose name either variable carries with a
+    value (``_bare_taking_more``); ``gone``: recorded arguments no longer there at all."""
     remove, kept, gone = [], [], []
     have = set(linux)
+    valued = _valued_names(list(linux) + list(default or []))
     for arg in _unique(recorded or []):
+        bare = _bare_taking_more(arg, valued, 'the grub defaults file') if arg in have else None
         if arg not in have:
             gone.append(arg)
+        elif bare:
+            kept.append(bare)
         elif default is None:
             kept.append(dict(arg=arg, reason='%s cannot be read by the editor: it may carry %s too'
                              % (kc.appended_variable(VAR), arg)))
@@ -80,10 +102,20 @@ def grubby_args(entries):
 
 
 def grubby_removal(recorded, entries):
-    """``(remove, gone)``: the recorded arguments some boot entry still has, and those none has."""
-    have = set(grubby_args(entries))
-    remove = [arg for arg in _unique(recorded or []) if arg in have]
-    return remove, [arg for arg in _unique(recorded or []) if arg not in have]
+    """``(remove, kept, gone)``: the recorded arguments some boot entry still has, those kept (a bare flag whose name
+    some entry carries with a value: ``_bare_taking_more``), and those no entry has."""
+    args = grubby_args(entries)
+    have, valued = set(args), _valued_names(args)
+    remove, kept = [], []
+    for arg in _unique(recorded or []):
+        if arg not in have:
+            continue
+        bare = _bare_taking_more(arg, valued, 'a boot entry')
+        if bare:
+            kept.append(bare)
+        else:
+            remove.append(arg)
+    return remove, kept, [arg for arg in _unique(recorded or []) if arg not in have]
 
 
 def grubby_after(entries, add, drop):

@@ -272,6 +272,21 @@ def test_kernel_args_absent_on_grub_default_takes_back_only_the_recorded_args(tm
     assert changes == []
 
 
+def test_kernel_args_absent_on_grubby_keeps_a_bare_flag_whose_name_an_entry_has_with_a_value(tmp_path):
+    # nosmt (bare) was ours; the administrator has since added nosmt=force. grubby --remove-args=nosmt would remove
+    # the first argument named nosmt, whatever its value (rhboot/grubby grubby.c updateActualImage): it stays,
+    # recorded, and only iommu=pt is taken back
+    host = Host(tmp_path, os_family='RedHat')
+    host.cmdline('ro nosmt=force nosmt iommu=pt')
+    host.write_record('grubby', ['nosmt', 'iommu=pt'])
+    info = 'index=0\nkernel="/boot/vmlinuz-5.14"\nargs="ro nosmt=force nosmt iommu=pt"\n'
+    inp = dict(host.inputs(vfio_state='none', kernel_args={'state': 'absent', 'backend': 'grubby'}), grubby_info=info)
+    changes = [c for c in hp.plan(inp)['changes'] if c['what'].startswith('kernel_')]
+    assert [(c['what'], c['action'], c['args']) for c in changes] == [
+        ('kernel_args', 'remove', ['iommu=pt']), ('kernel_args_record', 'update', ['nosmt']),
+        ('kernel_cmdline', 'reboot', ['iommu=pt'])], changes
+
+
 # --- nouveau --------------------------------------------------------------------------------------------------------
 
 def test_nouveau_blacklist_with_another_mode_is_rewritten(tmp_path):

@@ -183,7 +183,7 @@ def test_grub_default_args_reads_both_variables():
 
 def test_grubby_removal_and_after():
     entries = [{'kernel': 'a', 'args': ['ro', 'intel_iommu=on']}, {'kernel': 'b', 'args': ['ro']}]
-    assert owned.grubby_removal(['intel_iommu=on', 'iommu=pt'], entries) == (['intel_iommu=on'], ['iommu=pt'])
+    assert owned.grubby_removal(['intel_iommu=on', 'iommu=pt'], entries) == (['intel_iommu=on'], [], ['iommu=pt'])
     assert owned.grubby_after(entries, ['iommu=pt'], ['ro']) == ['intel_iommu=on', 'iommu=pt']
     # an argument some entry had before is not ours
     assert owned.added(owned.grubby_args(entries), ['intel_iommu=on', 'iommu=pt']) == ['iommu=pt']
@@ -201,3 +201,30 @@ def test_a_reboot_is_pending_only_for_removed_arguments_the_kernel_still_runs_an
     assert owned.still_running(['intel_iommu=on', 'iommu=pt'], running) == ['intel_iommu=on', 'iommu=pt']
     assert owned.still_running(['intel_iommu=on', 'iommu=pt'], running, ['intel_iommu=on']) == ['iommu=pt']
     assert owned.still_running(['iommu=pt'], ['ro']) == []
+
+
+# A bare flag the collection added (kernel_args_ensure: [nosmt]) beside the administrator's own value of that name.
+# Both removers match a bare name with any value: grubby's --remove-args (rhboot/grubby grubby.c updateActualImage,
+# argNameMatch / argHasValue) and the grub defaults editor's patterns (kernel_cmdline.matches). Taking the bare flag
+# back would take the administrator's argument too: it is kept, named, and stays recorded.
+@pytest.mark.parametrize('linux, default', [
+    (['nosmt', 'nosmt=force'], []),
+    (['nosmt'], ['quiet', 'nosmt=force']),
+])
+def test_a_bare_flag_whose_name_the_file_carries_with_a_value_is_kept(linux, default):
+    remove, kept, gone = owned.grub_default_removal(['nosmt', 'iommu=pt'], linux + ['iommu=pt'], default)
+    assert remove == ['iommu=pt'] and gone == []
+    assert [k['arg'] for k in kept] == ['nosmt'] and 'nosmt=...' in kept[0]['reason'], kept
+
+
+def test_a_bare_flag_alone_goes_and_a_valued_argument_never_blocks_on_its_own_name():
+    assert owned.grub_default_removal(['nosmt'], ['nosmt', 'quiet'], [])[0] == ['nosmt']
+    # iommu=pt is removed exactly (a pattern with a value matches only that value): another iommu= is no reason
+    assert owned.grub_default_removal(['iommu=pt'], ['iommu=pt', 'iommu=on'], [])[0] == ['iommu=pt']
+
+
+def test_grubby_keeps_a_bare_flag_some_entry_carries_with_a_value():
+    entries = [{'kernel': 'a', 'args': ['ro', 'nosmt', 'iommu=pt']}, {'kernel': 'b', 'args': ['ro', 'nosmt=force']}]
+    remove, kept, gone = owned.grubby_removal(['nosmt', 'iommu=pt', 'gone=1'], entries)
+    assert remove == ['iommu=pt'] and [k['arg'] for k in kept] == ['nosmt'] and gone == ['gone=1']
+    assert 'a boot entry' in kept[0]['reason']
