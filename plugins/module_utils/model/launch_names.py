@@ -423,8 +423,6 @@ RUNTIME = (
     '__machineconfig_wait_now',
     '__node_labels_nodes_read',
     '__node_labels_vmis_read',
-    '__nouveau_absent_stat',
-    '__nouveau_absent_text',
     '__nouveau_flags',
     '__nouveau_initramfs_images',
     '__nouveau_initramfs_inputs',

@@ -51,6 +51,7 @@ OWN_SINKS = {
     'gpuvirt.provision.kernel_cmdline', 'gpuvirt.provision.render_file', 'gpuvirt.provision.render_manifests',
     'gpuvirt.provision.render_session', 'gpuvirt.provision.vfio_bind', 'gpuvirt.provision.vgpu_vf_profiles',
     'gpuvirt.provision.vfio_files_absent',
+    'gpuvirt.provision.owned_files_absent',
     # checks every patch itself (node name, label keys and values, the owned-labels record) before any request
     'gpuvirt.provision.node_labels_apply',
 }
