@@ -89,7 +89,7 @@ def take_back(path, markers, first_line=False, max_bytes=MAX_BYTES, remove=True)
     if data is None:
         return False, reason
     if not carries(data, markers, first_line):
-        return False, 'no gpuvirt.provision %s: not written by us' % ('header' if first_line else 'marker')
+        return False, 'no gpuvirt.provision %s' % ('header' if first_line else 'marker')
     if not remove:
         return True, None
     now = os.lstat(path)

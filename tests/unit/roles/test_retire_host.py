@@ -33,10 +33,10 @@ def test_the_host_play_runs_every_role_absent_and_says_what_it_took_back(tmp_pat
                        args=['-i', str(inv), '--check', '--tags', 'retire_host'])
     assert rc == 0, out
     for task in ('gpuvirt.provision.vfio : Plan the removal of the vfio binding files (no change)',
-                 "gpuvirt.provision.vgpu_vf : Look at the boot-time restore's files (no link followed)",
+                 "gpuvirt.provision.vgpu_vf : Judge the boot-time restore's files (no link followed, nothing removed yet)",
                  'gpuvirt.provision.kernel_args : Ensure the kernel arguments in the boot loader, or take back the '
                  'recorded ones',
-                 'gpuvirt.provision.nouveau : Look at the blacklist path (no link followed)',
+                 'gpuvirt.provision.nouveau : Remove the nouveau blacklist the role wrote',
                  'gpuvirt.provision.reboot : Collect the pending reboot reasons'):
         assert 'TASK [%s]' % task in out, (task, out)
     # the present paths never run here

@@ -22,7 +22,7 @@ PLAY = """
         tasks_from: leave
     - name: Show what it did
       ansible.builtin.debug:
-        msg: "RESULT={{ vgpu_vf_leave_result.results | selectattr('changed') | map(attribute='item') | list | to_json }}"
+        msg: "RESULT={{ vgpu_vf_leave_result.removed | default([]) | to_json }}"
 """
 FILES = {'unit': 'etc/systemd/system/gpuvirt-vgpu-vf.service', 'script': 'usr/local/libexec/gpuvirt/vgpu-vf-restore',
          'config': 'etc/gpuvirt/vgpu-vf-profiles.json'}
@@ -54,7 +54,9 @@ def _run(tmp_path, root, args=(), **overrides):
 
 def _removed(out):
     line = next(ln for ln in out.splitlines() if '"msg": "RESULT=' in ln)
-    return json.loads(json.loads(line.split('"msg": ', 1)[1].rstrip(','))[len('RESULT='):])
+    paths = json.loads(json.loads(line.split('"msg": ', 1)[1].rstrip(','))[len('RESULT='):])
+    # the removed paths, by the kind of file each is
+    return [kind for path in paths for kind, rel in FILES.items() if path.endswith('/' + rel)]
 
 
 def _left(root):
