@@ -19,6 +19,7 @@ GRAMMARS = {
     'label_value': late(validators, 'label_value'),
     'helm_release_name': late(validators, 'helm_release_name'),
     'semver': late(validators, 'semver'),
+    'k8s_uid': late(validators, 'k8s_uid'),
     'helm_binary': late(validators, 'helm_binary'),
     'repo_url': late(validators, 'repo_url'),
     'chart_ref': late(validators, 'chart_ref'),

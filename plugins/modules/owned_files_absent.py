@@ -12,30 +12,36 @@ module: owned_files_absent
 short_description: Remove files the collection wrote, each judged and removed in one step
 version_added: 0.1.0
 description:
-  - Removes each file of O(paths) only when it is a regular file (a symbolic link is never followed), at most
-    O(max_bytes) long, that carries one of O(markers); anything else at a path is left alone and reported under
-    RV(kept) with the reason (the collection takes back only what it wrote).
-  - The file is read and removed in the same call, and removed only if the path still names the file that was
-    read (same device and inode), so nothing put at the path after the judgement is removed in its place.
+  - Removes each file of O(files) only when it is a regular file (a symbolic link is never followed), at most
+    O(max_bytes) long, whose line O(files[].line) starts with its O(files[].marker) (or, with line 0, that carries
+    the marker anywhere); anything else at a path is left alone and reported under RV(kept) with the reason (the
+    collection takes back only what it wrote).
+  - Each directory on the way is opened from C(/) without following a link and must be owned by root and not
+    group- or world-writable (world-writable only with the sticky bit); the file is read and removed relative to
+    that directory, in the same call, and only if its name still names the file read, which stays open until after
+    the removal.
   - A device or a FIFO at a path is never opened.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  paths:
-    description: Absolute, normalised paths of the files to take back (no C(..)); the caller checks each against
-      its writer's grammar too.
+  files:
+    description: The files to take back; the caller checks each path against its writer's grammar too.
     type: list
-    elements: path
+    elements: dict
     required: true
-  markers:
-    description: What proves a file ours, literal text of 8 to 128 printable ASCII characters; one is enough.
-    type: list
-    elements: str
-    required: true
-  first_line:
-    description: The marker must start the file's first line (a header); otherwise it may be anywhere in the file.
-    type: bool
-    default: false
+    suboptions:
+      path:
+        description: Absolute, normalised path (no C(..)).
+        type: str
+        required: true
+      marker:
+        description: What proves the file ours, literal text of 8 to 128 printable ASCII characters.
+        type: str
+        required: true
+      line:
+        description: The line (1 to 8) that must start with O(files[].marker); 0 for the marker anywhere.
+        type: int
+        default: 1
   max_bytes:
     description: A larger file is not one the collection wrote, and is not read.
     type: int
@@ -52,9 +58,10 @@ attributes:
 EXAMPLES = r'''
 - name: Take back the nouveau blacklist the nouveau role wrote
   gpuvirt.provision.owned_files_absent:
-    paths: [/etc/modprobe.d/gpuvirt-blacklist-nouveau.conf]
-    markers: ['# Managed by gpuvirt.provision (nouveau role)']
-    first_line: true
+    files:
+      - path: /etc/modprobe.d/gpuvirt-blacklist-nouveau.conf
+        marker: '# Managed by gpuvirt.provision (nouveau role)'
+        line: 1
 '''
 
 RETURN = r'''
@@ -78,26 +85,27 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.host import owne
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            paths=dict(type='list', elements='path', required=True),
-            markers=dict(type='list', elements='str', required=True),
-            first_line=dict(type='bool', default=False),
+            files=dict(type='list', elements='dict', required=True, options=dict(
+                path=dict(type='str', required=True),
+                marker=dict(type='str', required=True),
+                line=dict(type='int', default=1),
+            )),
             max_bytes=dict(type='int', default=65536),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
-        paths = [owned_files.checked_path(path) for path in p['paths']]
-        markers = owned_files.checked_markers(p['markers'])
+        files = [(owned_files.checked_path(f['path']), owned_files.checked_marker(f['marker']),
+                  owned_files.checked_line(f['line'])) for f in p['files']]
         if not 1 <= p['max_bytes'] <= owned_files.MAX_BYTES:
             raise owned_files.OwnedFilesError('max_bytes is %d: give 1 to %d' % (p['max_bytes'], owned_files.MAX_BYTES))
     except owned_files.OwnedFilesError as exc:
         module.fail_json(msg='owned_files_absent: %s. Nothing was removed.' % to_native(exc))
     removed, kept = [], []
-    for path in paths:
+    for path, marker, line in files:
         try:
-            gone, reason = owned_files.take_back(path, markers, p['first_line'], p['max_bytes'],
-                                                 remove=not module.check_mode)
+            gone, reason = owned_files.take_back(path, marker, line, p['max_bytes'], remove=not module.check_mode)
         except OSError as exc:
             module.fail_json(msg='owned_files_absent: %s: %s' % (path, to_native(exc)), changed=bool(removed),
                              removed=removed, kept=kept)

@@ -108,6 +108,13 @@ options:
       - The live ClusterPolicy; when given, its C(daemonsets.updateStrategy) must be V(OnDelete) and its
         C(driver.upgradePolicy.autoUpgrade) false, else the plan refuses (the operator would roll by itself).
     type: dict
+  revalidate_daemonsets:
+    description:
+      - The DaemonSets (names) whose pods on a rolled node are deleted too, so the node is validated again;
+        returned per node as C(revalidate_pods), each pod matched to its DaemonSet by the owner's uid.
+    type: list
+    elements: str
+    default: []
   settle:
     description:
       - "C({node: {daemonsets: [...], allocatable: {resource: count}}}): instead of only planning, also say what still
@@ -156,7 +163,7 @@ versions:
 nodes:
   description: >-
     Per node C(name), C(roll), C(stale_pods), C(vms) (C(namespace), C(name), C(vm), C(vm_uid), C(policy), C(run_strategy),
-    C(action)), C(gpu_allocatable) and C(cordoned_by_upgrade).
+    C(action)), C(revalidate_pods) (C(name), C(daemonset)), C(gpu_allocatable) and C(cordoned_by_upgrade).
   returned: success
   type: list
   elements: dict
@@ -213,6 +220,7 @@ def main():
             image_tags=dict(type='list', elements='str'),
             settle=dict(type='dict', default={}),
             cluster_policy=dict(type='dict'),
+            revalidate_daemonsets=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -221,7 +229,7 @@ def main():
         result = up.plan(p['node_names'], p['nodes'], p['pods'], p['daemonsets'], p['revisions'], p['vmis'],
                          p['vms'], p['vm_policy'], p['vm_policies'], p['serial'], p['current'], p['target'],
                          p['guest_driver_branch'], p['vendor_vfio'], p['supports'], p['cluster_version'],
-                         p['os_tags'], p['image_tags'], p['cluster_policy'])
+                         p['os_tags'], p['image_tags'], p['cluster_policy'], p['revalidate_daemonsets'])
         by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
         result['pending'] = dict(
             (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],

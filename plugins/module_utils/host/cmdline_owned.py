@@ -77,7 +77,7 @@ def grub_default_removal(recorded, linux, default):
     appended variable has it too or cannot be read, or it is a bare flag whose name either variable carries with a
     value (``_bare_taking_more``); ``gone``: recorded arguments no longer there at all."""
     remove, kept, gone = [], [], []
-    have = set(linux)
+    have, appended = set(linux), set(default or [])
     valued = _valued_names(list(linux) + list(default or []))
     for arg in _unique(recorded or []):
         bare = _bare_taking_more(arg, valued, 'the grub defaults file') if arg in have else None
@@ -88,7 +88,7 @@ def grub_default_removal(recorded, linux, default):
         elif default is None:
             kept.append(dict(arg=arg, reason='%s cannot be read by the editor: it may carry %s too'
                              % (kc.appended_variable(VAR), arg)))
-        elif arg in default:
+        elif arg in appended:
             kept.append(dict(arg=arg, reason='%s carries it too: the administrator\'s there'
                              % kc.appended_variable(VAR)))
         else:

@@ -498,7 +498,7 @@ def check_initramfs(inp, planned):
 def check_vf_restore_absent(inp, planned):
     """The vendor-VFIO boot-time VF restore taken back where the host left that pool (host_prep_state.vf_unit absent;
     roles/vgpu_vf/tasks/leave.yml): each of its three files that is a regular file of at most 1 MiB carrying our
-    marker (vgpu_vf_profiles.has_marker, the role's rule) goes; a link or a foreign file stays. A file that cannot
+    marker (vgpu_vf_profiles.has_marker: OWNED_MARKERS, the role's rule) goes; a link or a foreign file stays. A file that cannot
     be read is planned as a removal (unsure). No reboot is asked for it."""
     vv = inp['vgpu_vf']
     if vv['state'] != 'absent':
@@ -518,7 +518,7 @@ def check_vf_restore_absent(inp, planned):
         data = read_bytes(path)
         if data is None:
             out.append(change('vf_restore', 'remove', 'cannot be read', path=path))
-        elif vvp.has_marker(data):
+        elif vvp.has_marker(data, key):
             out.append(change('vf_restore', 'remove', 'the host left the vendor-VFIO pool; the %s is ours' % key,
                               path=path))
     return out

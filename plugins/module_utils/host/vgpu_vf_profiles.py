@@ -32,7 +32,7 @@ import os
 import re
 import stat
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, pci_address, sysfs
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, owned_files, pci_address, sysfs
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.vgpu_names import short_type_name
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host.vgpu_types import VgpuError, parse_creatable
 
@@ -845,10 +845,10 @@ def installed_files(root_dir='/'):
         path = _under(root_dir, final)
         trusted_path(os.path.dirname(path), 'the directory of the %s' % key, kind='dir', missing_ok=True)
         exists = trusted_path(path, 'the %s file' % key, kind=None, missing_ok=True)
-        if exists and not _ours(path):
+        if exists and not _ours(path, key):
             raise VfProfileError('%s exists and is not ours (not a regular file carrying "%s"): it is left alone, '
                                  'and nothing is installed over it; move it away if it is a stale copy'
-                                 % (path, MARKER))
+                                 % (path, OWNED_MARKERS[key][0]))
         out[key] = {'path': path, 'final': final, 'exists': exists}
     out['dirs'] = [_under(root_dir, d) for d in OWN_DIRS]
     return out
@@ -905,20 +905,32 @@ def checked_persist(persist, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeo
             'types': dict(types)}
 
 
-def _ours(path):
+# What proves each installed file ours, as the role writes it: (marker, the line it starts, 0 for anywhere). The
+# unit's first line and the script's second (after its coding line) are the role's header; the JSON config names
+# the collection in MARKER_KEY. The one rule of the writer (installed_files), the planner (host_plan) and the
+# remover (roles/vgpu_vf/tasks/leave.yml and unpersist.yml through owned_files_absent, whose markers a unit test
+# keeps equal to these).
+OWNED_MARKERS = {
+    'unit': (MARKER + ' (vgpu_vf role).', 1),
+    'script': (MARKER + ' (vgpu_vf role).', 2),
+    'config': ('"%s": "gpuvirt.provision"' % MARKER_KEY, 0),
+}
+
+
+def _ours(path, key):
     st = os.lstat(path)
     if not stat.S_ISREG(st.st_mode):
         return False
     data = sysfs.read_bytes(path)
     if data is None or len(data) > sysfs.READ_LIMIT:
         return False
-    return has_marker(data)
+    return has_marker(data, key)
 
 
-def has_marker(data):
-    """Whether a file's bytes carry our marker (the unit and the script: MARKER; the config: MARKER_KEY in the JSON):
-    the rule the role's leave path applies (roles/vgpu_vf/tasks/leave.yml) and host_plan plans by."""
-    return MARKER.encode('ascii') in data or ('"%s"' % MARKER_KEY).encode('ascii') in data
+def has_marker(data, key):
+    """Whether the bytes of the installed file ``key`` (unit, script, config) carry its marker (OWNED_MARKERS)."""
+    marker, line = OWNED_MARKERS[key]
+    return owned_files.carries(data, marker, line)
 
 
 def _unit_path(value, name):

@@ -218,6 +218,22 @@ def stale_pods(node, pods, daemonsets, revisions):
     return sorted(out, key=lambda p: p['name'])
 
 
+def node_pods_of(node, pods, daemonsets, names):
+    """The pods on ``node`` (not being deleted) of the DaemonSets named ``names``, matched by their owner's uid:
+    ``[{name, daemonset}]``. The operator's validators, deleted with the operands so the node is validated again."""
+    wanted = set(_s(n) for n in _l(names))
+    uids = dict((uid, name) for uid, name in _names_by_uid(daemonsets).items() if name in wanted)
+    out = []
+    for pod in _l(pods):
+        meta = _meta(pod)
+        if _d(_d(pod).get('spec')).get('nodeName') != node or meta.get('deletionTimestamp'):
+            continue
+        ds = uids.get(_owner_uid(pod, 'DaemonSet'))
+        if ds:
+            out.append({'name': _s(meta.get('name')), 'daemonset': ds})
+    return sorted(out, key=lambda p: p['name'])
+
+
 def _is_gpu_vmi(vmi):
     devices = _d(_d(_d(_d(vmi).get('spec')).get('domain')).get('devices'))
     pinned = [c for c in _l(_d(_d(vmi).get('status')).get('conditions'))
@@ -313,8 +329,10 @@ def gpu_allocatable(node):
 
 def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='wait', vm_policies=None,
          serial=1, current=None, target=None, guest_branch=None, vendor_vfio=False, supports=None,
-         cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None):
+         cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None, revalidate=None):
     """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
+
+    ``revalidate``: the names of the DaemonSets whose pods on a rolled node go too (``revalidate_pods`` per node).
 
     ``cluster_policy``: the live ClusterPolicy (None: none read). Its operands must be OnDelete and its driver
     autoUpgrade off, or the operator rolls the new version over every node by itself (upgrade_policy.py)."""
@@ -352,6 +370,7 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
             refusals.append(why)
         refusals += vm_refusals
         out_nodes.append({'name': name, 'roll': bool(stale), 'stale_pods': stale, 'vms': vms_here,
+                          'revalidate_pods': node_pods_of(name, pods, daemonsets, revalidate),
                           'gpu_allocatable': gpu_allocatable(node),
                           'cordoned_by_upgrade': _d(_meta(node).get('annotations')).get(CORDONED_BY) == 'true'})
     rolling = [n['name'] for n in out_nodes if n['roll'] or n['cordoned_by_upgrade']]

@@ -516,7 +516,6 @@ RUNTIME = (
     '__vgpu_vf_dirs',
     '__vgpu_vf_leave_judged',
     '__vgpu_vf_leave_on_node',
-    '__vgpu_vf_leave_ours',
     '__vgpu_vf_leave_running',
     '__vgpu_vf_leave_vmis',
     '__vgpu_vf_phase_driver',

@@ -22,6 +22,8 @@ DNS1123_SUBDOMAIN_RE = re.compile(_DNS_LABEL + r'(?:\.' + _DNS_LABEL + r')*')
 LABEL_VALUE_RE = re.compile(r'(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?')
 # Helm: release names are DNS-1123 subdomain style, at most 53 characters (helm/pkg/chartutil).
 HELM_RELEASE_MAX = 53
+# metadata.uid: the API server writes a UUID's text form (apimachinery util/uuid NewUUID, google/uuid String)
+K8S_UID_RE = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
 # SemVer 2.0.0 (semver.org), with the optional "v" prefix Helm chart versions carry (v25.3.0).
 SEMVER_RE = re.compile(
     r'v?(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)'
@@ -126,6 +128,13 @@ def helm_binary(value, name):
     _need_str(value, name, expected)
     pattern = HELM_BINARY_PATH_RE if value.startswith('/') else HELM_BINARY_NAME_RE
     return _check(value, name, pattern, 4096, expected)
+
+
+def k8s_uid(value, name):
+    """An object's metadata.uid as the API server assigns it (a UUID, RFC 4122 text form): sent as a write's
+    precondition, so an empty or malformed one, which would make no precondition, is refused."""
+    return _check(value, name, K8S_UID_RE, 36, 'a Kubernetes object uid, a UUID such as '
+                  '6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b')
 
 
 def semver(value, name):

@@ -6,10 +6,15 @@ our marker; check mode removes nothing; a second run changes nothing; when the V
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+import yaml
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_vf_profiles as vvp
 from play_runner import run_play
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..'))
 
 PLAY = """
 - hosts: localhost
@@ -70,7 +75,7 @@ def test_ours_go_the_administrators_unit_stays_check_mode_first_then_nothing(tmp
     assert _left(root) == ['config', 'script', 'unit'], 'check mode removed a file'
     rc, out = _run(tmp_path, root)
     assert rc == 0 and _removed(out) == ['script', 'config'], out
-    assert _left(root) == ['unit'] and 'keeps %s (no gpuvirt.provision marker)' % (root / FILES['unit']) in out, out
+    assert _left(root) == ['unit'] and 'keeps %s (no gpuvirt.provision header)' % (root / FILES['unit']) in out, out
     rc, out = _run(tmp_path, root)
     assert rc == 0 and _removed(out) == [], out
 
@@ -82,3 +87,17 @@ def test_nothing_goes_when_the_vmis_cannot_be_read(tmp_path, monkeypatch):
     rc, out = _run(tmp_path, root, vgpu_vf_check_vmis=True)
     assert rc != 0 and 'VirtualMachineInstances on its node could not be read' in ' '.join(out.split()), out
     assert _left(root) == ['config', 'script', 'unit']
+
+
+def test_the_roles_remover_uses_the_writers_markers():
+    # writer (installed_files), planner (host_plan) and remover (owned_files_absent in the role) must agree on what
+    # is ours, file by file: the markers the role's tasks give are vgpu_vf_profiles.OWNED_MARKERS
+    for name in ('leave.yml', 'unpersist.yml'):
+        with open(os.path.join(ROOT, 'roles', 'vgpu_vf', 'tasks', name)) as handle:
+            tasks = yaml.safe_load(handle)
+        calls = [t['gpuvirt.provision.owned_files_absent'] for t in tasks if 'gpuvirt.provision.owned_files_absent' in t]
+        assert calls, name
+        for call in calls:
+            # each path is "{{ (vgpu_vf_root_dir | gpuvirt.provision.vgpu_vf_paths).KEY }}"
+            got = dict((f['path'].rsplit('.', 1)[1].rstrip(' }'), (f['marker'], f['line'])) for f in call['files'])
+            assert got == vvp.OWNED_MARKERS, (name, got)

@@ -37,6 +37,16 @@ def test_checked_helm_inputs():
         validate.checked('a', 'nope', 'x')
 
 
+@pytest.mark.parametrize('value', ['', None, 'db', '6F1C2A9E-3B4D-4E5F-8A7B-0C1D2E3F4A5B',
+                                   '6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b\n', '6f1c2a9e3b4d4e5f8a7b0c1d2e3f4a5b'])
+def test_a_uid_sent_as_a_precondition_is_a_uuid_or_refused(value):
+    # an empty uid in a patch is no precondition at all: refused, as is anything the API server never assigns
+    with pytest.raises(AnsibleFilterError, match='VM uid'):
+        validate.checked(value, 'k8s_uid', 'VM uid')
+    assert validate.checked('6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b', 'k8s_uid', 'VM uid') == (
+        '6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b')
+
+
 def test_the_reboot_message_is_plain_text():
     message = 'Reboot by gpuvirt.provision host preparation'
     assert validate.checked(message, 'reboot_message', 'reboot_msg') == message

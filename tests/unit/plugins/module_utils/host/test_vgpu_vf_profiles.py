@@ -271,3 +271,19 @@ def test_a_saved_config_is_read_back_only_within_its_grammar(types):
     except vvp.VfProfileError:
         return
     assert all(vvp.NUMBER.fullmatch(t) and vvp.CREATABLE_NAME.fullmatch(n) for t, n in out.items())
+
+
+@pytest.mark.parametrize('key, data, ours', [
+    ('unit', b'# Managed by gpuvirt.provision (vgpu_vf role).\n[Unit]\n', True),
+    # the header further down, or only the collection's name, is not the unit's header
+    ('unit', b'[Unit]\n# Managed by gpuvirt.provision (vgpu_vf role).\n', False),
+    ('unit', b'# Managed by gpuvirt.provision\n[Unit]\n', False),
+    ('script', b'# -*- coding: utf-8 -*-\n# Managed by gpuvirt.provision (vgpu_vf role).\n', True),
+    ('script', b'#!/bin/sh\necho "# Managed by gpuvirt.provision (vgpu_vf role)."\n', False),
+    ('config', b'{\n  "managed_by": "gpuvirt.provision",\n  "version": 1\n}\n', True),
+    # another manager's config, or one that only mentions the key or the header text
+    ('config', b'{"managed_by": "puppet"}\n', False),
+    ('config', b'{"note": "# Managed by gpuvirt.provision (vgpu_vf role)."}\n', False),
+])
+def test_each_installed_file_is_ours_only_by_its_own_marker(key, data, ours):
+    assert vvp.has_marker(data, key) is ours

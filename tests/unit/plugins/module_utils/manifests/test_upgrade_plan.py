@@ -269,3 +269,17 @@ def test_a_pod_of_a_daemonset_deleted_and_re_created_under_its_name_is_not_this_
     c['pods'][0] = pod('vgm-gpu-1', 'nvidia-vgpu-manager-daemonset', 'gpu-1', 'old', ds_uid='u0')
     p = plan(cluster=c)
     assert p['batches'] == [['gpu-2']], p['batches']
+
+
+def test_the_validators_to_delete_are_this_operator_s_by_uid():
+    c = cluster()
+    c['daemonsets'].append(ds('nvidia-operator-validator', 'v1'))
+    c['pods'] += [pod('validator-gpu-1', 'nvidia-operator-validator', 'gpu-1', 'h', ds_uid='v1'),
+                  # named as the validator's DaemonSet, but owned by another object (an old one, or another kind)
+                  pod('impostor-gpu-1', 'nvidia-operator-validator', 'gpu-1', 'h', ds_uid='other'),
+                  pod('validator-gpu-2', 'nvidia-operator-validator', 'gpu-2', 'h', ds_uid='v1')]
+    p = up.plan(['gpu-1'], c['nodes'], c['pods'], c['daemonsets'], c['revisions'], [], [],
+                revalidate=['nvidia-operator-validator'])
+    assert p['nodes'][0]['revalidate_pods'] == [{'name': 'validator-gpu-1', 'daemonset': 'nvidia-operator-validator'}]
+    assert up.plan(['gpu-1'], c['nodes'], c['pods'], c['daemonsets'], c['revisions'], [], [])['nodes'][0][
+        'revalidate_pods'] == []
