@@ -116,7 +116,7 @@ KNOWN = {
     # in an annotation, runStrategy Halted), and a restored run strategy is one of KubeVirt's, filtered in the loop
     ('roles/upgrade/tasks/batch.yml', "Cordon the batch's nodes"): {'__upgrade_bplan', '__upgrade_node'},
     ('roles/upgrade/tasks/batch.yml', "Delete the batch's operand pods of an older revision, and its validators"): {
-        '__upgrade_batch', '__upgrade_bplan', '__upgrade_pods_read', 'upgrade_revalidate_daemonsets'},
+        '__upgrade_bplan'},
     ('roles/upgrade/tasks/batch.yml', 'Stop the GPU VMs whose policy is stop'): {'__upgrade_bplan', '__upgrade_vm'},
     ('roles/upgrade/tasks/batch.yml', "Uncordon the batch's nodes"): {'__upgrade_batch'},
     ('roles/upgrade/tasks/restore.yml', 'Give each stopped VM its run strategy back'): {
