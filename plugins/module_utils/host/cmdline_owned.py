@@ -80,7 +80,7 @@ def grub_default_removal(recorded, linux, default):
     have, appended = set(linux), set(default or [])
     valued = _valued_names(list(linux) + list(default or []))
     for arg in _unique(recorded or []):
-        bare = _bare_taking_more(arg, valued, 'the grub defaults file') if arg in have else None
+        bare = _bare_taking_more(arg, valued, 'the grub defaults file')
         if arg not in have:
             gone.append(arg)
         elif bare:
@@ -106,16 +106,16 @@ def grubby_removal(recorded, entries):
     some entry carries with a value: ``_bare_taking_more``), and those no entry has."""
     args = grubby_args(entries)
     have, valued = set(args), _valued_names(args)
-    remove, kept = [], []
+    remove, kept, gone = [], [], []
     for arg in _unique(recorded or []):
-        if arg not in have:
-            continue
         bare = _bare_taking_more(arg, valued, 'a boot entry')
-        if bare:
+        if arg not in have:
+            gone.append(arg)
+        elif bare:
             kept.append(bare)
         else:
             remove.append(arg)
-    return remove, kept, [arg for arg in _unique(recorded or []) if arg not in have]
+    return remove, kept, gone
 
 
 def grubby_after(entries, add, drop):

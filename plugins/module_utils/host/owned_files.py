@@ -64,6 +64,18 @@ def carries(data, marker, line):
     return len(lines) >= line and lines[line - 1].startswith(encoded)
 
 
+def file_reason(st, max_bytes):
+    """Why the object ``st`` (an lstat result) is no file the collection wrote, before it is opened: a link, not a
+    regular file, or larger than ``max_bytes``; None when it may be one. The rule of every take-back of ours."""
+    if stat.S_ISLNK(st.st_mode):
+        return 'a symbolic link, not a file we wrote'
+    if not stat.S_ISREG(st.st_mode):
+        return 'not a regular file'
+    if st.st_size > max_bytes:
+        return 'larger than any file we write (%d bytes)' % st.st_size
+    return None
+
+
 def _directory_reason(st):
     if st.st_uid != 0:
         return 'owned by uid %d, not root' % st.st_uid
@@ -120,12 +132,9 @@ def take_back(path, marker, line=0, max_bytes=MAX_BYTES, remove=True):
             before = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         except FileNotFoundError:
             return False, None
-        if stat.S_ISLNK(before.st_mode):
-            return False, 'a symbolic link, not a file we wrote'
-        if not stat.S_ISREG(before.st_mode):
-            return False, 'not a regular file'
-        if before.st_size > max_bytes:
-            return False, 'larger than any file we write (%d bytes)' % before.st_size
+        reason = file_reason(before, max_bytes)
+        if reason:
+            return False, reason
         try:
             fd = os.open(name, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0),
                          dir_fd=dfd)

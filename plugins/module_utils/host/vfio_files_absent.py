@@ -11,7 +11,7 @@ __metaclass__ = type
 import os
 import stat
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import modprobe
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import modprobe, owned_files
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 
 # The first line of every file the vfio role writes (modprobe.VFIO_HEADER), and blockinfile's markers as the
@@ -50,12 +50,9 @@ def read_regular(path):
         st = os.lstat(path)
     except FileNotFoundError:
         return None, None
-    if stat.S_ISLNK(st.st_mode):
-        return None, 'a symbolic link, not a file we wrote'
-    if not stat.S_ISREG(st.st_mode):
-        return None, 'not a regular file'
-    if st.st_size > MAX_BYTES:
-        return None, 'larger than any file we write (%d bytes)' % st.st_size
+    reason = owned_files.file_reason(st, MAX_BYTES)
+    if reason:
+        return None, reason
     # non-blocking and judged again on the descriptor: a FIFO or a device swapped in after the lstat would block
     fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
     with os.fdopen(fd, 'rb') as f:

@@ -199,39 +199,37 @@ def current_hashes(daemonsets, revisions):
     return dict((k, v[1]) for k, v in best.items())
 
 
-def stale_pods(node, pods, daemonsets, revisions):
-    """The operand pods on ``node`` whose DaemonSet has a newer revision: ``[{name, daemonset}]``."""
-    hashes = current_hashes(daemonsets, revisions)
+def _daemonset_pods(node, pods, daemonsets):
+    """``(pod, DaemonSet name)`` for each pod on ``node``, not being deleted, whose DaemonSet owner (by uid) is one
+    of ``daemonsets``: a pod of a DaemonSet not read (another namespace's, or one deleted and re-created) is not
+    this roll's."""
     uids = _names_by_uid(daemonsets)
-    out = []
-    for pod in _l(pods):
-        meta, spec = _meta(pod), _d(_d(pod).get('spec'))
-        if spec.get('nodeName') != node or meta.get('deletionTimestamp'):
-            continue
-        # a pod of a DaemonSet not read (another namespace's, or one deleted and re-created) is not this roll's
-        ds = uids.get(_owner_uid(pod, 'DaemonSet'))
-        if not ds:
-            continue
-        have = _s(_d(meta.get('labels')).get(REVISION_HASH))
-        if ds in hashes and have != hashes[ds]:
-            out.append({'name': _s(meta.get('name')), 'daemonset': ds})
-    return sorted(out, key=lambda p: p['name'])
-
-
-def node_pods_of(node, pods, daemonsets, names):
-    """The pods on ``node`` (not being deleted) of the DaemonSets named ``names``, matched by their owner's uid:
-    ``[{name, daemonset}]``. The operator's validators, deleted with the operands so the node is validated again."""
-    wanted = set(_s(n) for n in _l(names))
-    uids = dict((uid, name) for uid, name in _names_by_uid(daemonsets).items() if name in wanted)
-    out = []
     for pod in _l(pods):
         meta = _meta(pod)
         if _d(_d(pod).get('spec')).get('nodeName') != node or meta.get('deletionTimestamp'):
             continue
         ds = uids.get(_owner_uid(pod, 'DaemonSet'))
         if ds:
-            out.append({'name': _s(meta.get('name')), 'daemonset': ds})
-    return sorted(out, key=lambda p: p['name'])
+            yield pod, ds
+
+
+def _rows(found):
+    return sorted(({'name': _s(_meta(pod).get('name')), 'daemonset': ds} for pod, ds in found),
+                  key=lambda p: p['name'])
+
+
+def stale_pods(node, pods, daemonsets, revisions):
+    """The operand pods on ``node`` whose DaemonSet has a newer revision: ``[{name, daemonset}]``."""
+    hashes = current_hashes(daemonsets, revisions)
+    return _rows((pod, ds) for pod, ds in _daemonset_pods(node, pods, daemonsets)
+                 if ds in hashes and _s(_d(_meta(pod).get('labels')).get(REVISION_HASH)) != hashes[ds])
+
+
+def node_pods_of(node, pods, daemonsets, names):
+    """The pods on ``node`` (not being deleted) of the DaemonSets named ``names``, matched by their owner's uid:
+    ``[{name, daemonset}]``. The operator's validators, deleted with the operands so the node is validated again."""
+    wanted = set(_s(n) for n in _l(names))
+    return _rows((pod, ds) for pod, ds in _daemonset_pods(node, pods, daemonsets) if ds in wanted)
 
 
 def _is_gpu_vmi(vmi):
