@@ -24,6 +24,13 @@ def vgpu_vf_paths(root_dir):
         raise AnsibleFilterError('vgpu_vf_paths: vgpu_vf_root_dir: %s' % e)
 
 
+def vgpu_vf_owned_files(root_dir):
+    try:
+        return vvp.owned_files_of(root_dir)
+    except vvp.VfProfileError as e:
+        raise AnsibleFilterError('vgpu_vf_owned_files: vgpu_vf_root_dir: %s' % e)
+
+
 def vgpu_vf_unit(root_dir, python, timeout):
     try:
         vvp.install_paths(root_dir)
@@ -42,4 +49,5 @@ def vgpu_vf_config(persist, sysfs_root, sriov_manage, timeout):
 
 class FilterModule(object):
     def filters(self):
-        return {'vgpu_vf_paths': vgpu_vf_paths, 'vgpu_vf_unit': vgpu_vf_unit, 'vgpu_vf_config': vgpu_vf_config}
+        return {'vgpu_vf_paths': vgpu_vf_paths, 'vgpu_vf_owned_files': vgpu_vf_owned_files, 'vgpu_vf_unit': vgpu_vf_unit,
+                'vgpu_vf_config': vgpu_vf_config}

@@ -865,6 +865,15 @@ def install_paths(root_dir='/'):
     return out
 
 
+def owned_files_of(root_dir='/'):
+    """The boot-time restore's files as owned_files_absent takes them back: ``[{path, marker, line}]`` for the unit,
+    the script and the config under ``root_dir`` (``install_paths``: nothing is read), each with its OWNED_MARKERS
+    rule, the one the writer and host_plan judge by."""
+    paths = install_paths(root_dir)
+    return [dict(path=paths[key], marker=OWNED_MARKERS[key][0], line=OWNED_MARKERS[key][1])
+            for key, _final in INSTALLED]
+
+
 def _timeout(value, name='wait_timeout'):
     """A whole number of seconds from 10 to 3600; a decimal string counts (an inventory or -e value), as the
     module's int option takes it."""
@@ -908,8 +917,8 @@ def checked_persist(persist, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeo
 # What proves each installed file ours, as the role writes it: (marker, the line it starts, 0 for anywhere). The
 # unit's first line and the script's second (after its coding line) are the role's header; the JSON config names
 # the collection in MARKER_KEY. The one rule of the writer (installed_files), the planner (host_plan) and the
-# remover (roles/vgpu_vf/tasks/leave.yml and unpersist.yml through owned_files_absent, whose markers a unit test
-# keeps equal to these).
+# remover (roles/vgpu_vf/tasks/leave.yml and unpersist.yml give owned_files_absent owned_files_of's list, through
+# the vgpu_vf_owned_files filter).
 OWNED_MARKERS = {
     'unit': (MARKER + ' (vgpu_vf role).', 1),
     'script': (MARKER + ' (vgpu_vf role).', 2),

@@ -91,13 +91,14 @@ def test_nothing_goes_when_the_vmis_cannot_be_read(tmp_path, monkeypatch):
 
 def test_the_roles_remover_uses_the_writers_markers():
     # writer (installed_files), planner (host_plan) and remover (owned_files_absent in the role) must agree on what
-    # is ours, file by file: the markers the role's tasks give are vgpu_vf_profiles.OWNED_MARKERS
+    # is ours, file by file: every take-back in the role gives the files the filter builds from OWNED_MARKERS
     for name in ('leave.yml', 'unpersist.yml'):
         with open(os.path.join(ROOT, 'roles', 'vgpu_vf', 'tasks', name)) as handle:
             tasks = yaml.safe_load(handle)
         calls = [t['gpuvirt.provision.owned_files_absent'] for t in tasks if 'gpuvirt.provision.owned_files_absent' in t]
         assert calls, name
         for call in calls:
-            # each path is "{{ (vgpu_vf_root_dir | gpuvirt.provision.vgpu_vf_paths).KEY }}"
-            got = dict((f['path'].rsplit('.', 1)[1].rstrip(' }'), (f['marker'], f['line'])) for f in call['files'])
-            assert got == vvp.OWNED_MARKERS, (name, got)
+            assert call['files'] == '{{ vgpu_vf_root_dir | gpuvirt.provision.vgpu_vf_owned_files }}', (name, call)
+    files = vvp.owned_files_of('/srv/root')
+    assert [(f['path'], f['marker'], f['line']) for f in files] == [
+        ('/srv/root' + final, vvp.OWNED_MARKERS[key][0], vvp.OWNED_MARKERS[key][1]) for key, final in vvp.INSTALLED]

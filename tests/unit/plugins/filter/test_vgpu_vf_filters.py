@@ -28,10 +28,23 @@ def test_the_paths_and_unit_are_the_modules():
     assert 'ExecStart=/usr/bin/python3 /usr/local/libexec/gpuvirt/vgpu-vf-restore' in f.vgpu_vf_unit('/', '/usr/bin/python3', 300)
 
 
+def test_the_owned_files_are_the_paths_with_each_file_s_own_marker():
+    # the unit's header on its first line, the script's on its second (after the coding line), the config's key
+    assert f.vgpu_vf_owned_files('/srv/root') == [
+        {'path': '/srv/root/etc/systemd/system/gpuvirt-vgpu-vf.service',
+         'marker': '# Managed by gpuvirt.provision (vgpu_vf role).', 'line': 1},
+        {'path': '/srv/root/usr/local/libexec/gpuvirt/vgpu-vf-restore',
+         'marker': '# Managed by gpuvirt.provision (vgpu_vf role).', 'line': 2},
+        {'path': '/srv/root/etc/gpuvirt/vgpu-vf-profiles.json', 'marker': '"managed_by": "gpuvirt.provision"',
+         'line': 0}]
+
+
 @pytest.mark.parametrize('root', ['relative', '/a/../etc', '/a b', '/a\n', '/a//b', 5, '/a/'])
 def test_a_prefix_outside_the_path_grammar_is_refused(root):
     with pytest.raises(AnsibleFilterError, match='root_dir'):
         f.vgpu_vf_paths(root)
+    with pytest.raises(AnsibleFilterError, match='vgpu_vf_owned_files: vgpu_vf_root_dir'):
+        f.vgpu_vf_owned_files(root)
     with pytest.raises(AnsibleFilterError):
         f.vgpu_vf_unit(root, '/usr/bin/python3', 300)
 
