@@ -157,14 +157,15 @@ test: deps unit sanity-lint integration-molecule
 # What make test leaves out for CI's time (90 minutes on two cores; docs/testing.md, "CI time"), run by hand before
 # a change to what they test lands: the cold demo check, then the vm scenario on the disk it built (a pool change,
 # vGPU to passthrough, on the real guest: its boot-time restore taken back, the --check --diff preview, testinfra;
-# about 25 minutes of one core under QEMU TCG), then the AWX jobs in the execution environment (`make ee`: its cold
-# image build and twelve jobs, about 9 minutes), then site.yml end to end on a real API server for OpenShift and
+# about 25 minutes of one core under QEMU TCG), then the lab's day-2 check (tools/lab/day2-check.sh: the same guest
+# moved from the passthrough pool to the container pool, refused with a VM on its node, then retired), then the AWX
+# jobs in the execution environment (`make ee`: its cold image build and twelve jobs, about 9 minutes), then site.yml end to end on a real API server for OpenShift and
 # Kubernetes (`make integration-site`, about 12 minutes). Before host roles, host_prep.yml, tools/lab/, the EE
 # definition, the AWX material or the order of site.yml's phases change.
 test-extended: export GPUVIRT_REQUIRE_TOOLS = 1
 test-extended: HOST_GROUPS = core kube podman registry lab
 test-extended: deps kube-apiserver
-	$(MAKE) --no-print-directory HOST_BOOTSTRAPPED=1 demo-cold-check molecule-vm ee integration-site
+	$(MAKE) --no-print-directory HOST_BOOTSTRAPPED=1 demo-cold-check molecule-vm lab-day2-check ee integration-site
 
 build: venv
 	$(BIN)/ansible-galaxy collection build --force .

@@ -1,5 +1,5 @@
 # The QEMU lab (tools/lab/): one Debian 12 guest with an emulated Intel IOMMU and a stand-in PCI device.
-.PHONY: lab-image lab-up lab-down lab-ssh lab-test demo-cold-check
+.PHONY: lab-image lab-up lab-down lab-ssh lab-test demo-cold-check lab-day2-check
 
 lab-image:  ## build (or reuse) the cached lab disk under .lab/images/ (root: losetup)
 	tools/lab/build-image.sh
@@ -21,3 +21,10 @@ lab-test: venv  ## the testinfra checks of a prepared lab VM (after `make demo`;
 demo-cold-check: HOST_GROUPS = core kube lab
 demo-cold-check: deps kube-apiserver
 	LAB_DIR=$(LAB_DIR) tools/lab/demo-cold-check.sh
+
+# A fleet that changes, on the lab VM and the lab API server: `make demo` on a fresh overlay, then the host moved
+# from the passthrough pool to the container pool (check mode, the real run, a no-op second run), then retired (the
+# same three); tools/lab/day2-check.sh says what each step must show. Uses the cached disk (built when missing).
+lab-day2-check: HOST_GROUPS = core kube lab
+lab-day2-check: deps kube-apiserver
+	LAB_DIR=$(LAB_DIR) tools/lab/day2-check.sh

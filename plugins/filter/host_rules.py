@@ -6,7 +6,7 @@ kernel arguments, the modprobe blacklist text, the PCI address as sysfs names it
 the kernel module configuration and the vfio role's files. The logic lives in module_utils (kernel_cmdline,
 modprobe, pci_address, validators); these filters only carry it into a play. Documentation lives in the sidecars
 iommu_kernel_args.yml, kernel_args_backend.yml, modprobe_blacklist.yml, invalid_bdfs.yml, invalid_pci_ids.yml, host_checked.yml,
-vfio_files.yml and initramfs_command.yml."""
+vfio_files.yml, initramfs_command.yml and node_vmis.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -18,6 +18,7 @@ kernel_cmdline = LazyModule('ansible_collections.gpuvirt.provision.plugins.modul
 modprobe = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.modprobe')
 pci_address = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.pci_address')
 validators = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators')
+vfio_files_absent = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.host.vfio_files_absent')
 
 
 def iommu_kernel_args(vendor, passthrough=True):
@@ -114,9 +115,17 @@ def initramfs_command(tool, os_family, name='nouveau_initramfs_tool'):
     return list(INITRAMFS_COMMANDS[tool])
 
 
+def node_vmis(vmis, node):
+    """'namespace/name' of each VirtualMachineInstance whose status.nodeName is ``node``, sorted: the take-back
+    modules' own rule (vfio_files_absent.vmis_on_node), for the gate before a host's first change."""
+    if not isinstance(vmis, (list, tuple)):
+        raise AnsibleFilterError('node_vmis: %r is not a list of VirtualMachineInstances' % (type(vmis).__name__,))
+    return vfio_files_absent.vmis_on_node(vmis, node)
+
+
 class FilterModule(object):
     def filters(self):
         return {'iommu_kernel_args': iommu_kernel_args, 'kernel_args_backend': kernel_args_backend,
                 'modprobe_blacklist': modprobe_blacklist,
                 'invalid_bdfs': invalid_bdfs, 'invalid_pci_ids': invalid_pci_ids, 'host_checked': host_checked,
-                'vfio_files': vfio_files, 'initramfs_command': initramfs_command}
+                'vfio_files': vfio_files, 'initramfs_command': initramfs_command, 'node_vmis': node_vmis}

@@ -109,6 +109,13 @@ reboot_needed:
   description: A change needs a reboot.
   returned: always
   type: bool
+takebacks:
+  description:
+    - One sentence per planned take-back that takes GPUs from VMs on the node at the next boot (C(vfio_absent),
+      C(vf_restore), C(kernel_args) removed), in plan order; what the rolling play refuses while VMs run on the node.
+  returned: always
+  type: list
+  elements: str
 summary:
   description: One line, the changes or C(nothing to change).
   returned: always

@@ -537,7 +537,24 @@ def plan(inputs, checkers=None):
     planned = []
     for checker in (CHECKERS if checkers is None else checkers):
         planned.extend(checker(inp, list(planned)))
-    return {'changes': planned, 'reboot_needed': any(c['reboot'] for c in planned)}
+    return {'changes': planned, 'reboot_needed': any(c['reboot'] for c in planned), 'takebacks': takebacks(planned)}
+
+
+# The take-backs that take GPUs from VMs on the node at the next boot: the vfio binding (its GPUs leave vfio-pci),
+# the VF restore (its VFs lose their profiles) and the IOMMU kernel arguments (no device assignment without them).
+VM_TAKEBACKS = ('vfio_absent', 'vf_restore', 'kernel_args')
+
+
+def takebacks(planned):
+    """One sentence per planned take-back of VM_TAKEBACKS, in plan order, without repeats: what the rolling play's
+    VM gate names when it refuses while VMs run on the node."""
+    out = []
+    for c in planned:
+        if c['action'] == 'remove' and c['what'] in VM_TAKEBACKS:
+            line = '%s %s%s (%s)' % (c['what'], c['action'], (' ' + c['path']) if c['path'] else '', c['reason'])
+            if line not in out:
+                out.append(line)
+    return out
 
 
 def summary(result):

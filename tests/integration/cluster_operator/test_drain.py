@@ -270,3 +270,48 @@ def test_a_failed_drain_stops_the_rolling_run_before_the_next_host(tmp_path, kub
             '(host_prep_max_fail_percentage 0, the default)') in said, log
     assert 'the hosts after gpu-1 are left as they are' in said, log
     assert 'host_prep_serial' in said.split('The rolling run stops here', 1)[1], log
+
+
+def test_a_pool_change_with_a_vm_on_the_node_is_refused_before_the_first_change(tmp_path, kube):
+    # playbooks/host_prep.yml on a host that left the passthrough pool for the container pool: its plan takes back
+    # the IOMMU kernel arguments the collection added (our GRUB drop-in, deleted) and the vfio binding file. A VMI runs
+    # on its node, so the rolling play refuses before its first change, naming the VMI: the kernel arguments are taken
+    # back before the vfio role's own VMI check, so a refusal there alone came after the drop-in was deleted.
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline, modprobe
+    vmi = {'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachineInstance',
+           'metadata': {'name': 'guest-0', 'namespace': 'gpu-vms'},
+           'spec': {'domain': {'devices': {'hostDevices': [{'name': 'gpu0', 'deviceName': 'nvidia.com/GA102GL_A10'}]}}},
+           'status': {'nodeName': 'gpu-1', 'phase': 'Running'}}
+    cluster = kube([{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-1'}},
+                    {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpu-vms'}}, vmi])
+    etc = tmp_path / 'etc'
+    (etc / 'default' / 'grub.d').mkdir(parents=True)
+    (etc / 'modprobe.d').mkdir()
+    (etc / 'default' / 'grub').write_text('GRUB_CMDLINE_LINUX="quiet"\n')
+    dropin = etc / 'default' / 'grub.d' / '90-gpuvirt-kernel-args.cfg'
+    dropin.write_text(kernel_cmdline.render_grub_dropin(['intel_iommu=on', 'iommu=pt'], []))
+    vfio = etc / 'modprobe.d' / 'gpuvirt-vfio.conf'
+    vfio.write_text('# %s\noptions vfio-pci ids=10de:2236\n' % modprobe.VFIO_HEADER)
+    before = {p: p.read_bytes() for p in (dropin, vfio)}
+    inventory = tmp_path / 'inventory.yml'
+    inventory.write_text(json.dumps({'all': {
+        'vars': {'ansible_connection': 'local', 'ansible_become': False},
+        'children': {'gpu_container': {'hosts': {'gpu-1': {
+            'kernel_args_backend': 'grub_dropin', 'kernel_args_update_bootloader': False,
+            'kernel_args_dropin_path': str(dropin), 'kernel_args_grub_default_path': str(etc / 'default' / 'grub'),
+            'kernel_args_record_path': str(tmp_path / 'gpuvirt-provision' / 'host-state.json'),
+            'vfio_modprobe_path': str(vfio), 'vfio_modules_load_path': str(etc / 'modules-load.d' / 'gpuvirt-vfio.conf'),
+            'vfio_dracut_path': str(etc / 'dracut.conf.d' / 'gpuvirt-vfio.conf'),
+            'vfio_initramfs_modules_path': str(etc / 'initramfs-tools' / 'modules'),
+            'nouveau_initramfs_dir': str(tmp_path / 'boot'), 'reboot_allowed': False}}}}}}))
+    rc, log = playbook(tmp_path, os.path.join(ROOT, 'playbooks', 'host_prep.yml'), str(inventory), {
+        'gpuvirt_kubeconfig': cluster.kubeconfig, 'gpuvirt_platform': 'kubernetes'})
+    assert rc != 0, log
+    said = ' '.join(log.split())
+    assert 'its node gpu-1 runs the VirtualMachineInstances gpu-vms/guest-0' in said, log
+    assert 'host_prep_stop_vms: true' in said and 'Nothing was changed' in said, log
+    # the plan's take-backs are named, and nothing was changed: both files as they were, the node not cordoned
+    assert 'kernel_args remove ' + str(dropin) in said and 'vfio_absent remove ' + str(vfio) in said, log
+    assert {p: p.read_bytes() for p in (dropin, vfio)} == before
+    assert not cluster.get('v1', 'Node', 'gpu-1')['spec'].get('unschedulable')
+    assert cluster.writes() == [], write_summary(cluster.writes())

@@ -93,10 +93,10 @@ def test_the_last_stage_runs_the_cold_demo_first_two_at_a_time_and_the_vm_scenar
     assert 'integration-cluster-kubevirt' in targets, targets
     assert not {'molecule-vm', 'ee', 'integration-site'} & set(targets), targets
     assert '3' in last_stage_line('STAGE_JOBS=3'), 'STAGE_JOBS sets the lanes'
-    # the vm scenario (on the disk the cold demo check builds), the EE jobs and site.yml end to end run in make
-    # test-extended
+    # the vm scenario (on the disk the cold demo check builds), the lab's day-2 check, the EE jobs and site.yml end to
+    # end run in make test-extended
     (line,) = [ln for ln in dry_run('test-extended') if 'HOST_BOOTSTRAPPED=1' in ln]
-    assert line.split()[-4:] == ['demo-cold-check', 'molecule-vm', 'ee', 'integration-site'], line
+    assert line.split()[-5:] == ['demo-cold-check', 'molecule-vm', 'lab-day2-check', 'ee', 'integration-site'], line
 
 
 def test_run_in_lanes_starts_targets_in_the_order_given_and_fails_when_one_fails(tmp_path):

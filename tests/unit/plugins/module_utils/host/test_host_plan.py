@@ -129,7 +129,7 @@ def test_a_converged_host_has_an_empty_plan(tmp_path):
     host.gpu(driver='vfio-pci')
     host.converge()
     result = hp.plan(host.inputs())
-    assert result == {'changes': [], 'reboot_needed': False}
+    assert result == {'changes': [], 'reboot_needed': False, 'takebacks': []}
     assert hp.summary(result) == 'nothing to change'
 
 
@@ -537,3 +537,22 @@ def test_left_out_inputs_take_the_defaults():
     inp = hp.check_inputs({'nouveau': {'enabled': True}, 'vfio': {'state': 'absent'}})
     assert inp['nouveau']['modprobe_path'] == '/etc/modprobe.d/gpuvirt-blacklist-nouveau.conf'
     assert inp['vfio']['paths']['initramfs_modules_path'] == '/etc/initramfs-tools/modules'
+
+
+def test_takebacks_name_only_the_removals_that_take_gpus_from_vms_once_each_in_plan_order():
+    # what the rolling play's VM gate refuses while VMs run on the node: the vfio binding, the VF restore and the
+    # IOMMU kernel arguments taken back; never an addition, a rebuild, a reboot or the nouveau blacklist
+    planned = [hp.change('kernel_args', 'remove', 'the drop-in is ours', path='/etc/default/grub.d/90-g.cfg'),
+               hp.change('kernel_args_record', 'update', 'record'),
+               hp.change('vfio_absent', 'remove', 'ours', path='/etc/modprobe.d/gpuvirt-vfio.conf'),
+               hp.change('vfio_absent', 'remove', 'ours', path='/etc/modprobe.d/gpuvirt-vfio.conf'),
+               hp.change('initramfs', 'rebuild', 'stale'),
+               hp.change('nouveau_blacklist', 'remove', 'ours', path='/etc/modprobe.d/gpuvirt-blacklist-nouveau.conf'),
+               hp.change('vfio_config', 'add', 'missing', path='/etc/modprobe.d/gpuvirt-vfio.conf'),
+               hp.change('kernel_cmdline', 'reboot', 'running kernel still has intel_iommu=on', reboot=True),
+               hp.change('vf_restore', 'remove', 'the unit is ours', path='/etc/systemd/system/gpuvirt-vgpu-vf.service')]
+    assert hp.takebacks(planned) == [
+        'kernel_args remove /etc/default/grub.d/90-g.cfg (the drop-in is ours)',
+        'vfio_absent remove /etc/modprobe.d/gpuvirt-vfio.conf (ours)',
+        'vf_restore remove /etc/systemd/system/gpuvirt-vgpu-vf.service (the unit is ours)']
+    assert hp.takebacks([c for c in planned if c['what'] not in hp.VM_TAKEBACKS]) == []
