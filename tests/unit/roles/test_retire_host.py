@@ -45,3 +45,7 @@ def test_the_host_play_runs_every_role_absent_and_says_what_it_took_back(tmp_pat
     assert 'retire: localhost: took back nothing (none of our host state left); initramfs not rebuilt; not ' \
            'rebooted.' in flat, out
     assert 'The cluster part (labels, permitted devices) follows once every retired host is done.' in flat, out
+    # the take-back plan is printed before any change (this machine holds nothing of the collection's), and the VM
+    # gate has nothing to check
+    assert 'retire plan for localhost: nothing to change' in flat, out
+    assert flat.index('retire plan for localhost') < flat.index('TASK [gpuvirt.provision.vfio : Plan the removal')
