@@ -409,6 +409,16 @@ def test_olm_the_plan_for_the_target_is_approved_after_the_preflight_its_csv_wai
     # (another resourceVersion) is refused by the API server instead of approved
     (sent,) = cluster.sent('installplans')
     assert sent['spec'] == {'approved': True} and sent['metadata']['uid'] and sent['metadata']['resourceVersion']
+    # and the API server holds it to them: the same approval replayed now (OLM has written the plan's status since:
+    # another resourceVersion) is a conflict, and one naming another uid is refused too
+    path = cluster.server.path(OLM_V1A1, 'installplans', OLM_NS, PLAN)
+    status, _body = cluster.server.request('PATCH', path, sent, raw=True, content_type='application/merge-patch+json')
+    assert status == 409, status
+    now = cluster.get(OLM_V1A1, 'InstallPlan', PLAN, OLM_NS)['metadata']['resourceVersion']
+    other = {'metadata': {'uid': '00000000-0000-4000-8000-000000000000', 'resourceVersion': now},
+             'spec': {'approved': True}}
+    status, _body = cluster.server.request('PATCH', path, other, raw=True, content_type='application/merge-patch+json')
+    assert status in (409, 422), status
     asked = [(e['verb'], e.get('objectRef', {}).get('resource'), e.get('objectRef', {}).get('name'))
              for e in cluster.requests()]
     approved_at = asked.index(('patch', 'installplans', PLAN))
