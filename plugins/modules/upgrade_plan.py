@@ -115,6 +115,14 @@ options:
     type: list
     elements: str
     default: []
+  olm:
+    description:
+      - "OpenShift: C({subscription, install_plans, namespace}), the operator's Subscription (or none), the
+        InstallPlans of its namespace and that namespace. With a target C(gpu_operator) version the plan says which
+        InstallPlan to approve (RV(operator)), or refuses - C(installPlanApproval) not Manual, a pending plan for
+        another CSV, no plan for the target, a downgrade."
+      - Omitted, the operator step is not planned (Helm).
+    type: dict
   settle:
     description:
       - "C({node: {daemonsets: [...], allocatable: {resource: count}}}): instead of only planning, also say what still
@@ -167,6 +175,12 @@ nodes:
   returned: success
   type: list
   elements: dict
+operator:
+  description: >-
+    The OLM step: C(action) (V(none), V(approve), V(wait)), C(installed) and C(target) CSV, C(plan) (C(name),
+    C(uid), C(resource_version), C(csv)) of the InstallPlan to approve or wait for, C(refusals), C(lines).
+  returned: success
+  type: dict
 batches:
   description: The nodes to roll, in batches of O(serial).
   returned: success
@@ -221,6 +235,7 @@ def main():
             settle=dict(type='dict', default={}),
             cluster_policy=dict(type='dict'),
             revalidate_daemonsets=dict(type='list', elements='str', default=[]),
+            olm=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -229,7 +244,8 @@ def main():
         result = up.plan(p['node_names'], p['nodes'], p['pods'], p['daemonsets'], p['revisions'], p['vmis'],
                          p['vms'], p['vm_policy'], p['vm_policies'], p['serial'], p['current'], p['target'],
                          p['guest_driver_branch'], p['vendor_vfio'], p['supports'], p['cluster_version'],
-                         p['os_tags'], p['image_tags'], p['cluster_policy'], p['revalidate_daemonsets'])
+                         p['os_tags'], p['image_tags'], p['cluster_policy'], p['revalidate_daemonsets'],
+                         p['olm'])
         by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
         result['pending'] = dict(
             (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],

@@ -37,6 +37,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_operator import olm_step
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_policy import from_cluster_policy
 
 PlanError = ManifestError
@@ -327,8 +328,14 @@ def gpu_allocatable(node):
 
 def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='wait', vm_policies=None,
          serial=1, current=None, target=None, guest_branch=None, vendor_vfio=False, supports=None,
-         cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None, revalidate=None):
+         cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None, revalidate=None, olm=None):
     """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
+
+    ``olm``: ``{subscription, install_plans, namespace}`` read on OpenShift (None: the operator is not OLM's). The
+    operator step (upgrade_operator.olm_step) is planned with the rest and its refusals are the plan's. When it will
+    install a new operator release, every node that runs an operand pod is treated as one to roll for its GPU VMs'
+    policies (the new release renders new DaemonSet templates, which the plan cannot read yet); the roll itself is
+    planned again once the new CSV has succeeded.
 
     ``revalidate``: the names of the DaemonSets whose pods on a rolled node go too (``revalidate_pods`` per node).
 
@@ -349,6 +356,13 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
                             "playbooks/operator.yml first with gpu_operator_daemonsets_update_strategy OnDelete and "
                             "gpu_operator_upgrade_policy.auto_upgrade false (the defaults)"
                             % (live['update_strategy'], str(live['auto_upgrade']).lower()))
+    operator = None
+    if olm is not None:
+        olm = _d(olm)
+        operator = olm_step(olm.get('subscription'), olm.get('install_plans'), _d(target).get('gpu_operator'),
+                            _s(olm.get('namespace')))
+        refusals += operator['refusals']
+    operator_change = bool(operator) and operator['action'] in ('approve', 'wait')
     vgm = [r for r in rows if r['component'] == 'vgpu_manager'][0]
     if vgm['change'] and image_tags is not None:
         for tag in missing_image_tags(vgm['to'], os_tags, image_tags):
@@ -363,7 +377,9 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
             continue
         ok, why = node_state(node)
         stale = stale_pods(name, pods, daemonsets, revisions)
-        vms_here, vm_refusals = vm_actions(name, vmis, vms, vm_policy, vm_policies) if stale else ([], [])
+        # a new operator release replaces the operand pods of every node it runs on (checked here, rolled later)
+        concerned = stale or (operator_change and any(True for _pod in _daemonset_pods(name, pods, daemonsets)))
+        vms_here, vm_refusals = vm_actions(name, vmis, vms, vm_policy, vm_policies) if concerned else ([], [])
         if not ok:
             refusals.append(why)
         refusals += vm_refusals
@@ -374,7 +390,9 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     rolling = [n['name'] for n in out_nodes if n['roll'] or n['cordoned_by_upgrade']]
     batches = [rolling[i:i + serial] for i in range(0, len(rolling), serial)]
     result = {'versions': rows, 'nodes': out_nodes, 'batches': batches, 'refusals': refusals, 'notes': notes,
-              'warnings': warnings, 'ok': not refusals}
+              'warnings': warnings, 'ok': not refusals,
+              'operator': operator or {'action': 'none', 'installed': '', 'target': '', 'plan': None,
+                                       'refusals': [], 'lines': []}}
     result['summary'] = summary(result)
     return result
 
@@ -385,6 +403,14 @@ def summary(p):
     for row in p['versions']:
         lines.append('%s: %s -> %s%s' % (row['component'], row['from'] or '(none)', row['to'] or '(none)',
                                          '' if row['change'] else ' (unchanged)'))
+    operator = p.get('operator') or {}
+    lines += operator.get('lines') or []
+    if operator.get('action') in ('approve', 'wait'):
+        lines.append('the batches below are planned again once the new operator release has rendered its DaemonSets')
+        for node in p['nodes']:
+            for vm in node['vms'] if not node['roll'] else []:
+                lines.append('  after the operator: node %s, VM %s/%s: %s' % (node['name'], vm['namespace'],
+                                                                             vm['name'], vm['action']))
     for i, batch in enumerate(p['batches'], 1):
         lines.append('batch %d: %s' % (i, ', '.join(batch)))
     for node in p['nodes']:

@@ -35,6 +35,8 @@ import apiserver  # noqa: E402
 from kube_cluster import write_summary  # noqa: E402
 
 NS = 'gpu-operator'
+# OpenShift's namespace of the GPU Operator (OLM), as the gpu_operator role installs it
+OLM_NS = 'nvidia-gpu-operator'
 VGM = 'nvidia-vgpu-manager-daemonset'
 VALIDATOR = 'nvidia-sandbox-validator'
 RES = 'nvidia.com/NVIDIA_A10-12Q'
@@ -47,9 +49,9 @@ def node(name):
                        'allocatable': {'cpu': '8', RES: '2'}, 'capacity': {'cpu': '8', RES: '2'}}}
 
 
-def daemonset(name):
+def daemonset(name, ns=NS):
     labels = {'app': name}
-    return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': {'name': name, 'namespace': NS},
+    return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': {'name': name, 'namespace': ns},
             'spec': {'selector': {'matchLabels': labels}, 'updateStrategy': {'type': 'OnDelete'},
                      'template': {'metadata': {'labels': labels},
                                   'spec': {'containers': [{'name': 'c', 'image': 'nvcr.io/nvidia/x:1'}]}}}}
@@ -57,7 +59,7 @@ def daemonset(name):
 
 def revision(ds, number, hash_):
     return {'apiVersion': 'apps/v1', 'kind': 'ControllerRevision',
-            'metadata': {'name': '%s-%s' % (ds['metadata']['name'], hash_), 'namespace': NS,
+            'metadata': {'name': '%s-%s' % (ds['metadata']['name'], hash_), 'namespace': ds['metadata']['namespace'],
                          'labels': {'controller-revision-hash': hash_},
                          'ownerReferences': [{'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'controller': True,
                                               'name': ds['metadata']['name'], 'uid': ds['metadata']['uid']}]},
@@ -67,7 +69,7 @@ def revision(ds, number, hash_):
 def pod(ds, node_name, hash_, ready=True, suffix='a'):
     name = ds['metadata']['name']
     return {'apiVersion': 'v1', 'kind': 'Pod',
-            'metadata': {'name': '%s-%s-%s' % (name, node_name, suffix), 'namespace': NS,
+            'metadata': {'name': '%s-%s-%s' % (name, node_name, suffix), 'namespace': ds['metadata']['namespace'],
                          'labels': {'app': name, 'controller-revision-hash': hash_},
                          'ownerReferences': [{'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'controller': True,
                                               'name': name, 'uid': ds['metadata']['uid']}]},
@@ -107,14 +109,20 @@ def delete(cluster, path):
                            ok=(200, 202, 404))
 
 
-def setup(kube, never_ready_on=None):
+def setup(kube, never_ready_on=None, openshift=False, objects=()):
     """Two nodes; the vGPU Manager DaemonSet with an old and a new revision, the validator with one; every pod on
-    the old vGPU Manager revision; a GPU VM (runStrategy Always) running on each node. Starts the stand-ins."""
-    cluster = kube([node(n) for n in NODES], openshift=False)
+    the old vGPU Manager revision; a GPU VM (runStrategy Always) running on each node. Starts the stand-ins.
+
+    ``openshift``: the operator's namespace is OpenShift's (OLM) and the vGPU Manager has only its old revision:
+    the new one comes from the new operator release (``cluster.new_release()``, what the upgraded operator does when
+    it reconciles the ClusterPolicy with its new templates)."""
+    ns = OLM_NS if openshift else NS
+    cluster = kube([node(n) for n in NODES] + list(objects), openshift=openshift)
     cluster.server.grant_upgrade()
-    vgm, validator = cluster.create(daemonset(VGM)), cluster.create(daemonset(VALIDATOR))
+    vgm, validator = cluster.create(daemonset(VGM, ns)), cluster.create(daemonset(VALIDATOR, ns))
     cluster.create(revision(vgm, 1, 'old'))
-    cluster.create(revision(vgm, 2, 'new'))
+    if not openshift:
+        cluster.create(revision(vgm, 2, 'new'))
     cluster.create(revision(validator, 1, 'v1'))
     for n in NODES:
         cluster.create(pod(vgm, n, 'old'))
@@ -123,13 +131,19 @@ def setup(kube, never_ready_on=None):
         cluster.create(vmi(made, n))
     time.sleep(0.3)
     cluster.mark = cluster.now()
-    newest = {VGM: (vgm, 'new'), VALIDATOR: (validator, 'v1')}
+    newest = {VGM: (vgm, 'old' if openshift else 'new'), VALIDATOR: (validator, 'v1')}
     made_pods = {'n': 0}
+
+    def new_release():
+        cluster.create(revision(vgm, 2, 'new'))
+        newest[VGM] = (vgm, 'new')
+    cluster.new_release = new_release
+    cluster.ns = ns
 
     def daemonset_controller(c):
         for ds_name, (ds, hash_) in newest.items():
             for n in NODES:
-                mine = [p for p in items(c, '/api/v1/namespaces/%s/pods' % NS)
+                mine = [p for p in items(c, '/api/v1/namespaces/%s/pods' % ns)
                         if p['spec']['nodeName'] == n and p['metadata']['labels'].get('app') == ds_name]
                 if mine:
                     continue
@@ -139,17 +153,17 @@ def setup(kube, never_ready_on=None):
         return False
 
     def kubelet(c):
-        for p in items(c, '/api/v1/namespaces/%s/pods' % NS):
+        for p in items(c, '/api/v1/namespaces/%s/pods' % ns):
             meta = p['metadata']
             if meta.get('deletionTimestamp'):
-                delete(c, '/api/v1/namespaces/%s/pods/%s' % (NS, meta['name']))
+                delete(c, '/api/v1/namespaces/%s/pods/%s' % (ns, meta['name']))
             elif not ready(p) and p['spec']['nodeName'] != never_ready_on:
                 c.set_status(dict(p, apiVersion='v1', kind='Pod'),
                              dict(p['status'], conditions=[{'type': 'Ready', 'status': 'True'}]))
         return False
 
     def device_plugin(c):
-        pods = items(c, '/api/v1/namespaces/%s/pods' % NS)
+        pods = items(c, '/api/v1/namespaces/%s/pods' % ns)
         for n in NODES:
             serving = any(p['spec']['nodeName'] == n and p['metadata']['labels'].get('app') == VGM
                           and not p['metadata'].get('deletionTimestamp')
@@ -210,7 +224,7 @@ def upgrade(tmp_path, cluster, *args, **extra):
 
 def hashes(cluster, node_name):
     return sorted(p['metadata']['labels']['controller-revision-hash'] for p in
-                  items(cluster, '/api/v1/namespaces/%s/pods' % NS) if p['spec']['nodeName'] == node_name
+                  items(cluster, '/api/v1/namespaces/%s/pods' % cluster.ns) if p['spec']['nodeName'] == node_name
                   and p['metadata']['labels'].get('app') == VGM and not p['metadata'].get('deletionTimestamp'))
 
 
@@ -308,3 +322,141 @@ def test_a_failure_on_the_first_node_stops_the_roll_with_the_second_untouched(tm
     stuck = cluster.get('v1', 'Node', 'gpu-1')
     assert stuck['spec']['unschedulable'] is True
     assert stuck['metadata']['annotations']['gpuvirt.provision/upgrade-cordoned'] == 'true'
+
+
+# The operator step on OpenShift (OLM) -----------------------------------------------------------------------------
+OLM_V1A1 = 'operators.coreos.com/v1alpha1'
+OLD_CSV, NEW_CSV = 'gpu-operator-certified.v26.7.0', 'gpu-operator-certified.v26.7.1'
+PLAN = 'install-up1'
+
+
+def cluster_version():
+    # what tells OpenShift apart (the cluster role's platform detection lists ClusterVersions)
+    return {'apiVersion': 'config.openshift.io/v1', 'kind': 'ClusterVersion', 'metadata': {'name': 'version'}}
+
+
+def olm_state(cluster, approval='Manual', plan_csv=NEW_CSV):
+    """The operator installed at OLD_CSV through its Subscription, and the InstallPlan OLM made for the channel's next
+    CSV, as OLM's catalog operator leaves them (operator-framework/operator-lifecycle-manager
+    pkg/controller/operators/catalog/operator.go: a Manual plan is created with spec.approved false and phase
+    RequiresApproval, an Automatic one approved; the Subscription's status.installPlanRef names it, status.currentCSV
+    the CSV it progresses to, state UpgradePending)."""
+    ns = cluster.ns
+    sub = cluster.create({'apiVersion': OLM_V1A1, 'kind': 'Subscription',
+                          'metadata': {'name': 'gpu-operator-certified', 'namespace': ns},
+                          'spec': {'channel': 'v26.7', 'installPlanApproval': approval, 'name': 'gpu-operator-certified',
+                                   'source': 'certified-operators', 'sourceNamespace': 'openshift-marketplace'}})
+    cluster.create(csv_object(OLD_CSV, ns))
+    auto = approval == 'Automatic'
+    cluster.create({'apiVersion': OLM_V1A1, 'kind': 'InstallPlan', 'metadata': {'name': PLAN, 'namespace': ns},
+                    'spec': {'approval': approval, 'approved': auto, 'clusterServiceVersionNames': [plan_csv]},
+                    'status': {'phase': 'Installing' if auto else 'RequiresApproval',
+                               'catalogSources': ['certified-operators']}})
+    cluster.set_status(sub, {'state': 'UpgradePending', 'installedCSV': OLD_CSV, 'currentCSV': plan_csv,
+                             'lastUpdated': '2026-11-24T00:00:00Z',
+                             'installPlanRef': {'apiVersion': OLM_V1A1, 'kind': 'InstallPlan', 'name': PLAN,
+                                                'namespace': ns}})
+    time.sleep(0.3)
+    cluster.mark = cluster.now()
+
+
+def flat(log):
+    # the output callback folds long message lines: compare with runs of whitespace as one space
+    return ' '.join(log.split())
+
+
+def csv_object(name, ns):
+    return {'apiVersion': OLM_V1A1, 'kind': 'ClusterServiceVersion', 'metadata': {'name': name, 'namespace': ns},
+            'spec': {'displayName': 'NVIDIA GPU Operator', 'install': {'strategy': 'deployment'}},
+            'status': {'phase': 'Succeeded', 'message': 'install strategy completed with no errors'}}
+
+
+def olm_upgrade(c):
+    """OLM, once the plan is approved: the new CSV created and driven to Succeeded, the Subscription naming it in
+    status.installedCSV (state AtLatestKnown), the plan Complete; then the new operator renders its DaemonSets' new
+    templates (a new vGPU Manager revision). It never touches a plan nobody approved."""
+    plan = c.get(OLM_V1A1, 'InstallPlan', PLAN, c.ns)
+    if not plan or not plan['spec'].get('approved'):
+        return False
+    target = plan['spec']['clusterServiceVersionNames'][0]
+    c.create(csv_object(target, c.ns))
+    c.set_status(plan, dict(plan['status'], phase='Complete'))
+    sub = c.get(OLM_V1A1, 'Subscription', 'gpu-operator-certified', c.ns)
+    c.set_status(sub, dict(sub['status'], state='AtLatestKnown', installedCSV=target, currentCSV=target))
+    c.new_release()
+    return True
+
+
+def test_olm_the_plan_for_the_target_is_approved_after_the_preflight_its_csv_waited_for_then_the_roll(tmp_path, kube):
+    cluster = setup(kube, openshift=True, objects=[cluster_version()])
+    olm_state(cluster)
+    # one node rolled (the roll itself is the stop-policy test's): the operator step and the plan after it
+    target = dict(upgrade_vm_policy='stop', upgrade_gpu_operator_version='v26.7.1', upgrade_operator_timeout=20,
+                  upgrade_nodes=['gpu-1'])
+    rc, log = upgrade(tmp_path, cluster, '--check', **target)
+    assert rc == 0, log
+    assert 'operator: approve InstallPlan %s (%s -> %s)' % (PLAN, OLD_CSV, NEW_CSV) in flat(log), log
+    # the new release will replace the node's operand pods: its VM's policy is in the preview already
+    assert 'after the operator: node gpu-1, VM vms/vm-gpu-1: stop' in flat(log), log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+
+    cluster.controller('olm', olm_upgrade, interval=0.3)
+    rc, log = upgrade(tmp_path, cluster, **target)
+    assert rc == 0, log
+    writes = node_writes(cluster)
+    assert writes[0] == 'patch installplans %s/%s' % (OLM_NS, PLAN), writes
+    # the approval carries what the plan read: a plan re-created under its name (another uid) or changed since
+    # (another resourceVersion) is refused by the API server instead of approved
+    (sent,) = cluster.sent('installplans')
+    assert sent['spec'] == {'approved': True} and sent['metadata']['uid'] and sent['metadata']['resourceVersion']
+    # and the API server holds it to them: the same approval replayed now (OLM has written the plan's status since:
+    # another resourceVersion) is a conflict, and one naming another uid is refused too
+    path = cluster.server.path(OLM_V1A1, 'installplans', OLM_NS, PLAN)
+    status, _body = cluster.server.request('PATCH', path, sent, raw=True, content_type='application/merge-patch+json')
+    assert status == 409, status
+    now = cluster.get(OLM_V1A1, 'InstallPlan', PLAN, OLM_NS)['metadata']['resourceVersion']
+    other = {'metadata': {'uid': '00000000-0000-4000-8000-000000000000', 'resourceVersion': now},
+             'spec': {'approved': True}}
+    status, _body = cluster.server.request('PATCH', path, other, raw=True, content_type='application/merge-patch+json')
+    assert status in (409, 422), status
+    asked = [(e['verb'], e.get('objectRef', {}).get('resource'), e.get('objectRef', {}).get('name'))
+             for e in cluster.requests()]
+    approved_at = asked.index(('patch', 'installplans', PLAN))
+    # preflight first: the VMs and the InstallPlans were read before the approval
+    assert ('list', 'virtualmachineinstances', None) in asked[:approved_at], asked
+    # then the new CSV was waited for, before any node was touched
+    first_node_write = next(i for i, a in enumerate(asked) if a[:2] == ('patch', 'nodes'))
+    assert ('get', 'clusterserviceversions', NEW_CSV) in asked[approved_at:first_node_write], asked
+    # the roll was planned again after the CSV: gpu-1 runs the new release's vGPU Manager revision
+    assert hashes(cluster, 'gpu-1') == ['new'], log
+    assert hashes(cluster, 'gpu-2') == ['old'], log
+
+    mark = cluster.now()
+    rc, log = upgrade(tmp_path, cluster, **target)
+    assert rc == 0, log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+    assert 'operator: %s is installed (the target), nothing to approve' % NEW_CSV in flat(log), log
+
+
+def test_olm_a_pending_plan_for_another_release_is_refused_with_nothing_written(tmp_path, kube):
+    cluster = setup(kube, openshift=True, objects=[cluster_version()])
+    olm_state(cluster, plan_csv='gpu-operator-certified.v26.7.2')
+    # a short operator timeout: a broken refusal fails the test in seconds, not after 900 s
+    rc, log = upgrade(tmp_path, cluster, upgrade_vm_policy='stop', upgrade_gpu_operator_version='v26.7.1',
+                      upgrade_operator_timeout=4)
+    assert rc != 0, log
+    assert ('the InstallPlan %s/%s of Subscription %s/gpu-operator-certified installs gpu-operator-certified.v26.7.2, '
+            'not %s' % (OLM_NS, PLAN, OLM_NS, NEW_CSV)) in flat(log), log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+
+
+def test_olm_automatic_approval_is_refused_naming_the_variable_with_nothing_written(tmp_path, kube):
+    cluster = setup(kube, openshift=True, objects=[cluster_version()])
+    olm_state(cluster, approval='Automatic')
+    # a short operator timeout: a broken refusal fails the test in seconds, not after 900 s
+    rc, log = upgrade(tmp_path, cluster, upgrade_vm_policy='stop', upgrade_gpu_operator_version='v26.7.1',
+                      upgrade_operator_timeout=4)
+    assert rc != 0, log
+    assert 'has installPlanApproval Automatic' in flat(log), log
+    assert 'set gpu_operator_install_plan_approval to Manual' in flat(log), log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())

@@ -1,0 +1,192 @@
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The OLM operator step of an upgrade: which InstallPlan is approved, and every refusal, on objects shaped as
+OLM writes them (operator-framework/api v0.45.0 Subscription / InstallPlan), and on anything else without a crash."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_operator as uo
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_plan as up
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
+
+NS = 'nvidia-gpu-operator'
+OLD, NEW, NEWER = 'gpu-operator-certified.v26.7.0', 'gpu-operator-certified.v26.7.1', 'gpu-operator-certified.v26.7.2'
+
+
+def subscription(installed=OLD, approval='Manual', ref='install-abc', current=NEW, channel='v26.7'):
+    # the status OLM's catalog operator writes for a Manual Subscription with an upgrade waiting (UpgradePending)
+    status = {'installedCSV': installed, 'currentCSV': current, 'state': 'UpgradePending'}
+    if ref:
+        status['installPlanRef'] = {'apiVersion': 'operators.coreos.com/v1alpha1', 'kind': 'InstallPlan',
+                                    'name': ref, 'namespace': NS}
+    return {'metadata': {'name': 'gpu-operator-certified', 'namespace': NS},
+            'spec': {'channel': channel, 'installPlanApproval': approval, 'name': 'gpu-operator-certified'},
+            'status': status}
+
+
+def install_plan(name='install-abc', csv=NEW, approved=False, uid='11111111-2222-3333-4444-555555555555'):
+    # OLM lists the CSVs a plan installs (the package's and its dependencies') in spec.clusterServiceVersionNames
+    return {'metadata': {'name': name, 'namespace': NS, 'uid': uid, 'resourceVersion': '812'},
+            'spec': {'approval': 'Manual', 'approved': approved,
+                     'clusterServiceVersionNames': ['other-dependency.v1.0.0', csv]},
+            'status': {'phase': 'Installing' if approved else 'RequiresApproval'}}
+
+
+def step(sub=None, plans=None, target='v26.7.1'):
+    return uo.olm_step(subscription() if sub is None else sub, [install_plan()] if plans is None else plans,
+                       target, NS)
+
+
+def test_the_pending_plan_for_the_target_is_approved_with_its_uid_and_resource_version():
+    out = step()
+    assert out['refusals'] == []
+    assert out['action'] == 'approve'
+    assert out['plan'] == {'name': 'install-abc', 'uid': '11111111-2222-3333-4444-555555555555',
+                           'resource_version': '812', 'csv': NEW}
+    assert out['lines'] == ['operator: approve InstallPlan install-abc (%s -> %s), wait for the CSV to succeed '
+                            '(upgrade_operator_timeout), then plan the roll again with the new DaemonSets' % (OLD, NEW)]
+
+
+def test_a_target_without_the_v_is_the_same_csv():
+    assert step(target='26.7.1')['action'] == 'approve'
+
+
+def test_an_approved_plan_not_installed_yet_is_waited_for_not_approved_again():
+    out = step(plans=[install_plan(approved=True)])
+    assert (out['action'], out['refusals']) == ('wait', [])
+
+
+def test_the_target_installed_is_nothing_to_do_whatever_the_approval():
+    # a second run: the Subscription reports the target as installed; no plan is looked at
+    out = step(sub=subscription(installed=NEW, approval='Automatic', ref=None), plans=[])
+    assert (out['action'], out['refusals'], out['plan']) == ('none', [], None)
+
+
+def test_no_target_is_no_step():
+    assert step(target='') == {'action': 'none', 'installed': '', 'target': '', 'plan': None, 'refusals': [],
+                               'lines': []}
+
+
+def test_automatic_approval_is_refused_naming_the_variable():
+    out = step(sub=subscription(approval='Automatic'))
+    assert out['action'] == 'none' and out['plan'] is None
+    assert out['refusals'] == [
+        'Subscription nvidia-gpu-operator/gpu-operator-certified has installPlanApproval Automatic: OLM installs each '
+        'new CSV of channel v26.7 as soon as its catalog offers it, so the GPU Operator would upgrade by itself, '
+        'outside this plan; set gpu_operator_install_plan_approval to Manual, run playbooks/operator.yml, then run '
+        'playbooks/upgrade.yml again']
+
+
+def test_no_approval_field_is_olms_default_automatic():
+    sub = subscription()
+    del sub['spec']['installPlanApproval']
+    assert 'installPlanApproval Automatic' in step(sub=sub)['refusals'][0]
+
+
+def test_a_pending_plan_for_another_csv_is_refused_naming_both():
+    out = step(plans=[install_plan(csv=NEWER)])
+    assert out['action'] == 'none'
+    assert out['refusals'] == [
+        'the InstallPlan nvidia-gpu-operator/install-abc of Subscription nvidia-gpu-operator/gpu-operator-certified '
+        'installs %s, not %s (upgrade_gpu_operator_version v26.7.1): approving it would install another release. Set '
+        'upgrade_gpu_operator_version to v26.7.2 to install that one, or wait until OLM plans %s' % (NEWER, NEW, NEW)]
+
+
+def test_no_pending_plan_says_to_change_the_channel():
+    # the referenced plan is the one that installed the current CSV: nothing waits
+    out = step(sub=subscription(current=OLD), plans=[install_plan(csv=OLD, approved=True)])
+    assert out['action'] == 'none'
+    (why,) = out['refusals']
+    assert why.startswith('no InstallPlan of Subscription nvidia-gpu-operator/gpu-operator-certified installs %s' % NEW)
+    assert 'set gpu_operator_channel to the channel that holds %s' % NEW in why
+    assert 'startingCSV chooses the first install only' in why
+
+
+def test_without_a_reference_a_plan_installing_the_target_is_found():
+    out = step(sub=subscription(ref=None), plans=[install_plan(name='install-x', csv=OLD, approved=True),
+                                                  install_plan(name='install-y')])
+    assert (out['action'], out['plan']['name']) == ('approve', 'install-y')
+
+
+def test_a_reference_to_a_deleted_plan_falls_back_to_the_plan_for_the_target():
+    out = step(sub=subscription(ref='install-gone'), plans=[install_plan(name='install-y')])
+    assert (out['action'], out['plan']['name']) == ('approve', 'install-y')
+
+
+def test_a_downgrade_is_refused():
+    out = step(target='v26.3.0')
+    assert out['action'] == 'none'
+    assert 'OLM does not downgrade an installed CSV' in out['refusals'][0]
+
+
+def test_no_subscription_is_refused():
+    out = uo.olm_step(None, [], 'v26.7.1', NS)
+    assert 'has no Subscription nvidia-gpu-operator/gpu-operator-certified' in out['refusals'][0]
+
+
+def test_a_target_that_is_no_version_is_an_inventory_error():
+    with pytest.raises(ManifestError, match='upgrade_gpu_operator_version is .latest., not a GPU Operator release'):
+        step(target='latest')
+
+
+_ANY = st.one_of(st.none(), st.text(), st.booleans(), st.lists(st.one_of(st.text(), st.none()), max_size=3),
+                 st.dictionaries(st.text(max_size=5), st.text(), max_size=2))
+_SUB = st.one_of(st.none(), st.text(), st.dictionaries(
+    st.sampled_from(['spec', 'status', 'metadata']), st.one_of(_ANY, st.dictionaries(
+        st.sampled_from(['installedCSV', 'installPlanRef', 'channel', 'installPlanApproval', 'name']), _ANY))))
+_PLAN = st.one_of(st.none(), st.text(), st.dictionaries(
+    st.sampled_from(['metadata', 'spec']), st.one_of(_ANY, st.dictionaries(
+        st.sampled_from(['name', 'clusterServiceVersionNames', 'approved', 'uid']), _ANY))))
+
+
+@settings(max_examples=150, deadline=None)
+@given(sub=_SUB, plans=st.one_of(st.none(), st.lists(_PLAN, max_size=3)))
+def test_anything_read_is_a_result_never_a_crash(sub, plans):
+    out = uo.olm_step(sub, plans, 'v26.7.1', NS)
+    assert out['action'] in ('none', 'approve', 'wait')
+    assert out['action'] == 'none' or (out['plan']['csv'] == NEW and not out['refusals'])
+
+
+# the step inside the whole plan ------------------------------------------------------------------------------------
+
+def _ds(name, uid):
+    return {'metadata': {'name': name, 'namespace': NS, 'uid': uid}, 'spec': {'updateStrategy': {'type': 'OnDelete'}}}
+
+
+def _pod(name, node_name):
+    return {'metadata': {'name': name, 'namespace': NS, 'labels': {'controller-revision-hash': 'h1'},
+                         'ownerReferences': [{'kind': 'DaemonSet', 'name': 'vgm', 'uid': 'u1'}]},
+            'spec': {'nodeName': node_name}}
+
+
+def _whole(sub, plans, policy='refuse'):
+    nodes = [{'metadata': {'name': 'gpu-1'}, 'spec': {},
+              'status': {'conditions': [{'type': 'Ready', 'status': 'True'}], 'allocatable': {}}}]
+    revs = [{'metadata': {'name': 'vgm-h1', 'namespace': NS, 'labels': {'controller-revision-hash': 'h1'},
+                          'ownerReferences': [{'kind': 'DaemonSet', 'name': 'vgm', 'uid': 'u1'}]}, 'revision': 1}]
+    vmi = {'metadata': {'name': 'vm1', 'namespace': 'vms',
+                        'ownerReferences': [{'kind': 'VirtualMachine', 'name': 'vm1', 'uid': 'vu'}]},
+           'spec': {'domain': {'devices': {'gpus': [{'name': 'g', 'deviceName': 'nvidia.com/X'}]}}},
+           'status': {'nodeName': 'gpu-1', 'phase': 'Running'}}
+    vm = {'metadata': {'name': 'vm1', 'namespace': 'vms', 'uid': 'vu'}, 'spec': {'runStrategy': 'Always'}}
+    return up.plan(['gpu-1'], nodes, [_pod('p1', 'gpu-1')], [_ds('vgm', 'u1')], revs, [vmi], [vm], policy,
+                   current={'gpu_operator': 'v26.7.0'}, target={'gpu_operator': 'v26.7.1'},
+                   olm={'subscription': sub, 'install_plans': plans, 'namespace': NS})
+
+
+def test_the_plan_carries_the_step_and_its_refusals():
+    out = _whole(subscription(approval='Automatic'), [install_plan()], policy='wait')
+    assert not out['ok'] and out['refusals'] == out['operator']['refusals']
+
+
+def test_a_new_operator_release_checks_the_vm_policies_of_every_node_it_runs_on_before_any_change():
+    # nothing is stale yet (the new release has not rendered its DaemonSets), but it will replace gpu-1's operand
+    # pods: the VM under policy refuse is refused now, not after the approval
+    out = _whole(subscription(), [install_plan()])
+    assert out['operator']['action'] == 'approve'
+    assert any('node gpu-1 runs the GPU VM vms/vm1 (policy refuse' in r for r in out['refusals']), out['refusals']
+    assert out['batches'] == []
+    again = _whole(subscription(), [install_plan()], policy='stop')
+    assert again['ok'] and 'operator: approve InstallPlan install-abc' in again['summary'][3]
