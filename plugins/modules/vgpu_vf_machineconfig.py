@@ -99,7 +99,7 @@ config:
   returned: success
   type: dict
 summary:
-  description: The config in one line, C(<PF>: <VF> <type>, ...).
+  description: "The config in one line, C(<PF>: <VF> <type>, ...)."
   returned: success
   type: str
 '''

@@ -20,7 +20,8 @@ description:
   - A VF on another type is left alone unless O(remove_unlisted) is set or O(state=absent), and is refused, naming
     the process, when a VM or process holds its VFIO device.
   - Returns the boot-time config (O(saved_config) format) the C(vgpu_vf) role installs for its systemd unit.
-  - With O(plan), only reads the host and returns that boot-time config: nothing is enabled, set or installed, in
+  - >-
+    With O(plan), only reads the host and returns that boot-time config; nothing is enabled, set or installed, in
     check mode or not. This is the one call allowed on a CoreOS host (C(/etc/os-release) C(ID=rhcos) or
     C(fedora-coreos)), whose files and units the Machine Config Operator owns; every other call is refused there
     before its first change.
@@ -76,10 +77,11 @@ options:
     default: 300
   plan:
     description:
-      - Read the host and return the boot-time config (RV(persist)) it would get, writing nothing: the way a
+      - >-
+        Read the host and return the boot-time config (RV(persist)) it would get, writing nothing; the way a
         MachineConfig platform learns each host's config (docs/pools/vendor-vfio.md, "OpenShift").
       - Takes the host as it is (O(state=present), no O(gpus), no O(remove_unlisted), no O(unit)). A GPU whose VFs
-        are not enabled yet is refused, naming it: its config names each VF, which exists only once enabled.
+        are not enabled yet is refused, naming it (its config names each VF, which exists only once enabled).
     type: bool
     default: false
   python:

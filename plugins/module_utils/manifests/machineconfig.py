@@ -271,8 +271,8 @@ def vgpu_vf_pool_config(pool, hosts, pools=None, nodes=None, sysfs_root='/sys', 
                 'config, but %s. A MachineConfig reaches every node of its pool: another node would be drained, '
                 'rebooted and given VF addresses it may not have, and a node outside never gets it. Give the '
                 'vendor-VFIO hosts of one config a MachineConfigPool of their own (machineconfig_pool, '
-                'machineconfig_create_pool: true; a node is in one custom pool at most), or run only them (--limit). '
-                'Nothing was changed.' % (
+                'machineconfig_create_pool: true; a node is in one custom pool at most), and run all of the pool\'s hosts '
+                'together. Nothing was changed.' % (
                     pool, ', '.join(sorted(wanted)), '; '.join(filter(None, [
                         'it also manages %s' % ', '.join(extra) if extra else '',
                         'it does not manage %s' % ', '.join(missing) if missing else '']))))
