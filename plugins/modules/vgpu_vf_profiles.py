@@ -20,6 +20,11 @@ description:
   - A VF on another type is left alone unless O(remove_unlisted) is set or O(state=absent), and is refused, naming
     the process, when a VM or process holds its VFIO device.
   - Returns the boot-time config (O(saved_config) format) the C(vgpu_vf) role installs for its systemd unit.
+  - >-
+    With O(plan), only reads the host and returns that boot-time config; nothing is enabled, set or installed, in
+    check mode or not. This is the one call allowed on a CoreOS host (C(/etc/os-release) C(ID=rhcos) or
+    C(fedora-coreos)), whose files and units the Machine Config Operator owns; every other call is refused there
+    before its first change.
   - See docs/pools/vendor-vfio.md.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
@@ -70,6 +75,20 @@ options:
     description: Seconds the boot-time restore waits for the driver's sysfs files; goes into the returned config.
     type: int
     default: 300
+  plan:
+    description:
+      - >-
+        Read the host and return the boot-time config (RV(persist)) it would get, writing nothing; the way a
+        MachineConfig platform learns each host's config (docs/pools/vendor-vfio.md, "OpenShift").
+      - Takes the host as it is (O(state=present), no O(gpus), no O(remove_unlisted), no O(unit)). A GPU whose VFs
+        are not enabled yet is refused, naming it (its config names each VF, which exists only once enabled).
+    type: bool
+    default: false
+  python:
+    description:
+      - With O(plan), the Python 3 interpreter the boot-time unit will run the restore script with, checked on the
+        host (read only) by the trusted-path rule, as O(unit.python) is.
+    type: path
   unit:
     description:
       - When given, the boot-time restore's files are checked before any change and their paths come back as
@@ -104,6 +123,14 @@ EXAMPLES = r'''
   gpuvirt.provision.vgpu_vf_profiles:
     config: {L40S-24Q: 2}
 
+- name: The boot-time config this host would get, read only (allowed on RHCOS)
+  gpuvirt.provision.vgpu_vf_profiles:
+    config: {L40S-24Q: 2}
+    plan: true
+    saved_config: /etc/gpuvirt/vgpu-vf-profiles.json
+    python: /usr/bin/python3
+  register: planned
+
 - name: Remove every profile of one GPU (its VMs stopped)
   gpuvirt.provision.vgpu_vf_profiles:
     state: absent
@@ -124,7 +151,9 @@ said:
   type: list
   elements: str
 persist:
-  description: The boot-time config, only checked values (PCI addresses, decimal ids, type names).
+  description: >-
+    The boot-time config, only checked values (PCI addresses, decimal ids, type names); with O(plan), the config
+    the host would get, nothing written.
   returned: always
   type: dict
   sample: {version: 1, sysfs_root: /sys, sriov_manage: /usr/lib/nvidia/sriov-manage, timeout: 300,
@@ -162,6 +191,32 @@ def _saved(path):
     return data
 
 
+def _plan(module):
+    """The read-only path: check the inputs, read the host, return the boot-time config. Writes nothing, so it is
+    allowed on a CoreOS host; exits the module."""
+    p = module.params
+    try:
+        if p['state'] != 'present' or p['gpus'] or p['remove_unlisted']:
+            raise vvp.VfProfileError('plan computes the whole host\'s boot-time config as the host is: give it with '
+                                     'state present, no gpus and no remove_unlisted')
+        if not 10 <= p['wait_timeout'] <= 3600:
+            raise vvp.VfProfileError('wait_timeout is %d; expected 10 to 3600 seconds' % p['wait_timeout'])
+        config = vvp.check_inputs(p['config'], [], 'present', p['sriov_manage'], p['sysfs_root'], p['proc_root'])
+        if p['python'] is not None:
+            # the unit runs it as root at every boot: the trusted-path rule, read only
+            vvp.trusted_executable(p['python'], 'python')
+        saved = _saved(p['saved_config'])
+        known = vvp.load_saved(saved)
+        plans = vvp.plan(p['sysfs_root'], config, [], 'present', False, p['proc_root'], p['sriov_manage'], known)
+        for warning in vvp.renumbered(known or {}, vvp.live_types(plans)):
+            module.warn(warning)
+        persist = vvp.planned_boot_config(plans, p['sysfs_root'], p['sriov_manage'], p['wait_timeout'])
+    except (vvp.VfProfileError, ValueError) as e:
+        module.fail_json(msg=to_native(e))
+    rows = vvp.report(plans)[0]
+    module.exit_json(changed=False, vfs=rows, said=[], persist=persist)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -174,16 +229,21 @@ def main():
             sysfs_root=dict(type='path', default='/sys'),
             proc_root=dict(type='path', default='/proc'),
             wait_timeout=dict(type='int', default=300),
+            plan=dict(type='bool', default=False),
+            python=dict(type='path'),
             unit=dict(type='dict', options=dict(
                 root_dir=dict(type='path', default='/'),
                 python=dict(type='path', default='/usr/bin/python3'),
             )),
         ),
         required_if=[('state', 'present', ['config'])],
+        mutually_exclusive=[('plan', 'unit')],
         supports_check_mode=True,
     )
     p = module.params
     root, state = p['sysfs_root'], p['state']
+    if p['plan']:
+        _plan(module)
 
     def run(argv):
         return module.run_command(argv)
@@ -193,6 +253,12 @@ def main():
         if not 10 <= p['wait_timeout'] <= 3600:
             raise vvp.VfProfileError('wait_timeout is %d; expected 10 to 3600 seconds' % p['wait_timeout'])
         config = vvp.check_inputs(p['config'], p['gpus'], state, p['sriov_manage'], root, p['proc_root'])
+        if p['python'] is not None:
+            raise vvp.VfProfileError('python is given without plan; the interpreter of an installed unit is '
+                                     'unit.python')
+        # every path but plan writes (check mode predicts that write): refused on a CoreOS host before anything,
+        # with or without the boot-time restore (installed_files refuses it again for its prefix)
+        vvp.refuse_coreos(p['unit']['root_dir'] if p['unit'] else '/')
         unit = files = None
         saved_config = p['saved_config']
         if p['unit']:

@@ -719,6 +719,24 @@ def persist_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=
             'gpus': gpus, 'types': dict(sorted(types.items()))}
 
 
+def planned_boot_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, timeout=300):
+    """The boot-time config the role would install on this host now, computed without writing anything (the
+    module's ``plan``): ``persist_config`` of the plans, refused where a GPU's VFs are not enabled yet. The config
+    names each VF by its PCI address, and a VF exists only once it is enabled, which is a write; so a GPU without
+    VFs has no honest config yet. On OpenShift the GPU Operator's vGPU Manager container enables them itself once it
+    has loaded the driver (NVIDIA/gpu-driver-container vgpu-manager/rhel9/nvidia-driver, ``_enable_vfs``:
+    ``sriov-manage -e ALL`` after ``_load_driver``)."""
+    off = [p['pf'] for p in plans if p['enable']]
+    if off:
+        raise VfProfileError(
+            'GPU %s %s no VFs enabled yet, so its boot-time config (which names each VF by its PCI address) cannot be '
+            'computed without enabling them, and plan writes nothing. The GPU Operator\'s vGPU Manager enables them '
+            'once it has loaded the driver (sriov-manage -e ALL): check its nvidia-vgpu-manager pod on the node, then '
+            'run again once %s virtfn links' % (', '.join(off), 'has' if len(off) == 1 else 'have',
+                                                 'its PF shows' if len(off) == 1 else 'their PFs show'))
+    return persist_config(plans, sysfs_root, sriov_manage, timeout)
+
+
 def merge_saved(saved, persist, touched):
     """The boot config after a run narrowed to some GPUs: ``persist`` (this run's GPUs, ``touched`` the PFs it
     planned) plus every saved GPU it did not touch, so a narrowed run keeps the others' boot restore and a narrowed

@@ -148,6 +148,137 @@ def build_vgpu_vf_machineconfig(pool, script_text, python='/usr/bin/python3', ti
     }
 
 
+def _selects(selector, labels):
+    """Whether a LabelSelector (``matchLabels`` and ``matchExpressions`` with In, NotIn, Exists, DoesNotExist)
+    selects a node with ``labels``; an empty or missing selector selects nothing here (a pool without a node
+    selector holds no node the MCO rolls to)."""
+    if not isinstance(selector, dict) or not (selector.get('matchLabels') or selector.get('matchExpressions')):
+        return False
+    for key, value in (selector.get('matchLabels') or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get('matchExpressions') or []:
+        key, op, values = expr.get('key'), expr.get('operator'), expr.get('values') or []
+        if op == 'In' and labels.get(key) not in values:
+            return False
+        if op == 'NotIn' and key in labels and labels[key] in values:
+            return False
+        if op == 'Exists' and key not in labels:
+            return False
+        if op == 'DoesNotExist' and key in labels:
+            return False
+        if op not in ('In', 'NotIn', 'Exists', 'DoesNotExist'):
+            return False
+    return True
+
+
+def pool_nodes(pool_name, pools, nodes):
+    """The names of the nodes the MachineConfigPool ``pool_name`` manages, among ``nodes`` (Node objects), given
+    every pool of the cluster (``pools``): the nodes its ``spec.nodeSelector`` selects, where a node a custom pool
+    (neither master nor worker) selects belongs to that custom pool and not to worker ("A node can only be included
+    in one MCP ... Custom pools take priority on selecting nodes to manage based on node labels; nodes that do not
+    belong to a custom pool are managed by the worker pool": openshift/openshift-docs
+    modules/architecture-machine-config-pools.adoc; openshift/machine-config-operator docs/custom-pools.md).
+    Sorted; a node two custom pools select is not counted in either (the MCO refuses to manage it)."""
+    by_name = dict(((p.get('metadata') or {}).get('name'), p) for p in pools or [] if isinstance(p, dict))
+    custom = [n for n in by_name if n not in BUILTIN_POOLS]
+    out = []
+    for name, labels in _node_labels(nodes):
+        mine = _selects((by_name.get(pool_name, {}).get('spec') or {}).get('nodeSelector'), labels)
+        if not mine:
+            continue
+        customs = [c for c in custom if _selects((by_name[c].get('spec') or {}).get('nodeSelector'), labels)]
+        if pool_name in BUILTIN_POOLS and customs and pool_name != 'master':
+            continue
+        if pool_name not in BUILTIN_POOLS and len(customs) > 1:
+            continue
+        out.append(name)
+    return sorted(out)
+
+
+def describe_boot_config(config):
+    """One line of a vgpu_vf boot-time config: ``<PF>: <VF> <type name or id>, ...; <PF>: ...``."""
+    types = (config or {}).get('types') or {}
+    parts = []
+    for gpu in (config or {}).get('gpus') or []:
+        vfs = ', '.join('%s %s' % (vf, types.get(str(tid), 'type %s' % tid)) for vf, tid in sorted(gpu['vfs'].items()))
+        parts.append('%s: %s' % (gpu['pf'], vfs or 'no VF'))
+    return '; '.join(parts) or 'no GPU'
+
+
+def vgpu_vf_pool_config(pool, hosts, pools=None, nodes=None, sysfs_root='/sys', sriov_manage=vvp.SRIOV_MANAGE,
+                        timeout=300):
+    """The one boot-time config a VF MachineConfig for ``pool`` can carry, or ManifestError before any write.
+
+    ``hosts``: ``[{host, node, persist}]``, each vendor-VFIO host's boot-time config as the vgpu_vf_profiles
+    module's ``plan`` computed it on the host (a registered result: each is checked again by the role's config
+    grammar, its paths and timeout the public inputs). A MachineConfig goes to every node of its pool alike (the
+    render controller merges one config per pool: pkg/controller/render/render_controller.go), so:
+
+    - every host must compute the same config (same GPUs at the same PCI addresses, the same VF -> type id);
+      otherwise refused naming each group of hosts and its config;
+    - with ``pools`` and ``nodes`` (read from the cluster), the pool must exist and manage exactly the hosts' nodes
+      (``pool_nodes``): a node of the pool that is not one of them would get a config naming PCI addresses it may
+      not have, and be drained and rebooted for it; a host outside the pool would never get it.
+    """
+    check_name(pool, 'MachineConfigPool')
+    if not isinstance(hosts, list) or not hosts:
+        raise ManifestError('no vendor-VFIO host gave its boot-time config: nothing to put in a MachineConfig for '
+                            'pool %s' % pool)
+    configs = []
+    for entry in hosts:
+        host = entry.get('host') if isinstance(entry, dict) else None
+        node = entry.get('node') if isinstance(entry, dict) else None
+        if not isinstance(host, str) or not host:
+            raise ManifestError('a vendor-VFIO host entry is %r; expected {host, node (a node name), persist}'
+                                % (entry,))
+        node = checked(validators.dns1123_subdomain, node, '%s: its node name' % host)
+        try:
+            config = vvp.checked_persist(entry.get('persist'), sysfs_root, sriov_manage, timeout)
+        except vvp.VfProfileError as e:
+            raise ManifestError('%s: %s' % (host, e))
+        configs.append((host, node, config))
+    groups = []
+    for host, node, config in configs:
+        for group in groups:
+            if group['config'] == config:
+                group['hosts'].append(host)
+                break
+        else:
+            groups.append({'config': config, 'hosts': [host]})
+    if len(groups) > 1:
+        raise ManifestError(
+            'the vendor-VFIO hosts of MachineConfigPool %s need one boot-time VF config (a MachineConfig reaches '
+            'every node of its pool alike), but they compute %d different ones: %s. Put the hosts of each config in '
+            'a MachineConfigPool of their own (identical GPUs in the same PCI slots, one vGPU config), set '
+            'machineconfig_pool to it, and run each pool\'s hosts in their own run (--limit). Nothing was changed.'
+            % (pool, len(groups), ' | '.join('%s: %s' % (', '.join(sorted(g['hosts'])), describe_boot_config(g['config']))
+                                              for g in groups)))
+    if pools is not None:
+        names = sorted((p.get('metadata') or {}).get('name') for p in pools if isinstance(p, dict))
+        if pool not in names:
+            raise ManifestError('MachineConfigPool %r does not exist (the cluster has: %s): the VF MachineConfig '
+                                'would reach no node. Create the pool for the vendor-VFIO hosts (machineconfig_pool '
+                                'with machineconfig_create_pool: true, applied by the operator phase) or set '
+                                'machineconfig_pool to the pool they are in. Nothing was changed.'
+                                % (pool, ', '.join(names) or 'none'))
+        managed = set(pool_nodes(pool, pools, nodes))
+        wanted = set(node for _h, node, _c in configs)
+        extra, missing = sorted(managed - wanted), sorted(wanted - managed)
+        if extra or missing or not managed:
+            raise ManifestError(
+                'MachineConfigPool %s must manage exactly the vendor-VFIO hosts\' nodes (%s) to carry their VF '
+                'config, but %s. A MachineConfig reaches every node of its pool: another node would be drained, '
+                'rebooted and given VF addresses it may not have, and a node outside never gets it. Give the '
+                'vendor-VFIO hosts of one config a MachineConfigPool of their own (machineconfig_pool, '
+                'machineconfig_create_pool: true; a node is in one custom pool at most), and run all of the pool\'s hosts '
+                'together. Nothing was changed.' % (
+                    pool, ', '.join(sorted(wanted)), '; '.join(filter(None, [
+                        'it also manages %s' % ', '.join(extra) if extra else '',
+                        'it does not manage %s' % ', '.join(missing) if missing else '']))))
+    return configs[0][2]
+
+
 def build_pool(pool, node_selector=None):
     """A custom pool for GPU nodes: it selects the worker configs plus its own (the documented pattern),
     and the nodes labelled ``node-role.kubernetes.io/<pool>`` unless another selector is given."""
@@ -254,7 +385,8 @@ RENDERED_PREFIX = 'rendered-'
 
 def renders_content(rendered, machineconfig):
     """Whether the ``rendered`` MachineConfig holds ``machineconfig``'s current content: each of its kernel arguments
-    and each of its Ignition files (same path, same contents source).
+    and each of its Ignition files (same path, same contents source) and systemd units (same name, contents and
+    enabled).
 
     The render controller merges every MachineConfig of a pool, in name order, into one rendered MachineConfig
     ``rendered-<pool>-<hash of the merged spec>``: kernel arguments are appended, a later file of the same path
@@ -271,6 +403,12 @@ def renders_content(rendered, machineconfig):
                  for f in ((spec.get('config') or {}).get('storage') or {}).get('files') or [] if isinstance(f, dict))
     for entry in ((ours.get('config') or {}).get('storage') or {}).get('files') or []:
         if files.get(entry.get('path')) != (entry.get('contents') or {}).get('source'):
+            return False
+    # systemd units by name, a later one replacing an earlier one as files do (MergeMachineConfigs)
+    units = dict((u.get('name'), (u.get('contents'), u.get('enabled')))
+                 for u in ((spec.get('config') or {}).get('systemd') or {}).get('units') or [] if isinstance(u, dict))
+    for entry in ((ours.get('config') or {}).get('systemd') or {}).get('units') or []:
+        if units.get(entry.get('name')) != (entry.get('contents'), entry.get('enabled')):
             return False
     return True
 

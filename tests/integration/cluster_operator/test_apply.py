@@ -661,3 +661,122 @@ def test_a_render_leaves_the_machineconfig_to_the_kubevirt_phase(tmp_path, kube)
     assert rc == 0, log
     rendered = [f for _d, _s, files in os.walk(tmp_path / 'render') for f in files]
     assert rendered and not [f for f in rendered if 'machineconfig' in f.lower()], rendered
+
+
+# --- the vendor-VFIO hosts' boot-time VF restore as a MachineConfig of their pool (OpenShift) ----------------------
+
+VF_POOL = 'gpu-vf'
+VF_MC = '100-gpu-vf-gpuvirt-vgpu-vf'
+VF_CONFIGS = {'l40s': {'L40S-24Q': 2}, 'l40s-12q': {'L40S-12Q': 4}}
+
+
+def vf_hosts(tmp_path, configs=('l40s', 'l40s')):
+    """Two vendor-VFIO hosts (the phase runs on them through a local connection), each an L40S whose VFs are on as the
+    vGPU Manager container leaves them (NVIDIA/gpu-driver-container vgpu-manager/rhel9/nvidia-driver _enable_vfs:
+    sriov-manage -e ALL once the driver is loaded), in the driver stand-in's sysfs tree; their node names vf-1 and
+    vf-2. Returns the inventory path and the boards."""
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_types
+    from vf_driver import VfBoard
+    hosts, boards = {}, []
+    for i, config in enumerate(configs, 1):
+        board = VfBoard(tmp_path / ('sys-%d' % i))
+        os.makedirs(os.path.join(board.root, 'module', 'nvidia'), exist_ok=True)
+        with open(os.path.join(board.root, 'module', 'nvidia', 'version'), 'w', encoding='utf-8') as handle:
+            handle.write('550.54.16\n')
+        (tmp_path / ('root-%d' % i) / 'etc').mkdir(parents=True)
+        boards.append(board)
+        hosts['vf-%d.example.com' % i] = {
+            'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable, 'ansible_become': False,
+            'gpuvirt_node_name': 'vf-%d' % i, 'gpuvirt_vgpu_config': config,
+            'gpuvirt_pci_devices': {'gpus': [{'bdf': '0000:41:00.0', 'vendor_id': '10de', 'device_id': '26b9',
+                                              'device_name': 'AD102GL [L40S]', 'driver': 'nvidia', 'is_vf': False}],
+                                    'iommu': {'enabled': True}},
+            'gpuvirt_mdev_types': vgpu_types.discover(board.root),
+            'gpuvirt_gpu_holders': {'held': False, 'holders': []},
+            'vgpu_vf_sysfs_root': board.root, 'vgpu_vf_root_dir': str(tmp_path / ('root-%d' % i))}
+    inventory = tmp_path / 'inventory.yml'
+    inventory.write_text(json.dumps({'all': {'children': {'gpu_vm_vgpu': {'hosts': hosts}}}}))
+    return str(inventory), boards
+
+
+def vf_cluster(kube, kv):
+    """Pools worker and gpu-vf (a custom pool: its nodes leave worker) and the nodes vf-1, vf-2 (gpu-vf) and w-3."""
+    gpu_vf = kv.pool(VF_POOL, ['00-worker'], kv.DONE, machines=2)
+    return kube([kv.pool('worker', ['00-worker'], kv.DONE, machines=1), gpu_vf]
+                + [kv.node(n, {'cpu': '64'}, dict(kv.WORKER, **{'node-role.kubernetes.io/gpu-vf': ''}))
+                   for n in ('vf-1', 'vf-2')]
+                + [kv.node('w-3', {'cpu': '64'}, dict(kv.WORKER))])
+
+
+def vf_run(tmp_path, inventory, cluster, *args):
+    return run_playbook(tmp_path, 'vgpu_vf', inventory, *args, gpuvirt_cluster_mode='apply',
+                        gpuvirt_platform='openshift', gpuvirt_kubeconfig=cluster.kubeconfig, machineconfig_pool=VF_POOL,
+                        machineconfig_wait_delay=1, machineconfig_wait_timeout=30, gpu_operator_vgpu_configs=VF_CONFIGS,
+                        vgpu_vf_driver_timeout=1, vgpu_vf_wait_timeout=900, reference_root=schema.reference_dir())
+
+
+def test_vendor_vfio_hosts_get_their_vf_profiles_as_the_machineconfig_of_their_pool(tmp_path, kube):
+    # The Machine Config Operator owns an RHCOS node's files and units: the phase reads each host's boot-time config
+    # (the module's plan, nothing written on it) and delivers it as one MachineConfig of the hosts' pool, applied and
+    # waited for as the IOMMU one is (the MCO stand-in renders it and rolls it out to the pool's nodes)
+    kv = _kubevirt_apply_helpers()
+    inventory, boards = vf_hosts(tmp_path)
+    cluster = vf_cluster(kube, kv)
+    operator = kv.mco(kv.rollout_done(['00-worker', VF_MC]), pool_name=VF_POOL, mc_name=VF_MC)
+    cluster.controller('machine-config-operator', operator)
+    # check mode: the object is built and shown, nothing is written anywhere
+    rc, log = vf_run(tmp_path, inventory, cluster, '--check', '--diff')
+    assert rc == 0, log
+    assert ('MachineConfig %s for MachineConfigPool gpu-vf (nodes vf-1, vf-2): the unit gpuvirt-vgpu-vf.service '
+            'restores at every boot 0000:41:00.0: 0000:41:00.4 NVIDIA L40S-24Q, 0000:41:00.5 NVIDIA L40S-24Q' % VF_MC
+            in ' '.join(log.split())), log
+    assert cluster.attempts() == [] and cluster.get(kv.MC_V1, 'MachineConfig', VF_MC) is None
+    rc, log = vf_run(tmp_path, inventory, cluster)
+    assert rc == 0, log
+    assert write_summary(cluster.attempts()) == ['patch machineconfigs -/' + VF_MC], log
+    assert 'gpu-vf: 2/2 machines updated, 2 ready' in log, log
+    assert operator.rendered, 'the MCO stand-in never rendered the MachineConfig'
+    mc = cluster.get(kv.MC_V1, 'MachineConfig', VF_MC)
+    assert mc['metadata']['labels'] == {'machineconfiguration.openshift.io/role': VF_POOL}
+    # Ignition spec 3.2.0 as the MCO takes it (coreos/ignition docs/configuration-v3_2.md; the MCO writes
+    # storage.files and systemd.units of a MachineConfig on the node, openshift/machine-config-operator
+    # docs/MachineConfigDaemon.md): the unit enabled, the config the hosts computed, under /etc
+    config = mc['spec']['config']
+    assert [(u['name'], u['enabled']) for u in config['systemd']['units']] == [('gpuvirt-vgpu-vf.service', True)]
+    files = dict((f['path'], f) for f in config['storage']['files'])
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mcu
+    saved = json.loads(mcu.decode_data_url(files['/etc/gpuvirt/vgpu-vf-profiles.json']['contents']['source']))
+    assert saved['gpus'] == [{'pf': '0000:41:00.0', 'vfs': {'0000:41:00.4': 1155, '0000:41:00.5': 1155}}]
+    assert saved['sysfs_root'] == '/sys' and saved['timeout'] == 900
+    assert 'TimeoutStartSec=960' in config['systemd']['units'][0]['contents'].splitlines()
+    # nothing was set over SSH: the VFs get their profiles at boot, from the unit
+    assert all(set(board.current.values()) <= {0} for board in boards)
+    assert not os.path.exists(tmp_path / 'root-1' / 'etc' / 'gpuvirt')
+    second = cluster.now()
+    rc, log = vf_run(tmp_path, inventory, cluster)
+    assert rc == 0 and recap(log)['changed'] == '0', log
+    assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
+
+
+def test_hosts_with_different_vf_configs_or_a_pool_with_other_nodes_are_refused_before_any_write(tmp_path, kube):
+    kv = _kubevirt_apply_helpers()
+    inventory, _boards = vf_hosts(tmp_path, configs=('l40s', 'l40s-12q'))
+    cluster = vf_cluster(kube, kv)
+    rc, log = vf_run(tmp_path, inventory, cluster)
+    text = ' '.join(log.split())
+    assert rc != 0, log
+    assert ('the vendor-VFIO hosts of MachineConfigPool gpu-vf need one boot-time VF config (a MachineConfig reaches '
+            'every node of its pool alike), but they compute 2 different ones: vf-1.example.com: 0000:41:00.0: '
+            '0000:41:00.4 NVIDIA L40S-24Q, 0000:41:00.5 NVIDIA L40S-24Q | vf-2.example.com: 0000:41:00.0: '
+            '0000:41:00.4 NVIDIA L40S-12Q') in text, log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+    # one config, but the pool is worker: it manages w-3 too, and not the hosts' nodes (gpu-vf took them)
+    inventory, _boards = vf_hosts(tmp_path / 'same')
+    rc, log = run_playbook(tmp_path, 'vgpu_vf', inventory, gpuvirt_cluster_mode='apply', gpuvirt_platform='openshift',
+                           gpuvirt_kubeconfig=cluster.kubeconfig, gpu_operator_vgpu_configs=VF_CONFIGS,
+                           vgpu_vf_driver_timeout=1, reference_root=schema.reference_dir())
+    text = ' '.join(log.split())
+    assert rc != 0, log
+    assert ("MachineConfigPool worker must manage exactly the vendor-VFIO hosts' nodes (vf-1, vf-2) to carry their "
+            "VF config, but it also manages w-3; it does not manage vf-1, vf-2.") in text, log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())

@@ -11,6 +11,7 @@ import os
 
 import yaml
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_types
 from play_runner import run_play
 from vf_driver import VfBoard
 
@@ -21,7 +22,8 @@ PCI = {'gpus': [{'bdf': PF, 'vendor_id': '10de', 'device_id': '26b9', 'device_na
                  'driver': 'nvidia', 'is_vf': False}], 'iommu': {'enabled': True}}
 
 
-def _run(tmp_path, config='l40s', check=False, loaded=True, platform=None, os_release=None):
+def _run(tmp_path, config='l40s', check=False, loaded=True, platform=None, os_release=None, extra=None,
+         shown=False):
     board = VfBoard(tmp_path / 'sys')
     if loaded:
         os.makedirs(os.path.join(board.root, 'module', 'nvidia'), exist_ok=True)
@@ -35,14 +37,18 @@ def _run(tmp_path, config='l40s', check=False, loaded=True, platform=None, os_re
     inv = tmp_path / 'inventory.yml'
     # facts as preflight left them before the vGPU Manager loaded (no vGPU interface shown yet)
     inv.write_text(yaml.safe_dump({'all': {'children': {'gpu_vm_vgpu': {'hosts': {'localhost': {
-        'ansible_connection': 'local', 'gpuvirt_pci_devices': PCI, 'gpuvirt_mdev_types': {'parents': []},
+        'ansible_connection': 'local', 'gpuvirt_pci_devices': PCI,
+        # shown: facts gathered once the driver had loaded (its VFs show vendor-specific VFIO)
+        'gpuvirt_mdev_types': vgpu_types.discover(board.root) if shown else {'parents': []},
         'gpuvirt_gpu_holders': {'held': False, 'holders': []}, 'gpuvirt_vgpu_config': config}}}}}}))
+    more = extra
     extra = {'gpuvirt_cluster_mode': 'apply', 'ansible_become': False,
              'gpu_operator_vgpu_configs': {'l40s': {'L40S-24Q': 2}}, 'vgpu_vf_driver_timeout': 1,
              'vgpu_vf_sysfs_root': board.root, 'vgpu_vf_proc_root': str(tmp_path / 'proc'), 'vgpu_vf_systemd': False,
              'vgpu_vf_sriov_manage': str(tmp_path / 'no-sriov-manage'), 'vgpu_vf_root_dir': str(root)}
     if platform is not None:
         extra['gpuvirt_platform'] = platform
+    extra.update(more or {})
     play = ''.join('- ansible.builtin.import_playbook: %s\n' % os.path.join(ROOT, 'playbooks', name)
                    for name in ('vgpu_vf.yml', 'summary.yml'))
     rc, out = run_play(tmp_path, play, extra, args=['-i', str(inv)] + (['--check', '--diff'] if check else []))
@@ -89,17 +95,32 @@ def test_no_driver_after_the_timeout_stops_naming_the_vgpu_manager(tmp_path):
     assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
 
 
-def test_a_machineconfig_platform_is_refused_before_any_change_naming_the_host_and_the_way(tmp_path):
+def test_a_machineconfig_platform_reads_the_host_and_writes_nothing_on_it(tmp_path):
     # OpenShift's hosts belong to the Machine Config Operator (the platform table's kernel_args: machineconfig, as
-    # host_prep.yml reads it): no VF profile, unit, script or config over SSH there
-    board, rc, out = _run(tmp_path, platform='openshift')
+    # host_prep.yml reads it): no VF profile, unit, script or config over SSH there. The host's boot-time config is
+    # read (the module's plan, allowed on CoreOS) and goes to the controller's play, which builds the pool's
+    # MachineConfig from the cluster's pools and nodes: with no cluster to read, it stops there, the host untouched
+    # (the apply path against a real API server: tests/integration/cluster_operator/test_apply.py -k vgpu_vf)
+    board, rc, out = _run(tmp_path, platform='openshift', os_release='ID="rhcos"\n',
+                          extra={'gpuvirt_kubeconfig': str(tmp_path / 'no-kubeconfig')})
     assert rc != 0, out
-    assert ('localhost (pool vm-vgpu-vf, platform openshift): its VFs need their vGPU profiles set, but on a '
-            'MachineConfig platform the Machine Config Operator owns the host') in out, out
-    assert 'as a MachineConfig of the node\'s pool' in out and 'Nothing was changed' in out
+    assert ('localhost: pool vm-vgpu-vf, vGPU interface vendor-vfio (the host shows vendor-vfio: 0000:41:00.4' in out
+            and 'reading its boot-time VF config (written nothing: the Machine Config Operator owns the host' in out), out
+    assert 'TASK [gpuvirt.provision.vgpu_vf : Read the cluster\'s MachineConfigPools]' in out, out
     assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
     assert not os.path.exists(tmp_path / 'root/etc/gpuvirt')
     assert not os.path.exists(tmp_path / 'root/etc/systemd/system/gpuvirt-vgpu-vf.service')
+
+
+def test_a_render_on_a_machineconfig_platform_says_why_it_holds_no_vf_machineconfig(tmp_path):
+    # a render leaves the hosts out of the host phases (their facts are given): the controller's play says it
+    board, rc, out = _run(tmp_path, platform='openshift', shown=True, extra={'gpuvirt_cluster_mode': 'render'})
+    assert rc == 0, out
+    assert ('localhost (pool vm-vgpu-vf, platform openshift): their VF profiles are not rendered. On a MachineConfig '
+            'platform they are delivered as a MachineConfig whose boot-time config names each VF by its PCI address '
+            'and type id, which only the host shows once the vGPU Manager has loaded the driver, and a render reads '
+            'no host. Apply the rendered objects, then run playbooks/vgpu_vf.yml in apply mode') in out, out
+    assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
 
 
 def test_a_coreos_host_is_refused_by_the_role_itself_when_the_platform_is_auto(tmp_path):

@@ -66,6 +66,9 @@ NON_SINKS = {
     'gpuvirt.provision.gpu_operator_manifests', 'gpuvirt.provision.gpu_operator_pull_secret',
     'gpuvirt.provision.hco_permitted_devices', 'gpuvirt.provision.kubevirt_devices_plan',
     'gpuvirt.provision.kubevirt_permitted_devices', 'gpuvirt.provision.machineconfig_manifests',
+    # builds the vgpu_vf MachineConfig from the hosts' plans (each config checked again by the role's grammar) and
+    # the cluster's pools and nodes; writes nothing (k8s_objects applies it)
+    'gpuvirt.provision.vgpu_vf_machineconfig',
     'gpuvirt.provision.launch_check', 'gpuvirt.provision.mcp_status', 'gpuvirt.provision.mdev_types', 'gpuvirt.provision.node_labels_plan',
     'gpuvirt.provision.pci_devices', 'gpuvirt.provision.preflight_host', 'gpuvirt.provision.verify_node_resources',
     'gpuvirt.provision.upgrade_plan',

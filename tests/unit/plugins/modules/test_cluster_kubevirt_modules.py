@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.modules import (
     dra_manifests, dra_preflight, hco_permitted_devices, kubevirt_devices_plan, kubevirt_permitted_devices,
-    machineconfig_manifests, mcp_status)
+    machineconfig_manifests, mcp_status, vgpu_vf_machineconfig)
 
 from .harness import run_module
 
@@ -121,3 +121,22 @@ def test_hco_module_derives_the_gate_from_the_version(monkeypatch, version, gate
 def test_hco_module_prefers_the_crd_answer(monkeypatch):
     res = run_module(monkeypatch, hco_permitted_devices, {'hco_version': '1.18.1', 'gate_supported': False})
     assert 'featureGates' not in res['object']['spec']
+
+
+def test_vgpu_vf_machineconfig_builds_one_object_or_refuses_naming_the_hosts(monkeypatch):
+    import os
+    with open(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'vgpu_vf', 'files',
+                           'gpuvirt_vgpu_vf_restore.py'), encoding='utf-8') as handle:
+        script = handle.read()
+    persist = {'version': 1, 'managed_by': 'gpuvirt.provision', 'sysfs_root': '/sys',
+               'sriov_manage': '/usr/lib/nvidia/sriov-manage', 'timeout': 300,
+               'gpus': [{'pf': '0000:41:00.0', 'vfs': {'0000:41:00.4': 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q'}}
+    hosts = [{'host': 'a', 'node': 'a', 'persist': persist}, {'host': 'b', 'node': 'b', 'persist': persist}]
+    res = run_module(monkeypatch, vgpu_vf_machineconfig, {'pool': 'gpu-vf', 'hosts': hosts, 'script': script})
+    assert not res['failed'] and not res['changed'], res
+    assert res['machineconfig_name'] == '100-gpu-vf-gpuvirt-vgpu-vf' and len(res['objects']) == 1
+    assert res['summary'] == '0000:41:00.0: 0000:41:00.4 NVIDIA L40S-24Q'
+    other = dict(persist, gpus=[{'pf': '0000:41:00.0', 'vfs': {'0000:41:00.5': 1155}}])
+    res = run_module(monkeypatch, vgpu_vf_machineconfig, {
+        'pool': 'gpu-vf', 'script': script, 'hosts': [hosts[0], {'host': 'b', 'node': 'b', 'persist': other}]})
+    assert res['failed'] and 'compute 2 different ones: a: 0000:41:00.0: 0000:41:00.4 NVIDIA L40S-24Q | b:' in res['msg']

@@ -151,3 +151,66 @@ def test_a_renumbered_saved_type_is_warned_about_and_the_live_id_written(monkeyp
     res = _run(monkeypatch, board, {'config': {'L40S-24Q': 1}, 'saved_config': str(saved)})
     assert not res.get('failed') and res['changed'], res
     assert any('names NVIDIA L40S-24Q as type id 999; the host lists it as 1155' in w for w in res.get('warnings', [])), res
+
+
+# --- plan: the read-only path (the boot-time config of a host a MachineConfig delivers to) ---------------------------
+
+def test_plan_returns_the_boot_config_and_writes_nothing_even_outside_check_mode(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, 'plan': True})
+    assert not res['failed'] and not res['changed'], res
+    assert board.writes == [] and board.commands == [] and set(board.current.values()) == {0}
+    # the same config an apply saves (test_apply_then_nothing_to_do), so both ways give a host one config
+    assert res['persist']['gpus'] == [{'pf': PF, 'vfs': {VF0: 1155, VF1: 1155}}]
+    assert res['persist']['types'] == {'1155': 'NVIDIA L40S-24Q'}
+    applied = _run(monkeypatch, VfBoard(tmp_path / 'other'), {'config': {'L40S-24Q': 2}})
+    assert dict(applied['persist'], sysfs_root=None) == dict(res['persist'], sysfs_root=None)
+
+
+def test_plan_after_the_profiles_were_restored_gives_the_same_config(monkeypatch, tmp_path):
+    # second run on a node the MachineConfig's unit restored: the VFs keep their types; a full GPU lists none, so the
+    # names come from the saved config the MachineConfig wrote
+    board = VfBoard(tmp_path)
+    first = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, 'plan': True})
+    saved = tmp_path / 'saved.json'
+    saved.write_text(json.dumps(first['persist']))
+    board.set(VF0, 1155)
+    board.set(VF1, 1155)
+    again = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, 'plan': True, 'saved_config': str(saved)})
+    assert not again['failed'] and again['persist'] == first['persist'], again
+    assert [r['action'] for r in again['vfs']][:2] == ['keep', 'keep']
+
+
+def test_plan_refuses_a_gpu_whose_vfs_are_not_enabled_naming_it(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path, enabled=False)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, 'plan': True})
+    assert res['failed'] and ('GPU %s has no VFs enabled yet, so its boot-time config (which names each VF by its '
+                              'PCI address) cannot be computed without enabling them' % PF) in res['msg'], res
+    assert board.writes == [] and board.commands == []
+
+
+@pytest.mark.parametrize('extra', [{'state': 'absent'}, {'gpus': [PF]}, {'remove_unlisted': True}])
+def test_plan_takes_the_host_as_it_is(monkeypatch, tmp_path, extra):
+    board = VfBoard(tmp_path)
+    res = _run(monkeypatch, board, dict({'config': {'L40S-24Q': 2}, 'plan': True}, **extra))
+    assert res['failed'] and 'plan computes the whole host' in res['msg'], res
+
+
+def test_plan_checks_the_python_the_unit_will_run(monkeypatch, tmp_path):
+    board = VfBoard(tmp_path)
+    res = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, 'plan': True, 'python': '/nonexistent/python3'})
+    assert res['failed'] and 'python is /nonexistent/python3, and /nonexistent cannot be read' in res['msg'], res
+
+
+def test_on_coreos_only_plan_runs_every_writing_path_is_refused_first(monkeypatch, tmp_path):
+    # RHCOS: the Machine Config Operator owns the host's files and units; plan writes nothing and is allowed, any
+    # other call (with or without the boot-time restore, check mode too: it predicts a write) is refused before
+    # anything
+    monkeypatch.setattr(vvp, 'os_release_id', lambda root_dir='/': 'rhcos')
+    board = VfBoard(tmp_path)
+    planned = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, 'plan': True})
+    assert not planned['failed'], planned
+    for check in (False, True):
+        res = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}}, check=check)
+        assert res['failed'] and 'runs Red Hat CoreOS (/etc/os-release ID=rhcos)' in res['msg'], res
+    assert board.writes == [] and set(board.current.values()) == {0}

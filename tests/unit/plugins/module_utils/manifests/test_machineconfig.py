@@ -263,3 +263,101 @@ def test_vgpu_vf_machineconfig_bad_input_is_named(kwargs, needle):
     with pytest.raises(mc.ManifestError) as err:
         mc.build_vgpu_vf_machineconfig(**args)
     assert needle in str(err.value)
+
+
+# --- which config the VF MachineConfig of a pool carries, and which pool may carry it -------------------------------
+
+def _persist(vfs=None, pf='0000:41:00.0', tid=1155, name='NVIDIA L40S-24Q'):
+    vfs = vfs or ('0000:41:00.4', '0000:41:00.5')
+    return {'version': 1, 'managed_by': 'gpuvirt.provision', 'sysfs_root': '/sys',
+            'sriov_manage': '/usr/lib/nvidia/sriov-manage', 'timeout': 300,
+            'gpus': [{'pf': pf, 'vfs': dict((vf, tid) for vf in vfs)}], 'types': {str(tid): name}}
+
+
+def _mcp(name, selector):
+    return {'metadata': {'name': name}, 'spec': {'nodeSelector': selector}}
+
+
+WORKER_POOL = _mcp('worker', {'matchLabels': {'node-role.kubernetes.io/worker': ''}})
+VF_POOL = _mcp('gpu-vf', {'matchLabels': {'node-role.kubernetes.io/gpu-vf': ''}})
+
+
+def _node(name, *roles):
+    return {'metadata': {'name': name, 'labels': dict(('node-role.kubernetes.io/' + r, '') for r in roles)}}
+
+
+def _hosts(*pairs):
+    return [{'host': h + '.example.com', 'node': h, 'persist': p} for h, p in pairs]
+
+
+def test_identical_hosts_give_one_config_with_the_public_paths():
+    hosts = _hosts(('vf-1', _persist()), ('vf-2', dict(_persist(), sysfs_root='/elsewhere', timeout=30)))
+    config = mc.vgpu_vf_pool_config('gpu-vf', hosts, timeout=900)
+    # the result's own paths and timeout are not taken: the public inputs are (a registered result can be replaced)
+    assert config['sysfs_root'] == '/sys' and config['timeout'] == 900
+    assert config['gpus'] == _persist()['gpus'] and config['types'] == {'1155': 'NVIDIA L40S-24Q'}
+
+
+def test_hosts_that_compute_different_configs_are_refused_naming_each_group():
+    hosts = _hosts(('vf-1', _persist()), ('vf-2', _persist()), ('vf-3', _persist(pf='0000:c1:00.0', vfs=['0000:c1:00.4'])),
+                   ('vf-4', _persist(tid=1153, name='NVIDIA L40S-12Q')))
+    with pytest.raises(mc.ManifestError) as err:
+        mc.vgpu_vf_pool_config('gpu-vf', hosts)
+    text = str(err.value)
+    assert ('the vendor-VFIO hosts of MachineConfigPool gpu-vf need one boot-time VF config (a MachineConfig reaches '
+            'every node of its pool alike), but they compute 3 different ones: '
+            'vf-1.example.com, vf-2.example.com: 0000:41:00.0: 0000:41:00.4 NVIDIA L40S-24Q, 0000:41:00.5 NVIDIA '
+            'L40S-24Q | vf-3.example.com: 0000:c1:00.0: 0000:c1:00.4 NVIDIA L40S-24Q | vf-4.example.com: '
+            '0000:41:00.0: 0000:41:00.4 NVIDIA L40S-12Q, 0000:41:00.5 NVIDIA L40S-12Q.') in text, text
+    assert 'a MachineConfigPool of their own' in text and 'Nothing was changed' in text
+
+
+def test_a_config_outside_the_roles_grammar_is_refused_naming_the_host():
+    with pytest.raises(mc.ManifestError, match='vf-1.example.com: the boot-time config holds GPU entry'):
+        mc.vgpu_vf_pool_config('gpu-vf', _hosts(('vf-1', dict(_persist(), gpus=[{'pf': '41:00.0', 'vfs': {}}]))))
+    with pytest.raises(mc.ManifestError, match='vf-1.example.com: its node name'):
+        mc.vgpu_vf_pool_config('gpu-vf', [{'host': 'vf-1.example.com', 'node': 'Bad Node', 'persist': _persist()}])
+    with pytest.raises(mc.ManifestError, match='no vendor-VFIO host gave its boot-time config'):
+        mc.vgpu_vf_pool_config('gpu-vf', [])
+
+
+def test_a_custom_pool_takes_its_nodes_from_worker():
+    # "A node can only be included in one MCP ... Custom pools take priority on selecting nodes to manage based on
+    # node labels; nodes that do not belong to a custom pool are managed by the worker pool" (openshift/openshift-docs
+    # modules/architecture-machine-config-pools.adoc; openshift/machine-config-operator docs/custom-pools.md)
+    nodes = [_node('vf-1', 'worker', 'gpu-vf'), _node('vf-2', 'worker', 'gpu-vf'), _node('w-3', 'worker')]
+    pools = [WORKER_POOL, VF_POOL]
+    assert mc.pool_nodes('gpu-vf', pools, nodes) == ['vf-1', 'vf-2']
+    assert mc.pool_nodes('worker', pools, nodes) == ['w-3']
+    expressions = _mcp('gpu-x', {'matchExpressions': [{'key': 'gpu', 'operator': 'In', 'values': ['l40s']}]})
+    nodes.append({'metadata': {'name': 'x-1', 'labels': {'gpu': 'l40s'}}})
+    assert mc.pool_nodes('gpu-x', pools + [expressions], nodes) == ['x-1']
+    assert mc.pool_nodes('gpu-x', pools + [_mcp('gpu-x', {})], nodes) == []
+
+
+def test_the_pool_must_exist_and_manage_exactly_the_hosts_nodes():
+    hosts = _hosts(('vf-1', _persist()), ('vf-2', _persist()))
+    nodes = [_node('vf-1', 'worker', 'gpu-vf'), _node('vf-2', 'worker', 'gpu-vf'), _node('w-3', 'worker')]
+    config = mc.vgpu_vf_pool_config('gpu-vf', hosts, [WORKER_POOL, VF_POOL], nodes)
+    assert config['gpus'] == _persist()['gpus']
+    with pytest.raises(mc.ManifestError) as err:
+        mc.vgpu_vf_pool_config('worker', hosts, [WORKER_POOL, VF_POOL], nodes)
+    assert ('MachineConfigPool worker must manage exactly the vendor-VFIO hosts\' nodes (vf-1, vf-2) to carry their '
+            'VF config, but it also manages w-3; it does not manage vf-1, vf-2.') in str(err.value), str(err.value)
+    with pytest.raises(mc.ManifestError) as err:
+        mc.vgpu_vf_pool_config('gpu-vf', hosts[:1], [WORKER_POOL, VF_POOL], nodes)
+    assert 'but it also manages vf-2.' in str(err.value), str(err.value)
+    with pytest.raises(mc.ManifestError) as err:
+        mc.vgpu_vf_pool_config('gpu-l40s', hosts, [WORKER_POOL, VF_POOL], nodes)
+    assert "MachineConfigPool 'gpu-l40s' does not exist (the cluster has: gpu-vf, worker)" in str(err.value)
+
+
+def test_a_rendered_config_holds_our_content_only_with_our_unit_as_it_is_now():
+    ours = mc.build_vgpu_vf_machineconfig('gpu-vf', _script(), config=_persist())
+    same = {'metadata': {'name': 'rendered-gpu-vf-1'}, 'spec': json.loads(json.dumps(ours['spec']))}
+    assert mc.rendered_with([same], ours, 'gpu-vf') == ['rendered-gpu-vf-1']
+    edited = mc.build_vgpu_vf_machineconfig('gpu-vf', _script(), python='/usr/libexec/platform-python',
+                                            config=_persist())
+    # only the unit changed (its ExecStart): the rendered config before that edit does not hold it
+    assert edited['spec']['config']['storage'] == ours['spec']['config']['storage']
+    assert mc.rendered_with([same], edited, 'gpu-vf') == []
