@@ -31,8 +31,9 @@ import re
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_compare
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import credentials, validators
-from ansible_collections.gpuvirt.provision.plugins.module_utils.render.render import KIND_RE
 
+# kind: the grammar render_manifests holds a kind to (render/render.py KIND_RE; manifests may not import render)
+KIND_RE = re.compile(r'[A-Za-z][A-Za-z0-9]{0,62}')
 # apiVersion: "v1" or "<group>/<version>", the group a DNS-1123 subdomain, the version v<N>[alpha<N>|beta<N>]
 API_VERSION_RE = re.compile(r'(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?'
                             r'v[0-9]+(?:(?:alpha|beta)[0-9]+)?')
