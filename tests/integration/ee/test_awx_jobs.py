@@ -160,8 +160,7 @@ def test_kubevirt_phase_job_applies_through_the_api_server(tmp_path, kube, machi
     # them on the hosts with the real lspci and sysfs (no NVIDIA device in a container; the listed devices are used)
     assert tasks['Discover PCI devices (lspci + sysfs)'] == {'gpu-1': False, 'gpu-2': False}, sorted(tasks)
     changed = sorted(task for task, hosts in tasks.items() if any(hosts.values()))
-    assert changed == ['Apply each changed object with server-side apply',
-                       'Preview each object with a server-side dry run'], changed
+    assert changed == ['Apply the objects that change with server-side apply'], changed
     assert 'Report the permitted resource names' in tasks, sorted(tasks)
     # what the API server saw, as the automation identity the kubeconfig credential holds
     assert write_summary(cluster.attempts()) == ['patch hyperconvergeds openshift-cnv/kubevirt-hyperconverged']

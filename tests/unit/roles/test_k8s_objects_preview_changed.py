@@ -1,89 +1,103 @@
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Apply mode's server-side dry-run preview is no change of its own (roles/k8s_objects tasks apply.yml and
-apply_secret.yml): in a run that applies, only the apply of an object counts, so a run that changes one object
-reports one change, not two; a run that stops at the preview (--check, k8s_objects_dry_run) reports what would
-change. The preview task's changed_when is evaluated by Ansible's own templating, as the role file writes it, and
-the objects the apply task then sends come from gpuvirt.provision.k8s_preview_changes."""
+"""Apply mode's server-side dry run is no change of its own (roles/k8s_objects tasks apply.yml and
+apply_secret.yml, one gpuvirt.provision.k8s_objects_apply call): in a run that applies, the call counts the
+objects it applied, so a run that changes one object reports one change; a run that stops at the dry run (--check,
+k8s_objects_dry_run) reports what would change. The decision is the one of the filters k8s_would_change and
+k8s_preview_changes (module_utils k8s_compare), which k8s_apply calls: the cases below give both the same input.
+What the module sends to a real API server: tests/integration/cluster_operator/test_k8s_objects_apply.py."""
 
 from __future__ import annotations
 
+import copy
 import os
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
 
 from ansible_collections.gpuvirt.provision.plugins.filter import k8s_would_change as filters
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_compare
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_apply, k8s_compare
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-TASKS = {'apply.yml': ('__k8s_objects_preview', '__k8s_objects_stored'),
-         'apply_secret.yml': ('__k8s_objects_secret_preview', '__k8s_objects_secret_stored')}
+TASK_FILES = ('apply.yml', 'apply_secret.yml')
 
 STORED = {'apiVersion': 'v1', 'kind': 'ConfigMap',
           'metadata': {'name': 'cfg', 'namespace': 'gpu', 'resourceVersion': '7', 'managedFields': [{'manager': 'x'}]},
           'data': {'a': '1'}}
 WANTED = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cfg', 'namespace': 'gpu'}, 'data': {'a': '2'}}
+NAMESPACE = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpu'}}
 # what the API server answers a dry run of WANTED: the stored object with the new data (and its own bookkeeping)
 DRY_RUN = dict(STORED, data={'a': '2'}, metadata=dict(STORED['metadata'], resourceVersion='8'))
 SAME = dict(STORED, metadata=dict(STORED['metadata'], resourceVersion='8', managedFields=[{'manager': 'y'}]))
-# the server's NotFound for an object whose Namespace this list creates first (sent as a dry run only)
-PENDING_MSG = ('Failed to create object: b\'{"kind":"Status","status":"Failure","reason":"NotFound",'
-               '"details":{"name":"gpu","kind":"namespaces"},"code":404}\'')
+# the server's NotFound for an object whose Namespace does not exist yet (its Status body as sent)
+PENDING_BODY = ('{"kind":"Status","status":"Failure","reason":"NotFound",'
+                '"details":{"name":"gpu","kind":"namespaces"},"code":404}')
 
 
-def _preview_task(file_name):
-    with open(os.path.join(ROOT, 'roles', 'k8s_objects', 'tasks', file_name)) as handle:
-        (task,) = [t for t in yaml.safe_load(handle) if t['name'] == 'Preview each object with a server-side dry run']
-    return task
+def _run(answer, stored, preview_only, objects=(WANTED,)):
+    """k8s_apply on ``objects`` against a server that stores ``stored`` for WANTED and answers its dry run with
+    ``answer`` (a Refused: raised); returns (records, the objects applied for real)."""
+    applied = []
+
+    def read(obj):
+        return copy.deepcopy(stored) if obj is WANTED else None
+
+    def dry_run(obj):
+        if obj is WANTED and isinstance(answer, k8s_apply.Refused):
+            raise answer
+        return copy.deepcopy(answer if obj is WANTED else obj)
+
+    def apply(obj):
+        applied.append(obj['kind'])
+        return copy.deepcopy(answer if obj is WANTED and not isinstance(answer, Exception) else obj)
+    records, _diffs = k8s_apply.apply_objects(list(objects), k8s_apply.Client(read, dry_run, apply),
+                                              preview_only=preview_only)
+    return records, applied
 
 
-def _changed(file_name, preview, stored, check_mode=False, dry_run=False, objects=(WANTED,)):
-    """The preview task's changed_when for one item, as Ansible evaluates it (the task's vars templated first)."""
-    task = _preview_task(file_name)
-    register, stored_name = TASKS[file_name]
-    variables = {register: preview, stored_name: {'results': [{'resources': [stored] if stored else []}]},
-                 'item': WANTED, 'k8s_objects_i': 0, 'k8s_objects_list': list(objects),
-                 'ansible_check_mode': check_mode,
-                 '__k8s_objects_flags': {'dry_run': dry_run, 'force_conflicts': False, 'wait': False}}
-    # the task's vars are templates, resolved lazily when the condition reads them, as in a play
-    variables.update((name, trust_as_template(expression)) for name, expression in task['vars'].items())
-    templar = Templar(loader=DataLoader(), variables=variables)
-    # the collection's filters, by their names in the task: the collection loader is not installed in a unit test
-    # (installing it would change how later tests in the worker import), so they are given to the environment
-    for name, function in filters.FilterModule().filters().items():
-        templar._engine.environment.filters['gpuvirt.provision.' + name] = function
-    return templar.template(trust_as_template('{{ %s }}' % task['changed_when'].strip()))
+@pytest.mark.parametrize('answer, stored', [(DRY_RUN, STORED), (SAME, STORED), (SAME, None)])
+@pytest.mark.parametrize('preview_only', [False, True])
+def test_the_module_decides_as_the_filters_do(answer, stored, preview_only):
+    records, applied = _run(answer, stored, preview_only)
+    would = filters.k8s_would_change(answer, stored)
+    assert records[0]['changed'] is would
+    # the loop form the role used to apply from
+    preview = {'changed': True, 'result': answer, 'item': WANTED}
+    picked = filters.k8s_preview_changes([preview], [{'resources': [stored] if stored else []}])
+    assert bool(picked) is would
+    # a preview applies nothing; a run that applies sends exactly what would change
+    assert applied == ([] if preview_only or not would else ['ConfigMap'])
+    assert records[0]['applied'] is (would and not preview_only)
 
 
-@pytest.mark.parametrize('file_name', sorted(TASKS))
-def test_a_preview_that_shows_a_change_is_no_change_in_a_run_that_applies(file_name):
-    preview = {'changed': True, 'result': DRY_RUN, 'item': WANTED}
-    assert _changed(file_name, preview, STORED) is False
-    # the apply task sends it: the one change the run counts is the apply's
-    assert k8s_compare.preview_changes([preview], [{'resources': [STORED]}]) == [preview]
+def test_the_bookkeeping_of_the_server_is_no_change():
+    records, applied = _run(SAME, STORED, preview_only=False)
+    assert records[0]['changed'] is False and applied == []
 
 
-@pytest.mark.parametrize('file_name', sorted(TASKS))
-def test_a_run_that_stops_at_the_preview_reports_what_would_change(file_name):
-    preview = {'changed': True, 'result': DRY_RUN, 'item': WANTED}
-    assert _changed(file_name, preview, STORED, check_mode=True) is True
-    assert _changed(file_name, preview, STORED, dry_run=True) is True
-    # the bookkeeping of the server (managedFields, resourceVersion) is no change, in a preview either
-    assert _changed(file_name, dict(preview, result=SAME), STORED, check_mode=True) is False
-    assert k8s_compare.preview_changes([dict(preview, result=SAME)], [{'resources': [STORED]}]) == []
-
-
-@pytest.mark.parametrize('file_name', sorted(TASKS))
-def test_an_object_whose_namespace_the_list_creates_is_applied_and_counted_by_the_apply(file_name):
-    namespace = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpu'}}
-    preview = {'failed': True, 'msg': PENDING_MSG, 'item': WANTED}
-    assert _changed(file_name, preview, None, objects=(namespace, WANTED)) is False
-    assert _changed(file_name, preview, None, check_mode=True, objects=(namespace, WANTED)) is True
-    tolerated = dict(preview, failed=False)  # as registered, after the task's failed_when
+def test_an_object_whose_namespace_the_list_creates_is_applied_after_it():
+    refused = k8s_apply.Refused(404, 'Not Found', PENDING_BODY)
+    records, applied = _run(refused, None, preview_only=False, objects=(NAMESPACE, WANTED))
+    assert applied == ['Namespace', 'ConfigMap'] and [r['changed'] for r in records] == [True, True]
+    # as the filter k8s_preview_changes keeps such a preview
+    tolerated = {'msg': PENDING_BODY, 'item': WANTED}
     assert k8s_compare.preview_changes([tolerated], [{'resources': []}]) == [tolerated]
+    # a preview counts it as a change even when an earlier list creates the Namespace
+    records, applied = _run(refused, None, preview_only=True)
+    assert records[0]['changed'] is True and applied == []
+    # a run that applies, with no Namespace in the list: the refusal stands, nothing is applied
+    with pytest.raises(k8s_apply.ApplyError):
+        _run(refused, None, preview_only=False)
+
+
+@pytest.mark.parametrize('file_name', TASK_FILES)
+def test_the_one_module_call_is_the_only_task_that_can_report_a_change(file_name):
+    with open(os.path.join(ROOT, 'roles', 'k8s_objects', 'tasks', file_name)) as handle:
+        tasks = yaml.safe_load(handle)
+    modules = [next(k for k in task if '.' in k) for task in tasks]
+    assert modules == ['gpuvirt.provision.k8s_objects_apply', 'ansible.builtin.set_fact']
+    # no changed_when and no check_mode of its own: the module reports, and check mode reaches it
+    assert not any('changed_when' in task or 'check_mode' in task for task in tasks)
 
 
 def test_preview_changes_keeps_the_order_and_skips_what_would_not_change():

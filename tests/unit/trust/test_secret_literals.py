@@ -30,9 +30,8 @@ CARRIERS = {
     '__gpu_operator_secret': 'the registry pull Secret gpu_operator builds from gpu_operator_pull_secret',
     '__vgpu_manager_image_pull_secret_built': 'the pull Secret vgpu_manager_image builds from its password',
     'vgpu_manager_image_pull_secret_manifest': 'the same Secret, kept for the caller',
-    '__k8s_objects_secret_stored': 'a Secret as the cluster stores it',
-    '__k8s_objects_secret_preview': "a Secret's server-side dry run",
-    '__k8s_objects_secret_applied': 'a Secret as applied',
+    # k8s_objects_apply returns names only for such a list and echoes no Secret, but its task had one as argument
+    '__k8s_objects_secret_applied': 'the apply of a list holding a Secret',
     '__k8s_objects_secret_rendered': "the render of a Secret (its diff)",
 }
 # Facts set by a task that references a credential but that do not carry it, and why.

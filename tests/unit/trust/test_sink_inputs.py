@@ -54,6 +54,9 @@ OWN_SINKS = {
     'gpuvirt.provision.owned_files_absent',
     # checks every patch itself (node name, label keys and values, the owned-labels record) before any request
     'gpuvirt.provision.node_labels_apply',
+    # checks every object itself (apiVersion, kind, name and namespace by their grammars, no list kind) before any
+    # request; sends only server-side applies (dry runs first) under the field manager it is given
+    'gpuvirt.provision.k8s_objects_apply',
 }
 NON_SINKS = {
     'ansible.builtin.assert', 'ansible.builtin.debug', 'ansible.builtin.fail', 'ansible.builtin.find',
@@ -141,20 +144,6 @@ KNOWN = {
          '__gpu_operator_olm_plan', 'gpu_operator_olm_namespace'},
     ('roles/machineconfig/tasks/main.yml', 'Label the GPU nodes into the dedicated pool'):
         {'__machineconfig_built'},
-    ('roles/k8s_objects/tasks/apply.yml', 'Preview each object with a server-side dry run'):
-        {'__k8s_objects_flags', '__k8s_objects_preview', 'k8s_objects_field_manager', 'k8s_objects_list',
-         'k8s_objects_new_namespaces'},
-    # the stored objects (k8s_info) only pick which previews to apply (k8s_preview_changes); never sent
-    ('roles/k8s_objects/tasks/apply.yml', 'Apply each changed object with server-side apply'):
-        {'__k8s_objects_flags', '__k8s_objects_preview', '__k8s_objects_stored', 'k8s_objects_field_manager',
-         'k8s_objects_wait_timeout'},
-    # the Secret-carrying copies of the two tasks above (literal no_log; the same inputs)
-    ('roles/k8s_objects/tasks/apply_secret.yml', 'Preview each object with a server-side dry run'):
-        {'__k8s_objects_flags', '__k8s_objects_secret_preview', 'k8s_objects_field_manager', 'k8s_objects_list',
-         'k8s_objects_new_namespaces'},
-    ('roles/k8s_objects/tasks/apply_secret.yml', 'Apply each changed object with server-side apply'):
-        {'__k8s_objects_flags', '__k8s_objects_secret_preview', '__k8s_objects_secret_stored',
-         'k8s_objects_field_manager', 'k8s_objects_wait_timeout'},
     ('roles/k8s_objects/tasks/render_secret.yml', 'Ensure the render directory exists'): {'k8s_objects_render_dir'},
     # the lab and the gathering playbook (controller paths of the run itself)
     ('playbooks/demo.yml',
