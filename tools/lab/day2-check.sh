@@ -2,7 +2,8 @@
 # `make lab-day2-check`: a fleet that changes, on the QEMU lab VM and the lab API server (docs/day2.md).
 #   1. A fresh overlay on the cached lab disk, then `make demo`: the host converged as a passthrough host (vfio
 #      files, IOMMU kernel arguments, nouveau blacklist; one reboot), its node labelled in the lab API server.
-#   2. The host moves to the container pool (the same inventory with lab-gpu-0 in gpu_container):
+#   2. The host moves to the container pool (the same inventory with lab-gpu-0 in gpu_container): with a
+#      VirtualMachineInstance on its node the run is refused before any change, naming it; then
 #      host_prep.yml --check --diff previews the take-back and changes nothing; the real run takes back the vfio
 #      files and the kernel arguments the collection added, rebuilds the initramfs, reboots once (drained and
 #      uncordoned through the lab API server) and keeps the nouveau blacklist (the container row leaves it); on the
@@ -38,6 +39,8 @@ fail() {
 has() { tr -s '[:space:]' ' ' <"$logs/$1.log" | grep -qF -- "$2" || fail "run '$1' lacks: $2" "$1"; }
 lacks() { ! tr -s '[:space:]' ' ' <"$logs/$1.log" | grep -qF -- "$2" || fail "run '$1' has: $2" "$1"; }
 recap() { grep -E "^$2 +: ok=" "$logs/$1.log" | tail -1; }
+# the plan line a run printed for the lab host (host_prep plan / retire plan)
+plan_line() { grep -o "$2 plan for lab-gpu-0: [^\"]*" "$logs/$1.log" | head -1; }
 ok_recap() {
   for host in localhost lab-gpu-0; do
     recap "$1" "$host" | grep -qE 'unreachable=0 +failed=0' || fail "$host failed: $(recap "$1" "$host")" "$1"
@@ -49,8 +52,8 @@ changed_none() {
   done
 }
 on_host() { ssh -F "$lab/run/ssh_config" lab-gpu-0 "$@"; }
-# this boot's id (a reboot changes it; the reboot role's never-twice rule is tested in tests/unit/roles)
-boot() { on_host 'cat /proc/sys/kernel/random/boot_id'; }
+# the lab disk's boot counter (tools/lab/build-image.sh counts every boot)
+boot() { on_host 'cat /var/lib/lab/boots'; }
 kubectl() { "$root/.build/kube/bin/kubectl" --kubeconfig "$lab/run/kubeconfig" "$@"; }
 playbook() {
   local name=$1; shift
@@ -92,17 +95,48 @@ lab['ansible_ssh_private_key_file'] = "{{ lookup('ansible.builtin.env', 'LAB_DIR
 with open(sys.argv[2], 'w') as f:
     yaml.safe_dump(inv, f, sort_keys=False)
 PY
+# a VM on the node: the pool change is refused before any change, naming it (the vfio take-back reads the
+# VirtualMachineInstances: its GPU would leave vfio-pci at the next boot)
+cat >"$work/vmi.yml" <<'VMI'
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Namespace
+    metadata: {name: gpu-vms}
+  - apiVersion: kubevirt.io/v1
+    kind: VirtualMachineInstance
+    metadata: {name: guest-0, namespace: gpu-vms}
+    spec:
+      domain:
+        devices:
+          hostDevices: [{name: gpu0, deviceName: devices.kubevirt.io/edu}]
+    status: {nodeName: lab-gpu-0, phase: Running}
+VMI
+"$root/.venv/bin/python" "$root/tools/kube/apiserver.py" seed "$lab/run/kube" "$work/vmi.yml" >/dev/null
 boot_before=$(boot)
+echo "lab-day2-check: ansible-playbook host_prep.yml with a VM on the node (move-vm, must be refused)"
+(cd "$root" && ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1 LAB_KUBECONFIG="$lab/run/kubeconfig" \
+  .venv/bin/ansible-playbook -i "$inventory" "$root/playbooks/host_prep.yml") >"$logs/move-vm.log" 2>&1 \
+  && fail "the pool change went on with a VM on the node" move-vm
+has move-vm 'gpu-vms/guest-0'
+has move-vm 'Nothing was changed'
+[ "$(boot)" = "$boot_before" ] || fail "the refused pool change rebooted the host" move-vm
+on_host 'test -f /etc/modprobe.d/gpuvirt-vfio.conf' || fail "the refused pool change removed the vfio file" move-vm
+# the VM is gone (its Namespace stays: no namespace controller runs beside the lab's API server to finalize it)
+"$root/.build/kube/bin/kubectl" --kubeconfig "$lab/run/kube/kubeconfig-admin" -n gpu-vms \
+  delete virtualmachineinstances.kubevirt.io guest-0 --wait=false >/dev/null
+
 playbook move-check -i "$inventory" "$root/playbooks/host_prep.yml" --check --diff
-has move-check 'vfio'
-has move-check 'intel_iommu=on'
+has move-check 'host_prep plan for lab-gpu-0: kernel_args remove /etc/default/grub.d/90-gpuvirt-kernel-args.cfg'
+has move-check 'vfio_absent remove /etc/modprobe.d/gpuvirt-vfio.conf'
 [ "$(boot)" = "$boot_before" ] || fail "host_prep --check rebooted the host" move-check
 on_host 'test -f /etc/modprobe.d/gpuvirt-vfio.conf' || fail "host_prep --check removed the vfio file" move-check
 
 playbook move -i "$inventory" "$root/playbooks/host_prep.yml"
-has move 'lab-gpu-0 (node lab-gpu-0, pool container): host prep ran; changed: '
-has move '; rebooted: yes ('
-[ "$(boot)" != "$boot_before" ] || fail "the pool change did not reboot the host" move
+has move 'host_prep plan for lab-gpu-0: kernel_args remove'
+recap move lab-gpu-0 | grep -qE ' changed=[1-9]' || fail "the pool change changed nothing: $(recap move lab-gpu-0)" move
+[ "$(boot)" = $((boot_before + 1)) ] || fail "the pool change did not reboot the host exactly once" move
 on_host '! ls /etc/modprobe.d/gpuvirt-vfio.conf /etc/modules-load.d/gpuvirt-vfio.conf 2>/dev/null | grep -q .' \
   || fail "a vfio file of the collection is still on the host" move
 on_host '! grep -qw intel_iommu=on /proc/cmdline && ! grep -qw iommu=pt /proc/cmdline' \
@@ -118,8 +152,11 @@ on_host 'test -f /etc/modprobe.d/gpuvirt-blacklist-nouveau.conf' || fail "the po
 unschedulable=$(kubectl get node lab-gpu-0 -o 'jsonpath={.spec.unschedulable}')
 [ -z "$unschedulable" ] || [ "$unschedulable" = false ] || fail "node lab-gpu-0 still cordoned after the pool change" move
 
+# the preview was the plan the real run then carried out
+[ "$(plan_line move-check host_prep)" = "$(plan_line move host_prep)" ] \
+  || fail "check mode showed another plan than the real run's: $(plan_line move-check host_prep)" move
 playbook move-again -i "$inventory" "$root/playbooks/host_prep.yml"
-has move-again 'lab-gpu-0 (node lab-gpu-0, pool container): host prep left the host alone (plan empty:'
+has move-again 'host_prep plan for lab-gpu-0: nothing to change'
 changed_none move-again
 
 # 3. retire
@@ -131,8 +168,13 @@ on_host 'test -f /etc/modprobe.d/gpuvirt-blacklist-nouveau.conf' || fail "retire
 [ "$(kubectl get node lab-gpu-0 -o jsonpath='{.metadata.labels}')" = "$labels_before" ] \
   || fail "retire --check changed the node's labels" retire-check
 
+has retire-check 'retire plan for lab-gpu-0: nouveau_blacklist remove /etc/modprobe.d/gpuvirt-blacklist-nouveau.conf'
+
 playbook retire "${retire[@]}"
-[ "$(boot)" != "$boot_before" ] || fail "retire did not reboot the host" retire
+[ "$(plan_line retire-check retire)" = "$(plan_line retire retire)" ] \
+  || fail "check mode showed another plan than the real run's: $(plan_line retire-check retire)" retire
+has retire 'retire: lab-gpu-0: took back /etc/modprobe.d/gpuvirt-blacklist-nouveau.conf'
+[ "$(boot)" = $((boot_before + 1)) ] || fail "retire did not reboot the host exactly once" retire
 on_host '! ls /etc/modprobe.d/gpuvirt-* /etc/modules-load.d/gpuvirt-* /etc/default/grub.d/*gpuvirt* 2>/dev/null | grep -q .' \
   || fail "a file of the collection is still on the retired host" retire
 labels_after=$(kubectl get node lab-gpu-0 -o jsonpath='{.metadata.labels}')
@@ -142,6 +184,7 @@ unschedulable=$(kubectl get node lab-gpu-0 -o 'jsonpath={.spec.unschedulable}')
 [ -z "$unschedulable" ] || [ "$unschedulable" = false ] || fail "node lab-gpu-0 still cordoned after retire" retire
 
 playbook retire-again "${retire[@]}"
+has retire-again 'retire plan for lab-gpu-0: nothing to change'
 changed_none retire-again
 echo "lab-day2-check: passed (passthrough -> container with one reboot, a no-op second run; retire with one reboot," \
   "a no-op second run)"
