@@ -410,9 +410,12 @@ def _conflict_fix(err, pool_name, by_name):
                 others[0] if len(others) == 1 else 'one of them'))
 
 
-def _pool_assignment_problems(pool_name, selector, expected, nodes, dedicated, pools):
-    """Why the MCO would not put each ``expected`` node in ``pool_name``: judged by ``node_pools`` on the node's labels
-    as they will be (a dedicated pool's labels added) against the cluster's pools (a dedicated pool as we build it)."""
+def pool_join_problems(pool_name, selector, expected, nodes, dedicated, pools):
+    """Why the MCO would not put each ``expected`` node in ``pool_name``, one sentence each naming the node, the pools
+    and the fix (``[]``: none): judged by ``node_pools`` on the node's labels as they will be (a dedicated pool's
+    ``selector`` added) against the cluster's ``pools`` (a dedicated pool as we build it). The check the nodes phase
+    runs before it labels GPU nodes into a dedicated pool, and ``nodes_into_pool`` before the machineconfig role
+    does."""
     ours = {'metadata': {'name': pool_name}, 'spec': {'nodeSelector': {'matchLabels': dict(selector or {})}}}
     after = [p for p in pools if isinstance(p, dict) and _pool_name(p) and _pool_name(p) != pool_name]
     after.append(ours if dedicated else next((p for p in pools if _pool_name(p) == pool_name), ours))
@@ -446,6 +449,11 @@ def _pool_assignment_problems(pool_name, selector, expected, nodes, dedicated, p
     return problems
 
 
+def join_problems_message(pool_name, problems):
+    return ('MachineConfigPool %s would not hold every GPU node, so its MachineConfig would not reach them: %s. '
+            'Nothing was changed.' % (pool_name, '. '.join(problems)))
+
+
 def nodes_into_pool(pool_name, selector, expected, nodes, dedicated, pools=None):
     """Check that the ``expected`` nodes exist and are (or, for a ``dedicated`` pool, can be put) in the pool.
 
@@ -473,10 +481,9 @@ def nodes_into_pool(pool_name, selector, expected, nodes, dedicated, pools=None)
         raise ManifestError('no Node in the cluster for %s: the MachineConfig for pool %r would not reach them; '
                             'check the node names (gpuvirt_node_name)' % (', '.join(missing), pool_name))
     if pools is not None:
-        problems = _pool_assignment_problems(pool_name, selector, expected, nodes, dedicated, pools)
+        problems = pool_join_problems(pool_name, selector, expected, nodes, dedicated, pools)
         if problems:
-            raise ManifestError('MachineConfigPool %s would not hold every GPU node, so its MachineConfig would '
-                                'not reach them: %s. Nothing was changed.' % (pool_name, '. '.join(problems)))
+            raise ManifestError(join_problems_message(pool_name, problems))
     if outside and not dedicated:
         raise ManifestError('MachineConfigPool %r does not select %s: its MachineConfig would never reach them. '
                             'Label them into the pool, or set machineconfig_pool to the pool they are in'

@@ -500,3 +500,19 @@ def test_worker_does_not_hold_a_master_or_a_custom_pools_node():
     # a node outside the selector is still named with the labels it lacks
     with pytest.raises(mc.ManifestError, match=r'does not select s-1 \(lacks node-role.kubernetes.io/worker=\)'):
         mc.nodes_into_pool('worker', worker, ['s-1'], [_node('s-1', 'storage')], False, pools=ALL_POOLS)
+
+
+def test_the_nodes_phase_filter_refuses_a_node_another_custom_pool_selects_and_lets_the_others_join():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpuvirt.provision.plugins.filter.mcp_nodes_waiting import mcp_join_problems
+    nodes = [_node('gpu-1', 'worker'), _node('gpu-2', 'worker', 'infra'), _node('ctr-1', 'worker', 'gpu-worker')]
+    pools = [MASTER_POOL, WORKER_POOL, INFRA_POOL]
+    assert mcp_join_problems(pools, nodes, 'gpu-worker', ['gpu-1']) == ''
+    # ctr-1 already carries the pool's label but is not expected: the node-label phase takes it off, not a refusal
+    text = mcp_join_problems(pools, nodes, 'gpu-worker', ['gpu-1', 'gpu-2'])
+    assert text.startswith('MachineConfigPool gpu-worker would not hold every GPU node') and 'gpu-2' in text, text
+    assert 'more than one custom MachineConfigPool (gpu-worker, infra)' in text and 'ctr-1' not in text, text
+    # a selector of its own: the node it names is judged with those labels
+    assert 'gpu-1' in mcp_join_problems(pools, nodes, 'gpu-worker', ['gpu-1'], {'node-role.kubernetes.io/infra': ''})
+    with pytest.raises(AnsibleFilterError, match="mcp_join_problems: MachineConfigPool 'Bad' is not a DNS label"):
+        mcp_join_problems(pools, nodes, 'Bad', ['gpu-1'])
