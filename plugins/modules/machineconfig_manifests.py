@@ -75,6 +75,16 @@ options:
   pool_selector:
     description: The existing pool's C(spec.nodeSelector.matchLabels), read from the cluster.
     type: dict
+  pools:
+    description:
+      - The cluster's MachineConfigPool objects (as returned by C(kubernetes.core.k8s_info)); with O(expected_nodes).
+      - Each expected node is then judged as the Machine Config Operator assigns nodes to pools (for a dedicated
+        pool, with the labels it would get). The module fails, before any write, for a node another custom pool
+        already selects (the operator refuses a node of two custom pools), a control-plane node (master keeps it),
+        or, for an existing pool, a node whose pool is another one (master on a compact cluster, a custom pool for
+        worker).
+    type: list
+    elements: dict
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
 '''
@@ -133,6 +143,7 @@ def main():
             expected_nodes=dict(type='list', elements='str', default=[]),
             nodes=dict(type='list', elements='dict', default=[]),
             pool_selector=dict(type='dict'),
+            pools=dict(type='list', elements='dict'),
         ),
         supports_check_mode=True,
     )
@@ -146,7 +157,8 @@ def main():
         config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
         selector = (mc.pool_selector(p['pool'], p['node_selector']) if p['create_pool']
                     else dict(p['pool_selector'] or {}))
-        label_nodes = mc.nodes_into_pool(p['pool'], selector, p['expected_nodes'], p['nodes'], p['create_pool'])
+        label_nodes = mc.nodes_into_pool(p['pool'], selector, p['expected_nodes'], p['nodes'], p['create_pool'],
+                                          pools=p['pools'])
     except mc.ManifestError as exc:
         module.fail_json(msg=str(exc))
     objects.append(config)

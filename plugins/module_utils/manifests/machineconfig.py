@@ -172,28 +172,81 @@ def _selects(selector, labels):
     return True
 
 
+# How the Machine Config Operator assigns a Node to pools: every pool whose spec.nodeSelector selects the node (an
+# empty selector selects none), then: two custom pools -> the node is refused ("node X belongs to N custom roles,
+# cannot proceed with this Node"); one custom pool -> that pool, then worker when worker selects it too (custom pools
+# take their nodes from worker); a custom pool and master -> OpenShift 4.14 and later keep the node in master and
+# never apply the custom pool's configuration, 4.13 and older refuse it ("node X has both master role and custom role
+# Y"); master (with or without worker: compact and single-node clusters) -> master; else worker. A Windows node is in
+# no pool. Sources: openshift/machine-config-operator pkg/helpers/helpers.go GetPoolsForNode and ListPools
+# @7ff337a4f (main; release-4.16 onwards), pkg/controller/node/node_controller.go getPoolsForNode @release-4.13 and
+# @release-4.14; docs/custom-pools.md "Custom pool on master node".
+OS_LABEL = 'kubernetes.io/os'
+
+
+class PoolConflict(ManifestError):
+    """A node the MCO will not manage as a member of the custom pool that selects it. ``node``: its name;
+    ``custom``: the custom pools that select it; ``master``: whether master selects it too; ``pools``: the pools
+    the MCO does put it in all the same (master first for a control-plane node on OpenShift 4.14 and later; none for
+    a node of two custom pools)."""
+
+    def __init__(self, message, node, custom, master, pools):
+        super(PoolConflict, self).__init__(message)
+        self.node, self.custom, self.master, self.pools = node, list(custom), master, list(pools)
+
+
+def _pool_name(pool):
+    return (pool.get('metadata') or {}).get('name') if isinstance(pool, dict) else None
+
+
+def node_pools(node_name, labels, pools):
+    """The MachineConfigPools (names) the MCO puts a node with ``labels`` in, its primary pool first (the one whose
+    rendered config it runs), among ``pools`` (MachineConfigPool objects); ``[]`` when no pool manages it. Raises
+    PoolConflict, naming the node and the pools, when the MCO refuses the node or ignores the custom pool that
+    selects it (a custom pool together with another custom pool or with master). The rules and their upstream
+    source are above."""
+    labels = labels or {}
+    if labels.get(OS_LABEL) == 'windows':
+        return []
+    matched = [_pool_name(p) for p in pools or []
+               if _pool_name(p) and _selects((p.get('spec') or {}).get('nodeSelector'), labels)]
+    master, worker = 'master' in matched, 'worker' in matched
+    custom = sorted(set(name for name in matched if name not in BUILTIN_POOLS))
+    if len(custom) > 1:
+        raise PoolConflict('Node %s is selected by more than one custom MachineConfigPool (%s): the Machine Config '
+                           'Operator refuses a node of two custom pools ("belongs to %d custom roles") and rolls out '
+                           'none of their MachineConfigs to it' % (node_name, ', '.join(custom), len(custom)),
+                           node_name, custom, master, [])
+    if custom and master:
+        raise PoolConflict('Node %s is a control-plane node (MachineConfigPool master selects it) and custom '
+                           'MachineConfigPool %s selects it too: the Machine Config Operator keeps it in master and '
+                           'never applies %s\'s MachineConfigs to it (OpenShift 4.13 and older refuse the node)'
+                           % (node_name, custom[0], custom[0]), node_name, custom, master,
+                           ['master'] + (['worker'] if worker else []))
+    if custom:
+        return [custom[0]] + (['worker'] if worker else [])
+    if master:
+        return ['master']
+    return ['worker'] if worker else []
+
+
+def primary_pool(node_name, labels, pools):
+    """The pool whose rendered config the MCO gives the node (``node_pools``'s first), or None; a node the MCO
+    refuses is in none, a control-plane node a custom pool also selects stays in master (PoolConflict.pools)."""
+    try:
+        names = node_pools(node_name, labels, pools)
+    except PoolConflict as e:
+        names = e.pools
+    return names[0] if names else None
+
+
 def pool_nodes(pool_name, pools, nodes):
     """The names of the nodes the MachineConfigPool ``pool_name`` manages, among ``nodes`` (Node objects), given
-    every pool of the cluster (``pools``): the nodes its ``spec.nodeSelector`` selects, where a node a custom pool
-    (neither master nor worker) selects belongs to that custom pool and not to worker ("A node can only be included
-    in one MCP ... Custom pools take priority on selecting nodes to manage based on node labels; nodes that do not
-    belong to a custom pool are managed by the worker pool": openshift/openshift-docs
-    modules/architecture-machine-config-pools.adoc; openshift/machine-config-operator docs/custom-pools.md).
-    Sorted; a node two custom pools select is not counted in either (the MCO refuses to manage it)."""
-    by_name = dict(((p.get('metadata') or {}).get('name'), p) for p in pools or [] if isinstance(p, dict))
-    custom = [n for n in by_name if n not in BUILTIN_POOLS]
-    out = []
-    for name, labels in _node_labels(nodes):
-        mine = _selects((by_name.get(pool_name, {}).get('spec') or {}).get('nodeSelector'), labels)
-        if not mine:
-            continue
-        customs = [c for c in custom if _selects((by_name[c].get('spec') or {}).get('nodeSelector'), labels)]
-        if pool_name in BUILTIN_POOLS and customs and pool_name != 'master':
-            continue
-        if pool_name not in BUILTIN_POOLS and len(customs) > 1:
-            continue
-        out.append(name)
-    return sorted(out)
+    every pool of the cluster (``pools``): the nodes whose primary pool (``node_pools``) it is, as the MCO counts a
+    pool's machines (pkg/helpers/helpers.go GetNodesForPool: the nodes its selector selects whose primary pool it
+    is). So a node a custom pool selects is that pool's and not worker's, a node master and worker both select is
+    master's, and a node two custom pools select is in none. Sorted."""
+    return sorted(name for name, labels in _node_labels(nodes) if primary_pool(name, labels, pools) == pool_name)
 
 
 def describe_boot_config(config):
@@ -332,13 +385,85 @@ def _node_labels(nodes):
         yield meta.get('name'), meta.get('labels') or {}
 
 
-def nodes_into_pool(pool_name, selector, expected, nodes, dedicated):
+def _selector_labels(pool):
+    """A pool's node selector as text, for a fix that names the labels to remove."""
+    sel = (pool.get('spec') or {}).get('nodeSelector') or {}
+    parts = ['%s=%s' % kv for kv in sorted((sel.get('matchLabels') or {}).items())]
+    parts += ['%s %s %s' % (e.get('key'), e.get('operator'), ','.join(e.get('values') or []))
+              for e in sel.get('matchExpressions') or [] if isinstance(e, dict)]
+    return ', '.join(p.strip() for p in parts) or 'none'
+
+
+def _conflict_fix(err, pool_name, by_name):
+    others = [c for c in err.custom if c != pool_name]
+    if err.master:
+        if pool_name == 'master':
+            return ('%s. Take the node out of %s (remove the labels it selects by: %s): a control-plane node gets '
+                    'the master pool\'s MachineConfigs only' % (err, ', '.join(others),
+                                                                 '; '.join(_selector_labels(by_name[c]) for c in others)))
+        return ('%s. For GPU hosts that are control-plane nodes (compact and single-node clusters) set '
+                'machineconfig_pool: master and machineconfig_create_pool: false; a custom pool holds worker nodes '
+                'only' % err)
+    return ('%s. Take the node out of %s (remove the labels it selects by: %s), or set machineconfig_pool: %s and '
+            'machineconfig_create_pool: false to use that pool for it' % (
+                err, ', '.join(others), '; '.join(_selector_labels(by_name[c]) for c in others),
+                others[0] if len(others) == 1 else 'one of them'))
+
+
+def pool_join_problems(pool_name, selector, expected, nodes, dedicated, pools):
+    """Why the MCO would not put each ``expected`` node in ``pool_name``, one sentence each naming the node, the pools
+    and the fix (``[]``: none): judged by ``node_pools`` on the node's labels as they will be (a dedicated pool's
+    ``selector`` added) against the cluster's ``pools`` (a dedicated pool as we build it). The check the nodes phase
+    runs before it labels GPU nodes into a dedicated pool, and ``nodes_into_pool`` before the machineconfig role
+    does."""
+    ours = {'metadata': {'name': pool_name}, 'spec': {'nodeSelector': {'matchLabels': dict(selector or {})}}}
+    after = [p for p in pools if isinstance(p, dict) and _pool_name(p) and _pool_name(p) != pool_name]
+    after.append(ours if dedicated else next((p for p in pools if _pool_name(p) == pool_name), ours))
+    by_name = dict((_pool_name(p), p) for p in after)
+    problems = []
+    for name, labels in _node_labels(nodes):
+        if name not in expected:
+            continue
+        labels = dict(labels, **(selector or {})) if dedicated else labels
+        if not _selects((by_name[pool_name].get('spec') or {}).get('nodeSelector'), labels):
+            continue  # outside the pool's selector: nodes_into_pool names the labels it lacks
+        try:
+            primary = (node_pools(name, labels, after) or [None])[0]
+        except PoolConflict as e:
+            problems.append(_conflict_fix(e, pool_name, by_name))
+            continue
+        if primary == pool_name:
+            continue
+        if primary == 'master':
+            problems.append('Node %s is in MachineConfigPool master, not %s: the Machine Config Operator puts a node '
+                            'that master selects in master (compact and single-node clusters). Set '
+                            'machineconfig_pool: master for it' % (name, pool_name))
+        elif primary:
+            problems.append('Node %s is in custom MachineConfigPool %s, not %s: a custom pool takes the worker nodes '
+                            'it selects. Set machineconfig_pool: %s for it, or take it out of %s (remove the labels '
+                            'it selects by: %s)' % (name, primary, pool_name, primary, primary,
+                                                    _selector_labels(by_name[primary])))
+        else:
+            problems.append('Node %s is in no MachineConfigPool (the Machine Config Operator manages no Windows '
+                            'node)' % name)
+    return problems
+
+
+def join_problems_message(pool_name, problems):
+    return ('MachineConfigPool %s would not hold every GPU node, so its MachineConfig would not reach them: %s. '
+            'Nothing was changed.' % (pool_name, '. '.join(problems)))
+
+
+def nodes_into_pool(pool_name, selector, expected, nodes, dedicated, pools=None):
     """Check that the ``expected`` nodes exist and are (or, for a ``dedicated`` pool, can be put) in the pool.
 
     Returns the nodes to label into a dedicated pool (``[{'name', 'labels'}]``); raises ManifestError, before any
     write, for a missing node, a node outside an existing pool (its MachineConfig would never reach it), or a node
     we do not expect that a dedicated pool already selects: the pool's machine count would not equal our nodes, and
-    its IOMMU MachineConfig would drain and reboot a node that is not one of our GPU hosts."""
+    its IOMMU MachineConfig would drain and reboot a node that is not one of our GPU hosts. With ``pools`` (the
+    cluster's MachineConfigPool objects) also for a node the MCO would not put in the pool though its selector
+    selects it (``node_pools``): a node another custom pool already selects (the MCO refuses a node of two custom
+    pools), a control-plane node (it stays in master), or, for worker, a node of a custom pool."""
     if not expected:
         return []
     missing, outside = pool_membership(pool_name, selector, expected, nodes)
@@ -355,6 +480,10 @@ def nodes_into_pool(pool_name, selector, expected, nodes, dedicated):
     if missing:
         raise ManifestError('no Node in the cluster for %s: the MachineConfig for pool %r would not reach them; '
                             'check the node names (gpuvirt_node_name)' % (', '.join(missing), pool_name))
+    if pools is not None:
+        problems = pool_join_problems(pool_name, selector, expected, nodes, dedicated, pools)
+        if problems:
+            raise ManifestError(join_problems_message(pool_name, problems))
     if outside and not dedicated:
         raise ManifestError('MachineConfigPool %r does not select %s: its MachineConfig would never reach them. '
                             'Label them into the pool, or set machineconfig_pool to the pool they are in'

@@ -538,6 +538,23 @@ def test_nodes_phase_labels_the_iommu_nodes_into_the_dedicated_machineconfig_poo
     rc, log = run(tmp_path, 'nodes', 'dra-nodes', **extra)
     assert rc == 0 and recap(log)['changed'] == '0', log
     assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
+    # Another custom pool that selects the GPU node: the Machine Config Operator refuses a node of two custom pools
+    # (openshift/machine-config-operator pkg/helpers/helpers.go GetPoolsForNode @7ff337a4f, "belongs to 2 custom
+    # roles"), so the node would carry our pool's label and never get its MachineConfig. Refused before any label.
+    cluster.create({'apiVersion': 'machineconfiguration.openshift.io/v1', 'kind': 'MachineConfigPool',
+                    'metadata': {'name': 'infra'},
+                    'spec': {'machineConfigSelector': {'matchLabels': {'machineconfiguration.openshift.io/role': 'infra'}},
+                             'nodeSelector': {'matchLabels': {'node-role.kubernetes.io/infra': ''}}}})
+    cluster.patch({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'ctr-1'}},
+                  {'metadata': {'labels': {'node-role.kubernetes.io/infra': ''}}})
+    node = {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'dra-1'}}
+    cluster.patch(node, {'metadata': {'labels': {'node-role.kubernetes.io/infra': '', pool_label: None}}})
+    third = cluster.now()
+    rc, log = run(tmp_path, 'nodes', 'dra-nodes', **extra)
+    assert rc != 0, log
+    assert 'Node dra-1 is selected by more than one custom MachineConfigPool (gpu-worker, infra)' in log, log
+    assert 'ctr-1' not in log.split('more than one custom')[1].split('Nothing was changed')[0], log
+    assert cluster.attempts(since=third) == [], write_summary(cluster.attempts(since=third))
 
 
 def test_without_nfd_install_a_cluster_lacking_nfd_is_refused_before_any_write(tmp_path, kube):

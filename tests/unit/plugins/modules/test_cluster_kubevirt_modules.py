@@ -66,6 +66,21 @@ def test_machineconfig_module_pool_checks(monkeypatch):
     assert [o['kind'] for o in res['objects']] == ['MachineConfig'] and res['kernel_args'][0] == 'amd_iommu=on'
 
 
+def test_machineconfig_module_refuses_a_node_another_custom_pool_selects(monkeypatch):
+    # the Machine Config Operator refuses a node of two custom pools (openshift/machine-config-operator
+    # pkg/helpers/helpers.go GetPoolsForNode @7ff337a4f: "belongs to 2 custom roles")
+    def mcp(name):
+        return {'metadata': {'name': name}, 'spec': {'nodeSelector': {'matchLabels': {'node-role.kubernetes.io/' + name: ''}}}}
+    node = {'metadata': {'name': 'gpu-1', 'labels': {'node-role.kubernetes.io/worker': '', 'node-role.kubernetes.io/infra': ''}}}
+    args = {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker', 'infra'],
+            'expected_nodes': ['gpu-1'], 'nodes': [node]}
+    res = run_module(monkeypatch, machineconfig_manifests, dict(args, pools=[mcp('worker'), mcp('infra')]))
+    assert res['failed'] and 'Node gpu-1 is selected by more than one custom MachineConfigPool (gpu, infra)' in res['msg']
+    # without the pools (render mode) only the selector is known
+    res = run_module(monkeypatch, machineconfig_manifests, args)
+    assert not res.get('failed') and [n['name'] for n in res['label_nodes']] == ['gpu-1']
+
+
 def test_mcp_status_fails_with_reason(monkeypatch):
     pool = {'metadata': {'name': 'gpu'}, 'status': {'machineCount': 2, 'degradedMachineCount': 1, 'conditions': [
         {'type': 'Degraded', 'status': 'True', 'message': 'Failed to render configuration'}]}}

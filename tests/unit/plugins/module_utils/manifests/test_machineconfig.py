@@ -8,6 +8,8 @@ import os
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 
@@ -361,3 +363,156 @@ def test_a_rendered_config_holds_our_content_only_with_our_unit_as_it_is_now():
     # only the unit changed (its ExecStart): the rendered config before that edit does not hold it
     assert edited['spec']['config']['storage'] == ours['spec']['config']['storage']
     assert mc.rendered_with([same], edited, 'gpu-vf') == []
+
+
+# --- which pools the Machine Config Operator puts a node in ------------------------------------------------------
+# openshift/machine-config-operator pkg/helpers/helpers.go GetPoolsForNode/ListPools @7ff337a4f (main, as on
+# release-4.16 onwards) and pkg/controller/node/node_controller.go getPoolsForNode @release-4.13: two custom pools ->
+# refused ("belongs to N custom roles"); one custom pool -> it, then worker; a custom pool and master -> master on
+# 4.14+ (the custom pool's config never applied), refused on 4.13 and older; master (with worker) -> master; else
+# worker; an empty selector selects nothing; a Windows node is in no pool.
+
+MASTER_POOL = _mcp('master', {'matchLabels': {'node-role.kubernetes.io/master': ''}})
+GPU_POOL = _mcp('gpu', {'matchLabels': {'node-role.kubernetes.io/gpu': ''}})
+INFRA_POOL = _mcp('infra', {'matchLabels': {'node-role.kubernetes.io/infra': ''}})
+ALL_POOLS = [MASTER_POOL, WORKER_POOL, GPU_POOL, INFRA_POOL]
+
+
+def _roles(*roles):
+    return dict(('node-role.kubernetes.io/' + r, '') for r in roles)
+
+
+@pytest.mark.parametrize('roles, pools', [
+    (('worker',), ['worker']),
+    (('master',), ['master']),
+    (('master', 'worker'), ['master']),        # compact / single-node: master wins over worker
+    (('worker', 'gpu'), ['gpu', 'worker']),     # a custom pool takes its nodes from worker, worker second
+    (('gpu',), ['gpu']),
+    (('storage',), []),                          # no pool selects it: not an error, the MCO leaves it alone
+    ((), []),
+])
+def test_node_pools_follow_the_machine_config_operator(roles, pools):
+    assert mc.node_pools('n-1', _roles(*roles), ALL_POOLS) == pools
+
+
+def test_a_pool_without_a_selector_and_a_windows_node_hold_nothing():
+    assert mc.node_pools('n-1', _roles('worker', 'gpu'), [WORKER_POOL, _mcp('gpu', {})]) == ['worker']
+    assert mc.node_pools('n-1', _roles('worker', 'gpu'), [WORKER_POOL, {'metadata': {'name': 'gpu'}}]) == ['worker']
+    assert mc.node_pools('w-1', dict(_roles('worker'), **{'kubernetes.io/os': 'windows'}), ALL_POOLS) == []
+
+
+def test_a_node_of_two_custom_pools_is_refused_naming_the_node_and_pools():
+    with pytest.raises(mc.PoolConflict) as err:
+        mc.node_pools('gpu-1', _roles('worker', 'gpu', 'infra'), ALL_POOLS)
+    assert str(err.value).startswith('Node gpu-1 is selected by more than one custom MachineConfigPool (gpu, infra): '
+                                     'the Machine Config Operator refuses a node of two custom pools ("belongs to 2 '
+                                     'custom roles")'), str(err.value)
+    assert err.value.pools == [] and err.value.custom == ['gpu', 'infra'] and err.value.node == 'gpu-1'
+
+
+def test_a_control_plane_node_a_custom_pool_selects_is_refused_and_stays_in_master():
+    with pytest.raises(mc.PoolConflict) as err:
+        mc.node_pools('cp-1', _roles('master', 'worker', 'gpu'), ALL_POOLS)
+    assert str(err.value).startswith('Node cp-1 is a control-plane node (MachineConfigPool master selects it) and '
+                                     'custom MachineConfigPool gpu selects it too'), str(err.value)
+    assert err.value.pools == ['master', 'worker'] and err.value.master
+    # what the MCO counts all the same (4.14+): master's, never gpu's
+    assert mc.primary_pool('cp-1', _roles('master', 'gpu'), ALL_POOLS) == 'master'
+    assert mc.primary_pool('gpu-1', _roles('worker', 'gpu', 'infra'), ALL_POOLS) is None
+
+
+def test_pool_nodes_on_a_compact_cluster_counts_masters_in_master_only():
+    nodes = [_node('cp-1', 'master', 'worker'), _node('cp-2', 'master', 'worker'), _node('w-1', 'worker'),
+             _node('gpu-1', 'worker', 'gpu'), _node('both-1', 'worker', 'gpu', 'infra'), _node('cp-3', 'master', 'gpu')]
+    assert mc.pool_nodes('master', ALL_POOLS, nodes) == ['cp-1', 'cp-2', 'cp-3']
+    assert mc.pool_nodes('worker', ALL_POOLS, nodes) == ['w-1']
+    assert mc.pool_nodes('gpu', ALL_POOLS, nodes) == ['gpu-1']   # both-1 refused, cp-3 stays in master
+    assert mc.pool_nodes('infra', ALL_POOLS, nodes) == []
+
+
+ROLE_NAMES = ('master', 'worker', 'gpu', 'infra', 'storage')
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sets(st.sampled_from(ROLE_NAMES)), min_size=1, max_size=6))
+def test_every_node_is_in_at_most_one_pool_and_only_where_the_rules_put_it(role_sets):
+    nodes = [_node('n-%d' % i, *sorted(roles)) for i, roles in enumerate(role_sets)]
+    counted = [name for pool in ALL_POOLS for name in mc.pool_nodes(pool['metadata']['name'], ALL_POOLS, nodes)]
+    assert len(counted) == len(set(counted))           # one primary pool at most
+    for i, roles in enumerate(role_sets):
+        custom = sorted(roles & {'gpu', 'infra'})
+        try:
+            pools = mc.node_pools('n-%d' % i, _roles(*roles), ALL_POOLS)
+        except mc.PoolConflict as err:
+            assert len(custom) > 1 or (custom and 'master' in roles)
+            assert 'n-%d' % i in str(err) and all(c in str(err) for c in custom)
+            continue
+        assert len(custom) <= 1 and not (custom and 'master' in roles)
+        primary = pools[0] if pools else None
+        assert primary == (custom[0] if custom else 'master' if 'master' in roles else
+                           'worker' if 'worker' in roles else None)
+        assert ('n-%d' % i in counted) == (primary is not None)
+
+
+# --- the checks before a GPU node is labelled into a pool ---------------------------------------------------------
+
+def test_a_node_another_custom_pool_selects_is_refused_before_it_is_labelled():
+    gpu = {'node-role.kubernetes.io/gpu': ''}
+    nodes = [_node('gpu-1', 'worker'), _node('gpu-2', 'worker', 'infra')]
+    # without the cluster's pools, only the selector is known: the node would be labelled, and the MCO refuse it
+    assert [n['name'] for n in mc.nodes_into_pool('gpu', gpu, ['gpu-1', 'gpu-2'], nodes, True)] == ['gpu-1', 'gpu-2']
+    with pytest.raises(mc.ManifestError) as err:
+        mc.nodes_into_pool('gpu', gpu, ['gpu-1', 'gpu-2'], nodes, True, pools=[MASTER_POOL, WORKER_POOL, INFRA_POOL])
+    text = str(err.value)
+    assert text.startswith('MachineConfigPool gpu would not hold every GPU node, so its MachineConfig would not reach '
+                           'them: Node gpu-2 is selected by more than one custom MachineConfigPool (gpu, infra)'), text
+    assert ('Take the node out of infra (remove the labels it selects by: node-role.kubernetes.io/infra=), or set '
+            'machineconfig_pool: infra and machineconfig_create_pool: false') in text, text
+    assert 'gpu-1' not in text and text.endswith('Nothing was changed.'), text
+    # the pool may exist already (a second run): the same answer
+    with pytest.raises(mc.ManifestError, match='gpu-2 is selected by more than one custom'):
+        mc.nodes_into_pool('gpu', gpu, ['gpu-2'], nodes, True, pools=[WORKER_POOL, GPU_POOL, INFRA_POOL])
+
+
+def test_a_control_plane_gpu_node_is_not_labelled_into_a_custom_pool():
+    gpu = {'node-role.kubernetes.io/gpu': ''}
+    nodes = [_node('cp-1', 'master', 'worker')]
+    with pytest.raises(mc.ManifestError) as err:
+        mc.nodes_into_pool('gpu', gpu, ['cp-1'], nodes, True, pools=[MASTER_POOL, WORKER_POOL])
+    assert 'Node cp-1 is a control-plane node' in str(err.value), str(err.value)
+    assert 'set machineconfig_pool: master and machineconfig_create_pool: false' in str(err.value), str(err.value)
+    # master is the pool of a compact cluster's GPU hosts
+    master = {'node-role.kubernetes.io/master': ''}
+    assert mc.nodes_into_pool('master', master, ['cp-1'], nodes, False, pools=[MASTER_POOL, WORKER_POOL]) == []
+
+
+def test_worker_does_not_hold_a_master_or_a_custom_pools_node():
+    worker = {'node-role.kubernetes.io/worker': ''}
+    nodes = [_node('cp-1', 'master', 'worker'), _node('gpu-1', 'worker', 'gpu'), _node('w-1', 'worker')]
+    assert mc.nodes_into_pool('worker', worker, ['w-1'], nodes, False, pools=ALL_POOLS) == []
+    with pytest.raises(mc.ManifestError) as err:
+        mc.nodes_into_pool('worker', worker, ['cp-1', 'gpu-1', 'w-1'], nodes, False, pools=ALL_POOLS)
+    text = str(err.value)
+    assert ('Node cp-1 is in MachineConfigPool master, not worker: the Machine Config Operator puts a node that '
+            'master selects in master (compact and single-node clusters). Set machineconfig_pool: master') in text
+    assert ('Node gpu-1 is in custom MachineConfigPool gpu, not worker: a custom pool takes the worker nodes it '
+            'selects. Set machineconfig_pool: gpu') in text, text
+    # a node outside the selector is still named with the labels it lacks
+    with pytest.raises(mc.ManifestError, match=r'does not select s-1 \(lacks node-role.kubernetes.io/worker=\)'):
+        mc.nodes_into_pool('worker', worker, ['s-1'], [_node('s-1', 'storage')], False, pools=ALL_POOLS)
+
+
+def test_the_nodes_phase_filter_refuses_a_node_another_custom_pool_selects_and_lets_the_others_join():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpuvirt.provision.plugins.filter.mcp_nodes_waiting import mcp_join_problems
+    nodes = [_node('gpu-1', 'worker'), _node('gpu-2', 'worker', 'infra'), _node('ctr-1', 'worker', 'gpu-worker')]
+    pools = [MASTER_POOL, WORKER_POOL, INFRA_POOL]
+    assert mcp_join_problems(pools, nodes, 'gpu-worker', ['gpu-1']) == ''
+    # ctr-1 already carries the pool's label but is not expected: the node-label phase takes it off, not a refusal
+    text = mcp_join_problems(pools, nodes, 'gpu-worker', ['gpu-1', 'gpu-2'])
+    assert text.startswith('MachineConfigPool gpu-worker would not hold every GPU node') and 'gpu-2' in text, text
+    assert 'more than one custom MachineConfigPool (gpu-worker, infra)' in text and 'ctr-1' not in text, text
+    # a selector of its own: the node it names is judged with those labels
+    assert 'gpu-1' in mcp_join_problems(pools, nodes, 'gpu-worker', ['gpu-1'], {'node-role.kubernetes.io/infra': ''})
+    with pytest.raises(AnsibleFilterError, match="mcp_join_problems: MachineConfigPool 'Bad' is not a DNS label"):
+        mcp_join_problems(pools, nodes, 'Bad', ['gpu-1'])
