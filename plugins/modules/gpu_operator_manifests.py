@@ -361,7 +361,7 @@ def build(p):
                                               p['alm_examples_source'], p['alm_examples_release'], namespace)
             if result['dra_stack'] == gc.STACK_GPUCLUSTER:
                 # the GPU Operator's own DRA stack instead of a ClusterPolicy: the two may not exist together
-                result['gpu_cluster_objects'] = [gc.build_nvidia_driver(p['alm_examples']),
+                result['gpu_cluster_objects'] = [gc.build_nvidia_driver(p['alm_examples'], p.get('upgrade_policy')),
                                                  gc.build_gpu_cluster(p['alm_examples'], p['dra_driver_version'],
                                                                       p['operator_release'] or p['alm_examples_release'],
                                                                       p['related_images'])]

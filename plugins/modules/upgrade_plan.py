@@ -108,6 +108,27 @@ options:
       - The live ClusterPolicy; when given, its C(daemonsets.updateStrategy) must be V(OnDelete) and its
         C(driver.upgradePolicy.autoUpgrade) false, else the plan refuses (the operator would roll by itself).
     type: dict
+  nvidia_drivers:
+    description:
+      - The live NVIDIADriver objects (the GPUCluster path's driver); each must have
+        C(spec.upgradePolicy.autoUpgrade) false, else the plan refuses (the operator would roll its driver pods by
+        itself; the CRD defaults an absent C(autoUpgrade) to true).
+    type: list
+    elements: dict
+    default: []
+  vf_nodes:
+    description:
+      - The nodes the fleet view puts in a vendor-specific VFIO vGPU row (vm-vgpu-vf); a node whose labels say so
+        (the row's workload and its C(nvidia.com/gpu.deploy.*=false) labels) counts too.
+      - Rolling such a node is refused unless O(vf_reapply) - a new vGPU Manager pod brings its VFs back without a
+        vGPU profile, and KubeVirt advertises none until the profile is set again.
+    type: list
+    elements: str
+    default: []
+  vf_reapply:
+    description: The user re-applies the VF profiles while the roll waits; the refusal for O(vf_nodes) becomes a warning.
+    type: bool
+    default: false
   revalidate_daemonsets:
     description:
       - The DaemonSets (names) whose pods on a rolled node are deleted too, so the node is validated again;
@@ -171,7 +192,7 @@ versions:
 nodes:
   description: >-
     Per node C(name), C(roll), C(stale_pods), C(vms) (C(namespace), C(name), C(vm), C(vm_uid), C(policy), C(run_strategy),
-    C(action)), C(revalidate_pods) (C(name), C(daemonset)), C(gpu_allocatable) and C(cordoned_by_upgrade).
+    C(action)), C(revalidate_pods) (C(name), C(daemonset)), C(gpu_allocatable), C(cordoned_by_upgrade) and C(vendor_vfio).
   returned: success
   type: list
   elements: dict
@@ -236,6 +257,9 @@ def main():
             cluster_policy=dict(type='dict'),
             revalidate_daemonsets=dict(type='list', elements='str', default=[]),
             olm=dict(type='dict'),
+            nvidia_drivers=dict(type='list', elements='dict', default=[]),
+            vf_nodes=dict(type='list', elements='str', default=[]),
+            vf_reapply=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -245,7 +269,7 @@ def main():
                          p['vms'], p['vm_policy'], p['vm_policies'], p['serial'], p['current'], p['target'],
                          p['guest_driver_branch'], p['vendor_vfio'], p['supports'], p['cluster_version'],
                          p['os_tags'], p['image_tags'], p['cluster_policy'], p['revalidate_daemonsets'],
-                         p['olm'])
+                         p['olm'], p['nvidia_drivers'], p['vf_nodes'], p['vf_reapply'])
         by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
         result['pending'] = dict(
             (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],

@@ -39,6 +39,7 @@ import json
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_policy as upol
 
 API_VERSION = 'nvidia.com/v1alpha1'
 KIND = 'GPUCluster'
@@ -175,14 +176,23 @@ def build_gpu_cluster(alm_examples, version=None, release=None, related_images=N
     return obj
 
 
-def build_nvidia_driver(alm_examples):
+def build_nvidia_driver(alm_examples, upgrade_policy=None):
     """The NVIDIADriver the GPUCluster waits for (the CSV's alm-examples entry as NVIDIA ships it: every GPU node,
-    the driver container): without a ClusterPolicy nothing else installs the driver on OpenShift's nodes."""
+    the driver container): without a ClusterPolicy nothing else installs the driver on OpenShift's nodes.
+
+    Its ``spec.upgradePolicy`` gets the collection's policy (``upgrade_policy``, ``gpu_operator_upgrade_policy``;
+    None: the defaults, autoUpgrade false and maxParallelUpgrades 1), as the ClusterPolicy's ``driver.upgradePolicy``
+    does (upgrade_policy.py): the alm-examples ship ``autoUpgrade: true`` and the v26.7.0 NVIDIADriver CRD defaults
+    it to true, so the operator's upgrade controller would replace the driver pods of every node by itself, VMs or
+    not, as soon as the driver version changes. The example's other upgradePolicy keys (drain, podDeletion,
+    waitForCompletion) stay: with autoUpgrade false "all other options are ignored" (the CRD's description)."""
     obj = alm_example(alm_examples, NVIDIA_DRIVER_KIND)
     spec = obj.setdefault('spec', {})
     if spec.get('driverType', 'gpu') != 'gpu':
         raise ManifestError("the alm-examples NVIDIADriver has driverType %r; the DRA nodes need gpu"
                             % spec.get('driverType'))
+    example_policy = spec.get('upgradePolicy') if isinstance(spec.get('upgradePolicy'), dict) else {}
+    spec['upgradePolicy'] = dict(example_policy, **upol.upgrade_policy(upgrade_policy))
     # Written out as the API server defaults it (v26.7.0 CRD: spec.default, required, default false): not the
     # fallback driver, and its empty nodeSelector matches every GPU node (internal/nvidiadriver/nvidiadriver.go
     # desiredOwnerForNode, labels.SelectorFromSet({}) matches all), which on this path are all DRA nodes.

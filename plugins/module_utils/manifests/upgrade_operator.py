@@ -13,17 +13,31 @@ crds/operators.coreos.com_subscriptions.yaml and _installplans.yaml):
 * The Subscription's ``status.installPlanRef`` is "a reference to the latest InstallPlan that contains the
   Subscription's current CSV"; ``status.currentCSV`` is "the CSV the Subscription is progressing to" and
   ``status.installedCSV`` "the CSV currently installed by the Subscription". An InstallPlan lists the CSVs it
-  installs in ``spec.clusterServiceVersionNames``.
+  installs in ``spec.clusterServiceVersionNames`` (required) and reports ``status.phase`` ("the current status of a
+  InstallPlan as a whole"; operator-framework/api pkg/operators/v1alpha1/installplan_types.go: Planning,
+  RequiresApproval, Installing, Complete, Failed).
 * ``spec.installPlanApproval`` (default ``Automatic``): OLM's catalog operator creates each InstallPlan with
   ``spec.approved`` true for Automatic, false for Manual (pkg/controller/operators/catalog/operator.go,
   createInstallPlan), and moves a Manual plan that is not approved to phase ``RequiresApproval``; once someone sets
   ``spec.approved: true`` the plan goes to ``Installing`` (transitionInstallPlanState; the Subscription meanwhile
   reports state ``UpgradePending``, test/e2e/subscription_e2e_test.go). With Automatic a new CSV of the channel is
   installed as soon as the catalog offers it: the operator upgrades by itself, outside any plan.
-* OLM resolves upgrades along the Subscription's channel only (the next CSV that ``replaces`` / ``skips`` the
-  installed one); ``spec.startingCSV`` chooses the first install only. A CSV outside the channel never gets a plan:
-  the channel has to change. OLM does not downgrade an installed CSV.
-* Once installed, the CSV reports ``status.phase`` ``Succeeded`` (or ``Failed``).
+* OLM resolves a whole namespace at once: the catalog operator's syncResolvingNamespace resolves every Subscription
+  of the namespace together and writes their steps into one InstallPlan (ensureInstallPlan), so a plan may list
+  other operators' CSVs beside ours. Approving it upgrades those too: such a plan is refused (``foreign_csvs``).
+* OLM resolves upgrades along the Subscription's channel only, and to the newest CSV it can reach: a CSV whose
+  ``olm.skipRange`` covers the installed version replaces it directly (the v26.7.0 bundle's CSV carries
+  ``olm.skipRange: '>=1.9.0 <26.7.0'`` beside ``replaces``), so the plan goes to the channel head, not one
+  ``replaces`` step at a time. ``spec.startingCSV`` chooses the first install only. A CSV outside the channel never
+  gets a plan: the channel has to change. OLM does not downgrade an installed CSV.
+* Without ``installPlanRef`` (or naming a plan since deleted) the newest plan (``metadata.creationTimestamp``) of the
+  namespace that installs the package is taken; plans in phase Failed or Complete are done and never approved.
+* Once installed, the CSV reports ``status.phase`` ``Succeeded`` (or ``Failed``). A ``Failed`` CSV is not final:
+  OLM's operator moves a failed CSV whose install check passes again back to ``Pending`` (reason NeedsReinstall:
+  pkg/controller/operators/olm/operator.go transitionCSVState, case CSVPhaseFailed; operator_test.go
+  "SingleCSVFailedToPending"), and OLM's own alert fires only after two minutes in Failed (CsvAbnormalFailedOver2Min).
+  So roles/upgrade/tasks/operator.yml stops on a Failed CSV only once it stays Failed for
+  ``upgrade_operator_failed_polls`` polls in a row.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -35,6 +49,9 @@ PACKAGE = 'gpu-operator-certified'
 APPROVAL_VARIABLE = 'gpu_operator_install_plan_approval'
 TARGET_VARIABLE = 'upgrade_gpu_operator_version'
 TIMEOUT_VARIABLE = 'upgrade_operator_timeout'
+# InstallPlan status.phase values that are done: such a plan is never approved nor waited for
+# (operator-framework/api v0.45.0 pkg/operators/v1alpha1/installplan_types.go InstallPlanPhaseComplete / Failed)
+DONE_PHASES = ('Complete', 'Failed')
 
 
 def _d(value):
@@ -77,6 +94,37 @@ def plan_csv(install_plan, package=PACKAGE):
     names = [_s(n) for n in _l(_d(_d(install_plan).get('spec')).get('clusterServiceVersionNames'))]
     mine = [n for n in names if n.startswith(package + '.')]
     return mine[0] if mine else ''
+
+
+def foreign_csvs(install_plan, target):
+    """The CSVs an InstallPlan installs besides ``target`` (its ``spec.clusterServiceVersionNames``): OLM resolves
+    the whole namespace into one plan, so approving it would install these too."""
+    names = [_s(n) for n in _l(_d(_d(install_plan).get('spec')).get('clusterServiceVersionNames'))]
+    return sorted(set(n for n in names if n != target))
+
+
+def _phase(install_plan):
+    return _s(_d(_d(install_plan).get('status')).get('phase'))
+
+
+def _created(install_plan):
+    # RFC 3339 in UTC ("2026-11-24T00:00:00Z", as the API server writes metadata.creationTimestamp): sorts as text
+    return _s(_d(_d(install_plan).get('metadata')).get('creationTimestamp'))
+
+
+def failure_message(install_plan):
+    """The message of an InstallPlan's last status condition (OLM writes the failed step's error there), or
+    'no message'."""
+    conditions = [c for c in _l(_d(_d(install_plan).get('status')).get('conditions')) if isinstance(c, dict)]
+    return (_s(conditions[-1].get('message')) if conditions else '') or 'no message'
+
+
+def newest_plan(install_plans, package=PACKAGE):
+    """The newest (creationTimestamp) InstallPlan that installs a CSV of ``package`` and is not done (phase Failed or
+    Complete), or None."""
+    live = [p for p in _l(install_plans) if isinstance(p, dict) and plan_csv(p, package)
+            and _phase(p) not in DONE_PHASES]
+    return max(live, key=_created) if live else None
 
 
 def olm_step(subscription, install_plans, target_version, namespace, package=PACKAGE):
@@ -123,13 +171,23 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
     if ref:
         chosen = next((p for p in plans if _s(_d(p.get('metadata')).get('name')) == ref), None)
     if chosen is None:
-        # no reference (or it names a plan since deleted): a plan of this namespace that installs the target
-        chosen = next((p for p in plans if plan_csv(p, package) == target), None)
+        # no reference (or it names a plan since deleted): the newest plan of this namespace for the package that
+        # is not done; an older or finished one is not what OLM will install next
+        chosen = newest_plan(plans, package)
     csv = plan_csv(chosen, package) if chosen else ''
+    if chosen is not None and _phase(chosen) == 'Failed':
+        name = _s(_d(chosen.get('metadata')).get('name'))
+        out['refusals'].append(
+            "the InstallPlan %s/%s of Subscription %s is in phase Failed (%s): OLM will not install it. Read its "
+            "status.conditions (oc get installplan %s -n %s -o yaml), fix the cause, and let OLM plan again (delete "
+            "the failed InstallPlan), then run playbooks/upgrade.yml again"
+            % (namespace, name, where, failure_message(chosen), name, namespace))
+        return out
     if chosen is None or not csv or csv == installed:
         out['refusals'].append(
             "no InstallPlan of Subscription %s installs %s (%s %s): installed is %s, the Subscription progresses to "
-            "%s on channel %s. OLM plans only the next CSV of the Subscription's channel: set gpu_operator_channel to "
+            "%s on channel %s. OLM plans only the CSVs of the Subscription's channel (up to the newest it reaches): "
+            "set gpu_operator_channel to "
             "the channel that holds %s and run playbooks/operator.yml (startingCSV chooses the first install only), "
             "or set %s to the release the channel offers"
             % (where, target, TARGET_VARIABLE, target_version, installed or '(none)',
@@ -144,6 +202,16 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
             "another release. Set %s to %s to install that one, or wait until OLM plans %s"
             % (namespace, out['plan']['name'], where, csv, target, TARGET_VARIABLE, target_version, TARGET_VARIABLE,
                csv[len(package) + 1:], target))
+        return out
+    others = foreign_csvs(chosen, target)
+    if others:
+        out['refusals'].append(
+            "the InstallPlan %s/%s of Subscription %s installs %s besides %s: OLM resolves every Subscription of "
+            "namespace %s into one plan, so approving it would upgrade those operators too. Approve it by hand if that "
+            "is wanted (oc patch installplan %s -n %s --type merge -p '{\"spec\":{\"approved\":true}}'), or move the "
+            "other operators to their own namespace; then run playbooks/upgrade.yml again"
+            % (namespace, out['plan']['name'], where, ', '.join(others), target, namespace, out['plan']['name'],
+               namespace))
         return out
     if _d(chosen.get('spec')).get('approved') is True:
         out['action'] = 'wait'

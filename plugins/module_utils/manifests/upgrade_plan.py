@@ -37,8 +37,10 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_operator import olm_step
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_policy import from_cluster_policy
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_policy import (
+    from_cluster_policy, from_nvidia_driver)
 
 PlanError = ManifestError
 POLICIES = ('wait', 'stop', 'refuse')
@@ -54,6 +56,14 @@ OPERATOR_STATE_FAILED = 'upgrade-failed'
 RESTARTING = ('Always', 'RerunOnFailure')
 # KubeVirt's run strategies (kubevirt staging/src/kubevirt.io/api/core/v1/types.go VirtualMachineRunStrategy)
 RUN_STRATEGIES = ('Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once', 'WaitAsReceiver')
+# The pool rows whose vGPUs are SR-IOV VFs on NVIDIA's vendor-specific VFIO interface (vm-vgpu-vf): KubeVirt's
+# device manager advertises such a VF only once its nvidia/current_vgpu_type is set (kubevirt/kubevirt v1.9.0
+# pkg/virt-handler/device-manager, HasVGPUProfile via nvidia.go shouldPermitNvidia; docs/pools/vendor-vfio.md). A
+# new vGPU Manager pod reloads the nvidia driver, the VFs come back without a profile, and only playbooks/vgpu_vf.yml
+# (Kubernetes) or gpuvirt-vgpu-vf.service (OpenShift) sets them again: the roll itself cannot bring the node's
+# allocatable back.
+VF_ROWS = tuple(row for row in fleet.POOL_TABLE if row.interface == 'vendor-vfio')
+VF_REAPPLY_VARIABLE = 'upgrade_vgpu_vf_reapply'
 _BRANCH_RE = re.compile(r'[0-9]{3}')
 _KEY_RE = re.compile(r'[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?')
 
@@ -321,6 +331,36 @@ def node_state(node):
     return True, ''
 
 
+def vf_row_of(node):
+    """The vendor-VFIO pool row a Node's labels say it is in (nodes.yml: the row's workload in
+    nvidia.com/gpu.workload.config and each of its operands_off labels "false"), or None."""
+    labels = _d(_meta(node).get('labels'))
+    for row in VF_ROWS:
+        if labels.get(fleet.WORKLOAD_LABEL) == row.workload and row.operands_off and all(
+                labels.get('nvidia.com/gpu.deploy.%s' % operand) == 'false' for operand in row.operands_off):
+            return row
+    return None
+
+
+def vf_refusal(names, reapply):
+    """The refusal (or, with ``reapply``, the warning) for rolling the vendor-VFIO nodes ``names``:
+    ``(refusals, warnings)``."""
+    if not names:
+        return [], []
+    listed = ', '.join(names)
+    if reapply:
+        return [], ["%s true: after the vGPU Manager pod of %s is replaced, re-apply the VF profiles while the roll "
+                    "waits (upgrade_node_timeout): playbooks/vgpu_vf.yml for those hosts on Kubernetes, "
+                    "systemctl restart gpuvirt-vgpu-vf.service on each on OpenShift" % (VF_REAPPLY_VARIABLE, listed)]
+    return ["the vendor-specific VFIO vGPU node(s) %s would be rolled, but a new vGPU Manager pod brings their VFs "
+            "back without a vGPU profile and KubeVirt advertises none until nvidia/current_vgpu_type is set again, so "
+            "the roll would wait out upgrade_node_timeout with the node cordoned. Roll them by hand (docs/upgrades.md, "
+            "\"Vendor-specific VFIO nodes\"): cordon, delete the node's vgpu-manager pod, run playbooks/vgpu_vf.yml "
+            "for the host (Kubernetes) or restart gpuvirt-vgpu-vf.service on it (OpenShift), then uncordon; leave them "
+            "out of upgrade_nodes, or set %s true if you re-apply the profiles yourself while the roll waits"
+            % (listed, VF_REAPPLY_VARIABLE)], []
+
+
 def gpu_allocatable(node):
     return dict((k, v) for k, v in _d(_d(_d(node).get('status')).get('allocatable')).items()
                 if isinstance(k, str) and k.startswith('nvidia.com/'))
@@ -328,7 +368,8 @@ def gpu_allocatable(node):
 
 def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='wait', vm_policies=None,
          serial=1, current=None, target=None, guest_branch=None, vendor_vfio=False, supports=None,
-         cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None, revalidate=None, olm=None):
+         cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None, revalidate=None, olm=None,
+         nvidia_drivers=None, vf_nodes=None, vf_reapply=False):
     """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
 
     ``olm``: ``{subscription, install_plans, namespace}`` read on OpenShift (None: the operator is not OLM's). The
@@ -340,7 +381,14 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     ``revalidate``: the names of the DaemonSets whose pods on a rolled node go too (``revalidate_pods`` per node).
 
     ``cluster_policy``: the live ClusterPolicy (None: none read). Its operands must be OnDelete and its driver
-    autoUpgrade off, or the operator rolls the new version over every node by itself (upgrade_policy.py)."""
+    autoUpgrade off, or the operator rolls the new version over every node by itself (upgrade_policy.py).
+
+    ``nvidia_drivers``: the live NVIDIADriver objects (the GPUCluster path's driver, gpu_cluster.py); each must have
+    ``spec.upgradePolicy.autoUpgrade`` false, or the operator's upgrade controller rolls its driver pods by itself
+    (the v26.7.0 CRD defaults autoUpgrade to true, so an absent one counts as true).
+
+    ``vf_nodes``: the node names the fleet view puts in a vendor-VFIO row (vm-vgpu-vf); a node whose labels say so
+    (vf_row_of) counts too. Rolling one is refused (vf_refusal) unless ``vf_reapply`` (upgrade_vgpu_vf_reapply)."""
     if isinstance(serial, bool) or not isinstance(serial, int) or serial < 1:
         raise PlanError("upgrade_serial is %r, not a whole number >= 1" % (serial,))
     names = _l(node_names)
@@ -356,6 +404,16 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
                             "playbooks/operator.yml first with gpu_operator_daemonsets_update_strategy OnDelete and "
                             "gpu_operator_upgrade_policy.auto_upgrade false (the defaults)"
                             % (live['update_strategy'], str(live['auto_upgrade']).lower()))
+    for driver in _l(nvidia_drivers):
+        if _d(driver).get('kind', 'NVIDIADriver') != 'NVIDIADriver':
+            continue
+        live = from_nvidia_driver(_d(driver).get('spec'))
+        if live['auto_upgrade']:
+            name = _s(_meta(driver).get('name')) or '(no name)'
+            refusals.append("the NVIDIADriver %s has spec.upgradePolicy.autoUpgrade true (or unset: the CRD defaults it "
+                            "to true): the GPU Operator would replace its driver pods on every node by itself, VMs or "
+                            "not; run playbooks/operator.yml first with gpu_operator_upgrade_policy.auto_upgrade false "
+                            "(the default), which writes it to the NVIDIADriver too" % name)
     operator = None
     if olm is not None:
         olm = _d(olm)
@@ -369,6 +427,8 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
             refusals.append("the vGPU Manager image tag %s is not in the registry: build and push it first "
                             "(playbooks/vgpu_image.yml with vgpu_manager_image_version %s)" % (tag, vgm['to']))
     by_name = dict((_s(_meta(n).get('name')), n) for n in _l(nodes))
+    vf_names = set(_s(n) for n in _l(vf_nodes))
+    vf_rolled = []
     out_nodes = []
     for name in names:
         node = by_name.get(name)
@@ -383,10 +443,18 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
         if not ok:
             refusals.append(why)
         refusals += vm_refusals
+        resume = _d(_meta(node).get('annotations')).get(CORDONED_BY) == 'true'
+        vendor_vfio = name in vf_names or vf_row_of(node) is not None
+        if vendor_vfio and (concerned or resume):
+            vf_rolled.append(name)
         out_nodes.append({'name': name, 'roll': bool(stale), 'stale_pods': stale, 'vms': vms_here,
+                          'vendor_vfio': vendor_vfio,
                           'revalidate_pods': node_pods_of(name, pods, daemonsets, revalidate),
                           'gpu_allocatable': gpu_allocatable(node),
                           'cordoned_by_upgrade': _d(_meta(node).get('annotations')).get(CORDONED_BY) == 'true'})
+    vf_ref, vf_warn = vf_refusal(vf_rolled, vf_reapply)
+    refusals += vf_ref
+    warnings += vf_warn
     rolling = [n['name'] for n in out_nodes if n['roll'] or n['cordoned_by_upgrade']]
     batches = [rolling[i:i + serial] for i in range(0, len(rolling), serial)]
     result = {'versions': rows, 'nodes': out_nodes, 'batches': batches, 'refusals': refusals, 'notes': notes,

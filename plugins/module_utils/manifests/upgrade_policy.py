@@ -105,9 +105,16 @@ def overlay(policy=None, update_strategy='OnDelete', variable=VARIABLE):
     if update_strategy not in UPDATE_STRATEGIES:
         raise ManifestError("gpu_operator_daemonsets_update_strategy is %r, not one of %s"
                             % (update_strategy, ', '.join(UPDATE_STRATEGIES)))
-    checked = normalise(policy, variable)
-    return {'driver': {'upgradePolicy': dict((_KEYS[k], checked[k]) for k in sorted(_KEYS))},
+    return {'driver': {'upgradePolicy': upgrade_policy(policy, variable)},
             'daemonsets': {'updateStrategy': update_strategy}}
+
+
+def upgrade_policy(policy=None, variable=VARIABLE):
+    """The three ``upgradePolicy`` keys (CRD names) of the checked policy: the ClusterPolicy's
+    ``driver.upgradePolicy`` and the NVIDIADriver's ``spec.upgradePolicy`` (the GPUCluster path) have the same
+    DriverUpgradePolicySpec (v26.7.0 CRDs nvidia.com_clusterpolicies / nvidia.com_nvidiadrivers)."""
+    checked = normalise(policy, variable)
+    return dict((_KEYS[k], checked[k]) for k in sorted(_KEYS))
 
 
 def from_cluster_policy(spec):
@@ -119,3 +126,16 @@ def from_cluster_policy(spec):
     return {'auto_upgrade': bool(up.get('autoUpgrade', False)),
             'max_parallel_upgrades': up.get('maxParallelUpgrades', 1),
             'update_strategy': (spec.get('daemonsets') or {}).get('updateStrategy') or 'RollingUpdate'}
+
+
+def from_nvidia_driver(spec):
+    """What a live NVIDIADriver spec says about upgrades: ``{auto_upgrade, max_parallel_upgrades}``. The v26.7.0
+    NVIDIADriver CRD defaults ``upgradePolicy.autoUpgrade`` to TRUE (unlike the ClusterPolicy's false), and the
+    CSV's alm-examples ship it true; so an absent field, or a spec without upgradePolicy, counts as true: the
+    operator would roll the driver pods by itself. The driver DaemonSet is always OnDelete (no updateStrategy on
+    this kind), so autoUpgrade alone decides."""
+    spec = spec if isinstance(spec, dict) else {}
+    up = spec.get('upgradePolicy')
+    up = up if isinstance(up, dict) else {}
+    auto = up.get('autoUpgrade', True)
+    return {'auto_upgrade': auto is not False, 'max_parallel_upgrades': up.get('maxParallelUpgrades', 1)}

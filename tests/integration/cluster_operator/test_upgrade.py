@@ -460,3 +460,38 @@ def test_olm_automatic_approval_is_refused_naming_the_variable_with_nothing_writ
     assert 'has installPlanApproval Automatic' in flat(log), log
     assert 'set gpu_operator_install_plan_approval to Manual' in flat(log), log
     assert cluster.attempts() == [], write_summary(cluster.attempts())
+
+
+def test_olm_a_failed_install_plan_stops_the_run_at_once_and_is_refused_by_the_next_plan(tmp_path, kube):
+    cluster = setup(kube, openshift=True, objects=[cluster_version()])
+    olm_state(cluster)
+
+    def olm_fails(c):
+        # OLM's catalog operator sets an approved plan whose step fails to phase Failed, the error in a condition
+        # (operator-framework/api v0.45.0 installplan_types.go InstallPlanPhaseFailed, InstallPlanCondition)
+        plan = c.get(OLM_V1A1, 'InstallPlan', PLAN, c.ns)
+        if not plan or not plan['spec'].get('approved'):
+            return False
+        c.set_status(plan, dict(plan['status'], phase='Failed', conditions=[
+            {'type': 'Installed', 'status': 'False', 'reason': 'InstallComponentFailed',
+             'message': 'error creating csv %s: forbidden' % NEW_CSV}]))
+        return True
+
+    cluster.controller('olm', olm_fails, interval=0.3)
+    # a long operator timeout: the run must stop on the Failed phase, not wait it out
+    target = dict(upgrade_vm_policy='stop', upgrade_gpu_operator_version='v26.7.1', upgrade_operator_timeout=300,
+                  upgrade_nodes=['gpu-1'])
+    started = time.monotonic()
+    rc, log = upgrade(tmp_path, cluster, **target)
+    assert rc != 0, log
+    assert 'InstallPlan %s is in phase Failed: error creating csv %s: forbidden' % (PLAN, NEW_CSV) in flat(log), log
+    assert time.monotonic() - started < 200, log
+    # the approval only; no node was touched
+    assert node_writes(cluster) == ['patch installplans %s/%s' % (OLM_NS, PLAN)], node_writes(cluster)
+
+    mark = cluster.now()
+    rc, log = upgrade(tmp_path, cluster, **target)
+    assert rc != 0, log
+    assert 'the InstallPlan %s/%s of Subscription %s/gpu-operator-certified is in phase Failed (error creating csv' % (
+        OLM_NS, PLAN, OLM_NS) in flat(log), log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))

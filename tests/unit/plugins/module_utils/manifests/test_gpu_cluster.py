@@ -135,8 +135,10 @@ def test_the_gpucluster_pins_the_driver_turns_passthrough_on_and_compute_domains
 def test_the_nvidia_driver_is_the_csvs_and_valid_against_its_crd():
     obj = gc.build_nvidia_driver(alm_examples())
     example = gc.alm_example(alm_examples(), 'NVIDIADriver')
-    # the CSV's example, with spec.default written out as the v26.7.0 CRD defaults it (required, default false)
+    # the CSV's example, with spec.default written out as the v26.7.0 CRD defaults it (required, default false),
+    # and the collection's upgrade policy (test_the_nvidia_driver_gets_the_collections_upgrade_policy)
     example['spec']['default'] = False
+    example['spec']['upgradePolicy'].update(autoUpgrade=False, maxParallelUpgrades=1, maxUnavailable='25%')
     assert obj == example
     assert obj['spec']['driverType'] == 'gpu' and obj['spec']['nodeSelector'] == {}
     schema.validate(obj, crd_sources=['v26.7.0'])
@@ -236,3 +238,19 @@ def test_an_example_of_another_api_version_is_refused_by_the_one_lookup(kind):
             entry['apiVersion'] = 'nvidia.com/v1beta1'
     with pytest.raises(ManifestError, match="%s is 'nvidia.com/v1beta1', expected nvidia.com/v1alpha1" % kind):
         gc.alm_example(examples, kind)
+
+
+def test_the_nvidia_driver_gets_the_collections_upgrade_policy():
+    # the CSV's alm-examples NVIDIADriver ships upgradePolicy.autoUpgrade true, and the v26.7.0 NVIDIADriver CRD
+    # defaults it to true: the operator's upgrade controller would replace the driver pods by itself
+    example = gc.alm_example(alm_examples(), 'NVIDIADriver')
+    assert example['spec']['upgradePolicy']['autoUpgrade'] is True
+    up = gc.build_nvidia_driver(alm_examples())['spec']['upgradePolicy']
+    assert (up['autoUpgrade'], up['maxParallelUpgrades'], up['maxUnavailable']) == (False, 1, '25%')
+    # NVIDIA's other keys (ignored with autoUpgrade false, the CRD's description) stay as shipped
+    assert up['drain'] == example['spec']['upgradePolicy']['drain']
+    obj = gc.build_nvidia_driver(alm_examples(), {'auto_upgrade': True, 'max_parallel_upgrades': 2})
+    assert obj['spec']['upgradePolicy']['autoUpgrade'] is True and obj['spec']['upgradePolicy']['maxParallelUpgrades'] == 2
+    schema.validate(obj, crd_sources=['v26.7.0'])
+    with pytest.raises(ManifestError, match='every node at once'):
+        gc.build_nvidia_driver(alm_examples(), {'auto_upgrade': True, 'max_parallel_upgrades': 0})

@@ -26,12 +26,14 @@ def subscription(installed=OLD, approval='Manual', ref='install-abc', current=NE
             'status': status}
 
 
-def install_plan(name='install-abc', csv=NEW, approved=False, uid='11111111-2222-3333-4444-555555555555'):
-    # OLM lists the CSVs a plan installs (the package's and its dependencies') in spec.clusterServiceVersionNames
-    return {'metadata': {'name': name, 'namespace': NS, 'uid': uid, 'resourceVersion': '812'},
-            'spec': {'approval': 'Manual', 'approved': approved,
-                     'clusterServiceVersionNames': ['other-dependency.v1.0.0', csv]},
-            'status': {'phase': 'Installing' if approved else 'RequiresApproval'}}
+def install_plan(name='install-abc', csv=NEW, approved=False, uid='11111111-2222-3333-4444-555555555555',
+                 others=(), phase=None, created='2026-11-24T00:00:00Z'):
+    # OLM lists the CSVs a plan installs in spec.clusterServiceVersionNames (required: operator-framework/api v0.45.0
+    # crds/operators.coreos.com_installplans.yaml); the whole namespace's, since OLM resolves a namespace at once
+    return {'metadata': {'name': name, 'namespace': NS, 'uid': uid, 'resourceVersion': '812',
+                         'creationTimestamp': created},
+            'spec': {'approval': 'Manual', 'approved': approved, 'clusterServiceVersionNames': list(others) + [csv]},
+            'status': {'phase': phase or ('Installing' if approved else 'RequiresApproval')}}
 
 
 def step(sub=None, plans=None, target='v26.7.1'):
@@ -104,10 +106,40 @@ def test_no_pending_plan_says_to_change_the_channel():
     assert 'startingCSV chooses the first install only' in why
 
 
-def test_without_a_reference_a_plan_installing_the_target_is_found():
-    out = step(sub=subscription(ref=None), plans=[install_plan(name='install-x', csv=OLD, approved=True),
-                                                  install_plan(name='install-y')])
+def test_without_a_reference_the_newest_plan_not_done_is_taken():
+    # the plan that installed OLD is Complete (done), an older one for NEW Failed: neither is looked at
+    # (operator-framework/api v0.45.0 installplan_types.go InstallPlanPhaseComplete / InstallPlanPhaseFailed)
+    done = install_plan(name='install-x', csv=OLD, approved=True, phase='Complete', created='2026-11-25T00:00:00Z')
+    failed = install_plan(name='install-f', phase='Failed', created='2026-11-26T00:00:00Z')
+    out = step(sub=subscription(ref=None), plans=[done, failed, install_plan(name='install-y')])
+    assert (out['action'], out['plan']['name'], out['refusals']) == ('approve', 'install-y', [])
+    # of two live plans the newest (metadata.creationTimestamp) is what OLM installs next: here one for NEWER,
+    # so the target's older plan is not approved
+    newer = install_plan(name='install-z', csv=NEWER, created='2026-11-27T00:00:00Z')
+    out = step(sub=subscription(ref=None), plans=[install_plan(name='install-y'), newer])
+    assert out['plan']['name'] == 'install-z' and 'approving it would install another release' in out['refusals'][0]
+    out = step(sub=subscription(ref=None), plans=[newer, install_plan(name='install-y', created='2026-11-28T00:00:00Z')])
     assert (out['action'], out['plan']['name']) == ('approve', 'install-y')
+
+
+def test_a_plan_that_also_installs_other_operators_is_refused_naming_them():
+    # OLM's catalog operator resolves every Subscription of a namespace into one InstallPlan
+    # (operator-framework/operator-lifecycle-manager pkg/controller/operators/catalog/operator.go
+    # syncResolvingNamespace): approving it would upgrade the other operator too
+    out = step(plans=[install_plan(others=['other-operator.v2.0.0'])])
+    assert out['action'] == 'none'
+    (why,) = out['refusals']
+    assert 'installs other-operator.v2.0.0 besides %s' % NEW in why and 'one plan' in why
+
+
+def test_a_referenced_plan_in_phase_failed_is_refused_with_its_message():
+    plan = install_plan(phase='Failed')
+    plan['status']['conditions'] = [{'type': 'Installed', 'status': 'False', 'reason': 'InstallComponentFailed',
+                                     'message': 'error creating csv gpu-operator-certified.v26.7.1: forbidden'}]
+    out = step(plans=[plan])
+    assert out['action'] == 'none'
+    (why,) = out['refusals']
+    assert 'install-abc' in why and 'phase Failed (error creating csv' in why
 
 
 def test_a_reference_to_a_deleted_plan_falls_back_to_the_plan_for_the_target():

@@ -283,3 +283,67 @@ def test_the_validators_to_delete_are_this_operator_s_by_uid():
     assert p['nodes'][0]['revalidate_pods'] == [{'name': 'validator-gpu-1', 'daemonset': 'nvidia-operator-validator'}]
     assert up.plan(['gpu-1'], c['nodes'], c['pods'], c['daemonsets'], c['revisions'], [], [])['nodes'][0][
         'revalidate_pods'] == []
+
+
+def _nvidia_driver(upgrade_policy):
+    spec = {'driverType': 'gpu'}
+    if upgrade_policy is not None:
+        spec['upgradePolicy'] = upgrade_policy
+    return {'apiVersion': 'nvidia.com/v1alpha1', 'kind': 'NVIDIADriver', 'metadata': {'name': 'gpu-driver'},
+            'spec': spec}
+
+
+@pytest.mark.parametrize('policy, refused', [
+    # the CSV's alm-examples NVIDIADriver (gpu-operator v26.7.0 bundle): autoUpgrade true
+    ({'autoUpgrade': True, 'maxParallelUpgrades': 1}, True),
+    # the v26.7.0 NVIDIADriver CRD: upgradePolicy.autoUpgrade "default: true", so an absent one rolls too
+    ({'maxParallelUpgrades': 1}, True),
+    (None, True),
+    ({'autoUpgrade': False, 'maxParallelUpgrades': 1, 'maxUnavailable': '25%'}, False),
+])
+def test_a_live_nvidia_driver_that_lets_the_operator_roll_by_itself_is_refused(policy, refused):
+    p = plan(nvidia_drivers=[_nvidia_driver(policy)])
+    hits = [r for r in p['refusals'] if 'NVIDIADriver gpu-driver' in r and 'autoUpgrade true' in r]
+    assert bool(hits) is refused and p['ok'] is not refused
+    # malformed objects are skipped, never a crash
+    assert plan(nvidia_drivers=['x', {'kind': 'Other'}, {'spec': 'x', 'kind': 'NVIDIADriver'}])['refusals'] != []
+
+
+# the labels nodes.yml gives a vm-vgpu-vf node (docs/pools/vendor-vfio.md, "Node labels"; model/fleet.py operands_off)
+VF_LABELS = {'nvidia.com/gpu.workload.config': 'vm-vgpu', 'nvidia.com/gpu.deploy.sandbox-device-plugin': 'false',
+             'nvidia.com/gpu.deploy.vgpu-device-manager': 'false', 'nvidia.com/gpu.deploy.sandbox-validator': 'false'}
+
+
+def vf_cluster(old_on=('gpu-1', 'gpu-2'), labels=VF_LABELS, annotations=None):
+    c = cluster(old_on)
+    c['nodes'] = [node('gpu-1', labels=dict(labels), annotations=annotations), node('gpu-2')]
+    return c
+
+
+def test_rolling_a_vendor_vfio_node_is_refused_naming_it_and_the_procedure():
+    # KubeVirt advertises a VF only once its nvidia/current_vgpu_type is set (kubevirt v1.9.0 pkg/virt-handler/
+    # device-manager HasVGPUProfile); a new vGPU Manager pod reloads the driver and the VFs come back without one
+    p = plan(cluster=vf_cluster())
+    (refusal,) = [r for r in p['refusals'] if 'vendor-specific VFIO' in r]
+    assert 'gpu-1' in refusal and 'gpu-2' not in refusal
+    assert 'playbooks/vgpu_vf.yml' in refusal and 'gpuvirt-vgpu-vf.service' in refusal
+    assert 'upgrade_vgpu_vf_reapply' in refusal and not p['ok']
+    assert [n['vendor_vfio'] for n in p['nodes']] == [True, False]
+    # the fleet view names it (labels not written yet): refused too
+    p = plan(cluster=cluster(), vf_nodes=['gpu-2'])
+    assert any('VFIO vGPU node(s) gpu-2 ' in r for r in p['refusals'])
+
+
+def test_a_vendor_vfio_node_with_the_users_reapply_is_rolled_with_a_warning():
+    p = plan(cluster=vf_cluster(), vf_reapply=True)
+    assert p['ok'] and p['batches'] == [['gpu-1'], ['gpu-2']]
+    assert any('upgrade_vgpu_vf_reapply true' in w and 'gpu-1' in w for w in p['warnings'])
+
+
+def test_a_vendor_vfio_node_with_nothing_to_replace_is_not_refused_but_a_resumed_one_is():
+    assert plan(cluster=vf_cluster(old_on=('gpu-2',)))['ok']
+    resumed = vf_cluster(old_on=(), annotations={up.CORDONED_BY: 'true'})
+    resumed['nodes'][0]['spec'] = {'unschedulable': True}
+    assert any('VFIO vGPU node(s) gpu-1 ' in r for r in plan(cluster=resumed)['refusals'])
+    # an mdev vm-vgpu node (no operands_off labels) is rolled as before
+    assert plan(cluster=vf_cluster(labels={'nvidia.com/gpu.workload.config': 'vm-vgpu'}))['ok']
