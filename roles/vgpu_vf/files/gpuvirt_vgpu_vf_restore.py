@@ -271,7 +271,7 @@ def restore_gpu(cfg, pf, pairs, deadline):
         else:
             # the GPU Operator's vGPU Manager container enables them after its delay (module docstring): wait for
             # its VFs, never write sriov_numvfs beside it
-            say(6, 'GPU %s: %s is not on this host; waiting up to %ds for the vGPU Manager container to enable the '
+            say(6, 'GPU %s: no executable %s on this host; waiting up to %ds for the vGPU Manager container to enable the '
                 'VFs (sriov_numvfs reads 0)' % (pf, script, max(0, int(round(deadline - time.monotonic())))))
             waited = time.monotonic()
             if not wait_until(lambda: read(numvfs_path) not in ('0', '', None), deadline):

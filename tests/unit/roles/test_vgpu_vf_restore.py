@@ -94,7 +94,7 @@ def test_after_a_reboot_the_container_enables_the_vfs_and_the_profiles_come_back
     assert [board.current[vf] for vf in (VF0, VF1)] == [1155, 1155]
     numvfs = os.path.join(board.root, 'bus', 'pci', 'devices', PF, 'sriov_numvfs')
     assert reads.count(numvfs) > 2  # it polled: the VFs were not there at its first look
-    assert ('<6>GPU %s: %s is not on this host; waiting up to 10s for the vGPU Manager container to enable the VFs '
+    assert ('<6>GPU %s: no executable %s on this host; waiting up to 10s for the vGPU Manager container to enable the VFs '
             '(sriov_numvfs reads 0)\n' % (PF, tmp_path / 'no-sriov-manage')) in out
     assert re.search(r'<6>GPU %s: 4 VFs enabled after [0-9.]+s\n' % PF, out)
     assert '<6>VF %s got NVIDIA L40S-24Q (1155)\n' % VF0 in out
