@@ -64,7 +64,9 @@ options:
     type: str
     default: /sys
   sriov_manage:
-    description: NVIDIA's script that enables VFs at boot; where it is not on the node, C(sriov_numvfs) is written.
+    description: >-
+      NVIDIA's script that enables VFs at boot; where it is not on the node (the GPU Operator's vGPU Manager
+      container enables them), the restore waits for the VFs and never writes C(sriov_numvfs).
     type: str
     default: /usr/lib/nvidia/sriov-manage
   name:

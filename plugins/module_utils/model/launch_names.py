@@ -544,6 +544,7 @@ RUNTIME = (
     '__vgpu_vf_leave_running',
     '__vgpu_vf_leave_vmis',
     '__vgpu_vf_mc_built',
+    '__vgpu_vf_mc_changed',
     '__vgpu_vf_mc_nodes',
     '__vgpu_vf_mc_pools',
     '__vgpu_vf_phase_driver',
@@ -715,6 +716,7 @@ RUNTIME = (
     'vgpu_vf_phase_run',
     'vgpu_vf_phase_sysfs',
     'vgpu_vf_phase_unplanned',
+    'vgpu_vf_phase_unset',
 )
 
 INTERNAL_PREFIXES = (

@@ -6,9 +6,19 @@
 its systemd unit as ``python3 <this file> <config.json>``. Standard library only.
 
 None of it survives a reboot (the VFs and every VF's nvidia/current_vgpu_type start empty), so this replays what the
-role applied: for each GPU (PF) it waits for the driver's sysfs files, enables the VFs (``sriov-manage -e <PF>``
-when the script is there, else sriov_totalvfs into sriov_numvfs), then writes each VF's saved type id, only where
-the VF is free and lists the id in nvidia/creatable_vgpu_types. A VF that holds another type is left alone.
+role applied: for each GPU (PF) it waits for the driver's sysfs files, then for its VFs, then writes each VF's
+saved type id, only where the VF is free and lists the id in nvidia/creatable_vgpu_types. A VF that holds another
+type is left alone.
+
+Who enables the VFs depends on where the vGPU Manager lives. Installed on the host (``sriov-manage`` is there), this
+script runs ``sriov-manage -e <PF>``. Without it on the host, the vGPU Manager is the GPU Operator's container, which
+enables the VFs itself: it loads the driver, sleeps DELAY_BEFORE_VF_CREATION (15 s by default) and runs
+``sriov-manage -e ALL`` under ``set -e``; if that fails its EXIT trap disables the VFs and unloads the driver
+(NVIDIA/gpu-driver-container vgpu-manager/rhel9/nvidia-driver, ``_load_driver``, ``_enable_vfs``, ``init``,
+``_shutdown``). The driver's files appear at its ``modprobe nvidia``, long before that, so a write to sriov_numvfs
+here would race the container's and could make either fail. This script then never writes sriov_numvfs: it waits,
+within its timeout, for sriov_numvfs to turn non-zero and for each VF's nvidia/ files. Exit status 1 (anything not
+restored) makes systemd start it again (``Restart=on-failure``), so a vGPU Manager later than the timeout is caught.
 
 The config is JSON written by the role from checked values, and every value is checked again here: PCI addresses,
 decimal ids, absolute paths, a bounded timeout. Each line printed starts with a syslog priority (``<3>`` error,
@@ -201,6 +211,16 @@ def wait_for(paths, deadline):
         time.sleep(POLL)
 
 
+def wait_until(ready, deadline):
+    """Whether ``ready()`` came true before the deadline."""
+    while True:
+        if ready():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(POLL)
+
+
 def creatable(text):
     return [m.group(1) for m in (CREATABLE.fullmatch(line.strip()) for line in (text or '').splitlines()) if m]
 
@@ -228,32 +248,37 @@ def restore_gpu(cfg, pf, pairs, deadline):
     except ConfigError as e:
         say(3, 'GPU %s: %s; nothing restored on it' % (pf, e))
         return len(pairs) or 1
-    if read(os.path.join(pf_dir, 'sriov_numvfs')) in ('0', '', None):
+    numvfs_path = os.path.join(pf_dir, 'sriov_numvfs')
+    if read(numvfs_path) in ('0', '', None):
         script = cfg['sriov_manage']
         try:
-            # checked again just before it runs as root: absent means sriov_numvfs
+            # checked again just before it runs as root: absent means the GPU Operator's container enables the VFs
             there = trusted_executable(script, 'sriov_manage', missing_ok=True)
         except ConfigError as e:
             say(3, 'GPU %s: %s; its VFs are not enabled' % (pf, e))
             return len(pairs) or 1
-        try:
-            if there and os.access(script, os.X_OK):
+        if there and os.access(script, os.X_OK):
+            try:
                 say(6, 'GPU %s: enabling VFs with %s -e %s' % (pf, script, pf))
                 proc = subprocess.run([script, '-e', pf], capture_output=True, text=True, timeout=120, check=False)
-                if proc.returncode != 0:
-                    detail = (proc.stderr or proc.stdout).strip()[:500]
-                    say(3, 'GPU %s: %s -e %s failed (rc %d): %s' % (pf, script, pf, proc.returncode, detail))
-                    return len(pairs) or 1
-            else:
-                total = read(os.path.join(pf_dir, 'sriov_totalvfs'))
-                if not total or not NUMBER.fullmatch(total):
-                    say(3, 'GPU %s: sriov_totalvfs reads %r; cannot enable its VFs' % (pf, total))
-                    return len(pairs) or 1
-                say(6, 'GPU %s: enabling %s VFs through sriov_numvfs' % (pf, total))
-                write(os.path.join(pf_dir, 'sriov_numvfs'), total)
-        except (IOError, OSError, subprocess.SubprocessError) as e:
-            say(3, 'GPU %s: enabling its VFs failed: %s' % (pf, e))
-            return len(pairs) or 1
+            except (IOError, OSError, subprocess.SubprocessError) as e:
+                say(3, 'GPU %s: enabling its VFs failed: %s' % (pf, e))
+                return len(pairs) or 1
+            if proc.returncode != 0:
+                detail = (proc.stderr or proc.stdout).strip()[:500]
+                say(3, 'GPU %s: %s -e %s failed (rc %d): %s' % (pf, script, pf, proc.returncode, detail))
+                return len(pairs) or 1
+        else:
+            # the GPU Operator's vGPU Manager container enables them after its delay (module docstring): wait for
+            # its VFs, never write sriov_numvfs beside it
+            say(6, 'GPU %s: no executable %s on this host; waiting up to %ds for the vGPU Manager container to enable the '
+                'VFs (sriov_numvfs reads 0)' % (pf, script, max(0, int(round(deadline - time.monotonic())))))
+            waited = time.monotonic()
+            if not wait_until(lambda: read(numvfs_path) not in ('0', '', None), deadline):
+                say(3, 'GPU %s: timed out after %ds waiting for its VFs (sriov_numvfs still reads 0); is the GPU '
+                    "Operator's vGPU Manager running on this node? Nothing restored on it" % (pf, cfg['timeout']))
+                return len(pairs) or 1
+            say(6, 'GPU %s: %s VFs enabled after %.1fs' % (pf, read(numvfs_path), time.monotonic() - waited))
     failed = 0
     for vf, tid in pairs:
         name = '%s (%s)' % (cfg['types'].get(tid, 'type'), tid)

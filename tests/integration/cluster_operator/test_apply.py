@@ -729,7 +729,10 @@ def vf_run(tmp_path, inventory, cluster, *args):
     return run_playbook(tmp_path, 'vgpu_vf', inventory, *args, gpuvirt_cluster_mode='apply',
                         gpuvirt_platform='openshift', gpuvirt_kubeconfig=cluster.kubeconfig, machineconfig_pool=VF_POOL,
                         machineconfig_wait_delay=1, machineconfig_wait_timeout=30, gpu_operator_vgpu_configs=VF_CONFIGS,
-                        vgpu_vf_driver_timeout=1, vgpu_vf_wait_timeout=900, reference_root=schema.reference_dir())
+                        vgpu_vf_driver_timeout=1, vgpu_vf_wait_timeout=900, reference_root=schema.reference_dir(),
+                        # no systemd in the test's hosts: the phase says, instead of restarting, which unit it
+                        # would restart (its last play)
+                        vgpu_vf_systemd=False)
 
 
 def test_vendor_vfio_hosts_get_their_vf_profiles_as_the_machineconfig_of_their_pool(tmp_path, kube):
@@ -769,10 +772,34 @@ def test_vendor_vfio_hosts_get_their_vf_profiles_as_the_machineconfig_of_their_p
     # nothing was set over SSH: the VFs get their profiles at boot, from the unit
     assert all(set(board.current.values()) <= {0} for board in boards)
     assert not os.path.exists(tmp_path / 'root-1' / 'etc' / 'gpuvirt')
+    # the nodes rebooted into it (the MCO stand-in writes no file and reboots nothing): the MCO wrote the config on
+    # each node, and the unit gave the VFs their profiles at boot
+    for i in (1, 2):
+        os.makedirs(str(tmp_path / ('root-%d' % i) / 'etc' / 'gpuvirt'))
+        (tmp_path / ('root-%d' % i) / 'etc' / 'gpuvirt' / 'vgpu-vf-profiles.json').write_text(
+            mcu.decode_data_url(files['/etc/gpuvirt/vgpu-vf-profiles.json']['contents']['source']))
+    for board in boards:
+        for vfs in board.vfs.values():
+            for vf in vfs[:2]:
+                board.set(vf, 1155)
     second = cluster.now()
     rc, log = vf_run(tmp_path, inventory, cluster)
     assert rc == 0 and recap(log)['changed'] == '0', log
     assert cluster.attempts(since=second) == [], write_summary(cluster.attempts(since=second))
+    assert 'have no vGPU profile' not in log, log
+    # the vGPU Manager pod restarted on vf-2's node: fresh VFs, no profile; the MachineConfig is as it was, so the
+    # phase restarts the unit there (here: says it would), and nowhere else
+    boards[1].set('0000:41:00.4', 0)
+    boards[1].set('0000:41:00.5', 0)
+    third = cluster.now()
+    rc, log = vf_run(tmp_path, inventory, cluster)
+    text = ' '.join(log.split())
+    assert rc == 0 and recap(log)['changed'] == '0', log
+    assert cluster.attempts(since=third) == [], write_summary(cluster.attempts(since=third))
+    assert ('vf-2.example.com: VFs 0000:41:00.4, 0000:41:00.5 have no vGPU profile although the MachineConfig of '
+            'their pool is in place (the vGPU Manager was reloaded since boot?): not restarted (vgpu_vf_systemd is '
+            'false)') in text, log
+    assert 'vf-1.example.com: VFs' not in text, log
 
 
 def test_hosts_with_different_vf_configs_or_a_pool_with_other_nodes_are_refused_before_any_write(tmp_path, kube):

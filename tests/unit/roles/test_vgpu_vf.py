@@ -81,7 +81,7 @@ def test_a_run_sets_the_profiles_and_installs_the_restore_and_a_second_run_chang
     # the unit names the final paths, the prefix stripped
     assert ('ExecStart=/usr/bin/python3 /usr/local/libexec/gpuvirt/vgpu-vf-restore /etc/gpuvirt/vgpu-vf-profiles.json\n'
             in unit)
-    assert 'Type=oneshot\n' in unit and 'TimeoutStartSec=360\n' in unit
+    assert 'Type=oneshot\n' in unit and 'TimeoutStartSec=360\n' in unit and 'Restart=on-failure\n' in unit
     assert os.access(_file(extra, 'script'), os.X_OK)
     rc, out = run_play(tmp_path, PLAY, extra)
     assert rc == 0 and 'changed=0' in out, out

@@ -40,18 +40,79 @@ def _config(tmp_path, board, vfs=None, **over):
     return str(path)
 
 
-def test_after_a_reboot_the_vfs_and_profiles_come_back(tmp_path, restore, monkeypatch, capsys):
+class Container(object):
+    """The GPU Operator's vGPU Manager container on the stand-in, as NVIDIA/gpu-driver-container
+    vgpu-manager/rhel9/nvidia-driver (main @ 06a208ca) runs it: the driver is loaded (the PF's driver link and
+    sriov_numvfs, reading 0, are there from ``modprobe nvidia``), then ``_enable_vfs`` sleeps
+    DELAY_BEFORE_VF_CREATION and runs ``sriov-manage -e ALL``. Its write to sriov_numvfs fails where someone else
+    enabled the VFs first (the kernel refuses a new count while VFs exist: drivers/pci/iov.c sriov_numvfs_store,
+    EBUSY), and under ``set -e`` the container's EXIT trap (``_shutdown``) then disables the VFs. ``files_delay``
+    holds each VF's nvidia/ files back after the VFs appear (nvidia-vgpud fills them in)."""
+
+    def __init__(self, board, pf=PF, delay=0.3, files_delay=0.0):
+        self.board, self.pf, self.failed = board, pf, False
+        self.thread = threading.Thread(target=self._run, args=(delay, files_delay))
+
+    def _run(self, delay, files_delay):
+        time.sleep(delay)
+        if self.board.vfs[self.pf]:
+            self.failed = True  # sriov-manage -e ALL fails: _shutdown disables the VFs
+            self.board.tree.write(os.path.join(self.board._rel(self.pf), 'sriov_numvfs'), '0\n')
+            return
+        refresh = self.board.refresh
+        self.board.refresh = lambda: None
+        try:
+            self.board._enable(self.pf)
+        finally:
+            self.board.refresh = refresh
+        time.sleep(files_delay)
+        self.board.refresh()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.thread.join()
+
+
+def test_after_a_reboot_the_container_enables_the_vfs_and_the_profiles_come_back(tmp_path, restore, monkeypatch,
+                                                                              capsys):
+    # no sriov-manage on the host (the container has its own): the VFs appear 0.3 s in, their nvidia/ files 0.2 s
+    # later; the script waits for both and never writes sriov_numvfs itself
     board = VfBoard(tmp_path / 'sys', enabled=False)
     monkeypatch.setattr(restore, 'write', board.writer)
-    assert restore.main(['restore', _config(tmp_path, board)]) == 0
-    assert [board.current[vf] for vf in (VF0, VF1)] == [1155, 1155]
+    reads = []
+    real_read = restore.read
+    monkeypatch.setattr(restore, 'read', lambda path: reads.append(path) or real_read(path))
+    with Container(board, files_delay=0.2) as container:
+        rc = restore.main(['restore', _config(tmp_path, board)])
     out = capsys.readouterr().out
-    assert '<6>GPU %s: enabling 4 VFs through sriov_numvfs\n' % PF in out
+    assert rc == 0, out
+    assert not container.failed
+    assert [rel for rel, dummy in board.writes if rel.endswith('sriov_numvfs')] == [] and board.refused == []
+    assert [board.current[vf] for vf in (VF0, VF1)] == [1155, 1155]
+    numvfs = os.path.join(board.root, 'bus', 'pci', 'devices', PF, 'sriov_numvfs')
+    assert reads.count(numvfs) > 2  # it polled: the VFs were not there at its first look
+    assert ('<6>GPU %s: no executable %s on this host; waiting up to 10s for the vGPU Manager container to enable the VFs '
+            '(sriov_numvfs reads 0)\n' % (PF, tmp_path / 'no-sriov-manage')) in out
+    assert re.search(r'<6>GPU %s: 4 VFs enabled after [0-9.]+s\n' % PF, out)
     assert '<6>VF %s got NVIDIA L40S-24Q (1155)\n' % VF0 in out
     # a second start (systemctl restart) changes nothing
     writes = list(board.writes)
     assert restore.main(['restore', _config(tmp_path, board)]) == 0
     assert board.writes == writes and '<6>VF %s already on NVIDIA L40S-24Q (1155)' % VF0 in capsys.readouterr().out
+
+
+def test_vfs_the_container_never_enables_fail_the_run_for_a_restart(tmp_path, restore, monkeypatch, capsys):
+    # exit 1, so that Restart=on-failure starts it again (unit_text); nothing written meanwhile
+    board = VfBoard(tmp_path / 'sys', enabled=False)
+    monkeypatch.setattr(restore, 'write', board.writer)
+    cfg = restore.load(_config(tmp_path, board))
+    assert restore.restore_gpu(cfg, PF, cfg['gpus'][0][1], time.monotonic() + 0.2) == 2
+    assert board.writes == [] and board.vfs[PF] == []
+    assert ("<3>GPU %s: timed out after 10s waiting for its VFs (sriov_numvfs still reads 0); is the GPU Operator's "
+            "vGPU Manager running on this node? Nothing restored on it" % PF) in capsys.readouterr().out
 
 
 def _restore_while(tmp_path, restore, monkeypatch, sys_dir, appear):
@@ -85,7 +146,7 @@ def test_a_driver_that_loads_later_is_waited_for_and_said_so(tmp_path, restore, 
     # VM lab (molecule/vm) checks the same lines in the guest's journal after its real reboot
     sys_dir = tmp_path / 'sys'
     sys_dir.mkdir()
-    rc, boards = _restore_while(tmp_path, restore, monkeypatch, sys_dir, lambda: VfBoard(sys_dir, enabled=False))
+    rc, boards = _restore_while(tmp_path, restore, monkeypatch, sys_dir, lambda: VfBoard(sys_dir))
     assert rc == 0
     assert boards[0].current[VF0] == 1155
     lines = capsys.readouterr().out.splitlines()

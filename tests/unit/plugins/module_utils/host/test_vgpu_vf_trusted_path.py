@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -122,6 +124,36 @@ def test_the_unit_runs_only_a_trusted_python(tmp_path):
     with pytest.raises(vvp.VfProfileError, match='resolved'):
         vvp.unit_text('/etc/systemd/system/gpuvirt-vgpu-vf.service', '/usr/local/libexec/gpuvirt/vgpu-vf-restore',
                       '/etc/gpuvirt/vgpu-vf-profiles.json', str(good / 'python3x'), 300)
+
+
+def test_the_unit_starts_a_failed_restore_again_until_it_succeeds(tmp_path):
+    # one start waits at most the timeout, counted from early boot; on OpenShift kubelet, the vGPU Manager pod, its
+    # driver build and its VF delay may take longer, so a failed start (exit 1) is retried every 30 s without a
+    # start limit: Restart=on-failure is the one restart Type=oneshot takes (systemd.service(5), Restart=; since
+    # systemd 244), StartLimitIntervalSec=0 in [Unit] turns the start limit off (systemd.unit(5))
+    unit = vvp.unit_text('/etc/systemd/system/gpuvirt-vgpu-vf.service', '/etc/gpuvirt/vgpu-vf-restore',
+                         '/etc/gpuvirt/vgpu-vf-profiles.json', '/usr/bin/python3', 300, on_host=False)
+    sections = {}
+    for line in unit.splitlines():
+        if line.startswith('['):
+            section = sections.setdefault(line, [])
+        elif line and not line.startswith('#'):
+            section.append(line)
+    assert sections['[Unit]'][-2:] == ['ConditionPathExists=/etc/gpuvirt/vgpu-vf-profiles.json',
+                                       'StartLimitIntervalSec=0']
+    assert sections['[Service]'] == [
+        'Type=oneshot', 'RemainAfterExit=yes',
+        'ExecStart=/usr/bin/python3 /etc/gpuvirt/vgpu-vf-restore /etc/gpuvirt/vgpu-vf-profiles.json',
+        'TimeoutStartSec=360', 'Restart=on-failure', 'RestartSec=30']
+    analyze = shutil.which('systemd-analyze')
+    if not analyze:
+        pytest.skip('systemd-analyze is not installed: the unit is not checked by systemd itself')
+    # systemd's own parser: it refuses a Restart= that Type=oneshot does not take (Restart=always would fail here)
+    path = tmp_path / 'gpuvirt-vgpu-vf.service'
+    path.write_text(unit)
+    proc = subprocess.run([analyze, 'verify', '--man=no', str(path)], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0 and 'gpuvirt-vgpu-vf' not in proc.stderr, proc.stderr
 
 
 def test_sysfs_and_proc_roots_must_be_trusted_directories(tmp_path):

@@ -235,6 +235,8 @@ def test_vgpu_vf_machineconfig_carries_the_roles_unit_and_script_in_ignitions_sh
     lines = unit['contents'].splitlines()
     assert 'ExecStart=/usr/bin/python3 /etc/gpuvirt/vgpu-vf-restore /etc/gpuvirt/vgpu-vf-profiles.json' in lines
     assert 'ConditionPathExists=/etc/gpuvirt/vgpu-vf-profiles.json' in lines and 'TimeoutStartSec=660' in lines
+    # the role's unit text as it is (vgpu_vf_profiles.unit_text): a failed start is retried, without a start limit
+    assert {'Restart=on-failure', 'RestartSec=30', 'StartLimitIntervalSec=0'} <= set(lines)
     assert not any(line.startswith('ExecStart=') and '/usr/local' in line for line in lines)
 
 
