@@ -986,7 +986,7 @@ def unit_text(unit_path, script, config, python, timeout, on_host=True):
         raise VfProfileError('wait_timeout is %s; expected 10 to 3600 seconds' % _brief(timeout))
     # A start that fails (exit 1: the driver or the VFs did not come within ``timeout``, counted from early boot,
     # while on OpenShift kubelet, the vGPU Manager pod, its driver build and its VF delay come first) is started
-    # again every 30 s until one succeeds: Restart=on-failure (allowed for Type=oneshot since systemd 244,
+    # again every 30 s until one succeeds: Restart=on-failure (allowed for Type=oneshot since systemd 245, commit 10e7272;
     # systemd.service(5) Restart=; RHEL 9 and RHCOS ship 252) and no start limit (StartLimitIntervalSec=0 in
     # [Unit], systemd.unit(5)), else the default limit (5 starts in 10 s) could end the retries. A success stays
     # final (RemainAfterExit), so a later driver reload needs ``systemctl restart`` (docs/pools/vendor-vfio.md).

@@ -130,7 +130,7 @@ def test_the_unit_starts_a_failed_restore_again_until_it_succeeds(tmp_path):
     # one start waits at most the timeout, counted from early boot; on OpenShift kubelet, the vGPU Manager pod, its
     # driver build and its VF delay may take longer, so a failed start (exit 1) is retried every 30 s without a
     # start limit: Restart=on-failure is the one restart Type=oneshot takes (systemd.service(5), Restart=; since
-    # systemd 244), StartLimitIntervalSec=0 in [Unit] turns the start limit off (systemd.unit(5))
+    # systemd 245), StartLimitIntervalSec=0 in [Unit] turns the start limit off (systemd.unit(5))
     unit = vvp.unit_text('/etc/systemd/system/gpuvirt-vgpu-vf.service', '/etc/gpuvirt/vgpu-vf-restore',
                          '/etc/gpuvirt/vgpu-vf-profiles.json', '/usr/bin/python3', 300, on_host=False)
     sections = {}
