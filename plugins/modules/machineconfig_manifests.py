@@ -157,8 +157,8 @@ def main():
         config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
         selector = (mc.pool_selector(p['pool'], p['node_selector']) if p['create_pool']
                     else dict(p['pool_selector'] or {}))
-        label_nodes = mc.nodes_into_pool(p['pool'], selector, p['expected_nodes'], p['nodes'], p['create_pool'],
-                                          pools=p['pools'])
+        label_nodes = mc.nodes_into_pool(
+            p['pool'], selector, p['expected_nodes'], p['nodes'], p['create_pool'], pools=p['pools'])
     except mc.ManifestError as exc:
         module.fail_json(msg=str(exc))
     objects.append(config)

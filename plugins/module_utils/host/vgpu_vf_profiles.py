@@ -732,8 +732,9 @@ def planned_boot_config(plans, sysfs_root='/sys', sriov_manage=SRIOV_MANAGE, tim
             'GPU %s %s no VFs enabled yet, so its boot-time config (which names each VF by its PCI address) cannot be '
             'computed without enabling them, and plan writes nothing. The GPU Operator\'s vGPU Manager enables them '
             'once it has loaded the driver (sriov-manage -e ALL): check its nvidia-vgpu-manager pod on the node, then '
-            'run again once %s virtfn links' % (', '.join(off), 'has' if len(off) == 1 else 'have',
-                                                 'its PF shows' if len(off) == 1 else 'their PFs show'))
+            'run again once %s virtfn links' % (
+                ', '.join(off), 'has' if len(off) == 1 else 'have',
+                'its PF shows' if len(off) == 1 else 'their PFs show'))
     return persist_config(plans, sysfs_root, sriov_manage, timeout)
 
 

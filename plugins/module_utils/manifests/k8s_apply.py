@@ -190,8 +190,8 @@ def apply_objects(objects, client, preview_only=False, wait=False, diff=False):
     for obj, found, preview in zip(objects, stored, previews):
         rec = record(obj, id(preview) in changing, False)
         if show_diff and rec['changed']:
-            rec['diff'] = diff_of(obj, found, preview.get('result') or (obj if preview.get('namespace_pending')
-                                                                         else {}))
+            answer = preview.get('result') or (obj if preview.get('namespace_pending') else {})
+            rec['diff'] = diff_of(obj, found, answer)
         records.append(rec)
     if not preview_only:
         _apply_changed(objects, stored, records, client, wait, show_diff, secret)

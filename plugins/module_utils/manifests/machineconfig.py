@@ -305,8 +305,8 @@ def vgpu_vf_pool_config(pool, hosts, pools=None, nodes=None, sysfs_root='/sys', 
             'every node of its pool alike), but they compute %d different ones: %s. Put the hosts of each config in '
             'a MachineConfigPool of their own (identical GPUs in the same PCI slots, one vGPU config), set '
             'machineconfig_pool to it, and run each pool\'s hosts in their own run (--limit). Nothing was changed.'
-            % (pool, len(groups), ' | '.join('%s: %s' % (', '.join(sorted(g['hosts'])), describe_boot_config(g['config']))
-                                              for g in groups)))
+            % (pool, len(groups), ' | '.join(
+                '%s: %s' % (', '.join(sorted(g['hosts'])), describe_boot_config(g['config'])) for g in groups)))
     if pools is not None:
         names = sorted((p.get('metadata') or {}).get('name') for p in pools if isinstance(p, dict))
         if pool not in names:
@@ -399,8 +399,8 @@ def _conflict_fix(err, pool_name, by_name):
     if err.master:
         if pool_name == 'master':
             return ('%s. Take the node out of %s (remove the labels it selects by: %s): a control-plane node gets '
-                    'the master pool\'s MachineConfigs only' % (err, ', '.join(others),
-                                                                 '; '.join(_selector_labels(by_name[c]) for c in others)))
+                    'the master pool\'s MachineConfigs only'
+                    % (err, ', '.join(others), '; '.join(_selector_labels(by_name[c]) for c in others)))
         return ('%s. For GPU hosts that are control-plane nodes (compact and single-node clusters) set '
                 'machineconfig_pool: master and machineconfig_create_pool: false; a custom pool holds worker nodes '
                 'only' % err)

@@ -162,8 +162,8 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
         out['refusals'].append(
             "Subscription %s has installPlanApproval %s: OLM installs each new CSV of channel %s as soon as its "
             "catalog offers it, so the GPU Operator would upgrade by itself, outside this plan; set %s to Manual, "
-            "run playbooks/operator.yml, then run playbooks/upgrade.yml again" % (where, approval, channel,
-                                                                                   APPROVAL_VARIABLE))
+            "run playbooks/operator.yml, then run playbooks/upgrade.yml again"
+            % (where, approval, channel, APPROVAL_VARIABLE))
         return out
     plans = [p for p in _l(install_plans) if isinstance(p, dict)]
     ref = _s(_d(status.get('installPlanRef')).get('name'))
@@ -220,6 +220,6 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
     else:
         out['action'] = 'approve'
         out['lines'].append('operator: approve InstallPlan %s (%s -> %s), wait for the CSV to succeed (%s), then '
-                            'plan the roll again with the new DaemonSets' % (out['plan']['name'], installed or '(none)',
-                                                                              target, TIMEOUT_VARIABLE))
+                            'plan the roll again with the new DaemonSets'
+                            % (out['plan']['name'], installed or '(none)', target, TIMEOUT_VARIABLE))
     return out

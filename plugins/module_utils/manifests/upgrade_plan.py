@@ -477,8 +477,8 @@ def summary(p):
         lines.append('the batches below are planned again once the new operator release has rendered its DaemonSets')
         for node in p['nodes']:
             for vm in node['vms'] if not node['roll'] else []:
-                lines.append('  after the operator: node %s, VM %s/%s: %s' % (node['name'], vm['namespace'],
-                                                                             vm['name'], vm['action']))
+                lines.append('  after the operator: node %s, VM %s/%s: %s'
+                             % (node['name'], vm['namespace'], vm['name'], vm['action']))
     for i, batch in enumerate(p['batches'], 1):
         lines.append('batch %d: %s' % (i, ', '.join(batch)))
     for node in p['nodes']:
