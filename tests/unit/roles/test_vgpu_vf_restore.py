@@ -76,8 +76,8 @@ class Container(object):
         self.thread.join()
 
 
-def test_after_a_reboot_the_container_enables_the_vfs_and_the_profiles_come_back(tmp_path, restore, monkeypatch,
-                                                                              capsys):
+def test_after_a_reboot_the_container_enables_the_vfs_and_the_profiles_come_back(
+        tmp_path, restore, monkeypatch, capsys):
     # no sriov-manage on the host (the container has its own): the VFs appear 0.3 s in, their nvidia/ files 0.2 s
     # later; the script waits for both and never writes sriov_numvfs itself
     board = VfBoard(tmp_path / 'sys', enabled=False)

@@ -185,8 +185,8 @@ def test_a_list_holding_a_secret_returns_no_content_no_diff_and_no_server_messag
     ({'apiVersion': 'v1', 'kind': 'Config Map', 'metadata': {'name': 'x'}}, "object number 1: kind: 'Config Map'"),
     ({'apiVersion': 'v1', 'kind': 'SecretList', 'metadata': {'name': 'x'}}, "kind: 'SecretList' is a list"),
     ({'apiVersion': '../v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x'}}, "apiVersion: '../v1' is not valid"),
-    ({'apiVersion': 'v1', 'kind': 'Secret', 'data': {'p': 'czNjcjN0'}}, "object number 1 has no metadata mapping "
-                                                                       "(it has keys ['apiVersion', 'data', 'kind'])"),
+    ({'apiVersion': 'v1', 'kind': 'Secret', 'data': {'p': 'czNjcjN0'}},
+     "object number 1 has no metadata mapping (it has keys ['apiVersion', 'data', 'kind'])"),
 ])
 def test_the_sink_refuses_a_bad_object_naming_it_before_any_request(bad, said):
     with pytest.raises(ManifestError) as err:
