@@ -77,12 +77,12 @@ class Server(object):
 def test_only_what_would_change_is_applied_and_a_second_run_applies_nothing():
     same = dict(CM, metadata={'name': 'same', 'namespace': 'gpu'})
     server = Server([stored(NS), stored(same)])
-    records, _ = ka.apply_objects([NS, CM, same], server.client())
+    records = ka.apply_objects([NS, CM, same], server.client())[0]
     assert server.writes() == ['ConfigMap/gpu/cfg']
     assert [(r['name'], r['changed'], r['applied']) for r in records] == [
         ('gpu', False, False), ('cfg', True, True), ('same', False, False)]
     server.sent = []
-    records, _ = ka.apply_objects([NS, CM, same], server.client())
+    records = ka.apply_objects([NS, CM, same], server.client())[0]
     assert server.writes() == [] and not any(r['changed'] for r in records)
     # every object read and dry-run, each once, in order
     assert server.sent == [('read', 'Namespace//gpu'), ('read', 'ConfigMap/gpu/cfg'), ('read', 'ConfigMap/gpu/same'),
@@ -103,7 +103,7 @@ def test_preview_sends_dry_runs_only_and_reports_what_would_change():
 
 def test_an_object_in_a_namespace_the_list_creates_is_applied_after_it():
     server = Server(namespaces=set())
-    records, _ = ka.apply_objects([NS, CM], server.client())
+    records = ka.apply_objects([NS, CM], server.client())[0]
     assert server.writes() == ['Namespace//gpu', 'ConfigMap/gpu/cfg']
     assert all(r['applied'] for r in records)
 
@@ -117,7 +117,7 @@ def test_a_missing_namespace_the_list_does_not_create_stops_a_run_that_applies_b
     assert str(err.value).endswith('nothing was applied.')
     assert server.writes() == []
     # a preview: an earlier call's list would have created it
-    records, _ = ka.apply_objects([CM], server.client(), preview_only=True)
+    records = ka.apply_objects([CM], server.client(), preview_only=True)[0]
     assert records[0]['changed'] is True and server.writes() == []
 
 

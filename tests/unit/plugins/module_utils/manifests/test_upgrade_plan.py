@@ -314,9 +314,10 @@ VF_LABELS = {'nvidia.com/gpu.workload.config': 'vm-vgpu', 'nvidia.com/gpu.deploy
              'nvidia.com/gpu.deploy.vgpu-device-manager': 'false', 'nvidia.com/gpu.deploy.sandbox-validator': 'false'}
 
 
-def vf_cluster(old_on=('gpu-1', 'gpu-2'), labels=VF_LABELS, annotations=None):
+def vf_cluster(old_on=('gpu-1', 'gpu-2'), labels=None, annotations=None):
     c = cluster(old_on)
-    c['nodes'] = [node('gpu-1', labels=dict(labels), annotations=annotations), node('gpu-2')]
+    c['nodes'] = [node('gpu-1', labels=dict(VF_LABELS if labels is None else labels), annotations=annotations),
+                  node('gpu-2')]
     return c
 
 
