@@ -236,9 +236,19 @@ def test_render_file_names(objects, prefix):
         names = render.file_names(objects, prefix)
     except render.RenderError:
         return
+    # names by object identity, no position: [<prefix>-]<kind>-<namespace|cluster>-<name>[-<hash>].yaml, cut to
+    # MAX_FILE_NAME (render.file_names)
     for name in names:
-        assert re.fullmatch(r'(?:[A-Za-z0-9][A-Za-z0-9._-]{0,62}-)?[0-9]{3,}-[a-z][a-z0-9]{0,62}-[a-z0-9-]{1,63}-'
+        assert re.fullmatch(r'(?:[A-Za-z0-9][A-Za-z0-9._-]{0,62}-)?[a-z][a-z0-9]{0,62}-[a-z0-9-]{1,63}-'
                             r'[a-z0-9.-]{1,253}\.yaml', name), name
+        assert len(name) <= render.MAX_FILE_NAME, name
+
+
+def test_render_file_names_of_valid_objects_are_accepted_in_that_grammar():
+    # the property above returns early on a refusal: a valid object must get its name, in the grammar it checks
+    names = render.file_names([{'kind': 'ConfigMap', 'metadata': {'name': 'gpu-cluster-policy'}},
+                               {'kind': 'Secret', 'metadata': {'name': 'a.b', 'namespace': 'kube-system'}}], 'x_1')
+    assert names == ['x_1-configmap-cluster-gpu-cluster-policy.yaml', 'x_1-secret-kube-system-a.b.yaml']
         assert os.path.basename(name) == name and '..' not in name.rsplit('-', 1)[0].split('-', 1)[0]
 
 
