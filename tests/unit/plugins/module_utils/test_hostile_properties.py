@@ -242,6 +242,7 @@ def test_render_file_names(objects, prefix):
         assert re.fullmatch(r'(?:[A-Za-z0-9][A-Za-z0-9._-]{0,62}-)?[a-z][a-z0-9]{0,62}-[a-z0-9-]{1,63}-'
                             r'[a-z0-9.-]{1,253}\.yaml', name), name
         assert len(name) <= render.MAX_FILE_NAME, name
+        assert os.path.basename(name) == name and '..' not in name.rsplit('-', 1)[0].split('-', 1)[0]
 
 
 def test_render_file_names_of_valid_objects_are_accepted_in_that_grammar():
@@ -249,7 +250,6 @@ def test_render_file_names_of_valid_objects_are_accepted_in_that_grammar():
     names = render.file_names([{'kind': 'ConfigMap', 'metadata': {'name': 'gpu-cluster-policy'}},
                                {'kind': 'Secret', 'metadata': {'name': 'a.b', 'namespace': 'kube-system'}}], 'x_1')
     assert names == ['x_1-configmap-cluster-gpu-cluster-policy.yaml', 'x_1-secret-kube-system-a.b.yaml']
-        assert os.path.basename(name) == name and '..' not in name.rsplit('-', 1)[0].split('-', 1)[0]
 
 
 @SETTINGS
