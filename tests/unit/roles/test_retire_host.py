@@ -49,3 +49,23 @@ def test_the_host_play_runs_every_role_absent_and_says_what_it_took_back(tmp_pat
     # gate has nothing to check
     assert 'retire plan for localhost: nothing to change' in flat, out
     assert flat.index('retire plan for localhost') < flat.index('TASK [gpuvirt.provision.vfio : Plan the removal')
+
+
+def test_the_blacklist_taken_back_is_named_from_the_roles_own_result(tmp_path):
+    # the summary line names what the nouveau role removed (its result), not its default path, which is not visible
+    # after include_role: a retire that took a blacklist back once failed at this line on the lab VM
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_plan, modprobe
+    modprobe_d = tmp_path / 'etc' / 'modprobe.d'
+    modprobe_d.mkdir(parents=True)
+    blacklist = modprobe_d / 'gpuvirt-blacklist-nouveau.conf'
+    blacklist.write_text(modprobe.blacklist_text('nouveau', host_plan.NOUVEAU_HEADER))
+    inv = tmp_path / 'inventory.yml'
+    inv.write_text(INVENTORY + '          nouveau_modprobe_path: %s\n' % blacklist)
+    play = '- ansible.builtin.import_playbook: %s\n' % os.path.join(ROOT, 'playbooks', 'retire.yml')
+    rc, out = run_play(tmp_path, play, {'retire_hosts': ['localhost'], 'reboot_drain': False},
+                       args=['-i', str(inv), '--check', '--tags', 'retire_host'])
+    assert rc == 0, out
+    flat = ' '.join(out.split())
+    assert 'retire plan for localhost: nouveau_blacklist remove %s' % blacklist in flat, out
+    assert 'retire: localhost: took back %s;' % blacklist in flat, out
+    assert blacklist.exists()
