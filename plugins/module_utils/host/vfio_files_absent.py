@@ -85,13 +85,20 @@ def without_block(text):
 
 
 def vmis_on_node(vmis, node):
-    """'namespace/name' of each VirtualMachineInstance whose status.nodeName is ``node``, sorted."""
+    """'namespace/name' of each VirtualMachineInstance on ``node``, sorted: its status.nodeName, or the target of a
+    live migration still under way (status.migrationState.targetNode, neither completed nor failed: the fields of
+    KubeVirt v1.9.0's VirtualMachineInstance CRD, status.migrationState), whose guest is about to run there."""
     out = []
     for vmi in vmis or []:
         if not isinstance(vmi, dict):
             continue
         status, meta = vmi.get('status') or {}, vmi.get('metadata') or {}
-        if isinstance(status, dict) and status.get('nodeName') == node:
+        if not isinstance(status, dict):
+            continue
+        migration = status.get('migrationState')
+        arriving = (isinstance(migration, dict) and migration.get('targetNode') == node
+                    and migration.get('completed') is not True and migration.get('failed') is not True)
+        if status.get('nodeName') == node or arriving:
             out.append('%s/%s' % (meta.get('namespace', '?'), meta.get('name', '?')))
     return sorted(out)
 

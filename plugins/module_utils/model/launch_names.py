@@ -452,6 +452,7 @@ RUNTIME = (
     '__reboot_flags',
     '__reboot_left',
     '__reboot_reasons',
+    '__reboot_vm_gate_node',
     '__reboot_vm_gate_vmis',
     '__retire_nodes_read',
     '__retire_os_release',

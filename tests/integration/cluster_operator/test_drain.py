@@ -272,18 +272,10 @@ def test_a_failed_drain_stops_the_rolling_run_before_the_next_host(tmp_path, kub
     assert 'host_prep_serial' in said.split('The rolling run stops here', 1)[1], log
 
 
-def test_a_pool_change_with_a_vm_on_the_node_is_refused_before_the_first_change(tmp_path, kube):
-    # playbooks/host_prep.yml on a host that left the passthrough pool for the container pool: its plan takes back
-    # the IOMMU kernel arguments the collection added (our GRUB drop-in, deleted) and the vfio binding file. A VMI runs
-    # on its node, so the rolling play refuses before its first change, naming the VMI: the kernel arguments are taken
-    # back before the vfio role's own VMI check, so a refusal there alone came after the drop-in was deleted.
+def _container_host_leaving_passthrough(tmp_path):
+    """A host moved from the passthrough pool to the container pool: our GRUB drop-in with the IOMMU arguments and
+    our vfio modprobe file on it, both to be taken back. Returns (inventory, {path: bytes before})."""
     from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline, modprobe
-    vmi = {'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachineInstance',
-           'metadata': {'name': 'guest-0', 'namespace': 'gpu-vms'},
-           'spec': {'domain': {'devices': {'hostDevices': [{'name': 'gpu0', 'deviceName': 'nvidia.com/GA102GL_A10'}]}}},
-           'status': {'nodeName': 'gpu-1', 'phase': 'Running'}}
-    cluster = kube([{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-1'}},
-                    {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpu-vms'}}, vmi])
     etc = tmp_path / 'etc'
     (etc / 'default' / 'grub.d').mkdir(parents=True)
     (etc / 'modprobe.d').mkdir()
@@ -292,7 +284,6 @@ def test_a_pool_change_with_a_vm_on_the_node_is_refused_before_the_first_change(
     dropin.write_text(kernel_cmdline.render_grub_dropin(['intel_iommu=on', 'iommu=pt'], []))
     vfio = etc / 'modprobe.d' / 'gpuvirt-vfio.conf'
     vfio.write_text('# %s\noptions vfio-pci ids=10de:2236\n' % modprobe.VFIO_HEADER)
-    before = {p: p.read_bytes() for p in (dropin, vfio)}
     inventory = tmp_path / 'inventory.yml'
     inventory.write_text(json.dumps({'all': {
         'vars': {'ansible_connection': 'local', 'ansible_become': False},
@@ -304,6 +295,25 @@ def test_a_pool_change_with_a_vm_on_the_node_is_refused_before_the_first_change(
             'vfio_dracut_path': str(etc / 'dracut.conf.d' / 'gpuvirt-vfio.conf'),
             'vfio_initramfs_modules_path': str(etc / 'initramfs-tools' / 'modules'),
             'nouveau_initramfs_dir': str(tmp_path / 'boot'), 'reboot_allowed': False}}}}}}))
+    return inventory, {p: p.read_bytes() for p in (dropin, vfio)}
+
+
+def _gpu_vmi(node):
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachineInstance',
+            'metadata': {'name': 'guest-0', 'namespace': 'gpu-vms'},
+            'spec': {'domain': {'devices': {'hostDevices': [{'name': 'gpu0', 'deviceName': 'nvidia.com/GA102GL_A10'}]}}},
+            'status': {'nodeName': node, 'phase': 'Running'}}
+
+
+def test_a_pool_change_with_a_vm_on_the_node_is_refused_before_the_first_change(tmp_path, kube):
+    # playbooks/host_prep.yml on a host that left the passthrough pool for the container pool: its plan takes back
+    # the IOMMU kernel arguments the collection added (our GRUB drop-in, deleted) and the vfio binding file. A VMI runs
+    # on its node, so the rolling play refuses before its first change, naming the VMI: the kernel arguments are taken
+    # back before the vfio role's own VMI check, so a refusal there alone came after the drop-in was deleted.
+    cluster = kube([{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-1'}},
+                    {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpu-vms'}}, _gpu_vmi('gpu-1')])
+    inventory, before = _container_host_leaving_passthrough(tmp_path)
+    dropin, vfio = sorted(before, key=lambda p: 'modprobe' in str(p))
     rc, log = playbook(tmp_path, os.path.join(ROOT, 'playbooks', 'host_prep.yml'), str(inventory), {
         'gpuvirt_kubeconfig': cluster.kubeconfig, 'gpuvirt_platform': 'kubernetes'})
     assert rc != 0, log
@@ -312,6 +322,24 @@ def test_a_pool_change_with_a_vm_on_the_node_is_refused_before_the_first_change(
     assert 'host_prep_stop_vms: true' in said and 'Nothing was changed' in said, log
     # the plan's take-backs are named, and nothing was changed: both files as they were, the node not cordoned
     assert 'kernel_args remove ' + str(dropin) in said and 'vfio_absent remove ' + str(vfio) in said, log
-    assert {p: p.read_bytes() for p in (dropin, vfio)} == before
+    assert {p: p.read_bytes() for p in before} == before
     assert not cluster.get('v1', 'Node', 'gpu-1')['spec'].get('unschedulable')
+    assert cluster.writes() == [], write_summary(cluster.writes())
+
+
+def test_the_vm_gate_refuses_a_node_name_the_cluster_does_not_have(tmp_path, kube):
+    # The host is gpu-1 in the inventory, its Node gpu-1.example.com (no gpuvirt_node_name given), and a GPU VM runs
+    # there. Matched by the wrong name, no VMI is on "gpu-1" and the gate would pass while the VM loses its GPU at
+    # the next boot; the gate reads the Node first and refuses, naming the fix, before any change.
+    cluster = kube([{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-1.example.com'}},
+                    {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpu-vms'}},
+                    _gpu_vmi('gpu-1.example.com')])
+    inventory, before = _container_host_leaving_passthrough(tmp_path)
+    rc, log = playbook(tmp_path, os.path.join(ROOT, 'playbooks', 'host_prep.yml'), str(inventory), {
+        'gpuvirt_kubeconfig': cluster.kubeconfig, 'gpuvirt_platform': 'kubernetes'})
+    assert rc != 0, log
+    said = ' '.join(log.split())
+    assert 'but the cluster has no node gpu-1, so the VMs that would lose these GPUs cannot be told' in said, log
+    assert 'Set gpuvirt_node_name' in said and 'Nothing was changed' in said, log
+    assert {p: p.read_bytes() for p in before} == before
     assert cluster.writes() == [], write_summary(cluster.writes())

@@ -150,3 +150,37 @@ def test_the_derived_reasons_cannot_be_emptied_from_outside(tmp_path):
     assert rc != 0, out
     assert "reboot_reasons is set ([])" in " ".join(out.split()), out
     assert "nothing pending, no reboot" not in out, out
+
+
+GATE_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: The VM gate
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+        tasks_from: vm_gate
+      vars:
+        reboot_vm_gate_changes: {changes}
+        reboot_vm_gate_check: {check}
+        reboot_vm_gate_allow: false
+        reboot_vm_gate_allow_option: host_prep_stop_vms
+        reboot_node_name: gpu-1
+"""
+
+
+def test_the_vm_gate_off_says_so_when_gpus_would_be_taken(tmp_path):
+    # reboot_drain: false (a host taken for no cluster node) turns the gate off; a run that takes GPUs from the node
+    # says that the VMs were not checked instead of passing silently. No cluster is asked (none is configured here).
+    rc, out = run_play(tmp_path, GATE_PLAY.format(changes='["vfio-pci binding taken back"]', check='false'))
+    assert rc == 0, out
+    said = ' '.join(out.split())
+    assert ('WARNING: localhost: vfio-pci binding taken back; the VirtualMachineInstances on its node are not checked '
+            '(reboot_drain: false') in said, out
+
+
+def test_the_vm_gate_is_silent_with_nothing_to_take(tmp_path):
+    rc, out = run_play(tmp_path, GATE_PLAY.format(changes='[]', check='false'))
+    assert rc == 0, out
+    assert 'are not checked' not in ' '.join(out.split()), out

@@ -114,3 +114,18 @@ def test_a_path_outside_its_directory_is_refused_naming_the_option(monkeypatch, 
     res = run_module(monkeypatch, vfa, dict(paths, dracut_path=str(tmp_path / 'profile.d/x.conf')))
     assert res['failed'] and 'dracut_path' in res['msg'], res
     assert os.path.exists(paths['modprobe_path'])
+
+
+def test_a_vmi_migrating_onto_the_node_counts_until_its_migration_ends():
+    # status.migrationState (KubeVirt v1.9.0 VirtualMachineInstance CRD): targetNode is where the guest is going;
+    # completed / failed end the migration (then nodeName says where the guest runs)
+    def migrating(name, source, target, **state):
+        vmi = _vmi(name, source)
+        vmi['status']['migrationState'] = dict(sourceNode=source, targetNode=target, **state)
+        return vmi
+    vmis = [migrating('going', 'gpu2', 'gpu1'), migrating('done', 'gpu2', 'gpu1', completed=True),
+            migrating('failed', 'gpu2', 'gpu1', failed=True), migrating('leaving', 'gpu1', 'gpu3'),
+            {'metadata': {'name': 'odd', 'namespace': 'vms'}, 'status': {'migrationState': 'junk'}}]
+    assert vfa.vmis_on_node(vmis, 'gpu1') == ['vms/going', 'vms/leaving']
+    assert vfa.vmis_on_node(vmis, 'gpu2') == ['vms/done', 'vms/failed', 'vms/going']
+    assert vfa.vmis_on_node(vmis, 'gpu3') == ['vms/leaving']
