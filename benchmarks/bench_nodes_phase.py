@@ -54,7 +54,9 @@ def inventory(path, hosts):
     doc = {'all': {
         'vars': {'gpuvirt_platform': 'openshift', 'node_labels_vgpu_config_default': 'A10-24Q',
                  # no render session: these plays run outside a render run
-                 'gpuvirt_render_dir': ''},
+                 'gpuvirt_render_dir': '',
+                 # in the inventory: the launch check refuses Ansible's own names as extra variables
+                 'ansible_python_interpreter': sys.executable},
         'children': {group: {'hosts': members} for group, members in hosts.items()}}}
     with open(path, 'w', encoding='utf-8') as handle:
         yaml.safe_dump(doc, handle)
@@ -63,8 +65,7 @@ def inventory(path, hosts):
 def run_phase(server, inv, work):
     """One run of the phase's body; returns (seconds, {verb: count} of the automation's requests, output)."""
     mark = server.audit_mark()
-    extra = {'gpuvirt_cluster_mode': 'apply', 'gpuvirt_kubeconfig': server.kubeconfig_path('automation'),
-             'ansible_python_interpreter': sys.executable}
+    extra = {'gpuvirt_cluster_mode': 'apply', 'gpuvirt_kubeconfig': server.kubeconfig_path('automation')}
     env = dict(os.environ, HOME=work, TMPDIR=work)
     started = time.time()
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', inv,
