@@ -314,10 +314,10 @@ KNOWN = (
 
 RUNTIME = (
     '__cluster_access_fix',
-    '__cluster_detect',
+    '__cluster_access_tried',
     '__cluster_env_kubeconfig',
+    '__cluster_facts',
     '__cluster_gate_needed',
-    '__cluster_hco_crd',
     '__cluster_key',
     '__cluster_kubevirt_crs',
     '__cluster_model',

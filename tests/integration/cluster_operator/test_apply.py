@@ -454,6 +454,9 @@ def test_preflight_fails_when_the_cluster_does_not_answer(tmp_path, kube):
         closed.write_text(handle.read().replace(cluster.server.url, 'https://127.0.0.1:9'))
     rc, log = run(tmp_path, 'preflight', 'preflight-apply', gpuvirt_kubeconfig=str(closed))
     assert rc != 0 and 'Check that the cluster answers' in log, log
+    said = ' '.join(log.split())
+    assert 'The cluster did not answer (gpuvirt_cluster_mode: apply, the default), with gpuvirt_kubeconfig' in said, log
+    assert '127.0.0.1' in said and 'export KUBECONFIG' in said, log
 
 
 # The GPU Operator runs an operand on a node only where its nvidia.com/gpu.deploy.<operand> label is "true", and

@@ -231,6 +231,26 @@ def test_without_any_grant_the_first_read_is_refused_by_name(tmp_path, kube):
     assert cluster.attempts(user=apiserver.LIMITED_USER) == []
 
 
+def test_a_role_without_the_crd_read_is_refused_after_the_cluster_answered(tmp_path, kube):
+    # the cluster role asks in one call whether the cluster answers, then whether it serves HCO's CRD
+    # (gpuvirt_kubevirt_config auto): the first read passes, the second is refused; the message says the cluster
+    # answered and names the read and the grant, not "did not answer" with the kubeconfig's ways out
+    objects = shipped('openshift')
+    for obj in objects:
+        if obj['kind'] == 'ClusterRole':
+            obj['rules'] = [r for r in obj['rules'] if r['resources'] != ['customresourcedefinitions']]
+    cluster = kube(nodes())
+    grant_limited(cluster, objects)
+    rc, log = run_nodes(tmp_path, cluster.server.kubeconfig_path('limited'))
+    assert rc != 0, log
+    said = ' '.join(log.split())
+    assert ('the cluster answered, but the read of CustomResourceDefinition hyperconvergeds.hco.kubevirt.io '
+            'refused (HTTP 403 Forbidden)') in said, log
+    assert 'cannot get resource \\"customresourcedefinitions\\"' in said, log
+    assert 'the "cluster" rows of docs/rbac/README.md' in said and 'The cluster did not answer' not in said, log
+    assert cluster.attempts(user=apiserver.LIMITED_USER) == []
+
+
 def test_a_role_without_node_patch_is_refused_naming_the_verb_and_resource(tmp_path, kube):
     objects = shipped('openshift')
     for obj in objects:

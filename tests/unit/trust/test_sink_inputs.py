@@ -80,6 +80,9 @@ NON_SINKS = {
     # sources the grub defaults file as kernel_cmdline's check mode does) and returns a plan; it checks every path
     # it reads by shape itself
     'gpuvirt.provision.host_plan',
+    # read-only: lists and gets through kubernetes.core's client (the cluster role's reads); checks its apiVersions,
+    # kinds and CRD names by their grammars before any request
+    'gpuvirt.provision.cluster_facts',
 }
 # The filters that check a value (or write a text from values they check) and fail naming the variable.
 CHECKING_FILTERS = {

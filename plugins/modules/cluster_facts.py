@@ -1,0 +1,208 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: cluster_facts
+short_description: Whether the cluster answers, which detection APIs and CRDs it serves, in one read-only call
+version_added: 0.2.0
+description:
+  - The reads of the role P(gpuvirt.provision.cluster#role), one module execution instead of three
+    C(kubernetes.core.k8s_info) calls (each about a second of interpreter, Ansible and kubernetes client start).
+  - First proves that the run's credentials reach the cluster with the read every phase needs - a list of Node
+    with the field selector C(metadata.name=gpuvirt-cluster-check), which matches no node. A failure here returns
+    RV(answered=false) in the failure, with the client's or the server's own words.
+  - Then, per entry of O(apis), whether the server serves that kind (by API discovery, as C(kubernetes.core.k8s_info)
+    sets C(api_found)), and where it does a list of it; then, per name in O(crds), a GET of that
+    CustomResourceDefinition (a 404 is a CRD not served). A refusal of either fails with RV(answered=true), naming
+    the read.
+  - Read-only - sends no write, so it runs the same in check mode.
+  - Checks its own arguments before any request (each apiVersion, kind and CRD name by its grammar).
+  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
+    C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
+    C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment (C(K8S_AUTH_SSL_CA_CERT) for a CA
+    file, for one), the in-cluster service account or C(~/.kube/config).
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  apis:
+    description:
+      - The detection APIs to ask about, each an apiVersion and a kind of it (the platform table's C(detect_api) and
+        C(detect_kind)). Empty asks about none.
+    type: list
+    elements: dict
+    default: []
+  crds:
+    description: The CustomResourceDefinition names to ask about (C(<plural>.<group>)). Empty asks about none.
+    type: list
+    elements: str
+    default: []
+  kubeconfig:
+    description:
+      - The kubeconfig, a path or its content as a dictionary (as kubernetes.core.k8s_info takes it).
+    type: raw
+  context:
+    description: The kubeconfig context to use.
+    type: str
+  validate_certs:
+    description: Verify the API server's certificate (on unless turned off here or by C(K8S_AUTH_VERIFY_SSL)).
+    type: bool
+    aliases: [verify_ssl]
+requirements:
+  - kubernetes (the Python client) and the kubernetes.core collection
+attributes:
+  check_mode:
+    description: Reads only; the same requests as a real run.
+    support: full
+  diff_mode:
+    description: Nothing changes, so there is no diff.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Check that the cluster answers, which platform it is and whether it serves HCO's CRD
+  gpuvirt.provision.cluster_facts:
+    apis:
+      - api_version: config.openshift.io/v1
+        kind: ClusterVersion
+    crds:
+      - hyperconvergeds.hco.kubevirt.io
+  register: facts
+'''
+
+RETURN = r'''
+answered:
+  description: Whether the cluster answered the first read (also returned, false or true, when the call fails).
+  returned: always
+  type: bool
+served_apis:
+  description: The apiVersions of O(apis) whose kind the server serves, in the order asked.
+  returned: success
+  type: list
+  elements: str
+  sample: [config.openshift.io/v1]
+served_crds:
+  description: The names of O(crds) the server serves, in the order asked.
+  returned: success
+  type: list
+  elements: str
+  sample: [hyperconvergeds.hco.kubevirt.io]
+'''
+
+import json
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import cluster_facts as cf
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_apply import Refused
+
+try:
+    # kubernetes.core's client: the cluster access of its modules, by the same rules
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+    K8S_CORE_ERROR = None
+except ImportError:
+    K8S_CORE_ERROR = traceback.format_exc()
+
+try:
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config import ConfigException
+    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
+    from kubernetes.dynamic.exceptions import ResourceNotUniqueError
+    from urllib3.exceptions import HTTPError as ConnectionProblem
+    KUBERNETES_ERROR = None
+except ImportError:
+    KUBERNETES_ERROR = traceback.format_exc()
+
+
+class Requests(object):
+    """The module's side of cluster_facts.Client: the reads through kubernetes.core's client."""
+
+    def __init__(self, k8s):
+        self.k8s = k8s
+
+    def resource(self, api_version, kind):
+        """The kind's resource, or None where discovery finds no exact match (k8s_info's api_found false)."""
+        try:
+            return self.k8s.resource(kind, api_version)
+        except (ResourceNotFoundError, ResourceNotUniqueError):
+            return None
+        except DynamicApiError as exc:
+            raise Refused(exc.status, exc.reason, to_text(exc.body))
+        except ApiException as exc:
+            raise Refused(exc.status, exc.reason, to_text(exc.body))
+        except ConnectionProblem as exc:
+            raise Refused(None, to_text(exc))
+
+    def _get(self, resource, **params):
+        try:
+            answer = self.k8s.client.get(resource, serialize=False, **params)
+        except DynamicApiError as exc:
+            raise Refused(exc.status, exc.reason, to_text(exc.body))
+        except ConnectionProblem as exc:
+            raise Refused(None, to_text(exc))
+        return json.loads(to_text(answer.data))
+
+    def list_objects(self, api_version, kind, field_selector):
+        resource = self.resource(api_version, kind)
+        if resource is None:
+            return None
+        params = {'field_selector': field_selector} if field_selector else {}
+        return self._get(resource, **params).get('items') or []
+
+    def get_object(self, api_version, kind, name):
+        resource = self.resource(api_version, kind)
+        if resource is None:
+            raise Refused(None, 'the API server serves no %s %s' % (api_version, kind))
+        try:
+            return self._get(resource, name=name)
+        except Refused as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            apis=dict(type='list', elements='dict', default=[]),
+            crds=dict(type='list', elements='str', default=[]),
+            kubeconfig=dict(type='raw', no_log=True),
+            context=dict(type='str'),
+            validate_certs=dict(type='bool', aliases=['verify_ssl']),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        apis = cf.checked_apis(params['apis'])
+        crds = cf.checked_crds(params['crds'])
+    except ManifestError as exc:
+        module.fail_json(msg=str(exc), answered=False)
+    if KUBERNETES_ERROR:
+        module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_ERROR, answered=False)
+    if K8S_CORE_ERROR:
+        module.fail_json(msg=missing_required_lib('the kubernetes.core collection (galaxy.yml dependencies)'),
+                         exception=K8S_CORE_ERROR, answered=False)
+    try:
+        k8s = get_api_client(kubeconfig=params['kubeconfig'], context=params['context'],
+                             validate_certs=params['validate_certs'])
+        requests = Requests(k8s)
+        facts = cf.read_facts(cf.Client(requests.list_objects, requests.get_object), apis, crds)
+    except (CoreException, ConfigException, ConnectionProblem) as exc:
+        # the client's own words: no kubeconfig, no such context, a connection it could not open
+        module.fail_json(msg=to_text(exc), answered=False)
+    except cf.FactsError as exc:
+        module.fail_json(msg=str(exc), answered=exc.answered)
+    module.exit_json(changed=False, **facts)
+
+
+if __name__ == '__main__':
+    main()
