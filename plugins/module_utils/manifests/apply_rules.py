@@ -159,8 +159,9 @@ def _check_namespace(obj):
 
 
 def _decoded_files(config, where):
-    files = (config.get('storage') or {}).get('files') or [] if isinstance(config.get('storage'), dict) else None
-    if files is None or not isinstance(files, list):
+    storage = config.get('storage', {})
+    files = storage.get('files', []) if isinstance(storage, dict) else None
+    if not isinstance(files, list):
         raise RuleError('%s: its storage.files is not a list' % where)
     out = {}
     for entry in files:
