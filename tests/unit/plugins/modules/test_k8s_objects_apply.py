@@ -261,3 +261,30 @@ def test_the_reviews_objects_are_refused_through_the_module(monkeypatch):
     res = run_module(monkeypatch, k8s_objects_apply, dict(NOWHERE, definitions=[kube_system],
                                                            namespaces={'operator': 'kube-system'}))
     assert res['failed'] and 'kube-system is a namespace of the platform itself' in res['msg'], res['msg']
+
+
+def test_server_warnings_of_a_list_holding_a_credential_are_counted_not_shown(monkeypatch):
+    """ansible-core prints a result's warnings even under no_log, and an API server warning may quote a field. The
+    server here is a stand-in for kubernetes.core's client (the requests are the module's own glue; what they send
+    to a real API server: tests/integration/cluster_operator/test_k8s_objects_apply.py)."""
+    said = 'unknown field "stringData.czNjcjN0LXZhbHVl"'
+
+    def send(self, obj, dry_run):
+        # one warning per object, each kept once, as Requests.send keeps them
+        warning = '%s of %s' % (said, obj['kind'])
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+        return dict(obj, metadata=dict(obj['metadata'], resourceVersion='1'))
+    monkeypatch.setattr(k8s_objects_apply, 'get_api_client', lambda **_kw: object())
+    monkeypatch.setattr(k8s_objects_apply.Requests, 'read', lambda self, obj: None)
+    monkeypatch.setattr(k8s_objects_apply.Requests, 'send', send)
+    secret = {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dockerconfigjson',
+              'metadata': {'name': 'pull', 'namespace': 'gpu'}, 'stringData': {'.dockerconfigjson': 'czNjcjN0LXZhbHVl'}}
+    res = run_module(monkeypatch, k8s_objects_apply, dict(NOWHERE, definitions=[CM, secret],
+                                                           namespaces={'operator': 'gpu'}))
+    assert not res['failed'] and res['changed'], res
+    assert res['warnings'] == ['2 server warnings hidden (the list holds a credential)'], res['warnings']
+    assert 'czNjcjN0LXZhbHVl' not in repr(res)
+    # a list without a credential shows them as the server sent them
+    res = run_module(monkeypatch, k8s_objects_apply, dict(NOWHERE, definitions=[CM], namespaces={'operator': 'gpu'}))
+    assert res['warnings'] == [said + ' of ConfigMap'], res
