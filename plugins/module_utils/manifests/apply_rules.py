@@ -58,8 +58,8 @@ FIXED = {'nfd': gop.NFD_NAMESPACE}
 # the platform's own namespaces: never declared (a Secret or ConfigMap there is the cluster's, not ours)
 PLATFORM_NAMESPACES = ('kube-system', 'kube-public', 'kube-node-lease')
 PLATFORM_PREFIXES = ('kube-', 'openshift-')
-# the openshift-* namespaces the collection writes to: OpenShift Virtualization's (HyperConverged) and NFD's
-ALLOWED_PLATFORM = {'kubevirt': (hco.HCO_NAMESPACE,), 'nfd': (gop.NFD_NAMESPACE,)}
+# the openshift-* namespace a caller may declare: OpenShift Virtualization's (HyperConverged); NFD's is fixed
+ALLOWED_PLATFORM = {'kubevirt': (hco.HCO_NAMESPACE,)}
 
 _DNS_LABEL = re.compile(r'[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?')
 _DNS_SUBDOMAIN = re.compile(r'(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')
