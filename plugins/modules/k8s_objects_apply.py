@@ -24,11 +24,16 @@ description:
     object.
   - Checks every object before any request, whatever the task passed (a mapping with an C(apiVersion), a
     C(kind), a C(metadata.name) that is a DNS-1123 subdomain, a C(metadata.namespace), when given, a DNS-1123
-    label; no list kind).
+    label; no list kind), then against a fixed table of the objects the collection's roles build (module_utils
+    C(manifests/apply_rules.py)) - its C(apiVersion) and C(kind) exactly so spelled, cluster-scoped or in a
+    namespace of O(namespaces) for the row's namespace role, its name pattern, and for a MachineConfig or
+    MachineConfigPool its whole content, which must equal what the collection's builder makes from the object's
+    own decoded inputs. RBAC objects, a Secret other than a registry pull Secret in the operator namespace, and
+    any kind no role builds are refused, naming the object and the rule; nothing is sent.
   - A list that may hold a credential (a Secret, in any spelling, or a list kind; the filter
     P(gpuvirt.provision.k8s_holds_secret#filter)) returns no object content, no diff and no server message, only each
-    object's kind, namespace, name and what was done. The task still needs a literal C(no_log), as the definitions
-    are its arguments.
+    object's kind, namespace, name and what was done, and the API server's warnings only counted. The task still
+    needs a literal C(no_log), as the definitions are its arguments.
   - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
     C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
     C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment, the in-cluster service account or
@@ -41,8 +46,20 @@ options:
     type: list
     elements: dict
     required: true
+  namespaces:
+    description:
+      - The namespaces this call may write to, per namespace role of the table - C(operator) (the GPU
+        Operator's - its Namespace, OLM objects, pull Secret and vGPU device ConfigMap), C(kubevirt) (the KubeVirt
+        CR or HyperConverged) and C(workload) (the smoke VM, the DRA claim templates); each a namespace or a list.
+      - Each must be a DNS-1123 label and none of the platform's own (C(kube-system), C(kube-public),
+        C(kube-node-lease), C(kube-*), C(openshift-*) but C(openshift-cnv) for C(kubevirt)). The Node Feature
+        Discovery namespace (C(openshift-nfd)) is fixed in the table. A cluster-scoped object needs none.
+    type: dict
+    default: {}
   field_manager:
-    description: The server-side apply field manager.
+    description:
+      - The server-side apply field manager, C(gpuvirt-provision) or C(gpuvirt-provision-<part>) (lower-case
+        letters, digits and C(-), at most 40), so that the collection's fields are always told apart from others'.
     type: str
     default: gpuvirt-provision
   force_conflicts:
@@ -108,6 +125,8 @@ EXAMPLES = r'''
           namespace: nvidia-gpu-operator
         data:
           config.yaml: "version: v1"
+    namespaces:
+      operator: nvidia-gpu-operator
     field_manager: gpuvirt-provision
 '''
 
@@ -157,6 +176,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import apply_rules
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_apply as ka
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 
@@ -263,6 +283,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             definitions=dict(type='list', elements='dict', required=True),
+            namespaces=dict(type='dict', default={}),
             field_manager=dict(type='str', default='gpuvirt-provision'),
             force_conflicts=dict(type='bool', default=False),
             dry_run=dict(type='bool', default=False),
@@ -281,9 +302,8 @@ def main():
     # registered result free of it too)
     module_args = {'invocation': {'module_args': ka.echoed_arguments(params)}}
     try:
-        objects = ka.checked_objects(params['definitions'])
-        if not params['field_manager']:
-            raise ManifestError('field_manager: empty; the server-side apply needs a field manager name')
+        objects = ka.checked_objects(params['definitions'], params['namespaces'])
+        apply_rules.check_field_manager(params['field_manager'])
     except ManifestError as exc:
         module.fail_json(msg=str(exc), **module_args)
     if not objects:
@@ -303,14 +323,15 @@ def main():
     requests = Requests(k8s, params, warnings)
     client = ka.Client(requests.read, requests.dry_run, requests.apply, requests.wait)
     try:
-        records, diffs = ka.apply_objects(objects, client, preview_only=preview, wait=params['wait'],
-                                          diff=module._diff)
+        records, diffs = ka.apply_objects(objects, client, params['namespaces'], preview_only=preview,
+                                          wait=params['wait'], diff=module._diff)
     except ka.ApplyError as exc:
-        for warning in warnings:
+        for warning in ka.shown_warnings(objects, warnings):
             module.warn(warning)
         module.fail_json(msg=str(exc), objects=exc.records,
                          applied=[r['name'] for r in exc.records if r['applied']], **module_args)
-    for warning in warnings:
+    # ansible-core prints a result's warnings even under no_log: a list holding a credential gets their count only
+    for warning in ka.shown_warnings(objects, warnings):
         module.warn(warning)
     changed = [r for r in records if r['changed']]
     result = dict(changed=bool(changed), objects=records, applied=[r['name'] for r in records if r['applied']],

@@ -18,7 +18,9 @@ found"): the Namespace is in this same list (sent before it, as a dry run only),
 call's list. That object would be created: it counts as a change. Outside a preview, a Namespace from an earlier
 call exists by now, so the refusal stands.
 
-Every object is checked before any request (the sink checks its own input, whatever the task passed). A list
+Every object is checked before any request (the sink checks its own input, whatever the task passed): by its
+Kubernetes grammar here, then by apply_rules' table of the objects the collection applies (its kind, scope,
+namespace, name, and for a MachineConfig its whole content, rebuilt by the collection's builder). A list
 that may hold a credential (model.credentials) returns no object content and no diff, only each object's kind,
 namespace, name and what was done.
 """
@@ -28,7 +30,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_compare
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import apply_rules, k8s_compare
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import credentials, validators
 
@@ -114,15 +116,37 @@ def _check_one(index, obj):
     return None
 
 
-def checked_objects(objects):
+def checked_objects(objects, namespaces=None):
     """``objects`` when every one is a complete object whose apiVersion, kind, name and namespace fit their
-    Kubernetes grammars; else ManifestError naming each bad one by its number."""
+    Kubernetes grammars and apply_rules' table admits it in ``namespaces`` (the caller's declared namespaces,
+    ``{operator|kubevirt|workload: [namespace, ...]}``; None: none declared); else ManifestError naming each bad
+    one by its number and the rule it breaks."""
     if not isinstance(objects, list):
         raise ManifestError('definitions: expected a list of Kubernetes objects, got a %s' % type(objects).__name__)
-    problems = [p for p in (_check_one(i, obj) for i, obj in enumerate(objects)) if p]
+    try:
+        declared = apply_rules.checked_namespaces(namespaces)
+    except apply_rules.RuleError as exc:
+        raise ManifestError('%s; nothing was sent.' % exc)
+    problems = []
+    for index, obj in enumerate(objects):
+        found = _check_one(index, obj)
+        problems.append(found or apply_rules.problem(index, obj, declared))
+    problems = [p for p in problems if p]
+    if any(apply_rules.NOT_IN_TABLE in p for p in problems):
+        problems.append('the collection applies only %s' % apply_rules.table_text())
     if problems:
         raise ManifestError('%s; nothing was sent. Fix the caller\'s object list.' % '; '.join(problems))
     return objects
+
+
+def shown_warnings(objects, warnings):
+    """The server's warnings as the module may return them: for a list that may hold a credential, one line
+    counting them (a warning may quote a field of the object, and ansible-core prints a result's warnings even
+    under no_log)."""
+    if warnings and credentials.any_holds_credential(objects):
+        return ['%d server warning%s hidden (the list holds a credential)'
+                % (len(warnings), '' if len(warnings) == 1 else 's')]
+    return list(warnings)
 
 
 def record(obj, changed, applied):
@@ -147,8 +171,9 @@ def _refusal(what, obj, exc, secret=False):
     return '%s of %s refused (%s)%s' % (what, label(obj), status, text)
 
 
-def apply_objects(objects, client, preview_only=False, wait=False, diff=False):
-    """Apply ``objects`` (checked: ``checked_objects``) through ``client`` (Client). ``preview_only``: dry runs only
+def apply_objects(objects, client, namespaces, preview_only=False, wait=False, diff=False):
+    """Apply ``objects`` through ``client`` (Client), each checked first (``checked_objects`` in ``namespaces``:
+    nothing is sent when one is refused). ``preview_only``: dry runs only
     (check mode, k8s_objects_dry_run). Returns ``(records, diffs)``: per object, in order, its kind, namespace,
     name, ``changed`` (the dry run shows a change; after an apply, the server's answer differs from the stored
     object) and ``applied`` (applied for real and changed), plus its ``diff`` when ``diff`` and the list holds no
@@ -156,6 +181,7 @@ def apply_objects(objects, client, preview_only=False, wait=False, diff=False):
 
     Raises ApplyError: a read or dry run refused (nothing applied; every refused object named), or an apply
     refused or a wait timed out (the objects applied before it and those not sent named)."""
+    checked_objects(objects, namespaces)
     secret = credentials.any_holds_credential(objects)
     show_diff = diff and not secret
     creates = set(obj['metadata']['name'] for obj in objects if obj.get('kind') == 'Namespace')

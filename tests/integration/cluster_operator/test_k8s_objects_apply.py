@@ -34,6 +34,8 @@ SECRET = {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dockercon
           'metadata': {'name': 'gpuvirt-vgpu-pull', 'namespace': 'nvidia-gpu-operator'},
           'stringData': {'.dockerconfigjson': json.dumps({'auths': {'r.example': {'auth': PASSWORD}}})}}
 # what a launcher could pass to switch a protection off, if any read a variable (tests/unit/roles/test_k8s_objects.py)
+# the namespaces the gpu_operator role declares for its lists (k8s_objects_namespaces)
+OPERATOR = {'k8s_objects_namespaces': {'operator': 'nvidia-gpu-operator'}}
 SWITCH_OFF = ['-e', 'k8s_objects_no_log=false',
               '-e', json.dumps({'__k8s_objects_flags': {'no_log': False, 'force_conflicts': False, 'wait': False,
                                                         'dry_run': False}})]
@@ -66,7 +68,7 @@ def result(out):
 def test_only_what_changes_is_written_and_a_second_run_writes_nothing(tmp_path, kube):
     cluster = kube()
     objects = [NAMESPACE, CONFIGMAP, OPERATOR_GROUP]
-    rc, out = run_role(tmp_path, cluster.kubeconfig, objects)
+    rc, out = run_role(tmp_path, cluster.kubeconfig, objects, **OPERATOR)
     assert rc == 0, out
     # the Namespace is there already (the RBAC file makes it): the dry run shows no change, so it is not sent
     assert write_summary(cluster.attempts()) == ['patch configmaps nvidia-gpu-operator/gpuvirt-vgpu-devices-config',
@@ -79,7 +81,7 @@ def test_only_what_changes_is_written_and_a_second_run_writes_nothing(tmp_path, 
     assert [m['manager'] for m in stored['metadata']['managedFields']] == ['gpuvirt-provision']
 
     mark = cluster.now()
-    rc, out = run_role(tmp_path, cluster.kubeconfig, objects)
+    rc, out = run_role(tmp_path, cluster.kubeconfig, objects, **OPERATOR)
     assert rc == 0, out
     assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
     assert len(cluster.dry_runs(since=mark)) == 3
@@ -88,12 +90,27 @@ def test_only_what_changes_is_written_and_a_second_run_writes_nothing(tmp_path, 
     # --check --diff: what would change, as a dry run only
     mark = cluster.now()
     edited = dict(CONFIGMAP, data={'config.yaml': 'version: v2\n'})
-    rc, out = run_role(tmp_path, cluster.kubeconfig, [NAMESPACE, edited, OPERATOR_GROUP], '--check', '--diff')
+    rc, out = run_role(tmp_path, cluster.kubeconfig, [NAMESPACE, edited, OPERATOR_GROUP], '--check', '--diff',
+                       **OPERATOR)
     assert rc == 0, out
     assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
     assert recap(out)['changed'] == '1' and result(out) == [], out
     # the diff of the one object that would change
     assert 'version: v2' in out and 'ConfigMap/nvidia-gpu-operator/gpuvirt-vgpu-devices-config' in out, out
+
+    # an object outside the module's table (the outside review's ClusterRoleBinding) stops the list before any
+    # request, not even a read or a dry run; so does the ConfigMap in a namespace the call does not declare
+    binding = {'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'ClusterRoleBinding', 'metadata': {'name': 'pwn'},
+               'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': 'cluster-admin'},
+               'subjects': [{'kind': 'ServiceAccount', 'name': 'default', 'namespace': 'nvidia-gpu-operator'}]}
+    mark = cluster.now()
+    rc, out = run_role(tmp_path, cluster.kubeconfig, [CONFIGMAP, binding], **OPERATOR)
+    assert rc != 0 and 'ClusterRoleBinding pwn): rbac.authorization.k8s.io/v1 ClusterRoleBinding is not an object ' \
+        'the collection applies' in out, out
+    rc, out = run_role(tmp_path, cluster.kubeconfig, [CONFIGMAP],
+                       k8s_objects_namespaces={'operator': 'gpuvirt-objects-other'})
+    assert rc != 0 and 'goes in the operator namespace (gpuvirt-objects-other)' in out, out
+    assert cluster.attempts(since=mark) == [] and cluster.dry_runs(since=mark) == []
 
 
 def test_a_namespace_the_list_creates_comes_first_and_a_missing_one_stops_the_list(tmp_path, kube):
@@ -103,18 +120,19 @@ def test_a_namespace_the_list_creates_comes_first_and_a_missing_one_stops_the_li
     config = dict(CONFIGMAP, metadata={'name': 'cfg', 'namespace': 'gpuvirt-objects-test'})
     elsewhere = dict(CONFIGMAP, metadata={'name': 'cfg', 'namespace': 'gpuvirt-objects-elsewhere'})
     # a preview: the Namespace may come from an earlier call's list, so both would be created
-    rc, out = run_role(tmp_path, admin, [config, elsewhere], '--check')
+    declared = {'k8s_objects_namespaces': {'operator': ['gpuvirt-objects-test', 'gpuvirt-objects-elsewhere']}}
+    rc, out = run_role(tmp_path, admin, [config, elsewhere], '--check', **declared)
     assert rc == 0, out
     assert recap(out)['changed'] == '1', out
     # a run that applies: nothing creates gpuvirt-objects-elsewhere, so the list stops before any write
     mark = cluster.now()
-    rc, out = run_role(tmp_path, admin, [namespace, config, elsewhere])
+    rc, out = run_role(tmp_path, admin, [namespace, config, elsewhere], **declared)
     assert rc != 0, out
     assert 'the server-side dry run of ConfigMap/gpuvirt-objects-elsewhere/cfg refused (HTTP 404' in out, out
     assert 'ConfigMap/gpuvirt-objects-test/cfg refused' not in out, out
     assert cluster.attempts(since=mark, user='admin') == [], write_summary(cluster.attempts(since=mark, user='admin'))
     mark = cluster.now()
-    rc, out = run_role(tmp_path, admin, [namespace, config])
+    rc, out = run_role(tmp_path, admin, [namespace, config], **declared)
     assert rc == 0, out
     assert write_summary(cluster.attempts(since=mark, user='admin')) == [
         'patch namespaces -/gpuvirt-objects-test', 'patch configmaps gpuvirt-objects-test/cfg']
@@ -125,7 +143,7 @@ def test_a_secret_is_applied_once_and_never_shown_whatever_the_extra_variables_s
     for _round in range(2):
         mark = cluster.now()
         rc, out = run_role(tmp_path, cluster.kubeconfig, [SECRET], *(SWITCH_OFF + ['-vvv', '--diff']),
-                           k8s_objects_wait=True, k8s_objects_wait_timeout=30)
+                           k8s_objects_wait=True, k8s_objects_wait_timeout=30, **OPERATOR)
         assert rc == 0, out
         assert PASSWORD not in out
         writes = write_summary(cluster.attempts(since=mark))

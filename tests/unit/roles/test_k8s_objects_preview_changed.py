@@ -23,11 +23,12 @@ TASK_FILES = ('apply.yml', 'apply_secret.yml')
 
 STORED = {'apiVersion': 'v1', 'kind': 'ConfigMap',
           'metadata': {'name': 'cfg', 'namespace': 'gpu', 'resourceVersion': '7', 'managedFields': [{'manager': 'x'}]},
-          'data': {'a': '1'}}
-WANTED = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cfg', 'namespace': 'gpu'}, 'data': {'a': '2'}}
+          'data': {'config.yaml': '1'}}
+WANTED = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cfg', 'namespace': 'gpu'},
+          'data': {'config.yaml': '2'}}
 NAMESPACE = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpu'}}
 # what the API server answers a dry run of WANTED: the stored object with the new data (and its own bookkeeping)
-DRY_RUN = dict(STORED, data={'a': '2'}, metadata=dict(STORED['metadata'], resourceVersion='8'))
+DRY_RUN = dict(STORED, data={'config.yaml': '2'}, metadata=dict(STORED['metadata'], resourceVersion='8'))
 SAME = dict(STORED, metadata=dict(STORED['metadata'], resourceVersion='8', managedFields=[{'manager': 'y'}]))
 # the server's NotFound for an object whose Namespace does not exist yet (its Status body as sent)
 PENDING_BODY = ('{"kind":"Status","status":"Failure","reason":"NotFound",'
@@ -51,7 +52,7 @@ def _run(answer, stored, preview_only, objects=(WANTED,)):
         applied.append(obj['kind'])
         return copy.deepcopy(answer if obj is WANTED and not isinstance(answer, Exception) else obj)
     records, _diffs = k8s_apply.apply_objects(list(objects), k8s_apply.Client(read, dry_run, apply),
-                                              preview_only=preview_only)
+                                              {'operator': 'gpu'}, preview_only=preview_only)
     return records, applied
 
 

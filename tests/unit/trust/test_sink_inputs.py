@@ -54,8 +54,10 @@ OWN_SINKS = {
     'gpuvirt.provision.owned_files_absent',
     # checks every patch itself (node name, label keys and values, the owned-labels record) before any request
     'gpuvirt.provision.node_labels_apply',
-    # checks every object itself (apiVersion, kind, name and namespace by their grammars, no list kind) before any
-    # request; sends only server-side applies (dry runs first) under the field manager it is given
+    # checks every object itself (apiVersion, kind, name and namespace by their grammars, no list kind) and against
+    # its table of what the roles build (kind, scope, declared namespace, name; a MachineConfig's whole content
+    # rebuilt by the collection's builder) before any request; sends only server-side applies (dry runs first) under
+    # a field manager of the collection's grammar (test_k8s_objects_apply_checks_the_content_it_is_given)
     'gpuvirt.provision.k8s_objects_apply',
 }
 NON_SINKS = {
@@ -347,3 +349,28 @@ def test_a_sink_reading_a_checked_fact_is_found_and_its_decision_too():
 """)
     assert findings({'t.yml': doc}) == {('t.yml', 'Write'): {'__x_checked', 'x_text'},
                                         ('t.yml', 'Run'): {'__x_checked'}}
+
+
+def test_k8s_objects_apply_checks_the_content_it_is_given():
+    """OWN_SINKS says k8s_objects_apply checks its own input: what an earlier task's registered result could be
+    replaced by (the outside review's objects) is refused by the sink itself, before any request, while what the
+    builders make passes (every role's: tests/unit/plugins/modules/test_k8s_objects_apply.py)."""
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_apply, machineconfig as mc
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
+    sent = []
+    client = k8s_apply.Client(lambda o: sent.append(o), lambda o: sent.append(o), lambda o: sent.append(o))
+    built = mc.build_machineconfig('gpu', mc.iommu_kernel_args('intel'), True)
+    hostile = [
+        {'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'ClusterRoleBinding', 'metadata': {'name': 'pwn'},
+         'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': 'cluster-admin'}},
+        dict(built, spec=dict(built['spec'], config=dict(built['spec']['config'], systemd={'units': [
+            {'name': 'x.service', 'enabled': True, 'contents': '[Service]\nExecStart=/bin/sh -c id\n'}]}))),
+        mc.build_machineconfig('worker', mc.iommu_kernel_args('intel'), True, name='00-worker'),
+        {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x', 'namespace': 'kube-system'},
+         'data': {'config.yaml': ''}},
+    ]
+    for obj in hostile:
+        with pytest.raises(ManifestError):
+            k8s_apply.apply_objects([obj], client, {'operator': 'nvidia-gpu-operator'})
+    assert sent == []
+    assert k8s_apply.checked_objects([built]) == [built]

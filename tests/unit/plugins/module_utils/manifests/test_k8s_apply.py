@@ -13,9 +13,12 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 
 NS = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'gpu'}}
-CM = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cfg', 'namespace': 'gpu'}, 'data': {'a': '2'}}
-SECRET = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'pull', 'namespace': 'gpu'},
-          'stringData': {'password': 's3cr3t-value'}}
+CM = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cfg', 'namespace': 'gpu'},
+      'data': {'config.yaml': '2'}}
+SECRET = {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dockerconfigjson',
+          'metadata': {'name': 'pull', 'namespace': 'gpu'}, 'stringData': {'.dockerconfigjson': 's3cr3t-value'}}
+# the namespaces the caller declares (the gpu_operator role: its operator namespace)
+DECLARED = {'operator': ['gpu']}
 # the API server's NotFound for an object whose Namespace does not exist (its Status body as sent)
 NS_MISSING = ('{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"namespaces \\"gpu\\" not '
               'found","reason":"NotFound","details":{"name":"gpu","kind":"namespaces"},"code":404}')
@@ -77,12 +80,12 @@ class Server(object):
 def test_only_what_would_change_is_applied_and_a_second_run_applies_nothing():
     same = dict(CM, metadata={'name': 'same', 'namespace': 'gpu'})
     server = Server([stored(NS), stored(same)])
-    records = ka.apply_objects([NS, CM, same], server.client())[0]
+    records = ka.apply_objects([NS, CM, same], server.client(), DECLARED)[0]
     assert server.writes() == ['ConfigMap/gpu/cfg']
     assert [(r['name'], r['changed'], r['applied']) for r in records] == [
         ('gpu', False, False), ('cfg', True, True), ('same', False, False)]
     server.sent = []
-    records = ka.apply_objects([NS, CM, same], server.client())[0]
+    records = ka.apply_objects([NS, CM, same], server.client(), DECLARED)[0]
     assert server.writes() == [] and not any(r['changed'] for r in records)
     # every object read and dry-run, each once, in order
     assert server.sent == [('read', 'Namespace//gpu'), ('read', 'ConfigMap/gpu/cfg'), ('read', 'ConfigMap/gpu/same'),
@@ -92,18 +95,18 @@ def test_only_what_would_change_is_applied_and_a_second_run_applies_nothing():
 
 def test_preview_sends_dry_runs_only_and_reports_what_would_change():
     server = Server([stored(CM, rv='3')])
-    changed = dict(CM, data={'a': '3'})
-    records, diffs = ka.apply_objects([changed], server.client(), preview_only=True, diff=True)
+    changed = dict(CM, data={'config.yaml': '3'})
+    records, diffs = ka.apply_objects([changed], server.client(), DECLARED, preview_only=True, diff=True)
     assert server.writes() == []
     assert records[0]['changed'] is True and records[0]['applied'] is False
-    assert diffs == [{'before': {'data': {'a': '2'}, 'metadata': {'resourceVersion': '3'}},
-                      'after': {'data': {'a': '3'}, 'metadata': {'resourceVersion': '4'}},
+    assert diffs == [{'before': {'data': {'config.yaml': '2'}, 'metadata': {'resourceVersion': '3'}},
+                      'after': {'data': {'config.yaml': '3'}, 'metadata': {'resourceVersion': '4'}},
                       'before_header': 'ConfigMap/gpu/cfg', 'after_header': 'ConfigMap/gpu/cfg'}]
 
 
 def test_an_object_in_a_namespace_the_list_creates_is_applied_after_it():
     server = Server(namespaces=set())
-    records = ka.apply_objects([NS, CM], server.client())[0]
+    records = ka.apply_objects([NS, CM], server.client(), DECLARED)[0]
     assert server.writes() == ['Namespace//gpu', 'ConfigMap/gpu/cfg']
     assert all(r['applied'] for r in records)
 
@@ -111,13 +114,13 @@ def test_an_object_in_a_namespace_the_list_creates_is_applied_after_it():
 def test_a_missing_namespace_the_list_does_not_create_stops_a_run_that_applies_before_any_write():
     server = Server(namespaces=set())
     with pytest.raises(ka.ApplyError) as err:
-        ka.apply_objects([CM], server.client())
+        ka.apply_objects([CM], server.client(), DECLARED)
     assert str(err.value).startswith('the server-side dry run of ConfigMap/gpu/cfg refused (HTTP 404 Not Found): '
                                      '{"kind":"Status"'), str(err.value)
     assert str(err.value).endswith('nothing was applied.')
     assert server.writes() == []
     # a preview: an earlier call's list would have created it
-    records = ka.apply_objects([CM], server.client(), preview_only=True)[0]
+    records = ka.apply_objects([CM], server.client(), DECLARED, preview_only=True)[0]
     assert records[0]['changed'] is True and server.writes() == []
 
 
@@ -126,7 +129,7 @@ def test_every_refused_dry_run_is_named_and_nothing_is_applied():
     server = Server(refuse={('dry-run', 'ConfigMap/gpu/cfg'): (422, 'Unprocessable Entity', 'invalid'),
                             ('dry-run', 'ConfigMap/gpu/other'): (403, 'Forbidden', 'forbidden')})
     with pytest.raises(ka.ApplyError) as err:
-        ka.apply_objects([NS, CM, other], server.client())
+        ka.apply_objects([NS, CM, other], server.client(), DECLARED)
     assert 'ConfigMap/gpu/cfg refused (HTTP 422' in str(err.value)
     assert 'ConfigMap/gpu/other refused (HTTP 403' in str(err.value)
     assert server.writes() == []
@@ -136,7 +139,7 @@ def test_a_refused_apply_stops_naming_what_was_applied_and_what_was_not_sent():
     second = dict(CM, metadata={'name': 'second', 'namespace': 'gpu'})
     server = Server(refuse={('apply', 'ConfigMap/gpu/cfg'): (409, 'Conflict', 'conflict')})
     with pytest.raises(ka.ApplyError) as err:
-        ka.apply_objects([NS, CM, second], server.client())
+        ka.apply_objects([NS, CM, second], server.client(), DECLARED)
     assert str(err.value) == ('the apply of ConfigMap/gpu/cfg refused (HTTP 409 Conflict): conflict; applied before '
                               'it: Namespace//gpu; not sent: ConfigMap/gpu/second.')
     assert server.writes() == ['Namespace//gpu', 'ConfigMap/gpu/cfg']
@@ -151,27 +154,27 @@ def test_wait_is_asked_for_each_applied_object_only_and_a_timeout_stops_the_call
         return obj['metadata']['name'] != 'cfg', 4
     server = Server([stored(NS)])
     with pytest.raises(ka.ApplyError) as err:
-        ka.apply_objects([NS, CM, dict(CM, metadata={'name': 'z', 'namespace': 'gpu'})], server.client(wait),
+        ka.apply_objects([NS, CM, dict(CM, metadata={'name': 'z', 'namespace': 'gpu'})], server.client(wait), DECLARED,
                          wait=True)
     assert waited == ['ConfigMap/gpu/cfg']  # the Namespace was not applied: nothing to wait for
     assert str(err.value).startswith('"ConfigMap" "cfg": Timed out waiting on resource (ConfigMap/gpu/cfg, applied, '
                                      'not ready after 4 s); applied before it: none; not sent: ConfigMap/gpu/z.')
     # no wait asked: none made
     waited[:] = []
-    ka.apply_objects([dict(CM, data={'b': '1'})], Server().client(wait))
+    ka.apply_objects([dict(CM, data={'config.yaml': 'b'})], Server().client(wait), DECLARED)
     assert waited == []
 
 
 def test_a_list_holding_a_secret_returns_no_content_no_diff_and_no_server_message():
     server = Server([stored(NS)])
-    records, diffs = ka.apply_objects([NS, SECRET], server.client(), diff=True)
+    records, diffs = ka.apply_objects([NS, SECRET], server.client(), DECLARED, diff=True)
     assert diffs == [] and not any('diff' in r for r in records)
     assert 's3cr3t-value' not in repr(records)
     assert records[1] == {'kind': 'Secret', 'api_version': 'v1', 'namespace': 'gpu', 'name': 'pull',
                           'changed': True, 'applied': True}
     server = Server(refuse={('dry-run', 'Secret/gpu/pull'): (422, 'Unprocessable Entity', 's3cr3t-value is bad')})
     with pytest.raises(ka.ApplyError) as err:
-        ka.apply_objects([SECRET], server.client())
+        ka.apply_objects([SECRET], server.client(), DECLARED)
     assert 's3cr3t-value' not in str(err.value) and 'Secret/gpu/pull refused (HTTP 422' in str(err.value)
 
 
@@ -195,12 +198,27 @@ def test_the_sink_refuses_a_bad_object_naming_it_before_any_request(bad, said):
     assert 'czNjcjN0' not in str(err.value)
 
 
-def test_group_versions_and_kinds_the_roles_send_are_accepted():
-    objects = [NS, CM, SECRET,
-               {'apiVersion': 'operators.coreos.com/v1alpha1', 'kind': 'Subscription',
-                'metadata': {'name': 'gpu-operator-certified', 'namespace': 'nvidia-gpu-operator'}},
-               {'apiVersion': 'hco.kubevirt.io/v1beta1', 'kind': 'HyperConverged',
-                'metadata': {'name': 'kubevirt-hyperconverged', 'namespace': 'openshift-cnv'}},
-               {'apiVersion': 'machineconfiguration.openshift.io/v1', 'kind': 'MachineConfig',
-                'metadata': {'name': '50-gpuvirt-iommu'}}]
-    assert ka.checked_objects(objects) is objects
+def test_apply_objects_checks_the_table_itself_before_any_request():
+    # the review's repro (r1): a ClusterRoleBinding handed straight to apply_objects
+    binding = {'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'ClusterRoleBinding', 'metadata': {'name': 'pwn'},
+               'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': 'cluster-admin'},
+               'subjects': [{'kind': 'ServiceAccount', 'name': 'default', 'namespace': 'tenant'}]}
+    server = Server()
+    with pytest.raises(ManifestError) as err:
+        ka.apply_objects([NS, binding], server.client(), DECLARED)
+    assert 'object number 1 (ClusterRoleBinding pwn): rbac.authorization.k8s.io/v1 ClusterRoleBinding is not an ' \
+        'object the collection applies' in str(err.value), str(err.value)
+    assert server.sent == []
+    # the namespace rule: the same ConfigMap in a namespace the call did not declare
+    with pytest.raises(ManifestError) as err:
+        ka.apply_objects([CM], server.client(), {'operator': ['nvidia-gpu-operator']})
+    assert 'the vGPU device ConfigMap goes in the operator namespace (nvidia-gpu-operator)' in str(err.value)
+    assert server.sent == []
+
+
+def test_a_list_holding_a_credential_hides_the_server_warnings_counting_them():
+    warnings = ['metadata.labels: secret s3cr3t-value looks odd', 'unknown field "x"']
+    assert ka.shown_warnings([NS, SECRET], warnings) == ['2 server warnings hidden (the list holds a credential)']
+    assert ka.shown_warnings([SECRET], warnings[:1]) == ['1 server warning hidden (the list holds a credential)']
+    assert ka.shown_warnings([NS, CM], warnings) == warnings
+    assert ka.shown_warnings([SECRET], []) == []
