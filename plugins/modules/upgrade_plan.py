@@ -211,7 +211,7 @@ operator:
   description: >-
     The operator step: C(action) (V(none); OLM V(approve), V(wait); Helm V(upgrade)), C(installed) and C(target) (the
     CSVs on OLM, the chart versions on Helm), C(plan) (C(name), C(uid), C(resource_version), C(csv)) of the InstallPlan
-    to approve or wait for (OLM), C(crds) (the target chart's CustomResourceDefinitions to apply first) and C(values)
+    to approve or wait for (OLM), C(crds) (the target chart's CustomResourceDefinitions to apply first) and C(release_values)
     (the release's values, sent with the new chart) on Helm, C(refusals), C(lines).
   returned: success
   type: dict

@@ -353,9 +353,9 @@ def helm_step(release, target_version, chart_version, release_name, namespace, c
     playbooks); ``crds_text`` / ``chart_values_text``: ``helm show crds`` / ``helm show values`` of the target.
 
     ``action``: ``none`` (no target, or the release runs it) or ``upgrade``; ``installed`` / ``target`` chart versions;
-    ``crds``: the CRDs to apply first; ``values``: the release's values, sent again with the new chart."""
+    ``crds``: the CRDs to apply first; ``release_values``: the release's values, sent again with the new chart."""
     out = {'action': 'none', 'installed': '', 'target': '', 'plan': None, 'refusals': [], 'lines': [], 'crds': [],
-           'values': {}}
+           'release_values': {}}
     target = _s(target_version).strip() if target_version is not None else ''
     if not target:
         return out
@@ -437,7 +437,7 @@ def helm_step(release, target_version, chart_version, release_name, namespace, c
                                'gpu_operator_chart_ref and gpu_operator_chart_repo_url' % problem)
     if out['refusals']:
         return out
-    out['action'], out['crds'], out['values'] = 'upgrade', crds, values
+    out['action'], out['crds'], out['release_values'] = 'upgrade', crds, values
     out['lines'].append(
         'operator: Helm release %s, chart %s %s -> %s: apply its %d CRDs first (only those that differ: %s), then '
         'helm upgrade with the release\'s values, then plan the roll again with the new DaemonSets'
