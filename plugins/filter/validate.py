@@ -12,6 +12,7 @@ from ansible_collections.gpuvirt.provision.plugins.plugin_utils.lazy_import impo
 
 fleet = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.fleet')
 validators = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators')
+upgrade_operator = LazyModule('ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_operator')
 
 GRAMMARS = {
     'dns1123_label': late(validators, 'dns1123_label'),
@@ -31,6 +32,7 @@ GRAMMARS = {
     'percentage': late(validators, 'percentage'),
     'reboot_message': late(validators, 'reboot_message'),
     'pem_certificates': late(validators, 'pem_certificates'),
+    'gpu_operator_crds': late(upgrade_operator, 'checked_crds'),
 }
 
 

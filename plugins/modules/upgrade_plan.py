@@ -142,7 +142,18 @@ options:
         InstallPlans of its namespace and that namespace. With a target C(gpu_operator) version the plan says which
         InstallPlan to approve (RV(operator)), or refuses - C(installPlanApproval) not Manual, a pending plan for
         another CSV, no plan for the target, a downgrade."
-      - Omitted, the operator step is not planned (Helm).
+      - Omitted, the OLM step is not planned.
+    type: dict
+  helm:
+    description:
+      - "Kubernetes: C({release, release_name, namespace, chart, chart_version, crds, chart_values}) - the
+        C(kubernetes.core.helm_info) C(status) of the operator's Helm release (or none), its name, namespace and
+        chart (C(gpu_operator_chart_ref)), C(gpu_operator_chart_version), and the text of C(helm show crds) and
+        C(helm show values) of the target chart. With a target C(gpu_operator) version (which must be
+        C(chart_version)) the plan says whether to upgrade the release (RV(operator)) - its CRDs first, each checked to
+        be a CustomResourceDefinition of the chart's API groups - or refuses: no release, a release not deployed, a
+        downgrade, values that would let the operator roll nodes by itself or that the target chart does not have."
+      - Omitted, the Helm step is not planned.
     type: dict
   settle:
     description:
@@ -198,8 +209,10 @@ nodes:
   elements: dict
 operator:
   description: >-
-    The OLM step: C(action) (V(none), V(approve), V(wait)), C(installed) and C(target) CSV, C(plan) (C(name),
-    C(uid), C(resource_version), C(csv)) of the InstallPlan to approve or wait for, C(refusals), C(lines).
+    The operator step: C(action) (V(none); OLM V(approve), V(wait); Helm V(upgrade)), C(installed) and C(target) (the
+    CSVs on OLM, the chart versions on Helm), C(plan) (C(name), C(uid), C(resource_version), C(csv)) of the InstallPlan
+    to approve or wait for (OLM), C(crds) (the target chart's CustomResourceDefinitions to apply first) and C(release_values)
+    (the release's values, sent with the new chart) on Helm, C(refusals), C(lines).
   returned: success
   type: dict
 batches:
@@ -260,6 +273,7 @@ def main():
             nvidia_drivers=dict(type='list', elements='dict', default=[]),
             vf_nodes=dict(type='list', elements='str', default=[]),
             vf_reapply=dict(type='bool', default=False),
+            helm=dict(type='dict'),
         ),
         supports_check_mode=True,
     )
@@ -269,7 +283,7 @@ def main():
                          p['vms'], p['vm_policy'], p['vm_policies'], p['serial'], p['current'], p['target'],
                          p['guest_driver_branch'], p['vendor_vfio'], p['supports'], p['cluster_version'],
                          p['os_tags'], p['image_tags'], p['cluster_policy'], p['revalidate_daemonsets'],
-                         p['olm'], p['nvidia_drivers'], p['vf_nodes'], p['vf_reapply'])
+                         p['olm'], p['nvidia_drivers'], p['vf_nodes'], p['vf_reapply'], p['helm'])
         by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
         result['pending'] = dict(
             (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],

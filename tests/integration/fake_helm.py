@@ -11,8 +11,16 @@ send, and refuses any other flag with helm's own "unknown flag" error, so a chan
 * ``show values CHART --repo URL --version V`` (the gpu_operator role) and ``--version=V --repo=URL show chart
   'CHART'`` (kubernetes.core plugins/modules/helm.py fetch_chart_info): from the chart's values.yaml in the reference
   folder (``helm/<chart>-<version>-values.yaml``); an unknown chart or version fails as helm does;
-* ``list --output=yaml --filter NAME [--all]`` and ``get values --output=yaml NAME`` (get_release_status,
-  get_values): read from the release Secrets in the API server, as Helm 3 stores releases;
+* ``show crds CHART --repo URL --version V`` (playbooks/upgrade.yml, the Helm operator step): the chart's CRDs from
+  the reference folder, ``crds/<chart>-<version>-*.yaml`` (for gpu-operator only the ClusterPolicy and NVIDIADriver
+  CRDs are there; the real chart prints its GPUCluster, ComputeDomain(Clique) and NFD CRDs too), with
+  ``x-kubernetes-validations`` removed as tools/kube/apiserver.py removes them (the test server, 1.20, refuses
+  CEL); an unknown chart or version fails as helm does. ``FAKE_HELM_CRDS_EXTRA``, when set, names a file whose
+  YAML documents are printed after them (a test's broken chart);
+* ``list --output=yaml --filter NAME [--all]``, ``get values --output=yaml NAME`` and ``get manifest|notes|hooks
+  NAME`` (get_release_status, get_values, get_manifest, get_notes, get_hooks; kubernetes.core.helm_info): read from
+  the release Secrets in the API server, as Helm 3 stores releases (manifest, notes and hooks are empty: nothing is
+  templated);
 * ``plugin list`` (get_plugin_version): no plugin, so the module uses its default idempotency check;
 * ``--version=V --repo=URL upgrade -i --reset-values [--wait] -f=FILE NAME 'CHART'`` (deploy): every key path of the
   values file must exist in the chart's values.yaml (Helm itself ignores unknown keys; this is what the role's check
@@ -109,6 +117,31 @@ def chart_values(chart, version, repo):
         fail('chart "%s" version "%s" not found in %s repository' % (chart, version, repo))
     with open(path) as handle:
         return handle.read()
+
+
+def chart_crds(chart, version, repo):
+    chart_values(chart, version, repo)  # an unknown chart or version fails as helm does
+    folder = os.path.join(os.environ['FAKE_HELM_REFERENCE'], 'crds')
+    prefix = '%s-%s-' % (chart, version)
+    docs = []
+    for name in sorted(n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith('.yaml')):
+        with open(os.path.join(folder, name)) as handle:
+            docs += [strip_cel(d) for d in yaml.safe_load_all(handle) if d]
+    text = ''.join('---\n' + yaml.safe_dump(d, sort_keys=False) for d in docs)
+    extra = os.environ.get('FAKE_HELM_CRDS_EXTRA')
+    if extra:
+        with open(extra) as handle:
+            text += '---\n' + handle.read()
+    return text
+
+
+def strip_cel(node):
+    # CEL rules (x-kubernetes-validations, Kubernetes 1.25+) are refused by the 1.20 test server
+    if isinstance(node, dict):
+        return dict((k, strip_cel(v)) for k, v in node.items() if k != 'x-kubernetes-validations')
+    if isinstance(node, list):
+        return [strip_cel(v) for v in node]
+    return node
 
 
 # values the gpu-operator chart passes through whole (toYaml into the pod spec or metadata): free-form maps, whose
@@ -260,6 +293,12 @@ def main(argv):
             fail('show values: expected CHART --repo URL --version VERSION, got %s' % rest[2:])
         sys.stdout.write(chart_values(pos[0], opts['--version'], opts['--repo']))
         return 0
+    if rest[:2] == ['show', 'crds']:
+        opts, pos = parse(rest[2:], {'--repo': True, '--version': True})
+        if len(pos) != 1 or set(opts) != {'--repo', '--version'}:
+            fail('show crds: expected CHART --repo URL --version VERSION, got %s' % rest[2:])
+        sys.stdout.write(chart_crds(pos[0], opts['--version'], opts['--repo']))
+        return 0
     if rest[:2] == ['show', 'chart']:
         if len(rest) != 3 or set(flags) != {'--version', '--repo'}:
             fail('show chart: expected --version= --repo= show chart CHART, got %s' % argv)
@@ -283,6 +322,12 @@ def main(argv):
         if not found:
             fail('release: not found')
         print(json.dumps(found[-1][1]['config']))
+        return 0
+    if rest[:2] in (['get', 'manifest'], ['get', 'notes'], ['get', 'hooks']):
+        if len(rest) != 3 or rest[2].startswith('-'):
+            fail('get %s: expected NAME, got %s' % (rest[1], rest[2:]))
+        if not releases(api(), namespace, rest[2]):
+            fail('release: not found')
         return 0
     if rest[:2] == ['upgrade', '-i']:
         opts, pos = parse(rest[2:], {'--reset-values': False, '--wait': False, '--timeout': True, '-f': True})

@@ -38,12 +38,43 @@ crds/operators.coreos.com_subscriptions.yaml and _installplans.yaml):
   "SingleCSVFailedToPending"), and OLM's own alert fires only after two minutes in Failed (CsvAbnormalFailedOver2Min).
   So roles/upgrade/tasks/operator.yml stops on a Failed CSV only once it stays Failed for
   ``upgrade_operator_failed_polls`` polls in a row.
+
+The operator step on Kubernetes (Helm), ``helm_step``: the release the gpu_operator role installed, upgraded to the
+target chart version with the values it was installed with, after the target chart's CRDs are applied:
+
+* Helm installs the CRDs of a chart's ``crds/`` directory on install only, never on upgrade (Helm docs, "Custom
+  Resource Definitions" best practices: "There is no support at this time for upgrading or deleting CRDs using
+  Helm"). NVIDIA's GPU Operator upgrade page (docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/
+  upgrade.html, "Using Helm", "Option 1: Manually Upgrading CRDs") applies the new release's CRDs first, then runs
+  ``helm upgrade``. ``helm show crds`` prints the chart's ``crds/`` and those of its dependencies (helm/helm
+  pkg/chart Chart.CRDObjects): for gpu-operator v26.7.0 the ``nvidia.com`` CRDs (clusterpolicies, nvidiadrivers,
+  gpuclusters), the ``resource.nvidia.com`` ones (computedomains, computedomaincliques) and, from its
+  node-feature-discovery dependency (charts/node-feature-discovery/crds/nfd-api-crds.yaml), ``nfd.k8s-sigs.io``
+  (nodefeatures, nodefeaturegroups, nodefeaturerules). Any other document refuses the step (``CHART_CRD_GROUPS``).
+* The chart's own pre-upgrade hook (templates/upgrade_crd.yaml, ``operator.upgradeCRD``, cmd/manage-crds through
+  k8s-operator-libs pkg/crdutil applyCRDs) replaces each CRD whole with the chart's (an Update carrying the live
+  resourceVersion): the chart's CRD wins over whoever wrote it before. The apply here does the same with a
+  server-side apply that takes over conflicting fields (``force_conflicts``): Helm created the CRDs at install, so
+  every field of them is Helm's, and a plain server-side apply of a changed field would conflict on every upgrade.
+* The values sent are the release's own (``helm get values``: what the gpu_operator role built and checked when it
+  installed it), checked again here against the target chart's values.yaml (a key the new chart no longer has would
+  be ignored by Helm) and for the two settings that keep the operator from rolling nodes by itself
+  (``daemonsets.updateStrategy`` OnDelete, ``driver.upgradePolicy.autoUpgrade`` false): the new chart renders its
+  ClusterPolicy from these values.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # PyYAML comes with ansible-core; without it the Helm step refuses (helm_step)
+    HAS_YAML = False
+
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.gpu_operator import check_values_keys
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators import ValidationError
 
 PACKAGE = 'gpu-operator-certified'
 APPROVAL_VARIABLE = 'gpu_operator_install_plan_approval'
@@ -222,4 +253,193 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
         out['lines'].append('operator: approve InstallPlan %s (%s -> %s), wait for the CSV to succeed (%s), then '
                             'plan the roll again with the new DaemonSets'
                             % (out['plan']['name'], installed or '(none)', target, TIMEOUT_VARIABLE))
+    return out
+
+
+# --- Helm ---------------------------------------------------------------------------------------------------------
+
+CHART_VERSION_VARIABLE = 'gpu_operator_chart_version'
+CRD_API_VERSION = 'apiextensions.k8s.io/v1'
+# the API groups of the CRDs `helm show crds` prints for the gpu-operator chart (see the module text): NVIDIA/
+# gpu-operator v26.7.0 deployments/gpu-operator/crds/ and charts/node-feature-discovery/crds/nfd-api-crds.yaml
+CHART_CRD_GROUPS = ('nvidia.com', 'resource.nvidia.com', 'nfd.k8s-sigs.io')
+
+
+def crd_problem(doc):
+    """Why ``doc`` is not a CustomResourceDefinition of the chart's groups (a sentence), or ''."""
+    if not isinstance(doc, dict):
+        return 'is not a mapping'
+    api, kind = _s(doc.get('apiVersion')), _s(doc.get('kind'))
+    name = _s(_d(doc.get('metadata')).get('name'))
+    spec = _d(doc.get('spec'))
+    group, plural = _s(spec.get('group')), _s(_d(spec.get('names')).get('plural'))
+    what = 'kind %s, name %s' % (kind or '(none)', name or '(none)')
+    if kind != 'CustomResourceDefinition' or api != CRD_API_VERSION:
+        return '(%s, apiVersion %s) is not a %s CustomResourceDefinition' % (what, api or '(none)', CRD_API_VERSION)
+    if group not in CHART_CRD_GROUPS:
+        return '(%s) is of API group %s, not one of the chart\'s (%s)' % (what, group or '(none)',
+                                                                        ', '.join(CHART_CRD_GROUPS))
+    # the API server accepts a CRD only under the name <plural>.<group>
+    if not plural or name != '%s.%s' % (plural, group):
+        return '(%s) is not named <spec.names.plural>.<spec.group> (%s.%s)' % (what, plural or '?', group)
+    return ''
+
+
+def chart_crds(text, where):
+    """The CustomResourceDefinitions of ``helm show crds`` output ``text`` (YAML documents; empty ones skipped), each
+    without ``status``, and the problems (sentences naming the document) that refuse them all."""
+    if not HAS_YAML:
+        return [], ['PyYAML is missing on the controller: the CRDs of %s cannot be read' % where]
+    try:
+        docs = list(yaml.safe_load_all(_s(text)))
+    except yaml.YAMLError as exc:
+        return [], ['`helm show crds` of %s is not YAML: %s' % (where, str(exc).splitlines()[0])]
+    crds, problems = [], []
+    for index, doc in enumerate(docs, 1):
+        if doc is None:
+            continue
+        problem = crd_problem(doc)
+        if problem:
+            problems.append('document %d of `helm show crds` of %s %s' % (index, where, problem))
+            continue
+        crds.append(dict((k, v) for k, v in doc.items() if k != 'status'))
+    if not crds and not problems:
+        problems.append('`helm show crds` of %s printed no CustomResourceDefinition: not the gpu-operator chart '
+                        '(gpu_operator_chart_ref, gpu_operator_chart_repo_url)?' % where)
+    return crds, problems
+
+
+def checked_crds(value, name):
+    """For the filter ``checked('gpu_operator_crds', name)``: a non-empty list of the chart's CustomResourceDefinitions,
+    checked again in the task that applies them."""
+    if not isinstance(value, list) or not value:
+        raise ValidationError('%s: %r is not a non-empty list of CustomResourceDefinitions' % (name, value))
+    for index, doc in enumerate(value, 1):
+        problem = crd_problem(doc)
+        if problem:
+            raise ValidationError('%s: item %d %s' % (name, index, problem))
+    return value
+
+
+def release_version(release, chart):
+    """The chart version of a ``helm list`` entry (``chart``: ``gpu-operator-v26.7.0``) for chart ``chart`` (a name,
+    ``repo/name`` or an oci:// reference: its last part), or ''."""
+    base = _s(chart).rstrip('/').split('/')[-1]
+    text = _s(_d(release).get('chart'))
+    prefix = base + '-'
+    return text[len(prefix):] if base and text.startswith(prefix) else ''
+
+
+def _policy_problems(values):
+    """The settings of ``values`` that would let the operator roll nodes by itself (empty: none)."""
+    values = _d(values)
+    problems = []
+    strategy = _d(values.get('daemonsets')).get('updateStrategy')
+    if strategy != 'OnDelete':
+        problems.append('daemonsets.updateStrategy is %s, not OnDelete' % (strategy or 'unset (the chart default)'))
+    auto = _d(_d(values.get('driver')).get('upgradePolicy')).get('autoUpgrade')
+    if auto is not False:
+        problems.append('driver.upgradePolicy.autoUpgrade is %s, not false'
+                        % ('unset (the chart default)' if auto is None else str(auto).lower()))
+    return problems
+
+
+def helm_step(release, target_version, chart_version, release_name, namespace, chart, crds_text, chart_values_text):
+    """What the upgrade does with the operator on Kubernetes (Helm), as a dict like ``olm_step``'s:
+
+    ``release``: the ``helm list`` entry of the release (kubernetes.core.helm_info's ``status``: ``chart``,
+    ``status``, ``values``) or None; ``target_version``: upgrade_gpu_operator_version, which must be
+    ``chart_version`` (gpu_operator_chart_version, what playbooks/operator.yml installs: one version for both
+    playbooks); ``crds_text`` / ``chart_values_text``: ``helm show crds`` / ``helm show values`` of the target.
+
+    ``action``: ``none`` (no target, or the release runs it) or ``upgrade``; ``installed`` / ``target`` chart versions;
+    ``crds``: the CRDs to apply first; ``release_values``: the release's values, sent again with the new chart."""
+    out = {'action': 'none', 'installed': '', 'target': '', 'plan': None, 'refusals': [], 'lines': [], 'crds': [],
+           'release_values': {}}
+    target = _s(target_version).strip() if target_version is not None else ''
+    if not target:
+        return out
+    try:
+        want = version_tuple(target)
+    except ManifestError:
+        raise ManifestError("%s is %r, not a GPU Operator chart version like v26.7.0" % (TARGET_VARIABLE, target))
+    out['target'] = target
+    where = '%s/%s' % (namespace, release_name)
+    if target.lstrip('v') != _s(chart_version).strip().lstrip('v'):
+        out['refusals'].append(
+            "%s is %s but %s is %s: on Kubernetes the chart version is the inventory's %s (playbooks/operator.yml "
+            "installs it too, so a later operator.yml run would take the release back to it); set %s to %s in the "
+            "inventory and %s to the same version" % (TARGET_VARIABLE, target, CHART_VERSION_VARIABLE,
+                                                      chart_version or '(empty)', CHART_VERSION_VARIABLE,
+                                                      CHART_VERSION_VARIABLE, target, TARGET_VARIABLE))
+        return out
+    release = _d(release)
+    if not release:
+        out['refusals'].append("%s is %s but namespace %s has no Helm release %s: install the operator with "
+                               "playbooks/operator.yml first (gpu_operator_release_name names the release)"
+                               % (TARGET_VARIABLE, target, namespace, release_name))
+        return out
+    status = _s(release.get('status'))
+    if status != 'deployed':
+        out['refusals'].append(
+            "the Helm release %s is in status %s, not deployed (an install or upgrade failed or is still running): "
+            "read `helm history %s -n %s`, finish or roll it back (`helm rollback %s -n %s`), then run "
+            "playbooks/upgrade.yml again" % (where, status or '(none)', release_name, namespace, release_name,
+                                              namespace))
+        return out
+    installed = release_version(release, chart)
+    out['installed'] = installed
+    if not installed:
+        out['refusals'].append("the Helm release %s is of chart %s, not of %s (gpu_operator_chart_ref): it is not "
+                               "the gpu-operator release this collection installed"
+                               % (where, _s(release.get('chart')) or '(none)', chart))
+        return out
+    if installed.lstrip('v') == target.lstrip('v'):
+        out['lines'].append('operator: Helm release %s runs chart %s %s (the target), nothing to upgrade'
+                            % (where, chart, installed))
+        return out
+    try:
+        have = version_tuple(installed)
+    except ManifestError:
+        have = None
+    if have is not None and want < have:
+        out['refusals'].append(
+            "%s %s is older than the chart %s the Helm release %s runs: the older chart's CRDs would be applied over "
+            "newer ones; go back with `helm rollback` (docs/upgrades.md, \"Going back\"), or set %s and %s to %s or "
+            "later" % (TARGET_VARIABLE, target, installed, where, TARGET_VARIABLE, CHART_VERSION_VARIABLE, installed))
+        return out
+    source = 'chart %s %s' % (chart, target)
+    values = _d(release.get('values'))
+    problems = _policy_problems(values)
+    if problems:
+        out['refusals'].append(
+            "the Helm release %s was installed with %s: the %s ClusterPolicy would let the GPU Operator roll every "
+            "node by itself, VMs or not; run playbooks/operator.yml first with gpu_operator_daemonsets_update_strategy "
+            "OnDelete and gpu_operator_upgrade_policy.auto_upgrade false (the defaults)"
+            % (where, ' and '.join(problems), source))
+    if HAS_YAML:
+        try:
+            defaults = yaml.safe_load(_s(chart_values_text))
+        except yaml.YAMLError:
+            defaults = None
+        if not isinstance(defaults, dict):
+            out['refusals'].append('`helm show values` of %s printed no values.yaml: its keys cannot be checked'
+                                   % source)
+        else:
+            try:
+                check_values_keys(values, defaults)
+            except ManifestError as exc:
+                out['refusals'].append('the Helm release %s\'s values do not fit %s: %s; upgrade that release by hand '
+                                       '(docs/upgrades.md) or fix the value' % (where, source, exc))
+    crds, crd_problems = chart_crds(crds_text, source)
+    for problem in crd_problems:
+        out['refusals'].append('%s: the CRDs are not applied and the chart is not upgraded; check '
+                               'gpu_operator_chart_ref and gpu_operator_chart_repo_url' % problem)
+    if out['refusals']:
+        return out
+    out['action'], out['crds'], out['release_values'] = 'upgrade', crds, values
+    out['lines'].append(
+        'operator: Helm release %s, chart %s %s -> %s: apply its %d CRDs first (only those that differ: %s), then '
+        'helm upgrade with the release\'s values, then plan the roll again with the new DaemonSets'
+        % (where, chart, installed, target, len(crds), ', '.join(c['metadata']['name'] for c in crds)))
     return out

@@ -38,7 +38,7 @@ import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_operator import olm_step
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_operator import helm_step, olm_step
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_policy import (
     from_cluster_policy, from_nvidia_driver)
 
@@ -369,7 +369,7 @@ def gpu_allocatable(node):
 def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='wait', vm_policies=None,
          serial=1, current=None, target=None, guest_branch=None, vendor_vfio=False, supports=None,
          cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None, revalidate=None, olm=None,
-         nvidia_drivers=None, vf_nodes=None, vf_reapply=False):
+         nvidia_drivers=None, vf_nodes=None, vf_reapply=False, helm=None):
     """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
 
     ``olm``: ``{subscription, install_plans, namespace}`` read on OpenShift (None: the operator is not OLM's). The
@@ -387,6 +387,10 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     ``spec.upgradePolicy.autoUpgrade`` false, or the operator's upgrade controller rolls its driver pods by itself
     (the v26.7.0 CRD defaults autoUpgrade to true, so an absent one counts as true).
 
+    ``helm``: ``{release, release_name, namespace, chart, chart_version, crds, chart_values}`` read on Kubernetes
+    (None: no Helm step). The operator step (upgrade_operator.helm_step) is planned like OLM's; the running
+    ``gpu_operator`` version is then the release's chart version.
+
     ``vf_nodes``: the node names the fleet view puts in a vendor-VFIO row (vm-vgpu-vf); a node whose labels say so
     (vf_row_of) counts too. Rolling one is refused (vf_refusal) unless ``vf_reapply`` (upgrade_vgpu_vf_reapply)."""
     if isinstance(serial, bool) or not isinstance(serial, int) or serial < 1:
@@ -395,6 +399,17 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     for name in names:
         if not isinstance(name, str) or not name:
             raise PlanError("upgrade_nodes holds %r, not a node name" % (name,))
+    operator = None
+    if helm is not None:
+        helm = _d(helm)
+        try:
+            operator = helm_step(helm.get('release'), _d(target).get('gpu_operator'), helm.get('chart_version'),
+                                 _s(helm.get('release_name')), _s(helm.get('namespace')), _s(helm.get('chart')),
+                                 helm.get('crds'), helm.get('chart_values'))
+        except ManifestError as exc:
+            raise PlanError(str(exc))
+        if operator['installed']:
+            current = dict(_d(current), gpu_operator=operator['installed'])
     rows, refusals, notes, warnings = versions(current, target, guest_branch, vendor_vfio, supports, cluster_version)
     if isinstance(cluster_policy, dict) and cluster_policy:
         live = from_cluster_policy(_d(cluster_policy.get('spec')))
@@ -414,13 +429,14 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
                             "to true): the GPU Operator would replace its driver pods on every node by itself, VMs or "
                             "not; run playbooks/operator.yml first with gpu_operator_upgrade_policy.auto_upgrade false "
                             "(the default), which writes it to the NVIDIADriver too" % name)
-    operator = None
+    if operator is not None:
+        refusals += operator['refusals']
     if olm is not None:
         olm = _d(olm)
         operator = olm_step(olm.get('subscription'), olm.get('install_plans'), _d(target).get('gpu_operator'),
                             _s(olm.get('namespace')))
         refusals += operator['refusals']
-    operator_change = bool(operator) and operator['action'] in ('approve', 'wait')
+    operator_change = bool(operator) and operator['action'] in ('approve', 'wait', 'upgrade')
     vgm = [r for r in rows if r['component'] == 'vgpu_manager'][0]
     if vgm['change'] and image_tags is not None:
         for tag in missing_image_tags(vgm['to'], os_tags, image_tags):
@@ -473,7 +489,7 @@ def summary(p):
                                          '' if row['change'] else ' (unchanged)'))
     operator = p.get('operator') or {}
     lines += operator.get('lines') or []
-    if operator.get('action') in ('approve', 'wait'):
+    if operator.get('action') in ('approve', 'wait', 'upgrade'):
         lines.append('the batches below are planned again once the new operator release has rendered its DaemonSets')
         for node in p['nodes']:
             for vm in node['vms'] if not node['roll'] else []:

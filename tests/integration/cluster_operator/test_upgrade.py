@@ -109,19 +109,21 @@ def delete(cluster, path):
                            ok=(200, 202, 404))
 
 
-def setup(kube, never_ready_on=None, openshift=False, objects=()):
+def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=None):
     """Two nodes; the vGPU Manager DaemonSet with an old and a new revision, the validator with one; every pod on
     the old vGPU Manager revision; a GPU VM (runStrategy Always) running on each node. Starts the stand-ins.
 
     ``openshift``: the operator's namespace is OpenShift's (OLM) and the vGPU Manager has only its old revision:
     the new one comes from the new operator release (``cluster.new_release()``, what the upgraded operator does when
-    it reconciles the ClusterPolicy with its new templates)."""
+    it reconciles the ClusterPolicy with its new templates). ``new_revision`` False does the same on Kubernetes (the
+    new revision comes with a Helm upgrade of the operator)."""
     ns = OLM_NS if openshift else NS
+    new_revision = not openshift if new_revision is None else new_revision
     cluster = kube([node(n) for n in NODES] + list(objects), openshift=openshift)
     cluster.server.grant_upgrade()
     vgm, validator = cluster.create(daemonset(VGM, ns)), cluster.create(daemonset(VALIDATOR, ns))
     cluster.create(revision(vgm, 1, 'old'))
-    if not openshift:
+    if new_revision:
         cluster.create(revision(vgm, 2, 'new'))
     cluster.create(revision(validator, 1, 'v1'))
     for n in NODES:
@@ -131,7 +133,7 @@ def setup(kube, never_ready_on=None, openshift=False, objects=()):
         cluster.create(vmi(made, n))
     time.sleep(0.3)
     cluster.mark = cluster.now()
-    newest = {VGM: (vgm, 'old' if openshift else 'new'), VALIDATOR: (validator, 'v1')}
+    newest = {VGM: (vgm, 'new' if new_revision else 'old'), VALIDATOR: (validator, 'v1')}
     made_pods = {'n': 0}
 
     def new_release():

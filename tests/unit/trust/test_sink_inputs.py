@@ -41,7 +41,9 @@ THIRD_PARTY_SINKS = {
     'ansible.builtin.tempfile',
     'community.docker.docker_image',
     'community.docker.docker_login',
+    'ansible.builtin.include_vars',      # a file read into variables
     'kubernetes.core.helm',
+    'kubernetes.core.helm_info',         # read-only, but runs the helm binary named by binary_path
     'kubernetes.core.k8s',
     'kubernetes.core.k8s_drain',
 }
@@ -96,7 +98,9 @@ CHECKING_FILTERS = {
 }
 # Names no launch-time variable replaces in a way that matters here: Ansible's own (omit, the check-mode flag) and
 # the loop variable, whose loop expression is checked as an argument of the same task.
-HARMLESS = {'omit', 'ansible_check_mode'}
+HARMLESS = {'omit', 'ansible_check_mode',
+            # Ansible's special variable: the launch check refuses it as an extra variable (launch_vars.SPECIAL)
+            'role_path'}
 LOOP_KEYS = ('loop', 'with_items')
 # Facts set with set_fact that a sink's decision may read raw, and why a launch-time variable of that name gains
 # nothing there.
@@ -136,6 +140,10 @@ KNOWN = {
     # module checked them, and a replaced registered result can only choose what a values file can
     ('roles/gpu_operator/tasks/helm.yml', 'Install the gpu-operator chart'): {'__gpu_operator_built'},
     ('roles/dra_driver/tasks/main.yml', 'Install the chart'): {'__dra_driver_built'},
+    # the same for the upgrade's Helm step: the values are the release's own (helm get values), which the plan
+    # checked against the target chart's values.yaml and for OnDelete / autoUpgrade false; data for the -f file
+    ('roles/upgrade/tasks/helm.yml', 'Upgrade the Helm release to chart {{ __upgrade_plan.operator.target }}'): {
+        '__upgrade_plan'},
     # the render directory: the cluster role refuses a gpuvirt_cluster that is not what gpuvirt_render_dir gives,
     # and that directory is a public input anyway
     ('roles/dra_driver/tasks/render.yml', 'Ensure the render directory exists'): {'gpuvirt_cluster'},

@@ -54,3 +54,15 @@ def test_the_reboot_message_is_plain_text():
     for bad in ['x"; id; "', 'x $(id)', 'x `id`', 'x\\', 'x\nid', '', ' x', 'x' * 201, 5]:
         with pytest.raises(AnsibleFilterError, match='reboot_msg'):
             validate.checked(bad, 'reboot_message', 'reboot_msg')
+
+
+def test_the_crds_applied_before_a_helm_upgrade_are_checked_in_the_task():
+    crd = {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
+           'metadata': {'name': 'clusterpolicies.nvidia.com'},
+           'spec': {'group': 'nvidia.com', 'names': {'plural': 'clusterpolicies'}}}
+    assert validate.checked([crd], 'gpu_operator_crds', 'the CRDs') == [crd]
+    secret = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 's', 'namespace': 'kube-system'}}
+    with pytest.raises(AnsibleFilterError, match=r'the CRDs: item 2 \(kind Secret, name s, apiVersion v1\) is not a'):
+        validate.checked([crd, secret], 'gpu_operator_crds', 'the CRDs')
+    with pytest.raises(AnsibleFilterError, match='the CRDs: .* is not a non-empty list'):
+        validate.checked('clusterpolicies.nvidia.com', 'gpu_operator_crds', 'the CRDs')
