@@ -34,7 +34,8 @@ def checked(check, value, name, hint='', message=None):
 
 def version_tuple(version):
     """``(major, minor, patch)`` of ``1.8``, ``v1.8.2`` or ``4.19.0-rc.1`` (pre-release and build ignored)."""
-    match = re.fullmatch(r'v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+][0-9A-Za-z.+-]*)?', str(version or '').strip())
+    # [0-9], not \d: \d also takes other scripts' digits ('٢٦.7.1'), which would reach a CSV name as they are
+    match = re.fullmatch(r'v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?(?:[-+][0-9A-Za-z.+-]*)?', str(version or '').strip())
     if not match:
         raise ManifestError("version %r is not MAJOR.MINOR[.PATCH]" % (version,))
     return tuple(int(x or 0) for x in match.groups())

@@ -74,6 +74,7 @@ except ImportError:  # PyYAML comes with ansible-core; without it the Helm step 
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.gpu_operator import check_values_keys
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model.fleet import printable
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators import ValidationError
 
 PACKAGE = 'gpu-operator-certified'
@@ -147,7 +148,8 @@ def failure_message(install_plan):
     """The message of an InstallPlan's last status condition (OLM writes the failed step's error there), or
     'no message'."""
     conditions = [c for c in _l(_d(_d(install_plan).get('status')).get('conditions')) if isinstance(c, dict)]
-    return (_s(conditions[-1].get('message')) if conditions else '') or 'no message'
+    # cluster text, written by whoever can write the plan's status: printable ASCII, capped, in any message
+    return printable((_s(conditions[-1].get('message')) if conditions else '') or 'no message', 300)
 
 
 def newest_plan(install_plans, package=PACKAGE):
@@ -176,6 +178,13 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
                                "playbooks/operator.yml first" % (TARGET_VARIABLE, target_version, where))
         return out
     status, spec = _d(sub.get('status')), _d(sub.get('spec'))
+    # the Subscription of our name must subscribe to our package: another package under this name would have its
+    # plans chosen below by their CSV names alone
+    if _s(spec.get('name')) != package:
+        out['refusals'].append("Subscription %s subscribes to package %s, not %s: it is not the one "
+                               "playbooks/operator.yml made; check it (oc get subscription -n %s -o yaml)"
+                               % (where, printable(_s(spec.get('name')) or '(none)', 100), package, namespace))
+        return out
     installed = _s(status.get('installedCSV'))
     out['installed'] = installed
     if installed == target:
@@ -187,8 +196,10 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
                                "%s to %s or later (going back: docs/upgrades.md, \"Going back\")"
                                % (TARGET_VARIABLE, target_version, installed, TARGET_VARIABLE, installed))
         return out
-    approval = _s(spec.get('installPlanApproval')) or 'Automatic'
-    channel = _s(spec.get('channel')) or '(none)'
+    # cluster text in messages: printable ASCII, capped (a newline or an escape sequence in a spec field would
+    # otherwise reach the job's output as it is)
+    approval = printable(_s(spec.get('installPlanApproval')) or 'Automatic', 100)
+    channel = printable(_s(spec.get('channel')) or '(none)', 100)
     if approval != 'Manual':
         out['refusals'].append(
             "Subscription %s has installPlanApproval %s: OLM installs each new CSV of channel %s as soon as its "
@@ -221,8 +232,8 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
             "set gpu_operator_channel to "
             "the channel that holds %s and run playbooks/operator.yml (startingCSV chooses the first install only), "
             "or set %s to the release the channel offers"
-            % (where, target, TARGET_VARIABLE, target_version, installed or '(none)',
-               _s(status.get('currentCSV')) or '(nothing)', channel, target, TARGET_VARIABLE))
+            % (where, target, TARGET_VARIABLE, target_version, printable(installed or '(none)', 200),
+               printable(_s(status.get('currentCSV')) or '(nothing)', 200), channel, target, TARGET_VARIABLE))
         return out
     meta = _d(chosen.get('metadata'))
     out['plan'] = {'name': _s(meta.get('name')), 'uid': _s(meta.get('uid')),
@@ -247,12 +258,12 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
     if _d(chosen.get('spec')).get('approved') is True:
         out['action'] = 'wait'
         out['lines'].append('operator: InstallPlan %s (%s -> %s) is approved already; wait for the CSV to succeed '
-                            '(%s)' % (out['plan']['name'], installed or '(none)', target, TIMEOUT_VARIABLE))
+                            '(%s)' % (out['plan']['name'], printable(installed or '(none)', 200), target, TIMEOUT_VARIABLE))
     else:
         out['action'] = 'approve'
         out['lines'].append('operator: approve InstallPlan %s (%s -> %s), wait for the CSV to succeed (%s), then '
                             'plan the roll again with the new DaemonSets'
-                            % (out['plan']['name'], installed or '(none)', target, TIMEOUT_VARIABLE))
+                            % (out['plan']['name'], printable(installed or '(none)', 200), target, TIMEOUT_VARIABLE))
     return out
 
 

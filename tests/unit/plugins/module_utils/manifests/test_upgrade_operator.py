@@ -222,3 +222,31 @@ def test_a_new_operator_release_checks_the_vm_policies_of_every_node_it_runs_on_
     assert out['batches'] == []
     again = _whole(subscription(), [install_plan()], policy='stop')
     assert again['ok'] and 'operator: approve InstallPlan install-abc' in again['summary'][3]
+
+
+def test_a_subscription_of_another_package_under_our_name_is_refused():
+    # the plans are chosen by their CSV names: a Subscription named gpu-operator-certified that subscribes to
+    # another package is not the one playbooks/operator.yml made, and its plans are never approved
+    sub = subscription()
+    sub['spec']['name'] = 'other-operator'
+    out = step(sub=sub)
+    assert out['action'] == 'none' and out['plan'] is None
+    assert 'subscribes to package other-operator, not gpu-operator-certified' in out['refusals'][0]
+
+
+def test_cluster_text_in_a_refusal_is_printable():
+    # spec.channel, status.currentCSV and a failed plan's condition message are cluster text: a newline or an
+    # escape sequence never reaches the job's output as it is
+    out = step(sub=subscription(channel='v26.7\n\x1b[2Jfake', current='x\ny'), plans=[])
+    assert out['refusals'] and '\n' not in out['refusals'][0] and '\x1b' not in out['refusals'][0]
+    assert 'channel v26.7??[2Jfake' in out['refusals'][0] and 'progresses to x?y' in out['refusals'][0]
+    failed = install_plan(phase='Failed')
+    failed['status']['conditions'] = [{'message': 'boom\n\x07done'}]
+    out = step(plans=[failed])
+    assert 'Failed (boom??done)' in out['refusals'][0]
+
+
+def test_a_version_in_another_scripts_digits_is_no_version():
+    # \d would take Arabic-Indic digits; the CSV name would carry them
+    with pytest.raises(ManifestError):
+        step(target='\u0662\u0666.7.1')
