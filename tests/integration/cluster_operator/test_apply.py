@@ -824,3 +824,42 @@ def test_hosts_with_different_vf_configs_or_a_pool_with_other_nodes_are_refused_
     assert ("MachineConfigPool worker must manage exactly the vendor-VFIO hosts' nodes (vf-1, vf-2) to carry their "
             "VF config, but it also manages w-3; it does not manage vf-1, vf-2.") in text, log
     assert cluster.attempts() == [], write_summary(cluster.attempts())
+
+
+def kubevirt_cr(version):
+    # status.observedKubeVirtVersion is virt-operator's to write once it has deployed that version (the fixture
+    # writes it in its place); under OpenShift Virtualization HCO creates this CR in its own namespace
+    # (kubevirt/hyperconverged-cluster-operator v1.18.1 controllers/handlers/kubevirt.go NewKubeVirtWithNameOnly)
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt',
+            'metadata': {'name': 'kubevirt-kubevirt-hyperconverged', 'namespace': 'openshift-cnv'},
+            'spec': {}, 'status': {'observedKubeVirtVersion': version}}
+
+
+def test_vgpu_vf_run_alone_stops_on_a_kubevirt_older_than_its_hosts_need_before_any_write(tmp_path, kube):
+    # playbooks/vgpu_vf.yml alone (an AWX job, a relaunch) applies the KubeVirt gate site.yml's preflight applies:
+    # vendor-VFIO VFs are served by KubeVirt's own device plugin from v1.9.0 on (KubeVirt v1.9.0
+    # pkg/virt-handler/device-manager/nvidia.go shouldPermitNvidia), so on a v1.8 cluster nothing is written: no VF
+    # MachineConfig, no profile on a host
+    kv = _kubevirt_apply_helpers()
+    inventory, boards = vf_hosts(tmp_path)
+    cluster = vf_cluster(kube, kv)
+    cluster.create(kubevirt_cr('v1.8.2'))
+    mark = cluster.now()
+    extra = dict(gpuvirt_cluster_mode='apply', gpuvirt_platform='openshift', gpuvirt_kubeconfig=cluster.kubeconfig,
+                 machineconfig_pool=VF_POOL, machineconfig_wait_delay=1, machineconfig_wait_timeout=30,
+                 gpu_operator_vgpu_configs=VF_CONFIGS, vgpu_vf_driver_timeout=1, vgpu_vf_systemd=False,
+                 ansible_python_interpreter=sys.executable)
+    cache = tmp_path / 'tmp'
+    cache.mkdir(exist_ok=True)
+    # the playbook itself (run_playbook runs the phase's body, which site.yml imports after its preflight's gate)
+    proc = subprocess.run(['ansible-playbook', '-i', inventory, os.path.join(ROOT, 'playbooks', 'vgpu_vf.yml'),
+                           '-e', json.dumps(extra)], capture_output=True, text=True, check=False, cwd=ROOT,
+                          env=dict(os.environ, HOME=str(tmp_path), TMPDIR=str(cache)))
+    log = proc.stdout + proc.stderr
+    said = ' '.join(log.split())
+    assert proc.returncode != 0, log
+    assert ('The cluster runs KubeVirt v1.8.2, but vf-1.example.com, vf-2.example.com need KubeVirt 1.9.0 or later'
+            in said), log
+    assert 'Phase 5b - vGPU profiles on vendor-specific VFIO hosts' not in said.split('fatal:', 1)[0], log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+    assert all(set(board.current.values()) <= {0} for board in boards)
