@@ -518,3 +518,50 @@ def test_the_nodes_phase_filter_refuses_a_node_another_custom_pool_selects_and_l
     assert 'gpu-1' in mcp_join_problems(pools, nodes, 'gpu-worker', ['gpu-1'], {'node-role.kubernetes.io/infra': ''})
     with pytest.raises(AnsibleFilterError, match="mcp_join_problems: MachineConfigPool 'Bad' is not a DNS label"):
         mcp_join_problems(pools, nodes, 'Bad', ['gpu-1'])
+
+
+# --- per-host pools (machineconfig_host_pool): one MachineConfig per pool --------------------------------------------
+
+def test_host_pools_default_to_machineconfig_pool_and_name_a_bad_value_with_its_host():
+    fleet = [{'host': 'p1.example.com', 'node': 'p1', 'pool': None}, {'host': 's1.example.com', 'node': 's1', 'pool': 'gpu-vf'},
+             {'host': 's2.example.com', 'node': 's2', 'pool': ''}]
+    assert mc.host_pools(fleet, 'gpu-worker') == {'p1': 'gpu-worker', 's1': 'gpu-vf', 's2': 'gpu-worker'}
+    with pytest.raises(mc.ManifestError, match=r"host s1.example.com: machineconfig_host_pool is 'GPU VF', not a "
+                                               r"MachineConfigPool name"):
+        mc.host_pools([{'host': 's1.example.com', 'node': 's1', 'pool': 'GPU VF'}], 'gpu-worker')
+    with pytest.raises(mc.ManifestError, match='node s1 is given two MachineConfigPools, gpu-vf'):
+        mc.host_pools([fleet[1], {'host': 'x.example.com', 'node': 's1', 'pool': 'gpu-other'}], 'gpu-worker')
+
+
+def test_pool_groups_put_the_default_pool_first_and_give_each_pool_its_nodes():
+    groups = mc.pool_groups({'s1': 'gpu-vf', 's2': 'gpu-vf', 'a1': 'gpu-a'}, ['p1', 's1', 'a1', 's2', 'p2'], 'gpu-worker')
+    assert groups == [{'pool': 'gpu-worker', 'nodes': ['p1', 'p2']}, {'pool': 'gpu-a', 'nodes': ['a1']},
+                      {'pool': 'gpu-vf', 'nodes': ['s1', 's2']}]
+    # every node in a pool of its own: the default pool has no MachineConfig to carry
+    assert mc.pool_groups({'s1': 'gpu-vf'}, ['s1'], 'gpu-worker') == [{'pool': 'gpu-vf', 'nodes': ['s1']}]
+    assert mc.pool_groups({}, [], 'gpu-worker') == [{'pool': 'gpu-worker', 'nodes': []}]
+
+
+def test_pool_selectors_follow_the_pools_the_role_creates():
+    assert mc.pool_selectors({'p1': 'gpu-worker', 's1': 'gpu-vf', 'w1': 'worker'}, 'gpu-worker',
+                             {'example.com/gpu': 'yes'}) == {
+        'p1': {'example.com/gpu': 'yes'}, 's1': {'node-role.kubernetes.io/gpu-vf': ''}, 'w1': {}}
+    # the same object the machineconfig role creates for the per-host pool
+    assert mc.build_pool('gpu-vf')['spec']['nodeSelector']['matchLabels'] == mc.pool_selectors(
+        {'s1': 'gpu-vf'}, 'gpu-worker')['s1']
+
+
+def test_a_node_moving_into_a_pool_of_its_own_may_join_once_the_default_pools_label_goes():
+    # s1 carries the default GPU pool's label from an earlier run; the nodes phase takes it off (released) as it
+    # labels s1 into gpu-vf, so s1 is judged without it. Without that, it would be a node of two custom pools.
+    from ansible_collections.gpuvirt.provision.plugins.filter.mcp_nodes_waiting import mcp_join_problems
+    gpu_worker = _mcp('gpu-worker', {'matchLabels': {'node-role.kubernetes.io/gpu-worker': ''}})
+    nodes = [_node('s1', 'worker', 'gpu-worker'), _node('p1', 'worker', 'gpu-worker')]
+    pools = [MASTER_POOL, WORKER_POOL, gpu_worker]
+    released = [{'node-role.kubernetes.io/gpu-worker': ''}, {'node-role.kubernetes.io/gpu-vf': ''}]
+    assert mcp_join_problems(pools, nodes, 'gpu-vf', ['s1'], {}, released) == ''
+    assert mcp_join_problems(pools, nodes, 'gpu-worker', ['p1'], {}, released) == ''
+    assert 'more than one custom MachineConfigPool (gpu-vf, gpu-worker)' in mcp_join_problems(pools, nodes, 'gpu-vf', ['s1'])
+    # an administrator's other custom pool is never released
+    infra = [_node('s1', 'worker', 'infra')]
+    assert 'gpu-vf, infra' in mcp_join_problems(pools + [INFRA_POOL], infra, 'gpu-vf', ['s1'], {}, released)
