@@ -106,6 +106,10 @@ def build_machineconfig(pool, kernel_args, blacklist_nouveau=True, name=None, ig
 VGPU_VF_UNIT = 'gpuvirt-vgpu-vf.service'
 VGPU_VF_SCRIPT_PATH = '/etc/gpuvirt/vgpu-vf-restore'
 VGPU_VF_CONFIG_PATH = '/etc/gpuvirt/vgpu-vf-profiles.json'
+# The labels that mark a VF MachineConfig as the collection's: only such an object is ever deleted (vgpu_vf_stale),
+# when no vendor-VFIO host is left in its pool.
+VGPU_VF_OWNER_LABELS = {'app.kubernetes.io/managed-by': 'gpuvirt.provision',
+                        'gpuvirt.provision/machineconfig': 'vgpu-vf'}
 
 
 def build_vgpu_vf_machineconfig(pool, script_text, python='/usr/bin/python3', timeout=300, config=None, name=None,
@@ -139,13 +143,44 @@ def build_vgpu_vf_machineconfig(pool, script_text, python='/usr/bin/python3', ti
     return {
         'apiVersion': MC_API_VERSION,
         'kind': 'MachineConfig',
-        'metadata': {'name': name, 'labels': {ROLE_LABEL: pool}},
+        'metadata': {'name': name, 'labels': dict(VGPU_VF_OWNER_LABELS, **{ROLE_LABEL: pool})},
         'spec': {'config': {
             'ignition': {'version': ignition_version},
             'storage': {'files': files},
             'systemd': {'units': [{'name': VGPU_VF_UNIT, 'enabled': True, 'contents': unit}]},
         }},
     }
+
+
+def vgpu_vf_stale(machineconfigs, keep_pools):
+    """The collection's VF MachineConfigs (``machineconfigs``: the cluster's MachineConfig objects) whose pool holds
+    no vendor-VFIO host any more (not in ``keep_pools``), as ``[{name, pool, uid, resource_version}]`` sorted by
+    name: the run deletes each (by its uid and resourceVersion, so only the object read here). Ours means: carrying
+    VGPU_VF_OWNER_LABELS and a role label, and the unit VGPU_VF_UNIT in its config; any other MachineConfig (one an
+    administrator wrote, one that only shares the name) is never listed."""
+    if not isinstance(machineconfigs, list) or not isinstance(keep_pools, (list, tuple)):
+        raise ManifestError('expected the MachineConfig objects and the pools to keep as lists')
+    for pool in keep_pools:
+        check_name(pool, 'MachineConfigPool to keep')
+    out = []
+    for obj in machineconfigs:
+        meta = (obj.get('metadata') or {}) if isinstance(obj, dict) else {}
+        labels = meta.get('labels') or {}
+        if any(labels.get(k) != v for k, v in VGPU_VF_OWNER_LABELS.items()) or not labels.get(ROLE_LABEL):
+            continue
+        units = ((((obj.get('spec') or {}).get('config') or {}).get('systemd') or {}).get('units') or [])
+        if not any(isinstance(u, dict) and u.get('name') == VGPU_VF_UNIT for u in units):
+            continue
+        pool = labels[ROLE_LABEL]
+        if pool in keep_pools:
+            continue
+        name = checked(validators.dns1123_subdomain, meta.get('name'), 'MachineConfig name')
+        uid, version = meta.get('uid'), meta.get('resourceVersion')
+        if not isinstance(uid, str) or not uid or not isinstance(version, str) or not version:
+            raise ManifestError('MachineConfig %s has no uid or resourceVersion: pass the objects as read from the '
+                                'cluster' % name)
+        out.append({'name': name, 'pool': pool, 'uid': uid, 'resource_version': version})
+    return sorted(out, key=lambda item: item['name'])
 
 
 def _selects(selector, labels):

@@ -299,6 +299,7 @@ KNOWN = (
     'vgpu_vf_driver_timeout',
     'vgpu_vf_gpus',
     'vgpu_vf_machineconfig_hosts',
+    'vgpu_vf_machineconfig_keep_pools',
     'vgpu_vf_machineconfig_pool',
     'vgpu_vf_machineconfig_sriov_manage',
     'vgpu_vf_machineconfig_sysfs_root',
@@ -554,7 +555,9 @@ RUNTIME = (
     '__vgpu_vf_mc_built',
     '__vgpu_vf_mc_changed',
     '__vgpu_vf_mc_nodes',
+    '__vgpu_vf_mc_owned',
     '__vgpu_vf_mc_pools',
+    '__vgpu_vf_mc_stale',
     '__vgpu_vf_phase_driver',
     '__vgpu_vf_phase_mdev',
     '__vgpu_vf_phase_plan',
@@ -714,6 +717,7 @@ RUNTIME = (
     'vgpu_vf_check_vmis',
     'vgpu_vf_leave_result',
     'vgpu_vf_machineconfig_hosts',
+    'vgpu_vf_machineconfig_keep_pools',
     'vgpu_vf_machineconfig_pool',
     'vgpu_vf_phase_config_name',
     'vgpu_vf_phase_configs',
@@ -729,6 +733,7 @@ RUNTIME = (
     'vgpu_vf_phase_sysfs',
     'vgpu_vf_phase_unplanned',
     'vgpu_vf_phase_unset',
+    'vgpu_vf_phase_vf_pools',
 )
 
 INTERNAL_PREFIXES = (

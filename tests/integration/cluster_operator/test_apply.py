@@ -757,7 +757,9 @@ def test_vendor_vfio_hosts_get_their_vf_profiles_as_the_machineconfig_of_their_p
     assert 'gpu-vf: 2/2 machines updated, 2 ready' in log, log
     assert operator.rendered, 'the MCO stand-in never rendered the MachineConfig'
     mc = cluster.get(kv.MC_V1, 'MachineConfig', VF_MC)
-    assert mc['metadata']['labels'] == {'machineconfiguration.openshift.io/role': VF_POOL}
+    assert mc['metadata']['labels'] == {'machineconfiguration.openshift.io/role': VF_POOL,
+                                        'app.kubernetes.io/managed-by': 'gpuvirt.provision',
+                                        'gpuvirt.provision/machineconfig': 'vgpu-vf'}
     # Ignition spec 3.2.0 as the MCO takes it (coreos/ignition docs/configuration-v3_2.md; the MCO writes
     # storage.files and systemd.units of a MachineConfig on the node, openshift/machine-config-operator
     # docs/MachineConfigDaemon.md): the unit enabled, the config the hosts computed, under /etc

@@ -220,7 +220,10 @@ def _script():
 def test_vgpu_vf_machineconfig_carries_the_roles_unit_and_script_in_ignitions_shape():
     obj = mc.build_vgpu_vf_machineconfig('gpu', _script(), timeout=600)
     schema.validate(obj)
-    assert obj['metadata'] == {'name': '100-gpu-gpuvirt-vgpu-vf', 'labels': {'machineconfiguration.openshift.io/role': 'gpu'}}
+    # the role label (the pool's machineConfigSelector) and the owner labels (only such an object is ever deleted)
+    assert obj['metadata'] == {'name': '100-gpu-gpuvirt-vgpu-vf', 'labels': {
+        'machineconfiguration.openshift.io/role': 'gpu', 'app.kubernetes.io/managed-by': 'gpuvirt.provision',
+        'gpuvirt.provision/machineconfig': 'vgpu-vf'}}
     config = obj['spec']['config']
     # Ignition spec 3.2.0 (coreos/ignition docs/configuration-v3_2.md): systemd.units[] {name, enabled, contents};
     # storage.files[] {path, mode (decimal), overwrite, contents.source (a data URL)}: the shape of the IOMMU one
@@ -565,3 +568,33 @@ def test_a_node_moving_into_a_pool_of_its_own_may_join_once_the_default_pools_la
     # an administrator's other custom pool is never released
     infra = [_node('s1', 'worker', 'infra')]
     assert 'gpu-vf, infra' in mcp_join_problems(pools + [INFRA_POOL], infra, 'gpu-vf', ['s1'], {}, released)
+
+
+def _read_back(obj, uid='u-1', version='7'):
+    # as the API server returns an object: its uid and resourceVersion set
+    return dict(obj, metadata=dict(obj['metadata'], uid=uid, resourceVersion=version))
+
+
+def test_only_the_collections_own_vf_machineconfig_of_a_pool_without_vendor_vfio_hosts_is_stale():
+    script = '#!/usr/bin/python3\n# %s\n' % mc.vvp.MARKER
+    ours_vf = _read_back(mc.build_vgpu_vf_machineconfig('gpu-vf', script), 'u-vf')
+    ours_old = _read_back(mc.build_vgpu_vf_machineconfig('gpu-old', script), 'u-old')
+    assert ours_old['metadata']['labels'] == {'app.kubernetes.io/managed-by': 'gpuvirt.provision',
+                                              'gpuvirt.provision/machineconfig': 'vgpu-vf',
+                                              'machineconfiguration.openshift.io/role': 'gpu-old'}
+    # an administrator's MachineConfig of the same name and content, without the owner labels; one that carries
+    # them but another unit; the IOMMU one of that pool
+    foreign = _read_back(dict(ours_old, metadata={'name': '100-gpu-old2-gpuvirt-vgpu-vf',
+                                                  'labels': {mc.ROLE_LABEL: 'gpu-old'}}), 'u-f')
+    other_unit = _read_back(mc.build_vgpu_vf_machineconfig('gpu-old', script, name='99-gpu-old-other'), 'u-o')
+    other_unit['spec']['config']['systemd']['units'][0]['name'] = 'other.service'
+    iommu = _read_back(mc.build_machineconfig('gpu-old', ['iommu=pt']), 'u-i')
+    objs = [ours_vf, ours_old, foreign, other_unit, iommu]
+    assert mc.vgpu_vf_stale(objs, ['gpu-vf']) == [
+        {'name': '100-gpu-old-gpuvirt-vgpu-vf', 'pool': 'gpu-old', 'uid': 'u-old', 'resource_version': '7'}]
+    assert [s['name'] for s in mc.vgpu_vf_stale(objs, [])] == ['100-gpu-old-gpuvirt-vgpu-vf', '100-gpu-vf-gpuvirt-vgpu-vf']
+    assert mc.vgpu_vf_stale(objs, ['gpu-vf', 'gpu-old']) == []
+    with pytest.raises(mc.ManifestError, match='has no uid or resourceVersion'):
+        mc.vgpu_vf_stale([mc.build_vgpu_vf_machineconfig('gpu-old', script)], [])
+    with pytest.raises(mc.ManifestError, match="MachineConfigPool to keep 'Bad'"):
+        mc.vgpu_vf_stale(objs, ['Bad'])
