@@ -557,7 +557,6 @@ RUNTIME = (
     '__vgpu_vf_mc_nodes',
     '__vgpu_vf_mc_owned',
     '__vgpu_vf_mc_pools',
-    '__vgpu_vf_mc_stale',
     '__vgpu_vf_phase_driver',
     '__vgpu_vf_phase_mdev',
     '__vgpu_vf_phase_plan',

@@ -865,3 +865,63 @@ def test_vgpu_vf_run_alone_stops_on_a_kubevirt_older_than_its_hosts_need_before_
     assert 'Phase 5b - vGPU profiles on vendor-specific VFIO hosts' not in said.split('fatal:', 1)[0], log
     assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
     assert all(set(board.current.values()) <= {0} for board in boards)
+
+
+VF2_POOL = 'gpu-vf2'
+VF2_MC = '100-gpu-vf2-gpuvirt-vgpu-vf'
+
+
+def test_each_pool_gets_its_hosts_vf_machineconfig_and_a_pool_left_without_them_loses_only_ours(tmp_path, kube):
+    # Two vendor-VFIO hosts of different VF configs, each in a MachineConfigPool of its own (machineconfig_host_pool):
+    # one VF MachineConfig per pool, each waited for. A MachineConfig reaches every node of its pool alike (the render
+    # controller merges one config per pool: openshift/machine-config-operator pkg/controller/render
+    # render_controller.go), and a node is in one custom pool at most (pkg/helpers/helpers.go GetPoolsForNode).
+    kv = _kubevirt_apply_helpers()
+    inventory, _boards = vf_hosts(tmp_path, configs=('l40s', 'l40s-12q'))
+    inv = json.loads(open(inventory, encoding='utf-8').read())
+    hosts = inv['all']['children']['gpu_vm_vgpu']['hosts']
+    hosts['vf-1.example.com']['machineconfig_host_pool'] = VF_POOL
+    hosts['vf-2.example.com']['machineconfig_host_pool'] = VF2_POOL
+    open(inventory, 'w', encoding='utf-8').write(json.dumps(inv))
+    # an administrator's MachineConfig for a pool of no vendor-VFIO host, of our name shape and unit, but not ours
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mcu
+    foreign = mcu.build_vgpu_vf_machineconfig('gpu-old', '# %s\n' % mcu.vvp.MARKER)
+    foreign['metadata']['labels'] = {'machineconfiguration.openshift.io/role': 'gpu-old'}
+    cluster = kube([kv.pool('worker', ['00-worker'], kv.DONE, machines=1),
+                    kv.pool(VF_POOL, ['00-worker'], kv.DONE, machines=1),
+                    kv.pool(VF2_POOL, ['00-worker'], kv.DONE, machines=1), foreign]
+                   + [kv.node('vf-1', {'cpu': '64'}, dict(kv.WORKER, **{'node-role.kubernetes.io/gpu-vf': ''})),
+                      kv.node('vf-2', {'cpu': '64'}, dict(kv.WORKER, **{'node-role.kubernetes.io/gpu-vf2': ''})),
+                      kv.node('w-3', {'cpu': '64'}, dict(kv.WORKER))])
+    mco1 = kv.mco(kv.rollout_done(['00-worker', VF_MC]), pool_name=VF_POOL, mc_name=VF_MC)
+    mco2 = kv.mco(kv.rollout_done(['00-worker', VF2_MC]), pool_name=VF2_POOL, mc_name=VF2_MC)
+    cluster.controller('machine-config-operator', mco1)
+    cluster.controller('machine-config-operator-2', mco2)
+    # machineconfig_pool (gpu-vf, vf_run's) is the default only: each host's own pool wins
+    rc, log = vf_run(tmp_path, inventory, cluster)
+    said = ' '.join(log.split())
+    assert rc == 0, log
+    assert sorted(write_summary(cluster.attempts())) == sorted(['patch machineconfigs -/' + m for m in (VF_MC, VF2_MC)])
+    assert ('MachineConfig %s for MachineConfigPool gpu-vf (nodes vf-1): the unit gpuvirt-vgpu-vf.service restores at '
+            'every boot 0000:41:00.0: 0000:41:00.4 NVIDIA L40S-24Q' % VF_MC) in said, log
+    assert ('MachineConfig %s for MachineConfigPool gpu-vf2 (nodes vf-2): the unit gpuvirt-vgpu-vf.service restores '
+            'at every boot 0000:41:00.0: 0000:41:00.4 NVIDIA L40S-12Q' % VF2_MC) in said, log
+    assert mco1.rendered and mco2.rendered, 'the MCO stand-ins never rendered the MachineConfigs'
+    # vf-2 leaves the inventory: its pool holds no vendor-VFIO host any more, so our VF MachineConfig of gpu-vf2 goes
+    # (the MCO then rolls the pool out without it); the administrator's one of gpu-old stays. Check mode says so first.
+    del hosts['vf-2.example.com']
+    open(inventory, 'w', encoding='utf-8').write(json.dumps(inv))
+    mark = cluster.now()
+    rc, log = vf_run(tmp_path, inventory, cluster, '--check')
+    said = ' '.join(log.split())
+    assert rc == 0, log
+    assert ('MachineConfig %s (MachineConfigPool gpu-vf2): no vendor-VFIO host of the inventory is in its pool any '
+            'more, so its boot-time VF restore would be deleted' % VF2_MC) in said, log
+    assert 'gpu-old' not in said, log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+    rc, log = vf_run(tmp_path, inventory, cluster)
+    assert rc == 0, log
+    assert write_summary(cluster.attempts(since=mark)) == ['delete machineconfigs -/' + VF2_MC], log
+    assert cluster.get(kv.MC_V1, 'MachineConfig', VF2_MC) is None
+    assert cluster.get(kv.MC_V1, 'MachineConfig', VF_MC) is not None
+    assert cluster.get(kv.MC_V1, 'MachineConfig', foreign['metadata']['name']) is not None
