@@ -63,6 +63,14 @@ options:
       - Those nodes get the labels, so that the pool's IOMMU MachineConfig reaches them; any other GPU node loses
         a label that carries exactly this value. Omit when there is no dedicated pool.
     type: dict
+  pool_selectors:
+    description:
+      - "Per node (C({node: labels})), the node labels of the MachineConfigPool that node is in, instead of
+        O(pool_selector) (a host in a pool of its own, C(machineconfig_host_pool); C({}) for a built-in pool)."
+      - Every GPU node loses each label of another of these pools (or of O(pool_selector)) that it carries with
+        exactly that value, since the Machine Config Operator refuses a node that two custom pools select.
+    type: dict
+    default: {}
   dra_selector:
     description:
       - The DRA kubelet plugin's node selector given by the user (C(dra_driver_node_selector)). The C(dra) nodes
@@ -175,6 +183,7 @@ def main():
             vgpu_config_default=dict(type='str'),
             vgpu_configs=dict(type='dict'),
             pool_selector=dict(type='dict'),
+            pool_selectors=dict(type='dict', default={}),
             dra_selector=dict(type='dict'),
             dra_stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
             retire=dict(type='bool', default=False),
@@ -203,7 +212,7 @@ def main():
         # the same decision as the operator and kubevirt phases': the GPUCluster or the DRA chart
         stack = gc.dra_stack(platform.traits(p['cluster_platform']), dra_nodes, other_nodes, p['dra_stack'])[0]
         patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'],
-                                  p['dra_selector'], stack, retire=p['retire'])
+                                  p['dra_selector'], stack, retire=p['retire'], pool_selectors=p['pool_selectors'])
     except (nl.ManifestError, vc.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     rendered, left_out = nl.render_patches(patches)

@@ -59,10 +59,13 @@ def l40s_host_facts(tmp_path, host=L40S_HOST):
     return saved_facts.to_saved(host, hostvars, source='tests/integration/vf_fleet.py')
 
 
-def add_l40s_host(inventory_dir, tmp_path, config='L40S-24Q', host=L40S_HOST, drop=('gpu-p01.example.com',)):
+def add_l40s_host(inventory_dir, tmp_path, config='L40S-24Q', host=L40S_HOST, drop=('gpu-p01.example.com',),
+                  pool='gpu-vf-l40s'):
     """The example inventory copy at ``inventory_dir`` with the L40S vendor-VFIO host in gpu_vm_vgpu (vGPU config
     ``config``) and its saved facts; the hosts in ``drop`` (the example's L40S passed whole: one model cannot be
-    both in one cluster) left out."""
+    both in one cluster) left out. On OpenShift the host sits in MachineConfigPool ``pool`` of its own
+    (machineconfig_host_pool, as the example's hosts.yml says): its VF MachineConfig reaches every node of its pool
+    alike, and the example's gpu-worker pool holds every other GPU node."""
     import yaml
     path = os.path.join(str(inventory_dir), 'hosts.yml')
     with open(path, encoding='utf-8') as handle:
@@ -73,6 +76,8 @@ def add_l40s_host(inventory_dir, tmp_path, config='L40S-24Q', host=L40S_HOST, dr
             (group.get('hosts') or {}).pop(name, None)
     children['gpu_vm_vgpu']['hosts'][host] = {'gpuvirt_vgpu_config': config, 'ansible_host': '192.0.2.1',
                                               'ansible_ssh_common_args': '-o ConnectTimeout=2'}
+    if pool:
+        children['gpu_vm_vgpu']['hosts'][host]['machineconfig_host_pool'] = pool
     with open(path, 'w', encoding='utf-8') as handle:
         yaml.safe_dump(hosts, handle)
     # its vGPU config among the custom ones (two L40S-24Q per 48 GB GPU), for the GPU Operator and verify

@@ -106,6 +106,10 @@ def build_machineconfig(pool, kernel_args, blacklist_nouveau=True, name=None, ig
 VGPU_VF_UNIT = 'gpuvirt-vgpu-vf.service'
 VGPU_VF_SCRIPT_PATH = '/etc/gpuvirt/vgpu-vf-restore'
 VGPU_VF_CONFIG_PATH = '/etc/gpuvirt/vgpu-vf-profiles.json'
+# The labels that mark a VF MachineConfig as the collection's: only such an object is ever deleted (vgpu_vf_stale),
+# when no vendor-VFIO host is left in its pool.
+VGPU_VF_OWNER_LABELS = {'app.kubernetes.io/managed-by': 'gpuvirt.provision',
+                        'gpuvirt.provision/machineconfig': 'vgpu-vf'}
 
 
 def build_vgpu_vf_machineconfig(pool, script_text, python='/usr/bin/python3', timeout=300, config=None, name=None,
@@ -139,13 +143,44 @@ def build_vgpu_vf_machineconfig(pool, script_text, python='/usr/bin/python3', ti
     return {
         'apiVersion': MC_API_VERSION,
         'kind': 'MachineConfig',
-        'metadata': {'name': name, 'labels': {ROLE_LABEL: pool}},
+        'metadata': {'name': name, 'labels': dict(VGPU_VF_OWNER_LABELS, **{ROLE_LABEL: pool})},
         'spec': {'config': {
             'ignition': {'version': ignition_version},
             'storage': {'files': files},
             'systemd': {'units': [{'name': VGPU_VF_UNIT, 'enabled': True, 'contents': unit}]},
         }},
     }
+
+
+def vgpu_vf_stale(machineconfigs, keep_pools):
+    """The collection's VF MachineConfigs (``machineconfigs``: the cluster's MachineConfig objects) whose pool holds
+    no vendor-VFIO host any more (not in ``keep_pools``), as ``[{name, pool, uid, resource_version}]`` sorted by
+    name: the run deletes each (by its uid and resourceVersion, so only the object read here). Ours means: carrying
+    VGPU_VF_OWNER_LABELS and a role label, and the unit VGPU_VF_UNIT in its config; any other MachineConfig (one an
+    administrator wrote, one that only shares the name) is never listed."""
+    if not isinstance(machineconfigs, list) or not isinstance(keep_pools, (list, tuple)):
+        raise ManifestError('expected the MachineConfig objects and the pools to keep as lists')
+    for pool in keep_pools:
+        check_name(pool, 'MachineConfigPool to keep')
+    out = []
+    for obj in machineconfigs:
+        meta = (obj.get('metadata') or {}) if isinstance(obj, dict) else {}
+        labels = meta.get('labels') or {}
+        if any(labels.get(k) != v for k, v in VGPU_VF_OWNER_LABELS.items()) or not labels.get(ROLE_LABEL):
+            continue
+        units = ((((obj.get('spec') or {}).get('config') or {}).get('systemd') or {}).get('units') or [])
+        if not any(isinstance(u, dict) and u.get('name') == VGPU_VF_UNIT for u in units):
+            continue
+        pool = labels[ROLE_LABEL]
+        if pool in keep_pools:
+            continue
+        name = checked(validators.dns1123_subdomain, meta.get('name'), 'MachineConfig name')
+        uid, version = meta.get('uid'), meta.get('resourceVersion')
+        if not isinstance(uid, str) or not uid or not isinstance(version, str) or not version:
+            raise ManifestError('MachineConfig %s has no uid or resourceVersion: pass the objects as read from the '
+                                'cluster' % name)
+        out.append({'name': name, 'pool': pool, 'uid': uid, 'resource_version': version})
+    return sorted(out, key=lambda item: item['name'])
 
 
 def _selects(selector, labels):
@@ -303,17 +338,18 @@ def vgpu_vf_pool_config(pool, hosts, pools=None, nodes=None, sysfs_root='/sys', 
         raise ManifestError(
             'the vendor-VFIO hosts of MachineConfigPool %s need one boot-time VF config (a MachineConfig reaches '
             'every node of its pool alike), but they compute %d different ones: %s. Put the hosts of each config in '
-            'a MachineConfigPool of their own (identical GPUs in the same PCI slots, one vGPU config), set '
-            'machineconfig_pool to it, and run each pool\'s hosts in their own run (--limit). Nothing was changed.'
+            'a MachineConfigPool of their own (identical GPUs in the same PCI slots, one vGPU config): set '
+            'machineconfig_host_pool on each of them to its pool (one MachineConfig per pool). Nothing was changed.'
             % (pool, len(groups), ' | '.join(
                 '%s: %s' % (', '.join(sorted(g['hosts'])), describe_boot_config(g['config'])) for g in groups)))
     if pools is not None:
         names = sorted((p.get('metadata') or {}).get('name') for p in pools if isinstance(p, dict))
         if pool not in names:
             raise ManifestError('MachineConfigPool %r does not exist (the cluster has: %s): the VF MachineConfig '
-                                'would reach no node. Create the pool for the vendor-VFIO hosts (machineconfig_pool '
-                                'with machineconfig_create_pool: true, applied by the operator phase) or set '
-                                'machineconfig_pool to the pool they are in. Nothing was changed.'
+                                'would reach no node. Create the pool for the vendor-VFIO hosts (their '
+                                'machineconfig_host_pool with machineconfig_create_pool: true, applied by the '
+                                'operator phase) or set machineconfig_host_pool to the pool they are in. Nothing was '
+                                'changed.'
                                 % (pool, ', '.join(names) or 'none'))
         managed = set(pool_nodes(pool, pools, nodes))
         wanted = set(node for _h, node, _c in configs)
@@ -323,9 +359,9 @@ def vgpu_vf_pool_config(pool, hosts, pools=None, nodes=None, sysfs_root='/sys', 
                 'MachineConfigPool %s must manage exactly the vendor-VFIO hosts\' nodes (%s) to carry their VF '
                 'config, but %s. A MachineConfig reaches every node of its pool: another node would be drained, '
                 'rebooted and given VF addresses it may not have, and a node outside never gets it. Give the '
-                'vendor-VFIO hosts of one config a MachineConfigPool of their own (machineconfig_pool, '
-                'machineconfig_create_pool: true; a node is in one custom pool at most), and run all of the pool\'s hosts '
-                'together. Nothing was changed.' % (
+                'vendor-VFIO hosts of one config a MachineConfigPool of their own (machineconfig_host_pool on each, '
+                'with machineconfig_create_pool: true; a node is in one custom pool at most), and run all of the '
+                'pool\'s hosts together. Nothing was changed.' % (
                     pool, ', '.join(sorted(wanted)), '; '.join(filter(None, [
                         'it also manages %s' % ', '.join(extra) if extra else '',
                         'it does not manage %s' % ', '.join(missing) if missing else '']))))
@@ -348,6 +384,68 @@ def build_pool(pool, node_selector=None):
             'nodeSelector': {'matchLabels': dict(node_selector or {'node-role.kubernetes.io/%s' % pool: ''})},
         },
     }
+
+
+# The per-host pool (a host variable, read by the playbooks): a host whose node must be in a MachineConfigPool other
+# than machineconfig_pool (vendor-VFIO hosts of one VF config: their VF MachineConfig reaches every node of its pool
+# alike, so they need a pool of their own). A node is in one custom pool at most (node_pools), so the IOMMU
+# MachineConfig goes to each pool that holds IOMMU hosts, one per pool.
+HOST_POOL_VAR = 'machineconfig_host_pool'
+
+
+def host_pools(entries, default_pool):
+    """``{node: pool}`` for ``entries`` (``[{host, node, pool}]``: ``pool`` the host's ``machineconfig_host_pool``,
+    None or empty when not set: ``default_pool``). Raises ManifestError naming the host and the variable for a pool
+    that is no MachineConfigPool name, or a node given two pools."""
+    check_name(default_pool, 'machineconfig_pool')
+    out, by = {}, {}
+    for entry in entries or []:
+        if not isinstance(entry, dict):
+            raise ManifestError('a host entry is %r; expected {host, node, pool}' % (entry,))
+        host, node, pool = entry.get('host'), entry.get('node'), entry.get('pool')
+        if pool in (None, ''):
+            pool = default_pool
+        checked(validators.dns1123_label, pool, HOST_POOL_VAR, message=(
+            'host %s: %s is %r, not a MachineConfigPool name (a DNS label: lower-case letters, digits and \'-\'); '
+            'set it to the pool its node is in, or leave it unset for machineconfig_pool (%s)'
+            % (host, HOST_POOL_VAR, pool, default_pool)))
+        node = checked(validators.dns1123_subdomain, node, '%s: its node name' % host)
+        if node in out and out[node] != pool:
+            raise ManifestError('node %s is given two MachineConfigPools, %s (host %s) and %s (host %s): a node is in '
+                                'one pool; set %s alike on both' % (node, out[node], by[node], pool, host,
+                                                                      HOST_POOL_VAR))
+        out[node], by[node] = pool, host
+    return out
+
+
+def pool_groups(node_pools, nodes, default_pool):
+    """``[{pool, nodes}]``: the pools of ``nodes`` (names; a node without an entry in ``node_pools`` is in
+    ``default_pool``), each with its nodes in their given order, the default pool first, then by name;
+    ``[{default_pool, []}]`` when ``nodes`` is empty (a render with no node list)."""
+    check_name(default_pool, 'machineconfig_pool')
+    if not isinstance(node_pools, dict) or not isinstance(nodes, list):
+        raise ManifestError('expected {node: pool} and a list of node names')
+    members = {}
+    for node in nodes:
+        pool = node_pools.get(node) or default_pool
+        check_name(pool, 'MachineConfigPool of node %s' % node)
+        members.setdefault(pool, [])
+        if node not in members[pool]:
+            members[pool].append(node)
+    order = sorted(members, key=lambda name: (name != default_pool, name))
+    return [{'pool': name, 'nodes': members[name]} for name in order] or [{'pool': default_pool, 'nodes': []}]
+
+
+def pool_selectors(node_pools, default_pool, default_selector=None):
+    """``{node: selector}``: the labels each node's pool selects it by as the collection creates that pool
+    (``pool_selector``; ``default_selector`` for ``default_pool``), ``{}`` for a built-in pool (worker, master: no
+    label of ours)."""
+    out = {}
+    for node, pool in sorted((node_pools or {}).items()):
+        check_name(pool, 'MachineConfigPool of node %s' % node)
+        out[node] = {} if pool in BUILTIN_POOLS else pool_selector(pool, default_selector if pool == default_pool
+                                                                     else None)
+    return out
 
 
 def check_pool_exists(pool, existing, create_pool):
@@ -410,12 +508,14 @@ def _conflict_fix(err, pool_name, by_name):
                 others[0] if len(others) == 1 else 'one of them'))
 
 
-def pool_join_problems(pool_name, selector, expected, nodes, dedicated, pools):
+def pool_join_problems(pool_name, selector, expected, nodes, dedicated, pools, released=None):
     """Why the MCO would not put each ``expected`` node in ``pool_name``, one sentence each naming the node, the pools
     and the fix (``[]``: none): judged by ``node_pools`` on the node's labels as they will be (a dedicated pool's
     ``selector`` added) against the cluster's ``pools`` (a dedicated pool as we build it). The check the nodes phase
     runs before it labels GPU nodes into a dedicated pool, and ``nodes_into_pool`` before the machineconfig role
-    does."""
+    does. ``released``: the selectors of the collection's other dedicated pools, whose labels the nodes phase takes
+    off a node of this pool where it carries exactly their value (a host moved into a pool of its own,
+    ``machineconfig_host_pool``): judged without them."""
     ours = {'metadata': {'name': pool_name}, 'spec': {'nodeSelector': {'matchLabels': dict(selector or {})}}}
     after = [p for p in pools if isinstance(p, dict) and _pool_name(p) and _pool_name(p) != pool_name]
     after.append(ours if dedicated else next((p for p in pools if _pool_name(p) == pool_name), ours))
@@ -424,6 +524,9 @@ def pool_join_problems(pool_name, selector, expected, nodes, dedicated, pools):
     for name, labels in _node_labels(nodes):
         if name not in expected:
             continue
+        labels = dict((k, v) for k, v in labels.items()
+                      if not any(isinstance(sel, dict) and sel.get(k) == v and k not in (selector or {})
+                                 for sel in released or []))
         labels = dict(labels, **(selector or {})) if dedicated else labels
         if not _selects((by_name[pool_name].get('spec') or {}).get('nodeSelector'), labels):
             continue  # outside the pool's selector: nodes_into_pool names the labels it lacks

@@ -190,7 +190,8 @@ def row_operand_labels():
     return out
 
 
-def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None, dra_stack='helm'):
+def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None, dra_stack='helm',
+                   other_selectors=None):
     """Labels a node of ``pool`` must carry; ``None`` values mean the label must go.
 
     ``dra_stack``: ``helm`` (the DRA chart beside the ClusterPolicy: the DRA nodes switch the device plugin, DCGM and
@@ -207,7 +208,11 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
     ``pool_selector``: the labels a dedicated OpenShift MachineConfigPool selects its nodes by (the IOMMU
     MachineConfig reaches only the nodes of its pool). A node of an IOMMU pool gets them; any other node loses
     them when it carries exactly our value (a node that left the VM pools must not keep rebooting into the GPU
-    pool's kernel arguments)."""
+    pool's kernel arguments).
+
+    ``other_selectors``: the selectors of the collection's other dedicated pools (a host in a pool of its own,
+    ``machineconfig_host_pool``): the node loses each of their labels it carries with exactly that value, since the
+    Machine Config Operator refuses a node two custom pools select (machineconfig.node_pools)."""
     if pool not in fleet.BY_NAME:
         raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(fleet.POOLS)))
     row = fleet.BY_NAME[pool]
@@ -232,6 +237,10 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
         labels[VGPU_LABEL] = None
     for key, value in (pool_selector or {}).items():
         labels[key] = str(value) if row.iommu else RemoveIf(str(value))
+    for selector in other_selectors or []:
+        for key, value in (selector or {}).items():
+            if key not in labels:
+                labels[key] = RemoveIf(str(value))
     is_dra = row.resource == 'dra'
     labels[DRA_PLUGIN_LABEL] = UnlessPaused('true') if is_dra else RemoveIf('true')
     for key, value in check_dra_selector(dra_selector).items():
@@ -361,7 +370,7 @@ def row_unknown(item):
             % (item.get('host', item['node']), rows[0].group, ', '.join(r.name for r in rows)))
 
 
-def _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selector, dra_stack):
+def _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selector, dra_stack, other_selectors=None):
     """``(report entry, partial Node or None)`` for one retired node, or ``(message, None)`` when it is refused (VMs
     run on it). The pool's row does not matter here: every operand label any row switches off goes only when the
     record names it, so a host of a group whose row its facts pick is retired the same either way."""
@@ -372,7 +381,8 @@ def _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selecto
     row = fleet.BY_NAME[item['pool']]
     config = item.get('vgpu_config')
     # without its vGPU config the value the collection wrote is unknown: nvidia.com/vgpu.config stays (reported)
-    desired = desired_labels(item['pool'], config or 'unknown', pool_selector, dra_selector, dra_stack)
+    desired = desired_labels(item['pool'], config or 'unknown', pool_selector, dra_selector, dra_stack,
+                             other_selectors)
     unknown = []
     if row.vgpu and not config:
         del desired[VGPU_LABEL]
@@ -402,7 +412,7 @@ def _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selecto
 
 
 def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selector=None, dra_stack='helm',
-         retire=False):
+         retire=False, pool_selectors=None):
     """Plan the label changes for every wanted node.
 
     ``wanted``: ``[{node, pool, vgpu_config, facts}]`` (``facts``: the host's pci_devices/mdev_types, optional);
@@ -410,6 +420,9 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     cluster state: every label is set); ``vmis``: VMI objects; ``custom_configs``: the custom vGPU configs
     (normalised), None when the operator's default ConfigMap is used; ``pool_selector``: the node labels of a
     dedicated MachineConfigPool for the IOMMU pools (see desired_labels), None when there is none;
+    ``pool_selectors``: ``{node: selector}`` for the nodes in a MachineConfigPool of their own
+    (``machineconfig_host_pool``; ``{}`` for a built-in pool), instead of ``pool_selector``; every node loses the
+    labels of the other pools' selectors it carries with exactly their value;
     ``dra_selector``: ``dra_driver_node_selector`` (see desired_labels); ``dra_stack``: see desired_labels.
     ``retire``: the nodes leave the fleet (retire.yml): each loses the labels the collection wrote there
     (retired_labels) and its owned-labels record; a node no longer in the cluster has nothing to take back.
@@ -423,15 +436,23 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
                    for n in nodes}
     errors, patches, report = [], [], {}
     seen = {}
+    selectors = dict(pool_selectors or {})
+    for node_name, sel in selectors.items():
+        if not isinstance(sel, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in sel.items()):
+            raise ManifestError('the MachineConfigPool selector of node %s is %r; expected node labels as '
+                                '{name: value} strings (gpuvirt.provision.mcp_pool_selectors)' % (node_name, sel))
+    every_selector = [pool_selector or {}] + list(selectors.values())
     for item in wanted:
         name = item['node']
+        own = selectors.get(name, pool_selector)
+        others = [sel for sel in every_selector if sel and sel != (own or {})]
         if name in seen:
             errors.append("node %s is listed twice (hosts %s and %s): one host per node" % (
                 name, seen[name], item.get('host', name)))
             continue
         seen[name] = item.get('host', name)
         if retire:
-            entry, patch = _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selector, dra_stack)
+            entry, patch = _retire_one(item, current_by_name, records, vmis, own, dra_selector, dra_stack, others)
             if isinstance(entry, str):
                 errors.append(entry)
                 continue
@@ -453,7 +474,7 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
                           "the host (for example A10-12Q), or node_labels_vgpu_config_default for all vGPU hosts"
                           % (item.get('host', name), name, item['pool'], VGPU_LABEL))
             continue
-        desired = desired_labels(item['pool'], item.get('vgpu_config'), pool_selector, dra_selector, dra_stack)
+        desired = desired_labels(item['pool'], item.get('vgpu_config'), own, dra_selector, dra_stack, others)
         if fleet.BY_NAME[item['pool']].vgpu:
             unusable = vgpu_config_error(name, desired[VGPU_LABEL], item.get('facts'), custom_configs)
             if unusable:

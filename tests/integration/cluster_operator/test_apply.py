@@ -760,7 +760,9 @@ def test_vendor_vfio_hosts_get_their_vf_profiles_as_the_machineconfig_of_their_p
     assert 'gpu-vf: 2/2 machines updated, 2 ready' in log, log
     assert operator.rendered, 'the MCO stand-in never rendered the MachineConfig'
     mc = cluster.get(kv.MC_V1, 'MachineConfig', VF_MC)
-    assert mc['metadata']['labels'] == {'machineconfiguration.openshift.io/role': VF_POOL}
+    assert mc['metadata']['labels'] == {'machineconfiguration.openshift.io/role': VF_POOL,
+                                        'app.kubernetes.io/managed-by': 'gpuvirt.provision',
+                                        'gpuvirt.provision/machineconfig': 'vgpu-vf'}
     # Ignition spec 3.2.0 as the MCO takes it (coreos/ignition docs/configuration-v3_2.md; the MCO writes
     # storage.files and systemd.units of a MachineConfig on the node, openshift/machine-config-operator
     # docs/MachineConfigDaemon.md): the unit enabled, the config the hosts computed, under /etc
@@ -827,3 +829,102 @@ def test_hosts_with_different_vf_configs_or_a_pool_with_other_nodes_are_refused_
     assert ("MachineConfigPool worker must manage exactly the vendor-VFIO hosts' nodes (vf-1, vf-2) to carry their "
             "VF config, but it also manages w-3; it does not manage vf-1, vf-2.") in text, log
     assert cluster.attempts() == [], write_summary(cluster.attempts())
+
+
+def kubevirt_cr(version):
+    # status.observedKubeVirtVersion is virt-operator's to write once it has deployed that version (the fixture
+    # writes it in its place); under OpenShift Virtualization HCO creates this CR in its own namespace
+    # (kubevirt/hyperconverged-cluster-operator v1.18.1 controllers/handlers/kubevirt.go NewKubeVirtWithNameOnly)
+    return {'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt',
+            'metadata': {'name': 'kubevirt-kubevirt-hyperconverged', 'namespace': 'openshift-cnv'},
+            'spec': {}, 'status': {'observedKubeVirtVersion': version}}
+
+
+def test_vgpu_vf_run_alone_stops_on_a_kubevirt_older_than_its_hosts_need_before_any_write(tmp_path, kube):
+    # playbooks/vgpu_vf.yml alone (an AWX job, a relaunch) applies the KubeVirt gate site.yml's preflight applies:
+    # vendor-VFIO VFs are served by KubeVirt's own device plugin from v1.9.0 on (KubeVirt v1.9.0
+    # pkg/virt-handler/device-manager/nvidia.go shouldPermitNvidia), so on a v1.8 cluster nothing is written: no VF
+    # MachineConfig, no profile on a host
+    kv = _kubevirt_apply_helpers()
+    inventory, boards = vf_hosts(tmp_path)
+    cluster = vf_cluster(kube, kv)
+    cluster.create(kubevirt_cr('v1.8.2'))
+    mark = cluster.now()
+    extra = dict(gpuvirt_cluster_mode='apply', gpuvirt_platform='openshift', gpuvirt_kubeconfig=cluster.kubeconfig,
+                 machineconfig_pool=VF_POOL, machineconfig_wait_delay=1, machineconfig_wait_timeout=30,
+                 gpu_operator_vgpu_configs=VF_CONFIGS, vgpu_vf_driver_timeout=1, vgpu_vf_systemd=False,
+                 ansible_python_interpreter=sys.executable)
+    cache = tmp_path / 'tmp'
+    cache.mkdir(exist_ok=True)
+    # the playbook itself (run_playbook runs the phase's body, which site.yml imports after its preflight's gate)
+    proc = subprocess.run(['ansible-playbook', '-i', inventory, os.path.join(ROOT, 'playbooks', 'vgpu_vf.yml'),
+                           '-e', json.dumps(extra)], capture_output=True, text=True, check=False, cwd=ROOT,
+                          env=dict(os.environ, HOME=str(tmp_path), TMPDIR=str(cache)))
+    log = proc.stdout + proc.stderr
+    said = ' '.join(log.split())
+    assert proc.returncode != 0, log
+    assert ('The cluster runs KubeVirt v1.8.2, but vf-1.example.com, vf-2.example.com need KubeVirt 1.9.0 or later'
+            in said), log
+    assert 'Phase 5b - vGPU profiles on vendor-specific VFIO hosts' not in said.split('fatal:', 1)[0], log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+    assert all(set(board.current.values()) <= {0} for board in boards)
+
+
+VF2_POOL = 'gpu-vf2'
+VF2_MC = '100-gpu-vf2-gpuvirt-vgpu-vf'
+
+
+def test_each_pool_gets_its_hosts_vf_machineconfig_and_a_pool_left_without_them_loses_only_ours(tmp_path, kube):
+    # Two vendor-VFIO hosts of different VF configs, each in a MachineConfigPool of its own (machineconfig_host_pool):
+    # one VF MachineConfig per pool, each waited for. A MachineConfig reaches every node of its pool alike (the render
+    # controller merges one config per pool: openshift/machine-config-operator pkg/controller/render
+    # render_controller.go), and a node is in one custom pool at most (pkg/helpers/helpers.go GetPoolsForNode).
+    kv = _kubevirt_apply_helpers()
+    inventory, _boards = vf_hosts(tmp_path, configs=('l40s', 'l40s-12q'))
+    inv = json.loads(open(inventory, encoding='utf-8').read())
+    hosts = inv['all']['children']['gpu_vm_vgpu']['hosts']
+    hosts['vf-1.example.com']['machineconfig_host_pool'] = VF_POOL
+    hosts['vf-2.example.com']['machineconfig_host_pool'] = VF2_POOL
+    open(inventory, 'w', encoding='utf-8').write(json.dumps(inv))
+    # an administrator's MachineConfig for a pool of no vendor-VFIO host, of our name shape and unit, but not ours
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mcu
+    foreign = mcu.build_vgpu_vf_machineconfig('gpu-old', '# %s\n' % mcu.vvp.MARKER)
+    foreign['metadata']['labels'] = {'machineconfiguration.openshift.io/role': 'gpu-old'}
+    cluster = kube([kv.pool('worker', ['00-worker'], kv.DONE, machines=1),
+                    kv.pool(VF_POOL, ['00-worker'], kv.DONE, machines=1),
+                    kv.pool(VF2_POOL, ['00-worker'], kv.DONE, machines=1), foreign]
+                   + [kv.node('vf-1', {'cpu': '64'}, dict(kv.WORKER, **{'node-role.kubernetes.io/gpu-vf': ''})),
+                      kv.node('vf-2', {'cpu': '64'}, dict(kv.WORKER, **{'node-role.kubernetes.io/gpu-vf2': ''})),
+                      kv.node('w-3', {'cpu': '64'}, dict(kv.WORKER))])
+    mco1 = kv.mco(kv.rollout_done(['00-worker', VF_MC]), pool_name=VF_POOL, mc_name=VF_MC)
+    mco2 = kv.mco(kv.rollout_done(['00-worker', VF2_MC]), pool_name=VF2_POOL, mc_name=VF2_MC)
+    cluster.controller('machine-config-operator', mco1)
+    cluster.controller('machine-config-operator-2', mco2)
+    # machineconfig_pool (gpu-vf, vf_run's) is the default only: each host's own pool wins
+    rc, log = vf_run(tmp_path, inventory, cluster)
+    said = ' '.join(log.split())
+    assert rc == 0, log
+    assert sorted(write_summary(cluster.attempts())) == sorted(['patch machineconfigs -/' + m for m in (VF_MC, VF2_MC)])
+    assert ('MachineConfig %s for MachineConfigPool gpu-vf (nodes vf-1): the unit gpuvirt-vgpu-vf.service restores at '
+            'every boot 0000:41:00.0: 0000:41:00.4 NVIDIA L40S-24Q' % VF_MC) in said, log
+    assert ('MachineConfig %s for MachineConfigPool gpu-vf2 (nodes vf-2): the unit gpuvirt-vgpu-vf.service restores '
+            'at every boot 0000:41:00.0: 0000:41:00.4 NVIDIA L40S-12Q' % VF2_MC) in said, log
+    assert mco1.rendered and mco2.rendered, 'the MCO stand-ins never rendered the MachineConfigs'
+    # vf-2 leaves the inventory: its pool holds no vendor-VFIO host any more, so our VF MachineConfig of gpu-vf2 goes
+    # (the MCO then rolls the pool out without it); the administrator's one of gpu-old stays. Check mode says so first.
+    del hosts['vf-2.example.com']
+    open(inventory, 'w', encoding='utf-8').write(json.dumps(inv))
+    mark = cluster.now()
+    rc, log = vf_run(tmp_path, inventory, cluster, '--check')
+    said = ' '.join(log.split())
+    assert rc == 0, log
+    assert ('MachineConfig %s (MachineConfigPool gpu-vf2): no vendor-VFIO host of the inventory is in its pool any '
+            'more, so its boot-time VF restore would be deleted' % VF2_MC) in said, log
+    assert 'gpu-old' not in said, log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+    rc, log = vf_run(tmp_path, inventory, cluster)
+    assert rc == 0, log
+    assert write_summary(cluster.attempts(since=mark)) == ['delete machineconfigs -/' + VF2_MC], log
+    assert cluster.get(kv.MC_V1, 'MachineConfig', VF2_MC) is None
+    assert cluster.get(kv.MC_V1, 'MachineConfig', VF_MC) is not None
+    assert cluster.get(kv.MC_V1, 'MachineConfig', foreign['metadata']['name']) is not None

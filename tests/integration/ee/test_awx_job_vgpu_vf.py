@@ -135,8 +135,18 @@ def inventory(machine):
         'hosts': {'localhost': {'ansible_connection': 'local', 'ansible_python_interpreter': EE_PYTHON}}}}
 
 
-def job(tmp_path, machine, name, job_type='run'):
-    pdd, params = awx_job(tmp_path / name, 'vgpu_vf', inventory(machine), {}, SURVEY, machine, job_type=job_type)
+def kubevirt_cluster(kube):
+    """The API server the job's KubeVirt gate reads (playbooks/vgpu_vf.yml applies site.yml's preflight gate: a
+    vendor-VFIO host needs KubeVirt 1.9.0): a KubeVirt CR whose status.observedKubeVirtVersion virt-operator would
+    write, written here in its place."""
+    return kube([{'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt',
+                  'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'}, 'spec': {},
+                  'status': {'observedKubeVirtVersion': 'v1.9.0'}}], openshift=False)
+
+
+def job(tmp_path, machine, name, cluster, job_type='run'):
+    pdd, params = awx_job(tmp_path / name, 'vgpu_vf', inventory(machine), {}, SURVEY, machine,
+                          kubeconfig=cluster.kubeconfig, job_type=job_type)
     rc, events, out = run_job(tmp_path, pdd, params)
     assert rc == 0, out[-4000:]
     assert_no_secret(pdd, job_secrets(machine))
@@ -165,10 +175,11 @@ PERSIST_TASKS = ['Create our directories', 'Install the restore script', 'Instal
                  'Write the boot-time config']
 
 
-def test_vgpu_vf_check_job_says_what_it_would_set_and_writes_nothing(tmp_path, machine, vf_host):
+def test_vgpu_vf_check_job_says_what_it_would_set_and_writes_nothing(tmp_path, kube, machine, vf_host):
+    cluster = kubevirt_cluster(kube)
     before = snapshot(machine)
     assert current_types(machine) == ['0'] * 4
-    events, summary = job(tmp_path, machine, 'check', job_type='check')
+    events, summary = job(tmp_path, machine, 'check', cluster, job_type='check')
     # nothing written: every file, link, mode and owner of the stand-in as it was (the boot-time files included)
     assert snapshot(machine) == before
     assert list(summary['changed']) == [HOST], summary
@@ -183,9 +194,10 @@ def test_vgpu_vf_check_job_says_what_it_would_set_and_writes_nothing(tmp_path, m
     assert '"%s: set", "%s: set", "%s: none", "%s: none"' % tuple(VFS) in out, out[-3000:]
 
 
-def test_vgpu_vf_run_job_sets_the_profiles_then_changes_nothing(tmp_path, machine, vf_host):
+def test_vgpu_vf_run_job_sets_the_profiles_then_changes_nothing(tmp_path, kube, machine, vf_host):
+    cluster = kubevirt_cluster(kube)
     assert current_types(machine) == ['0'] * 4
-    events, summary = job(tmp_path, machine, 'first')
+    events, summary = job(tmp_path, machine, 'first', cluster)
     assert list(summary['changed']) == [HOST], summary
     assert changed_tasks(events) == sorted(['Give the VFs their vGPU profiles'] + PERSIST_TASKS)
     # each VF the config asks for holds its type id (read in the container), the others none
@@ -224,7 +236,7 @@ def test_vgpu_vf_run_job_sets_the_profiles_then_changes_nothing(tmp_path, machin
     before = snapshot(machine)
 
     # the same job again: the saved config names the type the VFs hold; nothing changes and nothing is written
-    events, summary = job(tmp_path, machine, 'second')
+    events, summary = job(tmp_path, machine, 'second', cluster)
     assert summary['changed'] == {}, summary
     assert changed_tasks(events) == []
     rows = module_result(events)['vfs']

@@ -99,5 +99,14 @@ def test_each_phase_playbook_is_gather_then_its_body():
     assert {b.name for b in bodies} >= {'phase_%s.yml' % n for n in phases}
     for body in bodies:
         phase = PLAYBOOKS / body.name[len('phase_'):]
-        imports = [e['ansible.builtin.import_playbook'] for e in yaml.safe_load(phase.read_text())]
+        entries = yaml.safe_load(phase.read_text())
+        imports = [e['ansible.builtin.import_playbook'] for e in entries if 'ansible.builtin.import_playbook' in e]
         assert imports == [GATHER, body.name], phase.name
+        # between them, only the KubeVirt version gate site.yml's preflight applies (vgpu_vf.yml run alone): the
+        # cluster role's own entry points, nothing of the phase's
+        for play in entries:
+            if 'ansible.builtin.import_playbook' not in play:
+                roles = [t['ansible.builtin.include_role'] for t in play['tasks']]
+                assert phase.name == 'vgpu_vf.yml' and len(roles) == len(play['tasks']), phase.name
+                assert [(r['name'], r.get('tasks_from', 'main')) for r in roles] == [
+                    ('gpuvirt.provision.cluster', 'main'), ('gpuvirt.provision.cluster', 'kubevirt_gate')], phase.name

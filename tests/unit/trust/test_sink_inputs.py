@@ -95,6 +95,9 @@ CHECKING_FILTERS = {
     'gpuvirt.provision.vgpu_vf_paths', 'gpuvirt.provision.vgpu_vf_unit', 'gpuvirt.provision.vgpu_vf_config',
     'gpuvirt.provision.vgpu_image_tmp', 'gpuvirt.provision.vgpu_image_ref', 'gpuvirt.provision.vgpu_image_build',
     'gpuvirt.provision.vgpu_image_credential',
+    # picks the collection's own VF MachineConfigs (owner labels, role label, unit) from a cluster read and checks
+    # each name (DNS subdomain), uid and resourceVersion, and each pool kept (DNS label): the delete goes by uid
+    'gpuvirt.provision.vgpu_vf_mc_stale',
 }
 # Names no launch-time variable replaces in a way that matters here: Ansible's own (omit, the check-mode flag) and
 # the loop variable, whose loop expression is checked as an argument of the same task.
@@ -155,7 +158,7 @@ KNOWN = {
     ('roles/gpu_operator/tasks/olm_install.yml',
      'Approve the first install of the Manual Subscription (its InstallPlan names the CSV OLM resolved)'): {
          '__gpu_operator_olm_plan', 'gpu_operator_olm_namespace'},
-    ('roles/machineconfig/tasks/main.yml', 'Label the GPU nodes into the dedicated pool'):
+    ('roles/machineconfig/tasks/pool.yml', 'Label the GPU nodes into the dedicated pool'):
         {'__machineconfig_built'},
     ('roles/k8s_objects/tasks/render_secret.yml', 'Ensure the render directory exists'): {'k8s_objects_render_dir'},
     # the lab and the gathering playbook (controller paths of the run itself)

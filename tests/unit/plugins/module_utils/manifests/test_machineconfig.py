@@ -220,7 +220,10 @@ def _script():
 def test_vgpu_vf_machineconfig_carries_the_roles_unit_and_script_in_ignitions_shape():
     obj = mc.build_vgpu_vf_machineconfig('gpu', _script(), timeout=600)
     schema.validate(obj)
-    assert obj['metadata'] == {'name': '100-gpu-gpuvirt-vgpu-vf', 'labels': {'machineconfiguration.openshift.io/role': 'gpu'}}
+    # the role label (the pool's machineConfigSelector) and the owner labels (only such an object is ever deleted)
+    assert obj['metadata'] == {'name': '100-gpu-gpuvirt-vgpu-vf', 'labels': {
+        'machineconfiguration.openshift.io/role': 'gpu', 'app.kubernetes.io/managed-by': 'gpuvirt.provision',
+        'gpuvirt.provision/machineconfig': 'vgpu-vf'}}
     config = obj['spec']['config']
     # Ignition spec 3.2.0 (coreos/ignition docs/configuration-v3_2.md): systemd.units[] {name, enabled, contents};
     # storage.files[] {path, mode (decimal), overwrite, contents.source (a data URL)}: the shape of the IOMMU one
@@ -518,3 +521,80 @@ def test_the_nodes_phase_filter_refuses_a_node_another_custom_pool_selects_and_l
     assert 'gpu-1' in mcp_join_problems(pools, nodes, 'gpu-worker', ['gpu-1'], {'node-role.kubernetes.io/infra': ''})
     with pytest.raises(AnsibleFilterError, match="mcp_join_problems: MachineConfigPool 'Bad' is not a DNS label"):
         mcp_join_problems(pools, nodes, 'Bad', ['gpu-1'])
+
+
+# --- per-host pools (machineconfig_host_pool): one MachineConfig per pool --------------------------------------------
+
+def test_host_pools_default_to_machineconfig_pool_and_name_a_bad_value_with_its_host():
+    fleet = [{'host': 'p1.example.com', 'node': 'p1', 'pool': None}, {'host': 's1.example.com', 'node': 's1', 'pool': 'gpu-vf'},
+             {'host': 's2.example.com', 'node': 's2', 'pool': ''}]
+    assert mc.host_pools(fleet, 'gpu-worker') == {'p1': 'gpu-worker', 's1': 'gpu-vf', 's2': 'gpu-worker'}
+    with pytest.raises(mc.ManifestError, match=r"host s1.example.com: machineconfig_host_pool is 'GPU VF', not a "
+                                               r"MachineConfigPool name"):
+        mc.host_pools([{'host': 's1.example.com', 'node': 's1', 'pool': 'GPU VF'}], 'gpu-worker')
+    with pytest.raises(mc.ManifestError, match='node s1 is given two MachineConfigPools, gpu-vf'):
+        mc.host_pools([fleet[1], {'host': 'x.example.com', 'node': 's1', 'pool': 'gpu-other'}], 'gpu-worker')
+
+
+def test_pool_groups_put_the_default_pool_first_and_give_each_pool_its_nodes():
+    groups = mc.pool_groups({'s1': 'gpu-vf', 's2': 'gpu-vf', 'a1': 'gpu-a'}, ['p1', 's1', 'a1', 's2', 'p2'], 'gpu-worker')
+    assert groups == [{'pool': 'gpu-worker', 'nodes': ['p1', 'p2']}, {'pool': 'gpu-a', 'nodes': ['a1']},
+                      {'pool': 'gpu-vf', 'nodes': ['s1', 's2']}]
+    # every node in a pool of its own: the default pool has no MachineConfig to carry
+    assert mc.pool_groups({'s1': 'gpu-vf'}, ['s1'], 'gpu-worker') == [{'pool': 'gpu-vf', 'nodes': ['s1']}]
+    assert mc.pool_groups({}, [], 'gpu-worker') == [{'pool': 'gpu-worker', 'nodes': []}]
+
+
+def test_pool_selectors_follow_the_pools_the_role_creates():
+    assert mc.pool_selectors({'p1': 'gpu-worker', 's1': 'gpu-vf', 'w1': 'worker'}, 'gpu-worker',
+                             {'example.com/gpu': 'yes'}) == {
+        'p1': {'example.com/gpu': 'yes'}, 's1': {'node-role.kubernetes.io/gpu-vf': ''}, 'w1': {}}
+    # the same object the machineconfig role creates for the per-host pool
+    assert mc.build_pool('gpu-vf')['spec']['nodeSelector']['matchLabels'] == mc.pool_selectors(
+        {'s1': 'gpu-vf'}, 'gpu-worker')['s1']
+
+
+def test_a_node_moving_into_a_pool_of_its_own_may_join_once_the_default_pools_label_goes():
+    # s1 carries the default GPU pool's label from an earlier run; the nodes phase takes it off (released) as it
+    # labels s1 into gpu-vf, so s1 is judged without it. Without that, it would be a node of two custom pools.
+    from ansible_collections.gpuvirt.provision.plugins.filter.mcp_nodes_waiting import mcp_join_problems
+    gpu_worker = _mcp('gpu-worker', {'matchLabels': {'node-role.kubernetes.io/gpu-worker': ''}})
+    nodes = [_node('s1', 'worker', 'gpu-worker'), _node('p1', 'worker', 'gpu-worker')]
+    pools = [MASTER_POOL, WORKER_POOL, gpu_worker]
+    released = [{'node-role.kubernetes.io/gpu-worker': ''}, {'node-role.kubernetes.io/gpu-vf': ''}]
+    assert mcp_join_problems(pools, nodes, 'gpu-vf', ['s1'], {}, released) == ''
+    assert mcp_join_problems(pools, nodes, 'gpu-worker', ['p1'], {}, released) == ''
+    assert 'more than one custom MachineConfigPool (gpu-vf, gpu-worker)' in mcp_join_problems(pools, nodes, 'gpu-vf', ['s1'])
+    # an administrator's other custom pool is never released
+    infra = [_node('s1', 'worker', 'infra')]
+    assert 'gpu-vf, infra' in mcp_join_problems(pools + [INFRA_POOL], infra, 'gpu-vf', ['s1'], {}, released)
+
+
+def _read_back(obj, uid='u-1', version='7'):
+    # as the API server returns an object: its uid and resourceVersion set
+    return dict(obj, metadata=dict(obj['metadata'], uid=uid, resourceVersion=version))
+
+
+def test_only_the_collections_own_vf_machineconfig_of_a_pool_without_vendor_vfio_hosts_is_stale():
+    script = '#!/usr/bin/python3\n# %s\n' % mc.vvp.MARKER
+    ours_vf = _read_back(mc.build_vgpu_vf_machineconfig('gpu-vf', script), 'u-vf')
+    ours_old = _read_back(mc.build_vgpu_vf_machineconfig('gpu-old', script), 'u-old')
+    assert ours_old['metadata']['labels'] == {'app.kubernetes.io/managed-by': 'gpuvirt.provision',
+                                              'gpuvirt.provision/machineconfig': 'vgpu-vf',
+                                              'machineconfiguration.openshift.io/role': 'gpu-old'}
+    # an administrator's MachineConfig of the same name and content, without the owner labels; one that carries
+    # them but another unit; the IOMMU one of that pool
+    foreign = _read_back(dict(ours_old, metadata={'name': '100-gpu-old2-gpuvirt-vgpu-vf',
+                                                  'labels': {mc.ROLE_LABEL: 'gpu-old'}}), 'u-f')
+    other_unit = _read_back(mc.build_vgpu_vf_machineconfig('gpu-old', script, name='99-gpu-old-other'), 'u-o')
+    other_unit['spec']['config']['systemd']['units'][0]['name'] = 'other.service'
+    iommu = _read_back(mc.build_machineconfig('gpu-old', ['iommu=pt']), 'u-i')
+    objs = [ours_vf, ours_old, foreign, other_unit, iommu]
+    assert mc.vgpu_vf_stale(objs, ['gpu-vf']) == [
+        {'name': '100-gpu-old-gpuvirt-vgpu-vf', 'pool': 'gpu-old', 'uid': 'u-old', 'resource_version': '7'}]
+    assert [s['name'] for s in mc.vgpu_vf_stale(objs, [])] == ['100-gpu-old-gpuvirt-vgpu-vf', '100-gpu-vf-gpuvirt-vgpu-vf']
+    assert mc.vgpu_vf_stale(objs, ['gpu-vf', 'gpu-old']) == []
+    with pytest.raises(mc.ManifestError, match='has no uid or resourceVersion'):
+        mc.vgpu_vf_stale([mc.build_vgpu_vf_machineconfig('gpu-old', script)], [])
+    with pytest.raises(mc.ManifestError, match="MachineConfigPool to keep 'Bad'"):
+        mc.vgpu_vf_stale(objs, ['Bad'])

@@ -530,3 +530,31 @@ def test_the_dra_plugin_label_stays_while_the_driver_manager_has_it_paused():
     patches, report = _retire({'node': 'g1', 'pool': 'dra'}, [current])
     assert nl.DRA_PLUGIN_LABEL not in patches[0]['metadata']['labels']
     assert nl.DRA_PLUGIN_LABEL in report['g1']['kept']
+
+
+def test_a_node_in_a_pool_of_its_own_gets_that_pools_label_and_loses_the_default_pools():
+    # A vendor-VFIO host in a MachineConfigPool of its own (machineconfig_host_pool): its node is labelled into that
+    # pool and loses the default GPU pool's label, since the Machine Config Operator refuses a node that two custom
+    # pools select (openshift/machine-config-operator pkg/helpers/helpers.go GetPoolsForNode: "belongs to N custom
+    # roles"); the other IOMMU nodes lose the per-host pool's label where it carries our value.
+    sel = {'node-role.kubernetes.io/gpu-worker': ''}
+    own = {'s1': {'node-role.kubernetes.io/gpu-vf': ''}, 'w1': {}}
+    wanted = [{'node': 'p1', 'pool': 'vm-passthrough'}, {'node': 's1', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-12Q'},
+              {'node': 'w1', 'pool': 'vm-passthrough'}, {'node': 'c1', 'pool': 'container'}]
+    nodes = [node('p1', **{'node-role.kubernetes.io/gpu-vf': ''}), node('s1', **sel), node('w1', **sel),
+             node('c1', **{'node-role.kubernetes.io/gpu-vf': 'theirs'})]
+    patches, dummy = nl.plan(wanted, nodes, [], pool_selector=sel, pool_selectors=own)
+    by_name = {p['metadata']['name']: p['metadata']['labels'] for p in patches}
+    assert by_name['s1']['node-role.kubernetes.io/gpu-vf'] == '' and by_name['s1']['node-role.kubernetes.io/gpu-worker'] is None
+    assert by_name['p1']['node-role.kubernetes.io/gpu-worker'] == '' and by_name['p1']['node-role.kubernetes.io/gpu-vf'] is None
+    # a host in worker (a built-in pool: no label of ours) leaves the dedicated pool
+    assert by_name['w1']['node-role.kubernetes.io/gpu-worker'] is None and 'node-role.kubernetes.io/gpu-vf' not in by_name['w1']
+    # another's value stays
+    assert 'node-role.kubernetes.io/gpu-vf' not in by_name.get('c1', {})
+    # retired, the node loses its own pool's label
+    patches, dummy = nl.plan([dict(wanted[1], host='s1.example.com')],
+                             [node('s1', **{'node-role.kubernetes.io/gpu-vf': '', nl.WORKLOAD_LABEL: 'vm-vgpu'})],
+                             [], pool_selector=sel, pool_selectors=own, retire=True)
+    assert patches[0]['metadata']['labels']['node-role.kubernetes.io/gpu-vf'] is None, patches
+    with pytest.raises(nl.ManifestError, match='the MachineConfigPool selector of node s1'):
+        nl.plan(wanted, nodes, [], pool_selector=sel, pool_selectors={'s1': ['x']})
