@@ -4,7 +4,7 @@
 """mcp_nodes_waiting: the expected nodes not yet running a pool's rendered config; mcp_pool_selector: the node
 labels a dedicated GPU MachineConfigPool selects; mcp_rendered_with: the pool's rendered configs that hold a
 MachineConfig's current content; mcp_join_problems: why GPU nodes could not join a dedicated pool; mcp_host_pools:
-each GPU node's pool (a host's machineconfig_host_pool); mcp_pool_selectors: the labels each node's pool selects it
+each GPU node's pool (a host's gpuvirt_machineconfig_pool); mcp_pool_selectors: the labels each node's pool selects it
 by; mcp_pool_groups: the pools of a list of nodes, each with its nodes (module_utils.manifests.machineconfig).
 Documentation lives in the sidecars of the same names (mcp_nodes_waiting.yml, ...)."""
 from __future__ import absolute_import, division, print_function
@@ -51,7 +51,7 @@ def mcp_join_problems(pools, nodes, pool, expected, node_selector=None, released
 
 
 def mcp_host_pools(fleet, hostvars, default_pool):
-    """{node: pool} for the per-host view's entries: each host's machineconfig_host_pool, else the default."""
+    """{node: pool} for the per-host view's entries: each host's gpuvirt_machineconfig_pool, else the default."""
     try:
         if not isinstance(fleet, list):
             raise mc.ManifestError('expected the per-host view (gpuvirt.provision.gpu_hosts) as a list')

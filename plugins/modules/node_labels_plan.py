@@ -66,7 +66,7 @@ options:
   pool_selectors:
     description:
       - "Per node (C({node: labels})), the node labels of the MachineConfigPool that node is in, instead of
-        O(pool_selector) (a host in a pool of its own, C(machineconfig_host_pool); C({}) for a built-in pool)."
+        O(pool_selector) (a host in a pool of its own, C(gpuvirt_machineconfig_pool); C({}) for a built-in pool)."
       - Every GPU node loses each label of another of these pools (or of O(pool_selector)) that it carries with
         exactly that value, since the Machine Config Operator refuses a node that two custom pools select.
     type: dict

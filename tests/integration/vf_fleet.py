@@ -64,7 +64,7 @@ def add_l40s_host(inventory_dir, tmp_path, config='L40S-24Q', host=L40S_HOST, dr
     """The example inventory copy at ``inventory_dir`` with the L40S vendor-VFIO host in gpu_vm_vgpu (vGPU config
     ``config``) and its saved facts; the hosts in ``drop`` (the example's L40S passed whole: one model cannot be
     both in one cluster) left out. On OpenShift the host sits in MachineConfigPool ``pool`` of its own
-    (machineconfig_host_pool, as the example's hosts.yml says): its VF MachineConfig reaches every node of its pool
+    (gpuvirt_machineconfig_pool, as the example's hosts.yml says): its VF MachineConfig reaches every node of its pool
     alike, and the example's gpu-worker pool holds every other GPU node."""
     import yaml
     path = os.path.join(str(inventory_dir), 'hosts.yml')
@@ -77,7 +77,7 @@ def add_l40s_host(inventory_dir, tmp_path, config='L40S-24Q', host=L40S_HOST, dr
     children['gpu_vm_vgpu']['hosts'][host] = {'gpuvirt_vgpu_config': config, 'ansible_host': '192.0.2.1',
                                               'ansible_ssh_common_args': '-o ConnectTimeout=2'}
     if pool:
-        children['gpu_vm_vgpu']['hosts'][host]['machineconfig_host_pool'] = pool
+        children['gpu_vm_vgpu']['hosts'][host]['gpuvirt_machineconfig_pool'] = pool
     with open(path, 'w', encoding='utf-8') as handle:
         yaml.safe_dump(hosts, handle)
     # its vGPU config among the custom ones (two L40S-24Q per 48 GB GPU), for the GPU Operator and verify

@@ -339,7 +339,7 @@ def vgpu_vf_pool_config(pool, hosts, pools=None, nodes=None, sysfs_root='/sys', 
             'the vendor-VFIO hosts of MachineConfigPool %s need one boot-time VF config (a MachineConfig reaches '
             'every node of its pool alike), but they compute %d different ones: %s. Put the hosts of each config in '
             'a MachineConfigPool of their own (identical GPUs in the same PCI slots, one vGPU config): set '
-            'machineconfig_host_pool on each of them to its pool (one MachineConfig per pool). Nothing was changed.'
+            'gpuvirt_machineconfig_pool on each of them to its pool (one MachineConfig per pool). Nothing was changed.'
             % (pool, len(groups), ' | '.join(
                 '%s: %s' % (', '.join(sorted(g['hosts'])), describe_boot_config(g['config'])) for g in groups)))
     if pools is not None:
@@ -347,8 +347,8 @@ def vgpu_vf_pool_config(pool, hosts, pools=None, nodes=None, sysfs_root='/sys', 
         if pool not in names:
             raise ManifestError('MachineConfigPool %r does not exist (the cluster has: %s): the VF MachineConfig '
                                 'would reach no node. Create the pool for the vendor-VFIO hosts (their '
-                                'machineconfig_host_pool with machineconfig_create_pool: true, applied by the '
-                                'operator phase) or set machineconfig_host_pool to the pool they are in. Nothing was '
+                                'gpuvirt_machineconfig_pool with machineconfig_create_pool: true, applied by the '
+                                'operator phase) or set gpuvirt_machineconfig_pool to the pool they are in. Nothing was '
                                 'changed.'
                                 % (pool, ', '.join(names) or 'none'))
         managed = set(pool_nodes(pool, pools, nodes))
@@ -359,7 +359,7 @@ def vgpu_vf_pool_config(pool, hosts, pools=None, nodes=None, sysfs_root='/sys', 
                 'MachineConfigPool %s must manage exactly the vendor-VFIO hosts\' nodes (%s) to carry their VF '
                 'config, but %s. A MachineConfig reaches every node of its pool: another node would be drained, '
                 'rebooted and given VF addresses it may not have, and a node outside never gets it. Give the '
-                'vendor-VFIO hosts of one config a MachineConfigPool of their own (machineconfig_host_pool on each, '
+                'vendor-VFIO hosts of one config a MachineConfigPool of their own (gpuvirt_machineconfig_pool on each, '
                 'with machineconfig_create_pool: true; a node is in one custom pool at most), and run all of the '
                 'pool\'s hosts together. Nothing was changed.' % (
                     pool, ', '.join(sorted(wanted)), '; '.join(filter(None, [
@@ -390,11 +390,11 @@ def build_pool(pool, node_selector=None):
 # than machineconfig_pool (vendor-VFIO hosts of one VF config: their VF MachineConfig reaches every node of its pool
 # alike, so they need a pool of their own). A node is in one custom pool at most (node_pools), so the IOMMU
 # MachineConfig goes to each pool that holds IOMMU hosts, one per pool.
-HOST_POOL_VAR = 'machineconfig_host_pool'
+HOST_POOL_VAR = 'gpuvirt_machineconfig_pool'
 
 
 def host_pools(entries, default_pool):
-    """``{node: pool}`` for ``entries`` (``[{host, node, pool}]``: ``pool`` the host's ``machineconfig_host_pool``,
+    """``{node: pool}`` for ``entries`` (``[{host, node, pool}]``: ``pool`` the host's ``gpuvirt_machineconfig_pool``,
     None or empty when not set: ``default_pool``). Raises ManifestError naming the host and the variable for a pool
     that is no MachineConfigPool name, or a node given two pools."""
     check_name(default_pool, 'machineconfig_pool')
@@ -515,7 +515,7 @@ def pool_join_problems(pool_name, selector, expected, nodes, dedicated, pools, r
     runs before it labels GPU nodes into a dedicated pool, and ``nodes_into_pool`` before the machineconfig role
     does. ``released``: the selectors of the collection's other dedicated pools, whose labels the nodes phase takes
     off a node of this pool where it carries exactly their value (a host moved into a pool of its own,
-    ``machineconfig_host_pool``): judged without them."""
+    ``gpuvirt_machineconfig_pool``): judged without them."""
     ours = {'metadata': {'name': pool_name}, 'spec': {'nodeSelector': {'matchLabels': dict(selector or {})}}}
     after = [p for p in pools if isinstance(p, dict) and _pool_name(p) and _pool_name(p) != pool_name]
     after.append(ours if dedicated else next((p for p in pools if _pool_name(p) == pool_name), ours))

@@ -211,7 +211,7 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
     pool's kernel arguments).
 
     ``other_selectors``: the selectors of the collection's other dedicated pools (a host in a pool of its own,
-    ``machineconfig_host_pool``): the node loses each of their labels it carries with exactly that value, since the
+    ``gpuvirt_machineconfig_pool``): the node loses each of their labels it carries with exactly that value, since the
     Machine Config Operator refuses a node two custom pools select (machineconfig.node_pools)."""
     if pool not in fleet.BY_NAME:
         raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(fleet.POOLS)))
@@ -421,7 +421,7 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     (normalised), None when the operator's default ConfigMap is used; ``pool_selector``: the node labels of a
     dedicated MachineConfigPool for the IOMMU pools (see desired_labels), None when there is none;
     ``pool_selectors``: ``{node: selector}`` for the nodes in a MachineConfigPool of their own
-    (``machineconfig_host_pool``; ``{}`` for a built-in pool), instead of ``pool_selector``; every node loses the
+    (``gpuvirt_machineconfig_pool``; ``{}`` for a built-in pool), instead of ``pool_selector``; every node loses the
     labels of the other pools' selectors it carries with exactly their value;
     ``dra_selector``: ``dra_driver_node_selector`` (see desired_labels); ``dra_stack``: see desired_labels.
     ``retire``: the nodes leave the fleet (retire.yml): each loses the labels the collection wrote there

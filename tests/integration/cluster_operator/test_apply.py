@@ -875,7 +875,7 @@ VF2_MC = '100-gpu-vf2-gpuvirt-vgpu-vf'
 
 
 def test_each_pool_gets_its_hosts_vf_machineconfig_and_a_pool_left_without_them_loses_only_ours(tmp_path, kube):
-    # Two vendor-VFIO hosts of different VF configs, each in a MachineConfigPool of its own (machineconfig_host_pool):
+    # Two vendor-VFIO hosts of different VF configs, each in a MachineConfigPool of its own (gpuvirt_machineconfig_pool):
     # one VF MachineConfig per pool, each waited for. A MachineConfig reaches every node of its pool alike (the render
     # controller merges one config per pool: openshift/machine-config-operator pkg/controller/render
     # render_controller.go), and a node is in one custom pool at most (pkg/helpers/helpers.go GetPoolsForNode).
@@ -883,8 +883,8 @@ def test_each_pool_gets_its_hosts_vf_machineconfig_and_a_pool_left_without_them_
     inventory, _boards = vf_hosts(tmp_path, configs=('l40s', 'l40s-12q'))
     inv = json.loads(open(inventory, encoding='utf-8').read())
     hosts = inv['all']['children']['gpu_vm_vgpu']['hosts']
-    hosts['vf-1.example.com']['machineconfig_host_pool'] = VF_POOL
-    hosts['vf-2.example.com']['machineconfig_host_pool'] = VF2_POOL
+    hosts['vf-1.example.com']['gpuvirt_machineconfig_pool'] = VF_POOL
+    hosts['vf-2.example.com']['gpuvirt_machineconfig_pool'] = VF2_POOL
     open(inventory, 'w', encoding='utf-8').write(json.dumps(inv))
     # an administrator's MachineConfig for a pool of no vendor-VFIO host, of our name shape and unit, but not ours
     from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mcu

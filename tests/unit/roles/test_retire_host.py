@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 
 from play_runner import run_play
+# imported when the file is collected, not inside a test (a test before it in the same process may have
+# installed Ansible's collection loader, through which a first import of a collection submodule fails)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_plan, modprobe
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 INVENTORY = """
@@ -54,7 +57,6 @@ def test_the_host_play_runs_every_role_absent_and_says_what_it_took_back(tmp_pat
 def test_the_blacklist_taken_back_is_named_from_the_roles_own_result(tmp_path):
     # the summary line names what the nouveau role removed (its result), not its default path, which is not visible
     # after include_role: a retire that took a blacklist back once failed at this line on the lab VM
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_plan, modprobe
     modprobe_d = tmp_path / 'etc' / 'modprobe.d'
     modprobe_d.mkdir(parents=True)
     blacklist = modprobe_d / 'gpuvirt-blacklist-nouveau.conf'

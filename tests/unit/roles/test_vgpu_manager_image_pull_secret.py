@@ -13,6 +13,9 @@ import subprocess
 import sys
 
 import yaml
+# imported when the file is collected, not inside a test (a test before it in the same process may have
+# installed Ansible's collection loader, through which a first import of a collection submodule fails)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 TASKS = os.path.join(ROOT, 'roles', 'vgpu_manager_image', 'tasks', 'pull_secret.yml')
@@ -69,7 +72,6 @@ def test_the_secret_comes_from_the_one_builder_and_every_task_with_the_credentia
 
 
 def test_the_written_secret_is_the_builders_with_the_managed_by_label(tmp_path):
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret
     (tmp_path / 'play.yml').write_text(PLAY)
     path = tmp_path / 'pull-secret.yaml'
     extra = {'ansible_python_interpreter': sys.executable, 'vgpu_manager_image_registry': 'registry.example.com:5000',

@@ -22,6 +22,13 @@ import pytest
 import yaml
 from jinja2 import nodes
 
+# imported when this file is collected, not inside a test: a test that ran before in the same process (under
+# pytest-xdist, another file's on the same worker) may have installed Ansible's collection loader
+# (init_plugin_loader), through which a first import of a collection submodule fails ("collection metadata was not
+# loaded")
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_apply, machineconfig as mc
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 TASK_FILES = sorted(list(ROOT.glob('roles/*/tasks/*.yml')) + list(ROOT.glob('roles/*/handlers/*.yml'))
                     + list(ROOT.glob('playbooks/*.yml')))
@@ -366,8 +373,6 @@ def test_k8s_objects_apply_checks_the_content_it_is_given():
     """OWN_SINKS says k8s_objects_apply checks its own input: what an earlier task's registered result could be
     replaced by (the outside review's objects) is refused by the sink itself, before any request, while what the
     builders make passes (every role's: tests/unit/plugins/modules/test_k8s_objects_apply.py)."""
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_apply, machineconfig as mc
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
     sent = []
     client = k8s_apply.Client(lambda o: sent.append(o), lambda o: sent.append(o), lambda o: sent.append(o))
     built = mc.build_machineconfig('gpu', mc.iommu_kernel_args('intel'), True)

@@ -16,6 +16,9 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline as kc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import modprobe
 from sysfs_tree import SysfsTree
+# imported when the file is collected, not inside a test (a test before it in the same process may have
+# installed Ansible's collection loader, through which a first import of a collection submodule fails)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_vf_profiles as vvp
 
 ARGS = ['intel_iommu=on', 'iommu=pt']
 IDS = ['10de:2236']
@@ -358,7 +361,6 @@ def test_nouveau_loaded_needs_a_reboot(tmp_path):
 # --- the vendor-VFIO VF restore ------------------------------------------------------------------------------------
 
 def test_vf_restore_absent_removes_only_our_files(tmp_path):
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_vf_profiles as vvp
     host = Host(tmp_path)
     host.converge()
     paths = vvp.install_paths(host.root)

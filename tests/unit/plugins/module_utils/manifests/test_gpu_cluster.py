@@ -23,6 +23,10 @@ sys.path.insert(0, os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tools', 'kube'))
 import schema  # noqa: E402
 import stand_in_gpucluster  # noqa: E402
+# imported when the file is collected, not inside a test (a test before it in the same process may have
+# installed Ansible's collection loader, through which a first import of a collection submodule fails)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra
 
 CSV = 'gpu-operator-v26.7.0-bundle-gpu-operator-certified.clusterserviceversion.yaml'
 ALM = 'gpu-operator-v26.7.0-csv-alm-examples.json'
@@ -201,7 +205,6 @@ OPERANDS = ('nvidia.com/gpu.deploy.device-plugin', 'nvidia.com/gpu.deploy.dcgm',
 
 
 def test_gpucluster_dra_nodes_get_no_operand_off_labels_and_a_leftover_false_goes():
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
     # v26.7.0 controllers/nodelabeling_controller.go updateGPUStateLabels: with a GPUCluster the operator deletes
     # devicePluginOnlyStateLabelKeys() (controllers/state_manager.go: the ClusterPolicy stack's deploy labels,
     # device-plugin, dcgm and dcgm-exporter among them) from every GPU node, whatever their value
@@ -219,7 +222,6 @@ def test_gpucluster_dra_nodes_get_no_operand_off_labels_and_a_leftover_false_goe
 
 
 def test_without_a_clusterpolicy_the_device_plugin_label_does_not_block_a_dra_node():
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra
     node = {'metadata': {'name': 'dra-1', 'labels': {'nvidia.com/gpu.present': 'true'}}, 'status': {}}
     # beside a ClusterPolicy the operator deploys the classic plugin on a container-workload GPU node
     # (controllers/state_manager.go gpuStateLabels); with a GPUCluster nothing deploys it

@@ -11,6 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ansible.errors import AnsibleFilterError
+# imported when this file is collected (not inside a test: see tests/unit/trust/test_sink_inputs.py's imports)
+from ansible_collections.gpuvirt.provision.plugins.filter.mcp_nodes_waiting import mcp_join_problems
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -508,8 +511,6 @@ def test_worker_does_not_hold_a_master_or_a_custom_pools_node():
 
 
 def test_the_nodes_phase_filter_refuses_a_node_another_custom_pool_selects_and_lets_the_others_join():
-    from ansible.errors import AnsibleFilterError
-    from ansible_collections.gpuvirt.provision.plugins.filter.mcp_nodes_waiting import mcp_join_problems
     nodes = [_node('gpu-1', 'worker'), _node('gpu-2', 'worker', 'infra'), _node('ctr-1', 'worker', 'gpu-worker')]
     pools = [MASTER_POOL, WORKER_POOL, INFRA_POOL]
     assert mcp_join_problems(pools, nodes, 'gpu-worker', ['gpu-1']) == ''
@@ -523,13 +524,13 @@ def test_the_nodes_phase_filter_refuses_a_node_another_custom_pool_selects_and_l
         mcp_join_problems(pools, nodes, 'Bad', ['gpu-1'])
 
 
-# --- per-host pools (machineconfig_host_pool): one MachineConfig per pool --------------------------------------------
+# --- per-host pools (gpuvirt_machineconfig_pool): one MachineConfig per pool --------------------------------------------
 
 def test_host_pools_default_to_machineconfig_pool_and_name_a_bad_value_with_its_host():
     fleet = [{'host': 'p1.example.com', 'node': 'p1', 'pool': None}, {'host': 's1.example.com', 'node': 's1', 'pool': 'gpu-vf'},
              {'host': 's2.example.com', 'node': 's2', 'pool': ''}]
     assert mc.host_pools(fleet, 'gpu-worker') == {'p1': 'gpu-worker', 's1': 'gpu-vf', 's2': 'gpu-worker'}
-    with pytest.raises(mc.ManifestError, match=r"host s1.example.com: machineconfig_host_pool is 'GPU VF', not a "
+    with pytest.raises(mc.ManifestError, match=r"host s1.example.com: gpuvirt_machineconfig_pool is 'GPU VF', not a "
                                                r"MachineConfigPool name"):
         mc.host_pools([{'host': 's1.example.com', 'node': 's1', 'pool': 'GPU VF'}], 'gpu-worker')
     with pytest.raises(mc.ManifestError, match='node s1 is given two MachineConfigPools, gpu-vf'):
@@ -557,7 +558,6 @@ def test_pool_selectors_follow_the_pools_the_role_creates():
 def test_a_node_moving_into_a_pool_of_its_own_may_join_once_the_default_pools_label_goes():
     # s1 carries the default GPU pool's label from an earlier run; the nodes phase takes it off (released) as it
     # labels s1 into gpu-vf, so s1 is judged without it. Without that, it would be a node of two custom pools.
-    from ansible_collections.gpuvirt.provision.plugins.filter.mcp_nodes_waiting import mcp_join_problems
     gpu_worker = _mcp('gpu-worker', {'matchLabels': {'node-role.kubernetes.io/gpu-worker': ''}})
     nodes = [_node('s1', 'worker', 'gpu-worker'), _node('p1', 'worker', 'gpu-worker')]
     pools = [MASTER_POOL, WORKER_POOL, gpu_worker]

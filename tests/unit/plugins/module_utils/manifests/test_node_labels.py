@@ -533,7 +533,7 @@ def test_the_dra_plugin_label_stays_while_the_driver_manager_has_it_paused():
 
 
 def test_a_node_in_a_pool_of_its_own_gets_that_pools_label_and_loses_the_default_pools():
-    # A vendor-VFIO host in a MachineConfigPool of its own (machineconfig_host_pool): its node is labelled into that
+    # A vendor-VFIO host in a MachineConfigPool of its own (gpuvirt_machineconfig_pool): its node is labelled into that
     # pool and loses the default GPU pool's label, since the Machine Config Operator refuses a node that two custom
     # pools select (openshift/machine-config-operator pkg/helpers/helpers.go GetPoolsForNode: "belongs to N custom
     # roles"); the other IOMMU nodes lose the per-host pool's label where it carries our value.

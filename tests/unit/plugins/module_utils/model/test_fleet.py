@@ -13,6 +13,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuvirt.provision.plugins.filter import fleet as fleet_filter
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, resource_names
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator, node_labels
+# imported when the file is collected, not inside a test (a test before it in the same process may have
+# installed Ansible's collection loader, through which a first import of a collection submodule fails)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import wanted_devices
 
 PCI = {'gpus': [{'bdf': '0000:41:00.0', 'device_id': '2236', 'is_vf': False}]}
 
@@ -391,7 +394,6 @@ def _facts():
 
 def test_no_shape_of_a_host_s_facts_crashes_the_fleet_view():
     from hypothesis import HealthCheck, given, settings
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.model import wanted_devices
 
     @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
     @given(_facts())

@@ -17,6 +17,9 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model import res
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import wanted_devices as wd
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco, kubevirt as kv
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
+# imported when the file is collected, not inside a test (a test before it in the same process may have
+# installed Ansible's collection loader, through which a first import of a collection submodule fails)
+from ansible_collections.gpuvirt.provision.plugins.filter import cluster as cluster_filter
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', '..'))
 
@@ -146,7 +149,6 @@ def test_a_name_kubevirt_s_own_plugin_serves_is_not_checked_against_nodes_that_c
 
 def test_the_gate_filter_wraps_its_errors():
     from ansible.errors import AnsibleFilterError
-    from ansible_collections.gpuvirt.provision.plugins.filter import cluster as cluster_filter
     assert cluster_filter.FilterModule().filters()['kubevirt_gate'] is cluster_filter.kubevirt_gate
     with pytest.raises(AnsibleFilterError, match='kubevirt_gate: fleet entry'):
         cluster_filter.kubevirt_gate([{'host': 'x'}], ['v1.9.0'])

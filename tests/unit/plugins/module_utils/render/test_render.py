@@ -11,6 +11,9 @@ import stat
 import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render
+# imported when the file is collected, not inside a test (a test before it in the same process may have
+# installed Ansible's collection loader, through which a first import of a collection submodule fails)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render_session
 
 CM = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cfg', 'namespace': 'gpu'}}
 
@@ -197,7 +200,6 @@ def test_place_redacts_a_secrets_values_in_the_diff(tmp_path):
 
 
 def test_place_in_a_session_records_and_writes_nothing(tmp_path):
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render_session
     dest = str(tmp_path)
     token = render_session.open_session(dest, 'site', pid=os.getpid())['session']
     entries = [{'name': 'cm.yaml', 'object': CM, 'writer': 'x'},
@@ -214,7 +216,6 @@ def test_place_in_a_session_records_and_writes_nothing(tmp_path):
 
 
 def test_place_in_a_session_names_the_files_noted_before_a_refusal(tmp_path):
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render_session
     dest = str(tmp_path)
     token = render_session.open_session(dest, 'site', pid=os.getpid())['session']
     other = dict(CM, data={'a': '1'})
