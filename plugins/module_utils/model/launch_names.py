@@ -738,12 +738,6 @@ RUNTIME = (
     'vgpu_vf_phase_sysfs',
     'vgpu_vf_phase_unplanned',
     'vgpu_vf_phase_unset',
-    'vgpu_vf_proc_root',
-    'vgpu_vf_python',
-    'vgpu_vf_root_dir',
-    'vgpu_vf_sriov_manage',
-    'vgpu_vf_sysfs_root',
-    'vgpu_vf_wait_timeout',
 )
 
 INTERNAL_PREFIXES = (
