@@ -632,3 +632,83 @@ def test_a_vendor_vfio_node_whose_profiles_cannot_be_set_again_stops_the_roll_wi
     stuck = cluster.get('v1', 'Node', 'gpu-1')
     assert stuck['spec']['unschedulable'] is True
     assert stuck['metadata']['annotations']['gpuvirt.provision/upgrade-cordoned'] == 'true'
+
+
+# KubeVirt's configuration rendered again for the version it runs after the roll -----------------------------------
+def kubevirt_as_rendered_for(cluster, version):
+    """The KubeVirt CR virt-operator reports ``version`` for, as playbooks/kubevirt.yml left it at that version: the
+    collection's own builder's object (the A10-12Q vGPU type permitted, KubeVirt's mdev handling off the way that
+    version takes it) server-side applied under the kubevirt_devices role's field manager, as the role applies it."""
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt as kv
+    made = cluster.create({'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt',
+                           'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'}, 'spec': {},
+                           'status': {'observedKubeVirtVersion': version}})
+    obj, _changed, _report = kv.build_kubevirt(made, [], [{'selector': 'NVIDIA A10-12Q', 'resource_name': RES}],
+                                               version=version)
+    path = cluster.server.path('kubevirt.io/v1', 'kubevirts', 'kubevirt', 'kubevirt')
+    status, body = cluster.server.request(
+        'PATCH', path + '?fieldManager=gpuvirt-provision-kubevirt-devices&force=true', obj, raw=True,
+        content_type='application/apply-patch+yaml')
+    assert status == 200, body
+    time.sleep(0.3)
+    cluster.mark = cluster.now()
+
+
+def kubevirt_inventory(tmp_path):
+    """gpu-1, the example's A10 vGPU host (mdev; its saved facts) under the node name gpu-1."""
+    with open(os.path.join(ROOT, 'inventories', 'example', '.gpuvirt_facts', 'gpu-v01.example.com.json'),
+              encoding='utf-8') as handle:
+        saved = json.load(handle)
+    host = dict((k, saved[k]) for k in ('gpuvirt_pci_devices', 'gpuvirt_mdev_types', 'gpuvirt_gpu_holders'))
+    host.update(gpuvirt_vgpu_config='A10-12Q', ansible_connection='local')
+    path = tmp_path / 'kv-inventory.json'
+    path.write_text(json.dumps({'all': {'children': {'gpu_vm_vgpu': {'hosts': {'gpu-1': host}}}}}))
+    return str(path)
+
+
+def test_kubevirt_crossing_1_8_gets_its_configuration_rendered_again_after_the_roll_then_a_rerun_is_a_no_op(
+        tmp_path, kube):
+    # The mdev switch: the DisableMDEVConfiguration gate up to v1.7, spec.configuration.mediatedDevicesConfiguration.
+    # enabled from v1.8.0 (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/types.go
+    # MediatedDevicesConfiguration.Enabled "Replaces the deprecated DisableMDEVConfiguration feature gate", there from
+    # v1.8.0-beta.0; pkg/virt-config/featuregate/inactive.go: the gate Deprecated since v1.8.0)
+    cluster = setup(kube)
+    kubevirt_as_rendered_for(cluster, 'v1.7.3')
+    assert 'DisableMDEVConfiguration' in cluster.get('kubevirt.io/v1', 'KubeVirt', 'kubevirt', 'kubevirt')[
+        'spec']['configuration']['developerConfiguration']['featureGates']
+    inv = kubevirt_inventory(tmp_path)
+    run = dict(upgrade_vm_policy='stop', upgrade_nodes=['gpu-1'], gpuvirt_platform='kubernetes',
+               gpuvirt_kubevirt_config='kubevirt', upgrade_kubevirt_timeout=30)
+    # KubeVirt updates one minor release at a time (kubevirt/user-guide docs/cluster_admin/updating_and_deletion.md:
+    # "Updating is only supported from N-1 to N release"): v1.9 from v1.7 is refused before any change
+    rc, log = upgrade(tmp_path, cluster, '--check', inventory=inv, upgrade_kubevirt_version='v1.9.0', **run)
+    assert rc != 0 and 'KubeVirt v1.7.3 -> v1.9.0 skips a minor version' in flat(log), log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+    # the preview names the configuration change
+    rc, log = upgrade(tmp_path, cluster, '--check', inventory=inv, upgrade_kubevirt_version='v1.8.0', **run)
+    assert rc == 0, log
+    assert ('kubevirt config: rendered again after the roll for KubeVirt v1.8.0: the DisableMDEVConfiguration gate '
+            'replaced by mediatedDevicesConfiguration.enabled: false') in flat(log), log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+
+    def virt_operator(c):
+        # the user's KubeVirt upgrade, done once gpu-1 is rolled: virt-operator reports the new version
+        if hashes(c, 'gpu-1') != ['new']:
+            return False
+        cr = c.get('kubevirt.io/v1', 'KubeVirt', 'kubevirt', 'kubevirt')
+        c.set_status(cr, {'observedKubeVirtVersion': 'v1.8.0'})
+        return True
+    cluster.controller('virt-operator', virt_operator, interval=0.5)
+    rc, log = upgrade(tmp_path, cluster, inventory=inv, upgrade_kubevirt_version='v1.8.0', **run)
+    assert rc == 0, log
+    assert write_summary(cluster.attempts())[-1] == 'patch kubevirts kubevirt/kubevirt', write_summary(cluster.attempts())
+    config = cluster.get('kubevirt.io/v1', 'KubeVirt', 'kubevirt', 'kubevirt')['spec']['configuration']
+    assert 'DisableMDEVConfiguration' not in ((config.get('developerConfiguration') or {}).get('featureGates') or [])
+    assert config['mediatedDevicesConfiguration'] == {'enabled': False}
+    assert [e['resourceName'] for e in config['permittedHostDevices']['mediatedDevices']] == [RES]
+
+    mark = cluster.now()
+    rc, log = upgrade(tmp_path, cluster, inventory=inv, upgrade_kubevirt_version='v1.8.0', **run)
+    assert rc == 0, log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+    assert 'mediatedDevicesConfiguration.enabled: false, as KubeVirt v1.8.0 takes it (no change)' in flat(log), log
