@@ -13,7 +13,13 @@ each stand-in named after the controller it stands in for:
 * the kubelet: a pod marked for deletion is removed; a new pod turns Ready a moment later (or never, to fail);
 * the vGPU device plugin: a node advertises its vGPU resources only while a Ready vGPU Manager pod runs there;
 * KubeVirt's VM controller: a VM whose runStrategy is Halted (or running false) loses its VMI; an ``Always`` VM
-  without a VMI gets one again on its node once the node is schedulable (the scheduler's part).
+  without a VMI gets one again on its node once the node is schedulable (the scheduler's part);
+* on a vendor-specific VFIO node, the driver and KubeVirt's own device plugin: the vGPU Manager pod's removal resets
+  the VFs' profiles in the host stand-in's sysfs tree (tests/unit/vf_driver.py VfBoard, the vgpu_vf tests' host), and
+  the node advertises as many VFs as have a profile; the hosts are reached by a local connection, so the vgpu_vf
+  role the roll runs there writes that tree;
+* virt-operator: the KubeVirt CR's status.observedKubeVirtVersion, set to the new version once the user's KubeVirt
+  update is done.
 
 What these cannot prove (docs/testing.md): that the real operator renders a new DaemonSet revision for a version
 change, that the real k8s-driver-manager unloads the driver once the VMs are gone, that the guest survives, or that a
