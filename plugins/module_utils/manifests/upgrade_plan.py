@@ -543,6 +543,12 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
                           'cordoned_by_upgrade': _d(_meta(node).get('annotations')).get(CORDONED_BY) == 'true'})
     warnings += vf_warning(vf_rolled if vf_reapply else [])
     kv_row = [r for r in rows if r['component'] == 'kubevirt'][0]
+    if kv_row['change'] and kubevirt_cr is not None and not kubevirt_cr:
+        # after the roll the run waits for the KubeVirt CR to report the target (upgrade_kubevirt_timeout): with no CR
+        # it would wait that out for nothing
+        refusals.append("upgrade_kubevirt_version is %s but the cluster has no KubeVirt CR (kubevirt.io/v1 KubeVirt) "
+                        "whose version to follow: install KubeVirt first, or leave upgrade_kubevirt_version empty"
+                        % kv_row['to'])
     rolling = [n['name'] for n in out_nodes if n['roll'] or n['cordoned_by_upgrade']]
     batches = [rolling[i:i + serial] for i in range(0, len(rolling), serial)]
     result = {'versions': rows, 'nodes': out_nodes, 'batches': batches, 'refusals': refusals, 'notes': notes,

@@ -190,6 +190,12 @@ def test_the_plan_says_what_rendering_the_kubevirt_configuration_again_changes(o
     assert any(needle in line for line in p['summary'] if line.startswith('kubevirt config: ')), p['summary']
 
 
+def test_a_kubevirt_target_without_a_kubevirt_cr_is_refused():
+    p = plan(current={'kubevirt': ''}, target={'kubevirt': 'v1.8.0'}, kubevirt_cr={})
+    assert any('upgrade_kubevirt_version is v1.8.0 but the cluster has no KubeVirt CR' in r for r in p['refusals'])
+    assert plan(current={'kubevirt': 'v1.7.2'}, target={'kubevirt': 'v1.8.0'}, kubevirt_cr=kubevirt_cr({}))['ok']
+
+
 def test_the_kubevirt_configuration_line_under_hyperconverged_and_without_a_cr():
     p = plan(current={'kubevirt': 'v1.7.2'}, target={'kubevirt': 'v1.8.0'}, kubevirt_cr={}, hco=True)
     assert 'HyperConverged is rendered again after the roll' in p['kubevirt_config']['line']
