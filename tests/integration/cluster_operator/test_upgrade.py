@@ -46,6 +46,8 @@ OLM_NS = 'nvidia-gpu-operator'
 VGM = 'nvidia-vgpu-manager-daemonset'
 VALIDATOR = 'nvidia-sandbox-validator'
 RES = 'nvidia.com/NVIDIA_A10-12Q'
+# an L40S's VFs as KubeVirt's own device plugin advertises them, under the permitted PCI entry's resource name
+VF_RES = 'nvidia.com/AD102GL_L40S'
 NODES = ('gpu-1', 'gpu-2')
 
 
@@ -153,6 +155,7 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), boards=None):
     for obj in nodes:
         if obj['metadata']['name'] in boards:
             obj['metadata']['labels'] = dict(VF_LABELS)
+            obj['status']['allocatable'] = obj['status']['capacity'] = {'cpu': '8', VF_RES: '2'}
     cluster = kube(nodes + list(objects), openshift=openshift)
     cluster.server.grant_upgrade()
     vgm, validator = cluster.create(daemonset(VGM, ns)), cluster.create(daemonset(VALIDATOR, ns))
@@ -209,12 +212,12 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), boards=None):
                           and not p['metadata'].get('deletionTimestamp')
                           and ready(p) for p in pods)
             obj = c.get('v1', 'Node', n)
-            want = '2' if serving else '0'
+            want, res = '2' if serving else '0', RES
             if n in boards:
-                want = str(vfs_with_profile(boards[n]) if serving else 0)
-            if obj['status']['allocatable'].get(RES) != want:
+                want, res = str(vfs_with_profile(boards[n]) if serving else 0), VF_RES
+            if obj['status']['allocatable'].get(res) != want:
                 status = dict(obj['status'])
-                status['allocatable'] = dict(status['allocatable'], **{RES: want})
+                status['allocatable'] = dict(status['allocatable'], **{res: want})
                 c.set_status(obj, status)
         return False
 
@@ -604,7 +607,7 @@ def test_vendor_vfio_nodes_are_rolled_with_their_vf_profiles_set_again_then_a_re
         assert hashes(cluster, name) == ['new'], log
         # the new vGPU Manager pod brought the VFs back without a profile: the roll set the two again
         assert sorted(profiles(board).values()) == ['0', '0', L40S_24Q, L40S_24Q], (name, log)
-        assert cluster.get('v1', 'Node', name)['status']['allocatable'][RES] == '2'
+        assert cluster.get('v1', 'Node', name)['status']['allocatable'][VF_RES] == '2'
         assert not cluster.get('v1', 'Node', name)['spec'].get('unschedulable')
     # each node's profiles were set before it was released, and before the next node was cordoned
     order = flat(log)
