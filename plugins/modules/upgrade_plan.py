@@ -19,6 +19,8 @@ description:
     (the pod's C(controller-revision-hash) label against the DaemonSet's newest ControllerRevision).
   - Each GPU VMI (C(gpus) or C(hostDevices), or not live-migratable because of a host device) on a node to roll is
     handled by O(vm_policy) or its entry in O(vm_policies) - V(wait), V(stop) or V(refuse).
+  - Says (RV(kubevirt_config)) what rendering the KubeVirt configuration again for the new KubeVirt version changes
+    (the C(DisableMDEVConfiguration) gate before v1.8.0, C(mediatedDevicesConfiguration.enabled) from v1.8.0).
   - Refuses a KubeVirt minor version skip or downgrade, a vGPU Manager branch that is not the guests' branch, a
     missing vGPU Manager image tag, a node cordoned by someone else, not Ready or failed by the operator's upgrade
     controller, a GPU VM under V(refuse), and V(stop) for a VMI no VirtualMachine owns.
@@ -120,13 +122,39 @@ options:
     description:
       - The nodes the fleet view puts in a vendor-specific VFIO vGPU row (vm-vgpu-vf); a node whose labels say so
         (the row's workload and its C(nvidia.com/gpu.deploy.*=false) labels) counts too.
-      - Rolling such a node is refused unless O(vf_reapply) - a new vGPU Manager pod brings its VFs back without a
-        vGPU profile, and KubeVirt advertises none until the profile is set again.
+      - A new vGPU Manager pod brings such a node's VFs back without a vGPU profile, and KubeVirt advertises none
+        until the profile is set again - each one rolled gets C(vf_reapply) in RV(nodes) (how the roll sets them
+        again); one without an inventory host in O(vf_hosts), or (not O(vf_machineconfig)) whose vGPU config is not
+        in O(vf_configs), is refused.
     type: list
     elements: str
     default: []
   vf_reapply:
-    description: The user re-applies the VF profiles while the roll waits; the refusal for O(vf_nodes) becomes a warning.
+    description: The user re-applies the VF profiles while the roll waits (C(vf_reapply) method V(self), a warning).
+    type: bool
+    default: false
+  vf_hosts:
+    description: "C({<node>: {host, config}}) - the inventory host of each vendor-specific VFIO node and its vGPU config name."
+    type: dict
+    default: {}
+  vf_configs:
+    description: The vGPU config names the inventory defines (the keys of C(gpu_operator_vgpu_configs)).
+    type: list
+    elements: str
+    default: []
+  vf_machineconfig:
+    description:
+      - The Machine Config Operator owns the hosts (OpenShift) - the roll restarts the boot-time unit
+        C(gpuvirt-vgpu-vf.service) instead of running the vgpu_vf role's apply.
+    type: bool
+    default: false
+  kubevirt_cr:
+    description:
+      - The live KubeVirt CR (HyperConverged's with O(hco)); RV(kubevirt_config) says what rendering the
+        collection's configuration again for the target (else running) KubeVirt version changes.
+    type: dict
+  hco:
+    description: The cluster's KubeVirt configuration is HyperConverged (OpenShift Virtualization).
     type: bool
     default: false
   revalidate_daemonsets:
@@ -203,7 +231,8 @@ versions:
 nodes:
   description: >-
     Per node C(name), C(roll), C(stale_pods), C(vms) (C(namespace), C(name), C(vm), C(vm_uid), C(policy), C(run_strategy),
-    C(action)), C(revalidate_pods) (C(name), C(daemonset)), C(gpu_allocatable), C(cordoned_by_upgrade) and C(vendor_vfio).
+    C(action)), C(revalidate_pods) (C(name), C(daemonset)), C(gpu_allocatable), C(cordoned_by_upgrade), C(vendor_vfio)
+    and C(vf_reapply) (null, or C(method) V(apply), V(restart), V(self) or V(none), C(host), C(config)).
   returned: success
   type: list
   elements: dict
@@ -213,6 +242,12 @@ operator:
     CSVs on OLM, the chart versions on Helm), C(plan) (C(name), C(uid), C(resource_version), C(csv)) of the InstallPlan
     to approve or wait for (OLM), C(crds) (the target chart's CustomResourceDefinitions to apply first) and C(release_values)
     (the release's values, sent with the new chart) on Helm, C(refusals), C(lines).
+  returned: success
+  type: dict
+kubevirt_config:
+  description: >-
+    What rendering the KubeVirt configuration again after the roll changes - C(stale) (the live mdev switch is not
+    the one the version takes), C(form_now), C(form_after) (V(gate) or V(field)), C(version), C(line).
   returned: success
   type: dict
 batches:
@@ -274,6 +309,11 @@ def main():
             vf_nodes=dict(type='list', elements='str', default=[]),
             vf_reapply=dict(type='bool', default=False),
             helm=dict(type='dict'),
+            vf_hosts=dict(type='dict', default={}),
+            vf_configs=dict(type='list', elements='str', default=[]),
+            vf_machineconfig=dict(type='bool', default=False),
+            kubevirt_cr=dict(type='dict'),
+            hco=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -283,7 +323,8 @@ def main():
                          p['vms'], p['vm_policy'], p['vm_policies'], p['serial'], p['current'], p['target'],
                          p['guest_driver_branch'], p['vendor_vfio'], p['supports'], p['cluster_version'],
                          p['os_tags'], p['image_tags'], p['cluster_policy'], p['revalidate_daemonsets'],
-                         p['olm'], p['nvidia_drivers'], p['vf_nodes'], p['vf_reapply'], p['helm'])
+                         p['olm'], p['nvidia_drivers'], p['vf_nodes'], p['vf_reapply'], p['helm'], p['vf_hosts'],
+                         p['vf_configs'], p['vf_machineconfig'], p['kubevirt_cr'], p['hco'])
         by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
         result['pending'] = dict(
             (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],

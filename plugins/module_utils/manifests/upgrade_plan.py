@@ -23,9 +23,10 @@ Upstream behaviour each rule rests on:
 * KubeVirt is upgraded one minor version at a time (KubeVirt "Updates and Deletion": updates are supported from the
   previous minor release only; skipping one is refused).
 * At KubeVirt 1.8 the ``DisableMDEVConfiguration`` feature gate is deprecated for
-  ``spec.configuration.mediatedDevicesConfiguration`` (kubevirt release notes v1.8.0); crossing 1.8 re-renders the
-  KubeVirt / HyperConverged configuration (playbooks/kubevirt.yml). The NVIDIA vendor-specific VFIO path needs
-  KubeVirt >= 1.9.0.
+  ``spec.configuration.mediatedDevicesConfiguration`` (kubevirt release notes v1.8.0; kubevirt.py
+  has_mdev_enabled_field); after the roll, upgrade.yml renders the KubeVirt / HyperConverged configuration again for
+  the version the cluster then runs (kubevirt_config says what that changes). The NVIDIA vendor-specific VFIO path
+  needs KubeVirt >= 1.9.0.
 * The vGPU Manager's driver branch (the first number of the version, ``580`` of ``580.82.02``) must be the branch
   of the guest drivers the VMs run (NVIDIA vGPU software: host and guest drivers come from one release branch);
   the collection cannot read the guests, so the inventory declares it (``upgrade_guest_driver_branch``).
@@ -37,6 +38,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt as kv_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_operator import helm_step, olm_step
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_policy import (
@@ -59,9 +62,9 @@ RUN_STRATEGIES = ('Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once', 'WaitA
 # The pool rows whose vGPUs are SR-IOV VFs on NVIDIA's vendor-specific VFIO interface (vm-vgpu-vf): KubeVirt's
 # device manager advertises such a VF only once its nvidia/current_vgpu_type is set (kubevirt/kubevirt v1.9.0
 # pkg/virt-handler/device-manager, HasVGPUProfile via nvidia.go shouldPermitNvidia; docs/pools/vendor-vfio.md). A
-# new vGPU Manager pod reloads the nvidia driver, the VFs come back without a profile, and only playbooks/vgpu_vf.yml
-# (Kubernetes) or gpuvirt-vgpu-vf.service (OpenShift) sets them again: the roll itself cannot bring the node's
-# allocatable back.
+# new vGPU Manager pod reloads the nvidia driver and the VFs come back without a profile: the roll sets them again on
+# the node's inventory host (the vgpu_vf role's apply; on a MachineConfig platform a restart of the boot-time unit
+# gpuvirt-vgpu-vf.service the pool's MachineConfig installed) before it waits for the node's allocatable.
 VF_ROWS = tuple(row for row in fleet.POOL_TABLE if row.interface == 'vendor-vfio')
 VF_REAPPLY_VARIABLE = 'upgrade_vgpu_vf_reapply'
 _BRANCH_RE = re.compile(r'[0-9]{3}')
@@ -114,7 +117,8 @@ def kubevirt_step(current, target):
                         % (current, target, nxt, target))
     if cur < (1, 8, 0) <= tgt:
         notes.append("KubeVirt crosses 1.8: the DisableMDEVConfiguration gate gives way to "
-                     "mediatedDevicesConfiguration; playbooks/kubevirt.yml re-renders the configuration after")
+                     "mediatedDevicesConfiguration; upgrade.yml renders the configuration again once KubeVirt reports "
+                     "the new version")
     return refusals, notes
 
 
@@ -342,23 +346,98 @@ def vf_row_of(node):
     return None
 
 
-def vf_refusal(names, reapply):
-    """The refusal (or, with ``reapply``, the warning) for rolling the vendor-VFIO nodes ``names``:
-    ``(refusals, warnings)``."""
-    if not names:
-        return [], []
-    listed = ', '.join(names)
+def vf_step(name, hosts, configs, machineconfig, reapply):
+    """How the roll gives the vendor-VFIO node ``name`` its VF profiles back after its vGPU Manager pod is replaced,
+    and the refusal when it cannot: ``(row, refusal)``.
+
+    ``hosts``: ``{node: {host, config}}``, the inventory host of each vendor-VFIO node and its vGPU config name (a
+    key of ``configs``, gpu_operator_vgpu_configs' names). ``machineconfig``: the Machine Config Operator owns the
+    hosts (OpenShift), so the boot-time unit its MachineConfig installed is restarted instead of the role's apply.
+    ``reapply`` (upgrade_vgpu_vf_reapply): the user re-applies the profiles while the roll waits."""
     if reapply:
-        return [], ["%s true: after the vGPU Manager pod of %s is replaced, re-apply the VF profiles while the roll "
-                    "waits (upgrade_node_timeout): playbooks/vgpu_vf.yml for those hosts on Kubernetes, "
-                    "systemctl restart gpuvirt-vgpu-vf.service on each on OpenShift" % (VF_REAPPLY_VARIABLE, listed)]
-    return ["the vendor-specific VFIO vGPU node(s) %s would be rolled, but a new vGPU Manager pod brings their VFs "
-            "back without a vGPU profile and KubeVirt advertises none until nvidia/current_vgpu_type is set again, so "
-            "the roll would wait out upgrade_node_timeout with the node cordoned. Roll them by hand (docs/upgrades.md, "
-            "\"Vendor-specific VFIO nodes\"): cordon, delete the node's vgpu-manager pod, run playbooks/vgpu_vf.yml "
-            "for the host (Kubernetes) or restart gpuvirt-vgpu-vf.service on it (OpenShift), then uncordon; leave them "
-            "out of upgrade_nodes, or set %s true if you re-apply the profiles yourself while the roll waits"
-            % (listed, VF_REAPPLY_VARIABLE)], []
+        return {'method': 'self', 'host': None, 'config': None}, None
+    entry = _d(_d(hosts).get(name))
+    host, config = _s(entry.get('host')), _s(entry.get('config'))
+    if not host:
+        return {'method': 'none', 'host': None, 'config': None}, (
+            "node %s is a vendor-specific VFIO vGPU node (its labels say so) but no inventory host of gpu_vm_vgpu maps "
+            "to it, so the roll cannot give its VFs their vGPU profiles again after its vGPU Manager pod is replaced "
+            "(KubeVirt advertises none until nvidia/current_vgpu_type is set): add its host to the inventory "
+            "(gpuvirt_node_name %s), leave it out of upgrade_nodes, or set %s true if you re-apply the profiles "
+            "yourself while the roll waits" % (name, name, VF_REAPPLY_VARIABLE))
+    if machineconfig:
+        return {'method': 'restart', 'host': host, 'config': config or None}, None
+    if config not in [_s(c) for c in _l(configs)]:
+        return {'method': 'none', 'host': host, 'config': config or None}, (
+            "node %s (host %s) is a vendor-specific VFIO vGPU node whose VF profiles the roll sets again with the "
+            "vgpu_vf role, but its vGPU config %s is not among gpu_operator_vgpu_configs (%s): set gpuvirt_vgpu_config "
+            "on the host (or node_labels_vgpu_config_default) to one of them, as playbooks/vgpu_vf.yml needs it"
+            % (name, host, '"%s"' % config if config else '(none)', ', '.join(sorted(_s(c) for c in _l(configs)))
+               or 'none'))
+    return {'method': 'apply', 'host': host, 'config': config}, None
+
+
+def vf_warning(names):
+    """The warning for the vendor-VFIO nodes ``names`` rolled with upgrade_vgpu_vf_reapply true."""
+    if not names:
+        return []
+    return ["%s true: the roll does not set the VF profiles of %s again; after each one's vGPU Manager pod is "
+            "replaced, re-apply them while the roll waits (upgrade_node_timeout): playbooks/vgpu_vf.yml for its host "
+            "on Kubernetes, systemctl restart gpuvirt-vgpu-vf.service on it on OpenShift"
+            % (VF_REAPPLY_VARIABLE, ', '.join(names))]
+
+
+# the KubeVirt configuration ------------------------------------------------------------------------------------
+def mdev_form(kubevirt_cr):
+    """How the live KubeVirt CR turns KubeVirt's mdev handling off, as this collection wrote it: 'field'
+    (mediatedDevicesConfiguration.enabled false, recorded in the owner annotation), 'gate' (the
+    DisableMDEVConfiguration gate among the gates the annotation records), or None (neither is ours)."""
+    owned = hco_mod.read_owner_annotation(kubevirt_cr)
+    if owned.get('mdevConfigurationDisabled'):
+        return 'field'
+    if kv_mod.DISABLE_MDEV_GATE in [_s(g) for g in _l(owned.get('featureGates'))]:
+        return 'gate'
+    return None
+
+
+def kubevirt_config(kubevirt_cr, version_after, hco=False):
+    """What rendering the collection's KubeVirt configuration again for KubeVirt ``version_after`` changes:
+    ``{stale, form_now, form_after, version, line}``. ``stale``: the live CR's mdev switch is not the one that
+    version takes (the gate before v1.8.0, mediatedDevicesConfiguration.enabled from v1.8.0: kubevirt.py
+    has_mdev_enabled_field), so upgrade.yml re-renders it after the roll. Under HyperConverged (``hco``) HCO writes
+    the KubeVirt CR: the line says HyperConverged is rendered again (its CRD decides its own switch)."""
+    version = _s(version_after)
+    out = {'stale': False, 'form_now': None, 'form_after': None, 'version': version or None}
+    if hco:
+        out['line'] = ('kubevirt config: HyperConverged is rendered again after the roll for the OpenShift '
+                       'Virtualization / KubeVirt version the cluster then runs%s'
+                       % (' (%s)' % version if version else ''))
+        return out
+    if not kubevirt_cr:
+        out['line'] = 'kubevirt config: no KubeVirt CR read; nothing to render again'
+        return out
+    now = mdev_form(kubevirt_cr)
+    out['form_now'] = now
+    if not version:
+        out['line'] = 'kubevirt config: the KubeVirt version is not known (no status.observedKubeVirtVersion); not re-rendered'
+        return out
+    try:
+        after = 'field' if kv_mod.has_mdev_enabled_field(version) else 'gate'
+    except ManifestError:
+        out['line'] = 'kubevirt config: KubeVirt %s is not a version; not re-rendered' % version
+        return out
+    out['form_after'] = after
+    names = {'gate': 'the DisableMDEVConfiguration gate', 'field': 'mediatedDevicesConfiguration.enabled: false'}
+    if now is None:
+        out['line'] = ('kubevirt config: the KubeVirt CR holds no mdev switch this collection wrote (playbooks/kubevirt.yml '
+                       'writes it): rendered again after the roll only if KubeVirt reports another version then')
+    elif now == after:
+        out['line'] = 'kubevirt config: %s, as KubeVirt %s takes it (no change)' % (names[now], version)
+    else:
+        out['stale'] = True
+        out['line'] = ('kubevirt config: rendered again after the roll for KubeVirt %s: %s replaced by %s'
+                       % (version, names[now], names[after]))
+    return out
 
 
 def gpu_allocatable(node):
@@ -369,7 +448,8 @@ def gpu_allocatable(node):
 def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='wait', vm_policies=None,
          serial=1, current=None, target=None, guest_branch=None, vendor_vfio=False, supports=None,
          cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None, revalidate=None, olm=None,
-         nvidia_drivers=None, vf_nodes=None, vf_reapply=False, helm=None):
+         nvidia_drivers=None, vf_nodes=None, vf_reapply=False, helm=None, vf_hosts=None, vf_configs=None,
+         vf_machineconfig=False, kubevirt_cr=None, hco=False):
     """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
 
     ``olm``: ``{subscription, install_plans, namespace}`` read on OpenShift (None: the operator is not OLM's). The
@@ -392,7 +472,12 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     ``gpu_operator`` version is then the release's chart version.
 
     ``vf_nodes``: the node names the fleet view puts in a vendor-VFIO row (vm-vgpu-vf); a node whose labels say so
-    (vf_row_of) counts too. Rolling one is refused (vf_refusal) unless ``vf_reapply`` (upgrade_vgpu_vf_reapply)."""
+    (vf_row_of) counts too. Each one rolled gets ``vf_reapply`` (vf_step: the vgpu_vf role's apply on its inventory
+    host, ``vf_hosts``, or the boot-time unit's restart with ``vf_machineconfig``); one the roll cannot give its
+    profiles back is refused, naming it. ``vf_reapply`` (upgrade_vgpu_vf_reapply): the user does it (a warning).
+
+    ``kubevirt_cr``: the live KubeVirt CR (``hco``: HyperConverged's); ``kubevirt_config`` says what rendering it
+    again after the roll changes, for the target KubeVirt version (else the one it reports)."""
     if isinstance(serial, bool) or not isinstance(serial, int) or serial < 1:
         raise PlanError("upgrade_serial is %r, not a whole number >= 1" % (serial,))
     names = _l(node_names)
@@ -461,20 +546,30 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
         refusals += vm_refusals
         resume = _d(_meta(node).get('annotations')).get(CORDONED_BY) == 'true'
         vendor_vfio = name in vf_names or vf_row_of(node) is not None
+        vf_row = None
         if vendor_vfio and (concerned or resume):
             vf_rolled.append(name)
+            vf_row, vf_ref = vf_step(name, vf_hosts, vf_configs, vf_machineconfig, vf_reapply)
+            if vf_ref:
+                refusals.append(vf_ref)
         out_nodes.append({'name': name, 'roll': bool(stale), 'stale_pods': stale, 'vms': vms_here,
-                          'vendor_vfio': vendor_vfio,
+                          'vendor_vfio': vendor_vfio, 'vf_reapply': vf_row,
                           'revalidate_pods': node_pods_of(name, pods, daemonsets, revalidate),
                           'gpu_allocatable': gpu_allocatable(node),
                           'cordoned_by_upgrade': _d(_meta(node).get('annotations')).get(CORDONED_BY) == 'true'})
-    vf_ref, vf_warn = vf_refusal(vf_rolled, vf_reapply)
-    refusals += vf_ref
-    warnings += vf_warn
+    warnings += vf_warning(vf_rolled if vf_reapply else [])
+    kv_row = [r for r in rows if r['component'] == 'kubevirt'][0]
+    if kv_row['change'] and kubevirt_cr is not None and not kubevirt_cr:
+        # after the roll the run waits for the KubeVirt CR to report the target (upgrade_kubevirt_timeout): with no CR
+        # it would wait that out for nothing
+        refusals.append("upgrade_kubevirt_version is %s but the cluster has no KubeVirt CR (kubevirt.io/v1 KubeVirt) "
+                        "whose version to follow: install KubeVirt first, or leave upgrade_kubevirt_version empty"
+                        % kv_row['to'])
     rolling = [n['name'] for n in out_nodes if n['roll'] or n['cordoned_by_upgrade']]
     batches = [rolling[i:i + serial] for i in range(0, len(rolling), serial)]
     result = {'versions': rows, 'nodes': out_nodes, 'batches': batches, 'refusals': refusals, 'notes': notes,
               'warnings': warnings, 'ok': not refusals,
+              'kubevirt_config': kubevirt_config(kubevirt_cr, kv_row['to'], hco),
               'operator': operator or {'action': 'none', 'installed': '', 'target': '', 'plan': None,
                                        'refusals': [], 'lines': []}}
     result['summary'] = summary(result)
@@ -505,8 +600,20 @@ def summary(p):
             sorted(set(s['daemonset'] for s in node['stale_pods']))) or 'nothing (resume)'))
         for vm in node['vms']:
             lines.append('  VM %s/%s: %s' % (vm['namespace'], vm['name'], vm['action']))
+        vf = node.get('vf_reapply') or {}
+        if vf.get('method') == 'apply':
+            lines.append('  then give its VFs their vGPU profiles again: the vgpu_vf role on host %s (vGPU config %s)'
+                         % (vf['host'], vf['config']))
+        elif vf.get('method') == 'restart':
+            lines.append('  then give its VFs their vGPU profiles again: restart gpuvirt-vgpu-vf.service on host %s'
+                         % vf['host'])
+        elif vf.get('method') == 'self':
+            lines.append('  then you give its VFs their vGPU profiles again (%s true), while the roll waits'
+                         % VF_REAPPLY_VARIABLE)
         allocatable = ', '.join('%s=%s' % kv for kv in sorted(node['gpu_allocatable'].items()))
         lines.append('  then wait for %s, uncordon' % (allocatable or 'the operand pods'))
+    if p.get('kubevirt_config'):
+        lines.append(p['kubevirt_config']['line'])
     lines += ['note: ' + n for n in p['notes']] + ['warning: ' + w for w in p['warnings']]
     lines += ['REFUSED: ' + r for r in p['refusals']]
     return lines

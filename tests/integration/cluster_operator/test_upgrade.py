@@ -13,7 +13,13 @@ each stand-in named after the controller it stands in for:
 * the kubelet: a pod marked for deletion is removed; a new pod turns Ready a moment later (or never, to fail);
 * the vGPU device plugin: a node advertises its vGPU resources only while a Ready vGPU Manager pod runs there;
 * KubeVirt's VM controller: a VM whose runStrategy is Halted (or running false) loses its VMI; an ``Always`` VM
-  without a VMI gets one again on its node once the node is schedulable (the scheduler's part).
+  without a VMI gets one again on its node once the node is schedulable (the scheduler's part);
+* on a vendor-specific VFIO node, the driver and KubeVirt's own device plugin: the vGPU Manager pod's removal resets
+  the VFs' profiles in the host stand-in's sysfs tree (tests/unit/vf_driver.py VfBoard, the vgpu_vf tests' host), and
+  the node advertises as many VFs as have a profile; the hosts are reached by a local connection, so the vgpu_vf
+  role the roll runs there writes that tree;
+* virt-operator: the KubeVirt CR's status.observedKubeVirtVersion, set to the new version once the user's KubeVirt
+  update is done.
 
 What these cannot prove (docs/testing.md): that the real operator renders a new DaemonSet revision for a version
 change, that the real k8s-driver-manager unloads the driver once the VMs are gone, that the guest survives, or that a
@@ -40,6 +46,8 @@ OLM_NS = 'nvidia-gpu-operator'
 VGM = 'nvidia-vgpu-manager-daemonset'
 VALIDATOR = 'nvidia-sandbox-validator'
 RES = 'nvidia.com/NVIDIA_A10-12Q'
+# an L40S's VFs as KubeVirt's own device plugin advertises them, under the permitted PCI entry's resource name
+VF_RES = 'nvidia.com/AD102GL_L40S'
 NODES = ('gpu-1', 'gpu-2')
 
 
@@ -47,6 +55,24 @@ def node(name):
     return {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': name},
             'status': {'conditions': [{'type': 'Ready', 'status': 'True'}],
                        'allocatable': {'cpu': '8', RES: '2'}, 'capacity': {'cpu': '8', RES: '2'}}}
+
+
+# the labels nodes.yml gives a vm-vgpu-vf node (docs/pools/vendor-vfio.md, "Node labels"; model/fleet.py operands_off)
+VF_LABELS = {'nvidia.com/gpu.workload.config': 'vm-vgpu', 'nvidia.com/gpu.deploy.sandbox-device-plugin': 'false',
+             'nvidia.com/gpu.deploy.vgpu-device-manager': 'false', 'nvidia.com/gpu.deploy.sandbox-validator': 'false'}
+
+
+def profiles(board):
+    """The VFs' nvidia/current_vgpu_type as the host's files hold them (what the role wrote, or the driver reset)."""
+    out = {}
+    for vf in [v for vfs in board.vfs.values() for v in vfs]:
+        with open(os.path.join(board.root, 'bus/pci/devices', vf, 'nvidia/current_vgpu_type'), encoding='utf-8') as f:
+            out[vf] = f.read().strip()
+    return out
+
+
+def vfs_with_profile(board):
+    return sum(1 for value in profiles(board).values() if value not in ('0', ''))
 
 
 def daemonset(name, ns=NS):
@@ -109,17 +135,30 @@ def delete(cluster, path):
                            ok=(200, 202, 404))
 
 
-def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=None):
+def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=None, boards=None):
     """Two nodes; the vGPU Manager DaemonSet with an old and a new revision, the validator with one; every pod on
     the old vGPU Manager revision; a GPU VM (runStrategy Always) running on each node. Starts the stand-ins.
 
     ``openshift``: the operator's namespace is OpenShift's (OLM) and the vGPU Manager has only its old revision:
     the new one comes from the new operator release (``cluster.new_release()``, what the upgraded operator does when
     it reconciles the ClusterPolicy with its new templates). ``new_revision`` False does the same on Kubernetes (the
-    new revision comes with a Helm upgrade of the operator)."""
+    new revision comes with a Helm upgrade of the operator).
+
+    ``boards``: ``{node: VfBoard}``, the nodes on NVIDIA's vendor-specific VFIO interface (labelled as nodes.yml
+    labels a vm-vgpu-vf node), each host's sysfs the driver stand-in's tree (tests/unit/vf_driver.py). There the
+    kubelet stand-in's removal of the vGPU Manager pod is a driver reload: the VFs come back without a profile (the
+    container's exit trap disables the VFs and unloads the driver; the new one enables them with none, as
+    docs/pools/vendor-vfio.md says), and the device plugin stand-in is KubeVirt's own, advertising a VF only while its
+    nvidia/current_vgpu_type is set (kubevirt v1.9.0 pkg/virt-handler/device-manager HasVGPUProfile)."""
     ns = OLM_NS if openshift else NS
     new_revision = not openshift if new_revision is None else new_revision
-    cluster = kube([node(n) for n in NODES] + list(objects), openshift=openshift)
+    boards = boards or {}
+    nodes = [node(n) for n in NODES]
+    for obj in nodes:
+        if obj['metadata']['name'] in boards:
+            obj['metadata']['labels'] = dict(VF_LABELS)
+            obj['status']['allocatable'] = obj['status']['capacity'] = {'cpu': '8', VF_RES: '2'}
+    cluster = kube(nodes + list(objects), openshift=openshift)
     cluster.server.grant_upgrade()
     vgm, validator = cluster.create(daemonset(VGM, ns)), cluster.create(daemonset(VALIDATOR, ns))
     cluster.create(revision(vgm, 1, 'old'))
@@ -158,6 +197,10 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=N
         for p in items(c, '/api/v1/namespaces/%s/pods' % ns):
             meta = p['metadata']
             if meta.get('deletionTimestamp'):
+                board = boards.get(p['spec']['nodeName'])
+                if board is not None and meta['labels'].get('app') == VGM:
+                    for vf in [v for vfs in board.vfs.values() for v in vfs]:
+                        board.set(vf, 0)
                 delete(c, '/api/v1/namespaces/%s/pods/%s' % (ns, meta['name']))
             elif not ready(p) and p['spec']['nodeName'] != never_ready_on:
                 c.set_status(dict(p, apiVersion='v1', kind='Pod'),
@@ -171,10 +214,12 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=N
                           and not p['metadata'].get('deletionTimestamp')
                           and ready(p) for p in pods)
             obj = c.get('v1', 'Node', n)
-            want = '2' if serving else '0'
-            if obj['status']['allocatable'].get(RES) != want:
+            want, res = '2' if serving else '0', RES
+            if n in boards:
+                want, res = str(vfs_with_profile(boards[n]) if serving else 0), VF_RES
+            if obj['status']['allocatable'].get(res) != want:
                 status = dict(obj['status'])
-                status['allocatable'] = dict(status['allocatable'], **{RES: want})
+                status['allocatable'] = dict(status['allocatable'], **{res: want})
                 c.set_status(obj, status)
         return False
 
@@ -209,7 +254,7 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=N
     return cluster
 
 
-def upgrade(tmp_path, cluster, *args, **extra):
+def upgrade(tmp_path, cluster, *args, inventory='localhost,', **extra):
     cache = tmp_path / 'tmp'
     cache.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith('K8S_AUTH_') and k != 'KUBECONFIG'}
@@ -218,7 +263,7 @@ def upgrade(tmp_path, cluster, *args, **extra):
                        'upgrade_poll_delay': 1, 'upgrade_node_timeout': 20, 'upgrade_vm_wait_timeout': 20},
                       **extra)
     extra_vars['ansible_python_interpreter'] = sys.executable
-    cmd = ['ansible-playbook', '-i', 'localhost,', os.path.join(ROOT, 'playbooks', 'upgrade.yml'),
+    cmd = ['ansible-playbook', '-i', inventory, os.path.join(ROOT, 'playbooks', 'upgrade.yml'),
            '-e', json.dumps(extra_vars)] + list(args)
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
     return proc.returncode, proc.stdout + proc.stderr
@@ -497,3 +542,184 @@ def test_olm_a_failed_install_plan_stops_the_run_at_once_and_is_refused_by_the_n
     assert 'the InstallPlan %s/%s of Subscription %s/gpu-operator-certified is in phase Failed (error creating csv' % (
         OLM_NS, PLAN, OLM_NS) in flat(log), log
     assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+
+
+# Vendor-specific VFIO vGPU nodes: their VF profiles set again inside the roll -------------------------------------
+L40S_24Q = '1155'   # the L40S-24Q type id on an L40S VF (the L40S capture, tests/unit/vf_driver.py L40S_TYPES)
+
+
+def vf_inventory(tmp_path, boards):
+    """gpu-1 and gpu-2 in gpu_vm_vgpu, each a host stand-in reached by a local connection whose sysfs is its board's
+    tree (as tests/integration/cluster_operator/test_apply.py vf_hosts): the fleet view puts them in vm-vgpu-vf from
+    the vGPU facts their boards show, and the roll runs the vgpu_vf role on them with the vGPU config l40s."""
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_types
+    hosts = {}
+    for name, board in boards.items():
+        os.makedirs(os.path.join(board.root, 'module', 'nvidia'), exist_ok=True)
+        with open(os.path.join(board.root, 'module', 'nvidia', 'version'), 'w', encoding='utf-8') as handle:
+            handle.write('580.82.02\n')
+        (tmp_path / ('root-' + name) / 'etc' / 'systemd' / 'system').mkdir(parents=True, exist_ok=True)
+        (tmp_path / ('proc-' + name)).mkdir(exist_ok=True)
+        hosts[name] = {
+            'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable, 'gpuvirt_vgpu_config': 'l40s',
+            'gpuvirt_pci_devices': {'gpus': [{'bdf': '0000:41:00.0', 'vendor_id': '10de', 'device_id': '26b9',
+                                              'device_name': 'AD102GL [L40S]', 'driver': 'nvidia', 'is_vf': False}],
+                                    'iommu': {'enabled': True}},
+            'gpuvirt_mdev_types': vgpu_types.discover(board.root),
+            'gpuvirt_gpu_holders': {'held': False, 'holders': []},
+            'vgpu_vf_sysfs_root': board.root, 'vgpu_vf_root_dir': str(tmp_path / ('root-' + name)),
+            'vgpu_vf_proc_root': str(tmp_path / ('proc-' + name)),
+            'vgpu_vf_sriov_manage': str(tmp_path / 'no-sriov-manage')}
+    path = tmp_path / 'vf-inventory.json'
+    path.write_text(json.dumps({'all': {'children': {'gpu_vm_vgpu': {'hosts': hosts}}}}))
+    return str(path)
+
+
+def vf_boards(tmp_path, memory_of=None):
+    """An L40S board per node, its first two VFs on L40S-24Q (the profiles playbooks/vgpu_vf.yml set before the
+    upgrade). ``memory_of``: {node: GiB}, a board whose driver lists less frame buffer after the reload."""
+    from vf_driver import VfBoard
+    boards = {}
+    for name in NODES:
+        board = VfBoard(tmp_path / ('sys-' + name), memory=(memory_of or {}).get(name, 48))
+        for vf in board.vfs['0000:41:00.0'][:2]:
+            board.set(vf, int(L40S_24Q))
+        boards[name] = board
+    return boards
+
+
+VF_RUN = dict(upgrade_vm_policy='stop', gpu_operator_vgpu_configs={'l40s': {'L40S-24Q': 2}}, ansible_become=False,
+              # no systemd on the test's hosts: the role writes the boot-time unit's files only
+              vgpu_vf_systemd=False, kubevirt_devices_enabled=False)
+
+
+def test_vendor_vfio_nodes_are_rolled_with_their_vf_profiles_set_again_then_a_rerun_is_a_no_op(tmp_path, kube):
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
+    boards = vf_boards(tmp_path)
+    cluster = setup(kube, boards=boards)
+    inv = vf_inventory(tmp_path, boards)
+    rc, log = upgrade(tmp_path, cluster, '--check', inventory=inv, **VF_RUN)
+    assert rc == 0, log
+    assert ('then give its VFs their vGPU profiles again: the vgpu_vf role on host gpu-1 (vGPU config l40s)'
+            in flat(log)), log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+    rc, log = upgrade(tmp_path, cluster, inventory=inv, **VF_RUN)
+    assert rc == 0, log
+    for name, board in boards.items():
+        assert hashes(cluster, name) == ['new'], log
+        # the new vGPU Manager pod brought the VFs back without a profile: the roll set the two again
+        assert sorted(profiles(board).values()) == ['0', '0', L40S_24Q, L40S_24Q], (name, log)
+        assert cluster.get('v1', 'Node', name)['status']['allocatable'][VF_RES] == '2'
+        assert not cluster.get('v1', 'Node', name)['spec'].get('unschedulable')
+    # each node's profiles were set before it was released, and before the next node was cordoned
+    order = flat(log)
+    assert order.index('Give the VFs their vGPU profiles (the vgpu_vf role) on gpu-1') < order.index(
+        'Uncordon the batch') < order.index('Give the VFs their vGPU profiles (the vgpu_vf role) on gpu-2'), log
+
+    mark = cluster.now()
+    rc, log = upgrade(tmp_path, cluster, inventory=inv, **VF_RUN)
+    assert rc == 0, log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+    assert 'node gpu-1: nothing to replace' in log, log
+
+
+def test_a_vendor_vfio_node_whose_profiles_cannot_be_set_again_stops_the_roll_with_the_second_untouched(
+        tmp_path, kube):
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
+    # gpu-1's reloaded driver lists 8 GiB of frame buffer per VF only: no L40S-24Q to set again
+    boards = vf_boards(tmp_path, memory_of={'gpu-1': 8})
+    cluster = setup(kube, boards=boards)
+    rc, log = upgrade(tmp_path, cluster, inventory=vf_inventory(tmp_path, boards), **VF_RUN)
+    text = flat(log)
+    assert rc != 0, log
+    assert 'The upgrade stopped at gpu-1' in text, log
+    assert 'node gpu-1 (host gpu-1): its VF profiles could not be set again after its vGPU Manager pod was replaced' \
+        in text, log
+    assert 'L40S-24Q' in text.split('its VF profiles could not be set again')[1], log
+    # gpu-2: not a write, its pods and its VFs' profiles as they were
+    assert not [w for w in write_summary(cluster.attempts()) if 'gpu-2' in w], write_summary(cluster.attempts())
+    assert hashes(cluster, 'gpu-2') == ['old']
+    assert sorted(profiles(boards['gpu-2']).values()) == ['0', '0', L40S_24Q, L40S_24Q]
+    stuck = cluster.get('v1', 'Node', 'gpu-1')
+    assert stuck['spec']['unschedulable'] is True
+    assert stuck['metadata']['annotations']['gpuvirt.provision/upgrade-cordoned'] == 'true'
+
+
+# KubeVirt's configuration rendered again for the version it runs after the roll -----------------------------------
+def kubevirt_as_rendered_for(cluster, version):
+    """The KubeVirt CR virt-operator reports ``version`` for, as playbooks/kubevirt.yml left it at that version: the
+    collection's own builder's object (the A10-12Q vGPU type permitted, KubeVirt's mdev handling off the way that
+    version takes it) server-side applied under the kubevirt_devices role's field manager, as the role applies it."""
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt as kv
+    made = cluster.create({'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt',
+                           'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'}, 'spec': {},
+                           'status': {'observedKubeVirtVersion': version}})
+    obj, _changed, _report = kv.build_kubevirt(made, [], [{'selector': 'NVIDIA A10-12Q', 'resource_name': RES}],
+                                               version=version)
+    path = cluster.server.path('kubevirt.io/v1', 'kubevirts', 'kubevirt', 'kubevirt')
+    status, body = cluster.server.request(
+        'PATCH', path + '?fieldManager=gpuvirt-provision-kubevirt-devices&force=true', obj, raw=True,
+        content_type='application/apply-patch+yaml')
+    assert status == 200, body
+    time.sleep(0.3)
+    cluster.mark = cluster.now()
+
+
+def kubevirt_inventory(tmp_path):
+    """gpu-1, the example's A10 vGPU host (mdev; its saved facts) under the node name gpu-1."""
+    with open(os.path.join(ROOT, 'inventories', 'example', '.gpuvirt_facts', 'gpu-v01.example.com.json'),
+              encoding='utf-8') as handle:
+        saved = json.load(handle)
+    host = dict((k, saved[k]) for k in ('gpuvirt_pci_devices', 'gpuvirt_mdev_types', 'gpuvirt_gpu_holders'))
+    host.update(gpuvirt_vgpu_config='A10-12Q', ansible_connection='local')
+    path = tmp_path / 'kv-inventory.json'
+    path.write_text(json.dumps({'all': {'children': {'gpu_vm_vgpu': {'hosts': {'gpu-1': host}}}}}))
+    return str(path)
+
+
+def test_kubevirt_crossing_1_8_gets_its_configuration_rendered_again_after_the_roll_then_a_rerun_is_a_no_op(
+        tmp_path, kube):
+    # The mdev switch: the DisableMDEVConfiguration gate up to v1.7, spec.configuration.mediatedDevicesConfiguration.
+    # enabled from v1.8.0 (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/types.go
+    # MediatedDevicesConfiguration.Enabled "Replaces the deprecated DisableMDEVConfiguration feature gate", there from
+    # v1.8.0-beta.0; pkg/virt-config/featuregate/inactive.go: the gate Deprecated since v1.8.0)
+    cluster = setup(kube)
+    kubevirt_as_rendered_for(cluster, 'v1.7.3')
+    assert 'DisableMDEVConfiguration' in cluster.get('kubevirt.io/v1', 'KubeVirt', 'kubevirt', 'kubevirt')[
+        'spec']['configuration']['developerConfiguration']['featureGates']
+    inv = kubevirt_inventory(tmp_path)
+    run = dict(upgrade_vm_policy='stop', upgrade_nodes=['gpu-1'], gpuvirt_platform='kubernetes',
+               gpuvirt_kubevirt_config='kubevirt', upgrade_kubevirt_timeout=30)
+    # KubeVirt updates one minor release at a time (kubevirt/user-guide docs/cluster_admin/updating_and_deletion.md:
+    # "Updating is only supported from N-1 to N release"): v1.9 from v1.7 is refused before any change
+    rc, log = upgrade(tmp_path, cluster, '--check', inventory=inv, upgrade_kubevirt_version='v1.9.0', **run)
+    assert rc != 0 and 'KubeVirt v1.7.3 -> v1.9.0 skips a minor version' in flat(log), log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+    # the preview names the configuration change
+    rc, log = upgrade(tmp_path, cluster, '--check', inventory=inv, upgrade_kubevirt_version='v1.8.0', **run)
+    assert rc == 0, log
+    assert ('kubevirt config: rendered again after the roll for KubeVirt v1.8.0: the DisableMDEVConfiguration gate '
+            'replaced by mediatedDevicesConfiguration.enabled: false') in flat(log), log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+
+    def virt_operator(c):
+        # the user's KubeVirt upgrade, done once gpu-1 is rolled: virt-operator reports the new version
+        if hashes(c, 'gpu-1') != ['new']:
+            return False
+        cr = c.get('kubevirt.io/v1', 'KubeVirt', 'kubevirt', 'kubevirt')
+        c.set_status(cr, {'observedKubeVirtVersion': 'v1.8.0'})
+        return True
+    cluster.controller('virt-operator', virt_operator, interval=0.5)
+    rc, log = upgrade(tmp_path, cluster, inventory=inv, upgrade_kubevirt_version='v1.8.0', **run)
+    assert rc == 0, log
+    assert write_summary(cluster.attempts())[-1] == 'patch kubevirts kubevirt/kubevirt', write_summary(cluster.attempts())
+    config = cluster.get('kubevirt.io/v1', 'KubeVirt', 'kubevirt', 'kubevirt')['spec']['configuration']
+    assert 'DisableMDEVConfiguration' not in ((config.get('developerConfiguration') or {}).get('featureGates') or [])
+    assert config['mediatedDevicesConfiguration'] == {'enabled': False}
+    assert [e['resourceName'] for e in config['permittedHostDevices']['mediatedDevices']] == [RES]
+
+    mark = cluster.now()
+    rc, log = upgrade(tmp_path, cluster, inventory=inv, upgrade_kubevirt_version='v1.8.0', **run)
+    assert rc == 0, log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
+    assert 'mediatedDevicesConfiguration.enabled: false, as KubeVirt v1.8.0 takes it (no change)' in flat(log), log

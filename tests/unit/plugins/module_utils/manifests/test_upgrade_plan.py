@@ -152,8 +152,55 @@ def test_an_unknown_node_is_refused():
     ('v1.9.1', 'v2.0.0', 'skips a minor version'),
 ])
 def test_kubevirt_one_minor_at_a_time(cur, tgt, needle):
+    # KubeVirt supports updates from the previous minor release only (kubevirt/user-guide
+    # docs/cluster_admin/updating_and_deletion.md: "Updating is only supported from N-1 to N release", e.g. v1.6.3 to
+    # v1.7.0 but not v1.5.2 to v1.7.0); no downgrade
     p = plan(current={'kubevirt': cur}, target={'kubevirt': tgt})
     assert any(needle in r for r in p['refusals'])
+    assert not p['ok']
+
+
+def kubevirt_cr(owned):
+    import json
+    return {'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt',
+                         'annotations': {'gpuvirt.provision/owned-permitted-host-devices': json.dumps(owned)}},
+            'status': {'observedKubeVirtVersion': 'v1.7.2'}}
+
+
+# The mdev switch KubeVirt takes: the DisableMDEVConfiguration gate up to v1.7, spec.configuration.
+# mediatedDevicesConfiguration.enabled from v1.8.0 (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/
+# types.go MediatedDevicesConfiguration.Enabled, "Replaces the deprecated DisableMDEVConfiguration feature gate",
+# there from v1.8.0-beta.0 and absent in v1.7.x; pkg/virt-config/featuregate/inactive.go registers the gate as
+# Deprecated since v1.8.0)
+@pytest.mark.parametrize('owned, cur, tgt, stale, needle', [
+    ({'featureGates': ['DisableMDEVConfiguration']}, 'v1.7.2', 'v1.8.0', True,
+     'rendered again after the roll for KubeVirt v1.8.0: the DisableMDEVConfiguration gate replaced by '
+     'mediatedDevicesConfiguration.enabled: false'),
+    ({'featureGates': ['DisableMDEVConfiguration']}, 'v1.7.2', 'v1.7.3', False,
+     'the DisableMDEVConfiguration gate, as KubeVirt v1.7.3 takes it (no change)'),
+    ({'mdevConfigurationDisabled': True}, 'v1.8.1', 'v1.9.0', False,
+     'mediatedDevicesConfiguration.enabled: false, as KubeVirt v1.9.0 takes it (no change)'),
+    # the user upgraded KubeVirt before this run, the configuration was not rendered since: stale now
+    ({'featureGates': ['DisableMDEVConfiguration']}, 'v1.8.2', '', True, 'replaced by mediatedDevicesConfiguration'),
+    ({}, 'v1.7.2', 'v1.8.0', False, 'holds no mdev switch this collection wrote'),
+])
+def test_the_plan_says_what_rendering_the_kubevirt_configuration_again_changes(owned, cur, tgt, stale, needle):
+    p = plan(current={'kubevirt': cur}, target={'kubevirt': tgt}, kubevirt_cr=kubevirt_cr(owned))
+    assert p['ok'] and p['kubevirt_config']['stale'] is stale
+    assert any(needle in line for line in p['summary'] if line.startswith('kubevirt config: ')), p['summary']
+
+
+def test_a_kubevirt_target_without_a_kubevirt_cr_is_refused():
+    p = plan(current={'kubevirt': ''}, target={'kubevirt': 'v1.8.0'}, kubevirt_cr={})
+    assert any('upgrade_kubevirt_version is v1.8.0 but the cluster has no KubeVirt CR' in r for r in p['refusals'])
+    assert plan(current={'kubevirt': 'v1.7.2'}, target={'kubevirt': 'v1.8.0'}, kubevirt_cr=kubevirt_cr({}))['ok']
+
+
+def test_the_kubevirt_configuration_line_under_hyperconverged_and_without_a_cr():
+    p = plan(current={'kubevirt': 'v1.7.2'}, target={'kubevirt': 'v1.8.0'}, kubevirt_cr={}, hco=True)
+    assert 'HyperConverged is rendered again after the roll' in p['kubevirt_config']['line']
+    assert plan(kubevirt_cr=None)['kubevirt_config']['line'] == ('kubevirt config: no KubeVirt CR read; nothing to '
+                                                                 'render again')
 
 
 def test_kubevirt_crossing_1_8_notes_the_re_render():
@@ -321,23 +368,50 @@ def vf_cluster(old_on=('gpu-1', 'gpu-2'), labels=None, annotations=None):
     return c
 
 
-def test_rolling_a_vendor_vfio_node_is_refused_naming_it_and_the_procedure():
+VF_HOSTS = {'gpu-1': {'host': 'gpu-1.example.com', 'config': 'l40s'}, 'gpu-2': {'host': 'gpu-2.example.com',
+                                                                                 'config': 'l40s'}}
+
+
+def test_a_vendor_vfio_node_is_rolled_with_its_vf_profiles_set_again_on_its_inventory_host():
     # KubeVirt advertises a VF only once its nvidia/current_vgpu_type is set (kubevirt v1.9.0 pkg/virt-handler/
-    # device-manager HasVGPUProfile); a new vGPU Manager pod reloads the driver and the VFs come back without one
+    # device-manager HasVGPUProfile); a new vGPU Manager pod reloads the driver and the VFs come back without one:
+    # the roll gives them their profiles again on the node's host (the vgpu_vf role), then waits for the allocatable
+    p = plan(cluster=vf_cluster(), vf_hosts=VF_HOSTS, vf_configs=['l40s'])
+    assert p['ok'], p['refusals']
+    assert [n['vf_reapply'] for n in p['nodes']] == [{'method': 'apply', 'host': 'gpu-1.example.com',
+                                                      'config': 'l40s'}, None]
+    assert ('  then give its VFs their vGPU profiles again: the vgpu_vf role on host gpu-1.example.com (vGPU config '
+            'l40s)') in p['summary']
+    # the fleet view names it (labels not written yet): the same
+    p = plan(cluster=cluster(), vf_nodes=['gpu-2'], vf_hosts=VF_HOSTS, vf_configs=['l40s'])
+    assert p['ok'] and p['nodes'][1]['vf_reapply']['method'] == 'apply'
+    # a MachineConfig platform (OpenShift): the boot-time unit is restarted; the config is the MachineConfig's
+    p = plan(cluster=vf_cluster(), vf_hosts={'gpu-1': {'host': 'gpu-1.example.com'}}, vf_machineconfig=True)
+    assert p['ok'] and p['nodes'][0]['vf_reapply']['method'] == 'restart'
+    assert '  then give its VFs their vGPU profiles again: restart gpuvirt-vgpu-vf.service on host gpu-1.example.com' \
+        in p['summary']
+
+
+def test_a_vendor_vfio_node_the_roll_cannot_give_its_profiles_back_is_refused_naming_it():
+    # no inventory host maps to the node (its labels say vendor VFIO): refused before any change
     p = plan(cluster=vf_cluster())
     (refusal,) = [r for r in p['refusals'] if 'vendor-specific VFIO' in r]
-    assert 'gpu-1' in refusal and 'gpu-2' not in refusal
-    assert 'playbooks/vgpu_vf.yml' in refusal and 'gpuvirt-vgpu-vf.service' in refusal
-    assert 'upgrade_vgpu_vf_reapply' in refusal and not p['ok']
+    assert refusal.startswith('node gpu-1 is a vendor-specific VFIO vGPU node') and 'gpu-2' not in refusal
+    assert 'gpuvirt_node_name gpu-1' in refusal and 'upgrade_vgpu_vf_reapply' in refusal and not p['ok']
     assert [n['vendor_vfio'] for n in p['nodes']] == [True, False]
-    # the fleet view names it (labels not written yet): refused too
-    p = plan(cluster=cluster(), vf_nodes=['gpu-2'])
-    assert any('VFIO vGPU node(s) gpu-2 ' in r for r in p['refusals'])
+    # its vGPU config is none of gpu_operator_vgpu_configs (the role needs the counts): refused, naming both
+    p = plan(cluster=vf_cluster(), vf_hosts=VF_HOSTS, vf_configs=['a10'])
+    assert any('node gpu-1 (host gpu-1.example.com)' in r and 'its vGPU config "l40s" is not among '
+               'gpu_operator_vgpu_configs (a10)' in r for r in p['refusals']), p['refusals']
+    # mutation check: the same with the config present is fine
+    assert plan(cluster=vf_cluster(), vf_hosts=VF_HOSTS, vf_configs=['a10', 'l40s'])['ok']
 
 
 def test_a_vendor_vfio_node_with_the_users_reapply_is_rolled_with_a_warning():
+    # upgrade_vgpu_vf_reapply true keeps its meaning: the user sets the profiles; the roll only waits
     p = plan(cluster=vf_cluster(), vf_reapply=True)
     assert p['ok'] and p['batches'] == [['gpu-1'], ['gpu-2']]
+    assert p['nodes'][0]['vf_reapply'] == {'method': 'self', 'host': None, 'config': None}
     assert any('upgrade_vgpu_vf_reapply true' in w and 'gpu-1' in w for w in p['warnings'])
 
 
@@ -345,6 +419,7 @@ def test_a_vendor_vfio_node_with_nothing_to_replace_is_not_refused_but_a_resumed
     assert plan(cluster=vf_cluster(old_on=('gpu-2',)))['ok']
     resumed = vf_cluster(old_on=(), annotations={up.CORDONED_BY: 'true'})
     resumed['nodes'][0]['spec'] = {'unschedulable': True}
-    assert any('VFIO vGPU node(s) gpu-1 ' in r for r in plan(cluster=resumed)['refusals'])
+    assert any('node gpu-1 is a vendor-specific VFIO vGPU node' in r for r in plan(cluster=resumed)['refusals'])
+    assert plan(cluster=resumed, vf_hosts=VF_HOSTS, vf_configs=['l40s'])['nodes'][0]['vf_reapply']['method'] == 'apply'
     # an mdev vm-vgpu node (no operands_off labels) is rolled as before
     assert plan(cluster=vf_cluster(labels={'nvidia.com/gpu.workload.config': 'vm-vgpu'}))['ok']
