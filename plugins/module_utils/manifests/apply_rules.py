@@ -102,15 +102,15 @@ class Rule(object):
     def describe_scope(self, namespaces):
         if self.namespace is None:
             return 'cluster-scoped (no metadata.namespace)'
-        return 'in the %s namespace (%s)' % (self.namespace, ', '.join(namespaces.get(self.namespace, ()))
-                                              or 'none declared by this call')
+        declared = ', '.join(namespaces.get(self.namespace, ())) or 'none declared by this call'
+        return 'in the %s namespace (%s)' % (self.namespace, declared)
 
 
 def _keys(value, allowed, where):
     extra = sorted(str(k) for k in (value or {}) if k not in allowed)
     if extra:
-        raise RuleError('%s holds %s; the collection writes only %s there' % (where, ', '.join(extra),
-                                                                             ', '.join(sorted(allowed))))
+        raise RuleError('%s holds %s; the collection writes only %s there'
+                        % (where, ', '.join(extra), ', '.join(sorted(allowed))))
 
 
 def _check_secret(obj):

@@ -412,8 +412,8 @@ def host_pools(entries, default_pool):
         node = checked(validators.dns1123_subdomain, node, '%s: its node name' % host)
         if node in out and out[node] != pool:
             raise ManifestError('node %s is given two MachineConfigPools, %s (host %s) and %s (host %s): a node is in '
-                                'one pool; set %s alike on both' % (node, out[node], by[node], pool, host,
-                                                                      HOST_POOL_VAR))
+                                'one pool; set %s alike on both'
+                                % (node, out[node], by[node], pool, host, HOST_POOL_VAR))
         out[node], by[node] = pool, host
     return out
 
@@ -443,8 +443,8 @@ def pool_selectors(node_pools, default_pool, default_selector=None):
     out = {}
     for node, pool in sorted((node_pools or {}).items()):
         check_name(pool, 'MachineConfigPool of node %s' % node)
-        out[node] = {} if pool in BUILTIN_POOLS else pool_selector(pool, default_selector if pool == default_pool
-                                                                     else None)
+        selector = default_selector if pool == default_pool else None
+        out[node] = {} if pool in BUILTIN_POOLS else pool_selector(pool, selector)
     return out
 
 

@@ -288,8 +288,8 @@ def crd_problem(doc):
     if kind != 'CustomResourceDefinition' or api != CRD_API_VERSION:
         return '(%s, apiVersion %s) is not a %s CustomResourceDefinition' % (what, api or '(none)', CRD_API_VERSION)
     if group not in CHART_CRD_GROUPS:
-        return '(%s) is of API group %s, not one of the chart\'s (%s)' % (what, group or '(none)',
-                                                                        ', '.join(CHART_CRD_GROUPS))
+        return '(%s) is of API group %s, not one of the chart\'s (%s)' % (
+            what, group or '(none)', ', '.join(CHART_CRD_GROUPS))
     # the API server accepts a CRD only under the name <plural>.<group>
     if not plural or name != '%s.%s' % (plural, group):
         return '(%s) is not named <spec.names.plural>.<spec.group> (%s.%s)' % (what, plural or '?', group)
@@ -395,8 +395,8 @@ def helm_step(release, target_version, chart_version, release_name, namespace, c
         out['refusals'].append(
             "the Helm release %s is in status %s, not deployed (an install or upgrade failed or is still running): "
             "read `helm history %s -n %s`, finish or roll it back (`helm rollback %s -n %s`), then run "
-            "playbooks/upgrade.yml again" % (where, status or '(none)', release_name, namespace, release_name,
-                                              namespace))
+            "playbooks/upgrade.yml again"
+            % (where, status or '(none)', release_name, namespace, release_name, namespace))
         return out
     installed = release_version(release, chart)
     out['installed'] = installed

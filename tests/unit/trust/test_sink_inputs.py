@@ -374,7 +374,7 @@ def test_k8s_objects_apply_checks_the_content_it_is_given():
     replaced by (the outside review's objects) is refused by the sink itself, before any request, while what the
     builders make passes (every role's: tests/unit/plugins/modules/test_k8s_objects_apply.py)."""
     sent = []
-    client = k8s_apply.Client(lambda o: sent.append(o), lambda o: sent.append(o), lambda o: sent.append(o))
+    client = k8s_apply.Client(sent.append, sent.append, sent.append)
     built = mc.build_machineconfig('gpu', mc.iommu_kernel_args('intel'), True)
     hostile = [
         {'apiVersion': 'rbac.authorization.k8s.io/v1', 'kind': 'ClusterRoleBinding', 'metadata': {'name': 'pwn'},

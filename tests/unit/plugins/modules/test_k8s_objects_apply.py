@@ -175,8 +175,8 @@ def test_every_object_a_role_builds_passes_the_table(monkeypatch):
     kinds = set()
     for caller, objects, namespaces, manager in lists:
         assert objects and all(objects), caller
-        res = run_module(monkeypatch, k8s_objects_apply, dict(NOWHERE, definitions=objects, namespaces=namespaces,
-                                                               field_manager=manager))
+        res = run_module(monkeypatch, k8s_objects_apply, dict(
+            NOWHERE, definitions=objects, namespaces=namespaces, field_manager=manager))
         assert res['failed'] and 'no connection to the API server' in res['msg'], (caller, res['msg'])
         kinds.update((o['apiVersion'], o['kind']) for o in objects)
     # every row of the table is one a builder makes: the table holds nothing no role builds
@@ -188,8 +188,8 @@ def test_each_list_is_refused_in_a_namespace_its_role_does_not_declare(monkeypat
     for caller, objects, namespaces, manager in caller_lists(monkeypatch):
         if not namespaces or caller.startswith('gpu_operator install (Kubernetes)'):
             continue
-        res = run_module(monkeypatch, k8s_objects_apply, dict(NOWHERE, definitions=objects, field_manager=manager,
-                                                               namespaces={'workload': 'elsewhere'}))
+        res = run_module(monkeypatch, k8s_objects_apply, dict(
+            NOWHERE, definitions=objects, field_manager=manager, namespaces={'workload': 'elsewhere'}))
         assert res['failed'] and 'is refused' in res['msg'] and 'no connection' not in res['msg'], (caller, res['msg'])
 
 
@@ -242,8 +242,8 @@ CALLERS = [
 
 @pytest.mark.parametrize('manager', ['kubectl', 'gpuvirt-provision-', 'helm', 'gpuvirt-provision-X', ''])
 def test_a_foreign_field_manager_is_refused_before_any_client(monkeypatch, manager):
-    res = run_module(monkeypatch, k8s_objects_apply, dict(NOWHERE, definitions=[CM], field_manager=manager,
-                                                           namespaces={'operator': 'gpu'}))
+    res = run_module(monkeypatch, k8s_objects_apply, dict(
+        NOWHERE, definitions=[CM], field_manager=manager, namespaces={'operator': 'gpu'}))
     assert res['failed'] and 'field_manager: %r is not a field manager of the collection' % manager in res['msg']
     assert 'no connection' not in res['msg']
 
@@ -253,13 +253,13 @@ def test_the_reviews_objects_are_refused_through_the_module(monkeypatch):
                'roleRef': {'apiGroup': 'rbac.authorization.k8s.io', 'kind': 'ClusterRole', 'name': 'cluster-admin'},
                'subjects': [{'kind': 'ServiceAccount', 'name': 'default', 'namespace': 'tenant'}]}
     kube_system = dict(CM, metadata={'name': 'x', 'namespace': 'kube-system'})
-    res = run_module(monkeypatch, k8s_objects_apply, dict(NOWHERE, definitions=[binding, kube_system],
-                                                           namespaces={'operator': 'gpu'}))
+    res = run_module(monkeypatch, k8s_objects_apply, dict(
+        NOWHERE, definitions=[binding, kube_system], namespaces={'operator': 'gpu'}))
     assert res['failed'] and 'no connection' not in res['msg'], res['msg']
     assert 'object number 0 (ClusterRoleBinding pwn)' in res['msg']
     assert 'object number 1 (ConfigMap kube-system/x) is refused' in res['msg']
-    res = run_module(monkeypatch, k8s_objects_apply, dict(NOWHERE, definitions=[kube_system],
-                                                           namespaces={'operator': 'kube-system'}))
+    res = run_module(monkeypatch, k8s_objects_apply, dict(
+        NOWHERE, definitions=[kube_system], namespaces={'operator': 'kube-system'}))
     assert res['failed'] and 'kube-system is a namespace of the platform itself' in res['msg'], res['msg']
 
 
@@ -280,8 +280,8 @@ def test_server_warnings_of_a_list_holding_a_credential_are_counted_not_shown(mo
     monkeypatch.setattr(k8s_objects_apply.Requests, 'send', send)
     secret = {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dockerconfigjson',
               'metadata': {'name': 'pull', 'namespace': 'gpu'}, 'stringData': {'.dockerconfigjson': 'czNjcjN0LXZhbHVl'}}
-    res = run_module(monkeypatch, k8s_objects_apply, dict(NOWHERE, definitions=[CM, secret],
-                                                           namespaces={'operator': 'gpu'}))
+    res = run_module(monkeypatch, k8s_objects_apply, dict(
+        NOWHERE, definitions=[CM, secret], namespaces={'operator': 'gpu'}))
     assert not res['failed'] and res['changed'], res
     assert res['warnings'] == ['2 server warnings hidden (the list holds a credential)'], res['warnings']
     assert 'czNjcjN0LXZhbHVl' not in repr(res)

@@ -37,8 +37,12 @@ def iommu(**over):
                                   over.pop('blacklist', True), **over)
 
 
-def vf(config=PERSIST, script=SCRIPT):
-    return mc.build_vgpu_vf_machineconfig('gpu-vf', script, '/usr/bin/python3', 300, config)
+_PERSIST = object()  # vf()'s default: PERSIST (a dict default is shared between calls)
+
+
+def vf(config=_PERSIST, script=SCRIPT):
+    return mc.build_vgpu_vf_machineconfig('gpu-vf', script, '/usr/bin/python3', 300,
+                                          PERSIST if config is _PERSIST else config)
 
 
 def files_of(obj):

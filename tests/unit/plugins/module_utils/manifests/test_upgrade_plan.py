@@ -368,8 +368,8 @@ def vf_cluster(old_on=('gpu-1', 'gpu-2'), labels=None, annotations=None):
     return c
 
 
-VF_HOSTS = {'gpu-1': {'host': 'gpu-1.example.com', 'config': 'l40s'}, 'gpu-2': {'host': 'gpu-2.example.com',
-                                                                                 'config': 'l40s'}}
+VF_HOSTS = {'gpu-1': {'host': 'gpu-1.example.com', 'config': 'l40s'},
+            'gpu-2': {'host': 'gpu-2.example.com', 'config': 'l40s'}}
 
 
 def test_a_vendor_vfio_node_is_rolled_with_its_vf_profiles_set_again_on_its_inventory_host():
