@@ -881,6 +881,8 @@ INVENTORY_ONLY = (
     'vfio_modules_load_path',
     'vfio_node_name',
     'vfio_sysfs_root',
+    'vgpu_vf_machineconfig_sriov_manage',
+    'vgpu_vf_machineconfig_sysfs_root',
     'vgpu_vf_node_name',
     'vgpu_vf_proc_root',
     'vgpu_vf_python',

@@ -395,3 +395,16 @@ def test_an_input_of_one_host_given_at_launch_stops_the_run_before_any_host_is_c
     assert 'UNREACHABLE' not in out, out
     # the value given is not repeated
     assert '/etc/shadow' not in out and 'master-0' not in out, out
+
+
+@pytest.mark.parametrize('name, value', [
+    # what the VF MachineConfig's restore runs as root at every boot on every node of a pool, and the tree it reads
+    ('vgpu_vf_machineconfig_sriov_manage', '/usr/bin/perl'),
+    ('vgpu_vf_machineconfig_sysfs_root', '/var/lib/x'),
+    ('vgpu_vf_sriov_manage', '/usr/bin/perl'),
+])
+def test_paths_that_reach_a_node_s_boot_are_inventory_only(name, value):
+    # an extra variable applies to every host of the run (and in AWX, to whoever may launch): a path that ends in a
+    # unit, a config a root script reads, or an argv is a host's input, set in the inventory only
+    said = launch_vars.extra_var_problems(NAMES, {name: value})
+    assert said and name in said[0] and 'is an input of one host' in said[0], said
