@@ -122,7 +122,9 @@ INTEGRATION_JOBS ?= 2
 # short ones fill the end instead of one long target running alone; a target not named here starts after these.
 # ee counts with its cold image build (a fresh machine has no EE image: about 6 minutes before its jobs), so it
 # starts before integration-site: after it, it would start last and run alone while the other core idles
-INTEGRATION_LONGEST_FIRST := integration-cluster-kubevirt integration-cluster-operator integration-playbooks \
+# cluster_operator first since the upgrade roll's tests (Helm, vendor-VFIO nodes, the KubeVirt re-render) and the VF
+# MachineConfig pools joined it: now the longest target, it runs from the start beside the cold demo check
+INTEGRATION_LONGEST_FIRST := integration-cluster-operator integration-cluster-kubevirt integration-playbooks \
   registry-integration ee integration-site discovery-integration
 INTEGRATION_ORDER := $(filter $(INTEGRATION_TARGETS),$(INTEGRATION_LONGEST_FIRST)) \
   $(filter-out $(INTEGRATION_LONGEST_FIRST),$(INTEGRATION_TARGETS))
