@@ -41,6 +41,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt as kv
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_operator as uo
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 
@@ -260,6 +261,14 @@ def _check_machineconfig(obj):
         _check_iommu_machineconfig(obj, pool, config)
 
 
+def _check_crd(obj):
+    # the upgrade's Helm step applies the target chart's CRDs: only the chart's API groups, each named
+    # <plural>.<group> (the same check the plan refused them with)
+    problem = uo.crd_problem(obj)
+    if problem:
+        raise RuleError('the CustomResourceDefinition %s' % problem)
+
+
 def _check_pool(obj):
     spec = obj.get('spec') if isinstance(obj.get('spec'), dict) else {}
     selector = (spec.get('nodeSelector') or {}).get('matchLabels') if isinstance(spec.get('nodeSelector'), dict) \
@@ -303,6 +312,9 @@ RULES = (
          _check_machineconfig),
     Rule(mc.MC_API_VERSION, 'MachineConfigPool', None, _DNS_SUBDOMAIN, 'the dedicated GPU MachineConfigPool',
          _check_pool),
+    # upgrade (Helm): the target chart's CustomResourceDefinitions, applied before helm upgrade
+    Rule(uo.CRD_API_VERSION, 'CustomResourceDefinition', None, _DNS_SUBDOMAIN,
+         'a CustomResourceDefinition of the GPU Operator chart', _check_crd),
 )
 
 

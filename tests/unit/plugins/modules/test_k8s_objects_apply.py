@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import apply_rules
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_operator
 from ansible_collections.gpuvirt.provision.plugins.modules import (
     dra_manifests, gpu_operator_manifests, gpu_operator_pull_secret, hco_permitted_devices, k8s_objects_apply,
     kubevirt_permitted_devices, machineconfig_manifests, verify_smoke_vm, vgpu_vf_machineconfig)
@@ -145,7 +146,18 @@ def caller_lists(monkeypatch):
                                                'image': 'quay.io/containerdisks/fedora:41', 'running': False})
     operator = {'operator': ocp['namespace']}
     manager = 'gpuvirt-provision'
+    # what the upgrade's Helm step applies: `helm show crds` output as the plan reads it (upgrade_operator.chart_crds)
+    crds, problems = upgrade_operator.chart_crds(yaml.safe_dump(
+        {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
+         'metadata': {'name': 'clusterpolicies.nvidia.com'},
+         'spec': {'group': 'nvidia.com', 'scope': 'Cluster',
+                  'names': {'kind': 'ClusterPolicy', 'plural': 'clusterpolicies', 'singular': 'clusterpolicy',
+                            'listKind': 'ClusterPolicyList'},
+                  'versions': [{'name': 'v1', 'served': True, 'storage': True,
+                                'schema': {'openAPIV3Schema': {'type': 'object'}}}]}}), 'chart gpu-operator')
+    assert not problems, problems
     return [
+        ('upgrade Helm chart CRDs', crds, {}, manager),
         ('gpu_operator install (OpenShift)', ocp['install_objects'], operator, manager),
         ('gpu_operator install (Kubernetes)', k8s['install_objects'], {'operator': k8s['namespace']}, manager),
         ('gpu_operator pull Secret', [secret['object']], operator, manager),

@@ -223,3 +223,16 @@ def test_every_row_is_reachable_and_unique():
     keys = [(r.api_version, r.kind, r.namespace) for r in ar.RULES]
     assert len(keys) == len(set(keys))
     assert NOBODY['nfd'] == ('openshift-nfd',)
+
+
+def test_a_crd_outside_the_chart_s_groups_is_refused_by_the_sink():
+    # the upgrade's Helm step sends the chart's CRDs through the sink: the sink holds them to the chart's groups
+    # and names itself, as the plan does, whatever list it is given
+    crd = {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
+           'metadata': {'name': 'widgets.example.com'},
+           'spec': {'group': 'example.com', 'names': {'plural': 'widgets', 'kind': 'Widget'}, 'scope': 'Cluster'}}
+    with pytest.raises(ManifestError, match="is of API group example.com, not one of the chart's"):
+        ka.checked_objects([crd], {})
+    crd['spec']['group'], crd['metadata']['name'] = 'nvidia.com', 'widgets.example.com'
+    with pytest.raises(ManifestError, match='is not named <spec.names.plural>.<spec.group>'):
+        ka.checked_objects([crd], {})
