@@ -141,7 +141,7 @@ integration: deps kube-apiserver
 # suffers most from sharing a core (a boot of 35 s idle took 160 s beside two busy lanes). They share nothing but
 # the machine: demo-cold-check has the lab (LAB_DIR, its SSH port, its own API server), the default scenario its
 # Podman container, each integration target its own servers on free loopback ports. demo-cold-check, the longest
-# lane with cluster_kubevirt, starts first; the default scenario, short, fills the end.
+# lane with cluster_operator, starts first; the default scenario, short, fills the end.
 # The vm scenario, the EE jobs and site.yml's end-to-end runs are not in make test: `make test-extended` (below).
 STAGE_JOBS ?= 2
 STAGE_ORDER := demo-cold-check $(filter-out ee integration-site,$(INTEGRATION_ORDER)) \
