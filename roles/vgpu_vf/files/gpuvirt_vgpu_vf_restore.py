@@ -20,10 +20,23 @@ here would race the container's and could make either fail. This script then nev
 within its timeout, for sriov_numvfs to turn non-zero and for each VF's nvidia/ files. Exit status 1 (anything not
 restored) makes systemd start it again (``Restart=on-failure``), so a vGPU Manager later than the timeout is caught.
 
+KubeVirt's virt-handler finds these VFs only when it starts (or when KubeVirt's configuration changes): it reads
+the host's PCI devices once, takes an NVIDIA VF only while its nvidia/current_vgpu_type is set, and never adds a
+device to a device plugin that already runs (kubevirt v1.9.0 pkg/virt-handler/device-manager/device_controller.go
+``Run``, ``refreshPermittedDevices``, ``splitPermittedDevices``; ``pci_device.go``
+``discoverPermittedHostPCIDevices``; ``nvidia.go`` ``shouldPermitNvidia``). Its container starts long before the
+vGPU Manager enables the VFs, so after a start that wrote at least one profile this script stops the node's
+virt-handler container through the CRI (``crictl``, at a fixed path, checked as ``sriov-manage`` is); the kubelet
+starts it again, and the new one finds the VFs. Without crictl it says what to do instead (a warning line); either
+way the exit status is the restore's.
+
 The config is JSON written by the role from checked values, and every value is checked again here: PCI addresses,
 decimal ids, absolute paths, a bounded timeout. Each line printed starts with a syslog priority (``<3>`` error,
 ``<4>`` warning, ``<6>`` info), which systemd puts in the journal as that line's priority (sd-daemon(3)).
 Exit status: 0 all done, 1 something was not restored (the lines say what), 2 the config is unusable.
+
+``<this file> --restart-virt-handler <VF>...`` does only the virt-handler step, for VFs whose profiles the role
+changed over SSH (roles/vgpu_vf/tasks/main.yml); it exits 0 whatever the step found (2 for a bad argument).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -43,6 +56,18 @@ PATH = re.compile(r'/[A-Za-z0-9._/-]{0,254}')
 NUMBER = re.compile(r'[0-9]{1,9}')
 CREATABLE = re.compile(r'([0-9]{1,9})[ \t]*:[ \t]*([A-Za-z0-9][A-Za-z0-9 ._-]{0,127})')
 POLL = 1.0
+# the CRI client, where cri-tools installs it (RHCOS: openshift/os packages-openshift.yaml, cri-tools; the cri-tools
+# packages of pkgs.k8s.io) and where k3s/RKE2 link theirs; the first that exists is used
+CRICTL = ('/usr/bin/crictl', '/usr/local/bin/crictl')
+# the kubelet labels every container with its name (kubernetes pkg/kubelet/types/labels.go
+# KubernetesContainerNameLabel); virt-handler's container is named virt-handler (kubevirt v1.9.0
+# pkg/virt-operator/resource/generate/components/daemonsets.go VirtHandlerName, deployments.go newPodTemplateSpec)
+VIRT_HANDLER_LABEL = 'io.kubernetes.container.name=virt-handler'
+CONTAINER_ID = re.compile(r'[0-9a-f]{12,64}')
+# seconds: crictl stop's grace before the runtime kills it, and each crictl call's own limit; together well inside the
+# 60 s the unit's TimeoutStartSec leaves beyond the restore's own timeout
+STOP_GRACE = 20
+PS_LIMIT, STOP_LIMIT = 15, 30
 
 
 class ConfigError(ValueError):
@@ -225,8 +250,9 @@ def creatable(text):
     return [m.group(1) for m in (CREATABLE.fullmatch(line.strip()) for line in (text or '').splitlines()) if m]
 
 
-def restore_gpu(cfg, pf, pairs, deadline):
-    """Enable the PF's VFs and set their types; the number of VFs not restored."""
+def restore_gpu(cfg, pf, pairs, deadline, written=None):
+    """Enable the PF's VFs and set their types; the number of VFs not restored. Each VF given a profile is appended
+    to ``written``."""
     dev = os.path.join(cfg['sysfs_root'], 'bus', 'pci', 'devices')
     pf_dir = os.path.join(dev, pf)
     pf_files = [os.path.join(pf_dir, 'sriov_numvfs'), os.path.join(pf_dir, 'driver')]
@@ -309,12 +335,77 @@ def restore_gpu(cfg, pf, pairs, deadline):
             failed += 1
             continue
         say(6, 'VF %s got %s' % (vf, name))
+        if written is not None:
+            written.append(vf)
     return failed
 
 
+def _run(argv, limit):
+    """(rc, stdout, stderr text) of a fixed argument vector, never a shell; (None, '', reason) when it did not run."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit, check=False)
+    except (IOError, OSError, subprocess.SubprocessError) as e:
+        return None, '', str(e)[:300]
+    return proc.returncode, proc.stdout or '', (proc.stderr or proc.stdout or '').strip()[:500]
+
+
+def restart_virt_handler(written):
+    """After ``written`` (VFs given a profile by this start; nothing is done for none): stop the node's virt-handler
+    container so the kubelet starts a new one, which finds the VFs (module docstring). Returns the container ids
+    stopped. Never fails the restore: each problem is one warning line saying what to do instead."""
+    if not written:
+        return []
+    count = len(written)
+    why = ('%d VF profile(s) changed on this node; KubeVirt\'s virt-handler finds VFs only when it starts' % count)
+    todo = ('restart virt-handler on this node (kubectl -n <KubeVirt namespace: kubevirt, or openshift-cnv> delete '
+            'pod -l kubevirt.io=virt-handler --field-selector spec.nodeName=<this node>)')
+    crictl = None
+    for path in CRICTL:
+        try:
+            if trusted_executable(path, 'crictl', missing_ok=True):
+                crictl = path
+                break
+        except ConfigError as e:
+            say(4, '%s, but %s: not run; %s' % (why, e, todo))
+            return []
+    if crictl is None or not os.access(crictl, os.X_OK):
+        say(4, '%s, and there is no crictl (%s) to restart it: %s, or install cri-tools' % (why, ' or '.join(CRICTL), todo))
+        return []
+    rc, out, err = _run([crictl, 'ps', '--quiet', '--state', 'running', '--label', VIRT_HANDLER_LABEL], PS_LIMIT)
+    if rc != 0:
+        say(4, '%s; %s ps failed (%s): %s' % (why, crictl, err or 'rc %s' % rc, todo))
+        return []
+    ids = [line.strip() for line in out.splitlines() if line.strip()]
+    bad = [i for i in ids if not CONTAINER_ID.fullmatch(i)]
+    if bad:
+        say(4, '%s; %s ps printed %r, not container ids: nothing stopped; %s' % (why, crictl, bad[0][:80], todo))
+        return []
+    if not ids:
+        say(6, '%s; no virt-handler container runs on this node yet: it will find them when it starts' % why)
+        return []
+    stopped = []
+    for cid in ids:
+        rc, out, err = _run([crictl, 'stop', '--timeout', str(STOP_GRACE), cid], STOP_LIMIT)
+        if rc != 0:
+            say(4, '%s; %s stop %s failed (%s): %s' % (why, crictl, cid, err or 'rc %s' % rc, todo))
+            continue
+        stopped.append(cid)
+    if stopped:
+        say(6, '%s: stopped its container %s with %s; the kubelet starts it again'
+            % (why, ', '.join(c[:13] for c in stopped), crictl))
+    return stopped
+
+
 def main(argv):
+    if len(argv) > 2 and argv[1] == '--restart-virt-handler':
+        # the role, after its own run changed VF profiles over SSH: only the restart, for those VFs
+        if not all(BDF.fullmatch(vf) for vf in argv[2:]):
+            say(3, 'usage: %s --restart-virt-handler <VF PCI address>...' % argv[0])
+            return 2
+        restart_virt_handler(argv[2:])
+        return 0
     if len(argv) != 2:
-        say(3, 'usage: %s <config.json>' % argv[0])
+        say(3, 'usage: %s <config.json> | --restart-virt-handler <VF PCI address>...' % argv[0])
         return 2
     try:
         cfg = load(argv[1])
@@ -322,12 +413,15 @@ def main(argv):
         say(3, str(e))
         return 2
     deadline = time.monotonic() + cfg['timeout']
-    failed = sum(restore_gpu(cfg, pf, pairs, deadline) for pf, pairs in cfg['gpus'])
+    written = []
+    failed = sum(restore_gpu(cfg, pf, pairs, deadline, written) for pf, pairs in cfg['gpus'])
     if failed:
         say(3, '%d vGPU profile(s) not restored; see the lines above' % failed)
-        return 1
-    say(6, 'vGPU profiles restored on %d GPU(s)' % len(cfg['gpus']))
-    return 0
+    else:
+        say(6, 'vGPU profiles restored on %d GPU(s)' % len(cfg['gpus']))
+    # after any profile written, also when others failed: KubeVirt takes the VFs that have one
+    restart_virt_handler(written)
+    return 1 if failed else 0
 
 
 if __name__ == '__main__':

@@ -22,11 +22,13 @@ VF0, VF1 = '0000:41:00.4', '0000:41:00.5'
 
 
 @pytest.fixture
-def restore(monkeypatch):
+def restore(monkeypatch, tmp_path):
     spec = importlib.util.spec_from_file_location('gpuvirt_vgpu_vf_restore', SCRIPT)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     monkeypatch.setattr(module, 'POLL', 0.01)
+    # never a crictl of the machine running the tests: the tests that want one give their stand-in (FakeCrictl)
+    monkeypatch.setattr(module, 'CRICTL', (str(tmp_path / 'no-crictl'),))
     return module
 
 
@@ -155,7 +157,9 @@ def test_a_driver_that_loads_later_is_waited_for_and_said_so(tmp_path, restore, 
                         % (PF, os.path.join(pf_dir, 'sriov_numvfs'), os.path.join(pf_dir, 'driver')))
     assert re.fullmatch(r"<6>GPU %s: the driver's files appeared after 0\.[3-9]s|<6>GPU %s: the driver's files "
                         r"appeared after [1-9][0-9]*\.[0-9]s" % (PF, PF), lines[1])
-    assert lines[-2:] == ['<6>VF %s got NVIDIA L40S-24Q (1155)' % VF0, '<6>vGPU profiles restored on 1 GPU(s)']
+    assert lines[-3:-1] == ['<6>VF %s got NVIDIA L40S-24Q (1155)' % VF0, '<6>vGPU profiles restored on 1 GPU(s)']
+    # then virt-handler's restart (no crictl here: the line saying what to do)
+    assert lines[-1].startswith('<4>1 VF profile(s) changed on this node'), lines
 
 
 def _late_root(tmp_path, restore, monkeypatch, mode):
@@ -237,3 +241,122 @@ def test_a_config_that_is_deep_mistyped_special_or_huge_exits_2(tmp_path, restor
         path.write_text(content)
     assert restore.main(['restore', str(path)]) == 2
     assert capsys.readouterr().out.startswith('<3>')
+
+
+# KubeVirt's virt-handler after a restore -------------------------------------------------------------------------
+# What it does upstream (kubevirt v1.9.0, the first release that takes an NVIDIA VF, and main since, unchanged):
+# pkg/virt-handler/device-manager/device_controller.go Run calls refreshPermittedDevices once at start and then only
+# from the KubeVirt config-change callback; pci_device.go discoverPermittedHostPCIDevices + nvidia.go
+# shouldPermitNvidia take a VF on the nvidia driver only while its nvidia/current_vgpu_type is non-zero; and
+# splitPermittedDevices never restarts a plugin already running under a resource name, so its devices are fixed at
+# its start. heartbeat.go re-runs the discovery only through RefreshMediatedDeviceTypes, which does nothing while
+# KubeVirt's mdev handling is off (as the collection sets it). So profiles written after virt-handler started reach
+# KubeVirt only through a new virt-handler: the script stops its container (the kubelet starts it again).
+CID = 'a3f1c2d4e5b6978812345678abcdef0123456789abcdef0123456789abcdef01'
+
+
+class FakeCrictl(object):
+    """A stand-in for crictl (no container runtime runs here): an executable at a root-owned path that records its
+    argv, prints ``ps_out`` for ``ps`` and exits ``stop_rc`` for ``stop``."""
+
+    def __init__(self, tmp_path, ps_out=CID + '\n', ps_rc=0, stop_rc=0):
+        self.path, self.log = tmp_path / 'bin' / 'crictl', tmp_path / 'crictl.log'
+        self.path.parent.mkdir()
+        (tmp_path / 'ps.out').write_text(ps_out)
+        self.path.write_text('#!/bin/sh\nprintf "%%s " "$@" >> %s\necho >> %s\n'
+                             'case "$1" in ps) cat %s; exit %d;; stop) exit %d;; esac\nexit 9\n'
+                             % (self.log, self.log, tmp_path / 'ps.out', ps_rc, stop_rc))
+        self.path.chmod(0o755)
+
+    def calls(self):
+        return [line.strip() for line in self.log.read_text().splitlines()] if self.log.exists() else []
+
+
+PS_CALL = 'ps --quiet --state running --label io.kubernetes.container.name=virt-handler'
+
+
+def _crictl(tmp_path, restore, monkeypatch, **kw):
+    fake = FakeCrictl(tmp_path, **kw)
+    monkeypatch.setattr(restore, 'CRICTL', (str(tmp_path / 'absent' / 'crictl'), str(fake.path)))
+    return fake
+
+
+def test_a_restore_that_set_profiles_stops_virt_handler_so_it_finds_the_vfs(tmp_path, restore, monkeypatch, capsys):
+    board = VfBoard(tmp_path / 'sys')
+    monkeypatch.setattr(restore, 'write', board.writer)
+    fake = _crictl(tmp_path, restore, monkeypatch)
+    assert restore.main(['restore', _config(tmp_path, board)]) == 0
+    out = capsys.readouterr().out
+    assert [board.current[vf] for vf in (VF0, VF1)] == [1155, 1155]
+    # the container of virt-handler listed by the kubelet's container-name label, then stopped with a grace
+    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID], out
+    assert ("<6>2 VF profile(s) changed on this node; KubeVirt's virt-handler finds VFs only when it starts: stopped "
+            "its container %s with %s; the kubelet starts it again\n" % (CID[:13], fake.path)) in out
+    # a second start finds every profile in place, writes nothing, and leaves virt-handler alone
+    assert restore.main(['restore', _config(tmp_path, board)]) == 0
+    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID]
+
+
+def test_a_failed_restore_that_set_one_profile_still_stops_virt_handler(tmp_path, restore, monkeypatch, capsys):
+    board = VfBoard(tmp_path / 'sys')
+    monkeypatch.setattr(restore, 'write', board.writer)
+    fake = _crictl(tmp_path, restore, monkeypatch)
+    # VF0 gets its L40S-24Q; VF1's L40S-12Q (1153) is no longer creatable beside it (exit 1, retried by systemd):
+    # KubeVirt must see VF0 now
+    vfs = {VF0: 1155, VF1: 1153}
+    assert restore.main(['restore', _config(tmp_path, board, vfs=vfs, types={'1155': 'NVIDIA L40S-24Q'})]) == 1
+    assert board.current[VF0] == 1155
+    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID], capsys.readouterr().out
+
+
+def test_without_crictl_the_journal_says_how_to_restart_virt_handler_and_the_exit_is_the_restores(
+        tmp_path, restore, monkeypatch, capsys):
+    board = VfBoard(tmp_path / 'sys')
+    monkeypatch.setattr(restore, 'write', board.writer)
+    assert restore.main(['restore', _config(tmp_path, board)]) == 0
+    out = capsys.readouterr().out
+    assert ("<4>2 VF profile(s) changed on this node; KubeVirt's virt-handler finds VFs only when it starts, and there "
+            "is no crictl (%s) to restart it: restart virt-handler on this node (kubectl -n <KubeVirt namespace: "
+            "kubevirt, or openshift-cnv> delete pod -l kubevirt.io=virt-handler --field-selector "
+            "spec.nodeName=<this node>), or install cri-tools\n" % (tmp_path / 'no-crictl')) in out, out
+
+
+@pytest.mark.parametrize('ps_out,ps_rc,stop_rc,calls,line', [
+    # no virt-handler yet (the kubelet not started): the one that starts later finds the profiles
+    ('', 0, 0, [PS_CALL], '<6>1 VF profile(s) changed on this node; KubeVirt\'s virt-handler finds VFs only when it '
+                          'starts; no virt-handler container runs on this node yet'),
+    # what crictl prints is never passed on unless it is a container id
+    (CID + '\n--all\n', 0, 0, [PS_CALL], "printed '--all', not container ids: nothing stopped"),
+    ('$(reboot)\n', 0, 0, [PS_CALL], "printed '$(reboot)', not container ids: nothing stopped"),
+    (CID + '\n', 1, 0, [PS_CALL], 'ps failed (%s): restart virt-handler on this node' % CID),
+    (CID + '\n', 0, 1, [PS_CALL, 'stop --timeout 20 ' + CID], 'stop %s failed (rc 1): restart virt-handler' % CID),
+])
+def test_what_crictl_answers_decides_what_is_stopped_and_never_fails_the_restore(
+        tmp_path, restore, monkeypatch, capsys, ps_out, ps_rc, stop_rc, calls, line):
+    board = VfBoard(tmp_path / 'sys')
+    monkeypatch.setattr(restore, 'write', board.writer)
+    fake = _crictl(tmp_path, restore, monkeypatch, ps_out=ps_out, ps_rc=ps_rc, stop_rc=stop_rc)
+    assert restore.main(['restore', _config(tmp_path, board, vfs={VF0: 1155})]) == 0
+    out = capsys.readouterr().out
+    assert fake.calls() == calls and line in out, out
+
+
+def test_a_crictl_others_could_change_is_not_run(tmp_path, restore, monkeypatch, capsys):
+    board = VfBoard(tmp_path / 'sys')
+    monkeypatch.setattr(restore, 'write', board.writer)
+    fake = _crictl(tmp_path, restore, monkeypatch)
+    fake.path.chmod(0o777)
+    assert restore.main(['restore', _config(tmp_path, board, vfs={VF0: 1155})]) == 0
+    out = capsys.readouterr().out
+    assert fake.calls() == [] and 'group- or world-writable' in out and 'not run; restart virt-handler' in out, out
+
+
+def test_the_roles_restart_mode_stops_virt_handler_for_the_vfs_it_names_and_refuses_anything_else(
+        tmp_path, restore, monkeypatch, capsys):
+    fake = _crictl(tmp_path, restore, monkeypatch)
+    assert restore.main(['restore', '--restart-virt-handler', VF0, VF1]) == 0
+    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID]
+    assert '<6>2 VF profile(s) changed on this node' in capsys.readouterr().out
+    for bad in (['--restart-virt-handler', '0000:41:00.4;reboot'], ['--restart-virt-handler', '--all']):
+        assert restore.main(['restore'] + bad) == 2
+    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID]
