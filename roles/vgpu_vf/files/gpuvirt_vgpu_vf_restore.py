@@ -356,7 +356,7 @@ def restart_virt_handler(written):
     if not written:
         return []
     count = len(written)
-    why = ('%d VF profile(s) changed on this node; KubeVirt\'s virt-handler finds VFs only when it starts' % count)
+    why = ('%d VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler starts' % count)
     todo = ('restart virt-handler on this node (kubectl -n <KubeVirt namespace: kubevirt, or openshift-cnv> delete '
             'pod -l kubevirt.io=virt-handler --field-selector spec.nodeName=<this node>)')
     crictl = None

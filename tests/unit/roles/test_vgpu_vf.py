@@ -64,6 +64,7 @@ def test_check_mode_changes_nothing(tmp_path):
     assert rc == 0, out
     assert '%s: set' % VF0 in out
     assert _current(board, VF0) == '0' and not _installed(extra)
+    assert 'virt-handler on this node would be restarted (its VFs %s, %s change profiles)' % (VF0, VF1) in ' '.join(out.split()), out
 
 
 def test_a_run_sets_the_profiles_and_installs_the_restore_and_a_second_run_changes_nothing(tmp_path):
@@ -83,8 +84,16 @@ def test_a_run_sets_the_profiles_and_installs_the_restore_and_a_second_run_chang
             in unit)
     assert 'Type=oneshot\n' in unit and 'TimeoutStartSec=360\n' in unit and 'Restart=on-failure\n' in unit
     assert os.access(_file(extra, 'script'), os.X_OK)
+    # KubeVirt's virt-handler finds the VFs only when it starts (kubevirt v1.9.0 pkg/virt-handler/device-manager/
+    # device_controller.go Run: one discovery, then only on a KubeVirt config change): the installed script was run
+    # to restart it; no crictl on the test machine, so it says what to do by hand (its crictl calls:
+    # tests/unit/roles/test_vgpu_vf_restore.py)
+    assert ("2 VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler starts, and there is "
+            "no crictl" in ' '.join(out.split())), out
     rc, out = run_play(tmp_path, PLAY, extra)
     assert rc == 0 and 'changed=0' in out, out
+    # nothing changed, nothing restarted
+    assert 'VF profile(s) changed on this node' not in out and 'would be restarted' not in out, out
 
 
 def test_absent_clears_the_profiles_and_removes_the_restore(tmp_path):
@@ -95,6 +104,9 @@ def test_absent_clears_the_profiles_and_removes_the_restore(tmp_path):
     assert rc == 0, out
     assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
     assert not _installed(extra)
+    # the script went with the restore: the run says how to restart virt-handler, whose plugin still lists the VFs
+    assert ('VFs %s, %s changed profiles, and KubeVirt finds VFs only when its virt-handler starts: restart it on '
+            'this node' % (VF0, VF1)) in ' '.join(out.split()), out
 
 
 def test_a_python_that_would_add_a_directive_stops_the_role_before_any_change(tmp_path):

@@ -290,7 +290,7 @@ def test_a_restore_that_set_profiles_stops_virt_handler_so_it_finds_the_vfs(tmp_
     assert [board.current[vf] for vf in (VF0, VF1)] == [1155, 1155]
     # the container of virt-handler listed by the kubelet's container-name label, then stopped with a grace
     assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID], out
-    assert ("<6>2 VF profile(s) changed on this node; KubeVirt's virt-handler finds VFs only when it starts: stopped "
+    assert ("<6>2 VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler starts: stopped "
             "its container %s with %s; the kubelet starts it again\n" % (CID[:13], fake.path)) in out
     # a second start finds every profile in place, writes nothing, and leaves virt-handler alone
     assert restore.main(['restore', _config(tmp_path, board)]) == 0
@@ -315,7 +315,7 @@ def test_without_crictl_the_journal_says_how_to_restart_virt_handler_and_the_exi
     monkeypatch.setattr(restore, 'write', board.writer)
     assert restore.main(['restore', _config(tmp_path, board)]) == 0
     out = capsys.readouterr().out
-    assert ("<4>2 VF profile(s) changed on this node; KubeVirt's virt-handler finds VFs only when it starts, and there "
+    assert ("<4>2 VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler starts, and there "
             "is no crictl (%s) to restart it: restart virt-handler on this node (kubectl -n <KubeVirt namespace: "
             "kubevirt, or openshift-cnv> delete pod -l kubevirt.io=virt-handler --field-selector "
             "spec.nodeName=<this node>), or install cri-tools\n" % (tmp_path / 'no-crictl')) in out, out
@@ -323,7 +323,7 @@ def test_without_crictl_the_journal_says_how_to_restart_virt_handler_and_the_exi
 
 @pytest.mark.parametrize('ps_out,ps_rc,stop_rc,calls,line', [
     # no virt-handler yet (the kubelet not started): the one that starts later finds the profiles
-    ('', 0, 0, [PS_CALL], '<6>1 VF profile(s) changed on this node; KubeVirt\'s virt-handler finds VFs only when it '
+    ('', 0, 0, [PS_CALL], '<6>1 VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler '
                           'starts; no virt-handler container runs on this node yet'),
     # what crictl prints is never passed on unless it is a container id
     (CID + '\n--all\n', 0, 0, [PS_CALL], "printed '--all', not container ids: nothing stopped"),
