@@ -246,6 +246,33 @@ def test_vgpu_vf_machineconfig_carries_the_roles_unit_and_script_in_ignitions_sh
     assert not any(line.startswith('ExecStart=') and '/usr/local' in line for line in lines)
 
 
+def test_the_vf_machineconfigs_script_restarts_virt_handler_through_rhcos_crictl_after_it_set_a_profile(
+        tmp_path, monkeypatch, capsys):
+    # the script as the node gets it, decoded from the MachineConfig and loaded as the unit runs it
+    import types
+    obj = mc.build_vgpu_vf_machineconfig('gpu', _script())
+    (script,) = obj['spec']['config']['storage']['files']
+    node = types.ModuleType('restore_on_node')
+    exec(compile(mc.decode_data_url(script['contents']['source']), 'vgpu-vf-restore', 'exec'), node.__dict__)
+    # RHCOS carries crictl: openshift/os packages-openshift.yaml installs cri-tools (with cri-o), whose package puts
+    # it at /usr/bin/crictl; the script tries that path first
+    assert node.CRICTL[0] == '/usr/bin/crictl'
+    # KubeVirt v1.9.0 discovers PCI host devices only when virt-handler starts (pkg/virt-handler/device-manager/
+    # device_controller.go Run; no periodic rescan while mdev handling is off, heartbeat.go): after the restore set
+    # a profile, the script stops virt-handler's container (kubelet label io.kubernetes.container.name) so the
+    # kubelet starts a new one. crictl here is a stand-in recording its argv (no container runtime runs in tests).
+    log = tmp_path / 'argv'
+    crictl = tmp_path / 'crictl'
+    crictl.write_text('#!/bin/sh\necho "$@" >> %s\n[ "$1" = ps ] && echo %s\nexit 0\n' % (log, 'ab' * 32))
+    crictl.chmod(0o755)
+    monkeypatch.setattr(node, 'CRICTL', (str(crictl),))
+    assert node.restart_virt_handler([]) == [] and not log.exists()
+    assert node.restart_virt_handler(['0000:41:00.4']) == ['ab' * 32]
+    assert log.read_text().splitlines() == [
+        'ps --quiet --state running --label io.kubernetes.container.name=virt-handler',
+        'stop --timeout 20 ' + 'ab' * 32]
+
+
 def test_vgpu_vf_machineconfig_writes_a_given_config_checked_by_the_roles_grammar():
     persist = {'version': 1, 'managed_by': 'gpuvirt.provision', 'sysfs_root': '/sys',
                'sriov_manage': '/usr/lib/nvidia/sriov-manage', 'timeout': 300,
