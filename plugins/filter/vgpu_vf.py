@@ -6,7 +6,7 @@ from the public inputs through these filters: extra variables beat a registered 
 (``__vgpu_vf_result``) must not decide where a file goes or what a unit run as root at boot says. The grammars are
 the module's (module_utils/host/vgpu_vf_profiles.py); the host checks (trusted paths, files that are ours) are the
 module's, made on the host before its first change in the same run. Documentation lives in the sidecars
-vgpu_vf_paths.yml, vgpu_vf_unit.yml and vgpu_vf_config.yml."""
+vgpu_vf_paths.yml, vgpu_vf_unit.yml, vgpu_vf_config.yml and vgpu_vf_restart_argv.yml."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -47,7 +47,14 @@ def vgpu_vf_config(persist, sysfs_root, sriov_manage, timeout):
         raise AnsibleFilterError('vgpu_vf_config: %s' % e)
 
 
+def vgpu_vf_restart_argv(root_dir, python, vfs):
+    try:
+        return vvp.restart_argv(root_dir, python, vfs)
+    except vvp.VfProfileError as e:
+        raise AnsibleFilterError('vgpu_vf_restart_argv: %s' % e)
+
+
 class FilterModule(object):
     def filters(self):
         return {'vgpu_vf_paths': vgpu_vf_paths, 'vgpu_vf_owned_files': vgpu_vf_owned_files, 'vgpu_vf_unit': vgpu_vf_unit,
-                'vgpu_vf_config': vgpu_vf_config}
+                'vgpu_vf_config': vgpu_vf_config, 'vgpu_vf_restart_argv': vgpu_vf_restart_argv}

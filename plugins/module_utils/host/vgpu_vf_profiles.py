@@ -884,6 +884,22 @@ def install_paths(root_dir='/'):
     return out
 
 
+def restart_argv(root_dir, python, vfs):
+    """The argument vector that has the installed restore script restart KubeVirt's virt-handler after the role
+    changed the profiles of ``vfs`` (the script's ``--restart-virt-handler`` mode): ``python`` by the path grammar
+    (the module checked it on the host by the trusted-path rule in the same run), the script at its fixed path under
+    ``root_dir``, each VF by the PCI address grammar. Raises naming what does not fit."""
+    script = install_paths(root_dir)['script']
+    _path(python, 'the Python interpreter (vgpu_vf_python)')
+    if not isinstance(vfs, list) or not vfs or len(vfs) > 4096:
+        raise VfProfileError('the VFs whose profiles changed are %s; expected a non-empty list of PCI addresses'
+                             % _brief(vfs))
+    bad = [vf for vf in vfs if not pci_address.is_sysfs_bdf(vf)]
+    if bad:
+        raise VfProfileError('%s is not a VF\'s PCI address as sysfs spells it; nothing is run' % _brief(bad[0]))
+    return [python, script, '--restart-virt-handler'] + list(vfs)
+
+
 def owned_files_of(root_dir='/'):
     """The boot-time restore's files as owned_files_absent takes them back: ``[{path, marker, line}]`` for the unit,
     the script and the config under ``root_dir`` (``install_paths``: nothing is read), each with its OWNED_MARKERS

@@ -100,6 +100,7 @@ CHECKING_FILTERS = {
     'gpuvirt.provision.checked', 'gpuvirt.provision.host_checked', 'gpuvirt.provision.strict_bool',
     'gpuvirt.provision.vfio_files', 'gpuvirt.provision.modprobe_blacklist', 'gpuvirt.provision.initramfs_command',
     'gpuvirt.provision.vgpu_vf_paths', 'gpuvirt.provision.vgpu_vf_unit', 'gpuvirt.provision.vgpu_vf_config',
+    'gpuvirt.provision.vgpu_vf_restart_argv',
     'gpuvirt.provision.vgpu_image_tmp', 'gpuvirt.provision.vgpu_image_ref', 'gpuvirt.provision.vgpu_image_build',
     'gpuvirt.provision.vgpu_image_credential',
     # picks the collection's own VF MachineConfigs (owner labels, role label, unit) from a cluster read and checks

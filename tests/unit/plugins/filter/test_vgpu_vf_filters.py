@@ -77,3 +77,26 @@ def test_a_config_outside_its_grammar_is_refused(change):
 def test_the_public_paths_and_timeout_are_checked_too(sysfs, manage, timeout):
     with pytest.raises(AnsibleFilterError):
         f.vgpu_vf_config(GOOD, sysfs, manage, timeout)
+
+
+def test_the_restart_argv_runs_the_installed_script_for_the_vfs_given():
+    assert f.vgpu_vf_restart_argv('/', '/usr/bin/python3', ['0000:41:00.4', '0000:41:00.5']) == [
+        '/usr/bin/python3', '/usr/local/libexec/gpuvirt/vgpu-vf-restore', '--restart-virt-handler',
+        '0000:41:00.4', '0000:41:00.5']
+    assert f.vgpu_vf_restart_argv('/srv/root', '/usr/bin/python3', ['0000:41:00.4'])[1] == \
+        '/srv/root/usr/local/libexec/gpuvirt/vgpu-vf-restore'
+
+
+@pytest.mark.parametrize('root,python,vfs,needle', [
+    ('/', 'python3', ['0000:41:00.4'], 'vgpu_vf_python'),
+    ('/', '/usr/bin/python3 -c', ['0000:41:00.4'], 'vgpu_vf_python'),
+    ('/srv/../etc', '/usr/bin/python3', ['0000:41:00.4'], 'root_dir'),
+    ('/', '/usr/bin/python3', ['--all'], "'--all' is not a VF"),
+    ('/', '/usr/bin/python3', ['0000:41:00.4;reboot'], 'is not a VF'),
+    ('/', '/usr/bin/python3', [], 'non-empty list'),
+    ('/', '/usr/bin/python3', '0000:41:00.4', 'non-empty list'),
+])
+def test_a_restart_argv_value_outside_its_grammar_is_refused(root, python, vfs, needle):
+    with pytest.raises(AnsibleFilterError, match='vgpu_vf_restart_argv') as err:
+        f.vgpu_vf_restart_argv(root, python, vfs)
+    assert needle in str(err.value)
