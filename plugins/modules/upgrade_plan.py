@@ -166,10 +166,11 @@ options:
     default: []
   olm:
     description:
-      - "OpenShift: C({subscription, install_plans, namespace}), the operator's Subscription (or none), the
-        InstallPlans of its namespace and that namespace. With a target C(gpu_operator) version the plan says which
-        InstallPlan to approve (RV(operator)), or refuses - C(installPlanApproval) not Manual, a pending plan for
-        another CSV, no plan for the target, a downgrade."
+      - "OpenShift: C({subscription, install_plans, namespace, csv}), the operator's Subscription (or none), the
+        InstallPlans of its namespace, that namespace and the target's ClusterServiceVersion (or none). With a
+        target C(gpu_operator) version the plan says which InstallPlan to approve (RV(operator)), or to wait for the
+        target's CSV when the Subscription reports it installed but it has not succeeded, or refuses -
+        C(installPlanApproval) not Manual, a pending plan for another CSV, no plan for the target, a downgrade."
       - Omitted, the OLM step is not planned.
     type: dict
   helm:

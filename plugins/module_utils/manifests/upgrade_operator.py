@@ -38,6 +38,12 @@ crds/operators.coreos.com_subscriptions.yaml and _installplans.yaml):
   "SingleCSVFailedToPending"), and OLM's own alert fires only after two minutes in Failed (CsvAbnormalFailedOver2Min).
   So roles/upgrade/tasks/operator.yml stops on a Failed CSV only once it stays Failed for
   ``upgrade_operator_failed_polls`` polls in a row.
+* ``installedCSV`` names the CSV OLM installed, not one that has finished installing: the catalog operator sets it
+  once the InstallPlan has created the CSV, while the CSV itself goes through its phases (operator-framework/api
+  v0.45.0 pkg/operators/v1alpha1/clusterserviceversion_types.go: Pending, InstallReady, Installing, then Succeeded or
+  Failed; also Replacing, Deleting, Unknown). A run stopped after the approval finds the target installed with its
+  CSV still Installing (or Failed): only a target CSV read in phase ``Succeeded`` is done (``none``); any other
+  phase, or no such CSV, is waited for like an approved plan (``wait``, without an InstallPlan to follow).
 
 The operator step on Kubernetes (Helm), ``helm_step``: the release the gpu_operator role installed, upgraded to the
 target chart version with the values it was installed with, after the target chart's CRDs are applied:
@@ -160,13 +166,22 @@ def newest_plan(install_plans, package=PACKAGE):
     return max(live, key=_created) if live else None
 
 
-def olm_step(subscription, install_plans, target_version, namespace, package=PACKAGE):
+def csv_phase(csv):
+    """The ``status.phase`` of a ClusterServiceVersion as read (printable ASCII, capped), or ''."""
+    return printable(_s(_d(_d(csv).get('status')).get('phase')), 100)
+
+
+def olm_step(subscription, install_plans, target_version, namespace, package=PACKAGE, csv=None):
     """What the upgrade does with the operator on OLM, as a dict:
 
-    ``action``: ``none`` (no target, or the target is installed), ``approve`` (a Manual plan for exactly the target
-    waits), ``wait`` (that plan is approved already - by an earlier run or by hand - and the CSV is not installed yet);
-    ``installed`` / ``target`` CSV names; ``plan``: ``{name, uid, resource_version, csv}`` of the plan to approve or
-    wait for; ``refusals``; ``lines`` to print."""
+    ``action``: ``none`` (no target, or the target is installed and its CSV has succeeded), ``approve`` (a Manual
+    plan for exactly the target waits), ``wait`` (that plan is approved already - by an earlier run or by hand - and
+    the CSV is not installed yet; or the Subscription reports the target installed while its CSV, ``csv``, is not
+    in phase Succeeded or was not found); ``installed`` / ``target`` CSV names; ``plan``: ``{name, uid,
+    resource_version, csv}`` of the plan to approve or wait for (None for a wait on the CSV alone); ``refusals``;
+    ``lines`` to print.
+
+    ``csv``: the ClusterServiceVersion named ``target`` read from ``namespace`` (None: there is none)."""
     target = target_csv(target_version, package)
     out = {'action': 'none', 'installed': '', 'target': target, 'plan': None, 'refusals': [], 'lines': []}
     if not target:
@@ -188,7 +203,18 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
     installed = _s(status.get('installedCSV'))
     out['installed'] = installed
     if installed == target:
-        out['lines'].append('operator: %s is installed (the target), nothing to approve' % installed)
+        # installedCSV is set once OLM created the CSV, before it has installed (module text): a rerun after a run
+        # stopped mid-install waits for the CSV again instead of planning the roll from a half-installed operator
+        phase = csv_phase(csv) if _s(_d(_d(csv).get('metadata')).get('name')) == target else ''
+        if phase == 'Succeeded':
+            out['lines'].append('operator: %s is installed (the target) and its CSV has succeeded, nothing to '
+                                'approve' % installed)
+            return out
+        out['action'] = 'wait'
+        out['lines'].append('operator: %s is installed (the target) but its CSV is %s; wait for it to succeed (%s), '
+                            'then plan the roll again with the new DaemonSets'
+                            % (installed, 'in phase %s' % phase if phase else 'not found in namespace %s' % namespace,
+                               TIMEOUT_VARIABLE))
         return out
     have, want = _csv_version(installed, package), _csv_version(target, package)
     if have is not None and want < have:

@@ -452,7 +452,8 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
          vf_machineconfig=False, kubevirt_cr=None, hco=False):
     """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
 
-    ``olm``: ``{subscription, install_plans, namespace}`` read on OpenShift (None: the operator is not OLM's). The
+    ``olm``: ``{subscription, install_plans, namespace, csv}`` read on OpenShift (``csv``: the target's
+    ClusterServiceVersion, None when there is none) (None: the operator is not OLM's). The
     operator step (upgrade_operator.olm_step) is planned with the rest and its refusals are the plan's. When it will
     install a new operator release, every node that runs an operand pod is treated as one to roll for its GPU VMs'
     policies (the new release renders new DaemonSet templates, which the plan cannot read yet); the roll itself is
@@ -519,7 +520,7 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     if olm is not None:
         olm = _d(olm)
         operator = olm_step(olm.get('subscription'), olm.get('install_plans'), _d(target).get('gpu_operator'),
-                            _s(olm.get('namespace')))
+                            _s(olm.get('namespace')), csv=olm.get('csv'))
         refusals += operator['refusals']
     operator_change = bool(operator) and operator['action'] in ('approve', 'wait', 'upgrade')
     vgm = [r for r in rows if r['component'] == 'vgpu_manager'][0]

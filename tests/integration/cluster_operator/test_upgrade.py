@@ -482,7 +482,9 @@ def test_olm_the_plan_for_the_target_is_approved_after_the_preflight_its_csv_wai
     rc, log = upgrade(tmp_path, cluster, **target)
     assert rc == 0, log
     assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
-    assert 'operator: %s is installed (the target), nothing to approve' % NEW_CSV in flat(log), log
+    # the plan read the target's CSV (OLM's installedCSV alone does not say it has installed) and found it Succeeded
+    assert 'operator: %s is installed (the target) and its CSV has succeeded, nothing to approve' % NEW_CSV in flat(
+        log), log
 
 
 def test_olm_a_pending_plan_for_another_release_is_refused_with_nothing_written(tmp_path, kube):
