@@ -175,13 +175,15 @@ options:
     type: dict
   helm:
     description:
-      - "Kubernetes: C({release, release_name, namespace, chart, chart_version, crds, chart_values}) - the
-        C(kubernetes.core.helm_info) C(status) of the operator's Helm release (or none), its name, namespace and
-        chart (C(gpu_operator_chart_ref)), C(gpu_operator_chart_version), and the text of C(helm show crds) and
-        C(helm show values) of the target chart. With a target C(gpu_operator) version (which must be
-        C(chart_version)) the plan says whether to upgrade the release (RV(operator)) - its CRDs first, each checked to
-        be a CustomResourceDefinition of the chart's API groups - or refuses: no release, a release not deployed, a
-        downgrade, values that would let the operator roll nodes by itself or that the target chart does not have."
+      - "Kubernetes: C({release, release_name, namespace, chart, chart_version, crds, chart_values, chart_meta}) -
+        the C(kubernetes.core.helm_info) C(status) of the operator's Helm release (or none), its name, namespace and
+        chart (C(gpu_operator_chart_ref)), C(gpu_operator_chart_version), and the text of C(helm show crds),
+        C(helm show values) and C(helm show chart) of the target chart. With a target C(gpu_operator) version (which
+        must be C(chart_version)) the plan says whether to upgrade the release (RV(operator)) - its CRDs first, each
+        checked to be a CustomResourceDefinition of the chart's API groups, NFD's left out when the release's
+        C(nfd.enabled) is false - or refuses: no release, a release not deployed, a downgrade, values that would let
+        the operator roll nodes by itself or that the target chart does not have. A warning says when the chart's
+        bundled Node Feature Discovery changes version."
       - Omitted, the Helm step is not planned.
     type: dict
   settle:

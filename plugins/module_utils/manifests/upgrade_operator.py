@@ -67,6 +67,21 @@ target chart version with the values it was installed with, after the target cha
   be ignored by Helm) and for the two settings that keep the operator from rolling nodes by itself
   (``daemonsets.updateStrategy`` OnDelete, ``driver.upgradePolicy.autoUpgrade`` false): the new chart renders its
   ClusterPolicy from these values.
+* The chart applies NFD's CRDs only with NFD on: its pre-upgrade hook passes ``nfd-api-crds.yaml`` to manage-crds
+  inside ``{{- if .Values.nfd.enabled }}`` (NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/templates/
+  upgrade_crd.yaml), and Chart.yaml's node-feature-discovery dependency has ``condition: nfd.enabled``. So with
+  ``nfd.enabled`` false (the release's value, else the target chart's default, true in v26.7.0 values.yaml) the
+  ``nfd.k8s-sigs.io`` documents of ``helm show crds`` are left out: they belong to the NFD installed apart from the
+  chart, which the step must not overwrite (``nfd_enabled``, ``chart_crd_set``).
+* With NFD on, ``helm upgrade`` also upgrades the bundled node-feature-discovery subchart when the target chart
+  depends on another version of it (Chart.yaml ``dependencies``: 0.18.3 in v26.3.x, 0.19.0 in v26.7.0): its master
+  and worker pods restart and relabel the nodes while the VMs run. The GPU Operator derives
+  ``nvidia.com/gpu.present`` from NFD's PCI labels, and its node labeling controller removes every
+  ``nvidia.com/gpu.deploy.*`` label of a node without it (controllers/nodelabeling_controller.go
+  updateGPUStateLabels, removeAllGPUStateLabels), which takes the operand pods - the vGPU Manager's too - off that
+  node. The step warns when the version changes (``nfd_version_change``); the running version is read from the
+  release's manifest (the subchart's objects carry ``helm.sh/chart: node-feature-discovery-<version>``, its
+  _helpers.tpl), the target's from ``helm show chart``.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -358,6 +373,70 @@ def checked_crds(value, name):
     return value
 
 
+NFD_GROUP = 'nfd.k8s-sigs.io'
+NFD_CHART = 'node-feature-discovery'
+
+
+def _truthy(value):
+    """Go template truth (text/template ``if``): false, 0, nil and empty strings, lists and maps are false."""
+    return not (value is None or value is False or value == 0 or value in ('', [], {}))
+
+
+def nfd_enabled(release_values, chart_defaults):
+    """Whether the chart deploys NFD (and its hook applies NFD's CRDs) with these values: the release's
+    ``nfd.enabled`` when it sets one, else the target chart's values.yaml default, else true."""
+    mine = _d(_d(release_values).get('nfd'))
+    if 'enabled' in mine and mine['enabled'] is not None:
+        return _truthy(mine['enabled'])
+    default = _d(_d(chart_defaults).get('nfd'))
+    return _truthy(default['enabled']) if 'enabled' in default and default['enabled'] is not None else True
+
+
+def chart_crd_set(crds, nfd_on):
+    """The chart's CRDs to apply: without NFD, the ``nfd.k8s-sigs.io`` ones are left out (and named)."""
+    if nfd_on:
+        return list(crds), []
+    return ([c for c in crds if _s(_d(c.get('spec')).get('group')) != NFD_GROUP],
+            sorted(_s(_d(c.get('metadata')).get('name')) for c in crds if _s(_d(c.get('spec')).get('group')) == NFD_GROUP))
+
+
+def running_nfd_version(manifest):
+    """The node-feature-discovery subchart version the release runs, from its manifest (kubernetes.core.helm_info's
+    ``manifest``: the rendered objects) - the ``helm.sh/chart: node-feature-discovery-<version>`` label - or ''."""
+    prefix = NFD_CHART + '-'
+    for obj in _l(manifest):
+        label = _s(_d(_d(_d(obj).get('metadata')).get('labels')).get('helm.sh/chart'))
+        if label.startswith(prefix) and len(label) > len(prefix):
+            return printable(label[len(prefix):], 64)
+    return ''
+
+
+def target_nfd_version(chart_text):
+    """The node-feature-discovery dependency version of ``helm show chart`` output (Chart.yaml), or ''."""
+    if not HAS_YAML:
+        return ''
+    try:
+        meta = yaml.safe_load(_s(chart_text))
+    except yaml.YAMLError:
+        return ''
+    for dep in _l(_d(meta).get('dependencies')):
+        if _d(dep).get('name') == NFD_CHART and isinstance(_d(dep).get('version'), (str, int, float)):
+            return printable(str(dep['version']), 64)
+    return ''
+
+
+def nfd_version_change(release, chart_text, target, nfd_on):
+    """The warning when ``helm upgrade`` to ``target`` would move the bundled NFD to another version, or ''."""
+    have, want = running_nfd_version(_d(release).get('manifest')), target_nfd_version(chart_text)
+    if not nfd_on or not have or not want or have.lstrip('v') == want.lstrip('v'):
+        return ''
+    return ("the chart's Node Feature Discovery moves from %s to %s with chart %s (nfd.enabled): helm upgrade restarts "
+            "NFD's master and workers while VMs run, and a node whose NFD PCI labels drop meanwhile loses "
+            "nvidia.com/gpu.present and its nvidia.com/gpu.deploy.* labels, which takes its operand pods (the vGPU "
+            "Manager's too) off it. Upgrade at a quiet time, and check the nodes' labels after the operator step "
+            "(playbooks/verify.yml)" % (have, want, target))
+
+
 def release_version(release, chart):
     """The chart version of a ``helm list`` entry (``chart``: ``gpu-operator-v26.7.0``) for chart ``chart`` (a name,
     ``repo/name`` or an oci:// reference: its last part), or ''."""
@@ -381,18 +460,20 @@ def _policy_problems(values):
     return problems
 
 
-def helm_step(release, target_version, chart_version, release_name, namespace, chart, crds_text, chart_values_text):
+def helm_step(release, target_version, chart_version, release_name, namespace, chart, crds_text, chart_values_text,
+              chart_text=None):
     """What the upgrade does with the operator on Kubernetes (Helm), as a dict like ``olm_step``'s:
 
     ``release``: the ``helm list`` entry of the release (kubernetes.core.helm_info's ``status``: ``chart``,
     ``status``, ``values``) or None; ``target_version``: upgrade_gpu_operator_version, which must be
     ``chart_version`` (gpu_operator_chart_version, what playbooks/operator.yml installs: one version for both
-    playbooks); ``crds_text`` / ``chart_values_text``: ``helm show crds`` / ``helm show values`` of the target.
+    playbooks); ``crds_text`` / ``chart_values_text`` / ``chart_text``: ``helm show crds`` / ``helm show values`` /
+    ``helm show chart`` of the target.
 
     ``action``: ``none`` (no target, or the release runs it) or ``upgrade``; ``installed`` / ``target`` chart versions;
     ``crds``: the CRDs to apply first; ``release_values``: the release's values, sent again with the new chart."""
     out = {'action': 'none', 'installed': '', 'target': '', 'plan': None, 'refusals': [], 'lines': [], 'crds': [],
-           'release_values': {}}
+           'release_values': {}, 'warnings': []}
     target = _s(target_version).strip() if target_version is not None else ''
     if not target:
         return out
@@ -454,6 +535,7 @@ def helm_step(release, target_version, chart_version, release_name, namespace, c
             "node by itself, VMs or not; run playbooks/operator.yml first with gpu_operator_daemonsets_update_strategy "
             "OnDelete and gpu_operator_upgrade_policy.auto_upgrade false (the defaults)"
             % (where, ' and '.join(problems), source))
+    defaults = None
     if HAS_YAML:
         try:
             defaults = yaml.safe_load(_s(chart_values_text))
@@ -474,9 +556,17 @@ def helm_step(release, target_version, chart_version, release_name, namespace, c
                                'gpu_operator_chart_ref and gpu_operator_chart_repo_url' % problem)
     if out['refusals']:
         return out
+    nfd_on = nfd_enabled(values, defaults)
+    crds, left_out = chart_crd_set(crds, nfd_on)
     out['action'], out['crds'], out['release_values'] = 'upgrade', crds, values
     out['lines'].append(
         'operator: Helm release %s, chart %s %s -> %s: apply its %d CRDs first (only those that differ: %s), then '
         'helm upgrade with the release\'s values, then plan the roll again with the new DaemonSets'
         % (where, chart, installed, target, len(crds), ', '.join(c['metadata']['name'] for c in crds)))
+    if left_out:
+        out['lines'].append('operator: NFD\'s CRDs are left alone (nfd.enabled is false, so the chart neither '
+                            'deploys NFD nor applies them): %s' % ', '.join(left_out))
+    change = nfd_version_change(release, chart_text, target, nfd_on)
+    if change:
+        out['warnings'].append(change)
     return out

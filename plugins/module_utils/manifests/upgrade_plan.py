@@ -468,7 +468,8 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     ``spec.upgradePolicy.autoUpgrade`` false, or the operator's upgrade controller rolls its driver pods by itself
     (the v26.7.0 CRD defaults autoUpgrade to true, so an absent one counts as true).
 
-    ``helm``: ``{release, release_name, namespace, chart, chart_version, crds, chart_values}`` read on Kubernetes
+    ``helm``: ``{release, release_name, namespace, chart, chart_version, crds, chart_values, chart_meta}`` read on
+    Kubernetes (``chart_meta``: the target's ``helm show chart``)
     (None: no Helm step). The operator step (upgrade_operator.helm_step) is planned like OLM's; the running
     ``gpu_operator`` version is then the release's chart version.
 
@@ -491,7 +492,7 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
         try:
             operator = helm_step(helm.get('release'), _d(target).get('gpu_operator'), helm.get('chart_version'),
                                  _s(helm.get('release_name')), _s(helm.get('namespace')), _s(helm.get('chart')),
-                                 helm.get('crds'), helm.get('chart_values'))
+                                 helm.get('crds'), helm.get('chart_values'), helm.get('chart_meta'))
         except ManifestError as exc:
             raise PlanError(str(exc))
         if operator['installed']:
@@ -517,6 +518,7 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
                             "(the default), which writes it to the NVIDIADriver too" % name)
     if operator is not None:
         refusals += operator['refusals']
+        warnings += operator.get('warnings', [])
     if olm is not None:
         olm = _d(olm)
         operator = olm_step(olm.get('subscription'), olm.get('install_plans'), _d(target).get('gpu_operator'),
