@@ -235,7 +235,8 @@ nodes:
   description: >-
     Per node C(name), C(roll), C(stale_pods), C(vms) (C(namespace), C(name), C(vm), C(vm_uid), C(policy), C(run_strategy),
     C(action)), C(revalidate_pods) (C(name), C(daemonset)), C(gpu_allocatable), C(cordoned_by_upgrade), C(vendor_vfio)
-    and C(vf_reapply) (null, or C(method) V(apply), V(restart), V(self) or V(none), C(host), C(config)).
+    and C(vf_reapply) (null, or C(method) V(apply), V(restart), V(self) or V(none), C(host), C(config)), and
+    C(uncordoned_by): the DaemonSets to replace there whose k8s-driver-manager uncordons the node itself.
   returned: success
   type: list
   elements: dict
@@ -243,8 +244,9 @@ operator:
   description: >-
     The operator step: C(action) (V(none); OLM V(approve), V(wait); Helm V(upgrade)), C(installed) and C(target) (the
     CSVs on OLM, the chart versions on Helm), C(plan) (C(name), C(uid), C(resource_version), C(csv)) of the InstallPlan
-    to approve or wait for (OLM), C(crds) (the target chart's CustomResourceDefinitions to apply first) and C(release_values)
-    (the release's values, sent with the new chart) on Helm, C(refusals), C(lines).
+    to approve or wait for (OLM; null for a wait on the installed target's CSV alone), C(crds) (the target chart's
+    CustomResourceDefinitions to apply first, NFD's left out with C(nfd.enabled) false), C(release_values) (the
+    release's values, sent with the new chart) and C(warnings) on Helm, C(refusals), C(lines).
   returned: success
   type: dict
 kubevirt_config:
