@@ -252,7 +252,7 @@ def workload_update(kubevirt_cr, vmis, target, hco=False):
     return refusals, notes
 
 
-# The first KubeVirt minor after the last release read to still honour DisableMDEVConfiguration.
+# The newest KubeVirt minor read to still honour DisableMDEVConfiguration (v1.9.0, mdev_gate_refusal).
 MDEV_GATE_LAST_HONOURED = (1, 9)
 
 
