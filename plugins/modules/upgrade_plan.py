@@ -166,21 +166,24 @@ options:
     default: []
   olm:
     description:
-      - "OpenShift: C({subscription, install_plans, namespace}), the operator's Subscription (or none), the
-        InstallPlans of its namespace and that namespace. With a target C(gpu_operator) version the plan says which
-        InstallPlan to approve (RV(operator)), or refuses - C(installPlanApproval) not Manual, a pending plan for
-        another CSV, no plan for the target, a downgrade."
+      - "OpenShift: C({subscription, install_plans, namespace, csv}), the operator's Subscription (or none), the
+        InstallPlans of its namespace, that namespace and the target's ClusterServiceVersion (or none). With a
+        target C(gpu_operator) version the plan says which InstallPlan to approve (RV(operator)), or to wait for the
+        target's CSV when the Subscription reports it installed but it has not succeeded, or refuses -
+        C(installPlanApproval) not Manual, a pending plan for another CSV, no plan for the target, a downgrade."
       - Omitted, the OLM step is not planned.
     type: dict
   helm:
     description:
-      - "Kubernetes: C({release, release_name, namespace, chart, chart_version, crds, chart_values}) - the
-        C(kubernetes.core.helm_info) C(status) of the operator's Helm release (or none), its name, namespace and
-        chart (C(gpu_operator_chart_ref)), C(gpu_operator_chart_version), and the text of C(helm show crds) and
-        C(helm show values) of the target chart. With a target C(gpu_operator) version (which must be
-        C(chart_version)) the plan says whether to upgrade the release (RV(operator)) - its CRDs first, each checked to
-        be a CustomResourceDefinition of the chart's API groups - or refuses: no release, a release not deployed, a
-        downgrade, values that would let the operator roll nodes by itself or that the target chart does not have."
+      - "Kubernetes: C({release, release_name, namespace, chart, chart_version, crds, chart_values, chart_meta}) -
+        the C(kubernetes.core.helm_info) C(status) of the operator's Helm release (or none), its name, namespace and
+        chart (C(gpu_operator_chart_ref)), C(gpu_operator_chart_version), and the text of C(helm show crds),
+        C(helm show values) and C(helm show chart) of the target chart. With a target C(gpu_operator) version (which
+        must be C(chart_version)) the plan says whether to upgrade the release (RV(operator)) - its CRDs first, each
+        checked to be a CustomResourceDefinition of the chart's API groups, NFD's left out when the release's
+        C(nfd.enabled) is false - or refuses: no release, a release not deployed, a downgrade, values that would let
+        the operator roll nodes by itself or that the target chart does not have. A warning says when the chart's
+        bundled Node Feature Discovery changes version."
       - Omitted, the Helm step is not planned.
     type: dict
   settle:
@@ -232,7 +235,8 @@ nodes:
   description: >-
     Per node C(name), C(roll), C(stale_pods), C(vms) (C(namespace), C(name), C(vm), C(vm_uid), C(policy), C(run_strategy),
     C(action)), C(revalidate_pods) (C(name), C(daemonset)), C(gpu_allocatable), C(cordoned_by_upgrade), C(vendor_vfio)
-    and C(vf_reapply) (null, or C(method) V(apply), V(restart), V(self) or V(none), C(host), C(config)).
+    and C(vf_reapply) (null, or C(method) V(apply), V(restart), V(self) or V(none), C(host), C(config)), and
+    C(uncordoned_by): the DaemonSets to replace there whose k8s-driver-manager uncordons the node itself.
   returned: success
   type: list
   elements: dict
@@ -240,8 +244,9 @@ operator:
   description: >-
     The operator step: C(action) (V(none); OLM V(approve), V(wait); Helm V(upgrade)), C(installed) and C(target) (the
     CSVs on OLM, the chart versions on Helm), C(plan) (C(name), C(uid), C(resource_version), C(csv)) of the InstallPlan
-    to approve or wait for (OLM), C(crds) (the target chart's CustomResourceDefinitions to apply first) and C(release_values)
-    (the release's values, sent with the new chart) on Helm, C(refusals), C(lines).
+    to approve or wait for (OLM; null for a wait on the installed target's CSV alone), C(crds) (the target chart's
+    CustomResourceDefinitions to apply first, NFD's left out with C(nfd.enabled) false), C(release_values) (the
+    release's values, sent with the new chart) and C(warnings) on Helm, C(refusals), C(lines).
   returned: success
   type: dict
 kubevirt_config:

@@ -10,7 +10,9 @@ send, and refuses any other flag with helm's own "unknown flag" error, so a chan
 * ``version``: the line kubernetes.core parses (kubernetes.core plugins/module_utils/helm.py get_helm_version);
 * ``show values CHART --repo URL --version V`` (the gpu_operator role) and ``--version=V --repo=URL show chart
   'CHART'`` (kubernetes.core plugins/modules/helm.py fetch_chart_info): from the chart's values.yaml in the reference
-  folder (``helm/<chart>-<version>-values.yaml``); an unknown chart or version fails as helm does;
+  folder (``helm/<chart>-<version>-values.yaml``); an unknown chart or version fails as helm does; ``show chart
+  CHART --repo URL --version V`` (playbooks/upgrade.yml, the Helm operator step) too, with no ``dependencies`` (the
+  reference holds no Chart.yaml);
 * ``show crds CHART --repo URL --version V`` (playbooks/upgrade.yml, the Helm operator step): the chart's CRDs from
   the reference folder, ``crds/<chart>-<version>-*.yaml`` (for gpu-operator only the ClusterPolicy and NVIDIADriver
   CRDs are there; the real chart prints its GPUCluster, ComputeDomain(Clique) and NFD CRDs too), with
@@ -298,6 +300,16 @@ def main(argv):
         if len(pos) != 1 or set(opts) != {'--repo', '--version'}:
             fail('show crds: expected CHART --repo URL --version VERSION, got %s' % rest[2:])
         sys.stdout.write(chart_crds(pos[0], opts['--version'], opts['--repo']))
+        return 0
+    if rest[:2] == ['show', 'chart'] and not flags:
+        # playbooks/upgrade.yml's form (the Helm operator step): the reference holds no Chart.yaml, so the fake prints
+        # one without dependencies (the plan then sees no bundled NFD version to compare)
+        opts, pos = parse(rest[2:], {'--repo': True, '--version': True})
+        if len(pos) != 1 or set(opts) != {'--repo', '--version'}:
+            fail('show chart: expected CHART --repo URL --version VERSION, got %s' % rest[2:])
+        chart_values(pos[0], opts['--version'], opts['--repo'])
+        print(yaml.safe_dump({'apiVersion': 'v2', 'name': pos[0], 'version': opts['--version'],
+                              'appVersion': opts['--version']}))
         return 0
     if rest[:2] == ['show', 'chart']:
         if len(rest) != 3 or set(flags) != {'--version', '--repo'}:

@@ -38,6 +38,12 @@ crds/operators.coreos.com_subscriptions.yaml and _installplans.yaml):
   "SingleCSVFailedToPending"), and OLM's own alert fires only after two minutes in Failed (CsvAbnormalFailedOver2Min).
   So roles/upgrade/tasks/operator.yml stops on a Failed CSV only once it stays Failed for
   ``upgrade_operator_failed_polls`` polls in a row.
+* ``installedCSV`` names the CSV OLM installed, not one that has finished installing: the catalog operator sets it
+  once the InstallPlan has created the CSV, while the CSV itself goes through its phases (operator-framework/api
+  v0.45.0 pkg/operators/v1alpha1/clusterserviceversion_types.go: Pending, InstallReady, Installing, then Succeeded or
+  Failed; also Replacing, Deleting, Unknown). A run stopped after the approval finds the target installed with its
+  CSV still Installing (or Failed): only a target CSV read in phase ``Succeeded`` is done (``none``); any other
+  phase, or no such CSV, is waited for like an approved plan (``wait``, without an InstallPlan to follow).
 
 The operator step on Kubernetes (Helm), ``helm_step``: the release the gpu_operator role installed, upgraded to the
 target chart version with the values it was installed with, after the target chart's CRDs are applied:
@@ -61,6 +67,21 @@ target chart version with the values it was installed with, after the target cha
   be ignored by Helm) and for the two settings that keep the operator from rolling nodes by itself
   (``daemonsets.updateStrategy`` OnDelete, ``driver.upgradePolicy.autoUpgrade`` false): the new chart renders its
   ClusterPolicy from these values.
+* The chart applies NFD's CRDs only with NFD on: its pre-upgrade hook passes ``nfd-api-crds.yaml`` to manage-crds
+  inside ``{{- if .Values.nfd.enabled }}`` (NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/templates/
+  upgrade_crd.yaml), and Chart.yaml's node-feature-discovery dependency has ``condition: nfd.enabled``. So with
+  ``nfd.enabled`` false (the release's value, else the target chart's default, true in v26.7.0 values.yaml) the
+  ``nfd.k8s-sigs.io`` documents of ``helm show crds`` are left out: they belong to the NFD installed apart from the
+  chart, which the step must not overwrite (``nfd_enabled``, ``chart_crd_set``).
+* With NFD on, ``helm upgrade`` also upgrades the bundled node-feature-discovery subchart when the target chart
+  depends on another version of it (Chart.yaml ``dependencies``: 0.18.3 in v26.3.x, 0.19.0 in v26.7.0): its master
+  and worker pods restart and relabel the nodes while the VMs run. The GPU Operator derives
+  ``nvidia.com/gpu.present`` from NFD's PCI labels, and its node labeling controller removes every
+  ``nvidia.com/gpu.deploy.*`` label of a node without it (controllers/nodelabeling_controller.go
+  updateGPUStateLabels, removeAllGPUStateLabels), which takes the operand pods - the vGPU Manager's too - off that
+  node. The step warns when the version changes (``nfd_version_change``); the running version is read from the
+  release's manifest (the subchart's objects carry ``helm.sh/chart: node-feature-discovery-<version>``, its
+  _helpers.tpl), the target's from ``helm show chart``.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -160,13 +181,22 @@ def newest_plan(install_plans, package=PACKAGE):
     return max(live, key=_created) if live else None
 
 
-def olm_step(subscription, install_plans, target_version, namespace, package=PACKAGE):
+def csv_phase(csv):
+    """The ``status.phase`` of a ClusterServiceVersion as read (printable ASCII, capped), or ''."""
+    return printable(_s(_d(_d(csv).get('status')).get('phase')), 100)
+
+
+def olm_step(subscription, install_plans, target_version, namespace, package=PACKAGE, csv=None):
     """What the upgrade does with the operator on OLM, as a dict:
 
-    ``action``: ``none`` (no target, or the target is installed), ``approve`` (a Manual plan for exactly the target
-    waits), ``wait`` (that plan is approved already - by an earlier run or by hand - and the CSV is not installed yet);
-    ``installed`` / ``target`` CSV names; ``plan``: ``{name, uid, resource_version, csv}`` of the plan to approve or
-    wait for; ``refusals``; ``lines`` to print."""
+    ``action``: ``none`` (no target, or the target is installed and its CSV has succeeded), ``approve`` (a Manual
+    plan for exactly the target waits), ``wait`` (that plan is approved already - by an earlier run or by hand - and
+    the CSV is not installed yet; or the Subscription reports the target installed while its CSV, ``csv``, is not
+    in phase Succeeded or was not found); ``installed`` / ``target`` CSV names; ``plan``: ``{name, uid,
+    resource_version, csv}`` of the plan to approve or wait for (None for a wait on the CSV alone); ``refusals``;
+    ``lines`` to print.
+
+    ``csv``: the ClusterServiceVersion named ``target`` read from ``namespace`` (None: there is none)."""
     target = target_csv(target_version, package)
     out = {'action': 'none', 'installed': '', 'target': target, 'plan': None, 'refusals': [], 'lines': []}
     if not target:
@@ -188,7 +218,18 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
     installed = _s(status.get('installedCSV'))
     out['installed'] = installed
     if installed == target:
-        out['lines'].append('operator: %s is installed (the target), nothing to approve' % installed)
+        # installedCSV is set once OLM created the CSV, before it has installed (module text): a rerun after a run
+        # stopped mid-install waits for the CSV again instead of planning the roll from a half-installed operator
+        phase = csv_phase(csv) if _s(_d(_d(csv).get('metadata')).get('name')) == target else ''
+        if phase == 'Succeeded':
+            out['lines'].append('operator: %s is installed (the target) and its CSV has succeeded, nothing to '
+                                'approve' % installed)
+            return out
+        out['action'] = 'wait'
+        out['lines'].append('operator: %s is installed (the target) but its CSV is %s; wait for it to succeed (%s), '
+                            'then plan the roll again with the new DaemonSets'
+                            % (installed, 'in phase %s' % phase if phase else 'not found in namespace %s' % namespace,
+                               TIMEOUT_VARIABLE))
         return out
     have, want = _csv_version(installed, package), _csv_version(target, package)
     if have is not None and want < have:
@@ -332,6 +373,70 @@ def checked_crds(value, name):
     return value
 
 
+NFD_GROUP = 'nfd.k8s-sigs.io'
+NFD_CHART = 'node-feature-discovery'
+
+
+def _truthy(value):
+    """Go template truth (text/template ``if``): false, 0, nil and empty strings, lists and maps are false."""
+    return not (value is None or value is False or value == 0 or value in ('', [], {}))
+
+
+def nfd_enabled(release_values, chart_defaults):
+    """Whether the chart deploys NFD (and its hook applies NFD's CRDs) with these values: the release's
+    ``nfd.enabled`` when it sets one, else the target chart's values.yaml default, else true."""
+    mine = _d(_d(release_values).get('nfd'))
+    if 'enabled' in mine and mine['enabled'] is not None:
+        return _truthy(mine['enabled'])
+    default = _d(_d(chart_defaults).get('nfd'))
+    return _truthy(default['enabled']) if 'enabled' in default and default['enabled'] is not None else True
+
+
+def chart_crd_set(crds, nfd_on):
+    """The chart's CRDs to apply: without NFD, the ``nfd.k8s-sigs.io`` ones are left out (and named)."""
+    if nfd_on:
+        return list(crds), []
+    return ([c for c in crds if _s(_d(c.get('spec')).get('group')) != NFD_GROUP],
+            sorted(_s(_d(c.get('metadata')).get('name')) for c in crds if _s(_d(c.get('spec')).get('group')) == NFD_GROUP))
+
+
+def running_nfd_version(manifest):
+    """The node-feature-discovery subchart version the release runs, from its manifest (kubernetes.core.helm_info's
+    ``manifest``: the rendered objects) - the ``helm.sh/chart: node-feature-discovery-<version>`` label - or ''."""
+    prefix = NFD_CHART + '-'
+    for obj in _l(manifest):
+        label = _s(_d(_d(_d(obj).get('metadata')).get('labels')).get('helm.sh/chart'))
+        if label.startswith(prefix) and len(label) > len(prefix):
+            return printable(label[len(prefix):], 64)
+    return ''
+
+
+def target_nfd_version(chart_text):
+    """The node-feature-discovery dependency version of ``helm show chart`` output (Chart.yaml), or ''."""
+    if not HAS_YAML:
+        return ''
+    try:
+        meta = yaml.safe_load(_s(chart_text))
+    except yaml.YAMLError:
+        return ''
+    for dep in _l(_d(meta).get('dependencies')):
+        if _d(dep).get('name') == NFD_CHART and isinstance(_d(dep).get('version'), (str, int, float)):
+            return printable(str(dep['version']), 64)
+    return ''
+
+
+def nfd_version_change(release, chart_text, target, nfd_on):
+    """The warning when ``helm upgrade`` to ``target`` would move the bundled NFD to another version, or ''."""
+    have, want = running_nfd_version(_d(release).get('manifest')), target_nfd_version(chart_text)
+    if not nfd_on or not have or not want or have.lstrip('v') == want.lstrip('v'):
+        return ''
+    return ("the chart's Node Feature Discovery moves from %s to %s with chart %s (nfd.enabled): helm upgrade restarts "
+            "NFD's master and workers while VMs run, and a node whose NFD PCI labels drop meanwhile loses "
+            "nvidia.com/gpu.present and its nvidia.com/gpu.deploy.* labels, which takes its operand pods (the vGPU "
+            "Manager's too) off it. Upgrade at a quiet time, and check the nodes' labels after the operator step "
+            "(playbooks/verify.yml)" % (have, want, target))
+
+
 def release_version(release, chart):
     """The chart version of a ``helm list`` entry (``chart``: ``gpu-operator-v26.7.0``) for chart ``chart`` (a name,
     ``repo/name`` or an oci:// reference: its last part), or ''."""
@@ -355,18 +460,20 @@ def _policy_problems(values):
     return problems
 
 
-def helm_step(release, target_version, chart_version, release_name, namespace, chart, crds_text, chart_values_text):
+def helm_step(release, target_version, chart_version, release_name, namespace, chart, crds_text, chart_values_text,
+              chart_text=None):
     """What the upgrade does with the operator on Kubernetes (Helm), as a dict like ``olm_step``'s:
 
     ``release``: the ``helm list`` entry of the release (kubernetes.core.helm_info's ``status``: ``chart``,
     ``status``, ``values``) or None; ``target_version``: upgrade_gpu_operator_version, which must be
     ``chart_version`` (gpu_operator_chart_version, what playbooks/operator.yml installs: one version for both
-    playbooks); ``crds_text`` / ``chart_values_text``: ``helm show crds`` / ``helm show values`` of the target.
+    playbooks); ``crds_text`` / ``chart_values_text`` / ``chart_text``: ``helm show crds`` / ``helm show values`` /
+    ``helm show chart`` of the target.
 
     ``action``: ``none`` (no target, or the release runs it) or ``upgrade``; ``installed`` / ``target`` chart versions;
     ``crds``: the CRDs to apply first; ``release_values``: the release's values, sent again with the new chart."""
     out = {'action': 'none', 'installed': '', 'target': '', 'plan': None, 'refusals': [], 'lines': [], 'crds': [],
-           'release_values': {}}
+           'release_values': {}, 'warnings': []}
     target = _s(target_version).strip() if target_version is not None else ''
     if not target:
         return out
@@ -428,6 +535,7 @@ def helm_step(release, target_version, chart_version, release_name, namespace, c
             "node by itself, VMs or not; run playbooks/operator.yml first with gpu_operator_daemonsets_update_strategy "
             "OnDelete and gpu_operator_upgrade_policy.auto_upgrade false (the defaults)"
             % (where, ' and '.join(problems), source))
+    defaults = None
     if HAS_YAML:
         try:
             defaults = yaml.safe_load(_s(chart_values_text))
@@ -448,9 +556,17 @@ def helm_step(release, target_version, chart_version, release_name, namespace, c
                                'gpu_operator_chart_ref and gpu_operator_chart_repo_url' % problem)
     if out['refusals']:
         return out
+    nfd_on = nfd_enabled(values, defaults)
+    crds, left_out = chart_crd_set(crds, nfd_on)
     out['action'], out['crds'], out['release_values'] = 'upgrade', crds, values
     out['lines'].append(
         'operator: Helm release %s, chart %s %s -> %s: apply its %d CRDs first (only those that differ: %s), then '
         'helm upgrade with the release\'s values, then plan the roll again with the new DaemonSets'
         % (where, chart, installed, target, len(crds), ', '.join(c['metadata']['name'] for c in crds)))
+    if left_out:
+        out['lines'].append('operator: NFD\'s CRDs are left alone (nfd.enabled is false, so the chart neither '
+                            'deploys NFD nor applies them): %s' % ', '.join(left_out))
+    change = nfd_version_change(release, chart_text, target, nfd_on)
+    if change:
+        out['warnings'].append(change)
     return out

@@ -26,7 +26,11 @@ Upstream behaviour each rule rests on:
   ``spec.configuration.mediatedDevicesConfiguration`` (kubevirt release notes v1.8.0; kubevirt.py
   has_mdev_enabled_field); after the roll, upgrade.yml renders the KubeVirt / HyperConverged configuration again for
   the version the cluster then runs (kubevirt_config says what that changes). The NVIDIA vendor-specific VFIO path
-  needs KubeVirt >= 1.9.0.
+  needs KubeVirt >= 1.9.0. KubeVirt v1.9.0 still honours the gate (mdev_gate_refusal says what a later one may do).
+* A KubeVirt upgrade updates running VMIs by itself per the KubeVirt CR's ``spec.workloadUpdateStrategy``
+  (workload_update says how): with ``Evict`` a GPU VM is shut down on every node, outside any VM policy here.
+* On container and DRA pool nodes the new driver pod's k8s-driver-manager cordons, evicts the GPU pods and then
+  uncordons the node itself (driver_manager_uncordons): the roll's cordon does not hold past that point there.
 * The vGPU Manager's driver branch (the first number of the version, ``580`` of ``580.82.02``) must be the branch
   of the guest drivers the VMs run (NVIDIA vGPU software: host and guest drivers come from one release branch);
   the collection cannot read the guests, so the inventory declares it (``upgrade_guest_driver_branch``).
@@ -41,6 +45,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt as kv_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model.fleet import printable
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_operator import helm_step, olm_step
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_policy import (
     from_cluster_policy, from_nvidia_driver)
@@ -176,6 +181,115 @@ def versions(current, target, guest_branch=None, vendor_vfio=False, supports=Non
     return rows, refusals, notes, warnings
 
 
+KUBEVIRT_EVICT = 'Evict'
+
+
+def _kubevirt_gpu_vmis(vmis):
+    """The GPU VMIs (``namespace/name``) of the whole cluster that are not finished nor being deleted."""
+    out = []
+    for vmi in _l(vmis):
+        meta = _meta(vmi)
+        if (not _is_gpu_vmi(vmi) or meta.get('deletionTimestamp')
+                or _d(_d(vmi).get('status')).get('phase') in ('Succeeded', 'Failed')):
+            continue
+        out.append('%s/%s' % (_s(meta.get('namespace')), _s(meta.get('name'))))
+    return sorted(out)
+
+
+def _names(keys, cap=5):
+    return ', '.join(keys[:cap]) + (' and %d more' % (len(keys) - cap) if len(keys) > cap else '')
+
+
+def workload_update(kubevirt_cr, vmis, target, hco=False):
+    """``(refusals, notes)`` for what KubeVirt itself does to running GPU VMs when it is upgraded to ``target``
+    (upgrade_kubevirt_version; '' when KubeVirt does not change).
+
+    KubeVirt's workload updater (kubevirt/kubevirt pkg/virt-controller/watch/workload-updater/workload-updater.go
+    getUpdateData, sync) finds, once the new release is deployed, every running VMI whose virt-launcher is of the older
+    release; with ``LiveMigrate`` in ``spec.workloadUpdateStrategy.workloadUpdateMethods`` a live-migratable one is
+    migrated, else with ``Evict`` it is evicted - ``batchEvictionSize`` VMIs (default 10) every
+    ``batchEvictionInterval`` (default 1m), on any node. A GPU VMI is not live-migratable, so with ``Evict`` each GPU
+    VM is shut down, outside the roll and its policies: refused while GPU VMs run. An empty list means no automated
+    update (staging/src/kubevirt.io/api/core/v1/types.go KubeVirtWorkloadUpdateStrategy), the KubeVirt CR's default;
+    HyperConverged writes its own ``spec.workloadUpdateStrategy`` into the KubeVirt CR (default ``[LiveMigrate]``,
+    hyperconverged-cluster-operator api/v1beta1 hyperconverged_types.go; older HCO releases defaulted to
+    ``[LiveMigrate, Evict]``). Without ``Evict`` a GPU VM keeps the older virt-launcher until it is restarted; KubeVirt
+    counts such VMIs in ``status.outdatedVirtualMachineInstanceWorkloads``, which the notes report."""
+    refusals, notes = [], []
+    cr = _d(kubevirt_cr)
+    if not cr:
+        return refusals, notes
+    meta = _meta(cr)
+    where = '%s/%s' % (printable(_s(meta.get('namespace')) or '(none)', 63), printable(_s(meta.get('name')) or '(none)', 253))
+    strategy = _d(_d(cr.get('spec')).get('workloadUpdateStrategy'))
+    methods = [_s(m) for m in _l(strategy.get('workloadUpdateMethods'))]
+    gpu = _kubevirt_gpu_vmis(vmis)
+    outdated = _d(cr.get('status')).get('outdatedVirtualMachineInstanceWorkloads')
+    if isinstance(outdated, int) and not isinstance(outdated, bool) and outdated > 0:
+        notes.append("KubeVirt reports %d VMI(s) still on an older virt-launcher (KubeVirt CR %s "
+                     "status.outdatedVirtualMachineInstanceWorkloads): a GPU VM among them is updated only when it is "
+                     "restarted" % (outdated, where))
+    if not target or not gpu:
+        return refusals, notes
+    if KUBEVIRT_EVICT in methods:
+        size = strategy.get('batchEvictionSize')
+        size = size if isinstance(size, int) and not isinstance(size, bool) else 10
+        where_fix = ('HyperConverged kubevirt-hyperconverged spec.workloadUpdateStrategy.workloadUpdateMethods (HCO '
+                     'writes the KubeVirt CR from it)' if hco else
+                     'the KubeVirt CR %s spec.workloadUpdateStrategy.workloadUpdateMethods' % where)
+        refusals.append(
+            "the KubeVirt CR %s has spec.workloadUpdateStrategy.workloadUpdateMethods [%s]: once KubeVirt %s is "
+            "deployed its workload updater evicts every VMI that cannot live-migrate, %d every batchEvictionInterval, "
+            "on every node and outside upgrade_vm_policy; the %d GPU VM(s) (%s) would be shut down. Remove Evict from "
+            "%s (leave [LiveMigrate], or empty), then run playbooks/upgrade.yml again; the GPU VMs then keep the older "
+            "virt-launcher until each is restarted"
+            % (where, ', '.join(printable(m, 40) for m in methods), target, size, len(gpu), _names(gpu), where_fix))
+    else:
+        notes.append("KubeVirt %s: the %d GPU VM(s) (%s) cannot live-migrate, so they keep the older virt-launcher "
+                     "until each is restarted (workloadUpdateMethods [%s]; KubeVirt counts them in "
+                     "status.outdatedVirtualMachineInstanceWorkloads)"
+                     % (target, len(gpu), _names(gpu), ', '.join(printable(m, 40) for m in methods)))
+    return refusals, notes
+
+
+# The newest KubeVirt minor read to still honour DisableMDEVConfiguration (v1.9.0, mdev_gate_refusal).
+MDEV_GATE_LAST_HONOURED = (1, 9)
+
+
+def mdev_gate_refusal(kubevirt_cr, target):
+    """The refusal (or '') for a KubeVirt target past v1.9 while the live KubeVirt CR turns mdev handling off with
+    the ``DisableMDEVConfiguration`` gate alone.
+
+    kubevirt/kubevirt v1.9.0 (and main after it, read 2026-08) still honours the gate: it is registered in state
+    ``Deprecated`` (pkg/virt-config/featuregate/inactive.go), ``IsEnabled`` returns true for a gate listed in
+    ``developerConfiguration.featureGates`` whatever its state (featuregate/feature-gates.go), and
+    ``MediatedDevicesHandlingDisabled`` falls back to it when ``mediatedDevicesConfiguration.enabled`` is unset
+    (pkg/virt-config/virt-config.go). The change that would make it a no-op at 1.9 (moving it to ``Discontinued``
+    and dropping the fallback) was closed unmerged, and is in no release. KubeVirt's deprecation policy defines
+    ``Deprecated`` as "going to be discontinued in the following release" (featuregate/feature-gates.go): a release
+    after 1.9 may drop it, and virt-handler would then create and remove mediated devices under the GPU Operator's
+    vGPU Device Manager. So a target past 1.9 is refused while the gate is the only switch; the field
+    (``mediatedDevicesConfiguration.enabled: false``, which wins over the gate from v1.8.0) is written first."""
+    cr = _d(kubevirt_cr)
+    if not target or not cr:
+        return ''
+    if _version(target, 'upgrade_kubevirt_version')[:2] <= MDEV_GATE_LAST_HONOURED:
+        return ''
+    config = _d(_d(cr.get('spec')).get('configuration'))
+    gates = [_s(g) for g in _l(_d(config.get('developerConfiguration')).get('featureGates'))]
+    if kv_mod.DISABLE_MDEV_GATE not in gates or isinstance(_d(config.get('mediatedDevicesConfiguration')).get('enabled'),
+                                                         bool):
+        return ''
+    meta = _meta(cr)
+    return ("the KubeVirt CR %s/%s turns KubeVirt's mediated device handling off with the DisableMDEVConfiguration "
+            "feature gate alone (no spec.configuration.mediatedDevicesConfiguration.enabled): KubeVirt 1.9 still honours "
+            "the deprecated gate, a later release may drop it, and KubeVirt %s would then create and remove mediated "
+            "devices under the GPU Operator. Run playbooks/kubevirt.yml for the KubeVirt running now (from 1.8.0 it "
+            "writes mediatedDevicesConfiguration.enabled: false), then run playbooks/upgrade.yml again"
+            % (printable(_s(meta.get('namespace')) or '(none)', 63), printable(_s(meta.get('name')) or '(none)', 253),
+               target))
+
+
 def missing_image_tags(version, os_tags, present):
     """The ``<version>-<os tag>`` tags the vGPU Manager needs that ``present`` (tags read from the registry) lacks."""
     if not version:
@@ -226,6 +340,28 @@ def _daemonset_pods(node, pods, daemonsets):
         ds = uids.get(_owner_uid(pod, 'DaemonSet'))
         if ds:
             yield pod, ds
+
+
+def driver_manager_uncordons(daemonsets):
+    """The names of the DaemonSets whose k8s-driver-manager init container cordons, drains and then uncordons the
+    node by itself: ``ENABLE_GPU_POD_EVICTION`` or ``ENABLE_AUTO_DRAIN`` "true" in its env.
+
+    NVIDIA/k8s-driver-manager v0.12.0 cmd/driver-manager/main.go uninstallDriver: with either on (and the node's
+    ``nvidia.com/gpu-driver-upgrade-enabled`` annotation not "true", i.e. autoUpgrade off) it cordons the node,
+    evicts the GPU pods, and once the old driver is unloaded calls UncordonNode unconditionally - also when no driver
+    was loaded, and in cleanupOnFailure. NVIDIA/gpu-operator v26.7.0 sets ``ENABLE_GPU_POD_EVICTION: "true"`` on the
+    driver DaemonSet (assets/state-driver/0500_daemonset.yaml: container and DRA pool nodes) and "false" (both) on
+    the vGPU Manager's and the VFIO manager's, which leave the node as the roll set it."""
+    out = set()
+    for ds in _l(daemonsets):
+        inits = _l(_d(_d(_d(_d(ds).get('spec')).get('template')).get('spec')).get('initContainers'))
+        for init in inits:
+            if _d(init).get('name') != 'k8s-driver-manager':
+                continue
+            env = dict((_s(_d(e).get('name')), _s(_d(e).get('value'))) for e in _l(_d(init).get('env')))
+            if env.get('ENABLE_GPU_POD_EVICTION') == 'true' or env.get('ENABLE_AUTO_DRAIN') == 'true':
+                out.add(_s(_meta(ds).get('name')))
+    return out
 
 
 def _rows(found):
@@ -452,7 +588,8 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
          vf_machineconfig=False, kubevirt_cr=None, hco=False):
     """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
 
-    ``olm``: ``{subscription, install_plans, namespace}`` read on OpenShift (None: the operator is not OLM's). The
+    ``olm``: ``{subscription, install_plans, namespace, csv}`` read on OpenShift (``csv``: the target's
+    ClusterServiceVersion, None when there is none) (None: the operator is not OLM's). The
     operator step (upgrade_operator.olm_step) is planned with the rest and its refusals are the plan's. When it will
     install a new operator release, every node that runs an operand pod is treated as one to roll for its GPU VMs'
     policies (the new release renders new DaemonSet templates, which the plan cannot read yet); the roll itself is
@@ -467,7 +604,8 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     ``spec.upgradePolicy.autoUpgrade`` false, or the operator's upgrade controller rolls its driver pods by itself
     (the v26.7.0 CRD defaults autoUpgrade to true, so an absent one counts as true).
 
-    ``helm``: ``{release, release_name, namespace, chart, chart_version, crds, chart_values}`` read on Kubernetes
+    ``helm``: ``{release, release_name, namespace, chart, chart_version, crds, chart_values, chart_meta}`` read on
+    Kubernetes (``chart_meta``: the target's ``helm show chart``)
     (None: no Helm step). The operator step (upgrade_operator.helm_step) is planned like OLM's; the running
     ``gpu_operator`` version is then the release's chart version.
 
@@ -490,7 +628,7 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
         try:
             operator = helm_step(helm.get('release'), _d(target).get('gpu_operator'), helm.get('chart_version'),
                                  _s(helm.get('release_name')), _s(helm.get('namespace')), _s(helm.get('chart')),
-                                 helm.get('crds'), helm.get('chart_values'))
+                                 helm.get('crds'), helm.get('chart_values'), helm.get('chart_meta'))
         except ManifestError as exc:
             raise PlanError(str(exc))
         if operator['installed']:
@@ -516,10 +654,11 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
                             "(the default), which writes it to the NVIDIADriver too" % name)
     if operator is not None:
         refusals += operator['refusals']
+        warnings += operator.get('warnings', [])
     if olm is not None:
         olm = _d(olm)
         operator = olm_step(olm.get('subscription'), olm.get('install_plans'), _d(target).get('gpu_operator'),
-                            _s(olm.get('namespace')))
+                            _s(olm.get('namespace')), csv=olm.get('csv'))
         refusals += operator['refusals']
     operator_change = bool(operator) and operator['action'] in ('approve', 'wait', 'upgrade')
     vgm = [r for r in rows if r['component'] == 'vgpu_manager'][0]
@@ -528,6 +667,7 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
             refusals.append("the vGPU Manager image tag %s is not in the registry: build and push it first "
                             "(playbooks/vgpu_image.yml with vgpu_manager_image_version %s)" % (tag, vgm['to']))
     by_name = dict((_s(_meta(n).get('name')), n) for n in _l(nodes))
+    uncordoning = driver_manager_uncordons(daemonsets)
     vf_names = set(_s(n) for n in _l(vf_nodes))
     vf_rolled = []
     out_nodes = []
@@ -553,12 +693,20 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
             if vf_ref:
                 refusals.append(vf_ref)
         out_nodes.append({'name': name, 'roll': bool(stale), 'stale_pods': stale, 'vms': vms_here,
+                          'uncordoned_by': sorted(set(p['daemonset'] for p in stale) & uncordoning),
                           'vendor_vfio': vendor_vfio, 'vf_reapply': vf_row,
                           'revalidate_pods': node_pods_of(name, pods, daemonsets, revalidate),
                           'gpu_allocatable': gpu_allocatable(node),
                           'cordoned_by_upgrade': _d(_meta(node).get('annotations')).get(CORDONED_BY) == 'true'})
     warnings += vf_warning(vf_rolled if vf_reapply else [])
     kv_row = [r for r in rows if r['component'] == 'kubevirt'][0]
+    if kubevirt_cr:
+        wu_refusals, wu_notes = workload_update(kubevirt_cr, vmis, kv_row['to'] if kv_row['change'] else '', hco)
+        refusals += wu_refusals
+        notes += wu_notes
+        gate = mdev_gate_refusal(kubevirt_cr, kv_row['to'] if kv_row['change'] else '')
+        if gate:
+            refusals.append(gate)
     if kv_row['change'] and kubevirt_cr is not None and not kubevirt_cr:
         # after the roll the run waits for the KubeVirt CR to report the target (upgrade_kubevirt_timeout): with no CR
         # it would wait that out for nothing
@@ -600,6 +748,10 @@ def summary(p):
             sorted(set(s['daemonset'] for s in node['stale_pods']))) or 'nothing (resume)'))
         for vm in node['vms']:
             lines.append('  VM %s/%s: %s' % (vm['namespace'], vm['name'], vm['action']))
+        if node.get('uncordoned_by'):
+            lines.append('  the new %s pod\'s k8s-driver-manager evicts the GPU pods and uncordons the node itself: '
+                         'it stays schedulable from then on, while the roll waits and after a failure'
+                         % ', '.join(node['uncordoned_by']))
         vf = node.get('vf_reapply') or {}
         if vf.get('method') == 'apply':
             lines.append('  then give its VFs their vGPU profiles again: the vgpu_vf role on host %s (vGPU config %s)'

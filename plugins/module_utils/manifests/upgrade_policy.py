@@ -12,7 +12,13 @@ What the operator does by itself (NVIDIA/gpu-operator v26.7.0):
   ``maxParallelUpgrades`` nodes at a time. With ``autoUpgrade`` off "all other options are ignored" (the CRD's
   description) and the driver DaemonSet, whose update strategy is always ``OnDelete``
   (assets/state-driver/0500_daemonset.yaml; controllers/object_controls.go applyUpdateStrategyConfig refuses
-  RollingUpdate for it), replaces a node's driver pod only when someone deletes it.
+  RollingUpdate for it), replaces a node's driver pod only when someone deletes it. With the ClusterPolicy's
+  ``sandboxWorkloads.enabled`` true (every fleet with VM nodes) the controller does not run the ClusterPolicy's
+  driver upgrades at all (upgrade_controller.go Reconcile: "Advanced driver upgrade policy is not supported when
+  'sandboxWorkloads.enabled=true'", it removes the upgrade-state labels and returns; so since v23.3.0): there
+  ``autoUpgrade`` changes nothing and ``OnDelete`` alone keeps the operands in place. The NVIDIADriver path
+  (reconcileNVIDIADriverUpgrades, taken before that check) has no such bypass, and its CRD defaults ``autoUpgrade``
+  to true.
 * The vGPU Manager DaemonSet (assets/state-vgpu-manager/0500_daemonset.yaml, ``app=nvidia-vgpu-manager-daemonset``)
   is NOT watched by the upgrade controller and has no upgradePolicy of its own (the ClusterPolicy CRD has
   ``upgradePolicy`` under ``driver`` only). It follows ``daemonsets.updateStrategy``, default ``RollingUpdate`` with
@@ -20,7 +26,9 @@ What the operator does by itself (NVIDIA/gpu-operator v26.7.0):
   node in turn, running VMs or not, and its k8s-driver-manager init container runs with
   ``ENABLE_GPU_POD_EVICTION=false`` - nothing cordons the node or stops its VMs first.
 
-So the collection's default for VM fleets is: ``autoUpgrade: false`` and ``daemonsets.updateStrategy: OnDelete``.
+So the collection's default for VM fleets is: ``autoUpgrade: false`` (what matters where the controller runs:
+container-only fleets and the NVIDIADriver path) and ``daemonsets.updateStrategy: OnDelete`` (what protects the
+sandbox operands).
 Every operand pod is then replaced only when playbooks/upgrade.yml deletes it, one node (``upgrade_serial``) at a
 time, after the node is cordoned and its GPU VMs are handled. ``autoUpgrade: true`` stays possible (a fleet of
 container nodes only), but not with ``maxParallelUpgrades: 0`` (0 means "all nodes in parallel").

@@ -482,7 +482,31 @@ def test_olm_the_plan_for_the_target_is_approved_after_the_preflight_its_csv_wai
     rc, log = upgrade(tmp_path, cluster, **target)
     assert rc == 0, log
     assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
-    assert 'operator: %s is installed (the target), nothing to approve' % NEW_CSV in flat(log), log
+    # the plan read the target's CSV (OLM's installedCSV alone does not say it has installed) and found it Succeeded
+    assert 'operator: %s is installed (the target) and its CSV has succeeded, nothing to approve' % NEW_CSV in flat(
+        log), log
+
+    # a run stopped during the install: OLM had set installedCSV (it does once it created the CSV), the CSV was still
+    # Installing. The rerun reads the CSV, waits for it (no InstallPlan to approve or follow) and only then plans;
+    # OLM's stand-in drives it to Succeeded once the plan has read it Installing
+    csv = cluster.get(OLM_V1A1, 'ClusterServiceVersion', NEW_CSV, cluster.ns)
+    cluster.set_status(csv, dict(csv['status'], phase='Installing'))
+    mark = cluster.now()
+
+    def csv_succeeds(c):
+        if not [e for e in c.requests(since=mark) if (e['verb'], e.get('objectRef', {}).get('resource'))
+                == ('get', 'clusterserviceversions')]:
+            return False
+        now = c.get(OLM_V1A1, 'ClusterServiceVersion', NEW_CSV, c.ns)
+        c.set_status(now, dict(now['status'], phase='Succeeded'))
+        return True
+    cluster.controller('olm-csv', csv_succeeds, interval=0.3)
+    rc, log = upgrade(tmp_path, cluster, **target)
+    assert rc == 0, log
+    assert ('operator: %s is installed (the target) but its CSV is in phase Installing; wait for it to succeed'
+            % NEW_CSV) in flat(log), log
+    assert 'Wait until the CSV has succeeded or failed' in log, log
+    assert cluster.attempts(since=mark) == [], write_summary(cluster.attempts(since=mark))
 
 
 def test_olm_a_pending_plan_for_another_release_is_refused_with_nothing_written(tmp_path, kube):

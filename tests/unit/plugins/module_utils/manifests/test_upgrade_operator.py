@@ -36,9 +36,15 @@ def install_plan(name='install-abc', csv=NEW, approved=False, uid='11111111-2222
             'status': {'phase': phase or ('Installing' if approved else 'RequiresApproval')}}
 
 
-def step(sub=None, plans=None, target='v26.7.1'):
+def csv(name=NEW, phase='Succeeded'):
+    # a ClusterServiceVersion as OLM reports it (operator-framework/api v0.45.0 clusterserviceversion_types.go
+    # ClusterServiceVersionPhase: Pending, InstallReady, Installing, Succeeded, Failed, ...)
+    return {'metadata': {'name': name, 'namespace': NS}, 'status': {'phase': phase}}
+
+
+def step(sub=None, plans=None, target='v26.7.1', target_csv=None):
     return uo.olm_step(subscription() if sub is None else sub, [install_plan()] if plans is None else plans,
-                       target, NS)
+                       target, NS, csv=target_csv)
 
 
 def test_the_pending_plan_for_the_target_is_approved_with_its_uid_and_resource_version():
@@ -61,9 +67,28 @@ def test_an_approved_plan_not_installed_yet_is_waited_for_not_approved_again():
 
 
 def test_the_target_installed_is_nothing_to_do_whatever_the_approval():
-    # a second run: the Subscription reports the target as installed; no plan is looked at
-    out = step(sub=subscription(installed=NEW, approval='Automatic', ref=None), plans=[])
+    # a second run: the Subscription reports the target as installed and its CSV has succeeded; no plan is looked at
+    out = step(sub=subscription(installed=NEW, approval='Automatic', ref=None), plans=[], target_csv=csv())
     assert (out['action'], out['refusals'], out['plan']) == ('none', [], None)
+
+
+@pytest.mark.parametrize('phase', ['Pending', 'InstallReady', 'Installing', 'Failed', 'Replacing', ''])
+def test_the_target_installed_but_its_csv_not_succeeded_is_waited_for(phase):
+    # OLM's catalog operator sets installedCSV once the InstallPlan has created the CSV, before the CSV has installed:
+    # a run stopped during the install finds the target "installed" with its CSV still Installing (or Failed, which
+    # OLM retries: operator.yml's failed-polls rule); it waits for the CSV again, with no InstallPlan to follow
+    out = step(sub=subscription(installed=NEW, ref=None), plans=[], target_csv=csv(phase=phase))
+    assert (out['action'], out['refusals'], out['plan']) == ('wait', [], None)
+    assert out['lines'] == ['operator: %s is installed (the target) but its CSV is %s; wait for it to succeed '
+                            '(upgrade_operator_timeout), then plan the roll again with the new DaemonSets'
+                            % (NEW, 'in phase %s' % phase if phase else 'not found in namespace %s' % NS)]
+
+
+def test_the_target_installed_without_its_csv_or_with_another_csv_is_waited_for():
+    for other in (None, csv(name=OLD), {'status': {'phase': 'Succeeded'}}):
+        out = step(sub=subscription(installed=NEW, ref=None), plans=[], target_csv=other)
+        assert (out['action'], out['plan']) == ('wait', None), other
+        assert 'its CSV is not found in namespace %s' % NS in out['lines'][0]
 
 
 def test_no_target_is_no_step():
@@ -178,7 +203,9 @@ _PLAN = st.one_of(st.none(), st.text(), st.dictionaries(
 def test_anything_read_is_a_result_never_a_crash(sub, plans):
     out = uo.olm_step(sub, plans, 'v26.7.1', NS)
     assert out['action'] in ('none', 'approve', 'wait')
-    assert out['action'] == 'none' or (out['plan']['csv'] == NEW and not out['refusals'])
+    # a wait without a plan: the target is installed and no Succeeded CSV was read
+    assert out['action'] == 'none' or not out['refusals']
+    assert out['action'] == 'none' or (out['plan'] is None and out['installed'] == NEW) or out['plan']['csv'] == NEW
 
 
 # the step inside the whole plan ------------------------------------------------------------------------------------

@@ -187,3 +187,85 @@ def test_anything_read_from_the_cluster_or_the_chart_is_refused_or_planned_never
     out = uo.helm_step(rel, NEW, NEW, NAME, NS, CHART, crds_text, crds_text)
     assert out['action'] in ('none', 'upgrade')
     assert out['action'] == 'none' or not out['refusals']
+
+
+# NFD: its CRDs only with nfd.enabled, and a warning when the bundled subchart changes version ---------------------
+NFD_CRDS = show_crds(crd(), crd('nodefeaturerules', 'nfd.k8s-sigs.io', 'NodeFeatureRule'),
+                     crd('nodefeatures', 'nfd.k8s-sigs.io', 'NodeFeature'))
+# NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/Chart.yaml (v26.3.x: version 0.18.3)
+CHART_YAML = yaml.safe_dump({'apiVersion': 'v2', 'name': 'gpu-operator', 'version': NEW, 'dependencies': [
+    {'name': 'node-feature-discovery', 'version': '0.19.0', 'repository': 'oci://registry.k8s.io/nfd/charts',
+     'condition': 'nfd.enabled'}]})
+
+
+def nfd_manifest(version='0.18.3'):
+    # the subchart's objects as `helm get manifest` shows them (kubernetes.core.helm_info parses them into a list):
+    # node-feature-discovery's _helpers.tpl labels each with helm.sh/chart: <chart name>-<chart version>
+    return [{'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {
+                'name': 'gpu-operator-node-feature-discovery-master',
+                'labels': {'helm.sh/chart': 'node-feature-discovery-%s' % version}}},
+            {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {
+                'name': 'gpu-operator', 'labels': {'helm.sh/chart': 'gpu-operator-%s' % OLD}}}]
+
+
+@pytest.mark.parametrize('values,kept', [
+    (dict(SAFE, nfd={'enabled': False}), False),
+    (dict(SAFE, nfd={'enabled': True}), True),
+    (SAFE, True),                               # unset: the chart's default (true in v26.7.0 values.yaml)
+    (dict(SAFE, nfd={'enabled': None}), True),
+])
+def test_nfds_crds_are_applied_only_when_the_chart_deploys_nfd(values, kept):
+    # NVIDIA/gpu-operator v26.7.0 templates/upgrade_crd.yaml passes nfd-api-crds.yaml to manage-crds only inside
+    # {{- if .Values.nfd.enabled }}: with NFD installed apart from the chart, its CRDs are that install's
+    chart_values = yaml.safe_dump(dict(yaml.safe_load(CHART_VALUES), nfd={'enabled': True, 'nodefeaturerules': False}))
+    out = uo.helm_step(release(values=values), NEW, NEW, NAME, NS, CHART, NFD_CRDS, chart_values)
+    assert out['refusals'] == [] and out['action'] == 'upgrade'
+    names = [c['metadata']['name'] for c in out['crds']]
+    if kept:
+        assert names == ['clusterpolicies.nvidia.com', 'nodefeaturerules.nfd.k8s-sigs.io', 'nodefeatures.nfd.k8s-sigs.io']
+        assert not [line for line in out['lines'] if 'NFD' in line]
+    else:
+        assert names == ['clusterpolicies.nvidia.com']
+        assert out['lines'][0].startswith('operator: Helm release gpu-operator/gpu-operator, chart gpu-operator '
+                                          'v25.10.1 -> v26.7.0: apply its 1 CRDs first')
+        assert out['lines'][1] == ("operator: NFD's CRDs are left alone (nfd.enabled is false, so the chart neither "
+                                   "deploys NFD nor applies them): nodefeaturerules.nfd.k8s-sigs.io, "
+                                   "nodefeatures.nfd.k8s-sigs.io")
+
+
+def test_the_charts_own_default_decides_when_the_release_sets_nothing():
+    chart_values = yaml.safe_dump(dict(yaml.safe_load(CHART_VALUES), nfd={'enabled': False}))
+    out = uo.helm_step(release(), NEW, NEW, NAME, NS, CHART, NFD_CRDS, chart_values)
+    assert [c['metadata']['name'] for c in out['crds']] == ['clusterpolicies.nvidia.com']
+
+
+def test_a_new_bundled_nfd_version_is_warned_about():
+    # v26.3.x bundles node-feature-discovery 0.18.3, v26.7.0 0.19.0 (Chart.yaml dependencies): helm upgrade
+    # restarts NFD while VMs run
+    out = uo.helm_step(dict(release(), manifest=nfd_manifest('0.18.3')), NEW, NEW, NAME, NS, CHART,
+                       show_crds(crd()), CHART_VALUES, CHART_YAML)
+    (warning,) = out['warnings']
+    assert warning.startswith("the chart's Node Feature Discovery moves from 0.18.3 to 0.19.0 with chart v26.7.0 "
+                              "(nfd.enabled): helm upgrade restarts NFD's master and workers while VMs run")
+    assert 'nvidia.com/gpu.deploy.*' in warning
+    # the whole plan carries it among its warnings
+    helm = {'release': dict(release(), manifest=nfd_manifest('0.18.3')), 'release_name': NAME, 'namespace': NS,
+            'chart': CHART, 'chart_version': NEW, 'crds': show_crds(crd()), 'chart_values': CHART_VALUES,
+            'chart_meta': CHART_YAML}
+    result = up.plan([], [], [], [], [], [], [], current={}, target={'gpu_operator': NEW}, helm=helm)
+    assert warning in result['warnings'] and 'warning: ' + warning in result['summary']
+
+
+@pytest.mark.parametrize('manifest,chart_text,values', [
+    (nfd_manifest('0.19.0'), CHART_YAML, SAFE),                      # the same version
+    (nfd_manifest('v0.19.0'), CHART_YAML, SAFE),                     # v25.10's Chart.yaml wrote v0.18.2
+    (nfd_manifest('0.18.3'), CHART_YAML, dict(SAFE, nfd={'enabled': False})),   # NFD not the chart's
+    ([], CHART_YAML, SAFE),                                          # the release runs no NFD of the chart
+    (nfd_manifest('0.18.3'), None, SAFE),                            # Chart.yaml not read
+    (nfd_manifest('0.18.3'), 'a: [b', SAFE),                         # not YAML
+])
+def test_no_warning_without_a_known_version_change(manifest, chart_text, values):
+    chart_values = yaml.safe_dump(dict(yaml.safe_load(CHART_VALUES), nfd={'enabled': True}))
+    out = uo.helm_step(dict(release(values=values), manifest=manifest), NEW, NEW, NAME, NS, CHART, show_crds(crd()),
+                       chart_values, chart_text)
+    assert out['warnings'] == [] and out['action'] == 'upgrade'
