@@ -984,7 +984,8 @@ ONESHOT_RESTART_SINCE = 245
 # the first line of ``systemctl --version``: "systemd 252 (252.17-1.el9)", "systemd 239 (239-78.el8)",
 # "systemd 245 (245.4-4ubuntu3.22)"; src/basic/util.c version() prints "systemd " PROJECT_VERSION " (" GIT_VERSION ")"
 # (a point release or an -rc in the first number is taken, the major number read)
-SYSTEMD_VERSION_LINE = re.compile(r'systemd ([0-9]{1,4})(?:\.[0-9]{1,4})?(?:~rc[0-9]{1,3})?(?: \([A-Za-z0-9._~+-]{1,128}\))?')
+SYSTEMD_VERSION_LINE = re.compile(
+    r'systemd ([0-9]{1,4})(?:\.[0-9]{1,4})?(?:~rc[0-9]{1,3})?(?: \([A-Za-z0-9._~+-]{1,128}\))?')
 
 
 def systemd_version(output, host='this host'):
@@ -1042,7 +1043,8 @@ def unit_text(unit_path, script, config, python, timeout, on_host=True, unit_typ
     # again every 30 s until one succeeds: Restart=on-failure (allowed for Type=oneshot since systemd 245, commit
     # 10e7272; systemd.service(5) Restart=; RHEL 9 and RHCOS ship 252; the forking form before it, UNIT_TYPES) and no
     # start limit (StartLimitIntervalSec=0 in [Unit], systemd.unit(5)), else the default limit (5 starts in 10 s)
-    # could end the retries. A success stays final (RemainAfterExit), so a later driver reload needs ``systemctl restart`` (docs/pools/vendor-vfio.md).
+    # could end the retries. A success stays final (RemainAfterExit), so a later driver reload needs
+    # ``systemctl restart`` (docs/pools/vendor-vfio.md).
     return (MARKER + ' (vgpu_vf role).\n'
             '[Unit]\n'
             'Description=Re-create NVIDIA vGPU VFs and their profiles (gpuvirt.provision)\n'
