@@ -31,11 +31,12 @@ def vgpu_vf_owned_files(root_dir):
         raise AnsibleFilterError('vgpu_vf_owned_files: vgpu_vf_root_dir: %s' % e)
 
 
-def vgpu_vf_unit(root_dir, python, timeout):
+def vgpu_vf_unit(root_dir, python, timeout, unit_type='oneshot'):
     try:
         vvp.install_paths(root_dir)
         files = dict(vvp.INSTALLED)
-        return vvp.unit_text(files['unit'], files['script'], files['config'], python, timeout, on_host=False)
+        return vvp.unit_text(files['unit'], files['script'], files['config'], python, timeout, on_host=False,
+                             unit_type=unit_type)
     except vvp.VfProfileError as e:
         raise AnsibleFilterError('vgpu_vf_unit: %s' % e)
 

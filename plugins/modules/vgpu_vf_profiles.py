@@ -107,6 +107,20 @@ options:
         description: The Python 3 interpreter that runs the script; a trusted path (root-owned up to C(/)).
         type: path
         default: /usr/bin/python3
+      type:
+        description:
+          - >-
+            The unit's form. C(oneshot) is C(Type=oneshot) with C(Restart=on-failure), which systemd accepts from
+            version 245 on; C(forking) is C(Type=forking) with C(RemainAfterExit=yes) and C(Restart=on-failure),
+            which any systemd accepts (EL8 ships 239, which refuses the oneshot form). Both wait for one run of the
+            script per start and start a failed run again every 30 seconds.
+          - >-
+            C(auto) reads the host's systemd version from the first line of C(systemctl --version) (read only, in
+            check mode too) and picks C(oneshot) from 245 on, C(forking) before; a line that does not read as
+            C(systemd <version> (<package version>)) is refused, naming the host and the line.
+        type: str
+        choices: [auto, oneshot, forking]
+        default: auto
 attributes:
   check_mode:
     description: Reports what would be enabled and set and writes nothing. A GPU whose VFs are off is reported as
@@ -162,6 +176,14 @@ unit:
   description: The systemd unit text, when O(unit) was given.
   returned: when O(unit) is given
   type: str
+unit_type:
+  description: The unit's form, C(oneshot) or C(forking), when O(unit) was given.
+  returned: when O(unit) is given
+  type: str
+systemd_version:
+  description: The host's systemd version, when O(unit.type=auto) read it; null when the form was given.
+  returned: when O(unit) is given
+  type: int
 files:
   description: >-
     The restore's files when O(unit) was given: C(unit), C(script), C(config), each C({path, final, exists}), and
@@ -172,6 +194,7 @@ files:
 
 import json
 import os
+import platform
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
@@ -189,6 +212,28 @@ def _saved(path):
                                  % (path, to_native(str(e)[:200] or type(e).__name__)))
     vvp.load_saved(data)
     return data
+
+
+def _unit_type(module, wanted):
+    """(form, systemd version or None): the form given, or with ``auto`` the one the host's systemd takes, read from
+    ``systemctl --version`` (read only). Its output is the host's: parsed by its grammar, refused when it does not
+    fit."""
+    vvp.check_unit_type(wanted, 'unit.type', vvp.UNIT_TYPE_CHOICES)
+    if wanted != 'auto':
+        return wanted, None
+    host = 'host %s' % (platform.node() or '?')
+    systemctl = module.get_bin_path('systemctl')
+    if systemctl is None:
+        raise vvp.VfProfileError('%s has no systemctl, so the boot-time unit\'s form cannot be read from its systemd '
+                                 'version; set vgpu_vf_unit_type to oneshot (systemd 245 or later) or forking. '
+                                 'Nothing was changed.' % host)
+    rc, out, err = module.run_command([systemctl, '--version'])
+    if rc != 0:
+        raise vvp.VfProfileError('%s: systemctl --version exited %d (%s); set vgpu_vf_unit_type to oneshot (systemd '
+                                 '245 or later) or forking. Nothing was changed.'
+                                 % (host, rc, to_native((err or out or '').strip()[:200])))
+    version = vvp.systemd_version(out, host)
+    return vvp.unit_type_for(version), version
 
 
 def _plan(module):
@@ -234,6 +279,7 @@ def main():
             unit=dict(type='dict', options=dict(
                 root_dir=dict(type='path', default='/'),
                 python=dict(type='path', default='/usr/bin/python3'),
+                type=dict(type='str', choices=list(vvp.UNIT_TYPE_CHOICES), default='auto'),
             )),
         ),
         required_if=[('state', 'present', ['config'])],
@@ -259,12 +305,13 @@ def main():
         # every path but plan writes (check mode predicts that write): refused on a CoreOS host before anything,
         # with or without the boot-time restore (installed_files refuses it again for its prefix)
         vvp.refuse_coreos(p['unit']['root_dir'] if p['unit'] else '/')
-        unit = files = None
+        unit = files = unit_type = systemd = None
         saved_config = p['saved_config']
         if p['unit']:
             files = vvp.installed_files(p['unit']['root_dir'])
+            unit_type, systemd = _unit_type(module, p['unit']['type'])
             unit = vvp.unit_text(files['unit']['final'], files['script']['final'], files['config']['final'],
-                                 p['unit']['python'], p['wait_timeout'])
+                                 p['unit']['python'], p['wait_timeout'], unit_type=unit_type)
             saved_config = saved_config or files['config']['path']
         saved = _saved(saved_config)
         known = vvp.load_saved(saved)
@@ -296,6 +343,8 @@ def main():
     result = dict(changed=changed, vfs=rows, said=said, persist=persist)
     if unit is not None:
         result['unit'] = unit
+        result['unit_type'] = unit_type
+        result['systemd_version'] = systemd
         result['files'] = files
     if module._diff:
         result['diff'] = {'before': before, 'after': after, 'before_header': 'vGPU profiles',

@@ -9,14 +9,15 @@ import subprocess
 import sys
 
 
-def run_play(tmp_path, play, extra_vars=None, args=(), name='play.yml'):
+def run_play(tmp_path, play, extra_vars=None, args=(), name='play.yml', env=None):
     """Write ``play`` to ``tmp_path/name`` and run it; ``extra_vars`` go in as one JSON ``-e`` (typed values),
-    ``args`` after it (``-e name=value`` strings, as a user types them). Returns (rc, stdout + stderr)."""
+    ``args`` after it (``-e name=value`` strings, as a user types them); ``env``, when given, is the whole
+    environment of ansible-playbook (and so of the modules it runs on localhost). Returns (rc, stdout + stderr)."""
     path = tmp_path / name
     path.write_text(play)
     extra = dict(extra_vars or {}, ansible_python_interpreter=sys.executable)
     cmd = ['ansible-playbook', '-i', 'localhost,', str(path), '-e', json.dumps(extra)] + list(args)
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     return proc.returncode, proc.stdout + proc.stderr
 
 

@@ -981,10 +981,62 @@ def _unit_path(value, name):
     return _path(value, name)
 
 
-def unit_text(unit_path, script, config, python, timeout, on_host=True):
-    """The systemd unit that re-creates the VFs and profiles at boot. Oneshot, after the module load and the host's
-    vGPU Manager services; the script waits for the sysfs files itself (``timeout``), so a vGPU Manager that loads
-    later (the GPU Operator's, once kubelet runs its DaemonSet) is waited for too, not raced. ``on_host`` False
+# The unit's two forms, one per systemd generation; both restart a failed start every 30 s without a start limit.
+# ``oneshot``: Type=oneshot with Restart=on-failure, which systemd allows since v245 (commit 10e7272, "allow
+# Restart= for oneshot units"; systemd.service(5), Restart=). Before it, service_verify() refuses the unit ("Service
+# has Restart= setting other than no, which isn't allowed for Type=oneshot services. Refusing.";
+# redhat-plumbers/systemd-rhel8, the 239 of EL8, src/core/service.c). ``forking``: for those, Type=forking, which
+# Restart= is allowed on, with a start process that forks nothing (service.c of that 239: service_enter_start
+# spawns ExecStart= as the control process of a forking service and waits for its exit under TimeoutStartSec=, as it
+# waits for a oneshot's main process; a non-zero exit goes through service_enter_signal to service_enter_dead, which
+# arms the restart timer (Restart=on-failure, RestartSec=) and enters auto-restart; a zero exit reaches
+# service_enter_running, where an empty cgroup with RemainAfterExit=yes is "active (exited)", as a oneshot's is).
+# So a start job (boot, ``systemctl start``/``restart``) waits for one run of the script in both forms and fails
+# when that run fails, and the ordering is the same. GuessMainPID=no: no process left in the cgroup is ever taken
+# for a main process (systemd.service(5), GuessMainPID=, for Type=forking without PIDFile=).
+UNIT_TYPES = ('oneshot', 'forking')
+UNIT_TYPE_CHOICES = ('auto',) + UNIT_TYPES
+ONESHOT_RESTART_SINCE = 245
+# the first line of ``systemctl --version``: "systemd 252 (252.17-1.el9)", "systemd 239 (239-78.el8)",
+# "systemd 245 (245.4-4ubuntu3.22)"; src/basic/util.c version() prints "systemd " PROJECT_VERSION " (" GIT_VERSION ")"
+# (a point release or an -rc in the first number is taken, the major number read)
+SYSTEMD_VERSION_LINE = re.compile(
+    r'systemd ([0-9]{1,4})(?:\.[0-9]{1,4})?(?:~rc[0-9]{1,3})?(?: \([A-Za-z0-9._~+-]{1,128}\))?')
+
+
+def systemd_version(output, host='this host'):
+    """The systemd version from ``systemctl --version``'s output (text the host printed: untrusted). Only the first
+    line is read, and it must match SYSTEMD_VERSION_LINE whole; anything else raises naming the host and the line."""
+    text = output if isinstance(output, str) else ''
+    first = text.split('\n', 1)[0]
+    found = SYSTEMD_VERSION_LINE.fullmatch(first)
+    if not found or not 1 <= int(found.group(1)) <= 9999:
+        raise VfProfileError('%s: systemctl --version printed %s as its first line; expected "systemd <version> '
+                             '(<package version>)" such as "systemd 252 (252.17-1.el9)". The boot-time unit\'s form '
+                             'depends on it; set vgpu_vf_unit_type to oneshot (systemd 245 or later) or forking (any '
+                             'systemd) to choose it without reading the host. Nothing was changed.'
+                             % (host, _brief(first)))
+    return int(found.group(1))
+
+
+def unit_type_for(version):
+    """The unit's form for a systemd version: oneshot from 245 on, forking before (UNIT_TYPES)."""
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise VfProfileError('the systemd version is %s; expected a positive whole number' % _brief(version))
+    return 'oneshot' if version >= ONESHOT_RESTART_SINCE else 'forking'
+
+
+def check_unit_type(value, name='unit_type', choices=UNIT_TYPES):
+    if not isinstance(value, str) or value not in choices:
+        raise VfProfileError('%s is %s; expected one of %s' % (name, _brief(value), ', '.join(choices)))
+    return value
+
+
+def unit_text(unit_path, script, config, python, timeout, on_host=True, unit_type='oneshot'):
+    """The systemd unit that re-creates the VFs and profiles at boot, in the form ``unit_type`` (UNIT_TYPES: oneshot
+    for systemd 245 and later, forking before), after the module load and the host's vGPU Manager services; the
+    script waits for the sysfs files itself (``timeout``), so a vGPU Manager that loads later (the GPU Operator's,
+    once kubelet runs its DaemonSet) is waited for too, not raced. ``on_host`` False
     (the role's filter, on the controller) checks ``python`` by the path grammar only: the module checked it on the
     host by the trusted-path rule in the same run."""
     _unit_path(unit_path, 'the unit path')
@@ -1001,12 +1053,14 @@ def unit_text(unit_path, script, config, python, timeout, on_host=True):
         timeout = _timeout(timeout)
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
         raise VfProfileError('wait_timeout is %s; expected 10 to 3600 seconds' % _brief(timeout))
+    check_unit_type(unit_type)
     # A start that fails (exit 1: the driver or the VFs did not come within ``timeout``, counted from early boot,
     # while on OpenShift kubelet, the vGPU Manager pod, its driver build and its VF delay come first) is started
-    # again every 30 s until one succeeds: Restart=on-failure (allowed for Type=oneshot since systemd 245, commit 10e7272;
-    # systemd.service(5) Restart=; RHEL 9 and RHCOS ship 252) and no start limit (StartLimitIntervalSec=0 in
-    # [Unit], systemd.unit(5)), else the default limit (5 starts in 10 s) could end the retries. A success stays
-    # final (RemainAfterExit), so a later driver reload needs ``systemctl restart`` (docs/pools/vendor-vfio.md).
+    # again every 30 s until one succeeds: Restart=on-failure (allowed for Type=oneshot since systemd 245, commit
+    # 10e7272; systemd.service(5) Restart=; RHEL 9 and RHCOS ship 252; the forking form before it, UNIT_TYPES) and no
+    # start limit (StartLimitIntervalSec=0 in [Unit], systemd.unit(5)), else the default limit (5 starts in 10 s)
+    # could end the retries. A success stays final (RemainAfterExit), so a later driver reload needs
+    # ``systemctl restart`` (docs/pools/vendor-vfio.md).
     return (MARKER + ' (vgpu_vf role).\n'
             '[Unit]\n'
             'Description=Re-create NVIDIA vGPU VFs and their profiles (gpuvirt.provision)\n'
@@ -1015,7 +1069,7 @@ def unit_text(unit_path, script, config, python, timeout, on_host=True):
             'StartLimitIntervalSec=0\n'
             '\n'
             '[Service]\n'
-            'Type=oneshot\n'
+            '%s'
             'RemainAfterExit=yes\n'
             'ExecStart=%s %s %s\n'
             'TimeoutStartSec=%d\n'
@@ -1023,4 +1077,6 @@ def unit_text(unit_path, script, config, python, timeout, on_host=True):
             'RestartSec=30\n'
             '\n'
             '[Install]\n'
-            'WantedBy=multi-user.target\n' % (config, python, script, config, timeout + 60))
+            'WantedBy=multi-user.target\n'
+            % (config, 'Type=oneshot\n' if unit_type == 'oneshot' else 'Type=forking\nGuessMainPID=no\n',
+               python, script, config, timeout + 60))

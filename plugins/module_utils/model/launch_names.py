@@ -318,6 +318,7 @@ KNOWN = (
     'vgpu_vf_state',
     'vgpu_vf_sysfs_root',
     'vgpu_vf_systemd',
+    'vgpu_vf_unit_type',
     'vgpu_vf_wait_timeout',
 )
 

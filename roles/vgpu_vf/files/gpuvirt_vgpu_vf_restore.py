@@ -286,7 +286,9 @@ def restore_gpu(cfg, pf, pairs, deadline, written=None):
         if there and os.access(script, os.X_OK):
             try:
                 say(6, 'GPU %s: enabling VFs with %s -e %s' % (pf, script, pf))
-                proc = subprocess.run([script, '-e', pf], capture_output=True, text=True, timeout=120, check=False)
+                # Python 3.6 keywords only: EL8's /usr/bin/python3 is 3.6, which has no capture_output= or text=
+                proc = subprocess.run([script, '-e', pf], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      universal_newlines=True, timeout=120, check=False)
             except (IOError, OSError, subprocess.SubprocessError) as e:
                 say(3, 'GPU %s: enabling its VFs failed: %s' % (pf, e))
                 return len(pairs) or 1

@@ -8,6 +8,7 @@ the Machine Config Operator or a kubelet would write status, the test writes it 
 """
 from __future__ import annotations
 
+import calendar
 import hashlib
 import json
 import os
@@ -201,48 +202,212 @@ def rendered_name(pool_name, spec):
 
 
 def mco(status, pool_name='worker', mc_name=MC_NAME, annotate=None, hold=None):
-    """The Machine Config Operator's part, as a controller step: once our MachineConfig (and pool) exist, the
-    render controller renders the pool's MachineConfigs into a new rendered-<pool>-<hash> MachineConfig and points
-    the pool's spec.configuration at it (pkg/controller/render/render_controller.go syncGeneratedMachineConfig); the
-    node controller rolls it out to the nodes the pool selects, whose daemons annotate them, and copies
-    spec.configuration to status.configuration once every machine runs it (pkg/controller/node/status.go
-    calculateStatus: status.configuration.source lists the MachineConfigs rendered in, machineCount counts the
-    nodes the pool's nodeSelector selects; Updated=True once every machine runs it). It keeps watching: an edited
-    MachineConfig is rendered and rolled out again under a new name. ``status`` is the pool status it ends with
-    (machineCount: the selected nodes, unless given); ``annotate``: the nodes whose daemon reports the new config
-    (default: every selected node); ``hold(mc)``: true while the render controller has not got to this content
-    yet (the pool keeps its previous configuration). ``step.rendered`` lists the rendered names, in order."""
+    """The Machine Config Operator's part, as a controller step (a stand-in: no MCO runs here, and no node exists to
+    write files on or reboot). Once our MachineConfig (and pool) exist, the render controller renders the pool's
+    MachineConfigs into a new rendered-<pool>-<hash> MachineConfig and points the pool's spec.configuration at it
+    (pkg/controller/render/render_controller.go syncGeneratedMachineConfig). It keeps watching: an edited
+    MachineConfig is rendered and rolled out again under a new name. ``hold(mc)``: true while the render controller
+    has not got to this content yet (the pool keeps its previous configuration). ``step.rendered`` lists the rendered
+    names, in order.
+
+    With ``status`` a rollout_done() status (no machine counts) and no ``annotate``, the rollout is the real one's
+    (``_roll``): the node controller targets one node at a time (maxUnavailable 1), whose daemon and the drain
+    controller take it through Working, cordon, drain, reboot, uncordon and Done, and the pool's status is
+    calculated from the nodes after every step, as the node controller's is. ``step.events`` records each node's
+    steps as (time, node, step); ``step.updated_at`` the time the pool last turned Updated.
+
+    Otherwise (a test that needs an MCO that does not add up: counters given, or only the ``annotate`` nodes'
+    daemons reporting) the pool is set to ``status`` at once (machineCount: the selected nodes, unless given) and
+    the ``annotate`` nodes (default: every selected node) to the rendered config."""
+    rolling = annotate is None and 'machineCount' not in status
+
     def step(cluster):
         mc = cluster.get(MC_V1, 'MachineConfig', mc_name)
-        if mc is None:
-            return False
         pool = cluster.get(MC_V1, 'MachineConfigPool', pool_name)
-        if pool is None or (hold is not None and hold(mc)):
-            return False
-        spec = rendered_spec(mc)
-        rendered = rendered_name(pool_name, spec)
-        if step.rendered and step.rendered[-1] == rendered:
-            return False
-        if cluster.get(MC_V1, 'MachineConfig', rendered) is None:
-            cluster.create({'apiVersion': MC_V1, 'kind': 'MachineConfig', 'metadata': {'name': rendered},
-                            'spec': spec})
-        configuration = dict(status['configuration'], name=rendered)
-        pool = cluster.patch(pool, {'spec': {'configuration': configuration}})
-        selector = pool['spec']['nodeSelector']['matchLabels']
-        selected = [n['metadata']['name'] for n in cluster.server.request('GET', '/api/v1/nodes')['items']
-                    if all((n['metadata'].get('labels') or {}).get(k) == v for k, v in selector.items())]
-        final = dict(status, observedGeneration=pool['metadata']['generation'], configuration=configuration)
-        if 'machineCount' not in status:
-            final.update(machineCount=len(selected), updatedMachineCount=len(selected),
-                         readyMachineCount=len(selected))
-        for name in selected if annotate is None else annotate:
-            cluster.patch(cluster.get('v1', 'Node', name), {'metadata': {'annotations': {
-                MCD + 'currentConfig': rendered, MCD + 'desiredConfig': rendered, MCD + 'state': 'Done'}}})
-        cluster.set_status(pool, final)
-        step.rendered.append(rendered)
+        if mc is not None and pool is not None and not (hold is not None and hold(mc)):
+            spec = rendered_spec(mc)
+            rendered = rendered_name(pool_name, spec)
+            if not step.rendered or step.rendered[-1] != rendered:
+                if cluster.get(MC_V1, 'MachineConfig', rendered) is None:
+                    cluster.create({'apiVersion': MC_V1, 'kind': 'MachineConfig', 'metadata': {'name': rendered},
+                                    'spec': spec})
+                configuration = dict(status['configuration'], name=rendered)
+                pool = cluster.patch(pool, {'spec': {'configuration': configuration}})
+                step.rendered.append(rendered)
+                if not rolling:
+                    _set_at_once(cluster, pool, status, configuration, annotate)
+        if rolling and step.rendered and pool is not None:
+            _roll(cluster, pool, step)
         return False
     step.rendered = []
+    step.events = []
+    step.updated_at = None
     return step
+
+
+def _selected(cluster, pool):
+    """The nodes the pool's nodeSelector selects, by name (pkg/controller/node/node_controller.go getNodesForPool)."""
+    selector = pool['spec']['nodeSelector']['matchLabels']
+    # a list's items carry no apiVersion and kind
+    return sorted((dict(n, apiVersion='v1', kind='Node') for n in cluster.server.request('GET', '/api/v1/nodes')['items']
+                   if all((n['metadata'].get('labels') or {}).get(k) == v for k, v in selector.items())),
+                  key=lambda n: n['metadata']['name'])
+
+
+def _set_at_once(cluster, pool, status, configuration, annotate):
+    selected = [n['metadata']['name'] for n in _selected(cluster, pool)]
+    final = dict(status, observedGeneration=pool['metadata']['generation'], configuration=configuration)
+    if 'machineCount' not in status:
+        final.update(machineCount=len(selected), updatedMachineCount=len(selected), readyMachineCount=len(selected))
+    for name in selected if annotate is None else annotate:
+        cluster.patch(cluster.get('v1', 'Node', name), {'metadata': {'annotations': {
+            MCD + 'currentConfig': configuration['name'], MCD + 'desiredConfig': configuration['name'],
+            MCD + 'state': 'Done'}}})
+    cluster.set_status(pool, final)
+
+
+def _notes(node):
+    return node['metadata'].get('annotations') or {}
+
+
+def _node_ready(node):
+    # pkg/controller/common/layered_node_state.go CheckNodeReady: the Ready condition True (none reported counts as
+    # no objection), and not unschedulable ("Ignore nodes that are marked unschedulable")
+    conds = dict((c['type'], c['status']) for c in (node.get('status') or {}).get('conditions') or [])
+    return conds.get('Ready', 'True') == 'True' and not (node.get('spec') or {}).get('unschedulable')
+
+
+def _node_done(node, target=None):
+    # layered_node_state.go IsNodeDone (currentConfig == desiredConfig, both set, state Done), and with ``target``
+    # IsDesiredMachineConfigEqualToPool too (status.go getUpdatedMachines: IsDone)
+    notes = _notes(node)
+    current, desired = notes.get(MCD + 'currentConfig'), notes.get(MCD + 'desiredConfig')
+    return (bool(current) and current == desired and (target is None or desired == target)
+            and notes.get(MCD + 'state') == 'Done')
+
+
+def _set_ready(cluster, node, ready):
+    """The kubelet's Ready condition (status subresource): False while the node reboots, True once it is back."""
+    status = dict(node.get('status') or {})
+    status['conditions'] = [{'type': 'Ready', 'status': 'True' if ready else 'False',
+                             'reason': 'KubeletReady' if ready else 'KubeletNotReady'}]
+    cluster.set_status(node, status)
+
+
+def _drain(cluster, name):
+    """The drain controller's drain (pkg/controller/drain/drain_controller.go drainNode: kubectl's drain.Helper with
+    Force, IgnoreAllDaemonSets, DeleteEmptyDirData): every pod on the node is evicted but DaemonSet pods and mirror
+    pods (k8s.io/kubectl/pkg/drain filters.go daemonSetFilter, mirrorPodFilter), and the drain waits until they are
+    gone, which the kubelet stand-in here does at once (no kubelet runs: it deletes the evicted pod with grace 0)."""
+    pods = cluster.server.request('GET', '/api/v1/pods?fieldSelector=spec.nodeName=' + name)['items']
+    for item in pods:
+        meta = item['metadata']
+        if any(o.get('kind') == 'DaemonSet' and o.get('controller') for o in meta.get('ownerReferences') or []):
+            continue
+        if 'kubernetes.io/config.mirror' in (meta.get('annotations') or {}):
+            continue
+        path = '/api/v1/namespaces/%s/pods/%s' % (meta['namespace'], meta['name'])
+        cluster.server.request('POST', path + '/eviction', {
+            'apiVersion': 'policy/v1beta1', 'kind': 'Eviction',
+            'metadata': {'name': meta['name'], 'namespace': meta['namespace']}}, ok=(200, 201, 404))
+        cluster.server.request('DELETE', path, {'kind': 'DeleteOptions', 'apiVersion': 'v1', 'gracePeriodSeconds': 0},
+                               ok=(200, 202, 404))
+
+
+def _advance(cluster, node, target, step):
+    """One step of the node the pool targets, as its machine-config-daemon and the drain controller take it; each
+    step is one write, so the states between are seen. Returns the step's name."""
+    name, notes = node['metadata']['name'], _notes(node)
+    drain, uncordon = 'drain-' + target, 'uncordon-' + target
+    phase = step.phases.get(name)
+    if notes.get(MCD + 'state') != 'Working' and phase is None:
+        # pkg/daemon/update.go: the daemon sees desiredConfig != currentConfig and sets state Working
+        # (nodeWriter SetWorking), then asks the drain controller to drain (desiredDrain, constants.go
+        # DesiredDrainerAnnotationKey, "drain-<config>")
+        cluster.patch(node, {'metadata': {'annotations': {MCD + 'state': 'Working', MCD + 'desiredDrain': drain}}})
+        step.phases[name] = 'working'
+    elif phase == 'working':
+        # drain_controller.go drainNode: cordon first (cordonOrUncordonNode(true): spec.unschedulable)
+        cluster.patch(node, {'spec': {'unschedulable': True}})
+        step.phases[name] = 'cordoned'
+    elif phase == 'cordoned':
+        # then drain.RunNodeDrain; on success lastAppliedDrain = desiredDrain (LastAppliedDrainerAnnotationKey)
+        _drain(cluster, name)
+        cluster.patch(node, {'metadata': {'annotations': {MCD + 'lastAppliedDrain': drain}}})
+        step.phases[name] = 'drained'
+    elif phase == 'drained':
+        # the daemon writes the files and reboots (update.go updateOnClusterBuild/reboot): the node goes NotReady
+        _set_ready(cluster, node, False)
+        step.phases[name] = 'rebooting'
+    elif phase == 'rebooting':
+        # back up: the kubelet reports Ready; the daemon's first run (daemon.go checkStateOnFirstRun ->
+        # updateConfigAndState) validates the on-disk state and, in completeUpdate, asks for the uncordon
+        _set_ready(cluster, node, True)
+        cluster.patch(node, {'metadata': {'annotations': {MCD + 'desiredDrain': uncordon}}})
+        step.phases[name] = 'rebooted'
+    elif phase == 'rebooted':
+        # drain_controller.go syncNode, DrainerStateUncordon: cordonOrUncordonNode(false), then lastAppliedDrain
+        cluster.patch(node, {'spec': {'unschedulable': False},
+                             'metadata': {'annotations': {MCD + 'lastAppliedDrain': uncordon}}})
+        step.phases[name] = 'uncordoned'
+    elif phase == 'uncordoned':
+        # daemon.go updateConfigAndState: after completeUpdate, nodeWriter SetDone (currentConfig = desiredConfig,
+        # state Done)
+        cluster.patch(node, {'metadata': {'annotations': {MCD + 'currentConfig': target, MCD + 'state': 'Done'}}})
+        del step.phases[name]
+        phase = 'done'
+    step.events.append((time.time(), name, step.phases.get(name, phase) or 'working'))
+    return step.events[-1][2]
+
+
+def _roll(cluster, pool, step):
+    """One pass of the node controller over the pool (pkg/controller/node/node_controller.go syncMachineConfigPool):
+    the node being updated moves one step; when no node is unavailable, the next node not yet targeted gets
+    desiredConfig (maxUnavailable: the pool's spec.maxUnavailable, 1 by default, maxUnavailable(); the candidates
+    and their count, getAllCandidateMachines; setDesiredMachineConfigAnnotation); then the pool's status is
+    calculated from the nodes (status.go calculateStatus)."""
+    target = pool['spec']['configuration']['name']
+    step.phases = getattr(step, 'phases', {})
+    nodes = _selected(cluster, pool)
+    working = [n for n in nodes if _notes(n).get(MCD + 'desiredConfig') == target and not _node_done(n, target)]
+    if working:
+        _advance(cluster, working[0], target, step)
+    else:
+        # capacity = maxUnavailable (1) minus the unavailable nodes (layered_node_state.go IsUnavailableForUpdate:
+        # not ready, or not done): here not ready, or already targeted and not done. The fixture's nodes carry no
+        # daemon annotations of an earlier config, which a real node's daemon wrote when it joined, so "not done"
+        # counts only for a node this rollout targeted.
+        unavailable = [n for n in nodes if not _node_ready(n) or (
+            _notes(n).get(MCD + 'desiredConfig') == target and not _node_done(n, target))]
+        candidates = [n for n in nodes if _notes(n).get(MCD + 'desiredConfig') != target]
+        if candidates and not unavailable:
+            cluster.patch(candidates[0], {'metadata': {'annotations': {MCD + 'desiredConfig': target}}})
+            step.events.append((time.time(), candidates[0]['metadata']['name'], 'desired'))
+    nodes = _selected(cluster, pool)
+    count = len(nodes)
+    # status.go getUpdatedMachines (IsDone against the pool's target), getReadyMachines (updated and
+    # CheckNodeReady), getUnavailableMachines (IsUnavailableForUpdate), getDegradedMachines (state Degraded)
+    updated = [n for n in nodes if _node_done(n, target)]
+    ready = [n for n in updated if _node_ready(n)]
+    unavailable = [n for n in nodes if not _node_ready(n) or not _node_done(n)]
+    all_updated = len(updated) == count and len(ready) == count and not unavailable
+    current = (pool.get('status') or {}).get('configuration') or {}
+    stamp = '2026-11-24T00:00:00Z'
+    conditions = [{'type': t, 'status': v, 'message': '', 'reason': '', 'lastTransitionTime': stamp} for t, v in (
+        ('Updated', 'True' if all_updated else 'False'), ('Updating', 'False' if all_updated else 'True'),
+        ('NodeDegraded', 'False'), ('Degraded', 'False'))]
+    final = {'observedGeneration': pool['metadata']['generation'], 'machineCount': count,
+             'updatedMachineCount': len(updated), 'readyMachineCount': len(ready),
+             'unavailableMachineCount': len(unavailable), 'degradedMachineCount': 0,
+             # calculateStatus copies spec.configuration to status.configuration only once every machine is
+             # updated and ready and none is unavailable
+             'configuration': pool['spec']['configuration'] if all_updated else current,
+             'conditions': conditions}
+    if (pool.get('status') or {}) != final:
+        if all_updated and current.get('name') != target:
+            # taken before the write: a read that sees the pool Updated comes after it
+            step.updated_at = time.time()
+        cluster.set_status(pool, final)
 
 
 def rollout_done(sources):
@@ -265,18 +430,60 @@ def mc_apply(cluster, **extra):
     return args
 
 
+def pod(name, namespace, node_name, owner_kind):
+    owner = {'apiVersion': 'apps/v1', 'kind': owner_kind, 'name': name.rsplit('-', 1)[0], 'uid': name + '-owner',
+             'controller': True}
+    return {'apiVersion': 'v1', 'kind': 'Pod',
+            'metadata': {'name': name, 'namespace': namespace, 'ownerReferences': [owner]},
+            'spec': {'nodeName': node_name, 'containers': [{'name': 'c', 'image': 'registry.example.com/c:1'}]}}
+
+
+def _stamp(event):
+    # the audit log's stageTimestamp, RFC 3339 in UTC with microseconds
+    return calendar.timegm(time.strptime(event['stageTimestamp'][:19], '%Y-%m-%dT%H:%M:%S')) + float(
+        '0' + event['stageTimestamp'][19:].rstrip('Z'))
+
+
 def test_first_machineconfig_rollout_waits_on_the_real_object(tmp_path, kube):
     # The first play of kubevirt.yml previews every phase in check mode; its MachineConfig is a dry run the MCO never
     # sees, so it must not wait for the pool (it used to, for the whole timeout, and the first rollout could never
-    # succeed). The second play applies it, and waits until the MCO has rolled it out.
-    cluster = kube([pool('master', ['00-master'], DONE), pool('worker', ['00-worker'], DONE)] + vgpu_nodes())
-    cluster.controller('machine-config-operator', mco(rollout_done(['00-worker', MC_NAME])))
+    # succeed). The second play applies it, and waits until the MCO has rolled it out: drained and rebooted every
+    # node of the pool, one at a time, each back schedulable.
+    cluster = kube([pool('master', ['00-master'], DONE), pool('worker', ['00-worker'], DONE)] + vgpu_nodes()
+                   + [pod('web-7d4b9-x2k1', 'apps', 'vgpu-a10', 'ReplicaSet'),
+                      pod('nvidia-sandbox-device-plugin-x1', 'nvidia-gpu-operator', 'vgpu-a10', 'DaemonSet')])
+    operator = mco(rollout_done(['00-worker', MC_NAME]))
+    cluster.controller('machine-config-operator', operator)
     rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
+    # read before anything else: the state the run returned on
+    nodes = dict((n, cluster.get('v1', 'Node', n)) for n in ('vgpu-a10', 'vgpu-l40s'))
     assert rc == 0, log
     assert 'Preview: MachineConfig %s is not in the cluster yet' % MC_NAME in log, log
     assert 'worker: 2/2 machines updated, 2 ready' in log, log
-    # server-side apply creates with a PATCH
+    # server-side apply creates with a PATCH; no write to a Node: the cordon is the MCO's, and so is the uncordon
+    # (the drain controller cordons again a node uncordoned under its drain: pkg/controller/drain/drain_controller.go
+    # drainNode, "External actor has unexpectedly uncordoned node")
     assert write_summary(cluster.attempts()) == ['patch machineconfigs -/' + MC_NAME], log
+    # the run returned with every node on the rendered config, Done and schedulable again (the MCO stand-in's
+    # drain and reboot: mco(), _roll)
+    rendered = operator.rendered[-1]
+    for name, node_now in nodes.items():
+        notes = node_now['metadata']['annotations']
+        assert (notes[MCD + 'currentConfig'], notes[MCD + 'desiredConfig'], notes[MCD + 'state']) == (
+            rendered, rendered, 'Done'), (name, notes)
+        assert not node_now['spec'].get('unschedulable'), name
+    # one node at a time (maxUnavailable 1): vgpu-l40s is targeted only once vgpu-a10 is Done
+    steps = [(node_name, what) for _t, node_name, what in operator.events]
+    assert steps == [(n, w) for n in ('vgpu-a10', 'vgpu-l40s') for w in (
+        'desired', 'working', 'cordoned', 'drained', 'rebooting', 'rebooted', 'uncordoned', 'done')], steps
+    # the drain evicted the ReplicaSet's pod and left the DaemonSet's (IgnoreAllDaemonSets)
+    assert cluster.get('v1', 'Pod', 'web-7d4b9-x2k1', 'apps') is None
+    assert cluster.get('v1', 'Pod', 'nvidia-sandbox-device-plugin-x1', 'nvidia-gpu-operator') is not None
+    # the pool's wait read the pool last after the MCO had marked it Updated (every node Done and uncordoned): the
+    # collection did not stop waiting on counters taken mid-rollout
+    reads = [e for e in cluster.requests() if e['verb'] == 'get'
+             and e.get('objectRef', {}).get('resource') == 'machineconfigpools']
+    assert operator.updated_at is not None and _stamp(reads[-1]) >= operator.updated_at, (reads[-1], operator.updated_at)
     mc = cluster.get(MC_V1, 'MachineConfig', MC_NAME)
     assert mc['spec']['kernelArguments'] == ['intel_iommu=on', 'iommu=pt']
     assert mc['metadata']['labels'] == {'machineconfiguration.openshift.io/role': 'worker'}

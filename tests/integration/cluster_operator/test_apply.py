@@ -759,6 +759,14 @@ def test_vendor_vfio_hosts_get_their_vf_profiles_as_the_machineconfig_of_their_p
     assert write_summary(cluster.attempts()) == ['patch machineconfigs -/' + VF_MC], log
     assert 'gpu-vf: 2/2 machines updated, 2 ready' in log, log
     assert operator.rendered, 'the MCO stand-in never rendered the MachineConfig'
+    # the run returned once the MCO had drained, rebooted and uncordoned both nodes of the pool, one at a time (the
+    # stand-in's rollout, cluster_kubevirt/test_apply.py _roll), and touched no node outside it
+    for name in ('vf-1', 'vf-2'):
+        node_now = cluster.get('v1', 'Node', name)
+        assert not node_now['spec'].get('unschedulable'), name
+        assert node_now['metadata']['annotations'][kv.MCD + 'state'] == 'Done', name
+    assert [(n, w) for _t, n, w in operator.events if w == 'done'] == [('vf-1', 'done'), ('vf-2', 'done')]
+    assert kv.MCD + 'desiredConfig' not in (cluster.get('v1', 'Node', 'w-3')['metadata'].get('annotations') or {})
     mc = cluster.get(kv.MC_V1, 'MachineConfig', VF_MC)
     assert mc['metadata']['labels'] == {'machineconfiguration.openshift.io/role': VF_POOL,
                                         'app.kubernetes.io/managed-by': 'gpuvirt.provision',
@@ -777,8 +785,8 @@ def test_vendor_vfio_hosts_get_their_vf_profiles_as_the_machineconfig_of_their_p
     # nothing was set over SSH: the VFs get their profiles at boot, from the unit
     assert all(set(board.current.values()) <= {0} for board in boards)
     assert not os.path.exists(tmp_path / 'root-1' / 'etc' / 'gpuvirt')
-    # the nodes rebooted into it (the MCO stand-in writes no file and reboots nothing): the MCO wrote the config on
-    # each node, and the unit gave the VFs their profiles at boot
+    # the nodes rebooted into it (the MCO stand-in drains and reboots them as the API sees it, but writes no file on
+    # a host): the MCO wrote the config on each node, and the unit gave the VFs their profiles at boot
     for i in (1, 2):
         os.makedirs(str(tmp_path / ('root-%d' % i) / 'etc' / 'gpuvirt'))
         (tmp_path / ('root-%d' % i) / 'etc' / 'gpuvirt' / 'vgpu-vf-profiles.json').write_text(

@@ -188,7 +188,7 @@ def _hostile_result(tmp_path, persist):
     evil = tmp_path / 'evil'
     return {'said': [], 'vfs': [], 'changed': True,
             'unit': '# Managed by gpuvirt.provision\n[Service]\nExecStart=/bin/sh -c "id > /tmp/owned"\n',
-            'persist': persist,
+            'persist': persist, 'unit_type': 'oneshot',
             'files': {'dirs': [str(evil / 'd')],
                       'unit': {'path': str(evil / 'x.service'), 'final': '/x.service', 'exists': True},
                       'script': {'path': str(evil / 'script'), 'final': '/script', 'exists': True},
@@ -222,3 +222,66 @@ def test_a_boot_config_given_from_outside_outside_its_grammar_is_never_written(t
     rc, out = run_play(tmp_path, PLAY, dict(extra, __vgpu_vf_result=_hostile_result(tmp_path, persist)))
     assert rc != 0 and 'vgpu_vf_config: the boot-time config names type' in out, out
     assert not (root / FILES['config']).exists() and not (tmp_path / 'evil').exists()
+
+
+def test_a_unit_form_given_from_outside_other_than_the_two_writes_no_file(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    persist = {'version': 1, 'managed_by': 'gpuvirt.provision', 'sysfs_root': board.root,
+               'sriov_manage': str(tmp_path / 'no-sriov-manage'), 'timeout': 300,
+               'gpus': [{'pf': PF, 'vfs': {VF0: 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q'}}
+    result = dict(_hostile_result(tmp_path, persist), unit_type='oneshot\nExecStartPre=/bin/sh -c reboot')
+    rc, out = run_play(tmp_path, PLAY, dict(extra, __vgpu_vf_result=result))
+    assert rc != 0 and 'vgpu_vf_unit: unit_type is' in out and 'expected one of oneshot, forking' in out, out
+    assert not _installed(extra) and not (tmp_path / 'evil').exists()
+
+
+def _systemctl(tmp_path, first_line):
+    """A stand-in ``systemctl`` first on PATH, printing ``first_line`` as ``systemctl --version`` does (this machine's
+    own systemd is 252 and cannot be another version): the module finds it by PATH (get_bin_path) and runs it.
+    Returns the environment for run_play."""
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / 'version').write_text(first_line + '\n+PAM +AUDIT default-hierarchy=unified\n')
+    stand_in = bin_dir / 'systemctl'
+    stand_in.write_text('#!/bin/sh\n[ "$1" = --version ] || exit 64\ncat %s\n' % (bin_dir / 'version'))
+    stand_in.chmod(0o755)
+    return dict(os.environ, PATH='%s:%s' % (bin_dir, os.environ.get('PATH', '')))
+
+
+def test_the_unit_s_form_follows_the_host_s_systemd_and_an_upgraded_systemd_rewrites_it_once(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    unit = root / FILES['unit']
+    # EL8: systemd 239 refuses Restart= on Type=oneshot, so the host gets the forking form (vgpu_vf_profiles.UNIT_TYPES)
+    env = _systemctl(tmp_path, 'systemd 239 (239-78.el8)')
+    rc, out = run_play(tmp_path, PLAY, extra, env=env)
+    assert rc == 0, out
+    text = unit.read_text()
+    assert 'Type=forking\nGuessMainPID=no\nRemainAfterExit=yes\n' in text and 'Type=oneshot' not in text
+    assert 'Restart=on-failure\nRestartSec=30\n' in text and 'StartLimitIntervalSec=0\n' in text
+    rc, out = run_play(tmp_path, PLAY, extra, env=env)
+    assert rc == 0 and 'changed=0' in out, out
+    # the host's systemd upgraded to 252: check mode with diff shows the unit's change and writes nothing
+    env = _systemctl(tmp_path, 'systemd 252 (252.17-1.el9)')
+    rc, out = run_play(tmp_path, PLAY, extra, args=['--check', '--diff'], env=env)
+    assert rc == 0 and '-Type=forking' in out and '+Type=oneshot' in out and '-GuessMainPID=no' in out, out
+    assert unit.read_text() == text
+    rc, out = run_play(tmp_path, PLAY, extra, env=env)
+    assert rc == 0 and 'changed=1' in out, out
+    assert 'Type=oneshot\nRemainAfterExit=yes\n' in unit.read_text() and 'forking' not in unit.read_text()
+    rc, out = run_play(tmp_path, PLAY, extra, env=env)
+    assert rc == 0 and 'changed=0' in out, out
+    # the form given, the host's systemd is not read: a 252 host keeps the forking form when asked for it
+    rc, out = run_play(tmp_path, PLAY, dict(extra, vgpu_vf_unit_type='forking'), env=env)
+    assert rc == 0 and 'Type=forking\n' in unit.read_text(), out
+
+
+def test_a_systemd_version_that_does_not_parse_stops_the_role_before_any_change(tmp_path):
+    board = VfBoard(tmp_path / 'sys')
+    extra, root = _vars(tmp_path, board)
+    env = _systemctl(tmp_path, 'systemd 252 (252.1) $(reboot)')
+    rc, out = run_play(tmp_path, PLAY, extra, env=env)
+    assert rc != 0 and 'systemctl --version printed' in out and 'vgpu_vf_unit_type' in out, out
+    assert "'systemd 252 (252.1) $(reboot)'" in out and 'host ' in out, out
+    assert _current(board, VF0) == '0' and not _installed(extra)

@@ -193,6 +193,17 @@ def test_sriov_manage_is_run_with_the_pf_as_argv(tmp_path, restore, monkeypatch)
     script.write_text('#!/bin/sh\nprintf "%%s|" "$@" > %s/argv\n' % tmp_path)
     script.chmod(0o755)
     monkeypatch.setattr(restore, 'write', board.writer)
+    # EL8 runs the script with its /usr/bin/python3, 3.6 (no 3.6 here): subprocess.run there takes no capture_output=
+    # and no text= (both "Changed in version 3.7", docs.python.org subprocess.run), so any other keyword fails it
+    real_run = restore.subprocess.run
+    py36 = {'stdin', 'input', 'stdout', 'stderr', 'shell', 'cwd', 'timeout', 'check', 'encoding', 'errors', 'env',
+            'universal_newlines'}
+
+    def run_36(argv, **kw):
+        if set(kw) - py36:
+            raise TypeError('__init__() got an unexpected keyword argument %r' % sorted(set(kw) - py36)[0])
+        return real_run(argv, **kw)
+    monkeypatch.setattr(restore.subprocess, 'run', run_36)
     assert restore.main(['restore', _config(tmp_path, board, sriov_manage=str(script))]) == 0
     assert (tmp_path / 'argv').read_text() == '-e|%s|' % PF
 
