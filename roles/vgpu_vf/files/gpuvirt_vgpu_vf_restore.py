@@ -345,7 +345,9 @@ def restore_gpu(cfg, pf, pairs, deadline, written=None):
 def _run(argv, limit):
     """(rc, stdout, stderr text) of a fixed argument vector, never a shell; (None, '', reason) when it did not run."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit, check=False)
+        # Python 3.6 keywords only (EL8's /usr/bin/python3): no capture_output= or text=
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                              timeout=limit, check=False)
     except (IOError, OSError, subprocess.SubprocessError) as e:
         return None, '', str(e)[:300]
     return proc.returncode, proc.stdout or '', (proc.stderr or proc.stdout or '').strip()[:500]

@@ -371,3 +371,20 @@ def test_the_roles_restart_mode_stops_virt_handler_for_the_vfs_it_names_and_refu
     for bad in (['--restart-virt-handler', '0000:41:00.4;reboot'], ['--restart-virt-handler', '--all']):
         assert restore.main(['restore'] + bad) == 2
     assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID]
+
+
+def test_every_subprocess_call_keeps_to_python_36_keywords():
+    # EL8 runs the script with its /usr/bin/python3, 3.6: subprocess.run there takes no capture_output= and no text=
+    # (both "Changed in version 3.7", docs.python.org subprocess.run). The test above runs one call path; this reads
+    # every call in the file, so a new one (such as the virt-handler restart's) cannot slip back to 3.7 keywords.
+    import ast
+    py36 = {'stdin', 'input', 'stdout', 'stderr', 'shell', 'cwd', 'timeout', 'check', 'encoding', 'errors', 'env',
+            'universal_newlines'}
+    with open(SCRIPT) as f:
+        tree = ast.parse(f.read())
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and n.func.attr in ('run', 'Popen', 'check_output', 'check_call', 'call')
+             and isinstance(n.func.value, ast.Name) and n.func.value.id == 'subprocess']
+    assert len(calls) >= 2, calls
+    for call in calls:
+        assert {k.arg for k in call.keywords} <= py36, (call.lineno, [k.arg for k in call.keywords])
