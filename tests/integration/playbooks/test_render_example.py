@@ -203,7 +203,7 @@ def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_
                 yield from unknown(value, defaults[key], path + (key,))
     assert not list(unknown(helm_values, chart)), list(unknown(helm_values, chart))
     # the OpenShift files of the first render are gone: ours, and not produced by this one
-    assert not glob.glob(str(out / '20-machineconfig-*')) and not glob.glob(str(out / '35-nfd-*'))
+    assert not glob.glob(str(out / '31-machineconfig-*')) and not glob.glob(str(out / '35-nfd-*'))
     assert not glob.glob(str(out / '36-nfd-*'))
 
 
