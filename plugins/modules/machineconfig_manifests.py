@@ -50,14 +50,14 @@ options:
     type: str
   create_pool:
     description:
-      - Also build a dedicated MachineConfigPool named O(pool): in apply mode only when O(existing_pools) does not
+      - Also build a dedicated MachineConfigPool named O(pool); in apply mode only when O(existing_pools) does not
         list it, with O(render) always (see O(render)).
     type: bool
     default: false
   render:
     description:
       - Render mode. With O(create_pool) the pool is always among RV(objects), also when O(existing_pools) lists
-        it (the GitOps-created pool is live): a render directory holds every object it manages, so a pool left out
+        it (the GitOps-created pool is live); a render directory holds every object it manages, so a pool left out
         would be pruned and deleted by the GitOps tool, and its nodes would fall back to worker, lose the IOMMU
         arguments and reboot.
     type: bool

@@ -178,8 +178,8 @@ render_left_out:
   elements: str
 render_removals:
   description:
-    - Render mode, one line per node whose labels the plan removes, which a render cannot: the labels and the
-      C(kubectl label node) command that removes them once (a pool-role label of an earlier custom pool puts the
+    - Render mode, one line per node whose labels the plan removes, which a render cannot; it names the labels and
+      the C(kubectl label node) command that removes them once (a pool-role label of an earlier custom pool puts the
       node in two custom MachineConfigPools, which the Machine Config Operator refuses).
   returned: success
   type: list
