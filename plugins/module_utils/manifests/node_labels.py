@@ -592,9 +592,9 @@ def render_removals(patches):
         gone = sorted(key for key, value in (meta.get('labels') or {}).items() if value is None)
         if not gone:
             continue
+        name = meta.get('name')
         line = ('node %s: the render cannot remove %s (a manifest cannot hold a removal); remove it once with: '
-                'kubectl label node %s %s' % (meta.get('name'), ', '.join(gone), meta.get('name'),
-                                             ' '.join(key + '-' for key in gone)))
+                'kubectl label node %s %s' % (name, ', '.join(gone), name, ' '.join(key + '-' for key in gone)))
         roles = [key for key in gone if key.startswith(NODE_ROLE_PREFIX)]
         if roles:
             line += ('. Until then the node keeps %s: with the label of its new pool it is in two custom '

@@ -765,8 +765,8 @@ def _close(dest, dump, lock, own_lock, check_mode):
     manifest_text = _manifest_text({'format': FORMAT, 'complete': True, 'files': ours,
                                     'kustomization': sha256(kustomization), 'flux': flux_recorded})
     result = {'closed': True, 'dest': os.path.abspath(dest), 'written': [entry['file'] for entry, dummy in changes],
-              'pruned': list(prune) + ['%s/%s' % (group, KUSTOMIZATION) for group in flux_prune], 'files': sorted(ours), 'before': ''.join(before), 'after': ''.join(after),
-              'warnings': warnings}
+              'pruned': list(prune) + ['%s/%s' % (group, KUSTOMIZATION) for group in flux_prune],
+              'files': sorted(ours), 'before': ''.join(before), 'after': ''.join(after), 'warnings': warnings}
     if kustomization_changes:
         result['written'].append(KUSTOMIZATION)
     result['written'] += ['%s/%s' % (group, KUSTOMIZATION) for group in flux_changes]
