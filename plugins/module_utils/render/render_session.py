@@ -464,7 +464,7 @@ def open_session(dest, owner, pid, session=None, takeover=False, now=None, check
                     render.file_sha256(os.path.join(dest, group, KUSTOMIZATION)) == digest:
                 flux[group] = digest
                 recovered = True
-        if earlier.get('format') != FORMAT and (earlier.get('objects') or earlier.get('files')):
+        if earlier.get('format', 1) < HASHED_FORMAT and (earlier.get('objects') or earlier.get('files')):
             warnings.append('the interrupted render\'s lock %s is of an older format that does not record the files '
                             'its close wrote: none of them is pruned; remove stale ones by hand' % path)
         if recovered:

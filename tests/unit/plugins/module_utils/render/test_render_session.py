@@ -420,3 +420,17 @@ def test_a_flux_kustomization_a_killed_close_wrote_is_recovered_on_takeover(tmp_
     result = rs.close_session(d, dump, session=taken)
     assert 'flux-5-kubevirt/%s' % rs.KUSTOMIZATION in result['pruned']
     assert not (tmp_path / 'flux-5-kubevirt').exists()
+
+
+@pytest.mark.parametrize('version,warned', [(1, True), (2, False)])
+def test_only_a_lock_that_records_no_files_it_wrote_is_warned_about_on_takeover(tmp_path, version, warned):
+    # format 2 recorded what a close writes ("writing"); only format 1 did not. Bumping the format for the Flux
+    # groups must not make a format-2 lock of the collection before it look like one that records nothing
+    lock = {'format': version, 'owner': 'site', 'pid': dead_pid(), 'started': 1.0, 'writing': {},
+            'objects': {'k': {'file': '60-kv-configmap-x-a.yaml', 'writer': 'w', 'phase': 'kubevirt',
+                              'object': configmap('a')}}}
+    if version == 1:
+        del lock['writing']
+    (tmp_path / rs.LOCK).write_text(json.dumps(lock))
+    result = rs.open_session(str(tmp_path), 'site', pid=os.getpid(), takeover=True)
+    assert bool([w for w in result['warnings'] if 'older format' in w]) is warned, result['warnings']
