@@ -12,8 +12,9 @@ module: machineconfig_manifests
 short_description: Build the OpenShift MachineConfig for IOMMU and nouveau, and optionally a GPU pool
 version_added: 0.1.0
 description:
-  - Returns a C(MachineConfig) labelled for O(pool) with the IOMMU C(kernelArguments) (C(intel_iommu=on) or
-    C(amd_iommu=on), plus C(iommu=pt)) and, when asked, the nouveau blacklist as an Ignition file
+  - Returns a C(MachineConfig) labelled for O(pool) with the IOMMU C(kernelArguments) (C(intel_iommu=on) plus
+    C(iommu=pt) on Intel; C(iommu=pt) alone on AMD, whose IOMMU is on when the firmware describes it and whose
+    driver has no C(on) option) and, when asked, the nouveau blacklist as an Ignition file
     (C(/etc/modprobe.d/blacklist-nouveau.conf), base64 data URL).
   - With O(create_pool), also a C(MachineConfigPool) selecting the worker configs and its own, for the nodes
     labelled C(node-role.kubernetes.io/<pool>) (or O(node_selector)).
@@ -48,14 +49,26 @@ options:
     description: MachineConfig name; default C(100-<pool>-gpuvirt-iommu).
     type: str
   create_pool:
-    description: Also build a dedicated MachineConfigPool named O(pool).
+    description:
+      - Also build a dedicated MachineConfigPool named O(pool); in apply mode only when O(existing_pools) does not
+        list it, with O(render) always (see O(render)).
+    type: bool
+    default: false
+  render:
+    description:
+      - Render mode. With O(create_pool) the pool is always among RV(objects), also when O(existing_pools) lists
+        it (the GitOps-created pool is live); a render directory holds every object it manages, so a pool left out
+        would be pruned and deleted by the GitOps tool, and its nodes would fall back to worker, lose the IOMMU
+        arguments and reboot.
     type: bool
     default: false
   node_selector:
     description: Node labels the dedicated pool selects.
     type: dict
   existing_pools:
-    description: Names of the cluster's MachineConfigPools; omit in render mode without a cluster.
+    description:
+      - Names of the cluster's MachineConfigPools; omit in render mode without a cluster. A pool that is not listed
+        must be created (O(create_pool)); in apply mode a listed pool is not built again.
     type: list
     elements: str
   expected_nodes:
@@ -144,6 +157,7 @@ def main():
             nodes=dict(type='list', elements='dict', default=[]),
             pool_selector=dict(type='dict'),
             pools=dict(type='list', elements='dict'),
+            render=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -152,7 +166,7 @@ def main():
         mc.check_pool_exists(p['pool'], p['existing_pools'], p['create_pool'])
         args = mc.iommu_kernel_args(p['cpu_vendor'], p['iommu_passthrough'], p['extra_kernel_args'])
         objects = []
-        if p['create_pool'] and p['pool'] not in (p['existing_pools'] or []):
+        if mc.renders_pool(p['pool'], p['create_pool'], p['existing_pools'], p['render']):
             objects.append(mc.build_pool(p['pool'], p['node_selector']))
         config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
         selector = (mc.pool_selector(p['pool'], p['node_selector']) if p['create_pool']

@@ -18,7 +18,8 @@ description:
     latest spec and its rendered configuration includes O(machineconfig_name); with O(expected_nodes) also that
     each of those nodes runs the rendered configuration, and for a O(dedicated) pool that it holds exactly them.
     A pool that selects no node is never done.
-  - Fails when the pool is degraded and O(fail_on_degraded) is true, with the condition message.
+  - Fails when the pool is degraded and O(fail_on_degraded) is true, with the condition message; fails when the
+    pool is paused (C(spec.paused)) and not done and O(fail_on_paused) is true, with the command that unpauses it.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
@@ -33,6 +34,12 @@ options:
     description: Fail (instead of reporting) when the pool is degraded.
     type: bool
     default: true
+  fail_on_paused:
+    description:
+      - Fail (instead of reporting) when the pool is paused and not done. The Machine Config Operator rolls nothing
+        out to a paused pool, so a wait for it would only time out.
+    type: bool
+    default: false
   expected_nodes:
     description:
       - Names of the nodes that must be in the pool. Done then also needs each of them to run the pool's rendered
@@ -73,6 +80,10 @@ EXAMPLES = r'''
 RETURN = r'''
 done:
   description: The rollout is complete.
+  returned: success
+  type: bool
+paused:
+  description: The pool is paused (C(spec.paused) is true).
   returned: success
   type: bool
 degraded:
@@ -120,6 +131,7 @@ def main():
             pool=dict(type='dict', required=True),
             machineconfig_name=dict(type='str'),
             fail_on_degraded=dict(type='bool', default=True),
+            fail_on_paused=dict(type='bool', default=False),
             expected_nodes=dict(type='list', elements='str', default=[]),
             nodes=dict(type='list', elements='dict', default=[]),
             dedicated=dict(type='bool', default=False),
@@ -132,6 +144,8 @@ def main():
                             nodes=params['nodes'], dedicated=params['dedicated'],
                             rendered_configs=params['rendered_configs'])
     if status['degraded'] and module.params['fail_on_degraded']:
+        module.fail_json(msg='MachineConfigPool %s' % status['message'], **status)
+    if status['paused'] and not status['done'] and params['fail_on_paused']:
         module.fail_json(msg='MachineConfigPool %s' % status['message'], **status)
     module.exit_json(changed=False, **status)
 

@@ -99,6 +99,25 @@ options:
     type: str
     choices: [auto, gpucluster, helm]
     default: auto
+  render:
+    description:
+      - Render mode. A host whose node is not in O(present_nodes) gets no Node object in RV(render) (applied by a
+        GitOps tool, it would create a Node no kubelet runs, whose name OpenShift's machine approver then refuses to
+        the real kubelet), with a warning naming it; without O(present_nodes) one warning says the nodes could not
+        be checked. A label the plan removes (a render cannot) is warned about with the C(kubectl label) command that
+        removes it (RV(render_removals)).
+    type: bool
+    default: false
+  present_nodes:
+    description:
+      - Render mode, the names of the cluster's Nodes (read from the cluster, or of C(node_labels_current_nodes));
+        omitted when not known.
+    type: list
+    elements: str
+  present_unread:
+    description: Render mode, why O(present_nodes) is not known, for the warning.
+    type: str
+    default: ''
 attributes:
   check_mode:
     description: Builds data only; nothing changes in any mode.
@@ -157,6 +176,19 @@ render_left_out:
   returned: success
   type: list
   elements: str
+render_removals:
+  description:
+    - Render mode, one line per node whose labels the plan removes, which a render cannot; it names the labels and
+      the C(kubectl label node) command that removes them once (a pool-role label of an earlier custom pool puts the
+      node in two custom MachineConfigPools, which the Machine Config Operator refuses).
+  returned: success
+  type: list
+  elements: str
+absent:
+  description: Render mode, the nodes of O(hosts) that are not in O(present_nodes), for which RV(render) holds nothing.
+  returned: success
+  type: list
+  elements: str
 report:
   description: >-
     Per node, its pool, the label changes and the labels already right; C(left_alone), why a node's labels were not
@@ -188,6 +220,9 @@ def main():
             dra_stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
             retire=dict(type='bool', default=False),
             cluster_platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), default=platform.FALLBACK),
+            render=dict(type='bool', default=False),
+            present_nodes=dict(type='list', elements='str'),
+            present_unread=dict(type='str', default=''),
         ),
         supports_check_mode=True,
     )
@@ -205,6 +240,16 @@ def main():
                        'gathered': item.get('gathered')})
     if errors:
         module.fail_json(msg='\n'.join(errors))
+    absent = []
+    if p['render']:
+        # no Node file for a node the cluster does not have: applied, it would create a Node no kubelet runs
+        absent = nl.absent_nodes(wanted, p['present_nodes'])
+        for node, host in absent:
+            module.warn(nl.ABSENT_NODE % (node, host, node, host))
+        if p['present_nodes'] is None and not p['retire']:
+            module.warn(nl.UNCHECKED_NODES % (p['present_unread'] or 'no cluster named for the render and no '
+                                              'node_labels_current_nodes'))
+        wanted = [w for w in wanted if (w['node'], w['host']) not in absent]
     try:
         custom = vc.normalise_configs(p['vgpu_configs']) if p['vgpu_configs'] else None
         dra_nodes = [w['node'] for w in wanted if nl.fleet.BY_NAME[w['pool']].resource == 'dra']
@@ -216,9 +261,13 @@ def main():
     except (nl.ManifestError, vc.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     rendered, left_out = nl.render_patches(patches)
+    removals = nl.render_removals(patches) if p['render'] else []
+    for line in removals:
+        module.warn(line)
     module.exit_json(changed=False, patches=patches, report=report, message=nl.report_lines(report, patches),
                      before=nl.patch_before(patches, p['nodes']), render=rendered,
-                     render_left_out=nl.left_out_lines(left_out))
+                     render_left_out=nl.left_out_lines(left_out), render_removals=removals,
+                     absent=[node for node, dummy in absent])
 
 
 if __name__ == '__main__':

@@ -37,7 +37,10 @@ description:
     did not (in a run opened by C(site.yml) every phase's, a phase playbook run alone only its own phase's; never a
     file the collection did not write), writes
     C(kustomization.yaml) listing the objects in apply order (files that are not objects, written by
-    M(gpuvirt.provision.render_file), are recorded and pruned the same way but not listed), records the files with their sha256 in
+    M(gpuvirt.provision.render_file), are recorded and pruned the same way but not listed), and per group of sync
+    waves C(flux-N-<group>/kustomization.yaml) listing that group's object files (one Flux Kustomization each; a
+    group's directory is created when missing and removed with its file when the group has no file left, only
+    while the file holds what was recorded and the directory holds nothing else), records the files with their sha256 in
     C(.gpuvirt-render.json) with C(complete=true) (C(complete=false) while it writes or deletes files), and releases
     the lock. It returns the absolute directory (RV(dest)) and a line (RV(msg)) that names it and every file
     deleted.
@@ -112,7 +115,9 @@ msg:
   type: str
   returned: state=closed and the outermost close
 written:
-  description: Files written when the session closed (their content or mode differed), and kustomization.yaml.
+  description:
+    - Files written when the session closed (their content or mode differed), kustomization.yaml and the Flux
+      groups' C(<group>/kustomization.yaml).
   type: list
   elements: str
   returned: state=closed
@@ -123,7 +128,9 @@ interrupted:
   type: dict
   returned: state=open and an earlier render was interrupted
 pruned:
-  description: Files of an earlier render deleted because this render did not produce them.
+  description:
+    - Files of an earlier render deleted because this render did not produce them, the Flux groups'
+      C(<group>/kustomization.yaml) among them.
   type: list
   elements: str
   returned: state=closed

@@ -41,12 +41,21 @@ def check_name(value, what):
 
 
 def iommu_kernel_args(cpu_vendor, passthrough_mode=True, extra=()):
-    """``intel_iommu=on`` (Intel) or ``amd_iommu=on`` (AMD: on by default, harmless), plus ``iommu=pt``."""
+    """``intel_iommu=on`` (Intel), plus ``iommu=pt``; on AMD ``iommu=pt`` alone.
+
+    ``amd_iommu=on`` is no option of the AMD IOMMU driver: it knows fullflush, off, force_isolation, force_enable,
+    pgtbl_v1, pgtbl_v2, irtcachedis and nohugepages, and answers anything else with "Unknown option" (the Linux
+    kernel's Documentation/admin-guide/kernel-parameters.txt, amd_iommu=; drivers/iommu/amd/init.c
+    parse_amd_iommu_options). The AMD IOMMU is on whenever the firmware describes it (its IVRS ACPI table), so a
+    MachineConfig, which sets its arguments on every node of a pool, leaves the word out."""
     if not isinstance(cpu_vendor, str) or cpu_vendor not in kernel_cmdline.IOMMU_ARGS:
         raise ManifestError("CPU vendor %r is not intel or amd" % (cpu_vendor,))
     if extra is not None and not isinstance(extra, (list, tuple)):
         raise ManifestError("extra kernel arguments are %r; expected a list of arguments" % (extra,))
-    args = kernel_cmdline.iommu_args(cpu_vendor, passthrough_mode) + list(extra or [])
+    vendor_args = kernel_cmdline.iommu_args(cpu_vendor, passthrough_mode)
+    if cpu_vendor == 'amd':
+        vendor_args = [arg for arg in vendor_args if arg != kernel_cmdline.IOMMU_ARGS['amd']]
+    args = vendor_args + list(extra or [])
     for arg in args:
         if not isinstance(arg, str) or not kernel_cmdline.ARG_RE.fullmatch(arg):  # these strings reach the boot loader
             raise ManifestError("kernel argument %r is not allowed: only letters, digits and _ . , : = + / @ %% -"
@@ -368,6 +377,17 @@ def vgpu_vf_pool_config(pool, hosts, pools=None, nodes=None, sysfs_root='/sys', 
     return configs[0][2]
 
 
+def renders_pool(pool, create_pool, existing_pools=None, render=False):
+    """Whether the run writes the dedicated MachineConfigPool ``pool``: never without ``create_pool``; in render mode
+    always, also when ``existing_pools`` lists it (the render directory holds every object it manages: a pool file
+    left out is pruned, the GitOps tool deletes the pool, and its nodes fall back to worker without the IOMMU
+    arguments, rebooting); in apply mode only when the cluster does not have it yet (an existing pool's spec is the
+    administrator's)."""
+    if not create_pool:
+        return False
+    return bool(render) or pool not in (existing_pools or [])
+
+
 def build_pool(pool, node_selector=None):
     """A custom pool for GPU nodes: it selects the worker configs plus its own (the documented pattern),
     and the nodes labelled ``node-role.kubernetes.io/<pool>`` unless another selector is given."""
@@ -620,8 +640,9 @@ def renders_content(rendered, machineconfig):
     and each of its Ignition files (same path, same contents source) and systemd units (same name, contents and
     enabled).
 
-    The render controller merges every MachineConfig of a pool, in name order, into one rendered MachineConfig
-    ``rendered-<pool>-<hash of the merged spec>``: kernel arguments are appended, a later file of the same path
+    The render controller merges every MachineConfig of a pool into one rendered MachineConfig
+    ``rendered-<pool>-<hash of the merged spec>``: those of the worker role first, then the pool's own, each group in
+    name order, for a custom pool that selects the worker configs; kernel arguments are appended, a later file of the same path
     replaces an earlier one (openshift/machine-config-operator pkg/controller/common/helpers.go MergeMachineConfigs,
     pkg/controller/render/hash.go getMachineConfigHashedName). So a rendered config holds our content exactly when
     it has our arguments and our files as we wrote them; one rendered before our last edit does not.
@@ -672,7 +693,8 @@ def pool_status(mcp, machineconfig_name=None, expected_nodes=None, nodes=None, d
     after an edit the pool still shows the previous rendered config as Updated until the render controller has
     rendered the edit and the node controller has rolled it out (pkg/controller/node/status.go calculateStatus copies
     spec.configuration to status.configuration only once every machine is updated). ``degraded``: a Degraded / NodeDegraded /
-    RenderDegraded condition is True or a machine is degraded; ``reason`` says why.
+    RenderDegraded condition is True or a machine is degraded; ``reason`` says why. ``paused``: ``spec.paused`` is
+    true (the MCO rolls nothing out to the pool; the message says how to unpause it when the pool is not done).
     """
     meta = mcp.get('metadata') or {}
     status = mcp.get('status') or {}
@@ -716,6 +738,15 @@ def pool_status(mcp, machineconfig_name=None, expected_nodes=None, nodes=None, d
         message += '; not yet on %s: %s' % (rendered or 'the rendered config', '; '.join(waiting))
     if degraded:
         message += '; degraded: %s' % reason
+    # A paused pool rolls nothing out: the node controller only syncs its status (openshift/machine-config-operator
+    # pkg/controller/node/node_controller.go syncMachineConfigPool: "if pool.Spec.Paused ... return
+    # ctrl.syncStatusOnly(pool)"), which says Updated False and Updating False, "Pool is paused; will not update
+    # to ..." (pkg/controller/node/status.go calculateStatus). Waiting for it would wait out the whole timeout.
+    paused = (mcp.get('spec') or {}).get('paused') is True
+    if paused and not done:
+        message += ('; the pool is paused (spec.paused: true), so the Machine Config Operator rolls nothing out to '
+                    'it: unpause it when its nodes may drain and reboot, with: oc patch mcp %s --type merge -p '
+                    '\'{"spec":{"paused":false}}\'' % meta.get('name'))
     return dict(counts, name=meta.get('name'), done=done, degraded=degraded, reason=reason, updating=updating,
                 rendered_includes=rendered_includes, current=current, rendered=rendered, waiting=waiting,
-                message=message)
+                paused=paused, message=message)

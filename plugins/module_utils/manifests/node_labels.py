@@ -551,6 +551,59 @@ def render_patches(patches):
     return objects, left_out
 
 
+# A render must not hold a Node file for a node that is not in the cluster: Argo CD and Flux apply a file as
+# create-or-update, so the file creates a Node object no kubelet runs (NotReady for good). On OpenShift the machine
+# approver then refuses the real kubelet's client certificate when its machine joins under that name
+# (openshift/cluster-machine-approver pkg/controller/csr_check.go authorizeNodeClientCSR: "node %s already exists,
+# cannot approve"), and the Machine Config Operator counts the fake node in its pool, which is never Updated.
+ABSENT_NODE = ('node %s (host %s) is not in the cluster: the render writes no Node file for it (applied by Argo CD '
+               'or Flux, a Node file creates a Node no kubelet runs, and the machine approver then refuses the real '
+               'kubelet\'s certificate: "node %s already exists, cannot approve"). Render again once the node has '
+               'joined, or check gpuvirt_node_name for host %s')
+UNCHECKED_NODES = ('the render could not check that the nodes exist (%s): it writes a Node file for every GPU host, '
+                   'and Argo CD or Flux create the Node of a host whose machine has not joined yet (a Node no kubelet '
+                   'runs, whose name the machine approver then refuses to the real kubelet). Render with the cluster '
+                   'named (gpuvirt_kubeconfig) or node_labels_current_nodes given, and on a cluster whose machines '
+                   'come from MachineSets set the pool-role labels in the MachineSet '
+                   '(spec.template.spec.metadata.labels) so that new nodes join with them')
+
+
+NODE_ROLE_PREFIX = 'node-role.kubernetes.io/'
+
+
+def absent_nodes(wanted, present):
+    """The ``wanted`` entries (plan's) whose node is not among ``present`` (the names of the cluster's Nodes), as
+    ``[(node, host)]`` in their order; ``[]`` when ``present`` is None (not known)."""
+    if present is None:
+        return []
+    present = set(present)
+    return [(item['node'], item.get('host', item['node'])) for item in wanted if item['node'] not in present]
+
+
+def render_removals(patches):
+    """One line per node whose plan removes labels a render cannot remove (a manifest cannot hold null): the labels
+    and the ``kubectl label node`` command that removes them once. A pool-role label left behind
+    (``node-role.kubernetes.io/<pool>`` of a host moved to another custom MachineConfigPool) puts the node in two
+    custom pools, which the Machine Config Operator refuses ("belongs to 2 custom roles",
+    openshift/machine-config-operator pkg/helpers/helpers.go GetPoolsForNode): the line says so."""
+    lines = []
+    for patch in patches:
+        meta = patch.get('metadata') or {}
+        gone = sorted(key for key, value in (meta.get('labels') or {}).items() if value is None)
+        if not gone:
+            continue
+        name = meta.get('name')
+        line = ('node %s: the render cannot remove %s (a manifest cannot hold a removal); remove it once with: '
+                'kubectl label node %s %s' % (name, ', '.join(gone), name, ' '.join(key + '-' for key in gone)))
+        roles = [key for key in gone if key.startswith(NODE_ROLE_PREFIX)]
+        if roles:
+            line += ('. Until then the node keeps %s: with the label of its new pool it is in two custom '
+                     'MachineConfigPools, and the Machine Config Operator refuses such a node ("belongs to 2 custom '
+                     'roles") and rolls out neither pool\'s MachineConfigs' % ', '.join(roles))
+        lines.append(line)
+    return lines
+
+
 def left_out_lines(left_out):
     """One line per label a render left out: why, and the command that sets it once on its nodes."""
     lines = []

@@ -451,6 +451,7 @@ RUNTIME = (
     '__machineconfig_status_last',
     '__machineconfig_status_nodes',
     '__machineconfig_wait_now',
+    '__node_labels_nodes_live',
     '__node_labels_nodes_read',
     '__node_labels_vmis_read',
     '__nouveau_flags',

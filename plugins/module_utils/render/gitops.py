@@ -134,3 +134,72 @@ def for_gitops(obj, skip_dry_run=True):
     out = copy.deepcopy(obj)
     out.setdefault('metadata', {})['annotations'] = wanted
     return out
+
+
+# -- Flux: one Kustomization per group of waves -------------------------------------------------------------------
+# Flux applies everything one Kustomization builds in one server-side apply: first the CRDs, ClusterRoles and
+# Namespaces (and class definitions), then every other object in one stage whose dry run must pass object by object
+# before anything of that stage is applied; one failed dry run aborts the stage (fluxcd/pkg ssa/manager_apply.go
+# ApplyAllStaged, ApplyAll: the dry runs run in an errgroup and the applies come after g.Wait()). A custom resource
+# whose CRD an operator installs (ClusterPolicy, NodeFeatureDiscovery) fails its dry run until that operator runs,
+# and so blocks the Subscription that would install it: one Kustomization for the whole render never converges on a
+# fresh cluster. So the render also writes, per group of waves, a directory holding only a kustomization.yaml that
+# lists the group's object files (``../<file>``): one Flux Kustomization each, chained with ``dependsOn``
+# (docs/gitops.md). No group holds both a Subscription and a custom resource whose CRD an operator installs:
+# NodeFeatureDiscovery (36) comes after the NFD Subscription (35), the GPU Operator's Subscription (40) after it,
+# the ClusterPolicy / GPUCluster / NVIDIADriver (43) after that Subscription, and KubeVirt's devices (60 on) after
+# the GPU stack whose resources they permit. The MachineConfigPool (31) sits in the first group, so that a health check on it
+# holds the operators back until its nodes run the IOMMU arguments.
+# A kustomization.yaml that names files outside its own directory builds in Flux: the kustomize-controller builds
+# with kustomize's LoadRestrictionsNone inside the source's root (fluxcd/pkg kustomize/kustomize_generator.go Build,
+# SecureBuild; kustomize-controller internal/controller/kustomization_controller.go). Plain `kustomize build` needs
+# --load-restrictor LoadRestrictionsNone for it; Argo CD applies the top kustomization.yaml, which lists every
+# object and orders them by sync wave.
+FluxGroup = collections.namedtuple('FluxGroup', ['directory', 'first', 'last', 'holds'])
+
+FLUX_GROUPS = (
+    FluxGroup('flux-1-nodes', 0, 35, 'node labels, the MachineConfig and its pool, the NFD operator'),
+    FluxGroup('flux-2-nfd', 36, 39, 'the NodeFeatureDiscovery instance'),
+    FluxGroup('flux-3-gpu-operator', 40, 42, 'the GPU Operator, its pull secret and configuration'),
+    FluxGroup('flux-4-gpu-stack', 43, 59, "the GPU Operator's ClusterPolicy (or GPUCluster and NVIDIADriver)"),
+    FluxGroup('flux-5-kubevirt', 60, 99, "KubeVirt's permitted devices, the DRA claim templates, the smoke-test VM"),
+)
+
+FLUX_GROUP_NAMES = frozenset(group.directory for group in FLUX_GROUPS)
+
+
+def wave(file_name):
+    """The sync wave of a rendered file, its numeric prefix (``40-gpu-operator-...`` is 40); None without one."""
+    lead = (file_name or '').split('-', 1)[0]
+    return int(lead) if lead.isdigit() else None
+
+
+def flux_group(file_name):
+    """The directory (FLUX_GROUPS) whose Flux kustomization lists ``file_name``: the group of its wave; a file
+    without a wave, or of a wave after every group's, goes with the last group (applied after everything else)."""
+    number = wave(file_name)
+    for group in FLUX_GROUPS:
+        if number is not None and group.first <= number <= group.last:
+            return group.directory
+    return FLUX_GROUPS[-1].directory
+
+
+def flux_kustomizations(files):
+    """``{directory: text}``: the Flux kustomization.yaml of each group that holds one of ``files`` (the object
+    files of the render, in the render directory), listing its files as ``../<file>`` in name order. A group
+    without a file gets none."""
+    grouped = {}
+    for name in sorted(files):
+        grouped.setdefault(flux_group(name), []).append(name)
+    out = {}
+    for group in FLUX_GROUPS:
+        if group.directory not in grouped:
+            continue
+        lines = ['# Written by gpuvirt.provision: the objects of sync waves %d-%d (%s), for one Flux Kustomization'
+                 % (group.first, group.last, group.holds),
+                 '# (docs/gitops.md, "Flux"): it lists files of the directory above, which Flux builds (plain',
+                 '# kustomize build needs --load-restrictor LoadRestrictionsNone). Argo CD applies ../kustomization.yaml.',
+                 'apiVersion: kustomize.config.k8s.io/v1beta1', 'kind: Kustomization', 'resources:']
+        lines += ['  - ../%s' % name for name in grouped[group.directory]]
+        out[group.directory] = '\n'.join(lines) + '\n'
+    return out

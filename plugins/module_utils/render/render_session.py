@@ -41,8 +41,12 @@ LOCK = '.gpuvirt-render.lock'
 MANIFEST = '.gpuvirt-render.json'
 KUSTOMIZATION = 'kustomization.yaml'
 # 2: every file recorded with the sha256 of what was written (1 could record an empty one); the lock records
-# what its close is writing, so the next render can prove what a killed close wrote
-FORMAT = 2
+# what its close is writing, so the next render can prove what a killed close wrote. 3: the Flux kustomizations of
+# the wave groups (gitops.FLUX_GROUPS, ``<group>/kustomization.yaml``) recorded with their sha256 (``flux``; the
+# lock's ``writing_flux``)
+FORMAT = 3
+# the first format that records a sha256 for every file
+HASHED_FORMAT = 2
 # more than any render writes (the lock holds every pending object): a bigger bookkeeping file is refused unread
 MAX_BOOKKEEPING = 32 * 1024 * 1024
 # the largest pid_max Linux allows (PID_MAX_LIMIT in the kernel's include/linux/threads.h, 4 * 1024 * 1024 on
@@ -70,10 +74,10 @@ MAX_TIME = 1e11
 # <NN>-<role's words>-helm-values-<Helm release name>.yaml; with render.object_file_name the only names a render prunes
 HELM_VALUES_RE = re.compile(r'[0-9]{2}-[a-z0-9]+(?:-[a-z0-9]+)*-helm-values-[a-z0-9](?:[-a-z0-9]{0,51}[a-z0-9])?\.yaml')
 # the keys this collection writes; another key is a file of another shape
-MANIFEST_KEYS = frozenset(('format', 'complete', 'files', 'kustomization', 'finished'))
+MANIFEST_KEYS = frozenset(('format', 'complete', 'files', 'kustomization', 'finished', 'flux'))
 RECORDED_KEYS = frozenset(('phase', 'sha256', 'resource'))
 LOCK_KEYS = frozenset(('format', 'owner', 'pid', 'started', 'updated', 'host', 'token', 'depth', 'phases', 'objects',
-                       'files', 'writing'))
+                       'files', 'writing', 'writing_flux'))
 LOCK_ENTRY_KEYS = {'objects': frozenset(('file', 'writer', 'writers', 'phase', 'object', 'mode')),
                    'files': frozenset(('file', 'writer', 'writers', 'phase', 'content', 'mode'))}
 _FIX = ('restore it from the Git history of the directory, or remove it (with no bookkeeping nothing is pruned '
@@ -250,7 +254,8 @@ def _check_manifest(data, path):
         raise _bad(path, 'format', version)
     # format 1 recorded an empty sha256 for what an interrupted render may have written: such a file cannot be
     # proven ours and is never pruned
-    _check_recorded(path, 'files', data.get('files', {}), version < FORMAT)
+    _check_recorded(path, 'files', data.get('files', {}), version < HASHED_FORMAT)
+    _check_flux(path, 'flux', data.get('flux', {}))
     if not isinstance(data.get('complete', False), bool):
         raise _bad(path, 'complete', data.get('complete'))
     kustomization = data.get('kustomization', '')
@@ -310,6 +315,19 @@ def _check_lock(data, path):
             if not isinstance(entry.get(body), dict if body == 'object' else str):
                 raise _bad(path, '%s[%s].%s' % (where, key, body), type(entry.get(body)).__name__)
     _check_recorded(path, 'writing', data.get('writing', {}), False)
+    _check_flux(path, 'writing_flux', data.get('writing_flux', {}))
+
+
+def _check_flux(path, where, flux):
+    """``flux``: {group directory: sha256 of its kustomization.yaml}, only the directories of gitops.FLUX_GROUPS
+    (a committed manifest naming another directory is refused: nothing else is ever entered)."""
+    if not isinstance(flux, dict):
+        raise _bad(path, where, flux)
+    for group, digest in flux.items():
+        if group not in gitops.FLUX_GROUP_NAMES:
+            raise _bad(path, 'a directory in %s' % where, group)
+        if not (isinstance(digest, str) and SHA256_RE.fullmatch(digest)):
+            raise _bad(path, '%s[%s]' % (where, group), digest)
 
 
 def _load_manifest(dest):
@@ -437,7 +455,16 @@ def open_session(dest, owner, pid, session=None, takeover=False, now=None, check
                 recovered = True
             if entry.get('phase') not in lock['phases']:
                 lock['phases'].append(entry.get('phase') or '')
-        if earlier.get('format') != FORMAT and (earlier.get('objects') or earlier.get('files')):
+        for group, digest in sorted((earlier.get('writing_flux') or {}).items()):
+            # a Flux kustomization the killed close wrote: ours while it still holds the text it recorded, in a
+            # real directory of that name (lstat: a link there is never entered)
+            st = render.lstat(os.path.join(dest, group))
+            flux = manifest.setdefault('flux', {})
+            if flux.get(group) != digest and st is not None and stat.S_ISDIR(st.st_mode) and \
+                    render.file_sha256(os.path.join(dest, group, KUSTOMIZATION)) == digest:
+                flux[group] = digest
+                recovered = True
+        if earlier.get('format', 1) < HASHED_FORMAT and (earlier.get('objects') or earlier.get('files')):
             warnings.append('the interrupted render\'s lock %s is of an older format that does not record the files '
                             'its close wrote: none of them is pruned; remove stale ones by hand' % path)
         if recovered:
@@ -716,9 +743,12 @@ def _close(dest, dump, lock, own_lock, check_mode):
         else:
             prune.append(name)
     ours.update(written)
-    kustomization = kustomization_text(sorted(name for name, entry in ours.items() if entry.get('resource', True)))
+    resources = sorted(name for name, entry in ours.items() if entry.get('resource', True))
+    kustomization = kustomization_text(resources)
     kpath = os.path.join(dest, KUSTOMIZATION)
     render.check_replaceable(kpath, kustomization, manifest.get('kustomization'), 'its own list of the objects')
+    flux_texts = gitops.flux_kustomizations(resources)
+    flux_changes, flux_prune = _flux_plan(dest, flux_texts, manifest.get('flux') or {}, warnings)
     changes, before, after = [], [], []
     for entry, content in pending:
         path = os.path.join(dest, entry['file'])
@@ -731,21 +761,25 @@ def _close(dest, dump, lock, own_lock, check_mode):
             changes.append((entry, content))
     kustomization_changes = any(render.needs_write(kpath, kustomization, 0o644))  # its mode too: a committed 0666
     manifest_path = os.path.join(dest, MANIFEST)
+    flux_recorded = dict((group, sha256(text)) for group, text in flux_texts.items())
     manifest_text = _manifest_text({'format': FORMAT, 'complete': True, 'files': ours,
-                                    'kustomization': sha256(kustomization)})
+                                    'kustomization': sha256(kustomization), 'flux': flux_recorded})
     result = {'closed': True, 'dest': os.path.abspath(dest), 'written': [entry['file'] for entry, dummy in changes],
-              'pruned': list(prune), 'files': sorted(ours), 'before': ''.join(before), 'after': ''.join(after),
-              'warnings': warnings}
+              'pruned': list(prune) + ['%s/%s' % (group, KUSTOMIZATION) for group in flux_prune],
+              'files': sorted(ours), 'before': ''.join(before), 'after': ''.join(after), 'warnings': warnings}
     if kustomization_changes:
         result['written'].append(KUSTOMIZATION)
+    result['written'] += ['%s/%s' % (group, KUSTOMIZATION) for group in flux_changes]
+    result['flux'] = sorted('%s/%s' % (group, KUSTOMIZATION) for group in flux_texts)
     if check_mode:
         # what the real close would do, said; nothing in dest is touched (close_session removes the private
         # directory)
         return result
-    if changes or prune or kustomization_changes:
+    if changes or prune or kustomization_changes or flux_changes or flux_prune:
         # a close killed from here on leaves files the lock does not name: record what it writes, with the hashes,
         # so the next render can prove them its own, and mark the directory incomplete until the close is done
         lock['writing'] = written
+        lock['writing_flux'] = dict((group, flux_recorded[group]) for group in flux_changes)
         _dump_lock(own_lock, lock)
         if render.read(manifest_path) is not None or ours:
             incomplete = dict(manifest, complete=False)
@@ -761,6 +795,11 @@ def _close(dest, dump, lock, own_lock, check_mode):
         if st is not None and stat.S_ISREG(st.st_mode):
             os.unlink(path)
             pruned.append(name)
+    for group in flux_changes:
+        _write_flux(dest, group, flux_texts[group])
+    for group in flux_prune:
+        if _prune_flux(dest, group):
+            pruned.append('%s/%s' % (group, KUSTOMIZATION))
     result['pruned'] = pruned
     if kustomization_changes:
         render.write_atomic(kpath, kustomization, 0o644)
@@ -770,12 +809,91 @@ def _close(dest, dump, lock, own_lock, check_mode):
     return result
 
 
+def _flux_dir(dest, group):
+    """``dest``/``group`` when it is a real directory, None when nothing is there; RenderError for anything else
+    (a symbolic link, a file): the render enters no directory but its own groups', and never through a link."""
+    if group not in gitops.FLUX_GROUP_NAMES:  # the manifest's names are checked; this is the one place they are used
+        raise render.RenderError('%s is not a Flux group directory of the render' % group)
+    path = os.path.join(dest, group)
+    st = render.lstat(path)
+    if st is None:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        kind = 'a symbolic link' if stat.S_ISLNK(st.st_mode) else 'not a directory'
+        raise render.RenderError('%s is %s; the render writes its Flux kustomization for the sync waves of %s there '
+                                 'and never follows or replaces one: remove it' % (path, kind, group))
+    return path
+
+
+def _flux_plan(dest, texts, recorded, warnings):
+    """What the close does with the Flux group directories (gitops.FLUX_GROUPS): ``(changes, prune)``, the groups
+    whose kustomization.yaml it writes (absent or different) and those whose recorded one it deletes (no file of
+    the group any more). Checked before anything is written, by the rule of every other name: a directory of a group
+    must be a real directory, its kustomization.yaml absent, holding the text or the recorded sha256; a recorded one
+    is deleted only when it still holds the recorded sha256 (else it stays, with a warning)."""
+    changes, prune = [], []
+    for group, text in sorted(texts.items()):
+        directory = _flux_dir(dest, group)
+        path = os.path.join(dest, group, KUSTOMIZATION)
+        if directory is not None:
+            render.check_replaceable(path, text, recorded.get(group), 'the Flux kustomization of %s' % group)
+        if directory is None or any(render.needs_write(path, text, 0o644)):
+            changes.append(group)
+    for group, digest in sorted(recorded.items()):
+        if group in texts:
+            continue
+        try:
+            directory = _flux_dir(dest, group)
+        except render.RenderError as e:
+            warnings.append('%s: not pruned, and no longer recorded as written by this render' % e)
+            continue
+        path = os.path.join(dest, group, KUSTOMIZATION)
+        st = render.lstat(path) if directory is not None else None
+        if st is None:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            warnings.append('%s is not a regular file (a symbolic link or a directory): not pruned, and no longer '
+                            'recorded as written by this render' % path)
+        elif render.file_sha256(path) != digest:
+            warnings.append('%s was changed since this collection wrote it: not pruned, and no longer recorded as '
+                            'written by this render; remove it by hand if it is stale' % path)
+        else:
+            prune.append(group)
+    return changes, prune
+
+
+def _write_flux(dest, group, text):
+    """Write ``group``/kustomization.yaml, creating the group's directory (0755) when it is missing; the directory
+    is checked again right before (a real directory, never a link)."""
+    if _flux_dir(dest, group) is None:
+        os.mkdir(os.path.join(dest, group), 0o755)  # fails on any name there, a link planted since included
+        _flux_dir(dest, group)
+    render.write_atomic(os.path.join(dest, group, KUSTOMIZATION), text, 0o644)
+
+
+def _prune_flux(dest, group):
+    """Delete ``group``/kustomization.yaml (checked again right before: a real directory, a regular file) and the
+    directory when that leaves it empty (rmdir removes nothing else). Whether the file was deleted."""
+    if _flux_dir(dest, group) is None:
+        return False
+    path = os.path.join(dest, group, KUSTOMIZATION)
+    st = render.lstat(path)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return False
+    os.unlink(path)
+    try:
+        os.rmdir(os.path.join(dest, group))
+    except OSError:
+        pass  # something else is in it: it stays
+    return True
+
+
 def summary(result, check_mode=False):
     """The line a close ends with: the absolute directory, how many files it wrote of how many it owns, and every
     file it deleted, by name (a render for another platform deletes many: each is named, never only counted)."""
     verb = ('would write', 'would delete') if check_mode else ('wrote', 'deleted')
     text = 'Render directory %s: %s %d of its %d files' % (
-        result['dest'], verb[0], len(result['written']), len(result['files']) + 1)
+        result['dest'], verb[0], len(result['written']), len(result['files']) + 1 + len(result.get('flux') or ()))
     if result['pruned']:
         text += '; %s %d file(s) an earlier render wrote and this one does not: %s' % (
             verb[1], len(result['pruned']), ', '.join(result['pruned']))

@@ -342,6 +342,11 @@ def test_one_render_writes_each_object_once_lists_it_and_prunes_only_its_own(tmp
     values = [name for name in names if '-helm-values-' in name]
     assert values == ['70-dra-helm-values-dra-driver-nvidia-gpu.yaml'] and not set(values) & set(listed)
     assert manifest['complete'] is True and sorted(manifest['files']) == sorted(listed + values)
+    # the earlier render's bookkeeping was of format 2 (no Flux groups): migrated, the group of waves 60 on lists the
+    # objects, the Helm values not (docs/gitops.md, "Flux")
+    assert manifest['format'] == 3 and sorted(manifest['flux']) == ['flux-5-kubevirt']
+    group = yaml.safe_load((out / 'flux-5-kubevirt' / 'kustomization.yaml').read_text())['resources']
+    assert group == ['../' + name for name in listed]
     # Argo CD sync waves from the file prefix: the claim templates (70) after the KubeVirt CR (60)
     assert kv['metadata']['annotations']['argocd.argoproj.io/sync-wave'] == '60'
     # a second render changes nothing

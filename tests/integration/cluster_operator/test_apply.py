@@ -648,7 +648,7 @@ def _kubevirt_apply_helpers():
 
 
 def test_openshift_apply_rolls_the_iommu_machineconfig_out_before_the_operator(tmp_path, kube):
-    # Render mode puts the MachineConfig in sync wave 20, before the operator's objects; apply mode must keep that
+    # Render mode puts the MachineConfig in sync wave 31, before the operator's objects; apply mode must keep that
     # order: applied in the kubevirt phase, after the operator, the operands started without an IOMMU and the MCO
     # then drained and rebooted every GPU node a second time. NVIDIA's "NVIDIA GPU Operator with OpenShift
     # Virtualization" enables the IOMMU with a MachineConfig ("Enabling the IOMMU driver on hosts") before
@@ -674,7 +674,7 @@ def test_openshift_apply_rolls_the_iommu_machineconfig_out_before_the_operator(t
 
 
 def test_a_render_leaves_the_machineconfig_to_the_kubevirt_phase(tmp_path, kube):
-    # render mode already orders it (wave 20 of the kubevirt phase's render): the operator phase does not write it
+    # render mode already orders it (wave 31 of the kubevirt phase's render): the operator phase does not write it
     cluster = kube([cluster_version()] + package_manifests())
     rc, log = run(tmp_path, 'operator', 'openshift-vgpu', kubevirt_machineconfig_enabled=True,
                   render_root=str(tmp_path / 'render'))

@@ -92,12 +92,17 @@ def _scrub(value, tmp):
 
 
 def snapshot(out, tmp):
-    """{file name: [parsed YAML documents]} of everything rendered, the render manifest and lock aside."""
+    """{file name: [parsed YAML documents]} of everything rendered, the render manifest and lock aside; the Flux
+    kustomization of a wave group as ``<group>--kustomization.yaml`` (the golden directory is flat)."""
     files = {}
     for name in sorted(os.listdir(out)):
-        if name in ('.gpuvirt-render.json', '.gpuvirt-render.lock') or os.path.isdir(os.path.join(out, name)):
+        if name in ('.gpuvirt-render.json', '.gpuvirt-render.lock'):
             continue
-        with open(os.path.join(out, name), encoding='utf-8') as handle:
+        path = os.path.join(out, name)
+        if os.path.isdir(path):
+            assert name.startswith('flux-') and os.listdir(path) == ['kustomization.yaml'], (name, os.listdir(path))
+            path, name = os.path.join(path, 'kustomization.yaml'), name + '--kustomization.yaml'
+        with open(path, encoding='utf-8') as handle:
             files[name] = _scrub(list(yaml.safe_load_all(handle)), tmp)
     return files
 

@@ -60,10 +60,15 @@ def test_machineconfig_module_pool_checks(monkeypatch):
     res = run_module(monkeypatch, machineconfig_manifests,
                      {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
     assert [o['kind'] for o in res['objects']] == ['MachineConfigPool', 'MachineConfig']
-    # an existing pool is not re-created
+    # an existing pool is not re-created in apply mode
     res = run_module(monkeypatch, machineconfig_manifests,
                      {'pool': 'gpu', 'cpu_vendor': 'amd', 'create_pool': True, 'existing_pools': ['gpu']})
-    assert [o['kind'] for o in res['objects']] == ['MachineConfig'] and res['kernel_args'][0] == 'amd_iommu=on'
+    assert [o['kind'] for o in res['objects']] == ['MachineConfig'] and res['kernel_args'] == ['iommu=pt']
+    # a render always holds it: left out, its file would be pruned and the GitOps tool would delete the live pool
+    res = run_module(monkeypatch, machineconfig_manifests,
+                     {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker', 'gpu'],
+                      'render': True})
+    assert [o['kind'] for o in res['objects']] == ['MachineConfigPool', 'MachineConfig']
 
 
 def test_machineconfig_module_refuses_a_node_another_custom_pool_selects(monkeypatch):

@@ -144,6 +144,47 @@ def test_node_labels_plan_collects_every_host_error(monkeypatch):
     assert 'gpu-1 is in the pools container, vm-passthrough' in res['msg'] and "unknown pool 'vm-gpu'" in res['msg']
 
 
+def test_a_render_writes_no_node_file_for_a_node_the_cluster_does_not_have(monkeypatch):
+    # Argo CD / Flux apply a Node file as create-or-update: for a machine that has not joined it creates a Node no
+    # kubelet runs, and OpenShift's machine approver then refuses the real kubelet's client certificate
+    # (openshift/cluster-machine-approver pkg/controller/csr_check.go authorizeNodeClientCSR: "node %s already
+    # exists, cannot approve")
+    hosts = [{'host': 'h1', 'node': 'n1', 'groups': ['gpu_vm_passthrough']},
+             {'host': 'h2', 'node': 'n2', 'groups': ['gpu_vm_passthrough']}]
+    res = run_module(monkeypatch, node_labels_plan, {'hosts': hosts, 'render': True, 'present_nodes': ['n1', 'cp-1']})
+    assert not res['failed'], res.get('msg')
+    assert [o['metadata']['name'] for o in res['render']] == ['n1'] and res['absent'] == ['n2']
+    (warning,) = [w for w in res['warnings'] if 'n2' in w]
+    assert 'node n2 (host h2) is not in the cluster: the render writes no Node file for it' in warning
+    assert 'node n2 already exists, cannot approve' in warning
+    # the names not known (no cluster read): every Node file, and a warning that says so and names the MachineSet
+    res = run_module(monkeypatch, node_labels_plan, {'hosts': hosts, 'render': True,
+                                                     'present_unread': 'the cluster could not be read: 403'})
+    assert [o['metadata']['name'] for o in res['render']] == ['n1', 'n2'] and res['absent'] == []
+    assert any('could not check that the nodes exist (the cluster could not be read: 403)' in w
+               and 'spec.template.spec.metadata.labels' in w for w in res['warnings'])
+    # apply mode never leaves a node out silently: a node missing from the cluster stops the plan
+    res = run_module(monkeypatch, node_labels_plan, {'hosts': hosts, 'nodes': [{'metadata': {'name': 'n1'}}]})
+    assert res['failed'] and 'node n2 is not in the cluster' in res['msg']
+
+
+def test_a_render_names_the_pool_label_it_cannot_remove_with_the_command(monkeypatch):
+    # a host moved from custom pool gpu-a to its own gpu-b: the render sets the new role label but cannot remove the
+    # old one, so the node would be in two custom pools, which the Machine Config Operator refuses
+    # (openshift/machine-config-operator pkg/helpers/helpers.go GetPoolsForNode: "belongs to 2 custom roles")
+    nodes = [{'metadata': {'name': 'n1', 'labels': {'node-role.kubernetes.io/gpu-a': ''}}}]
+    res = run_module(monkeypatch, node_labels_plan, {
+        'hosts': [{'host': 'h1', 'node': 'n1', 'groups': ['gpu_vm_passthrough']}], 'nodes': nodes, 'render': True,
+        'present_nodes': ['n1'], 'pool_selector': {'node-role.kubernetes.io/gpu-a': ''},
+        'pool_selectors': {'n1': {'node-role.kubernetes.io/gpu-b': ''}}})
+    assert not res['failed'], res.get('msg')
+    (line,) = res['render_removals']
+    assert 'kubectl label node n1 node-role.kubernetes.io/gpu-a-' in line and 'belongs to 2 custom roles' in line
+    assert line in res['warnings']
+    assert res['render'][0]['metadata']['labels']['node-role.kubernetes.io/gpu-b'] == ''
+    assert 'node-role.kubernetes.io/gpu-a' not in res['render'][0]['metadata']['labels']
+
+
 def test_node_labels_plan_uses_the_default_vgpu_config_and_patches_only_differences(monkeypatch):
     # (each node already carries its owned-labels record, empty: nothing of ours switched off)
     record = {'gpuvirt.provision/owned-labels': ''}

@@ -28,11 +28,13 @@ def test_a_file_changed_since_it_was_rendered_is_not_pruned_and_the_close_warns_
                                                          phase='kubevirt', session=opened['session']))
     assert not res['failed'] and res['deferred'], res
     (name,) = [os.path.basename(path) for path in res['files']]
-    assert session(monkeypatch, tmp_path, 'closed', session=opened['session'])['written'] == [name, rs.KUSTOMIZATION]
+    assert session(monkeypatch, tmp_path, 'closed', session=opened['session'])['written'] == [name, rs.KUSTOMIZATION, 'flux-5-kubevirt/' + rs.KUSTOMIZATION]
     (tmp_path / name).write_text('edited in the checkout\n')
     token = session(monkeypatch, tmp_path, 'open')['session']
     res = session(monkeypatch, tmp_path, 'closed', session=token)
-    assert not res['failed'] and res['pruned'] == [] and (tmp_path / name).read_text() == 'edited in the checkout\n'
+    # the Flux group it was alone in goes (its kustomization still holds what was written); the edited file stays
+    assert not res['failed'] and res['pruned'] == ['flux-5-kubevirt/' + rs.KUSTOMIZATION]
+    assert (tmp_path / name).read_text() == 'edited in the checkout\n'
     assert res['warnings'] == ['%s was changed since this collection wrote it: not pruned, and no longer recorded as '
                                'written by this render; remove it by hand if it is stale' % (tmp_path / name)]
 

@@ -60,13 +60,15 @@ def run(monkeypatch, dest, inputs, check=False, diff=True):
 
 
 def state(dest):
-    """Every entry of the directory: its bytes, inode and modification time (a rewrite of the same bytes shows)."""
+    """Every file below the directory (the Flux groups' kustomizations too): its bytes, inode and modification time (a
+    rewrite of the same bytes shows)."""
     out = {}
-    for name in sorted(os.listdir(str(dest))):
-        path = os.path.join(str(dest), name)
-        st = os.lstat(path)
-        with open(path, 'rb') as handle:
-            out[name] = (handle.read(), st.st_ino, st.st_mtime_ns, st.st_mode)
+    for top, _dirs, files in os.walk(str(dest)):
+        for name in files:
+            path = os.path.join(top, name)
+            st = os.lstat(path)
+            with open(path, 'rb') as handle:
+                out[os.path.relpath(path, str(dest))] = (handle.read(), st.st_ino, st.st_mtime_ns, st.st_mode)
     return out
 
 
@@ -136,7 +138,8 @@ def test_one_host_more_adds_its_file_and_renames_none(monkeypatch, tmp_path):
     closed, _steps = run(monkeypatch, dest, dict(INPUTS, hosts=['gpu-p00', 'gpu-p01', 'gpu-p02']))
     assert set(os.listdir(str(dest))) - before == {'30-node-labels-node-cluster-gpu-p00.yaml'}
     assert before - set(os.listdir(str(dest))) == set() and closed['pruned'] == []
-    assert closed['written'] == ['30-node-labels-node-cluster-gpu-p00.yaml', 'kustomization.yaml']
+    assert closed['written'] == ['30-node-labels-node-cluster-gpu-p00.yaml', 'kustomization.yaml',
+                                 'flux-1-nodes/kustomization.yaml']
 
 
 def test_the_close_names_the_absolute_directory_and_every_file_it_deleted(monkeypatch, tmp_path):
@@ -147,6 +150,7 @@ def test_the_close_names_the_absolute_directory_and_every_file_it_deleted(monkey
     closed, _steps = run(monkeypatch, 'render', dict(INPUTS, hosts=['gpu-p01']))
     assert closed['dest'] == str(dest) and os.path.isabs(closed['dest'])
     assert closed['pruned'] == ['30-node-labels-node-cluster-gpu-p02.yaml', '30-node-labels-node-cluster-gpu-p03.yaml']
-    assert closed['msg'].startswith('Render directory %s: wrote 1 of ' % dest), closed['msg']
+    # kustomization.yaml and flux-1-nodes/kustomization.yaml, whose lists lost the two files
+    assert closed['msg'].startswith('Render directory %s: wrote 2 of ' % dest), closed['msg']
     for name in closed['pruned']:
         assert name in closed['msg'] and not (dest / name).exists()

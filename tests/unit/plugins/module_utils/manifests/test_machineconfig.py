@@ -35,8 +35,24 @@ def test_machineconfig_has_args_and_nouveau_file():
 def test_amd_and_no_nouveau():
     obj = mc.build_machineconfig('worker', mc.iommu_kernel_args('amd', extra=['iommu=pt']), blacklist_nouveau=False)
     schema.validate(obj)
-    assert obj['spec']['kernelArguments'] == ['amd_iommu=on', 'iommu=pt']
+    # amd_iommu= takes fullflush, off, force_isolation, force_enable, pgtbl_v1, pgtbl_v2, irtcachedis, nohugepages
+    # and answers anything else with "Unknown option" (Linux Documentation/admin-guide/kernel-parameters.txt,
+    # drivers/iommu/amd/init.c parse_amd_iommu_options): no "on"; the AMD IOMMU is on when the firmware has an IVRS
+    assert obj['spec']['kernelArguments'] == ['iommu=pt']
     assert 'storage' not in obj['spec']['config']
+    assert mc.iommu_kernel_args('amd', passthrough_mode=False) == []
+    assert mc.iommu_kernel_args('intel', passthrough_mode=False) == ['intel_iommu=on']
+
+
+def test_render_mode_always_renders_the_pool_apply_mode_skips_an_existing_one():
+    # render: a pool file left out is pruned and the GitOps tool deletes the pool, so it is rendered even when the
+    # live cluster (machineconfig_existing_pools) has it, as it has once the render was first synced
+    assert mc.renders_pool('gpu-worker', True, ['master', 'worker', 'gpu-worker'], render=True)
+    assert mc.renders_pool('gpu-worker', True, None, render=True)
+    # apply: an existing pool's spec is the administrator's, created only when missing
+    assert not mc.renders_pool('gpu-worker', True, ['master', 'worker', 'gpu-worker'])
+    assert mc.renders_pool('gpu-worker', True, ['master', 'worker'])
+    assert not mc.renders_pool('gpu-worker', False, [], render=True)
 
 
 @pytest.mark.parametrize('call,needle', [
@@ -128,6 +144,24 @@ def test_a_pool_still_on_the_rendered_config_before_our_edit_is_not_done():
     assert ('rendered config rendered-gpu-aaa does not hold the current content of 100-gpu-gpuvirt-iommu yet'
             in st['message'])
     assert mc.pool_status(stale, '100-gpu-gpuvirt-iommu', rendered_configs=['rendered-gpu-aaa'])['done']
+
+
+def test_a_paused_pool_is_reported_with_the_command_that_unpauses_it():
+    # openshift/machine-config-operator pkg/controller/node/node_controller.go syncMachineConfigPool: a paused pool
+    # only gets its status synced, pkg/controller/node/status.go calculateStatus: Updated False, Updating False
+    # "Pool is paused; will not update to ..."
+    paused = pool(1, 3, 3, [('Updated', 'False', ''), ('Updating', 'False', 'Pool is paused; will not update to x')])
+    paused['spec'] = {'paused': True}
+    st = mc.pool_status(paused, '100-gpu-gpuvirt-iommu')
+    assert st['paused'] and not st['done'] and not st['degraded']
+    assert 'paused' in st['message'] and "oc patch mcp gpu --type merge -p '{\"spec\":{\"paused\":false}}'" \
+        in st['message']
+    # a paused pool that already runs our content is done: nothing to say
+    done = pool(3, 3, 3, DONE)
+    done['spec'] = {'paused': True}
+    st = mc.pool_status(done, '100-gpu-gpuvirt-iommu')
+    assert st['done'] and st['paused'] and 'paused' not in st['message']
+    assert not mc.pool_status(pool(1, 3, 3, []))['paused']
 
 
 def test_pool_degraded_reports_reason():

@@ -90,7 +90,7 @@ def test_a_kind_without_a_row_is_kept_never_deleted():
 
 def golden_objects():
     for path in sorted(glob.glob(os.path.join(GOLDEN, '*', '*.yaml.json'))):
-        if os.path.basename(path) == 'kustomization.yaml.json' or '-helm-values-' in path:
+        if os.path.basename(path).endswith('kustomization.yaml.json') or '-helm-values-' in path:
             continue
         with open(path, encoding='utf-8') as handle:
             for doc in json.load(handle):
@@ -115,3 +115,48 @@ def test_every_object_of_the_golden_renders_has_a_row_and_carries_what_it_says()
     # the example renders hold both sides of the rule
     assert {('', 'Node'), ('hco.kubevirt.io', 'HyperConverged'), ('kubevirt.io', 'KubeVirt')} <= seen
     assert {('nvidia.com', 'ClusterPolicy'), ('machineconfiguration.openshift.io', 'MachineConfig')} <= seen
+
+
+# -- Flux: one Kustomization per group of waves -----------------------------------------------------------------
+# Flux's kustomize-controller applies one Kustomization in stages: CRDs, ClusterRoles and Namespaces first, then
+# every other object in one stage that is dry-run object by object before anything of it is applied, a failed dry
+# run aborting the stage (fluxcd/pkg ssa/manager_apply.go ApplyAllStaged, ApplyAll). A custom resource whose CRD an
+# operator installs fails its dry run until the operator runs; in one stage with the Subscription that installs
+# that operator, neither is ever applied. So no group may hold a Subscription and such a custom resource.
+
+def test_no_flux_group_holds_a_subscription_and_an_operators_custom_resource():
+    groups = {}
+    for where, doc in golden_objects():
+        case, name = os.path.split(where[:-len('.json')])
+        groups.setdefault((case, gitops.flux_group(name)), set()).add(gitops.group_kind(doc))
+    checked = 0
+    for (case, group), kinds in sorted(groups.items()):
+        crs = sorted(kind for kind in kinds if kind in gitops.OPERATOR_CRS)
+        if ('operators.coreos.com', 'Subscription') in kinds:
+            checked += 1
+            assert not crs, '%s: %s holds a Subscription and %s' % (case, group, crs)
+    assert checked >= 3  # the OpenShift renders install the NFD and GPU operators through OLM
+
+
+def test_the_machineconfigpool_comes_after_the_node_labels_and_before_the_operators():
+    # the pool's health check (Argo CD sync wave, Flux dependsOn) must see the nodes its role label puts in it: the
+    # label (Node files, 30) before the pool, and the pool before the NFD / GPU Operator objects (35 on)
+    waves = {}
+    for where, doc in golden_objects():
+        name = os.path.basename(where[:-len('.json')])
+        waves.setdefault(gitops.group_kind(doc), set()).add(gitops.wave(name))
+    assert max(waves[('', 'Node')]) < min(waves[('machineconfiguration.openshift.io', 'MachineConfigPool')])
+    assert max(waves[('machineconfiguration.openshift.io', 'MachineConfigPool')]) < min(
+        waves[('operators.coreos.com', 'Subscription')] | waves[('nvidia.com', 'ClusterPolicy')])
+    # and in Flux's first group, with the node labels, so that its health check holds the operators back
+    assert gitops.flux_group('31-machineconfig-machineconfigpool-cluster-gpu-worker.yaml') == gitops.flux_group(
+        '30-node-labels-node-cluster-gpu-1.yaml') == gitops.FLUX_GROUPS[0].directory
+
+
+def test_flux_groups_cover_every_wave_once_and_a_file_without_a_wave_goes_last():
+    covered = [n for group in gitops.FLUX_GROUPS for n in range(group.first, group.last + 1)]
+    assert covered == list(range(0, 100))
+    assert gitops.flux_group('plain.yaml') == gitops.FLUX_GROUPS[-1].directory
+    texts = gitops.flux_kustomizations(['60-b.yaml', '36-a.yaml', '35-z.yaml'])
+    assert sorted(texts) == ['flux-1-nodes', 'flux-2-nfd', 'flux-5-kubevirt']
+    assert texts['flux-2-nfd'].splitlines()[-2:] == ['resources:', '  - ../36-a.yaml']

@@ -75,7 +75,7 @@ def test_a_committed_lock_with_this_runs_own_pid_is_not_adopted(tmp_path):
         rs.open_session(str(tmp_path), 'site', pid=os.getpid(), session='0' * 64)
     # taken over on request: its objects are dropped, none is written or listed
     result = render_once(tmp_path, '60-kv-000-configmap-x-c0.yaml', takeover=True)
-    assert result['written'] == ['60-kv-000-configmap-x-c0.yaml', rs.KUSTOMIZATION]
+    assert result['written'] == ['60-kv-000-configmap-x-c0.yaml', rs.KUSTOMIZATION, 'flux-5-kubevirt/' + rs.KUSTOMIZATION]
     assert not (tmp_path / '60-kv-000-configmap-x-evil.yaml').exists()
     assert yaml.safe_load((tmp_path / rs.KUSTOMIZATION).read_text())['resources'] == ['60-kv-000-configmap-x-c0.yaml']
 
@@ -175,7 +175,8 @@ def test_a_file_of_a_builders_name_is_pruned_only_while_it_holds_the_recorded_te
     render_once(tmp_path, '60-kv-000-configmap-x-a.yaml', '60-kv-001-configmap-x-b.yaml')
     (tmp_path / '60-kv-001-configmap-x-b.yaml').write_text('edited\n')
     result = render_once(tmp_path)
-    assert result['pruned'] == ['60-kv-000-configmap-x-a.yaml']
+    # the Flux kustomization of the group that no longer has a file goes too (it still holds what was recorded)
+    assert result['pruned'] == ['60-kv-000-configmap-x-a.yaml', 'flux-5-kubevirt/' + rs.KUSTOMIZATION]
     assert (tmp_path / '60-kv-001-configmap-x-b.yaml').read_text() == 'edited\n'
 
 
@@ -184,7 +185,7 @@ def test_the_names_the_builders_write_are_the_names_the_prune_accepts():
     names = set()
     for case in os.listdir(GOLDEN):
         names.update(n[:-len('.json')] for n in os.listdir(os.path.join(GOLDEN, case)) if n.endswith('.yaml.json'))
-    names.discard(rs.KUSTOMIZATION)
+    names = set(name for name in names if not name.endswith(rs.KUSTOMIZATION))  # the top one and the Flux groups'
     assert len(names) > 20
     assert [n for n in sorted(names) if not rs.prunable_name(n)] == []
     # what render.file_names makes, with and without a prefix, and the longest names it allows
@@ -284,7 +285,8 @@ def test_the_manifest_parser_accepts_only_the_shape_this_collection_writes(data)
         event('refused')
         return
     event('accepted')
-    assert set(parsed) <= rs.MANIFEST_KEYS and parsed['format'] in (1, 2) and not isinstance(parsed['format'], bool)
+    assert set(parsed) <= rs.MANIFEST_KEYS and parsed['format'] in (1, 2, 3) and not isinstance(parsed['format'], bool)
+    assert set(parsed.get('flux', {})) <= rs.gitops.FLUX_GROUP_NAMES
     for name, entry in parsed.get('files', {}).items():
         assert rs.valid_name(name) and '/' not in name and not name.startswith('.') and name != rs.KUSTOMIZATION
         assert set(entry) <= rs.RECORDED_KEYS and rs.SHA256_RE.fullmatch(entry['sha256'] or '0' * 64)

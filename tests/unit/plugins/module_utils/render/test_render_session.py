@@ -45,7 +45,7 @@ def test_two_roles_rendering_one_object_get_one_file_with_both_parts(tmp_path):
                        '71-dra-gate', 'kubevirt', session=token)
     assert first == second == '60-kubevirt-devices-000-kubevirt-kubevirt-kubevirt.yaml'
     result = rs.close_session(str(tmp_path), dump, session=token)
-    assert result['files'] == [first] and result['written'] == [first, 'kustomization.yaml']
+    assert result['files'] == [first] and result['written'] == [first, 'kustomization.yaml', 'flux-5-kubevirt/kustomization.yaml']
     (obj,) = yaml.safe_load_all((tmp_path / first).read_text())
     assert obj['spec']['configuration']['developerConfiguration']['featureGates'] == ['Snapshot', 'HostDevices', 'GPUsWithDRA']
     assert obj['spec']['configuration']['permittedHostDevices']['pciHostDevices'] == [{'pciVendorSelector': '10DE:2236'}]
@@ -145,9 +145,13 @@ def test_prune_removes_only_our_stale_files_of_the_scope_and_keeps_foreign_ones(
               session=token)
     result = rs.close_session(d, dump, session=token)
     assert result['pruned'] == [kv1]
-    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', nodes, kv0, 'foreign.yaml', 'kustomization.yaml']
+    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', nodes, kv0, 'flux-1-nodes', 'flux-5-kubevirt',
+                                     'foreign.yaml', 'kustomization.yaml']
     listed = yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources']
     assert listed == [nodes, kv0]
+    # each Flux group lists the files of its waves, the whole render's as the top one does
+    assert yaml.safe_load((tmp_path / 'flux-5-kubevirt' / 'kustomization.yaml').read_text())['resources'] == [
+        '../' + kv0]
     manifest = json.loads((tmp_path / rs.MANIFEST).read_text())
     assert manifest['complete'] is True and sorted(manifest['files']) == [nodes, kv0]
 
@@ -181,15 +185,17 @@ def test_a_site_render_prunes_a_phase_that_now_renders_nothing_a_phase_alone_onl
     rs.record(d, configmap('c'), kv, '60-kv', 'kubevirt', session=token)
     rs.close_session(d, dump, session=token)
     (tmp_path / 'foreign.yaml').write_text('kind: ConfigMap\n')
-    # the kubevirt phase alone, rendering nothing: only its own file goes
+    # the kubevirt phase alone, rendering nothing: only its own file goes (and the Flux group it was alone in)
     token = rs.open_session(d, 'kubevirt', pid=os.getpid())['session']
-    assert rs.close_session(d, dump, session=token)['pruned'] == [kv]
+    assert rs.close_session(d, dump, session=token)['pruned'] == [kv, 'flux-5-kubevirt/kustomization.yaml']
+    assert not (tmp_path / 'flux-5-kubevirt').exists()
     # a site render where the operator phase renders nothing: its file goes too
     token = rs.open_session(d, 'site', pid=os.getpid())['session']
     rs.record(d, configmap('a'), nodes, '30-nodes', 'nodes', session=token)
     result = rs.close_session(d, dump, session=token)
-    assert result['pruned'] == [vgpu]
-    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', nodes, 'foreign.yaml', 'kustomization.yaml']
+    assert result['pruned'] == [vgpu, 'flux-3-gpu-operator/kustomization.yaml']
+    assert sorted(os.listdir(d)) == ['.gpuvirt-render.json', nodes, 'flux-1-nodes', 'foreign.yaml',
+                                     'kustomization.yaml']
     assert yaml.safe_load((tmp_path / 'kustomization.yaml').read_text())['resources'] == [nodes]
 
 
@@ -345,4 +351,86 @@ def test_a_check_session_s_private_directory_goes_after_a_clean_close_too(tmp_pa
     token = rs.open_session(str(tmp_path / 'render'), 'site', pid=os.getpid(), check_mode=True)['session']
     rs.record(str(tmp_path / 'render'), kubevirt(['A']), '60-a-000.yaml', '60-a', 'kubevirt', session=token)
     result = rs.close_session(str(tmp_path / 'render'), dump, session=token)
-    assert result['written'] == ['60-a-000.yaml', 'kustomization.yaml'] and list(temp.iterdir()) == []
+    assert result['written'] == ['60-a-000.yaml', 'kustomization.yaml', 'flux-5-kubevirt/kustomization.yaml'] and list(temp.iterdir()) == []
+
+
+# -- the Flux group kustomizations --------------------------------------------------------------------------------
+
+def _site_render(d, names):
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    for name in names:
+        rs.record(d, configmap(name.rsplit('-', 1)[-1][:-5]), name, name[:5], 'nodes', session=token)
+    return rs.close_session(d, dump, session=token)
+
+
+def _tree(d):
+    out = {}
+    for top, _dirs, files in os.walk(d):
+        for name in files:
+            path = os.path.join(top, name)
+            st = os.lstat(path)
+            out[os.path.relpath(path, d)] = (open(path, 'rb').read(), st.st_ino, st.st_mtime_ns)
+    return out
+
+
+def test_a_single_directory_render_migrates_to_the_flux_groups_once_then_writes_no_byte(tmp_path):
+    d = str(tmp_path)
+    names = ['30-nodes-configmap-x-a.yaml', '36-nfd-configmap-x-b.yaml', '60-kv-configmap-x-c.yaml']
+    _site_render(d, names)
+    # what a render of the collection before the Flux groups left: format 2, no flux record, no group directory
+    manifest = json.loads((tmp_path / rs.MANIFEST).read_text())
+    for group in manifest.pop('flux'):
+        os.unlink(os.path.join(d, group, rs.KUSTOMIZATION))
+        os.rmdir(os.path.join(d, group))
+    manifest['format'] = 2
+    (tmp_path / rs.MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + '\n')
+    before = _tree(d)
+    result = _site_render(d, names)
+    groups = ['flux-1-nodes', 'flux-2-nfd', 'flux-5-kubevirt']
+    assert result['written'] == ['%s/%s' % (group, rs.KUSTOMIZATION) for group in groups] and result['pruned'] == []
+    after = _tree(d)
+    # the objects and the top kustomization are not rewritten; the bookkeeping records the groups
+    assert [name for name in before if before[name] != after[name]] == [rs.MANIFEST]
+    manifest = json.loads((tmp_path / rs.MANIFEST).read_text())
+    assert manifest['format'] == rs.FORMAT and sorted(manifest['flux']) == groups
+    for group, name in zip(groups, names):
+        assert yaml.safe_load((tmp_path / group / rs.KUSTOMIZATION).read_text())['resources'] == ['../' + name]
+    # the next identical render: not one byte
+    assert _site_render(d, names)['written'] == [] and _tree(d) == after
+
+
+def test_a_flux_kustomization_a_killed_close_wrote_is_recovered_on_takeover(tmp_path):
+    d = str(tmp_path)
+    name = '60-kv-configmap-x-c.yaml'
+    _site_render(d, [name])
+    text = (tmp_path / 'flux-5-kubevirt' / rs.KUSTOMIZATION).read_text()
+    # as if the first close was killed after writing the group's kustomization: the manifest does not know it, the
+    # lock recorded it
+    manifest = json.loads((tmp_path / rs.MANIFEST).read_text())
+    manifest['flux'] = {}
+    (tmp_path / rs.MANIFEST).write_text(json.dumps(manifest))
+    token = rs.open_session(d, 'site', pid=os.getpid())['session']
+    lock = json.loads((tmp_path / rs.LOCK).read_text())
+    lock['writing_flux'] = {'flux-5-kubevirt': rs.sha256(text)}
+    lock['token'] = '1' * 64
+    (tmp_path / rs.LOCK).write_text(json.dumps(lock))
+    assert token
+    taken = rs.open_session(d, 'site', pid=os.getpid(), takeover=True)['session']
+    # this render has no file of that group: the recovered kustomization is ours, so it is pruned
+    result = rs.close_session(d, dump, session=taken)
+    assert 'flux-5-kubevirt/%s' % rs.KUSTOMIZATION in result['pruned']
+    assert not (tmp_path / 'flux-5-kubevirt').exists()
+
+
+@pytest.mark.parametrize('version,warned', [(1, True), (2, False)])
+def test_only_a_lock_that_records_no_files_it_wrote_is_warned_about_on_takeover(tmp_path, version, warned):
+    # format 2 recorded what a close writes ("writing"); only format 1 did not. Bumping the format for the Flux
+    # groups must not make a format-2 lock of the collection before it look like one that records nothing
+    lock = {'format': version, 'owner': 'site', 'pid': dead_pid(), 'started': 1.0, 'writing': {},
+            'objects': {'k': {'file': '60-kv-configmap-x-a.yaml', 'writer': 'w', 'phase': 'kubevirt',
+                              'object': configmap('a')}}}
+    if version == 1:
+        del lock['writing']
+    (tmp_path / rs.LOCK).write_text(json.dumps(lock))
+    result = rs.open_session(str(tmp_path), 'site', pid=os.getpid(), takeover=True)
+    assert bool([w for w in result['warnings'] if 'older format' in w]) is warned, result['warnings']

@@ -205,6 +205,81 @@ def test_a_file_holding_exactly_the_rendered_text_or_ours_unchanged_is_replaced(
     assert rs.close_session(str(dest), dump, session=token)['written'] == ['60-a-000.yaml']
 
 
+# -- the Flux group directories (gitops.FLUX_GROUPS) ------------------------------------------------------------
+
+A, B = '60-kv-000-configmap-x-a.yaml', '30-nodes-configmap-x-b.yaml'  # names the builders write (prunable)
+
+def test_a_manifest_naming_another_flux_directory_is_refused_and_changes_nothing(tree):
+    dest = tree / 'render'
+    render_once(dest, A)
+    data = json.loads((dest / rs.MANIFEST).read_text())
+    for bad in ('../outside', 'flux-9-x', '.git', 'flux-5-kubevirt/..'):
+        text = json.dumps(dict(data, flux={bad: '0' * 64}))
+        (dest / rs.MANIFEST).write_text(text)
+        with pytest.raises(render.RenderError, match='a directory in flux is'):
+            render_once(dest, A)
+        assert (dest / rs.MANIFEST).read_text() == text and not (dest / rs.LOCK).exists()
+
+
+def test_a_symlink_or_file_at_a_flux_directory_is_refused_before_any_write_never_followed(tree):
+    dest, elsewhere = tree / 'render', tree / 'elsewhere'
+    elsewhere.mkdir()
+    os.symlink('../elsewhere', str(dest / 'flux-5-kubevirt'))
+    with pytest.raises(render.RenderError, match='flux-5-kubevirt is a symbolic link'):
+        render_once(dest, A)
+    assert os.listdir(str(elsewhere)) == [] and not (dest / A).exists()
+    os.unlink(str(dest / rs.LOCK))  # a refused close keeps its lock
+    os.unlink(str(dest / 'flux-5-kubevirt'))
+    (dest / 'flux-5-kubevirt').write_text('a file\n')
+    with pytest.raises(render.RenderError, match='flux-5-kubevirt is not a directory'):
+        render_once(dest, A)
+    assert (dest / 'flux-5-kubevirt').read_text() == 'a file\n' and not (dest / A).exists()
+
+
+def test_a_foreign_or_edited_flux_kustomization_is_refused_and_a_stale_one_kept_with_a_warning(tree):
+    dest = tree / 'render'
+    (dest / 'flux-5-kubevirt').mkdir()
+    (dest / 'flux-5-kubevirt' / rs.KUSTOMIZATION).write_text('resources: [mine.yaml]\n')
+    with pytest.raises(render.RenderError, match='was not written by this collection'):
+        render_once(dest, A)
+    assert (dest / 'flux-5-kubevirt' / rs.KUSTOMIZATION).read_text() == 'resources: [mine.yaml]\n'
+    assert not (dest / A).exists()
+    os.unlink(str(dest / rs.LOCK))  # a refused close keeps its lock
+    os.unlink(str(dest / 'flux-5-kubevirt' / rs.KUSTOMIZATION))
+    render_once(dest, A)
+    # edited since it was written, and its group has no file any more: kept, named in a warning; the directory with it
+    (dest / 'flux-5-kubevirt' / rs.KUSTOMIZATION).write_text('edited\n')
+    result = render_once(dest, B)
+    assert 'flux-5-kubevirt/kustomization.yaml was changed since this collection wrote it' in '\n'.join(
+        result['warnings'])
+    assert (dest / 'flux-5-kubevirt' / rs.KUSTOMIZATION).read_text() == 'edited\n'
+    # a stale one whose directory was replaced by a link to a copy elsewhere: neither is entered nor deleted
+    os.unlink(str(dest / 'flux-5-kubevirt' / rs.KUSTOMIZATION))
+    render_once(dest, A)
+    elsewhere = tree / 'elsewhere'
+    os.rename(str(dest / 'flux-5-kubevirt'), str(elsewhere))
+    os.symlink('../elsewhere', str(dest / 'flux-5-kubevirt'))
+    result = render_once(dest, B)
+    assert result['pruned'] == [A]
+    assert 'flux-5-kubevirt is a symbolic link' in '\n'.join(result['warnings'])
+    assert os.path.islink(str(dest / 'flux-5-kubevirt')) and (elsewhere / rs.KUSTOMIZATION).exists()
+    # a stale one as written: deleted with its then empty directory
+    os.unlink(str(dest / 'flux-5-kubevirt'))
+    render_once(dest, A)
+    result = render_once(dest, B)
+    assert result['pruned'] == [A, 'flux-5-kubevirt/kustomization.yaml']
+    assert not (dest / 'flux-5-kubevirt').exists()
+
+
+def test_a_stale_flux_directory_holding_other_files_keeps_them(tree):
+    dest = tree / 'render'
+    render_once(dest, A)
+    (dest / 'flux-5-kubevirt' / 'notes.md').write_text('mine\n')
+    result = render_once(dest, B)
+    assert 'flux-5-kubevirt/kustomization.yaml' in result['pruned']
+    assert os.listdir(str(dest / 'flux-5-kubevirt')) == ['notes.md']
+
+
 def test_prune_leaves_a_symlink_a_directory_and_an_edited_file_in_place_with_a_warning(tree):
     outside, dest = tree / 'outside.yaml', tree / 'render'
     a, b, c, d = (builder_name(letter) for letter in 'abcd')
@@ -215,7 +290,7 @@ def test_prune_leaves_a_symlink_a_directory_and_an_edited_file_in_place_with_a_w
     (dest / b).mkdir()
     (dest / c).write_text('edited by a colleague\n')
     result = render_once(dest)
-    assert result['pruned'] == [d]
+    assert result['pruned'] == [d, 'flux-5-kubevirt/kustomization.yaml']
     warned = '\n'.join(result['warnings'])
     assert '%s is not a regular file' % a in warned and '%s is not a regular file' % b in warned
     assert '%s was changed since this collection wrote it: not pruned' % c in warned
@@ -349,9 +424,15 @@ def test_hostile_bookkeeping_never_deletes_or_writes_outside_or_a_non_regular_fi
         for path, what in before.items():
             if not path.startswith(dest + os.sep) or what[0] != 'file' or os.path.dirname(path) != dest:
                 assert after.get(path) == what, path
-        assert [p for p in after if p not in before and os.path.dirname(p) != dest] == []
-        # inside: only regular files (ours.yaml, a rendered file) or bookkeeping may change or go
-        assert all(what[0] == 'file' for path, what in after.items() if path not in before)
+        # new below the render directory: only the Flux kustomization of a wave group, in its own directory
+        flux = set(os.path.join(dest, group) for group in rs.gitops.FLUX_GROUP_NAMES)
+        assert [p for p in after if p not in before and os.path.dirname(p) != dest
+                and os.path.dirname(p) not in flux] == []
+        assert [p for p in after if p not in before and os.path.dirname(p) in flux
+                and os.path.basename(p) != rs.KUSTOMIZATION] == []
+        # inside: only regular files (ours.yaml, a rendered file) or bookkeeping may change or go, and the group
+        # directories appear
+        assert all(what[0] == 'file' or path in flux for path, what in after.items() if path not in before)
         # a name no builder writes is never deleted, whatever the bookkeeping says: changed only when this render
         # wrote it (over a file holding what a valid manifest recorded)
         if after.get(os.path.join(dest, 'ours.yaml')) != before[os.path.join(dest, 'ours.yaml')]:
