@@ -41,21 +41,20 @@ def check_name(value, what):
 
 
 def iommu_kernel_args(cpu_vendor, passthrough_mode=True, extra=()):
-    """``intel_iommu=on`` (Intel), plus ``iommu=pt``; on AMD ``iommu=pt`` alone.
+    """``intel_iommu=on`` (Intel) or ``amd_iommu=on`` (AMD), plus ``iommu=pt``: the same arguments as the SSH path
+    (``kernel_cmdline.iommu_args``).
 
-    ``amd_iommu=on`` is no option of the AMD IOMMU driver: it knows fullflush, off, force_isolation, force_enable,
-    pgtbl_v1, pgtbl_v2, irtcachedis and nohugepages, and answers anything else with "Unknown option" (the Linux
-    kernel's Documentation/admin-guide/kernel-parameters.txt, amd_iommu=; drivers/iommu/amd/init.c
-    parse_amd_iommu_options). The AMD IOMMU is on whenever the firmware describes it (its IVRS ACPI table), so a
-    MachineConfig, which sets its arguments on every node of a pool, leaves the word out."""
+    ``amd_iommu=on`` is no option of the AMD IOMMU driver (it knows fullflush, off, force_isolation, force_enable,
+    pgtbl_v1, pgtbl_v2, irtcachedis and nohugepages and logs "Unknown option" for anything else: the Linux kernel's
+    Documentation/admin-guide/kernel-parameters.txt, amd_iommu=; drivers/iommu/amd/init.c
+    parse_amd_iommu_options); the AMD IOMMU is on whenever the firmware describes it. The word is kept on purpose:
+    it changes nothing on the host, and taking it out of a MachineConfig that is already applied would make the
+    MCO drain and reboot every node of the pool for no effect (the SSH path's hosts carry it too)."""
     if not isinstance(cpu_vendor, str) or cpu_vendor not in kernel_cmdline.IOMMU_ARGS:
         raise ManifestError("CPU vendor %r is not intel or amd" % (cpu_vendor,))
     if extra is not None and not isinstance(extra, (list, tuple)):
         raise ManifestError("extra kernel arguments are %r; expected a list of arguments" % (extra,))
-    vendor_args = kernel_cmdline.iommu_args(cpu_vendor, passthrough_mode)
-    if cpu_vendor == 'amd':
-        vendor_args = [arg for arg in vendor_args if arg != kernel_cmdline.IOMMU_ARGS['amd']]
-    args = vendor_args + list(extra or [])
+    args = kernel_cmdline.iommu_args(cpu_vendor, passthrough_mode) + list(extra or [])
     for arg in args:
         if not isinstance(arg, str) or not kernel_cmdline.ARG_RE.fullmatch(arg):  # these strings reach the boot loader
             raise ManifestError("kernel argument %r is not allowed: only letters, digits and _ . , : = + / @ %% -"

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ansible.errors import AnsibleFilterError
 # imported when this file is collected (not inside a test: see tests/unit/trust/test_sink_inputs.py's imports)
 from ansible_collections.gpuvirt.provision.plugins.filter.mcp_nodes_waiting import mcp_join_problems
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -35,12 +36,13 @@ def test_machineconfig_has_args_and_nouveau_file():
 def test_amd_and_no_nouveau():
     obj = mc.build_machineconfig('worker', mc.iommu_kernel_args('amd', extra=['iommu=pt']), blacklist_nouveau=False)
     schema.validate(obj)
-    # amd_iommu= takes fullflush, off, force_isolation, force_enable, pgtbl_v1, pgtbl_v2, irtcachedis, nohugepages
-    # and answers anything else with "Unknown option" (Linux Documentation/admin-guide/kernel-parameters.txt,
-    # drivers/iommu/amd/init.c parse_amd_iommu_options): no "on"; the AMD IOMMU is on when the firmware has an IVRS
-    assert obj['spec']['kernelArguments'] == ['iommu=pt']
+    # amd_iommu=on is no option of the AMD driver (Linux Documentation/admin-guide/kernel-parameters.txt, amd_iommu=;
+    # drivers/iommu/amd/init.c parse_amd_iommu_options: it logs "Unknown option"), but it is kept as the SSH path
+    # writes it: taking it out of an applied MachineConfig would make the MCO reboot every node of the pool
+    assert obj['spec']['kernelArguments'] == ['amd_iommu=on', 'iommu=pt']
+    assert mc.iommu_kernel_args('amd') == kernel_cmdline.iommu_args('amd', True)
     assert 'storage' not in obj['spec']['config']
-    assert mc.iommu_kernel_args('amd', passthrough_mode=False) == []
+    assert mc.iommu_kernel_args('amd', passthrough_mode=False) == ['amd_iommu=on']
     assert mc.iommu_kernel_args('intel', passthrough_mode=False) == ['intel_iommu=on']
 
 
