@@ -48,7 +48,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common
 # The restore script the vgpu_vf role ships (roles/vgpu_vf/files/gpuvirt_vgpu_vf_restore.py), by its sha256: a
 # module runs without the role's files, so the digest stands in for them. A unit test
 # (tests/unit/plugins/module_utils/manifests/test_apply_rules.py) holds it to the file; change both together.
-VGPU_VF_SCRIPT_SHA256 = '0adb46cd4bd950bd198736312ff7794bf92bd0cf38098f29148e113dc99ec55f'
+VGPU_VF_SCRIPT_SHA256 = 'a3c9050ea04e4c65847497dc8d68cb81506e5468871a796e7ceffc2fdf38a86e'
 
 # the field managers the roles apply under: the default and one per role that applies part of a shared object
 FIELD_MANAGER_RE = re.compile(r'gpuvirt-provision(-[a-z0-9-]{1,40})?')
