@@ -201,7 +201,7 @@ def rendered_name(pool_name, spec):
     return 'rendered-%s-%s' % (pool_name, hashlib.md5(json.dumps(spec, sort_keys=True).encode()).hexdigest())
 
 
-def mco(status, pool_name='worker', mc_name=MC_NAME, annotate=None, hold=None):
+def mco(status, pool_name='worker', mc_name=MC_NAME, annotate=None, hold=None, down=None):
     """The Machine Config Operator's part, as a controller step (a stand-in: no MCO runs here, and no node exists to
     write files on or reboot). Once our MachineConfig (and pool) exist, the render controller renders the pool's
     MachineConfigs into a new rendered-<pool>-<hash> MachineConfig and points the pool's spec.configuration at it
@@ -214,7 +214,8 @@ def mco(status, pool_name='worker', mc_name=MC_NAME, annotate=None, hold=None):
     (``_roll``): the node controller targets one node at a time (maxUnavailable 1), whose daemon and the drain
     controller take it through Working, cordon, drain, reboot, uncordon and Done, and the pool's status is
     calculated from the nodes after every step, as the node controller's is. ``step.events`` records each node's
-    steps as (time, node, step); ``step.updated_at`` the time the pool last turned Updated.
+    steps as (time, node, step); ``step.updated_at`` the time the pool last turned Updated. ``down(cluster)``: true
+    while a rebooting node is to stay down (a reboot takes as long as it takes).
 
     Otherwise (a test that needs an MCO that does not add up: counters given, or only the ``annotate`` nodes'
     daemons reporting) the pool is set to ``status`` at once (machineCount: the selected nodes, unless given) and
@@ -242,6 +243,7 @@ def mco(status, pool_name='worker', mc_name=MC_NAME, annotate=None, hold=None):
     step.rendered = []
     step.events = []
     step.updated_at = None
+    step.down = down
     return step
 
 
@@ -339,6 +341,8 @@ def _advance(cluster, node, target, step):
         # the daemon writes the files and reboots (update.go updateOnClusterBuild/reboot): the node goes NotReady
         _set_ready(cluster, node, False)
         step.phases[name] = 'rebooting'
+    elif phase == 'rebooting' and step.down is not None and step.down(cluster):
+        return 'rebooting'
     elif phase == 'rebooting':
         # back up: the kubelet reports Ready; the daemon's first run (daemon.go checkStateOnFirstRun ->
         # updateConfigAndState) validates the on-disk state and, in completeUpdate, asks for the uncordon
@@ -452,9 +456,21 @@ def test_first_machineconfig_rollout_waits_on_the_real_object(tmp_path, kube):
     cluster = kube([pool('master', ['00-master'], DONE), pool('worker', ['00-worker'], DONE)] + vgpu_nodes()
                    + [pod('web-7d4b9-x2k1', 'apps', 'vgpu-a10', 'ReplicaSet'),
                       pod('nvidia-sandbox-device-plugin-x1', 'nvidia-gpu-operator', 'vgpu-a10', 'DaemonSet')])
-    operator = mco(rollout_done(['00-worker', MC_NAME]))
+    seen = {}
+
+    def down(cluster):
+        # the first node to reboot stays down until the collection has read the pool since: its wait starts while
+        # the rollout is under way, whatever the load on this machine, so the checks below can tell a wait that
+        # waits from one that returns on what it first sees
+        if seen.get('polled'):
+            return False
+        mark = seen.setdefault('mark', cluster.now())
+        seen['polled'] = any(e['verb'] == 'get' and e.get('objectRef', {}).get('resource') == 'machineconfigpools'
+                             for e in cluster.requests(since=mark))
+        return not seen['polled']
+    operator = mco(rollout_done(['00-worker', MC_NAME]), down=down)
     cluster.controller('machine-config-operator', operator)
-    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster))
+    rc, log = run(tmp_path, 'vgpu-hco-old', **mc_apply(cluster, machineconfig_wait_timeout=60))
     # read before anything else: the state the run returned on
     nodes = dict((n, cluster.get('v1', 'Node', n)) for n in ('vgpu-a10', 'vgpu-l40s'))
     assert rc == 0, log
