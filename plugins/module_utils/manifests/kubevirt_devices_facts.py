@@ -71,8 +71,8 @@ def gate_supported(crd):
 def _refused(what, exc):
     status = 'HTTP %s %s' % (exc.status, exc.reason) if exc.status is not None else str(exc.reason)
     text = exc.text.strip() if exc.text else ''
-    return FactsError('The cluster refused %s (%s)%s. Grant the automation identity the kubevirt_devices role\'s '
-                      'reads (docs/rbac/README.md). Nothing was changed.'
+    return FactsError("The cluster refused %s (%s)%s. Grant the automation identity the kubevirt_devices role's "
+                      "reads (docs/rbac/README.md). Nothing was changed."
                       % (what, status, (': %s' % text) if text else ''))
 
 
