@@ -2,7 +2,8 @@
 # hostile input, asserting linear growth and a time bound per MB; wanted_devices on the largest host the facts allow;
 # the nodes phase against the real kube-apiserver (mk/kube.mk): time per node and requests per run
 # (benchmarks/README.md holds the measured tables); the k8s_objects role's apply, one call per list; the cluster
-# role's reads in one call against the three before, on the nodes phase (A/B);
+# role's reads in one call against the three before, on the nodes phase (A/B); the kubevirt_devices role's reads in
+# one call against the three before, on the kubevirt phase (A/B);
 # host_prep.yml over 1, 10 and 50 Podman hosts, plan then roll.
 # bench-lab: the no-op host_prep.yml on the lab VM against the same checks over raw SSH (after `make demo`).
 .PHONY: bench bench-lab
@@ -15,6 +16,7 @@ bench: venv collection kube-apiserver
 	$(PY) benchmarks/bench_nodes_phase.py
 	$(PY) benchmarks/bench_k8s_objects.py
 	$(PY) benchmarks/bench_cluster_role.py
+	$(PY) benchmarks/bench_kubevirt_devices_role.py
 	tools/images/build-base-image.sh gpuvirt-debian12-systemd --systemd
 	$(PY) benchmarks/bench_host_prep.py
 

@@ -94,6 +94,9 @@ NON_SINKS = {
     # read-only: lists and gets through kubernetes.core's client (the cluster role's reads); checks its apiVersions,
     # kinds and CRD names by their grammars before any request
     'gpuvirt.provision.cluster_facts',
+    # read-only: a get of HCO's CRD and lists of HyperConverged or KubeVirt and of Node through kubernetes.core's
+    # client (the kubevirt_devices role's reads); checks its one choice before any request
+    'gpuvirt.provision.kubevirt_devices_facts',
 }
 # The filters that check a value (or write a text from values they check) and fail naming the variable.
 CHECKING_FILTERS = {

@@ -1,0 +1,211 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuvirt.provision maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: kubevirt_devices_facts
+short_description: HCO's CRD, the HyperConverged objects or KubeVirt CRs, and the nodes, in one read-only call
+version_added: 0.2.0
+description:
+  - The apply-mode reads of the role P(gpuvirt.provision.kubevirt_devices#role), one module execution instead of
+    three C(kubernetes.core.k8s_info) calls (each about a second of interpreter, Ansible and kubernetes client start).
+  - In this order - a GET of the CustomResourceDefinition C(hyperconvergeds.hco.kubevirt.io) (a 404 is a CRD not
+    served); with O(kubevirt_config=hco) and that CRD served, a list of C(hco.kubevirt.io/v1beta1) HyperConverged in
+    every namespace, with O(kubevirt_config=kubevirt) a list of C(kubevirt.io/v1) KubeVirt in every namespace (a kind
+    the server does not serve, by API discovery, is listed as none, as C(kubernetes.core.k8s_info) sets
+    C(api_found)); then a list of v1 Node. A refusal of any read fails the call, naming the read and the server's
+    answer.
+  - Of the CRD it returns only what the role decides from it - whether it is served, and whether its v1beta1 schema
+    has C(spec.featureGates.disableMDevConfiguration).
+  - Read-only - sends no write, so it runs the same in check mode. The role repeats the call (C(until)) while it
+    waits for the GPU nodes to advertise their resources.
+  - Checks its own arguments before any request.
+  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
+    C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
+    C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment (C(K8S_AUTH_SSL_CA_CERT) for a CA
+    file, for one), the in-cluster service account or C(~/.kube/config).
+author:
+  - gpuvirt.provision maintainers (@gpuvirt)
+options:
+  kubevirt_config:
+    description:
+      - Which object holds the permitted devices (the cluster model's C(kubevirt_config), auto resolved) - C(hco)
+        lists the HyperConverged objects (where the CRD is served), C(kubevirt) the KubeVirt CRs.
+    type: str
+    required: true
+    choices: [hco, kubevirt]
+  kubeconfig:
+    description:
+      - The kubeconfig, a path or its content as a dictionary (as kubernetes.core.k8s_info takes it).
+    type: raw
+  context:
+    description: The kubeconfig context to use.
+    type: str
+  validate_certs:
+    description: Verify the API server's certificate (on unless turned off here or by C(K8S_AUTH_VERIFY_SSL)).
+    type: bool
+    aliases: [verify_ssl]
+requirements:
+  - kubernetes (the Python client) and the kubernetes.core collection
+attributes:
+  check_mode:
+    description: Reads only; the same requests as a real run.
+    support: full
+  diff_mode:
+    description: Nothing changes, so there is no diff.
+    support: none
+'''
+
+EXAMPLES = r'''
+- name: Read HCO's CRD, the HyperConverged objects and the nodes
+  gpuvirt.provision.kubevirt_devices_facts:
+    kubevirt_config: hco
+  register: read
+'''
+
+RETURN = r'''
+hco_crd_served:
+  description: Whether the server serves the CustomResourceDefinition C(hyperconvergeds.hco.kubevirt.io).
+  returned: success
+  type: bool
+hco_gate_supported:
+  description:
+    - Whether that CRD's v1beta1 schema has C(spec.featureGates.disableMDevConfiguration) (false where it is not
+      served).
+  returned: success
+  type: bool
+hyperconvergeds:
+  description: The HyperConverged objects of every namespace, as the server returned them (empty unless
+    O(kubevirt_config=hco) and the CRD is served).
+  returned: success
+  type: list
+  elements: dict
+kubevirts:
+  description: The KubeVirt CRs of every namespace, as the server returned them (empty unless
+    O(kubevirt_config=kubevirt)).
+  returned: success
+  type: list
+  elements: dict
+nodes:
+  description: The Node objects, as the server returned them.
+  returned: success
+  type: list
+  elements: dict
+'''
+
+import json
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import cluster_facts as cf
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt_devices_facts as kdf
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_apply import Refused
+
+try:
+    # kubernetes.core's client: the cluster access of its modules, by the same rules
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
+    K8S_CORE_ERROR = None
+except ImportError:
+    K8S_CORE_ERROR = traceback.format_exc()
+
+try:
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config import ConfigException
+    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
+    from kubernetes.dynamic.exceptions import ResourceNotUniqueError
+    from urllib3.exceptions import HTTPError as ConnectionProblem
+    KUBERNETES_ERROR = None
+except ImportError:
+    KUBERNETES_ERROR = traceback.format_exc()
+
+
+class Requests(object):
+    """The module's side of cluster_facts.Client: the reads through kubernetes.core's client."""
+
+    def __init__(self, k8s):
+        self.k8s = k8s
+
+    def resource(self, api_version, kind):
+        """The kind's resource, or None where discovery finds no exact match (k8s_info's api_found false)."""
+        try:
+            return self.k8s.resource(kind, api_version)
+        except (ResourceNotFoundError, ResourceNotUniqueError):
+            return None
+        except DynamicApiError as exc:
+            raise Refused(exc.status, exc.reason, to_text(exc.body))
+        except ApiException as exc:
+            raise Refused(exc.status, exc.reason, to_text(exc.body))
+        except ConnectionProblem as exc:
+            raise Refused(None, to_text(exc))
+
+    def _get(self, resource, **params):
+        try:
+            answer = self.k8s.client.get(resource, serialize=False, **params)
+        except DynamicApiError as exc:
+            raise Refused(exc.status, exc.reason, to_text(exc.body))
+        except ConnectionProblem as exc:
+            raise Refused(None, to_text(exc))
+        return json.loads(to_text(answer.data))
+
+    def list_objects(self, api_version, kind, field_selector):
+        resource = self.resource(api_version, kind)
+        if resource is None:
+            return None
+        params = {'field_selector': field_selector} if field_selector else {}
+        return self._get(resource, **params).get('items') or []
+
+    def get_object(self, api_version, kind, name):
+        resource = self.resource(api_version, kind)
+        if resource is None:
+            raise Refused(None, 'the API server serves no %s %s' % (api_version, kind))
+        try:
+            return self._get(resource, name=name)
+        except Refused as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            kubevirt_config=dict(type='str', required=True, choices=list(kdf.CONFIGS)),
+            kubeconfig=dict(type='raw', no_log=True),
+            context=dict(type='str'),
+            validate_certs=dict(type='bool', aliases=['verify_ssl']),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        kubevirt_config = kdf.checked_config(params['kubevirt_config'])
+    except ManifestError as exc:
+        module.fail_json(msg=str(exc))
+    if KUBERNETES_ERROR:
+        module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_ERROR)
+    if K8S_CORE_ERROR:
+        module.fail_json(msg=missing_required_lib('the kubernetes.core collection (galaxy.yml dependencies)'),
+                         exception=K8S_CORE_ERROR)
+    try:
+        k8s = get_api_client(kubeconfig=params['kubeconfig'], context=params['context'],
+                             validate_certs=params['validate_certs'])
+        requests = Requests(k8s)
+        facts = kdf.read_facts(cf.Client(requests.list_objects, requests.get_object), kubevirt_config)
+    except (CoreException, ConfigException, ConnectionProblem) as exc:
+        # the client's own words: no kubeconfig, no such context, a connection it could not open
+        module.fail_json(msg=to_text(exc))
+    except kdf.FactsError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=False, **facts)
+
+
+if __name__ == '__main__':
+    main()
