@@ -23,7 +23,9 @@ options:
     type: path
     required: true
   name:
-    description: The file name, ending in C(.yaml); letters, digits, C(.), C(_) and C(-), no directory.
+    description:
+      - The file name, ending in C(.yaml); letters, digits, C(.), C(_) and C(-), no directory; or C(UPGRADE.md), the
+        upgrade recipe.
     type: str
     required: true
   content:
@@ -99,9 +101,11 @@ def main():
     if not render_session.valid_phase(p['phase']):
         module.fail_json(msg='phase %r is not valid; expected at most 63 letters, digits, ".", "_" and "-", such as '
                              'kubevirt' % (p['phase'],))
-    if not render_session.FILE_RE.fullmatch(p['name']) or p['name'] == render_session.KUSTOMIZATION:
+    if not (render_session.FILE_RE.fullmatch(p['name']) or p['name'] in render_session.DOCUMENTS) \
+            or p['name'] == render_session.KUSTOMIZATION:
         module.fail_json(msg='name %r is not valid; expected a file name of letters, digits, ".", "_" and "-" ending '
-                             'in .yaml, not %s' % (p['name'], render_session.KUSTOMIZATION))
+                             'in .yaml (or one of %s), not %s' % (p['name'], ', '.join(render_session.DOCUMENTS),
+                                                                  render_session.KUSTOMIZATION))
     try:
         placed = render.place(p['dest'], [{'name': p['name'], 'content': p['content'], 'writer': p['name']}], mode,
                               p['phase'], module.check_mode, session=p['session'])

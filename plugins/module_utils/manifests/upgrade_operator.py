@@ -460,6 +460,19 @@ def _policy_problems(values):
     return problems
 
 
+def chart_version_refusal(target, chart_version):
+    """Why the Helm target ``target`` (upgrade_gpu_operator_version) is refused against ``chart_version``
+    (gpu_operator_chart_version), or '': one version for upgrade.yml and operator.yml (apply and render mode)."""
+    target = _s(target).strip()
+    if target.lstrip('v') == _s(chart_version).strip().lstrip('v'):
+        return ''
+    return ("%s is %s but %s is %s: on Kubernetes the chart version is the inventory's %s (playbooks/operator.yml "
+            "installs it too, so a later operator.yml run would take the release back to it); set %s to %s in the "
+            "inventory and %s to the same version" % (TARGET_VARIABLE, target, CHART_VERSION_VARIABLE,
+                                                      _s(chart_version) or '(empty)', CHART_VERSION_VARIABLE,
+                                                      CHART_VERSION_VARIABLE, target, TARGET_VARIABLE))
+
+
 def helm_step(release, target_version, chart_version, release_name, namespace, chart, crds_text, chart_values_text,
               chart_text=None):
     """What the upgrade does with the operator on Kubernetes (Helm), as a dict like ``olm_step``'s:
@@ -483,13 +496,9 @@ def helm_step(release, target_version, chart_version, release_name, namespace, c
         raise ManifestError("%s is %r, not a GPU Operator chart version like v26.7.0" % (TARGET_VARIABLE, target))
     out['target'] = target
     where = '%s/%s' % (namespace, release_name)
-    if target.lstrip('v') != _s(chart_version).strip().lstrip('v'):
-        out['refusals'].append(
-            "%s is %s but %s is %s: on Kubernetes the chart version is the inventory's %s (playbooks/operator.yml "
-            "installs it too, so a later operator.yml run would take the release back to it); set %s to %s in the "
-            "inventory and %s to the same version" % (TARGET_VARIABLE, target, CHART_VERSION_VARIABLE,
-                                                      chart_version or '(empty)', CHART_VERSION_VARIABLE,
-                                                      CHART_VERSION_VARIABLE, target, TARGET_VARIABLE))
+    problem = chart_version_refusal(target, chart_version)
+    if problem:
+        out['refusals'].append(problem)
         return out
     release = _d(release)
     if not release:

@@ -90,6 +90,9 @@ SITE = 'site'
 # custom resources whose CRD an operator installs: gitops.KINDS, the one table of what a kind means to a GitOps tool
 OPERATOR_CRS = gitops.OPERATOR_CRS
 FILE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,250}\.yaml')
+# the documents a render writes beside its objects (not YAML): playbooks/upgrade.yml's recipe
+# (module_utils/manifests/upgrade_render.py RECIPE_FILE); written, recorded and pruned like the Helm values
+DOCUMENTS = ('UPGRADE.md',)
 REDACTED = '(redacted)'
 REDACTED_CHANGED = '(redacted, changed)'
 
@@ -220,7 +223,7 @@ def prunable_name(name):
     Helm values file's (HELM_VALUES_RE). Only such a file is ever pruned: the bookkeeping that lists what was
     written is committed like everything else in the directory, and may name any file."""
     return valid_name(name) and (render.object_file_name(name)
-                                 or HELM_VALUES_RE.fullmatch(name) is not None)
+                                 or HELM_VALUES_RE.fullmatch(name) is not None or name in DOCUMENTS)
 
 
 def _check_recorded(path, where, files, hash_optional):
@@ -625,9 +628,9 @@ def record_file(dest, name, content, writer, phase, mode=0o644, session=None):
     """Note a file that is not a Kubernetes object (Helm values) in the open session: written atomically when the
     session closes, recorded as ours (pruned like the objects), never listed in kustomization.yaml, and never
     written over a file of that name the collection did not write. Returns ``name``."""
-    if not FILE_RE.fullmatch(name or '') or name == KUSTOMIZATION:
+    if not (FILE_RE.fullmatch(name or '') or name in DOCUMENTS) or name == KUSTOMIZATION:
         raise render.RenderError('file name %r is not valid; expected letters, digits, ".", "_" and "-" ending in '
-                                 '.yaml, not %s' % (name, KUSTOMIZATION))
+                                 '.yaml (or one of %s), not %s' % (name, ', '.join(DOCUMENTS), KUSTOMIZATION))
     lock = owned(dest, session)
     files = lock.setdefault('files', {})
     seen = files.get(name)
