@@ -13,8 +13,8 @@ short_description: Build the OpenShift MachineConfig for IOMMU and nouveau, and 
 version_added: 0.1.0
 description:
   - Returns a C(MachineConfig) labelled for O(pool) with the IOMMU C(kernelArguments) (C(intel_iommu=on) plus
-    C(iommu=pt) on Intel; C(iommu=pt) alone on AMD, whose IOMMU is on when the firmware describes it and whose
-    driver has no C(on) option) and, when asked, the nouveau blacklist as an Ignition file
+    C(iommu=pt) on Intel, C(amd_iommu=on) plus C(iommu=pt) on AMD as the SSH path writes them) and, when asked, the
+    nouveau blacklist as an Ignition file
     (C(/etc/modprobe.d/blacklist-nouveau.conf), base64 data URL).
   - With O(create_pool), also a C(MachineConfigPool) selecting the worker configs and its own, for the nodes
     labelled C(node-role.kubernetes.io/<pool>) (or O(node_selector)).

@@ -48,7 +48,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common
 # The restore script the vgpu_vf role ships (roles/vgpu_vf/files/gpuvirt_vgpu_vf_restore.py), by its sha256: a
 # module runs without the role's files, so the digest stands in for them. A unit test
 # (tests/unit/plugins/module_utils/manifests/test_apply_rules.py) holds it to the file; change both together.
-VGPU_VF_SCRIPT_SHA256 = 'ea8f55fd9a2b2acf9bb3671e11492d142dc40d582d5010c32234748a2b8459a9'
+VGPU_VF_SCRIPT_SHA256 = '00abedf1eef35a8969fb32e6506fe527710820c38f61ad0dea9ba5a8a712ef4e'
 
 # the field managers the roles apply under: the default and one per role that applies part of a shared object
 FIELD_MANAGER_RE = re.compile(r'gpuvirt-provision(-[a-z0-9-]{1,40})?')

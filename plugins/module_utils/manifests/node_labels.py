@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import shlex
+
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
@@ -594,7 +596,8 @@ def render_removals(patches):
             continue
         name = meta.get('name')
         line = ('node %s: the render cannot remove %s (a manifest cannot hold a removal); remove it once with: '
-                'kubectl label node %s %s' % (name, ', '.join(gone), name, ' '.join(key + '-' for key in gone)))
+                'kubectl label node %s %s' % (name, ', '.join(gone), shlex.quote(str(name)),
+                                              ' '.join(shlex.quote(key + '-') for key in gone)))
         roles = [key for key in gone if key.startswith(NODE_ROLE_PREFIX)]
         if roles:
             line += ('. Until then the node keeps %s: with the label of its new pool it is in two custom '
@@ -612,8 +615,8 @@ def left_out_lines(left_out):
             lines.append('%s=%s is not in the render (%s; a GitOps sync would write it back mid-upgrade): set it once '
                          'on %s with: kubectl label node %s %s=%s (or run playbooks/nodes.yml in apply mode, which '
                          'leaves a paused value alone)'
-                         % (key, value, SHARED_LABELS[key], ', '.join(sorted(nodes)), ' '.join(sorted(nodes)), key,
-                            value))
+                         % (key, value, SHARED_LABELS[key], ', '.join(sorted(nodes)),
+                            ' '.join(shlex.quote(node) for node in sorted(nodes)), key, shlex.quote(value)))
     return lines
 
 

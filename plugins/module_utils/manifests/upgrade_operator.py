@@ -344,7 +344,7 @@ def chart_crds(text, where):
         return [], ['PyYAML is missing on the controller: the CRDs of %s cannot be read' % where]
     try:
         docs = list(yaml.safe_load_all(_s(text)))
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
         return [], ['`helm show crds` of %s is not YAML: %s' % (where, str(exc).splitlines()[0])]
     crds, problems = [], []
     for index, doc in enumerate(docs, 1):
@@ -417,7 +417,7 @@ def target_nfd_version(chart_text):
         return ''
     try:
         meta = yaml.safe_load(_s(chart_text))
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, RecursionError):
         return ''
     for dep in _l(_d(meta).get('dependencies')):
         if _d(dep).get('name') == NFD_CHART and isinstance(_d(dep).get('version'), (str, int, float)):
@@ -548,7 +548,7 @@ def helm_step(release, target_version, chart_version, release_name, namespace, c
     if HAS_YAML:
         try:
             defaults = yaml.safe_load(_s(chart_values_text))
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError, RecursionError):
             defaults = None
         if not isinstance(defaults, dict):
             out['refusals'].append('`helm show values` of %s printed no values.yaml: its keys cannot be checked'

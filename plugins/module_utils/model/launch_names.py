@@ -899,4 +899,5 @@ INVENTORY_ONLY = (
     'vgpu_vf_root_dir',
     'vgpu_vf_sriov_manage',
     'vgpu_vf_sysfs_root',
+    'vgpu_vf_unit_type',
 )

@@ -63,6 +63,13 @@ CRICTL = ('/usr/bin/crictl', '/usr/local/bin/crictl')
 # KubernetesContainerNameLabel); virt-handler's container is named virt-handler (kubevirt v1.9.0
 # pkg/virt-operator/resource/generate/components/daemonsets.go VirtHandlerName, deployments.go newPodTemplateSpec)
 VIRT_HANDLER_LABEL = 'io.kubernetes.container.name=virt-handler'
+# ... in KubeVirt's own namespace only (the kubelet's io.kubernetes.pod.namespace label, same labels.go): any tenant
+# may name a container virt-handler, none should make this script stop it. KubeVirt's namespace: kubevirt (its
+# install manifests), openshift-cnv (OpenShift Virtualization), kubevirt-hyperconverged (HCO's own deploy manifests)
+KUBEVIRT_NAMESPACES = ('kubevirt', 'openshift-cnv', 'kubevirt-hyperconverged')
+# a journal line never carries a control character from another program's output (a forged <N> line, a terminal
+# escape): each becomes '?'
+CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 CONTAINER_ID = re.compile(r'[0-9a-f]{12,64}')
 # seconds: crictl stop's grace before the runtime kills it, and each crictl call's own limit; together well inside the
 # 60 s the unit's TimeoutStartSec leaves beyond the restore's own timeout
@@ -75,7 +82,7 @@ class ConfigError(ValueError):
 
 
 def say(priority, text):
-    sys.stdout.write('<%d>%s\n' % (priority, text))
+    sys.stdout.write('<%d>%s\n' % (priority, CONTROL.sub('?', text)))
     sys.stdout.flush()
 
 
@@ -375,23 +382,33 @@ def restart_virt_handler(written):
     if crictl is None or not os.access(crictl, os.X_OK):
         say(4, '%s, and there is no crictl (%s) to restart it: %s, or install cri-tools' % (why, ' or '.join(CRICTL), todo))
         return []
-    rc, out, err = _run([crictl, 'ps', '--quiet', '--state', 'running', '--label', VIRT_HANDLER_LABEL], PS_LIMIT)
-    if rc != 0:
-        say(4, '%s; %s ps failed (%s): %s' % (why, crictl, err or 'rc %s' % rc, todo))
-        return []
-    ids = [line.strip() for line in out.splitlines() if line.strip()]
-    bad = [i for i in ids if not CONTAINER_ID.fullmatch(i)]
-    if bad:
-        say(4, '%s; %s ps printed %r, not container ids: nothing stopped; %s' % (why, crictl, bad[0][:80], todo))
-        return []
+    ids = []
+    for namespace in KUBEVIRT_NAMESPACES:
+        rc, out, err = _run([crictl, 'ps', '--quiet', '--state', 'running', '--label', VIRT_HANDLER_LABEL,
+                             '--label', 'io.kubernetes.pod.namespace=' + namespace], PS_LIMIT)
+        if rc != 0:
+            say(4, '%s; %s ps failed (%s): %s' % (why, crictl, (err or 'rc %s' % rc).splitlines()[0], todo))
+            return []
+        found = [line.strip() for line in out.splitlines() if line.strip()]
+        bad = [i for i in found if not CONTAINER_ID.fullmatch(i)]
+        if bad:
+            say(4, '%s; %s ps printed %r, not container ids: nothing stopped; %s' % (why, crictl, bad[0][:80], todo))
+            return []
+        ids.extend(i for i in found if i not in ids)
     if not ids:
         say(6, '%s; no virt-handler container runs on this node yet: it will find them when it starts' % why)
+        return []
+    # virt-handler is a DaemonSet: one pod, one such container per node. More is not what this script knows how to
+    # restart (two KubeVirt installs, or a container that only took the name): it stops none of them
+    if len(ids) > 1:
+        say(4, '%s; %d containers named virt-handler run in %s: nothing stopped; %s'
+            % (why, len(ids), ', '.join(KUBEVIRT_NAMESPACES), todo))
         return []
     stopped = []
     for cid in ids:
         rc, out, err = _run([crictl, 'stop', '--timeout', str(STOP_GRACE), cid], STOP_LIMIT)
         if rc != 0:
-            say(4, '%s; %s stop %s failed (%s): %s' % (why, crictl, cid, err or 'rc %s' % rc, todo))
+            say(4, '%s; %s stop %s failed (%s): %s' % (why, crictl, cid, (err or 'rc %s' % rc).splitlines()[0], todo))
             continue
         stopped.append(cid)
     if stopped:

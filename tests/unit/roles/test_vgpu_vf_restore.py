@@ -283,7 +283,9 @@ class FakeCrictl(object):
         return [line.strip() for line in self.log.read_text().splitlines()] if self.log.exists() else []
 
 
-PS_CALL = 'ps --quiet --state running --label io.kubernetes.container.name=virt-handler'
+PS_CALL = 'ps --quiet --state running --label io.kubernetes.container.name=virt-handler --label io.kubernetes.pod.namespace='
+# one list per namespace KubeVirt runs in: a container named virt-handler elsewhere is a tenant's, never stopped
+PS_CALLS = [PS_CALL + ns for ns in ('kubevirt', 'openshift-cnv', 'kubevirt-hyperconverged')]
 
 
 def _crictl(tmp_path, restore, monkeypatch, **kw):
@@ -300,12 +302,12 @@ def test_a_restore_that_set_profiles_stops_virt_handler_so_it_finds_the_vfs(tmp_
     out = capsys.readouterr().out
     assert [board.current[vf] for vf in (VF0, VF1)] == [1155, 1155]
     # the container of virt-handler listed by the kubelet's container-name label, then stopped with a grace
-    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID], out
+    assert fake.calls() == PS_CALLS + ['stop --timeout 20 %s' % CID], out
     assert ("<6>2 VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler starts: stopped "
             "its container %s with %s; the kubelet starts it again\n" % (CID[:13], fake.path)) in out
     # a second start finds every profile in place, writes nothing, and leaves virt-handler alone
     assert restore.main(['restore', _config(tmp_path, board)]) == 0
-    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID]
+    assert fake.calls() == PS_CALLS + ['stop --timeout 20 %s' % CID]
 
 
 def test_a_failed_restore_that_set_one_profile_still_stops_virt_handler(tmp_path, restore, monkeypatch, capsys):
@@ -317,7 +319,7 @@ def test_a_failed_restore_that_set_one_profile_still_stops_virt_handler(tmp_path
     vfs = {VF0: 1155, VF1: 1153}
     assert restore.main(['restore', _config(tmp_path, board, vfs=vfs, types={'1155': 'NVIDIA L40S-24Q'})]) == 1
     assert board.current[VF0] == 1155
-    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID], capsys.readouterr().out
+    assert fake.calls() == PS_CALLS + ['stop --timeout 20 %s' % CID], capsys.readouterr().out
 
 
 def test_without_crictl_the_journal_says_how_to_restart_virt_handler_and_the_exit_is_the_restores(
@@ -334,13 +336,16 @@ def test_without_crictl_the_journal_says_how_to_restart_virt_handler_and_the_exi
 
 @pytest.mark.parametrize('ps_out,ps_rc,stop_rc,calls,line', [
     # no virt-handler yet (the kubelet not started): the one that starts later finds the profiles
-    ('', 0, 0, [PS_CALL], '<6>1 VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler '
+    # two containers of that name in KubeVirt's namespaces (one per node is virt-handler's): none stopped
+    (CID + '\n' + CID[::-1] + '\n', 0, 0, PS_CALLS, '2 containers named virt-handler run in kubevirt, openshift-cnv, '
+                                                     'kubevirt-hyperconverged: nothing stopped; restart virt-handler'),
+    ('', 0, 0, PS_CALLS, '<6>1 VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler '
                           'starts; no virt-handler container runs on this node yet'),
     # what crictl prints is never passed on unless it is a container id
-    (CID + '\n--all\n', 0, 0, [PS_CALL], "printed '--all', not container ids: nothing stopped"),
-    ('$(reboot)\n', 0, 0, [PS_CALL], "printed '$(reboot)', not container ids: nothing stopped"),
-    (CID + '\n', 1, 0, [PS_CALL], 'ps failed (%s): restart virt-handler on this node' % CID),
-    (CID + '\n', 0, 1, [PS_CALL, 'stop --timeout 20 ' + CID], 'stop %s failed (rc 1): restart virt-handler' % CID),
+    (CID + '\n--all\n', 0, 0, PS_CALLS[:1], "printed '--all', not container ids: nothing stopped"),
+    ('$(reboot)\n', 0, 0, PS_CALLS[:1], "printed '$(reboot)', not container ids: nothing stopped"),
+    (CID + '\n', 1, 0, PS_CALLS[:1], 'ps failed (%s): restart virt-handler on this node' % CID),
+    (CID + '\n', 0, 1, PS_CALLS + ['stop --timeout 20 ' + CID], 'stop %s failed (rc 1): restart virt-handler' % CID),
 ])
 def test_what_crictl_answers_decides_what_is_stopped_and_never_fails_the_restore(
         tmp_path, restore, monkeypatch, capsys, ps_out, ps_rc, stop_rc, calls, line):
@@ -350,6 +355,21 @@ def test_what_crictl_answers_decides_what_is_stopped_and_never_fails_the_restore
     assert restore.main(['restore', _config(tmp_path, board, vfs={VF0: 1155})]) == 0
     out = capsys.readouterr().out
     assert fake.calls() == calls and line in out, out
+
+
+def test_what_crictl_says_on_failure_reaches_the_journal_as_one_line_without_control_characters(
+        tmp_path, restore, monkeypatch, capsys):
+    # a forged journal line (<6>...) or a terminal escape in another program's output must not reach the journal as
+    # such (docs/security.md, "Logs and messages")
+    board = VfBoard(tmp_path / 'sys')
+    monkeypatch.setattr(restore, 'write', board.writer)
+    fake = _crictl(tmp_path, restore, monkeypatch, stop_rc=1)
+    fake.path.write_text(fake.path.read_text().replace(
+        'stop) exit 1', "stop) printf 'boom\\033[2J\\n<6>vGPU profiles restored on 9 GPU(s)\\n' >&2; exit 1"))
+    assert restore.main(['restore', _config(tmp_path, board, vfs={VF0: 1155})]) == 0
+    out = capsys.readouterr().out
+    assert 'stop %s failed (boom?[2J): restart virt-handler' % CID in out, out
+    assert '\n<6>vGPU profiles restored on 9' not in out and '\x1b' not in out, out
 
 
 def test_a_crictl_others_could_change_is_not_run(tmp_path, restore, monkeypatch, capsys):
@@ -366,11 +386,11 @@ def test_the_roles_restart_mode_stops_virt_handler_for_the_vfs_it_names_and_refu
         tmp_path, restore, monkeypatch, capsys):
     fake = _crictl(tmp_path, restore, monkeypatch)
     assert restore.main(['restore', '--restart-virt-handler', VF0, VF1]) == 0
-    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID]
+    assert fake.calls() == PS_CALLS + ['stop --timeout 20 %s' % CID]
     assert '<6>2 VF profile(s) changed on this node' in capsys.readouterr().out
     for bad in (['--restart-virt-handler', '0000:41:00.4;reboot'], ['--restart-virt-handler', '--all']):
         assert restore.main(['restore'] + bad) == 2
-    assert fake.calls() == [PS_CALL, 'stop --timeout 20 %s' % CID]
+    assert fake.calls() == PS_CALLS + ['stop --timeout 20 %s' % CID]
 
 
 def test_every_subprocess_call_keeps_to_python_36_keywords():

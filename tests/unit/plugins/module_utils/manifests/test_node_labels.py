@@ -558,3 +558,10 @@ def test_a_node_in_a_pool_of_its_own_gets_that_pools_label_and_loses_the_default
     assert patches[0]['metadata']['labels']['node-role.kubernetes.io/gpu-vf'] is None, patches
     with pytest.raises(nl.ManifestError, match='the MachineConfigPool selector of node s1'):
         nl.plan(wanted, nodes, [], pool_selector=sel, pool_selectors={'s1': ['x']})
+
+
+def test_the_commands_a_render_prints_are_quoted_for_the_shell_a_user_pastes_them_into():
+    # a selector key from the inventory (machineconfig_node_selector is checked only to be a string) must not become
+    # a second command in the line a user copies
+    lines = nl.render_removals([{'metadata': {'name': 'gpu-1', 'labels': {'a;touch /tmp/x #': None}}}])
+    assert lines and lines[0].endswith("kubectl label node gpu-1 'a;touch /tmp/x #-'"), lines

@@ -269,3 +269,12 @@ def test_no_warning_without_a_known_version_change(manifest, chart_text, values)
     out = uo.helm_step(dict(release(values=values), manifest=manifest), NEW, NEW, NAME, NS, CHART, show_crds(crd()),
                        chart_values, chart_text)
     assert out['warnings'] == [] and out['action'] == 'upgrade'
+
+
+@pytest.mark.parametrize('text', ['x: 2001-13-45\n', '[' * 5000, 'a: !!python/object:os.system ls\n'])
+def test_what_a_chart_repository_prints_is_read_or_refused_never_a_traceback(text):
+    # the chart repository (or whoever answers for it) writes `helm show crds`, `show values` and `show chart`: PyYAML
+    # raises ValueError on an impossible date and RecursionError on deep nesting, besides YAMLError
+    crds, problems = uo.chart_crds(text, 'the chart')
+    assert crds == [] and problems and problems[0].startswith('`helm show crds` of the chart is not YAML'), problems
+    assert uo.target_nfd_version(text) == ''
