@@ -369,10 +369,11 @@ def vm_actions(node, vmis, vms, default_policy, overrides=None, launchers=None):
                             % (node, key, key))
         elif strategy not in RESTORABLE:
             row['action'] = 'refused'
-            refusals.append("node %s runs the GPU VM %s with runStrategy %s, which the stop policy does not set "
-                            "aside and give back (only %s; WaitAsReceiver is a VM waiting to receive a live "
-                            "migration): let its migration finish, or give it the policy wait "
-                            "(upgrade_vm_policies[%r])" % (node, key, strategy, ', '.join(RESTORABLE), key))
+            refusals.append("node %s runs the GPU VM %s with runStrategy %s, "
+                            "which the stop policy does not set aside and give back "
+                            "(only %s; WaitAsReceiver is a VM waiting to receive a live migration): let its "
+                            "migration finish, or give it the policy wait (upgrade_vm_policies[%r])"
+                            % (node, key, strategy, ', '.join(RESTORABLE), key))
         elif strategy in RESTARTING:
             row['action'] = 'stop (runStrategy Halted), start again after (runStrategy %s)' % strategy
         else:
