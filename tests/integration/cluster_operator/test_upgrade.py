@@ -655,8 +655,8 @@ def test_olm_the_plan_for_the_target_is_approved_after_the_preflight_its_csv_wai
     assert ('get', 'clusterserviceversions', NEW_CSV) in asked[approved_at:first_node_write], asked
     # the roll was planned again once the new operator held its lease and had rendered its DaemonSets (not at the
     # CSV's Succeeded, seconds before): gpu-1 runs the new release's vGPU Manager revision
-    assert ('get', 'leases', LEASE) in asked[approved_at:first_node_write], asked
     assert hashes(cluster, 'gpu-1') == ['new'], log
+    assert ('get', 'leases', LEASE) in asked[approved_at:first_node_write], asked
     assert hashes(cluster, 'gpu-2') == ['old'], log
 
     mark = cluster.now()
