@@ -571,28 +571,37 @@ def operator_release(cluster, version):
     cluster.release_installed = None
 
 
-def operator_takes_over(cluster, after=6.0):
+def operator_takes_over(cluster, after=15.0):
     """The new release once its operator step is done (``cluster.release_installed`` set by the OLM or Helm
     stand-in): the Deployment controller rolls the operator Deployment to the new image (the new pod Ready, the old
-    one gone); ``after`` seconds later the new pod wins the leader lease and reconciles the ClusterPolicy with its
+    one gone); ``after`` seconds after the run has seen the step done (its read of the new CSV, or the helm upgrade's
+    new release Secret) the new pod wins the leader lease and reconciles the ClusterPolicy with its
     new templates (a new vGPU Manager revision: object_controls.go DaemonSet() Updates a template whose
     nvidia.com/last-applied-hash differs), and, its OnDelete pods now of an older revision, reports the ClusterPolicy
     not ready (isDaemonSetReady; internal/conditions/clusterpolicy.go flips Ready and Error). Not at once: a
     Succeeded CSV or a finished helm upgrade does not wait for any of it."""
-    state = {'at': None}
+    state = {'at': None, 'rolled': False}
 
     def step(c):
         version = c.release_installed
         if not version:
             return False
-        if state['at'] is None:
+        if not state['rolled']:
             image = 'nvcr.io/nvidia/gpu-operator:%s' % version
             dep = c.get('apps/v1', 'Deployment', 'gpu-operator', c.ns)
             c.patch(dep, {'spec': {'template': {'spec': {'containers': [{'name': 'gpu-operator', 'image': image}]}}}})
             operator_pod(c, image, 'gpu-operator-new')
             delete(c, '/api/v1/namespaces/%s/pods/gpu-operator-old' % c.ns)
             rolled_out(c)
-            state['at'] = time.monotonic()
+            state['rolled'] = True
+        if state['at'] is None:
+            # the clock starts once the run has the step's answer (the automation's read of the new CSV on OLM; the
+            # release Secret on Helm, written as helm upgrade returns), so the takeover comes after the moment a
+            # run that does not wait for it would plan the roll
+            csv_read = [e for e in c.requests() if e['verb'] == 'get'
+                        and e.get('objectRef', {}).get('resource') == 'clusterserviceversions']
+            if csv_read or c.get('v1', 'Secret', 'sh.helm.release.v1.gpu-operator.v2', c.ns):
+                state['at'] = time.monotonic()
             return False
         if time.monotonic() - state['at'] < after:
             return False
