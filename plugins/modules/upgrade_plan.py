@@ -18,12 +18,14 @@ description:
   - A node is rolled when one of the GPU Operator's operand pods on it belongs to an older revision of its DaemonSet
     (the pod's C(controller-revision-hash) label against the DaemonSet's newest ControllerRevision).
   - Each GPU VMI (C(gpus) or C(hostDevices), or not live-migratable because of a host device) on a node to roll is
-    handled by O(vm_policy) or its entry in O(vm_policies) - V(wait), V(stop) or V(refuse).
+    handled by O(vm_policy) or its entry in O(vm_policies) - V(wait), V(stop) or V(refuse). A VMI is on a node by its
+    C(status.nodeName) or by a virt-launcher pod of it bound there (O(launchers)).
   - Says (RV(kubevirt_config)) what rendering the KubeVirt configuration again for the new KubeVirt version changes
     (the C(DisableMDEVConfiguration) gate before v1.8.0, C(mediatedDevicesConfiguration.enabled) from v1.8.0).
   - Refuses a KubeVirt minor version skip or downgrade, a vGPU Manager branch that is not the guests' branch, a
     missing vGPU Manager image tag, a node cordoned by someone else, not Ready or failed by the operator's upgrade
-    controller, a GPU VM under V(refuse), and V(stop) for a VMI no VirtualMachine owns.
+    controller, a GPU VM under V(refuse), and V(stop) for a VMI no VirtualMachine owns or a VM whose run strategy
+    it does not give back (C(WaitAsReceiver)).
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
@@ -59,6 +61,13 @@ options:
     default: []
   vms:
     description: VirtualMachine objects (all namespaces).
+    type: list
+    elements: dict
+    default: []
+  launchers:
+    description:
+      - The virt-launcher pods (label C(kubevirt.io=virt-launcher), all namespaces). A GPU VMI whose launcher pod is
+        bound to a node (C(spec.nodeName)) counts on that node before its C(status.nodeName) is set.
     type: list
     elements: dict
     default: []
@@ -295,6 +304,7 @@ def main():
             revisions=dict(type='list', elements='dict', default=[]),
             vmis=dict(type='list', elements='dict', default=[]),
             vms=dict(type='list', elements='dict', default=[]),
+            launchers=dict(type='list', elements='dict', default=[]),
             vm_policy=dict(type='str', choices=list(up.POLICIES), default='wait'),
             vm_policies=dict(type='dict', default={}),
             serial=dict(type='int', default=1),
@@ -329,7 +339,7 @@ def main():
                          p['guest_driver_branch'], p['vendor_vfio'], p['supports'], p['cluster_version'],
                          p['os_tags'], p['image_tags'], p['cluster_policy'], p['revalidate_daemonsets'],
                          p['olm'], p['nvidia_drivers'], p['vf_nodes'], p['vf_reapply'], p['helm'], p['vf_hosts'],
-                         p['vf_configs'], p['vf_machineconfig'], p['kubevirt_cr'], p['hco'])
+                         p['vf_configs'], p['vf_machineconfig'], p['kubevirt_cr'], p['hco'], launchers=p['launchers'])
         by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
         result['pending'] = dict(
             (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],

@@ -61,9 +61,27 @@ STOPPED_BY = 'gpuvirt.provision/upgrade-stopped-run-strategy'
 # DriverName "gpu", and UpgradeStateFailed "upgrade-failed"
 OPERATOR_STATE_LABEL = 'nvidia.com/gpu-driver-upgrade-state'
 OPERATOR_STATE_FAILED = 'upgrade-failed'
-RESTARTING = ('Always', 'RerunOnFailure')
+# the run strategies under which KubeVirt's VM controller starts a VMI for a VM that has none (kubevirt
+# pkg/virt-controller/watch/vm/vm.go: RunStrategyAlways and RunStrategyRerunOnFailure start one; RunStrategyOnce
+# starts one "if vmi == nil"), so writing them back after the roll boots the VM; Manual and Halted leave it stopped
+RESTARTING = ('Always', 'RerunOnFailure', 'Once')
 # KubeVirt's run strategies (kubevirt staging/src/kubevirt.io/api/core/v1/types.go VirtualMachineRunStrategy)
 RUN_STRATEGIES = ('Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once', 'WaitAsReceiver')
+# the run strategies the stop policy may set aside and write back (restore.yml restores only these): WaitAsReceiver
+# is a VM waiting to receive a live migration (vm.go RunStrategyWaitAsReceiver creates a receiver VMI, and on a
+# completed migration restores the VM's kubevirt.io/restore-run-strategy annotation itself), which Halted would
+# break; the plan refuses stop for it
+RESTORABLE = ('Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once')
+# the annotation the stop policy writes beside STOPPED_BY: the node the VM ran on, so a batch restores only the VMs
+# of a node it has released (restore.yml)
+STOPPED_ON = 'gpuvirt.provision/upgrade-stopped-node'
+# KubeVirt labels each virt-launcher pod kubevirt.io=virt-launcher and kubevirt.io/created-by=<its VMI's uid>
+# (kubevirt pkg/virt-controller/services/template.go podLabels: v1.AppLabel, v1.CreatedByLabel); the pod is the VM
+LAUNCHER_APP = ('kubevirt.io', 'virt-launcher')
+CREATED_BY = 'kubevirt.io/created-by'
+# a finished VMI or launcher pod holds no device: KubeVirt leaves a finished VMI in place for Manual / Once VMs and
+# for a VMI without VM (vm.go), so waiting for it to vanish would never end
+FINISHED = ('Succeeded', 'Failed')
 # The pool rows whose vGPUs are SR-IOV VFs on NVIDIA's vendor-specific VFIO interface (vm-vgpu-vf): KubeVirt's
 # device manager advertises such a VF only once its nvidia/current_vgpu_type is set (kubevirt/kubevirt v1.9.0
 # pkg/virt-handler/device-manager, HasVGPUProfile via nvidia.go shouldPermitNvidia; docs/pools/vendor-vfio.md). A
@@ -399,9 +417,49 @@ def _run_strategy(vm):
     return None
 
 
-def vm_actions(node, vmis, vms, default_policy, overrides=None):
-    """What happens to each GPU VMI on ``node``: ``[{namespace, name, vm, policy, run_strategy, action}]`` and the
-    refusals."""
+def launcher_vmi_uid(pod):
+    """The uid of the VMI a virt-launcher pod runs (its kubevirt.io/created-by label, else its VMI owner), or ''
+    for a pod that is no virt-launcher."""
+    labels = _d(_meta(pod).get('labels'))
+    if labels.get(LAUNCHER_APP[0]) != LAUNCHER_APP[1]:
+        return ''
+    return _s(labels.get(CREATED_BY)) or _owner_uid(pod, 'VirtualMachineInstance')
+
+
+def _live_launchers(launchers):
+    """``(pod, vmi uid, node)`` for each virt-launcher pod bound to a node and not finished (a pod being deleted
+    still runs its guest until it is gone)."""
+    for pod in _l(launchers):
+        uid = launcher_vmi_uid(pod)
+        node = _s(_d(_d(pod).get('spec')).get('nodeName'))
+        if uid and node and _d(_d(pod).get('status')).get('phase') not in FINISHED:
+            yield pod, uid, node
+
+
+def _launcher_requests_gpu(pod):
+    """A launcher pod asking the device plugins for an ``nvidia.com/*`` device (KubeVirt puts each gpus / hostDevices
+    entry's deviceName in the compute container's resources: template.go)."""
+    for container in _l(_d(_d(pod).get('spec')).get('containers')):
+        resources = _d(_d(container).get('resources'))
+        for part in ('limits', 'requests'):
+            if any(isinstance(k, str) and k.startswith('nvidia.com/') for k in _d(resources.get(part))):
+                return True
+    return False
+
+
+def vmi_on_node(vmi, node, launchers=None):
+    """Whether ``vmi`` runs on (or is bound to) ``node``: its status.nodeName, or a live virt-launcher pod of it bound
+    there by spec.nodeName. A VMI in Scheduling has no status.nodeName yet while its launcher pod may already be bound
+    (virt-controller sets nodeName once the pod runs); a cordon does not move a pod already bound."""
+    if _s(_d(_d(vmi).get('status')).get('nodeName')) == node:
+        return True
+    uid = _s(_meta(vmi).get('uid'))
+    return bool(uid) and any(u == uid and n == node for _pod, u, n in _live_launchers(launchers))
+
+
+def vm_actions(node, vmis, vms, default_policy, overrides=None, launchers=None):
+    """What happens to each GPU VMI on ``node`` (by its status.nodeName, or its virt-launcher pod's spec.nodeName in
+    ``launchers``): ``[{namespace, name, vm, policy, run_strategy, action}]`` and the refusals."""
     if default_policy not in POLICIES:
         raise PlanError("upgrade_vm_policy is %r, not one of %s" % (default_policy, ', '.join(POLICIES)))
     overrides = _d(overrides)
@@ -413,9 +471,9 @@ def vm_actions(node, vmis, vms, default_policy, overrides=None):
     out, refusals = [], []
     for vmi in _l(vmis):
         meta = _meta(vmi)
-        if _s(_d(_d(vmi).get('status')).get('nodeName')) != node or not _is_gpu_vmi(vmi):
+        if not _is_gpu_vmi(vmi) or not vmi_on_node(vmi, node, launchers):
             continue
-        if _d(vmi.get('status')).get('phase') in ('Succeeded', 'Failed'):
+        if _d(vmi.get('status')).get('phase') in FINISHED:
             continue
         key = '%s/%s' % (_s(meta.get('namespace')), _s(meta.get('name')))
         # the VM that owns this VMI, by uid: a VM of the same name made after this VMI started is another VM, and
@@ -445,6 +503,13 @@ def vm_actions(node, vmis, vms, default_policy, overrides=None):
                             "or re-created under its name): stopping it would lose it for "
                             "good; stop it yourself or give it the policy wait (upgrade_vm_policies[%r])"
                             % (node, key, key))
+        elif strategy not in RESTORABLE:
+            row['action'] = 'refused'
+            refusals.append("node %s runs the GPU VM %s with runStrategy %s, "
+                            "which the stop policy does not set aside and give back "
+                            "(only %s; WaitAsReceiver is a VM waiting to receive a live migration): let its "
+                            "migration finish, or give it the policy wait (upgrade_vm_policies[%r])"
+                            % (node, key, strategy, ', '.join(RESTORABLE), key))
         elif strategy in RESTARTING:
             row['action'] = 'stop (runStrategy Halted), start again after (runStrategy %s)' % strategy
         else:
@@ -585,7 +650,7 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
          serial=1, current=None, target=None, guest_branch=None, vendor_vfio=False, supports=None,
          cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None, revalidate=None, olm=None,
          nvidia_drivers=None, vf_nodes=None, vf_reapply=False, helm=None, vf_hosts=None, vf_configs=None,
-         vf_machineconfig=False, kubevirt_cr=None, hco=False):
+         vf_machineconfig=False, kubevirt_cr=None, hco=False, launchers=None):
     """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
 
     ``olm``: ``{subscription, install_plans, namespace, csv}`` read on OpenShift (``csv``: the target's
@@ -615,7 +680,10 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     profiles back is refused, naming it. ``vf_reapply`` (upgrade_vgpu_vf_reapply): the user does it (a warning).
 
     ``kubevirt_cr``: the live KubeVirt CR (``hco``: HyperConverged's); ``kubevirt_config`` says what rendering it
-    again after the roll changes, for the target KubeVirt version (else the one it reports)."""
+    again after the roll changes, for the target KubeVirt version (else the one it reports).
+
+    ``launchers``: the virt-launcher pods (label kubevirt.io=virt-launcher, all namespaces): a GPU VMI whose launcher
+    pod is bound to a node counts on that node before its status.nodeName is set (vmi_on_node)."""
     if isinstance(serial, bool) or not isinstance(serial, int) or serial < 1:
         raise PlanError("upgrade_serial is %r, not a whole number >= 1" % (serial,))
     names = _l(node_names)
@@ -680,7 +748,7 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
         stale = stale_pods(name, pods, daemonsets, revisions)
         # a new operator release replaces the operand pods of every node it runs on (checked here, rolled later)
         concerned = stale or (operator_change and any(True for _pod in _daemonset_pods(name, pods, daemonsets)))
-        vms_here, vm_refusals = vm_actions(name, vmis, vms, vm_policy, vm_policies) if concerned else ([], [])
+        vms_here, vm_refusals = vm_actions(name, vmis, vms, vm_policy, vm_policies, launchers) if concerned else ([], [])
         if not ok:
             refusals.append(why)
         refusals += vm_refusals
@@ -786,9 +854,17 @@ def settle(node_name, node, pods, daemonsets, revisions, required, allocatable):
     """What still keeps ``node_name`` from being released, as sentences (empty: done).
 
     ``required``: the DaemonSets whose pod this node must run again (those replaced here, the validators included);
-    ``allocatable``: the node's ``nvidia.com/*`` allocatable before the roll, each to come back at least as high."""
+    ``allocatable``: the node's ``nvidia.com/*`` allocatable before the roll, each to come back at least as high.
+
+    ``revisions`` may be older than ``pods`` (the batch's read): a pod counts as current unless its hash is that of
+    a revision older than the newest one read. The DaemonSet controller gives each pod it creates the hash of the
+    DaemonSet's newest ControllerRevision (kubernetes pkg/controller/daemon/daemon_controller.go syncNodes, the
+    ``hash`` of constructHistory's current revision), so a pod whose hash no revision read carries was made from a
+    revision written after the read: the operator changed the template again during the batch, and the new pod is
+    the newest there is."""
     problems = []
     hashes = current_hashes(daemonsets, revisions)
+    older = older_hashes(daemonsets, revisions)
     uids = _names_by_uid(daemonsets)
     here = {}
     for pod in _l(pods):
@@ -799,8 +875,8 @@ def settle(node_name, node, pods, daemonsets, revisions, required, allocatable):
             here.setdefault(ds, []).append(pod)
     for ds in sorted(set(_s(x) for x in _l(required)) | set(here)):
         mine = [p for p in here.get(ds, []) if not _meta(p).get('deletionTimestamp')]
-        current = [p for p in mine if ds not in hashes
-                   or _s(_d(_meta(p).get('labels')).get(REVISION_HASH)) == hashes[ds]]
+        current = [p for p in mine if ds not in hashes or _s(_d(_meta(p).get('labels')).get(REVISION_HASH)) not in
+                   older.get(ds, set()) | set([''])]
         if not current:
             problems.append('%s has no pod of its newest revision on the node yet' % ds)
         elif not any(_ready(p) for p in current):
@@ -810,3 +886,61 @@ def settle(node_name, node, pods, daemonsets, revisions, required, allocatable):
         if _quantity(have.get(res)) < _quantity(count):
             problems.append('allocatable %s is %s, was %s before the upgrade' % (res, have.get(res, 0), count))
     return problems
+
+
+def older_hashes(daemonsets, revisions):
+    """``{daemonset name: set of the hashes of its revisions older than its newest}`` (current_hashes' complement)."""
+    uids = _names_by_uid(daemonsets)
+    newest = current_hashes(daemonsets, revisions)
+    out = {}
+    for rev in _l(revisions):
+        name = uids.get(_owner_uid(rev, 'DaemonSet'))
+        hash_ = _s(_d(_meta(rev).get('labels')).get(REVISION_HASH))
+        if name and hash_ and hash_ != newest.get(name):
+            out.setdefault(name, set()).add(hash_)
+    return out
+
+
+# the batch's waits ---------------------------------------------------------------------------------------------
+def vms_left(vmis, nodes, launchers=None):
+    """The GPU VMIs that still run on (or are bound to) ``nodes``, as ``namespace/name (node)``: every one, planned
+    or not (one may have been bound before the cordon), and none that has finished (FINISHED)."""
+    out = []
+    for vmi in _l(vmis):
+        if not _is_gpu_vmi(vmi) or _d(_d(vmi).get('status')).get('phase') in FINISHED:
+            continue
+        for node in [_s(n) for n in _l(nodes)]:
+            if vmi_on_node(vmi, node, launchers):
+                out.append('%s/%s (%s)' % (_s(_meta(vmi).get('namespace')), _s(_meta(vmi).get('name')), node))
+                break
+    return sorted(out)
+
+
+def launchers_left(launchers, nodes, vmis=None):
+    """The virt-launcher pods of GPU VMs still live on ``nodes``, as ``namespace/pod (node)``: a launcher pod is the
+    VM's process, so the device is free only once it has finished or is gone. A launcher counts as a GPU VM's when
+    its VMI (by uid, in ``vmis``) is a GPU VMI or when it asks for an ``nvidia.com/*`` device."""
+    gpu_uids = set(_s(_meta(v).get('uid')) for v in _l(vmis) if _is_gpu_vmi(v) and _s(_meta(v).get('uid')))
+    wanted = set(_s(n) for n in _l(nodes))
+    return sorted('%s/%s (%s)' % (_s(_meta(pod).get('namespace')), _s(_meta(pod).get('name')), node)
+                  for pod, uid, node in _live_launchers(launchers)
+                  if node in wanted and (uid in gpu_uids or _launcher_requests_gpu(pod)))
+
+
+def restorable(vms, nodes):
+    """The VMs the stop policy halted (STOPPED_BY) whose run strategy may be written back now: the value is one the
+    upgrade writes (RESTORABLE, or "running" for spec.running), and the node it ran on (STOPPED_ON) is no longer
+    cordoned by the upgrade. A VM stopped by an earlier release of this role (no STOPPED_ON) waits until no node is."""
+    cordoned = set(_s(_meta(n).get('name')) for n in _l(nodes)
+                   if _d(_meta(n).get('annotations')).get(CORDONED_BY) == 'true')
+    out = []
+    for vm in _l(vms):
+        notes = _d(_meta(vm).get('annotations'))
+        value = notes.get(STOPPED_BY)
+        if value not in RESTORABLE + ('running',):
+            continue
+        on = notes.get(STOPPED_ON)
+        if (on in cordoned) if isinstance(on, str) and on else cordoned:
+            continue
+        out.append(vm)
+    return out

@@ -9,11 +9,14 @@ each stand-in named after the controller it stands in for:
 
 * the DaemonSet controller with ``updateStrategy: OnDelete`` (kubernetes pkg/controller/daemon): a node whose pod
   of a DaemonSet is gone gets a new pod labelled with the newest ControllerRevision's hash; a pod is never replaced
-  while it exists (OnDelete), so nothing but the playbook's delete changes a node;
+  while it exists (OnDelete), so nothing but the playbook's delete changes a node; status.observedGeneration
+  follows metadata.generation;
 * the kubelet: a pod marked for deletion is removed; a new pod turns Ready a moment later (or never, to fail);
 * the vGPU device plugin: a node advertises its vGPU resources only while a Ready vGPU Manager pod runs there;
-* KubeVirt's VM controller: a VM whose runStrategy is Halted (or running false) loses its VMI; an ``Always`` VM
-  without a VMI gets one again on its node once the node is schedulable (the scheduler's part);
+* KubeVirt's VM controller: a VM whose runStrategy is Halted (or running false) loses its VMI and its virt-launcher
+  pod; an ``Always`` VM without a VMI gets one again on its node once the node is schedulable (the scheduler's
+  part), with its launcher pod (labelled as kubevirt pkg/virt-controller/services/template.go podLabels labels it);
+  a ``Manual`` VM is left as it is, a finished VMI included (pkg/virt-controller/watch/vm/vm.go);
 * on a vendor-specific VFIO node, the driver and KubeVirt's own device plugin: the vGPU Manager pod's removal resets
   the VFs' profiles in the host stand-in's sysfs tree (tests/unit/vf_driver.py VfBoard, the vgpu_vf tests' host), and
   the node advertises as many VFs as have a profile; the hosts are reached by a local connection, so the vgpu_vf
@@ -111,14 +114,41 @@ def vm(name, node_name, strategy='Always'):
                                            'domain': {'devices': {'gpus': [{'name': 'g1', 'deviceName': RES}]}}}}}}
 
 
-def vmi(vm_obj, node_name):
+def vmi(vm_obj, node_name, phase='Running'):
     meta = vm_obj['metadata']
+    # a VMI in Scheduling has no status.nodeName yet: virt-controller writes it once its launcher pod runs
+    status = {'nodeName': node_name, 'phase': phase} if phase != 'Scheduling' else {'phase': phase}
     return {'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachineInstance',
             'metadata': {'name': meta['name'], 'namespace': meta['namespace'],
                          'ownerReferences': [{'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachine',
                                               'controller': True, 'name': meta['name'], 'uid': vm_obj['metadata']['uid']}]},
             'spec': {'domain': {'devices': {'gpus': [{'name': 'g1', 'deviceName': RES}]}}},
-            'status': {'nodeName': node_name, 'phase': 'Running'}}
+            'status': status}
+
+
+def launcher(vmi_obj, node_name):
+    """The VMI's virt-launcher pod, bound to ``node_name``, as virt-controller renders it (kubevirt
+    pkg/virt-controller/services/template.go: labels kubevirt.io=virt-launcher and kubevirt.io/created-by=<VMI uid>,
+    the VMI its controller owner, the GPU's deviceName among the compute container's resources)."""
+    meta = vmi_obj['metadata']
+    return {'apiVersion': 'v1', 'kind': 'Pod',
+            'metadata': {'name': 'virt-launcher-%s' % meta['name'], 'namespace': meta['namespace'],
+                         'labels': {'kubevirt.io': 'virt-launcher', 'kubevirt.io/created-by': meta['uid']},
+                         'ownerReferences': [{'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachineInstance',
+                                              'controller': True, 'name': meta['name'], 'uid': meta['uid']}]},
+            'spec': {'nodeName': node_name, 'containers': [{'name': 'compute', 'image': 'quay.io/kubevirt/virt-launcher',
+                                                            'resources': {'limits': {RES: '1'}}}]},
+            'status': {'phase': 'Running'}}
+
+
+def start_vmi(cluster, vm_obj, node_name, phase='Running'):
+    made = cluster.create(vmi(vm_obj, node_name, phase))
+    cluster.create(launcher(made, node_name))
+    return made
+
+
+def launchers(cluster):
+    return items(cluster, '/api/v1/namespaces/vms/pods')
 
 
 def ready(p):
@@ -135,7 +165,7 @@ def delete(cluster, path):
                            ok=(200, 202, 404))
 
 
-def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=None, boards=None):
+def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=None, boards=None, strategies=None):
     """Two nodes; the vGPU Manager DaemonSet with an old and a new revision, the validator with one; every pod on
     the old vGPU Manager revision; a GPU VM (runStrategy Always) running on each node. Starts the stand-ins.
 
@@ -149,7 +179,9 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=N
     kubelet stand-in's removal of the vGPU Manager pod is a driver reload: the VFs come back without a profile (the
     container's exit trap disables the VFs and unloads the driver; the new one enables them with none, as
     docs/pools/vendor-vfio.md says), and the device plugin stand-in is KubeVirt's own, advertising a VF only while its
-    nvidia/current_vgpu_type is set (kubevirt v1.9.0 pkg/virt-handler/device-manager HasVGPUProfile)."""
+    nvidia/current_vgpu_type is set (kubevirt v1.9.0 pkg/virt-handler/device-manager HasVGPUProfile).
+
+    ``strategies``: ``{node: runStrategy}`` of the VM on that node (default Always)."""
     ns = OLM_NS if openshift else NS
     new_revision = not openshift if new_revision is None else new_revision
     boards = boards or {}
@@ -168,14 +200,18 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=N
     for n in NODES:
         cluster.create(pod(vgm, n, 'old'))
         cluster.create(pod(validator, n, 'v1'))
-        made = cluster.create(vm('vm-' + n, n))
-        cluster.create(vmi(made, n))
+        made = cluster.create(vm('vm-' + n, n, (strategies or {}).get(n, 'Always')))
+        start_vmi(cluster, made, n)
     time.sleep(0.3)
     cluster.mark = cluster.now()
     newest = {VGM: (vgm, 'new' if new_revision else 'old'), VALIDATOR: (validator, 'v1')}
     made_pods = {'n': 0}
 
     def new_release():
+        # the operator writes the new template (the DaemonSet's generation moves), the DaemonSet controller its
+        # ControllerRevision
+        cluster.patch(vgm, {'spec': {'template': {'spec': {'containers': [{'name': 'c',
+                                                                            'image': 'nvcr.io/nvidia/x:2'}]}}}})
         cluster.create(revision(vgm, 2, 'new'))
         newest[VGM] = (vgm, 'new')
     cluster.new_release = new_release
@@ -191,6 +227,10 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=N
                 made_pods['n'] += 1
                 fresh = pod(ds, n, hash_, ready=False, suffix='r%d' % made_pods['n'])
                 c.create(fresh)
+        for ds in items(c, '/apis/apps/v1/namespaces/%s/daemonsets' % ns):
+            if ds.get('status', {}).get('observedGeneration') != ds['metadata']['generation']:
+                c.set_status(dict(ds, apiVersion='apps/v1', kind='DaemonSet'),
+                             dict(ds.get('status') or {}, observedGeneration=ds['metadata']['generation']))
         return False
 
     def kubelet(c):
@@ -233,7 +273,12 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=N
             if strategy == 'Halted' and running:
                 delete(c, '/apis/kubevirt.io/v1/namespaces/vms/virtualmachineinstances/' + name)
             elif strategy == 'Always' and not running and not c.get('v1', 'Node', target)['spec'].get('unschedulable'):
-                c.create(vmi(v, target))
+                start_vmi(c, v, target)
+        # a launcher pod whose VMI is gone goes too (the garbage collector, the VMI its owner; the kubelet ends it)
+        alive = set(x['metadata']['uid'] for x in items(c, '/apis/kubevirt.io/v1/namespaces/vms/virtualmachineinstances'))
+        for p in launchers(c):
+            if p['metadata']['labels'].get('kubevirt.io/created-by') not in alive:
+                delete(c, '/api/v1/namespaces/vms/pods/' + p['metadata']['name'])
         return False
 
     def tolerant(step):
@@ -280,10 +325,32 @@ def node_writes(cluster):
     return [w for w in write_summary(cluster.writes()) if not w.startswith('create ')]
 
 
+def late_vm(cluster):
+    """A GPU VM started on gpu-1 after gpu-1's batch has read the cluster and before its cordon: created, by a user,
+    once the automation has listed the VMIs twice (the run's plan, then the batch's own read) and before its third
+    list (the batch's read after the cordon). Its VMI is in Scheduling (no status.nodeName yet) with its virt-launcher
+    pod already bound to gpu-1: a cordon does not move a bound pod. Returns what it saw."""
+    seen = {'created': False}
+
+    def user(c):
+        lists = [e for e in c.requests() if e['verb'] == 'list'
+                 and e.get('objectRef', {}).get('resource') == 'virtualmachineinstances']
+        if len(lists) == 2:
+            made = c.create(vm('vm-late', 'gpu-1'))
+            start_vmi(c, made, 'gpu-1', phase='Scheduling')
+            seen['created'] = True
+            return True
+        return len(lists) > 2
+    cluster.controller('late-vm-user', user, interval=0.1)
+    return seen
+
+
 def test_stop_policy_rolls_node_by_node_and_starts_the_vms_again_then_a_rerun_is_a_no_op(tmp_path, kube):
     cluster = setup(kube)
+    seen = late_vm(cluster)
     rc, log = upgrade(tmp_path, cluster, upgrade_vm_policy='stop')
     assert rc == 0, log
+    assert seen['created'], 'the late VM was not created between the batch read and the cordon'
     writes = node_writes(cluster)
     # gpu-1 done (cordon, VM halted, pods replaced, uncordon, VM restored) before gpu-2 is touched
     first_gpu2 = min(i for i, w in enumerate(writes) if 'gpu-2' in w)
@@ -291,6 +358,14 @@ def test_stop_policy_rolls_node_by_node_and_starts_the_vms_again_then_a_rerun_is
     gpu1 = writes[:first_gpu2]
     assert gpu1[0] == 'patch nodes -/gpu-1', writes
     assert gpu1.index('patch virtualmachines vms/vm-gpu-1') < gpu1.index('delete pods gpu-operator/%s-gpu-1-a' % VGM)
+    # the VM that landed on gpu-1 after the batch's first read: planned after the cordon, stopped by its policy (the
+    # VM's node recorded for its restore) before gpu-1's operand pods went, and started again after
+    assert gpu1.index('patch nodes -/gpu-1') < gpu1.index('patch virtualmachines vms/vm-late') < gpu1.index(
+        'delete pods gpu-operator/%s-gpu-1-a' % VGM), writes
+    stopped_on = sorted((b.get('metadata') or {}).get('annotations', {}).get('gpuvirt.provision/upgrade-stopped-node')
+                        or '' for b in cluster.sent('virtualmachines') if b.get('spec') == {'runStrategy': 'Halted'})
+    assert stopped_on == ['gpu-1', 'gpu-1', 'gpu-2'], cluster.sent('virtualmachines')
+    assert cluster.get('kubevirt.io/v1', 'VirtualMachine', 'vm-late', 'vms')['spec']['runStrategy'] == 'Always'
     assert 'delete pods gpu-operator/%s-gpu-1-a' % VALIDATOR in gpu1, writes
     for n in NODES:
         assert hashes(cluster, n) == ['new'], (n, log)
@@ -315,26 +390,35 @@ def test_stop_policy_rolls_node_by_node_and_starts_the_vms_again_then_a_rerun_is
     assert 'node gpu-1: nothing to replace' in log, log
 
 
-def test_wait_policy_waits_for_the_owner_to_stop_the_vm(tmp_path, kube):
-    cluster = setup(kube)
+def test_wait_policy_waits_for_the_owner_to_stop_the_vm_or_the_guest_to_power_off(tmp_path, kube):
+    # gpu-2's VM runs under Manual: when its guest powers itself off, KubeVirt leaves the finished VMI in place
+    # (kubevirt pkg/virt-controller/watch/vm/vm.go, RunStrategyManual: nothing is done without a stop request)
+    cluster = setup(kube, strategies={'gpu-2': 'Manual'})
 
     def owner(c):
-        # the VM's owner shuts each VM down once its node is cordoned (what the wait policy waits for)
-        for n in NODES:
-            if c.get('v1', 'Node', n)['spec'].get('unschedulable'):
-                c.patch(c.get('kubevirt.io/v1', 'VirtualMachine', 'vm-' + n, 'vms'), {'spec': {'runStrategy': 'Halted'}})
+        # once its node is cordoned, gpu-1's VM owner stops it (what the wait policy waits for), and gpu-2's guest
+        # powers off: its VMI Succeeded, its launcher pod ended (the kubelet)
+        if c.get('v1', 'Node', 'gpu-1')['spec'].get('unschedulable'):
+            c.patch(c.get('kubevirt.io/v1', 'VirtualMachine', 'vm-gpu-1', 'vms'), {'spec': {'runStrategy': 'Halted'}})
+        if c.get('v1', 'Node', 'gpu-2')['spec'].get('unschedulable'):
+            done = c.get('kubevirt.io/v1', 'VirtualMachineInstance', 'vm-gpu-2', 'vms')
+            if done['status'].get('phase') != 'Succeeded':
+                c.set_status(done, dict(done['status'], phase='Succeeded'))
+            for p in launchers(c):
+                if p['metadata']['name'] == 'virt-launcher-vm-gpu-2' and p['status'].get('phase') != 'Succeeded':
+                    c.set_status(dict(p, apiVersion='v1', kind='Pod'), dict(p['status'], phase='Succeeded'))
         return False
     cluster.controller('vm-owner', owner, interval=0.5)
     rc, log = upgrade(tmp_path, cluster, upgrade_vm_policy='wait')
     assert rc == 0, log
     assert [n for n in NODES if hashes(cluster, n) != ['new']] == []
-    # the upgrade wrote no VM: the owner stopped them, and they stay stopped
+    # the upgrade wrote no VM: the owner stopped one, the other's guest powered off, and they stay so
     assert not [w for w in node_writes(cluster) if 'virtualmachines' in w]
-    # the wait ran for each batch (it is skipped only when a batch has no GPU VM), and the VMs stay as the owner left
-    waits = log.split("Wait until the batch's GPU VMs have stopped (policies wait and stop)")[1:]
-    assert len(waits) == 2 and all(w.split('\n', 2)[1].startswith('ok:') for w in waits), log
-    assert all(cluster.get('kubevirt.io/v1', 'VirtualMachine', 'vm-' + n, 'vms')['spec']['runStrategy'] == 'Halted'
-               for n in NODES)
+    # the wait ran for each batch, and the VMs stay as the owner left them
+    waits = log.split("Wait until no GPU VM runs on the batch's nodes (policies wait and stop)")[1:]
+    assert len(waits) == 2, log
+    assert cluster.get('kubevirt.io/v1', 'VirtualMachine', 'vm-gpu-1', 'vms')['spec']['runStrategy'] == 'Halted'
+    assert cluster.get('kubevirt.io/v1', 'VirtualMachineInstance', 'vm-gpu-2', 'vms')['status']['phase'] == 'Succeeded'
 
 
 def test_refuse_policy_changes_nothing_and_names_the_vms(tmp_path, kube):
@@ -420,8 +504,8 @@ def csv_object(name, ns):
 
 def olm_upgrade(c):
     """OLM, once the plan is approved: the new CSV created and driven to Succeeded, the Subscription naming it in
-    status.installedCSV (state AtLatestKnown), the plan Complete; then the new operator renders its DaemonSets' new
-    templates (a new vGPU Manager revision). It never touches a plan nobody approved."""
+    status.installedCSV (state AtLatestKnown), the plan Complete, and the operator Deployment given the new CSV's
+    template (the new operator, operator_takes_over, does the rest). It never touches a plan nobody approved."""
     plan = c.get(OLM_V1A1, 'InstallPlan', PLAN, c.ns)
     if not plan or not plan['spec'].get('approved'):
         return False
@@ -430,12 +514,115 @@ def olm_upgrade(c):
     c.set_status(plan, dict(plan['status'], phase='Complete'))
     sub = c.get(OLM_V1A1, 'Subscription', 'gpu-operator-certified', c.ns)
     c.set_status(sub, dict(sub['status'], state='AtLatestKnown', installedCSV=target, currentCSV=target))
-    c.new_release()
+    c.release_installed = target.rsplit('.v', 1)[-1]
     return True
+
+
+# The operator itself --------------------------------------------------------------------------------------------
+OPERATOR_LABELS = {'app': 'gpu-operator'}
+LEASE = '53822513.nvidia.com'
+
+
+def micro_now(offset=0.0):
+    # a Lease's MicroTime / a condition's Time as the API server takes them
+    stamp = time.time() + offset
+    return time.strftime('%Y-%m-%dT%H:%M:%S', time.gmtime(stamp)) + '.%06dZ' % int((stamp % 1) * 1e6)
+
+
+def operator_pod(cluster, image, name):
+    p = cluster.create({'apiVersion': 'v1', 'kind': 'Pod',
+                        'metadata': {'name': name, 'namespace': cluster.ns, 'labels': dict(OPERATOR_LABELS)},
+                        # on a control-plane node, none of the GPU nodes the stand-ins look after
+                        'spec': {'nodeName': 'control-plane-1', 'containers': [{'name': 'gpu-operator', 'image': image}]}})
+    cluster.set_status(p, {'phase': 'Running', 'conditions': [{'type': 'Ready', 'status': 'True'}]})
+
+
+def rolled_out(cluster):
+    dep = cluster.get('apps/v1', 'Deployment', 'gpu-operator', cluster.ns)
+    cluster.set_status(dep, {'observedGeneration': dep['metadata']['generation'], 'replicas': 1, 'updatedReplicas': 1,
+                             'readyReplicas': 1, 'availableReplicas': 1})
+
+
+def operator_release(cluster, version):
+    """The running operator release as it leaves the cluster: its Deployment gpu-operator (the chart's
+    templates/operator.yaml and the CSV's install strategy both name it so) rolled out, its one pod Ready and holding
+    the leader Lease 53822513.nvidia.com (NVIDIA/gpu-operator cmd/gpu-operator/main.go LeaderElectionID; the holder is
+    <pod name>_<uuid>, controller-runtime pkg/leaderelection NewResourceLock), and the ClusterPolicy ready (the chart's
+    cluster-policy; the fake helm merges its spec on upgrade)."""
+    image = 'nvcr.io/nvidia/gpu-operator:%s' % version
+    cluster.create({'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {'name': 'gpu-operator', 'namespace': cluster.ns},
+                    'spec': {'replicas': 1, 'selector': {'matchLabels': dict(OPERATOR_LABELS)},
+                             'template': {'metadata': {'labels': dict(OPERATOR_LABELS)},
+                                          'spec': {'containers': [{'name': 'gpu-operator', 'image': image}]}}}})
+    operator_pod(cluster, image, 'gpu-operator-old')
+    rolled_out(cluster)
+    cluster.create({'apiVersion': 'coordination.k8s.io/v1', 'kind': 'Lease', 'metadata': {'name': LEASE, 'namespace': cluster.ns},
+                    'spec': {'holderIdentity': 'gpu-operator-old_7c1e', 'acquireTime': micro_now(-3600),
+                             'renewTime': micro_now(), 'leaseDurationSeconds': 15}})
+    policy = cluster.create({'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': {'name': 'cluster-policy'},
+                             'spec': {'daemonsets': {'updateStrategy': 'OnDelete'},
+                                      'driver': {'upgradePolicy': {'autoUpgrade': False}}, 'dcgm': {},
+                                      'dcgmExporter': {}, 'devicePlugin': {}, 'gfd': {}, 'nodeStatusExporter': {},
+                                      'operator': {}, 'toolkit': {}}})
+    then = micro_now(-3600)[:19] + 'Z'
+    cluster.set_status(policy, {'state': 'ready', 'conditions': [
+        {'type': 'Ready', 'status': 'True', 'reason': 'Reconciled', 'message': '', 'lastTransitionTime': then},
+        {'type': 'Error', 'status': 'False', 'reason': 'Ready', 'message': '', 'lastTransitionTime': then}]})
+    cluster.release_installed = None
+
+
+def operator_takes_over(cluster, after=15.0):
+    """The new release once its operator step is done (``cluster.release_installed`` set by the OLM or Helm
+    stand-in): the Deployment controller rolls the operator Deployment to the new image (the new pod Ready, the old
+    one gone); ``after`` seconds after the run has seen the step done (its read of the new CSV, or the helm upgrade's
+    new release Secret) the new pod wins the leader lease and reconciles the ClusterPolicy with its
+    new templates (a new vGPU Manager revision: object_controls.go DaemonSet() Updates a template whose
+    nvidia.com/last-applied-hash differs), and, its OnDelete pods now of an older revision, reports the ClusterPolicy
+    not ready (isDaemonSetReady; internal/conditions/clusterpolicy.go flips Ready and Error). Not at once: a
+    Succeeded CSV or a finished helm upgrade does not wait for any of it."""
+    state = {'at': None, 'rolled': False}
+
+    def step(c):
+        version = c.release_installed
+        if not version:
+            return False
+        if not state['rolled']:
+            image = 'nvcr.io/nvidia/gpu-operator:%s' % version
+            dep = c.get('apps/v1', 'Deployment', 'gpu-operator', c.ns)
+            c.patch(dep, {'spec': {'template': {'spec': {'containers': [{'name': 'gpu-operator', 'image': image}]}}}})
+            operator_pod(c, image, 'gpu-operator-new')
+            delete(c, '/api/v1/namespaces/%s/pods/gpu-operator-old' % c.ns)
+            rolled_out(c)
+            state['rolled'] = True
+        if state['at'] is None:
+            # the clock starts once the run has the step's answer (the automation's read of the new CSV on OLM; the
+            # release Secret on Helm, written as helm upgrade returns), so the takeover comes after the moment a
+            # run that does not wait for it would plan the roll
+            csv_read = [e for e in c.requests() if e['verb'] == 'get'
+                        and e.get('objectRef', {}).get('resource') == 'clusterserviceversions']
+            if csv_read or c.get('v1', 'Secret', 'sh.helm.release.v1.gpu-operator.v2', c.ns):
+                state['at'] = time.monotonic()
+            return False
+        if time.monotonic() - state['at'] < after:
+            return False
+        lease = c.get('coordination.k8s.io/v1', 'Lease', LEASE, c.ns)
+        c.patch(lease, {'spec': {'holderIdentity': 'gpu-operator-new_9d2f', 'acquireTime': micro_now(),
+                                 'renewTime': micro_now(), 'leaseTransitions': 1}})
+        c.new_release()
+        policy = c.get('nvidia.com/v1', 'ClusterPolicy', 'cluster-policy')
+        moved = micro_now()[:19] + 'Z'
+        c.set_status(policy, {'state': 'notReady', 'conditions': [
+            {'type': 'Ready', 'status': 'False', 'reason': 'Error', 'message': '', 'lastTransitionTime': moved},
+            {'type': 'Error', 'status': 'True', 'reason': 'OperandNotReady',
+             'message': 'ClusterPolicy is not ready; states not ready: [state-vgpu-manager]',
+             'lastTransitionTime': moved}]})
+        return True
+    cluster.controller('gpu-operator-new', step, interval=0.3)
 
 
 def test_olm_the_plan_for_the_target_is_approved_after_the_preflight_its_csv_waited_for_then_the_roll(tmp_path, kube):
     cluster = setup(kube, openshift=True, objects=[cluster_version()])
+    operator_release(cluster, 'v26.7.0')
     olm_state(cluster)
     # one node rolled (the roll itself is the stop-policy test's): the operator step and the plan after it
     target = dict(upgrade_vm_policy='stop', upgrade_gpu_operator_version='v26.7.1', upgrade_operator_timeout=20,
@@ -448,6 +635,7 @@ def test_olm_the_plan_for_the_target_is_approved_after_the_preflight_its_csv_wai
     assert cluster.attempts() == [], write_summary(cluster.attempts())
 
     cluster.controller('olm', olm_upgrade, interval=0.3)
+    operator_takes_over(cluster)
     rc, log = upgrade(tmp_path, cluster, **target)
     assert rc == 0, log
     writes = node_writes(cluster)
@@ -474,8 +662,10 @@ def test_olm_the_plan_for_the_target_is_approved_after_the_preflight_its_csv_wai
     # then the new CSV was waited for, before any node was touched
     first_node_write = next(i for i, a in enumerate(asked) if a[:2] == ('patch', 'nodes'))
     assert ('get', 'clusterserviceversions', NEW_CSV) in asked[approved_at:first_node_write], asked
-    # the roll was planned again after the CSV: gpu-1 runs the new release's vGPU Manager revision
+    # the roll was planned again once the new operator held its lease and had rendered its DaemonSets (not at the
+    # CSV's Succeeded, seconds before): gpu-1 runs the new release's vGPU Manager revision
     assert hashes(cluster, 'gpu-1') == ['new'], log
+    assert ('get', 'leases', LEASE) in asked[approved_at:first_node_write], asked
     assert hashes(cluster, 'gpu-2') == ['old'], log
 
     mark = cluster.now()

@@ -8,10 +8,12 @@ The release is installed at chart v25.10.1 and the cluster holds that release's 
 CRDs the fake prints for `helm show crds` (the reference holds only those two of the chart's CRDs). The run goes
 as the Helm identity (docs/rbac/gpuvirt-automation-helm.yml), as operator.yml's Helm phase does.
 
-One more stand-in: the upgraded operator, which renders its operand DaemonSets' new templates (a new vGPU Manager
-ControllerRevision) once the release is upgraded (the new release Secret exists). What it cannot prove: that the
-real chart's CRDs apply on a current API server with their CEL rules (the 1.20 test server refuses those; the fake
-removes them), or that the real operator re-renders before the roll is planned again.
+One more stand-in: the upgraded operator (test_upgrade.operator_takes_over): once the release is upgraded (the new
+release Secret exists) its Deployment rolls out the new image, and seconds later the new pod takes the leader
+lease, renders its operand DaemonSets' new templates (a new vGPU Manager ControllerRevision) and flips the
+ClusterPolicy's conditions, as the real operator's reconcile does; the roll is planned only after. What it cannot
+prove: that the real chart's CRDs apply on a current API server with their CEL rules (the 1.20 test server refuses
+those; the fake removes them).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ sys.path.insert(0, os.path.join(HERE, '..'))
 import apiserver  # noqa: E402  (tools/kube, on sys.path through kube_cluster)
 import fake_helm  # noqa: E402
 from kube_cluster import write_summary  # noqa: E402
-from test_upgrade import NS, flat, hashes, setup, upgrade  # noqa: E402
+from test_upgrade import NS, flat, hashes, operator_release, operator_takes_over, setup, upgrade  # noqa: E402
 
 CRD_API = 'apiextensions.k8s.io/v1'
 CRDS = ('clusterpolicies.nvidia.com', 'nvidiadrivers.nvidia.com')
@@ -78,13 +80,17 @@ def helm_cluster(kube, tmp_path, monkeypatch):
     admin = fake_helm.Api(cluster.admin_kubeconfig)
     fake_helm.write_release(admin, NS, RELEASE, 'gpu-operator', OLD, VALUES)
 
-    def upgraded_operator(c):
-        # the operator of the new chart renders its operand DaemonSets' new templates once it runs
+    operator_release(cluster, OLD)
+
+    def upgraded_release(c):
+        # the release upgraded (its new Secret): the chart's new Deployment template is applied; the new operator
+        # then takes over (test_upgrade.operator_takes_over), seconds later, not as helm upgrade returns
         if c.get('v1', 'Secret', 'sh.helm.release.v1.%s.v2' % RELEASE, NS):
-            c.new_release()
+            c.release_installed = NEW
             return True
         return False
-    cluster.controller('gpu-operator', upgraded_operator, interval=0.2)
+    cluster.controller('helm-release', upgraded_release, interval=0.2)
+    operator_takes_over(cluster)
     cluster.mark = cluster.now()
     return cluster, log
 

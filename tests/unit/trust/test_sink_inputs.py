@@ -143,13 +143,14 @@ KNOWN = {
     # from an earlier task), and every name that reaches the API (node, VM, namespace, pod) is checked with
     # gpuvirt.provision.checked in the task itself; the rest is data written to the object (the allocatable as JSON
     # in an annotation, runStrategy Halted), and a restored run strategy is one of KubeVirt's, filtered in the loop
+    # (upgrade_restorable, which reads the Nodes only to choose the VMs whose node is released)
     ('roles/upgrade/tasks/batch.yml', "Cordon the batch's nodes"): {'__upgrade_bplan', '__upgrade_node'},
     ('roles/upgrade/tasks/batch.yml', "Delete the batch's operand pods of an older revision, and its validators"): {
         '__upgrade_bplan'},
     ('roles/upgrade/tasks/batch.yml', 'Stop the GPU VMs whose policy is stop'): {'__upgrade_bplan', '__upgrade_vm'},
     ('roles/upgrade/tasks/batch.yml', "Uncordon the batch's nodes"): {'__upgrade_batch'},
     ('roles/upgrade/tasks/restore.yml', 'Give each stopped VM its run strategy back'): {
-        '__upgrade_strategy', '__upgrade_vm', '__upgrade_vms_stopped'},
+        '__upgrade_nodes_restore', '__upgrade_strategy', '__upgrade_vm', '__upgrade_vms_stopped'},
     # data, not argv or a path: kubernetes.core.helm writes the values to a file it passes with -f; the builder
     # module checked them, and a replaced registered result can only choose what a values file can
     ('roles/gpu_operator/tasks/helm.yml', 'Install the gpu-operator chart'): {'__gpu_operator_built'},
