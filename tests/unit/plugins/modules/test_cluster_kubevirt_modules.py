@@ -63,7 +63,7 @@ def test_machineconfig_module_pool_checks(monkeypatch):
     # an existing pool is not re-created in apply mode
     res = run_module(monkeypatch, machineconfig_manifests,
                      {'pool': 'gpu', 'cpu_vendor': 'amd', 'create_pool': True, 'existing_pools': ['gpu']})
-    assert [o['kind'] for o in res['objects']] == ['MachineConfig'] and res['kernel_args'] == ['iommu=pt']
+    assert [o['kind'] for o in res['objects']] == ['MachineConfig'] and res['kernel_args'] == ['amd_iommu=on', 'iommu=pt']
     # a render always holds it: left out, its file would be pruned and the GitOps tool would delete the live pool
     res = run_module(monkeypatch, machineconfig_manifests,
                      {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker', 'gpu'],
