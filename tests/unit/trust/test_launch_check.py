@@ -354,7 +354,10 @@ def test_the_controller_s_owner_may_allow_a_run_time_name_never_an_internal_one(
 def test_every_node_name_and_host_path_option_is_an_input_of_one_host():
     # the class, read from the argument specs (not the generated list, which is built from them): the node a role
     # drains, unlabels or guards, and every path on the host a host role reads, writes or runs
-    expected = {'gpuvirt_node_name', 'gpuvirt_pool'}
+    # and the names playbooks/vars/playbook_inputs.yml declares so one by one (the pool, the node, the unit form)
+    with open(os.path.join(ROOT, 'playbooks', 'vars', 'playbook_inputs.yml')) as handle:
+        expected = set(yaml.safe_load(handle)['playbook_inputs_inventory_only'])
+    assert {'gpuvirt_node_name', 'gpuvirt_pool', 'vgpu_vf_unit_type'} <= expected
     for role in sorted(os.listdir(os.path.join(ROOT, 'roles'))):
         spec = os.path.join(ROOT, 'roles', role, 'meta', 'argument_specs.yml')
         with open(spec) as handle:
