@@ -295,8 +295,8 @@ def mdev_gate_refusal(kubevirt_cr, target):
         return ''
     config = _d(_d(cr.get('spec')).get('configuration'))
     gates = [_s(g) for g in _l(_d(config.get('developerConfiguration')).get('featureGates'))]
-    if kv_mod.DISABLE_MDEV_GATE not in gates or isinstance(_d(config.get('mediatedDevicesConfiguration')).get('enabled'),
-                                                         bool):
+    enabled = _d(config.get('mediatedDevicesConfiguration')).get('enabled')
+    if kv_mod.DISABLE_MDEV_GATE not in gates or isinstance(enabled, bool):
         return ''
     meta = _meta(cr)
     return ("the KubeVirt CR %s/%s turns KubeVirt's mediated device handling off with the DisableMDEVConfiguration "

@@ -210,8 +210,8 @@ def setup(kube, never_ready_on=None, openshift=False, objects=(), new_revision=N
     def new_release():
         # the operator writes the new template (the DaemonSet's generation moves), the DaemonSet controller its
         # ControllerRevision
-        cluster.patch(vgm, {'spec': {'template': {'spec': {'containers': [{'name': 'c',
-                                                                            'image': 'nvcr.io/nvidia/x:2'}]}}}})
+        containers = [{'name': 'c', 'image': 'nvcr.io/nvidia/x:2'}]
+        cluster.patch(vgm, {'spec': {'template': {'spec': {'containers': containers}}}})
         cluster.create(revision(vgm, 2, 'new'))
         newest[VGM] = (vgm, 'new')
     cluster.new_release = new_release

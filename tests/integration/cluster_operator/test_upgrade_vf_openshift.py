@@ -221,7 +221,7 @@ def test_openshift_a_failing_unit_restart_stops_the_roll_naming_the_node_with_th
                     boards={'gpu-1': board})
     board_vfs = board.vfs[PF]
 
-    def no_types(c, _done={'n': 0}):
+    def no_types(_cluster):
         for vf in board_vfs:
             path = os.path.join(board.root, 'bus', 'pci', 'devices', vf, 'nvidia', 'creatable_vgpu_types')
             if os.path.exists(path) and profiles(board).get(vf) in ('0', ''):

@@ -95,13 +95,13 @@ def test_openshift_olm_upgrade_render(tmp_path):
     # the example subscribes with Automatic approval (the gpu_operator default): OLM would install the new CSV at
     # the sync, outside the roll (OLM's catalog operator approves an Automatic plan itself: operator-lifecycle-manager
     # pkg/controller/operators/catalog/operator.go createInstallPlan); refused before the directory is taken
-    rc, log, _ = playbook(tmp_path, inv, 'upgrade.yml', *targets)
+    rc, log, _written = playbook(tmp_path, inv, 'upgrade.yml', *targets)
     assert rc != 0, log
     assert 'The upgrade is not rendered, nothing was written: gpu_operator_install_plan_approval is Automatic' in log
     assert state(out) == before and not os.path.exists(out / '.gpuvirt-render.lock')
 
     manual = ('-e', 'gpu_operator_install_plan_approval=Manual')
-    rc, log, _ = playbook(tmp_path, inv, 'upgrade.yml', *(targets + manual))
+    rc, log, _written = playbook(tmp_path, inv, 'upgrade.yml', *(targets + manual))
     assert rc == 0, log
     after = state(out)
     # exactly the objects the upgrade changes, and the recipe; the HyperConverged is rendered again for the new
@@ -128,7 +128,7 @@ def test_openshift_olm_upgrade_render(tmp_path):
         assert 'UPGRADE.md' not in handle.read()
 
     # a second render writes no byte: same content, same inode, same modification time
-    rc, log, _ = playbook(tmp_path, inv, 'upgrade.yml', *(targets + manual))
+    rc, log, _written = playbook(tmp_path, inv, 'upgrade.yml', *(targets + manual))
     assert rc == 0, log
     assert state(out) == after
     assert 'wrote 0 of its' in log
@@ -150,7 +150,7 @@ def test_kubernetes_helm_upgrade_render(tmp_path):
 
     # refusals decided without a cluster, each named: a chart version that is not the inventory's, a KubeVirt
     # minor skip (KubeVirt upgrades one minor release at a time: "Updates and Deletion")
-    rc, log, _ = playbook(tmp_path, inv, 'upgrade.yml', *(k8s + ('-e', 'upgrade_gpu_operator_version=v26.7.1',
+    rc, log, _written = playbook(tmp_path, inv, 'upgrade.yml', *(k8s + ('-e', 'upgrade_gpu_operator_version=v26.7.1',
                                                                  '-e', 'upgrade_kubevirt_version=v1.9.0')))
     assert rc != 0, log
     assert 'upgrade_gpu_operator_version is v26.7.1 but gpu_operator_chart_version is v26.7.0' in log
@@ -159,7 +159,7 @@ def test_kubernetes_helm_upgrade_render(tmp_path):
 
     targets = k8s + ('-e', 'upgrade_gpu_operator_version=v26.7.1', '-e', 'gpu_operator_chart_version=v26.7.1',
                      '-e', 'vgpu_manager_image_version=580.95.05', '-e', 'upgrade_kubevirt_version=v1.8.0')
-    rc, log, _ = playbook(tmp_path, inv, 'upgrade.yml', *targets)
+    rc, log, _written = playbook(tmp_path, inv, 'upgrade.yml', *targets)
     assert rc == 0, log
     after = state(out)
     assert changed(before, after) == sorted([VALUES, KV, 'UPGRADE.md', '.gpuvirt-render.json']), \
@@ -186,6 +186,6 @@ def test_kubernetes_helm_upgrade_render(tmp_path):
     assert 'helm show crds gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.7.1' in text
     assert 'spec.upgrade.crds: CreateReplace' in text
 
-    rc, log, _ = playbook(tmp_path, inv, 'upgrade.yml', *targets)
+    rc, log, _written = playbook(tmp_path, inv, 'upgrade.yml', *targets)
     assert rc == 0, log
     assert state(out) == after

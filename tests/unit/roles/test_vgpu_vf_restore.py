@@ -337,10 +337,12 @@ def test_without_crictl_the_journal_says_how_to_restart_virt_handler_and_the_exi
 @pytest.mark.parametrize('ps_out,ps_rc,stop_rc,calls,line', [
     # no virt-handler yet (the kubelet not started): the one that starts later finds the profiles
     # two containers of that name in KubeVirt's namespaces (one per node is virt-handler's): none stopped
-    (CID + '\n' + CID[::-1] + '\n', 0, 0, PS_CALLS, '2 containers named virt-handler run in kubevirt, openshift-cnv, '
-                                                     'kubevirt-hyperconverged: nothing stopped; restart virt-handler'),
-    ('', 0, 0, PS_CALLS, '<6>1 VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler '
-                          'starts; no virt-handler container runs on this node yet'),
+    (CID + '\n' + CID[::-1] + '\n', 0, 0, PS_CALLS,
+     '2 containers named virt-handler run in kubevirt, openshift-cnv, kubevirt-hyperconverged: nothing stopped; '
+     'restart virt-handler'),
+    ('', 0, 0, PS_CALLS,
+     '<6>1 VF profile(s) changed on this node; KubeVirt finds VFs only when its virt-handler starts; no virt-handler '
+     'container runs on this node yet'),
     # what crictl prints is never passed on unless it is a container id
     (CID + '\n--all\n', 0, 0, PS_CALLS[:1], "printed '--all', not container ids: nothing stopped"),
     ('$(reboot)\n', 0, 0, PS_CALLS[:1], "printed '$(reboot)', not container ids: nothing stopped"),

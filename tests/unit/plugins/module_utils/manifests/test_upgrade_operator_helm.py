@@ -201,11 +201,11 @@ CHART_YAML = yaml.safe_dump({'apiVersion': 'v2', 'name': 'gpu-operator', 'versio
 def nfd_manifest(version='0.18.3'):
     # the subchart's objects as `helm get manifest` shows them (kubernetes.core.helm_info parses them into a list):
     # node-feature-discovery's _helpers.tpl labels each with helm.sh/chart: <chart name>-<chart version>
-    return [{'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {
-                'name': 'gpu-operator-node-feature-discovery-master',
-                'labels': {'helm.sh/chart': 'node-feature-discovery-%s' % version}}},
-            {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {
-                'name': 'gpu-operator', 'labels': {'helm.sh/chart': 'gpu-operator-%s' % OLD}}}]
+    nfd = {'name': 'gpu-operator-node-feature-discovery-master',
+           'labels': {'helm.sh/chart': 'node-feature-discovery-%s' % version}}
+    operator = {'name': 'gpu-operator', 'labels': {'helm.sh/chart': 'gpu-operator-%s' % OLD}}
+    return [{'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': nfd},
+            {'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': operator}]
 
 
 @pytest.mark.parametrize('values,kept', [

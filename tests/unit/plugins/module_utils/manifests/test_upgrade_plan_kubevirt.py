@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_plan as up
 from .test_upgrade_plan import (  # noqa: F401  (the planner tests' cluster shapes)
-    NS, cluster, ds, plan, pod, rev, vm, vmi)
+    cluster, ds, plan, pod, rev, vm, vmi)
 
 
 def kubevirt_cr(methods=None, size=None, outdated=None, gates=(), mdev_enabled=None, version='v1.8.2'):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import celpy
-import lupa.lua51 as lua51
+from lupa import lua51
 import pytest
 import yaml
 

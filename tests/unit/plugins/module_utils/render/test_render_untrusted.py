@@ -209,6 +209,7 @@ def test_a_file_holding_exactly_the_rendered_text_or_ours_unchanged_is_replaced(
 
 A, B = '60-kv-000-configmap-x-a.yaml', '30-nodes-configmap-x-b.yaml'  # names the builders write (prunable)
 
+
 def test_a_manifest_naming_another_flux_directory_is_refused_and_changes_nothing(tree):
     dest = tree / 'render'
     render_once(dest, A)
