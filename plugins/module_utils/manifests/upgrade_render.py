@@ -185,6 +185,21 @@ def recipe(install, target, namespace, kubevirt_config='', kubevirt_rendered=Fal
                    % (step, WAVE_KUBEVIRT, WAVE_KUBEVIRT, obj, kv_t, switch, kv_t))
     out += ['', 'Flux: one Kustomization per step, each with `spec.dependsOn` on the one before (and `wait: true`), '
             'or this directory as one Kustomization when only one step changed.', '']
+    if install == 'olm':
+        # Argo CD's Subscription health check (argo-cd resource_customizations/operators.coreos.com/Subscription/
+        # health.lua) reads OLM's InstallPlanPending condition, reason RequiresApproval for a Manual plan, as
+        # Progressing: the sync waits at the Subscription's wave until someone approves. Flux's kstatus reads no
+        # condition of a Subscription (fluxcd/cli-utils kstatus/status/generic.go): it is current at once.
+        out += ['Argo CD holds a Subscription whose InstallPlan waits for its Manual approval as Progressing, so the '
+                'sync stops after the Subscription\'s step: run the roll below then. It approves exactly that plan, '
+                'waits for the new operator to take over and rolls the nodes against the ClusterPolicy that runs; '
+                'Argo CD then syncs the later steps. Once they are Synced and Healthy, run `playbooks/upgrade.yml` '
+                'again: it rolls the nodes whose operands the new ClusterPolicy changed and leaves the others alone.',
+                '',
+                'Flux counts the Subscription ready at once (kstatus reads none of its conditions), so the next step '
+                'reaches the ClusterPolicy while the old CRD still serves it, which drops the fields it does not have '
+                'yet: after the roll below has installed the new CSV, reconcile the ClusterPolicy\'s Kustomization '
+                'again (`flux reconcile kustomization <its name>`), then run `playbooks/upgrade.yml` again.', '']
     if install == 'helm':
         out += ['The chart\'s CRDs: a Flux HelmRelease with `spec.upgrade.crds: CreateReplace` applies them itself; '
                 'Argo CD applies them from the chart unless `skipCrds` is set; else, before the sync:', '',

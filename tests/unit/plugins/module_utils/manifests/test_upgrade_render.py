@@ -151,3 +151,15 @@ def test_bad_recipe_inputs_are_refused():
         ur.check_recipe_inputs('kustomize', 'hco')
     with pytest.raises(ManifestError):
         ur.check_recipe_inputs('olm', 'virt')
+
+
+def test_the_olm_recipe_says_where_argo_cd_stops_and_what_flux_must_reconcile_again():
+    # Argo CD reads a Subscription whose Manual InstallPlan waits (OLM condition InstallPlanPending, reason
+    # RequiresApproval) as Progressing (argo-cd resource_customizations/operators.coreos.com/Subscription/health.lua):
+    # its sync stops at the Subscription until the roll approves the plan. Flux's kstatus reads no Subscription
+    # condition (fluxcd/cli-utils kstatus/status/generic.go): the ClusterPolicy reaches the old CRD first.
+    text = ' '.join(recipe('olm').split())
+    assert 'the sync stops after the Subscription\'s step: run the roll below then' in text, text
+    assert 'reconcile the ClusterPolicy\'s Kustomization again' in text, text
+    helm = ' '.join(recipe('helm').split())
+    assert 'the sync stops after' not in helm and 'reconcile the ClusterPolicy' not in helm, helm
