@@ -43,13 +43,17 @@ def playbook(tmp_path, inv, name, *extra):
 
 
 def state(out):
-    """{name: (sha256, inode, mtime_ns)} of every file in the directory."""
+    """{relative path: (sha256, inode, mtime_ns)} of every file in the directory, the Flux group directories'
+    kustomization.yaml files included."""
     found = {}
-    for name in sorted(os.listdir(out)):
-        path = os.path.join(out, name)
-        with open(path, 'rb') as handle:
-            st = os.stat(path)
-            found[name] = (hashlib.sha256(handle.read()).hexdigest(), st.st_ino, st.st_mtime_ns)
+    for top, dirs, files in os.walk(out):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(top, name)
+            with open(path, 'rb') as handle:
+                st = os.stat(path)
+                found[os.path.relpath(path, out)] = (hashlib.sha256(handle.read()).hexdigest(), st.st_ino,
+                                                     st.st_mtime_ns)
     return found
 
 
