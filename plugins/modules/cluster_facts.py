@@ -94,14 +94,14 @@ served_crds:
   sample: [hyperconvergeds.hco.kubevirt.io]
 '''
 
-import json
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import cluster_facts as cf
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_apply import Refused
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_reads import (
+    CLIENT_ERRORS, KUBERNETES_ERROR, Requests)
 
 try:
     # kubernetes.core's client: the cluster access of its modules, by the same rules
@@ -110,63 +110,6 @@ try:
     K8S_CORE_ERROR = None
 except ImportError:
     K8S_CORE_ERROR = traceback.format_exc()
-
-try:
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.config import ConfigException
-    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
-    from kubernetes.dynamic.exceptions import ResourceNotUniqueError
-    from urllib3.exceptions import HTTPError as ConnectionProblem
-    KUBERNETES_ERROR = None
-except ImportError:
-    KUBERNETES_ERROR = traceback.format_exc()
-
-
-class Requests(object):
-    """The module's side of cluster_facts.Client: the reads through kubernetes.core's client."""
-
-    def __init__(self, k8s):
-        self.k8s = k8s
-
-    def resource(self, api_version, kind):
-        """The kind's resource, or None where discovery finds no exact match (k8s_info's api_found false)."""
-        try:
-            return self.k8s.resource(kind, api_version)
-        except (ResourceNotFoundError, ResourceNotUniqueError):
-            return None
-        except DynamicApiError as exc:
-            raise Refused(exc.status, exc.reason, to_text(exc.body))
-        except ApiException as exc:
-            raise Refused(exc.status, exc.reason, to_text(exc.body))
-        except ConnectionProblem as exc:
-            raise Refused(None, to_text(exc))
-
-    def _get(self, resource, **params):
-        try:
-            answer = self.k8s.client.get(resource, serialize=False, **params)
-        except DynamicApiError as exc:
-            raise Refused(exc.status, exc.reason, to_text(exc.body))
-        except ConnectionProblem as exc:
-            raise Refused(None, to_text(exc))
-        return json.loads(to_text(answer.data))
-
-    def list_objects(self, api_version, kind, field_selector):
-        resource = self.resource(api_version, kind)
-        if resource is None:
-            return None
-        params = {'field_selector': field_selector} if field_selector else {}
-        return self._get(resource, **params).get('items') or []
-
-    def get_object(self, api_version, kind, name):
-        resource = self.resource(api_version, kind)
-        if resource is None:
-            raise Refused(None, 'the API server serves no %s %s' % (api_version, kind))
-        try:
-            return self._get(resource, name=name)
-        except Refused as exc:
-            if exc.status == 404:
-                return None
-            raise
 
 
 def main():
@@ -196,7 +139,7 @@ def main():
                              validate_certs=params['validate_certs'])
         requests = Requests(k8s)
         facts = cf.read_facts(cf.Client(requests.list_objects, requests.get_object), apis, crds)
-    except (CoreException, ConfigException, ConnectionProblem) as exc:
+    except (CoreException,) + CLIENT_ERRORS as exc:
         # the client's own words: no kubeconfig, no such context, a connection it could not open
         module.fail_json(msg=to_text(exc), answered=False)
     except cf.FactsError as exc:
