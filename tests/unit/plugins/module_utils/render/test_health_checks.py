@@ -66,9 +66,18 @@ def lua_health(obj):
     return result['status'], result['message']
 
 
+def flux_kustomizations():
+    """The shipped Flux Kustomizations, one file each, in the order of their names."""
+    directory = os.path.join(DOCS, 'flux')
+    docs = []
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), encoding='utf-8') as handle:
+            docs.append(yaml.safe_load(handle))
+    return docs
+
+
 def flux_status(obj):
-    with open(os.path.join(DOCS, 'flux-kustomizations.yaml'), encoding='utf-8') as handle:
-        docs = list(yaml.safe_load_all(handle))
+    docs = flux_kustomizations()
     (check,) = [c for d in docs for c in d['spec'].get('healthCheckExprs') or [] if c['kind'] == 'MachineConfigPool']
     env = celpy.Environment()
     activation = dict((key, celpy.json_to_cel(value)) for key, value in obj.items())
@@ -93,8 +102,7 @@ def test_the_machineconfigpool_is_healthy_only_once_every_machine_runs_the_rende
 
 def test_the_flux_kustomizations_name_the_groups_the_render_writes_in_order():
     from ansible_collections.gpuvirt.provision.plugins.module_utils.render import gitops
-    with open(os.path.join(DOCS, 'flux-kustomizations.yaml'), encoding='utf-8') as handle:
-        docs = list(yaml.safe_load_all(handle))
+    docs = flux_kustomizations()
     assert [d['spec']['path'] for d in docs] == ['./render/' + g.directory for g in gitops.FLUX_GROUPS]
     for before, after in zip(docs, docs[1:]):
         assert after['spec']['dependsOn'] == [{'name': before['metadata']['name']}]
