@@ -93,7 +93,8 @@ try:
 except ImportError:  # PyYAML comes with ansible-core; without it the Helm step refuses (helm_step)
     HAS_YAML = False
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (
+    ManifestError, version_tuple, as_dict as _d, as_list as _l, as_str as _s)
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.gpu_operator import check_values_keys
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.fleet import printable
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators import ValidationError
@@ -105,18 +106,6 @@ TIMEOUT_VARIABLE = 'upgrade_operator_timeout'
 # InstallPlan status.phase values that are done: such a plan is never approved nor waited for
 # (operator-framework/api v0.45.0 pkg/operators/v1alpha1/installplan_types.go InstallPlanPhaseComplete / Failed)
 DONE_PHASES = ('Complete', 'Failed')
-
-
-def _d(value):
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value):
-    return value if isinstance(value, list) else []
-
-
-def _s(value):
-    return value if isinstance(value, str) else ''
 
 
 def target_csv(version, package=PACKAGE):

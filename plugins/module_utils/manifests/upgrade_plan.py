@@ -41,7 +41,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (
+    ManifestError, version_tuple, as_dict as _d, as_list as _l, as_str as _s, meta_of as _meta)
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt as kv_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
@@ -92,22 +93,6 @@ VF_ROWS = tuple(row for row in fleet.POOL_TABLE if row.interface == 'vendor-vfio
 VF_REAPPLY_VARIABLE = 'upgrade_vgpu_vf_reapply'
 _BRANCH_RE = re.compile(r'[0-9]{3}')
 _KEY_RE = re.compile(r'[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?')
-
-
-def _d(value):
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value):
-    return value if isinstance(value, list) else []
-
-
-def _s(value):
-    return value if isinstance(value, str) else ''
-
-
-def _meta(obj):
-    return _d(_d(obj).get('metadata'))
 
 
 def _version(value, variable):
