@@ -16,8 +16,13 @@ class ModuleDocFragment(object):
     DOCUMENTATION = r'''
 options:
   settings:
-    description: The upgrade settings, built once from the inventory, the fleet view and the platform row.
+    description:
+      - The upgrade settings, one mapping built once from the inventory, the fleet view and the platform row
+        (C(roles/upgrade) tasks/main.yml); its suboptions are the fields of the record the builders read
+        (C(plugins/module_utils/model/upgrade_settings.py)). A bad value fails the module naming its inventory
+        variable.
     type: dict
+    required: true
     suboptions:
       vm_policy:
         description: What happens to a GPU VM on a node to roll (C(upgrade_vm_policy)).

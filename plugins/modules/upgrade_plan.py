@@ -29,13 +29,7 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  settings:
-    description:
-      - The upgrade settings, one mapping built once from the inventory, the fleet view and the platform row
-        (C(roles/upgrade) tasks/main.yml); its suboptions are listed below and in
-        C(plugins/module_utils/model/upgrade_settings.py). A bad value fails the module naming its inventory variable.
-    type: dict
-    required: true
+  # settings (the upgrade settings, one mapping): the doc fragment gpuvirt.provision.upgrade_settings
   node_names:
     description: The GPU nodes this plan covers, in order (C(upgrade_nodes), or one batch of them).
     type: list

@@ -53,10 +53,11 @@ def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch
     with pytest.raises(Stop):
         module.main()
     assert seen['settings'] == {'type': 'dict', 'required': True, 'options': us.argument_spec()}
-    # the module documents the option and takes its suboptions from the fragment, not a copy of its own
+    # the module documents the option through the fragment, not a copy of its own
     doc = yaml.safe_load(module.DOCUMENTATION)
     assert 'gpuvirt.provision.upgrade_settings' in doc['extends_documentation_fragment']
-    assert 'suboptions' not in doc['options']['settings']
+    assert 'settings' not in doc['options']
+    assert yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['required'] is True
 
 
 def test_platform_facts_default_to_the_fallback_platform_s_row():
