@@ -7,7 +7,9 @@
 ``hco.ManifestError`` and ``node_labels.ManifestError`` are this class); ``checked`` turns a
 ``validators`` check into it; ``version_tuple`` parses the versions the builders compare; ``merge_owned_list`` and
 ``merge_permitted_devices`` merge the map-keyed permitted-device lists HyperConverged and KubeVirt share, keeping
-what others wrote; ``differs`` tells whether applying a partial object would change the cluster's copy.
+what others wrote; ``differs`` tells whether applying a partial object would change the cluster's copy;
+``as_dict``, ``as_list``, ``as_str`` and ``meta_of`` read an object from the cluster (untrusted input) without
+trusting its shape.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -21,6 +23,28 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model import val
 
 class ManifestError(ValueError):
     """Bad input; the message names the offending value and the fix."""
+
+
+# Reading what the cluster returned: every object is untrusted input, so a field of the wrong type reads as empty
+# (never a crash) and the builder names what is missing.
+def as_dict(value):
+    """``value`` when it is a dict, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value):
+    """``value`` when it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def as_str(value):
+    """``value`` when it is a string, else ''."""
+    return value if isinstance(value, str) else ''
+
+
+def meta_of(obj):
+    """The ``metadata`` of an object (a dict, empty when it has none or is no object)."""
+    return as_dict(as_dict(obj).get('metadata'))
 
 
 def checked(check, value, name, hint='', message=None):

@@ -93,8 +93,10 @@ try:
 except ImportError:  # PyYAML comes with ansible-core; without it the Helm step refuses (helm_step)
     HAS_YAML = False
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (
+    ManifestError, checked, version_tuple, as_dict as _d, as_list as _l, as_str as _s)
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.gpu_operator import check_values_keys
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import upgrade_settings
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.fleet import printable
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators import ValidationError
 
@@ -105,18 +107,6 @@ TIMEOUT_VARIABLE = 'upgrade_operator_timeout'
 # InstallPlan status.phase values that are done: such a plan is never approved nor waited for
 # (operator-framework/api v0.45.0 pkg/operators/v1alpha1/installplan_types.go InstallPlanPhaseComplete / Failed)
 DONE_PHASES = ('Complete', 'Failed')
-
-
-def _d(value):
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value):
-    return value if isinstance(value, list) else []
-
-
-def _s(value):
-    return value if isinstance(value, str) else ''
 
 
 def target_csv(version, package=PACKAGE):
@@ -186,8 +176,9 @@ def csv_phase(csv):
     return printable(_s(_d(_d(csv).get('status')).get('phase')), 100)
 
 
-def olm_step(subscription, install_plans, target_version, namespace, package=PACKAGE, csv=None):
-    """What the upgrade does with the operator on OLM, as a dict:
+def olm_step(settings, subscription, install_plans, csv=None, package=PACKAGE):
+    """What the upgrade does with the operator on OLM, as a dict. ``settings``: the upgrade settings
+    (model/upgrade_settings.py), of which ``gpu_operator_version`` (the target) and ``gpu_operator_namespace``:
 
     ``action``: ``none`` (no target, or the target is installed and its CSV has succeeded), ``approve`` (a Manual
     plan for exactly the target waits), ``wait`` (that plan is approved already - by an earlier run or by hand - and
@@ -196,7 +187,9 @@ def olm_step(subscription, install_plans, target_version, namespace, package=PAC
     resource_version, csv}`` of the plan to approve or wait for (None for a wait on the CSV alone); ``refusals``;
     ``lines`` to print.
 
-    ``csv``: the ClusterServiceVersion named ``target`` read from ``namespace`` (None: there is none)."""
+    ``csv``: the ClusterServiceVersion named ``target`` read from the namespace (None: there is none)."""
+    settings = checked(upgrade_settings.build, settings, 'settings')
+    target_version, namespace = settings.gpu_operator_version, settings.gpu_operator_namespace
     target = target_csv(target_version, package)
     out = {'action': 'none', 'installed': '', 'target': target, 'plan': None, 'refusals': [], 'lines': []}
     if not target:
@@ -473,21 +466,25 @@ def chart_version_refusal(target, chart_version):
                                                       CHART_VERSION_VARIABLE, target, TARGET_VARIABLE))
 
 
-def helm_step(release, target_version, chart_version, release_name, namespace, chart, crds_text, chart_values_text,
-              chart_text=None):
+def helm_step(settings, release, crds_text, chart_values_text, chart_text=None):
     """What the upgrade does with the operator on Kubernetes (Helm), as a dict like ``olm_step``'s:
 
-    ``release``: the ``helm list`` entry of the release (kubernetes.core.helm_info's ``status``: ``chart``,
-    ``status``, ``values``) or None; ``target_version``: upgrade_gpu_operator_version, which must be
-    ``chart_version`` (gpu_operator_chart_version, what playbooks/operator.yml installs: one version for both
-    playbooks); ``crds_text`` / ``chart_values_text`` / ``chart_text``: ``helm show crds`` / ``helm show values`` /
-    ``helm show chart`` of the target.
+    ``settings``: the upgrade settings (model/upgrade_settings.py), of which ``gpu_operator_version``
+    (upgrade_gpu_operator_version, the target), which must be ``helm_chart_version`` (gpu_operator_chart_version,
+    what playbooks/operator.yml installs: one version for both playbooks), ``helm_release_name``,
+    ``gpu_operator_namespace`` and ``helm_chart_ref``; ``release``: the ``helm list`` entry of the release
+    (kubernetes.core.helm_info's ``status``: ``chart``, ``status``, ``values``) or None; ``crds_text`` /
+    ``chart_values_text`` / ``chart_text``: ``helm show crds`` / ``helm show values`` / ``helm show chart`` of the
+    target.
 
     ``action``: ``none`` (no target, or the release runs it) or ``upgrade``; ``installed`` / ``target`` chart versions;
     ``crds``: the CRDs to apply first; ``release_values``: the release's values, sent again with the new chart."""
     out = {'action': 'none', 'installed': '', 'target': '', 'plan': None, 'refusals': [], 'lines': [], 'crds': [],
            'release_values': {}, 'warnings': []}
-    target = _s(target_version).strip() if target_version is not None else ''
+    settings = checked(upgrade_settings.build, settings, 'settings')
+    target = settings.gpu_operator_version.strip()
+    chart_version, release_name = settings.helm_chart_version, settings.helm_release_name
+    namespace, chart = settings.gpu_operator_namespace, settings.helm_chart_ref
     if not target:
         return out
     try:

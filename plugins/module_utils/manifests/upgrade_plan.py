@@ -41,17 +41,19 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, version_tuple
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (
+    ManifestError, checked, version_tuple, as_dict as _d, as_list as _l, as_str as _s, meta_of as _meta)
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import hco as hco_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt as kv_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import upgrade_settings
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.fleet import printable
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_operator import helm_step, olm_step
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.upgrade_policy import (
     from_cluster_policy, from_nvidia_driver)
 
 PlanError = ManifestError
-POLICIES = ('wait', 'stop', 'refuse')
+POLICIES = upgrade_settings.POLICIES
 REVISION_HASH = 'controller-revision-hash'
 # the annotation upgrade.yml writes on a node it cordons, and on a VM it stops (with the run strategy to restore):
 # a rerun after a failure resumes a node cordoned by itself, and restores a VM it stopped
@@ -91,23 +93,6 @@ FINISHED = ('Succeeded', 'Failed')
 VF_ROWS = tuple(row for row in fleet.POOL_TABLE if row.interface == 'vendor-vfio')
 VF_REAPPLY_VARIABLE = 'upgrade_vgpu_vf_reapply'
 _BRANCH_RE = re.compile(r'[0-9]{3}')
-_KEY_RE = re.compile(r'[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?')
-
-
-def _d(value):
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value):
-    return value if isinstance(value, list) else []
-
-
-def _s(value):
-    return value if isinstance(value, str) else ''
-
-
-def _meta(obj):
-    return _d(_d(obj).get('metadata'))
 
 
 def _version(value, variable):
@@ -457,16 +442,18 @@ def vmi_on_node(vmi, node, launchers=None):
     return bool(uid) and any(u == uid and n == node for _pod, u, n in _live_launchers(launchers))
 
 
-def vm_actions(node, vmis, vms, default_policy, overrides=None, launchers=None):
+def settings_of(value):
+    """The upgrade settings record (model/upgrade_settings.py) of ``value``, a record or the plain dict of the
+    module's ``settings`` option; a bad value is a PlanError naming its inventory variable."""
+    return checked(upgrade_settings.build, value, 'settings')
+
+
+def vm_actions(node, vmis, vms, settings, launchers=None):
     """What happens to each GPU VMI on ``node`` (by its status.nodeName, or its virt-launcher pod's spec.nodeName in
-    ``launchers``): ``[{namespace, name, vm, policy, run_strategy, action}]`` and the refusals."""
-    if default_policy not in POLICIES:
-        raise PlanError("upgrade_vm_policy is %r, not one of %s" % (default_policy, ', '.join(POLICIES)))
-    overrides = _d(overrides)
-    for key, value in overrides.items():
-        if not (isinstance(key, str) and _KEY_RE.fullmatch(key)) or value not in POLICIES:
-            raise PlanError("upgrade_vm_policies: %r: %r must map <namespace>/<vm name> to one of %s"
-                            % (key, value, ', '.join(POLICIES)))
+    ``launchers``), by ``settings.vm_policy`` and ``settings.vm_policies``: ``[{namespace, name, vm, policy,
+    run_strategy, action}]`` and the refusals."""
+    settings = settings_of(settings)
+    default_policy, overrides = settings.vm_policy, settings.vm_policies
     by_uid = dict((_s(_meta(vm).get('uid')), vm) for vm in _l(vms) if _s(_meta(vm).get('uid')))
     out, refusals = [], []
     for vmi in _l(vmis):
@@ -547,15 +534,18 @@ def vf_row_of(node):
     return None
 
 
-def vf_step(name, hosts, configs, machineconfig, reapply):
+def vf_step(name, settings):
     """How the roll gives the vendor-VFIO node ``name`` its VF profiles back after its vGPU Manager pod is replaced,
     and the refusal when it cannot: ``(row, refusal)``.
 
-    ``hosts``: ``{node: {host, config}}``, the inventory host of each vendor-VFIO node and its vGPU config name (a
-    key of ``configs``, gpu_operator_vgpu_configs' names). ``machineconfig``: the Machine Config Operator owns the
-    hosts (OpenShift), so the boot-time unit its MachineConfig installed is restarted instead of the role's apply.
-    ``reapply`` (upgrade_vgpu_vf_reapply): the user re-applies the profiles while the roll waits."""
-    if reapply:
+    ``settings.vf_hosts``: ``{node: {host, config}}``, the inventory host of each vendor-VFIO node and its vGPU config
+    name (one of ``settings.vf_configs``, gpu_operator_vgpu_configs' names). ``settings.kernel_args`` machineconfig:
+    the Machine Config Operator owns the hosts (OpenShift), so the boot-time unit its MachineConfig installed is
+    restarted instead of the role's apply. ``settings.vf_reapply`` (upgrade_vgpu_vf_reapply): the user re-applies the
+    profiles while the roll waits."""
+    settings = settings_of(settings)
+    hosts, configs = settings.vf_hosts, settings.vf_configs
+    if settings.vf_reapply:
         return {'method': 'self', 'host': None, 'config': None}, None
     entry = _d(_d(hosts).get(name))
     host, config = _s(entry.get('host')), _s(entry.get('config'))
@@ -566,7 +556,7 @@ def vf_step(name, hosts, configs, machineconfig, reapply):
             "(KubeVirt advertises none until nvidia/current_vgpu_type is set): add its host to the inventory "
             "(gpuvirt_node_name %s), leave it out of upgrade_nodes, or set %s true if you re-apply the profiles "
             "yourself while the roll waits" % (name, name, VF_REAPPLY_VARIABLE))
-    if machineconfig:
+    if settings.kernel_args == 'machineconfig':
         return {'method': 'restart', 'host': host, 'config': config or None}, None
     if config not in [_s(c) for c in _l(configs)]:
         return {'method': 'none', 'host': host, 'config': config or None}, (
@@ -646,21 +636,26 @@ def gpu_allocatable(node):
                 if isinstance(k, str) and k.startswith('nvidia.com/'))
 
 
-def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='wait', vm_policies=None,
-         serial=1, current=None, target=None, guest_branch=None, vendor_vfio=False, supports=None,
-         cluster_version=None, os_tags=None, image_tags=None, cluster_policy=None, revalidate=None, olm=None,
-         nvidia_drivers=None, vf_nodes=None, vf_reapply=False, helm=None, vf_hosts=None, vf_configs=None,
-         vf_machineconfig=False, kubevirt_cr=None, hco=False, launchers=None):
+def plan(settings, node_names, nodes, pods, daemonsets, revisions, vmis, vms, launchers=None, current=None,
+         cluster_version=None, cluster_policy=None, nvidia_drivers=None, olm=None, helm=None, kubevirt_cr=None):
     """The whole plan (a dict), refusals included; raises PlanError only for bad inventory values.
 
-    ``olm``: ``{subscription, install_plans, namespace, csv}`` read on OpenShift (``csv``: the target's
-    ClusterServiceVersion, None when there is none) (None: the operator is not OLM's). The
-    operator step (upgrade_operator.olm_step) is planned with the rest and its refusals are the plan's. When it will
-    install a new operator release, every node that runs an operand pod is treated as one to roll for its GPU VMs'
-    policies (the new release renders new DaemonSet templates, which the plan cannot read yet); the roll itself is
-    planned again once the new CSV has succeeded.
+    ``settings``: the upgrade settings (model/upgrade_settings.py: a record, or the plain dict of the module's
+    ``settings`` option), read here by name: the target versions, ``vm_policy`` / ``vm_policies``, ``serial``, the
+    vendor-VFIO fields, ``revalidate_daemonsets``, the platform's ``gpu_operator_install``, ``kernel_args`` and
+    ``kubevirt_config``. Everything else is read from the cluster, and each read that is given adds its part:
 
-    ``revalidate``: the names of the DaemonSets whose pods on a rolled node go too (``revalidate_pods`` per node).
+    ``node_names``: the nodes this plan covers, in order (upgrade_nodes, or one batch of them).
+
+    ``current``: the running versions ``{gpu_operator, vgpu_manager, kubevirt}``. Given, the version table compares
+    the settings' targets with them and refuses what may not be done; omitted (a batch's plan, the KubeVirt check
+    after the roll) nothing is compared and the KubeVirt version is the one ``kubevirt_cr`` reports.
+
+    ``olm``: ``{subscription, install_plans, csv}`` read on OpenShift (``csv``: the target's ClusterServiceVersion,
+    None when there is none) (None: no OLM step). The operator step (upgrade_operator.olm_step) is planned with the
+    rest and its refusals are the plan's. When it will install a new operator release, every node that runs an
+    operand pod is treated as one to roll for its GPU VMs' policies (the new release renders new DaemonSet
+    templates, which the plan cannot read yet); the roll itself is planned again once the new CSV has succeeded.
 
     ``cluster_policy``: the live ClusterPolicy (None: none read). Its operands must be OnDelete and its driver
     autoUpgrade off, or the operator rolls the new version over every node by itself (upgrade_policy.py).
@@ -669,39 +664,52 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
     ``spec.upgradePolicy.autoUpgrade`` false, or the operator's upgrade controller rolls its driver pods by itself
     (the v26.7.0 CRD defaults autoUpgrade to true, so an absent one counts as true).
 
-    ``helm``: ``{release, release_name, namespace, chart, chart_version, crds, chart_values, chart_meta}`` read on
-    Kubernetes (``chart_meta``: the target's ``helm show chart``)
-    (None: no Helm step). The operator step (upgrade_operator.helm_step) is planned like OLM's; the running
-    ``gpu_operator`` version is then the release's chart version.
+    ``helm``: ``{release, crds, chart_values, chart_meta}`` read on Kubernetes (``chart_meta``: the target's ``helm
+    show chart``) (None: no Helm step). The operator step (upgrade_operator.helm_step) is planned like OLM's; the
+    running ``gpu_operator`` version is then the release's chart version. Each step is the platform's
+    (``settings.gpu_operator_install``): the other's reads are refused.
 
-    ``vf_nodes``: the node names the fleet view puts in a vendor-VFIO row (vm-vgpu-vf); a node whose labels say so
-    (vf_row_of) counts too. Each one rolled gets ``vf_reapply`` (vf_step: the vgpu_vf role's apply on its inventory
-    host, ``vf_hosts``, or the boot-time unit's restart with ``vf_machineconfig``); one the roll cannot give its
-    profiles back is refused, naming it. ``vf_reapply`` (upgrade_vgpu_vf_reapply): the user does it (a warning).
+    ``settings.vf_nodes``: the node names the fleet view puts in a vendor-VFIO row (vm-vgpu-vf); a node whose labels
+    say so (vf_row_of) counts too. Each one rolled gets ``vf_reapply`` (vf_step: the vgpu_vf role's apply on its
+    inventory host, or the boot-time unit's restart on a MachineConfig platform); one the roll cannot give its
+    profiles back is refused, naming it. ``settings.vf_reapply`` (upgrade_vgpu_vf_reapply): the user does it (a
+    warning).
 
-    ``kubevirt_cr``: the live KubeVirt CR (``hco``: HyperConverged's); ``kubevirt_config`` says what rendering it
-    again after the roll changes, for the target KubeVirt version (else the one it reports).
+    ``kubevirt_cr``: the live KubeVirt CR (HyperConverged's with ``settings.kubevirt_config`` hco);
+    ``kubevirt_config`` says what rendering it again after the roll changes, for the target KubeVirt version (else
+    the one it reports).
 
     ``launchers``: the virt-launcher pods (label kubevirt.io=virt-launcher, all namespaces): a GPU VMI whose launcher
     pod is bound to a node counts on that node before its status.nodeName is set (vmi_on_node)."""
-    if isinstance(serial, bool) or not isinstance(serial, int) or serial < 1:
-        raise PlanError("upgrade_serial is %r, not a whole number >= 1" % (serial,))
+    settings = settings_of(settings)
+    serial, hco = settings.serial, settings.kubevirt_config == 'hco'
     names = _l(node_names)
     for name in names:
         if not isinstance(name, str) or not name:
             raise PlanError("upgrade_nodes holds %r, not a node name" % (name,))
+    for install, read in (('olm', olm), ('helm', helm)):
+        if read is not None and install != settings.gpu_operator_install:
+            raise PlanError("the plan was given the reads of the %s operator step, but the GPU Operator is installed "
+                            "by %s (gpuvirt_cluster.traits.gpu_operator_install)"
+                            % (install, settings.gpu_operator_install))
+    if current is None:
+        # no running version read: nothing to compare, the KubeVirt version is the one its CR reports
+        current = {'kubevirt': _s(_d(_d(kubevirt_cr).get('status')).get('observedKubeVirtVersion'))}
+        target = {}
+    else:
+        target = settings.targets()
     operator = None
     if helm is not None:
         helm = _d(helm)
         try:
-            operator = helm_step(helm.get('release'), _d(target).get('gpu_operator'), helm.get('chart_version'),
-                                 _s(helm.get('release_name')), _s(helm.get('namespace')), _s(helm.get('chart')),
-                                 helm.get('crds'), helm.get('chart_values'), helm.get('chart_meta'))
+            operator = helm_step(settings, helm.get('release'), helm.get('crds'), helm.get('chart_values'),
+                                 helm.get('chart_meta'))
         except ManifestError as exc:
             raise PlanError(str(exc))
         if operator['installed']:
             current = dict(_d(current), gpu_operator=operator['installed'])
-    rows, refusals, notes, warnings = versions(current, target, guest_branch, vendor_vfio, supports, cluster_version)
+    rows, refusals, notes, warnings = versions(current, target, settings.guest_driver_branch, settings.vendor_vfio,
+                                               settings.supports, cluster_version)
     if isinstance(cluster_policy, dict) and cluster_policy:
         live = from_cluster_policy(_d(cluster_policy.get('spec')))
         if live['update_strategy'] != 'OnDelete' or live['auto_upgrade']:
@@ -725,18 +733,17 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
         warnings += operator.get('warnings', [])
     if olm is not None:
         olm = _d(olm)
-        operator = olm_step(olm.get('subscription'), olm.get('install_plans'), _d(target).get('gpu_operator'),
-                            _s(olm.get('namespace')), csv=olm.get('csv'))
+        operator = olm_step(settings, olm.get('subscription'), olm.get('install_plans'), csv=olm.get('csv'))
         refusals += operator['refusals']
     operator_change = bool(operator) and operator['action'] in ('approve', 'wait', 'upgrade')
     vgm = [r for r in rows if r['component'] == 'vgpu_manager'][0]
-    if vgm['change'] and image_tags is not None:
-        for tag in missing_image_tags(vgm['to'], os_tags, image_tags):
+    if vgm['change'] and settings.image_tags is not None:
+        for tag in missing_image_tags(vgm['to'], settings.os_tags, settings.image_tags):
             refusals.append("the vGPU Manager image tag %s is not in the registry: build and push it first "
                             "(playbooks/vgpu_image.yml with vgpu_manager_image_version %s)" % (tag, vgm['to']))
     by_name = dict((_s(_meta(n).get('name')), n) for n in _l(nodes))
     uncordoning = driver_manager_uncordons(daemonsets)
-    vf_names = set(_s(n) for n in _l(vf_nodes))
+    vf_names = set(settings.vf_nodes)
     vf_rolled = []
     out_nodes = []
     for name in names:
@@ -748,7 +755,7 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
         stale = stale_pods(name, pods, daemonsets, revisions)
         # a new operator release replaces the operand pods of every node it runs on (checked here, rolled later)
         concerned = stale or (operator_change and any(True for _pod in _daemonset_pods(name, pods, daemonsets)))
-        vms_here, vm_refusals = vm_actions(name, vmis, vms, vm_policy, vm_policies, launchers) if concerned else ([], [])
+        vms_here, vm_refusals = vm_actions(name, vmis, vms, settings, launchers) if concerned else ([], [])
         if not ok:
             refusals.append(why)
         refusals += vm_refusals
@@ -757,16 +764,16 @@ def plan(node_names, nodes, pods, daemonsets, revisions, vmis, vms, vm_policy='w
         vf_row = None
         if vendor_vfio and (concerned or resume):
             vf_rolled.append(name)
-            vf_row, vf_ref = vf_step(name, vf_hosts, vf_configs, vf_machineconfig, vf_reapply)
+            vf_row, vf_ref = vf_step(name, settings)
             if vf_ref:
                 refusals.append(vf_ref)
         out_nodes.append({'name': name, 'roll': bool(stale), 'stale_pods': stale, 'vms': vms_here,
                           'uncordoned_by': sorted(set(p['daemonset'] for p in stale) & uncordoning),
                           'vendor_vfio': vendor_vfio, 'vf_reapply': vf_row,
-                          'revalidate_pods': node_pods_of(name, pods, daemonsets, revalidate),
+                          'revalidate_pods': node_pods_of(name, pods, daemonsets, settings.revalidate_daemonsets),
                           'gpu_allocatable': gpu_allocatable(node),
                           'cordoned_by_upgrade': _d(_meta(node).get('annotations')).get(CORDONED_BY) == 'true'})
-    warnings += vf_warning(vf_rolled if vf_reapply else [])
+    warnings += vf_warning(vf_rolled if settings.vf_reapply else [])
     kv_row = [r for r in rows if r['component'] == 'kubevirt'][0]
     if kubevirt_cr:
         wu_refusals, wu_notes = workload_update(kubevirt_cr, vmis, kv_row['to'] if kv_row['change'] else '', hco)

@@ -35,29 +35,16 @@ __metaclass__ = type
 
 import datetime
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import (
+    as_dict as _d, as_list as _l, as_str as _s, meta_of as _meta)
+
 DEPLOYMENT = 'gpu-operator'
 LEASE = '53822513.nvidia.com'
 STEPS = ('deployment', 'leader', 'reconciled', 'daemonsets')
 
 
-def _d(value):
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value):
-    return value if isinstance(value, list) else []
-
-
-def _s(value):
-    return value if isinstance(value, str) else ''
-
-
 def _int(value):
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _meta(obj):
-    return _d(_d(obj).get('metadata'))
 
 
 def _named(objects, name):

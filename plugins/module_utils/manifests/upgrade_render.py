@@ -42,7 +42,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, as_str as _s
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gpu_op
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_operator as up_op
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_plan as up_plan
@@ -56,10 +56,6 @@ WAVE_OPERATOR = 40
 WAVE_POLICY = 43
 WAVE_KUBEVIRT = 60
 _RELEASE_RE = re.compile(r'v?([0-9]+)\.([0-9]+)\.[0-9]+([-+].*)?')
-
-
-def _s(value):
-    return value if isinstance(value, str) else ''
 
 
 def channel_of(release):

@@ -43,8 +43,9 @@ def csv(name=NEW, phase='Succeeded'):
 
 
 def step(sub=None, plans=None, target='v26.7.1', target_csv=None):
-    return uo.olm_step(subscription() if sub is None else sub, [install_plan()] if plans is None else plans,
-                       target, NS, csv=target_csv)
+    return uo.olm_step({'gpu_operator_version': target, 'gpu_operator_namespace': NS},
+                       subscription() if sub is None else sub, [install_plan()] if plans is None else plans,
+                       csv=target_csv)
 
 
 def test_the_pending_plan_for_the_target_is_approved_with_its_uid_and_resource_version():
@@ -179,7 +180,7 @@ def test_a_downgrade_is_refused():
 
 
 def test_no_subscription_is_refused():
-    out = uo.olm_step(None, [], 'v26.7.1', NS)
+    out = uo.olm_step({'gpu_operator_version': 'v26.7.1', 'gpu_operator_namespace': NS}, None, [])
     assert 'has no Subscription nvidia-gpu-operator/gpu-operator-certified' in out['refusals'][0]
 
 
@@ -201,7 +202,7 @@ _PLAN = st.one_of(st.none(), st.text(), st.dictionaries(
 @settings(max_examples=150, deadline=None)
 @given(sub=_SUB, plans=st.one_of(st.none(), st.lists(_PLAN, max_size=3)))
 def test_anything_read_is_a_result_never_a_crash(sub, plans):
-    out = uo.olm_step(sub, plans, 'v26.7.1', NS)
+    out = uo.olm_step({'gpu_operator_version': 'v26.7.1', 'gpu_operator_namespace': NS}, sub, plans)
     assert out['action'] in ('none', 'approve', 'wait')
     # a wait without a plan: the target is installed and no Succeeded CSV was read
     assert out['action'] == 'none' or not out['refusals']
@@ -230,9 +231,10 @@ def _whole(sub, plans, policy='refuse'):
            'spec': {'domain': {'devices': {'gpus': [{'name': 'g', 'deviceName': 'nvidia.com/X'}]}}},
            'status': {'nodeName': 'gpu-1', 'phase': 'Running'}}
     vm = {'metadata': {'name': 'vm1', 'namespace': 'vms', 'uid': 'vu'}, 'spec': {'runStrategy': 'Always'}}
-    return up.plan(['gpu-1'], nodes, [_pod('p1', 'gpu-1')], [_ds('vgm', 'u1')], revs, [vmi], [vm], policy,
-                   current={'gpu_operator': 'v26.7.0'}, target={'gpu_operator': 'v26.7.1'},
-                   olm={'subscription': sub, 'install_plans': plans, 'namespace': NS})
+    settings = {'vm_policy': policy, 'gpu_operator_version': 'v26.7.1', 'gpu_operator_install': 'olm',
+                'gpu_operator_namespace': NS}
+    return up.plan(settings, ['gpu-1'], nodes, [_pod('p1', 'gpu-1')], [_ds('vgm', 'u1')], revs, [vmi], [vm],
+                   current={'gpu_operator': 'v26.7.0'}, olm={'subscription': sub, 'install_plans': plans})
 
 
 def test_the_plan_carries_the_step_and_its_refusals():

@@ -43,10 +43,15 @@ def release(version=OLD, status='deployed', values=None, chart=CHART):
             'app_version': version, 'values': SAFE if values is None else values}
 
 
+def upgrade_settings(target=NEW, chart_version=None):
+    """The upgrade settings of the Helm step: the target, the chart version and the release operator.yml installed."""
+    return {'gpu_operator_version': target, 'helm_chart_version': target if chart_version is None else chart_version,
+            'helm_release_name': NAME, 'gpu_operator_namespace': NS, 'helm_chart_ref': CHART}
+
+
 def step(rel=None, target=NEW, chart_version=None, crds=None, values=CHART_VALUES):
-    return uo.helm_step(release() if rel is None else rel, target, target if chart_version is None else chart_version,
-                        NAME, NS, CHART, show_crds(crd(), crd('nvidiadrivers', kind='NVIDIADriver')) if crds is None
-                        else crds, values)
+    return uo.helm_step(upgrade_settings(target, chart_version), release() if rel is None else rel,
+                        show_crds(crd(), crd('nvidiadrivers', kind='NVIDIADriver')) if crds is None else crds, values)
 
 
 def test_an_older_release_is_upgraded_crds_first_with_its_own_values():
@@ -91,7 +96,7 @@ def test_the_target_release_is_nothing_to_do():
 
 
 def test_no_target_plans_nothing():
-    assert uo.helm_step(None, '', '', NAME, NS, CHART, '', '')['action'] == 'none'
+    assert uo.helm_step(upgrade_settings('', ''), None, '', '')['action'] == 'none'
 
 
 @pytest.mark.parametrize('doc,words', [
@@ -165,10 +170,9 @@ def test_the_plan_takes_the_releases_version_as_running_and_concerns_every_opera
            'spec': {'nodeName': 'gpu-1'}}
     vmi = {'metadata': {'name': 'vm', 'namespace': 'vms'}, 'status': {'nodeName': 'gpu-1'},
            'spec': {'domain': {'devices': {'gpus': [{'name': 'g', 'deviceName': 'nvidia.com/X'}]}}}}
-    helm = {'release': release(), 'release_name': NAME, 'namespace': NS, 'chart': CHART, 'chart_version': NEW,
-            'crds': show_crds(crd()), 'chart_values': CHART_VALUES}
-    result = up.plan(['gpu-1'], [node], [pod], [ds], [], [vmi], [], vm_policy='refuse',
-                     current={'gpu_operator': '1.0.0'}, target={'gpu_operator': NEW}, helm=helm)
+    helm = {'release': release(), 'crds': show_crds(crd()), 'chart_values': CHART_VALUES}
+    result = up.plan(dict(upgrade_settings(), vm_policy='refuse'), ['gpu-1'], [node], [pod], [ds], [], [vmi], [],
+                     current={'gpu_operator': '1.0.0'}, helm=helm)
     row = [r for r in result['versions'] if r['component'] == 'gpu_operator'][0]
     assert (row['from'], row['to'], row['change']) == (OLD, NEW, True)
     assert result['operator']['action'] == 'upgrade'
@@ -184,7 +188,7 @@ def test_the_plan_takes_the_releases_version_as_running_and_concerns_every_opera
     | st.dictionaries(st.text(max_size=8), c, max_size=3), max_leaves=10), max_size=6)),
     st.text(max_size=200))
 def test_anything_read_from_the_cluster_or_the_chart_is_refused_or_planned_never_a_crash(rel, crds_text):
-    out = uo.helm_step(rel, NEW, NEW, NAME, NS, CHART, crds_text, crds_text)
+    out = uo.helm_step(upgrade_settings(), rel, crds_text, crds_text)
     assert out['action'] in ('none', 'upgrade')
     assert out['action'] == 'none' or not out['refusals']
 
@@ -218,7 +222,7 @@ def test_nfds_crds_are_applied_only_when_the_chart_deploys_nfd(values, kept):
     # NVIDIA/gpu-operator v26.7.0 templates/upgrade_crd.yaml passes nfd-api-crds.yaml to manage-crds only inside
     # {{- if .Values.nfd.enabled }}: with NFD installed apart from the chart, its CRDs are that install's
     chart_values = yaml.safe_dump(dict(yaml.safe_load(CHART_VALUES), nfd={'enabled': True, 'nodefeaturerules': False}))
-    out = uo.helm_step(release(values=values), NEW, NEW, NAME, NS, CHART, NFD_CRDS, chart_values)
+    out = uo.helm_step(upgrade_settings(), release(values=values), NFD_CRDS, chart_values)
     assert out['refusals'] == [] and out['action'] == 'upgrade'
     names = [c['metadata']['name'] for c in out['crds']]
     if kept:
@@ -235,24 +239,23 @@ def test_nfds_crds_are_applied_only_when_the_chart_deploys_nfd(values, kept):
 
 def test_the_charts_own_default_decides_when_the_release_sets_nothing():
     chart_values = yaml.safe_dump(dict(yaml.safe_load(CHART_VALUES), nfd={'enabled': False}))
-    out = uo.helm_step(release(), NEW, NEW, NAME, NS, CHART, NFD_CRDS, chart_values)
+    out = uo.helm_step(upgrade_settings(), release(), NFD_CRDS, chart_values)
     assert [c['metadata']['name'] for c in out['crds']] == ['clusterpolicies.nvidia.com']
 
 
 def test_a_new_bundled_nfd_version_is_warned_about():
     # v26.3.x bundles node-feature-discovery 0.18.3, v26.7.0 0.19.0 (Chart.yaml dependencies): helm upgrade
     # restarts NFD while VMs run
-    out = uo.helm_step(dict(release(), manifest=nfd_manifest('0.18.3')), NEW, NEW, NAME, NS, CHART,
-                       show_crds(crd()), CHART_VALUES, CHART_YAML)
+    out = uo.helm_step(upgrade_settings(), dict(release(), manifest=nfd_manifest('0.18.3')), show_crds(crd()),
+                       CHART_VALUES, CHART_YAML)
     (warning,) = out['warnings']
     assert warning.startswith("the chart's Node Feature Discovery moves from 0.18.3 to 0.19.0 with chart v26.7.0 "
                               "(nfd.enabled): helm upgrade restarts NFD's master and workers while VMs run")
     assert 'nvidia.com/gpu.deploy.*' in warning
     # the whole plan carries it among its warnings
-    helm = {'release': dict(release(), manifest=nfd_manifest('0.18.3')), 'release_name': NAME, 'namespace': NS,
-            'chart': CHART, 'chart_version': NEW, 'crds': show_crds(crd()), 'chart_values': CHART_VALUES,
-            'chart_meta': CHART_YAML}
-    result = up.plan([], [], [], [], [], [], [], current={}, target={'gpu_operator': NEW}, helm=helm)
+    helm = {'release': dict(release(), manifest=nfd_manifest('0.18.3')), 'crds': show_crds(crd()),
+            'chart_values': CHART_VALUES, 'chart_meta': CHART_YAML}
+    result = up.plan(upgrade_settings(), [], [], [], [], [], [], [], current={}, helm=helm)
     assert warning in result['warnings'] and 'warning: ' + warning in result['summary']
 
 
@@ -266,7 +269,7 @@ def test_a_new_bundled_nfd_version_is_warned_about():
 ])
 def test_no_warning_without_a_known_version_change(manifest, chart_text, values):
     chart_values = yaml.safe_dump(dict(yaml.safe_load(CHART_VALUES), nfd={'enabled': True}))
-    out = uo.helm_step(dict(release(values=values), manifest=manifest), NEW, NEW, NAME, NS, CHART, show_crds(crd()),
+    out = uo.helm_step(upgrade_settings(), dict(release(values=values), manifest=manifest), show_crds(crd()),
                        chart_values, chart_text)
     assert out['warnings'] == [] and out['action'] == 'upgrade'
 

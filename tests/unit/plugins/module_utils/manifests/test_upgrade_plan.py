@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_plan as up
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import upgrade_settings
 
 NS = 'nvidia-gpu-operator'
 
@@ -68,9 +69,33 @@ def cluster(old_on=('gpu-1', 'gpu-2')):
                            rev('nvidia-vgpu-manager-daemonset', 'u1', 2, 'new')])
 
 
+TARGETS = {'gpu_operator': 'gpu_operator_version', 'vgpu_manager': 'vgpu_manager_version',
+           'kubevirt': 'kubevirt_version'}
+
+
+def settings_and_reads(kw):
+    """``kw`` split into the upgrade settings (a field of model/upgrade_settings.py by its name; ``target``, the
+    three target versions as one dict) and the plan's other arguments (the cluster's reads). ``current`` is {} unless
+    given: the versions are compared, as the role's first plan does."""
+    kw = dict(kw)
+    fields = dict((TARGETS[k], v) for k, v in (kw.pop('target', None) or {}).items())
+    for name in list(kw):
+        if name in [f.name for f in upgrade_settings.FIELDS]:
+            fields[name] = kw.pop(name)
+    if kw.get('olm') is not None:
+        fields.setdefault('gpu_operator_install', 'olm')
+    kw.setdefault('current', {})
+    return upgrade_settings.build(fields), kw
+
+
 def plan(vmis=(), vms=(), names=('gpu-1', 'gpu-2'), **kw):
     c = kw.pop('cluster', None) or cluster()
-    return up.plan(list(names), c['nodes'], c['pods'], c['daemonsets'], c['revisions'], list(vmis), list(vms), **kw)
+    try:
+        settings, reads = settings_and_reads(kw)
+    except upgrade_settings.ValidationError as exc:
+        raise up.PlanError(str(exc))
+    return up.plan(settings, list(names), c['nodes'], c['pods'], c['daemonsets'], c['revisions'], list(vmis),
+                   list(vms), **reads)
 
 
 def test_two_nodes_with_old_pods_roll_one_at_a_time_in_inventory_order():
@@ -197,7 +222,7 @@ def test_a_kubevirt_target_without_a_kubevirt_cr_is_refused():
 
 
 def test_the_kubevirt_configuration_line_under_hyperconverged_and_without_a_cr():
-    p = plan(current={'kubevirt': 'v1.7.2'}, target={'kubevirt': 'v1.8.0'}, kubevirt_cr={}, hco=True)
+    p = plan(current={'kubevirt': 'v1.7.2'}, target={'kubevirt': 'v1.8.0'}, kubevirt_cr={}, kubevirt_config='hco')
     assert 'HyperConverged is rendered again after the roll' in p['kubevirt_config']['line']
     assert plan(kubevirt_cr=None)['kubevirt_config']['line'] == ('kubevirt config: no KubeVirt CR read; nothing to '
                                                                  'render again')
@@ -216,9 +241,9 @@ def test_vendor_vfio_needs_kubevirt_1_9():
 
 
 def test_vgpu_manager_branch_must_be_the_guests():
-    p = plan(current={'vgpu_manager': '570.124.03'}, target={'vgpu_manager': '580.82.02'}, guest_branch='570')
+    p = plan(current={'vgpu_manager': '570.124.03'}, target={'vgpu_manager': '580.82.02'}, guest_driver_branch='570')
     assert any('branch 580 but the guests run branch 570' in r for r in p['refusals'])
-    assert plan(current={'vgpu_manager': '580.65.05'}, target={'vgpu_manager': '580.82.02'}, guest_branch='580')['ok']
+    assert plan(current={'vgpu_manager': '580.65.05'}, target={'vgpu_manager': '580.82.02'}, guest_driver_branch='580')['ok']
     warned = plan(current={'vgpu_manager': '580.65.05'}, target={'vgpu_manager': '580.82.02'})
     assert any('upgrade_guest_driver_branch is not set' in w for w in warned['warnings'])
 
@@ -264,8 +289,8 @@ _junk = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(
        st.lists(_junk, max_size=3), st.lists(_junk, max_size=3))
 def test_malformed_cluster_objects_never_crash_the_planner(nodes, pods, revisions, vmis, vms):
     c = cluster()
-    p = up.plan(['gpu-1', 'gpu-2'], c['nodes'] + nodes, c['pods'] + pods, c['daemonsets'], c['revisions'] + revisions,
-                vmis + [vmi('db', 'gpu-1')], vms + [vm('db')], vm_policy='stop')
+    p = up.plan({'vm_policy': 'stop'}, ['gpu-1', 'gpu-2'], c['nodes'] + nodes, c['pods'] + pods, c['daemonsets'],
+                c['revisions'] + revisions, vmis + [vmi('db', 'gpu-1')], vms + [vm('db')])
     assert isinstance(p['summary'], list)
 
 
@@ -325,10 +350,10 @@ def test_the_validators_to_delete_are_this_operator_s_by_uid():
                   # named as the validator's DaemonSet, but owned by another object (an old one, or another kind)
                   pod('impostor-gpu-1', 'nvidia-operator-validator', 'gpu-1', 'h', ds_uid='other'),
                   pod('validator-gpu-2', 'nvidia-operator-validator', 'gpu-2', 'h', ds_uid='v1')]
-    p = up.plan(['gpu-1'], c['nodes'], c['pods'], c['daemonsets'], c['revisions'], [], [],
-                revalidate=['nvidia-operator-validator'])
+    p = up.plan({'revalidate_daemonsets': ['nvidia-operator-validator']}, ['gpu-1'], c['nodes'], c['pods'],
+                c['daemonsets'], c['revisions'], [], [])
     assert p['nodes'][0]['revalidate_pods'] == [{'name': 'validator-gpu-1', 'daemonset': 'nvidia-operator-validator'}]
-    assert up.plan(['gpu-1'], c['nodes'], c['pods'], c['daemonsets'], c['revisions'], [], [])['nodes'][0][
+    assert up.plan({}, ['gpu-1'], c['nodes'], c['pods'], c['daemonsets'], c['revisions'], [], [])['nodes'][0][
         'revalidate_pods'] == []
 
 
@@ -386,7 +411,7 @@ def test_a_vendor_vfio_node_is_rolled_with_its_vf_profiles_set_again_on_its_inve
     p = plan(cluster=cluster(), vf_nodes=['gpu-2'], vf_hosts=VF_HOSTS, vf_configs=['l40s'])
     assert p['ok'] and p['nodes'][1]['vf_reapply']['method'] == 'apply'
     # a MachineConfig platform (OpenShift): the boot-time unit is restarted; the config is the MachineConfig's
-    p = plan(cluster=vf_cluster(), vf_hosts={'gpu-1': {'host': 'gpu-1.example.com'}}, vf_machineconfig=True)
+    p = plan(cluster=vf_cluster(), vf_hosts={'gpu-1': {'host': 'gpu-1.example.com'}}, kernel_args='machineconfig')
     assert p['ok'] and p['nodes'][0]['vf_reapply']['method'] == 'restart'
     assert '  then give its VFs their vGPU profiles again: restart gpuvirt-vgpu-vf.service on host gpu-1.example.com' \
         in p['summary']
@@ -423,3 +448,31 @@ def test_a_vendor_vfio_node_with_nothing_to_replace_is_not_refused_but_a_resumed
     assert plan(cluster=resumed, vf_hosts=VF_HOSTS, vf_configs=['l40s'])['nodes'][0]['vf_reapply']['method'] == 'apply'
     # an mdev vm-vgpu node (no operands_off labels) is rolled as before
     assert plan(cluster=vf_cluster(labels={'nvidia.com/gpu.workload.config': 'vm-vgpu'}))['ok']
+
+
+def test_without_the_running_versions_nothing_is_compared_as_in_a_batch_s_plan():
+    # a batch's plan (roles/upgrade tasks/batch_plan.yml) gets the whole settings but no running versions: the
+    # targets are not compared again (the first plan did, against what ran), only the batch's nodes are planned
+    settings = {'vgpu_manager_version': '580.82.02', 'image_tags': [], 'os_tags': ['ubuntu22.04'],
+                'guest_driver_branch': '570', 'kubevirt_version': 'v1.9.0'}
+    c = cluster()
+    compared = up.plan(settings, ['gpu-1'], c['nodes'], c['pods'], c['daemonsets'], c['revisions'], [], [],
+                       current={})
+    assert not compared['ok'] and compared['warnings'] == []
+    batch = up.plan(settings, ['gpu-1'], c['nodes'], c['pods'], c['daemonsets'], c['revisions'], [], [])
+    assert batch['ok'] and batch['warnings'] == [] and batch['batches'] == [['gpu-1']], batch['refusals']
+    assert all(not row['change'] for row in batch['versions'])
+
+
+def test_without_the_running_versions_the_kubevirt_version_is_the_one_its_cr_reports():
+    # the KubeVirt check after the roll (roles/upgrade tasks/kubevirt.yml): the version KubeVirt runs now
+    cr = dict(kubevirt_cr({'featureGates': ['DisableMDEVConfiguration']}), status={'observedKubeVirtVersion': 'v1.8.0'})
+    p = up.plan({'kubevirt_version': 'v1.9.0'}, [], [], [], [], [], [], [], kubevirt_cr=cr)
+    assert p['kubevirt_config']['version'] == 'v1.8.0' and p['kubevirt_config']['stale']
+
+
+def test_the_reads_of_the_other_platform_s_operator_step_are_refused():
+    with pytest.raises(up.PlanError, match='the reads of the olm operator step.*installed by helm'):
+        up.plan({}, [], [], [], [], [], [], [], olm={'subscription': None, 'install_plans': []})
+    with pytest.raises(up.PlanError, match='the reads of the helm operator step.*installed by olm'):
+        up.plan({'gpu_operator_install': 'olm'}, [], [], [], [], [], [], [], helm={})

@@ -48,7 +48,7 @@ def test_evict_in_the_workload_update_methods_with_gpu_vms_running_is_refused(me
 
 def test_under_hyperconverged_the_refusal_names_hyperconverged():
     p = plan(vmis=[vmi('a', 'gpu-1')], vms=[vm('a')], current={'kubevirt': 'v1.8.2'}, target={'kubevirt': 'v1.9.0'},
-             kubevirt_cr=kubevirt_cr(['LiveMigrate', 'Evict']), hco=True)
+             kubevirt_cr=kubevirt_cr(['LiveMigrate', 'Evict']), kubevirt_config='hco')
     (refusal,) = [r for r in p['refusals'] if 'workloadUpdateMethods' in r]
     # batchEvictionSize unset: the updater's default, 10 (defaultBatchDeletionCount)
     assert ', 10 every batchEvictionInterval' in refusal
