@@ -42,6 +42,10 @@ SHARED = [
     # deleting the KubeVirt CR uninstalls KubeVirt (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/
     # types.go KubeVirtSpec.UninstallStrategy)
     ('kubevirt.io/v1', 'KubeVirt'),
+    # the dedicated MachineConfigPool: machineconfig_pool may name a pool the administrator already has, which Argo
+    # CD and Flux adopt on their first apply (a live object of the same identity becomes theirs) and would delete
+    # with the render; kept, never pruned (Argo CD "No Prune Resources", Flux "Prune": prune disabled)
+    ('machineconfiguration.openshift.io/v1', 'MachineConfigPool'),
 ]
 OWNED = [
     ('v1', 'Namespace'), ('v1', 'ConfigMap'), ('v1', 'Secret'),
@@ -51,7 +55,6 @@ OWNED = [
     # resource); on OpenShift the render creates it; on Kubernetes the chart does and the render has none
     ('nvidia.com/v1', 'ClusterPolicy'),
     ('machineconfiguration.openshift.io/v1', 'MachineConfig'),
-    ('machineconfiguration.openshift.io/v1', 'MachineConfigPool'),
     ('resource.k8s.io/v1', 'ResourceClaimTemplate'), ('kubevirt.io/v1', 'VirtualMachine'),
 ]
 
