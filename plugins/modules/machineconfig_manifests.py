@@ -46,7 +46,9 @@ options:
     type: bool
     default: true
   name:
-    description: MachineConfig name; default C(100-<pool>-gpuvirt-iommu).
+    description:
+      - MachineConfig name; default C(100-<pool>-gpuvirt-iommu).
+      - With O(render) the name gets the short hash of the content, C(<name>-<10 hex digits>) (see O(render)).
     type: str
   create_pool:
     description:
@@ -60,6 +62,10 @@ options:
         it (the GitOps-created pool is live); a render directory holds every object it manages, so a pool left out
         would be pruned and deleted by the GitOps tool, and its nodes would fall back to worker, lose the IOMMU
         arguments and reboot.
+      - The MachineConfig's name ends in the short hash of its content (C(<name>-<10 hex digits>)), so an edit is a
+        new object whose old one the GitOps tool prunes, and the rendered pool carries the annotation
+        C(gpuvirt.provision/expected-machineconfig) with that name, which the health checks of docs/gitops/ compare
+        with the pool's C(status.configuration.source) (healthy only once the pool runs this content).
     type: bool
     default: false
   node_selector:
@@ -118,7 +124,7 @@ objects:
   type: list
   elements: dict
 machineconfig_name:
-  description: Name of the MachineConfig.
+  description: Name of the MachineConfig (with O(render), with its content hash).
   returned: success
   type: str
 kernel_args:
@@ -169,6 +175,10 @@ def main():
         if mc.renders_pool(p['pool'], p['create_pool'], p['existing_pools'], p['render']):
             objects.append(mc.build_pool(p['pool'], p['node_selector']))
         config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
+        if p['render']:
+            # a content change is a new object; the pool names the one it must run (a GitOps health check reads it)
+            config = mc.with_content_name(config)
+            objects = [mc.expecting(pool, config['metadata']['name']) for pool in objects]
         selector = (mc.pool_selector(p['pool'], p['node_selector']) if p['create_pool']
                     else dict(p['pool_selector'] or {}))
         label_nodes = mc.nodes_into_pool(

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.modules import (
     dra_manifests, dra_preflight, hco_permitted_devices, kubevirt_devices_plan, kubevirt_permitted_devices,
     machineconfig_manifests, mcp_status, vgpu_vf_machineconfig)
@@ -69,6 +70,14 @@ def test_machineconfig_module_pool_checks(monkeypatch):
                      {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker', 'gpu'],
                       'render': True})
     assert [o['kind'] for o in res['objects']] == ['MachineConfigPool', 'MachineConfig']
+    # rendered: the MachineConfig's name carries its content hash, and the pool names it for the health checks
+    (pool, config) = res['objects']
+    assert res['machineconfig_name'] == config['metadata']['name'] == '100-gpu-gpuvirt-iommu-' + mc.content_hash(config)
+    assert pool['metadata']['annotations'] == {mc.EXPECTED_CONFIG_ANNOTATION: res['machineconfig_name']}
+    # apply mode keeps the fixed name (nothing would prune an old one) and writes no annotation
+    res = run_module(monkeypatch, machineconfig_manifests,
+                     {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
+    assert res['machineconfig_name'] == '100-gpu-gpuvirt-iommu' and 'annotations' not in res['objects'][0]['metadata']
 
 
 def test_machineconfig_module_refuses_a_node_another_custom_pool_selects(monkeypatch):
