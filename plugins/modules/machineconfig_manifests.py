@@ -68,6 +68,17 @@ options:
         with the pool's C(status.configuration.source) (healthy only once the pool runs this content).
     type: bool
     default: false
+  inherit_from:
+    description:
+      - A pool whose IOMMU MachineConfig this run also writes (C(worker), when O(pool) is a custom pool and the
+        run's C(machineconfig_pool) is worker). When O(pool) takes that pool's MachineConfigs (its
+        C(machineConfigSelector) in O(pools), or, without it, the pattern of a custom pool, which inherits from
+        worker), the MachineConfig returned is that pool's (named O(inherit_name)), not a second one with the same
+        kernel arguments for O(pool): the render controller would merge both into O(pool)'s config.
+    type: str
+  inherit_name:
+    description: The name of O(inherit_from)'s MachineConfig; default C(100-<inherit_from>-gpuvirt-iommu).
+    type: str
   node_selector:
     description: Node labels the dedicated pool selects.
     type: dict
@@ -119,7 +130,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 objects:
-  description: The MachineConfigPool (when created) then the MachineConfig.
+  description: The MachineConfigPool (when created) then the MachineConfig (with O(inherit_from), possibly that pool's).
   returned: success
   type: list
   elements: dict
@@ -164,6 +175,8 @@ def main():
             pool_selector=dict(type='dict'),
             pools=dict(type='list', elements='dict'),
             render=dict(type='bool', default=False),
+            inherit_from=dict(type='str'),
+            inherit_name=dict(type='str'),
         ),
         supports_check_mode=True,
     )
@@ -175,6 +188,9 @@ def main():
         if mc.renders_pool(p['pool'], p['create_pool'], p['existing_pools'], p['render']):
             objects.append(mc.build_pool(p['pool'], p['node_selector']))
         config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
+        if p['inherit_from'] and mc.takes_configs_of(p['pool'], p['inherit_from'], p['pools']):
+            # the same kernel arguments already reach the pool through the inherited pool's MachineConfig
+            config = mc.build_machineconfig(p['inherit_from'], args, p['blacklist_nouveau'], p['inherit_name'])
         if p['render']:
             # a content change is a new object; the pool names the one it must run (a GitOps health check reads it)
             config = mc.with_content_name(config)

@@ -434,6 +434,22 @@ def renders_pool(pool, create_pool, existing_pools=None, render=False):
     return bool(render) or pool not in (existing_pools or [])
 
 
+def takes_configs_of(pool, role, pools=None):
+    """Whether the custom MachineConfigPool ``pool`` renders the MachineConfigs of ``role`` (worker) into its own
+    config: read from its ``machineConfigSelector`` when ``pools`` (the cluster's pool objects) holds it; else the
+    Machine Config Operator's pattern for a custom pool, which takes the worker configs and adds its own
+    (openshift/machine-config-operator docs/custom-pools.md: "Custom pools are pools that inherit from the worker
+    pool"; build_pool selects both). The render controller merges every MachineConfig the selector picks
+    (pkg/controller/render/render_controller.go), so worker's IOMMU MachineConfig reaches such a pool's nodes."""
+    check_name(pool, 'MachineConfigPool')
+    if pool in BUILTIN_POOLS:
+        return False
+    obj = next((p for p in pools or [] if _pool_name(p) == pool), None)
+    if obj is None:
+        return True
+    return _selects((obj.get('spec') or {}).get('machineConfigSelector'), {ROLE_LABEL: role})
+
+
 def build_pool(pool, node_selector=None):
     """A custom pool for GPU nodes: it selects the worker configs plus its own (the documented pattern),
     and the nodes labelled ``node-role.kubernetes.io/<pool>`` unless another selector is given."""

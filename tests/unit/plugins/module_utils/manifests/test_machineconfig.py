@@ -92,6 +92,18 @@ def test_a_rendered_machineconfig_is_named_by_its_content_and_its_pool_names_it(
     assert 'MachineConfig name (with its content hash)' in str(err.value)
 
 
+def test_a_custom_pool_takes_the_worker_machineconfigs_as_its_selector_says():
+    # "Custom pools are pools that inherit from the worker pool" (openshift/machine-config-operator
+    # docs/custom-pools.md); the render controller merges every MachineConfig the pool's machineConfigSelector picks
+    # (pkg/controller/render/render_controller.go)
+    gpu = mc.build_pool('gpu-vf')
+    own_only = {'metadata': {'name': 'gpu-vf'}, 'spec': {'machineConfigSelector': {'matchLabels': {mc.ROLE_LABEL: 'gpu-vf'}}}}
+    assert mc.takes_configs_of('gpu-vf', 'worker', [gpu])
+    assert not mc.takes_configs_of('gpu-vf', 'worker', [own_only])
+    assert mc.takes_configs_of('gpu-vf', 'worker')  # not read (render mode): the documented pattern
+    assert not mc.takes_configs_of('worker', 'worker') and not mc.takes_configs_of('master', 'worker')
+
+
 @pytest.mark.parametrize('call,needle', [
     (lambda: mc.iommu_kernel_args('arm'), "'arm'"),
     (lambda: mc.iommu_kernel_args('intel', extra=['a;reboot']), 'a;reboot'),
