@@ -74,7 +74,7 @@ options:
         run's C(machineconfig_pool) is worker). When O(pool) takes that pool's MachineConfigs (its
         C(machineConfigSelector) in O(pools), or, without it, the pattern of a custom pool, which inherits from
         worker), the MachineConfig returned is that pool's (named O(inherit_name)), not a second one with the same
-        kernel arguments for O(pool): the render controller would merge both into O(pool)'s config.
+        kernel arguments for O(pool), which the render controller would merge into O(pool)'s config as well.
     type: str
   inherit_name:
     description: The name of O(inherit_from)'s MachineConfig; default C(100-<inherit_from>-gpuvirt-iommu).
