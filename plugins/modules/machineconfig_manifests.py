@@ -46,7 +46,9 @@ options:
     type: bool
     default: true
   name:
-    description: MachineConfig name; default C(100-<pool>-gpuvirt-iommu).
+    description:
+      - MachineConfig name; default C(100-<pool>-gpuvirt-iommu).
+      - With O(render) the name gets the short hash of the content, C(<name>-<10 hex digits>) (see O(render)).
     type: str
   create_pool:
     description:
@@ -60,8 +62,23 @@ options:
         it (the GitOps-created pool is live); a render directory holds every object it manages, so a pool left out
         would be pruned and deleted by the GitOps tool, and its nodes would fall back to worker, lose the IOMMU
         arguments and reboot.
+      - The MachineConfig's name ends in the short hash of its content (C(<name>-<10 hex digits>)), so an edit is a
+        new object whose old one the GitOps tool prunes, and the rendered pool carries the annotation
+        C(gpuvirt.provision/expected-machineconfig) with that name, which the health checks of docs/gitops/ compare
+        with the pool's C(status.configuration.source) (healthy only once the pool runs this content).
     type: bool
     default: false
+  inherit_from:
+    description:
+      - A pool whose IOMMU MachineConfig this run also writes (C(worker), when O(pool) is a custom pool and the
+        run's C(machineconfig_pool) is worker). When O(pool) takes that pool's MachineConfigs (its
+        C(machineConfigSelector) in O(pools), or, without it, the pattern of a custom pool, which inherits from
+        worker), the MachineConfig returned is that pool's (named O(inherit_name)), not a second one with the same
+        kernel arguments for O(pool), which the render controller would merge into O(pool)'s config as well.
+    type: str
+  inherit_name:
+    description: The name of O(inherit_from)'s MachineConfig; default C(100-<inherit_from>-gpuvirt-iommu).
+    type: str
   node_selector:
     description: Node labels the dedicated pool selects.
     type: dict
@@ -113,12 +130,12 @@ EXAMPLES = r'''
 
 RETURN = r'''
 objects:
-  description: The MachineConfigPool (when created) then the MachineConfig.
+  description: The MachineConfigPool (when created) then the MachineConfig (with O(inherit_from), possibly that pool's).
   returned: success
   type: list
   elements: dict
 machineconfig_name:
-  description: Name of the MachineConfig.
+  description: Name of the MachineConfig (with O(render), with its content hash).
   returned: success
   type: str
 kernel_args:
@@ -158,6 +175,8 @@ def main():
             pool_selector=dict(type='dict'),
             pools=dict(type='list', elements='dict'),
             render=dict(type='bool', default=False),
+            inherit_from=dict(type='str'),
+            inherit_name=dict(type='str'),
         ),
         supports_check_mode=True,
     )
@@ -169,6 +188,13 @@ def main():
         if mc.renders_pool(p['pool'], p['create_pool'], p['existing_pools'], p['render']):
             objects.append(mc.build_pool(p['pool'], p['node_selector']))
         config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
+        if p['inherit_from'] and mc.takes_configs_of(p['pool'], p['inherit_from'], p['pools']):
+            # the same kernel arguments already reach the pool through the inherited pool's MachineConfig
+            config = mc.build_machineconfig(p['inherit_from'], args, p['blacklist_nouveau'], p['inherit_name'])
+        if p['render']:
+            # a content change is a new object; the pool names the one it must run (a GitOps health check reads it)
+            config = mc.with_content_name(config)
+            objects = [mc.expecting(pool, config['metadata']['name']) for pool in objects]
         selector = (mc.pool_selector(p['pool'], p['node_selector']) if p['create_pool']
                     else dict(p['pool_selector'] or {}))
         label_nodes = mc.nodes_into_pool(

@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import copy
+import hashlib
 import json
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline, modprobe
@@ -106,6 +108,51 @@ def build_machineconfig(pool, kernel_args, blacklist_nouveau=True, name=None, ig
         'metadata': {'name': name, 'labels': {ROLE_LABEL: pool}},
         'spec': spec,
     }
+
+
+# Render mode: a MachineConfig whose content changes gets a new name. After an edit, the pool keeps reading Updated,
+# with every machine updated, until the render controller has rendered the edit (it waits at least renderDelay,
+# 5 s: openshift/machine-config-operator pkg/controller/render/render_controller.go) and the node controller has
+# started to roll it out; a GitOps health check read at once would pass before any node drained. The pool's
+# status.configuration.source lists the MachineConfigs its current rendered config was made from
+# (openshift/api machineconfiguration/v1 types.go MachineConfigPoolStatusConfiguration.Source, a list of
+# ObjectReferences), and the node controller copies spec.configuration there only once every machine runs it
+# (pkg/controller/node/status.go calculateStatus). So with the content in the name, "source lists our name" means
+# "the pool runs our content"; the health checks of docs/gitops/ read the expected name from the pool's annotation
+# EXPECTED_CONFIG_ANNOTATION. The old name leaves the render and Argo CD / Flux prune it (MachineConfig is owned,
+# render/gitops.py KINDS). Apply mode keeps the fixed name: nothing would prune the old object there (the
+# k8s_objects role creates and patches), and its wait recognises an edit by the rendered configs' content
+# (rendered_with).
+EXPECTED_CONFIG_ANNOTATION = 'gpuvirt.provision/expected-machineconfig'
+CONTENT_HASH_LENGTH = 10
+
+
+def content_hash(machineconfig):
+    """The first CONTENT_HASH_LENGTH hex digits of the sha256 of what the Machine Config Operator merges from
+    ``machineconfig``: its ``spec`` and its role label (JSON, keys sorted). Annotations (the render's sync wave and
+    GitOps options) and the name are not part of it."""
+    meta = (machineconfig or {}).get('metadata') or {}
+    content = {'role': (meta.get('labels') or {}).get(ROLE_LABEL), 'spec': (machineconfig or {}).get('spec') or {}}
+    text = json.dumps(content, sort_keys=True, separators=(',', ':'))
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()[:CONTENT_HASH_LENGTH]
+
+
+def with_content_name(machineconfig):
+    """A copy of ``machineconfig`` named ``<its name>-<content_hash>`` (render mode): a content change is a new
+    object. The name is checked as the object name it is (a DNS subdomain)."""
+    out = copy.deepcopy(machineconfig)
+    name = '%s-%s' % (out['metadata']['name'], content_hash(machineconfig))
+    out['metadata']['name'] = checked(validators.dns1123_subdomain, name, 'MachineConfig name (with its content hash)')
+    return out
+
+
+def expecting(pool, machineconfig_name):
+    """A copy of the MachineConfigPool object ``pool`` annotated with the MachineConfig it must run before a health
+    check reports it healthy (EXPECTED_CONFIG_ANNOTATION; render mode, on the dedicated pool the render owns)."""
+    out = copy.deepcopy(pool)
+    meta = out.setdefault('metadata', {})
+    meta['annotations'] = dict(meta.get('annotations') or {}, **{EXPECTED_CONFIG_ANNOTATION: machineconfig_name})
+    return out
 
 
 # The vGPU VF profile restore as a MachineConfig (vendor-specific VFIO hosts on OpenShift): the unit and its script
@@ -385,6 +432,22 @@ def renders_pool(pool, create_pool, existing_pools=None, render=False):
     if not create_pool:
         return False
     return bool(render) or pool not in (existing_pools or [])
+
+
+def takes_configs_of(pool, role, pools=None):
+    """Whether the custom MachineConfigPool ``pool`` renders the MachineConfigs of ``role`` (worker) into its own
+    config: read from its ``machineConfigSelector`` when ``pools`` (the cluster's pool objects) holds it; else the
+    Machine Config Operator's pattern for a custom pool, which takes the worker configs and adds its own
+    (openshift/machine-config-operator docs/custom-pools.md: "Custom pools are pools that inherit from the worker
+    pool"; build_pool selects both). The render controller merges every MachineConfig the selector picks
+    (pkg/controller/render/render_controller.go), so worker's IOMMU MachineConfig reaches such a pool's nodes."""
+    check_name(pool, 'MachineConfigPool')
+    if pool in BUILTIN_POOLS:
+        return False
+    obj = next((p for p in pools or [] if _pool_name(p) == pool), None)
+    if obj is None:
+        return True
+    return _selects((obj.get('spec') or {}).get('machineConfigSelector'), {ROLE_LABEL: role})
 
 
 def build_pool(pool, node_selector=None):

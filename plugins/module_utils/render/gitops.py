@@ -7,7 +7,8 @@ A render directory is applied by Argo CD or Flux, which track every object they 
 leaves the directory (pruning) or when their Application / Kustomization is deleted. That is right for the objects
 this collection creates (its MachineConfig, Secret, claim templates, ...), and wrong for the objects it only
 patches: a Node registered by its kubelet, the HyperConverged that installs OpenShift Virtualization, the KubeVirt
-CR of a KubeVirt install. ``KINDS`` is the one place that says which is which; the render session asks it for
+CR of a KubeVirt install; and for the dedicated MachineConfigPool, whose name may be that of a pool the cluster
+already had. ``KINDS`` is the one place that says which is which; the render session asks it for
 every object it writes (``annotations``), and apply mode never does.
 
 Adding a kind: a row in ``KINDS`` (owned or not, and whether its CRD comes from an operator), with the reason.
@@ -58,6 +59,15 @@ KINDS = {
         False, True, 'created by the KubeVirt install, or by HCO; deleting it uninstalls KubeVirt (kubevirt/kubevirt '
         'v1.9.0 staging/src/kubevirt.io/api/core/v1/types.go KubeVirtSpec.UninstallStrategy); the render only sets '
         'permitted devices and feature gates, apply mode refuses to create one'),
+    # Only a dedicated pool is rendered (manifests/machineconfig.py build_pool refuses the built-in master/worker),
+    # but its name is the administrator's choice (machineconfig_pool) and may be a pool the cluster already has:
+    # Argo CD and Flux adopt a live object of the same name on their first apply, and would then delete it with
+    # the render. Deleting a pool whose nodes still carry its label leaves them to worker and reboots them without
+    # the pool's MachineConfigs; so the render never lets a GitOps tool delete a pool (its MachineConfig, owned,
+    # still goes with the render).
+    ('machineconfiguration.openshift.io', 'MachineConfigPool'): Kind(
+        False, False, 'the dedicated GPU pool: possibly an administrator\'s pool of that name, adopted by the GitOps '
+        'tool on its first sync; deleting a pool sends its nodes back to worker, rebooting them'),
     # -- created by this collection: the GitOps tool may prune them with the render --------------------------------
     ('', 'Namespace'): Kind(True, False, 'the operator namespaces the render installs into'),
     ('', 'ConfigMap'): Kind(True, False, "the vGPU device manager's configuration"),
@@ -78,8 +88,6 @@ KINDS = {
     # render creates it; the GPUCluster waits for it (gpu-operator v26.7.0 internal/nvidiadriver AssignOwners)
     ('nvidia.com', 'NVIDIADriver'): Kind(True, True, 'created by the render from the CSV alm-examples (OpenShift)'),
     ('machineconfiguration.openshift.io', 'MachineConfig'): Kind(True, False, 'the IOMMU / nouveau MachineConfig'),
-    # only a dedicated pool is rendered: manifests/machineconfig.py build_pool refuses the built-in master/worker
-    ('machineconfiguration.openshift.io', 'MachineConfigPool'): Kind(True, False, 'the dedicated GPU pool'),
     ('resource.k8s.io', 'ResourceClaimTemplate'): Kind(True, False, 'the DRA claim templates'),
     ('kubevirt.io', 'VirtualMachine'): Kind(True, False, 'the smoke-test VM'),
 }

@@ -40,3 +40,17 @@ def test_one_model_whole_and_as_vfs_is_refused_in_preflight_before_any_file_is_r
     assert 'Preflight - the devices KubeVirt must tell apart' in said.split('fatal:', maxsplit=1)[0].rsplit('PLAY [', maxsplit=1)[1], log
     rendered = [n for n in os.listdir(out) if n.endswith('.yaml')] if os.path.isdir(out) else []
     assert rendered == [], rendered
+
+
+def test_a_custom_pool_of_a_worker_run_gets_the_worker_iommu_machineconfig_not_a_second_one(tmp_path):
+    # machineconfig_pool worker, the L40S host in the existing custom pool gpu-vf-l40s (gpuvirt_machineconfig_pool):
+    # a custom pool inherits the worker MachineConfigs (openshift/machine-config-operator docs/custom-pools.md), so
+    # worker's IOMMU MachineConfig reaches it; a second one with the same kernel arguments for gpu-vf-l40s would be
+    # merged into its config as well
+    inv = example_copy(tmp_path)
+    vf_fleet.add_l40s_host(inv, tmp_path)
+    rc, log, out = render(tmp_path, inv, '-e', 'machineconfig_pool=worker', '-e', 'machineconfig_create_pool=false')
+    assert rc == 0, log
+    iommu = sorted(n for n in os.listdir(out) if n.startswith('31-machineconfig-machineconfig-'))
+    assert len(iommu) == 1 and iommu[0].startswith('31-machineconfig-machineconfig-cluster-100-worker-gpuvirt-iommu-'), iommu
+    assert not [n for n in os.listdir(out) if n.startswith('31-machineconfig-machineconfigpool-')]  # none created

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.modules import (
     dra_manifests, dra_preflight, hco_permitted_devices, kubevirt_devices_plan, kubevirt_permitted_devices,
     machineconfig_manifests, mcp_status, vgpu_vf_machineconfig)
@@ -69,6 +70,42 @@ def test_machineconfig_module_pool_checks(monkeypatch):
                      {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker', 'gpu'],
                       'render': True})
     assert [o['kind'] for o in res['objects']] == ['MachineConfigPool', 'MachineConfig']
+    # rendered: the MachineConfig's name carries its content hash, and the pool names it for the health checks
+    (pool, config) = res['objects']
+    assert res['machineconfig_name'] == config['metadata']['name'] == '100-gpu-gpuvirt-iommu-' + mc.content_hash(config)
+    assert pool['metadata']['annotations'] == {mc.EXPECTED_CONFIG_ANNOTATION: res['machineconfig_name']}
+    # apply mode keeps the fixed name (nothing would prune an old one) and writes no annotation
+    res = run_module(monkeypatch, machineconfig_manifests,
+                     {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
+    assert res['machineconfig_name'] == '100-gpu-gpuvirt-iommu' and 'annotations' not in res['objects'][0]['metadata']
+
+
+def test_machineconfig_module_gives_a_custom_pool_the_worker_machineconfig_it_inherits(monkeypatch):
+    # machineconfig_pool worker, a host in the existing custom pool gpu-vf: worker's IOMMU MachineConfig reaches
+    # gpu-vf (a custom pool inherits from worker: openshift/machine-config-operator docs/custom-pools.md), so gpu-vf
+    # gets that same object, not a second MachineConfig with the same kernel arguments merged into its config
+    def mcp(name, roles):
+        return {'metadata': {'name': name}, 'spec': {
+            'machineConfigSelector': {'matchExpressions': [{'key': mc.ROLE_LABEL, 'operator': 'In', 'values': roles}]},
+            'nodeSelector': {'matchLabels': {'node-role.kubernetes.io/' + name: ''}}}}
+    worker = run_module(monkeypatch, machineconfig_manifests, {'pool': 'worker', 'cpu_vendor': 'intel', 'render': True})
+    args = {'pool': 'gpu-vf', 'cpu_vendor': 'intel', 'render': True, 'inherit_from': 'worker'}
+    res = run_module(monkeypatch, machineconfig_manifests, args)
+    assert res['objects'] == worker['objects'] and res['machineconfig_name'] == worker['machineconfig_name']
+    assert res['objects'][0]['metadata']['labels'] == {mc.ROLE_LABEL: 'worker'}
+    # the name the run gives worker's MachineConfig (machineconfig_name), apply mode too
+    named = run_module(monkeypatch, machineconfig_manifests, dict(args, render=False, inherit_name='100-gpu-iommu'))
+    assert named['machineconfig_name'] == '100-gpu-iommu'
+    # a custom pool read from the cluster that does not take the worker configs gets its own
+    res = run_module(monkeypatch, machineconfig_manifests, dict(args, existing_pools=['worker', 'gpu-vf'],
+                                                                pools=[mcp('worker', ['worker']), mcp('gpu-vf', ['gpu-vf'])]))
+    assert res['objects'][0]['metadata']['labels'] == {mc.ROLE_LABEL: 'gpu-vf'}
+    res = run_module(monkeypatch, machineconfig_manifests, dict(args, existing_pools=['worker', 'gpu-vf'],
+                                                                pools=[mcp('worker', ['worker']), mcp('gpu-vf', ['worker', 'gpu-vf'])]))
+    assert res['objects'] == worker['objects']
+    # without inherit_from (no worker MachineConfig in the run) the pool has its own
+    res = run_module(monkeypatch, machineconfig_manifests, {'pool': 'gpu-vf', 'cpu_vendor': 'intel', 'render': True})
+    assert res['objects'][0]['metadata']['labels'] == {mc.ROLE_LABEL: 'gpu-vf'}
 
 
 def test_machineconfig_module_refuses_a_node_another_custom_pool_selects(monkeypatch):

@@ -57,6 +57,53 @@ def test_render_mode_always_renders_the_pool_apply_mode_skips_an_existing_one():
     assert not mc.renders_pool('gpu-worker', False, [], render=True)
 
 
+def test_a_rendered_machineconfig_is_named_by_its_content_and_its_pool_names_it():
+    # After an edit the pool reads Updated until the render controller has rendered it (at least renderDelay, 5 s:
+    # openshift/machine-config-operator pkg/controller/render/render_controller.go); a new name per content lets a
+    # health check wait for the pool's status.configuration.source (openshift/api machineconfiguration/v1 types.go
+    # MachineConfigPoolStatusConfiguration.Source: the MachineConfigs the current rendered config was made from,
+    # copied from spec only once every machine runs it: pkg/controller/node/status.go calculateStatus) to list it.
+    intel = mc.build_machineconfig('gpu', mc.iommu_kernel_args('intel'))
+    named = mc.with_content_name(intel)
+    schema.validate(named)
+    assert named['metadata']['name'] == '100-gpu-gpuvirt-iommu-' + mc.content_hash(intel)
+    assert len(mc.content_hash(intel)) == 10 and named['spec'] == intel['spec']
+    assert intel['metadata']['name'] == '100-gpu-gpuvirt-iommu'  # not mutated
+    # same content, same name (a second render writes nothing); another content, another name
+    assert mc.with_content_name(mc.build_machineconfig('gpu', mc.iommu_kernel_args('intel'))) == named
+    amd = mc.with_content_name(mc.build_machineconfig('gpu', mc.iommu_kernel_args('amd')))
+    no_nouveau = mc.with_content_name(mc.build_machineconfig('gpu', mc.iommu_kernel_args('intel'), False))
+    other_pool = mc.with_content_name(mc.build_machineconfig('gpu2', mc.iommu_kernel_args('intel'), name='100-gpu-gpuvirt-iommu'))
+    assert len({named['metadata']['name'], amd['metadata']['name'], no_nouveau['metadata']['name'],
+                other_pool['metadata']['name']}) == 4
+    # the render's own annotations (sync wave, GitOps options) are no content
+    annotated = dict(intel, metadata=dict(intel['metadata'], annotations={'argocd.argoproj.io/sync-wave': '31'}))
+    assert mc.content_hash(annotated) == mc.content_hash(intel)
+    # the pool carries the name it must run, its other annotations kept
+    pool = mc.build_pool('gpu')
+    pool['metadata']['annotations'] = {'keep': 'me'}
+    out = mc.expecting(pool, named['metadata']['name'])
+    schema.validate(out)
+    assert out['metadata']['annotations'] == {'keep': 'me', mc.EXPECTED_CONFIG_ANNOTATION: named['metadata']['name']}
+    assert pool['metadata']['annotations'] == {'keep': 'me'}
+    # a name too long for an object name with its hash is refused, named
+    with pytest.raises(mc.ManifestError) as err:
+        mc.with_content_name(dict(intel, metadata=dict(intel['metadata'], name='a' * 250)))
+    assert 'MachineConfig name (with its content hash)' in str(err.value)
+
+
+def test_a_custom_pool_takes_the_worker_machineconfigs_as_its_selector_says():
+    # "Custom pools are pools that inherit from the worker pool" (openshift/machine-config-operator
+    # docs/custom-pools.md); the render controller merges every MachineConfig the pool's machineConfigSelector picks
+    # (pkg/controller/render/render_controller.go)
+    gpu = mc.build_pool('gpu-vf')
+    own_only = {'metadata': {'name': 'gpu-vf'}, 'spec': {'machineConfigSelector': {'matchLabels': {mc.ROLE_LABEL: 'gpu-vf'}}}}
+    assert mc.takes_configs_of('gpu-vf', 'worker', [gpu])
+    assert not mc.takes_configs_of('gpu-vf', 'worker', [own_only])
+    assert mc.takes_configs_of('gpu-vf', 'worker')  # not read (render mode): the documented pattern
+    assert not mc.takes_configs_of('worker', 'worker') and not mc.takes_configs_of('master', 'worker')
+
+
 @pytest.mark.parametrize('call,needle', [
     (lambda: mc.iommu_kernel_args('arm'), "'arm'"),
     (lambda: mc.iommu_kernel_args('intel', extra=['a;reboot']), 'a;reboot'),

@@ -42,6 +42,10 @@ SHARED = [
     # deleting the KubeVirt CR uninstalls KubeVirt (kubevirt/kubevirt v1.9.0 staging/src/kubevirt.io/api/core/v1/
     # types.go KubeVirtSpec.UninstallStrategy)
     ('kubevirt.io/v1', 'KubeVirt'),
+    # the dedicated MachineConfigPool: machineconfig_pool may name a pool the administrator already has, which Argo
+    # CD and Flux adopt on their first apply (a live object of the same identity becomes theirs) and would delete
+    # with the render; kept, never pruned (Argo CD "No Prune Resources", Flux "Prune": prune disabled)
+    ('machineconfiguration.openshift.io/v1', 'MachineConfigPool'),
 ]
 OWNED = [
     ('v1', 'Namespace'), ('v1', 'ConfigMap'), ('v1', 'Secret'),
@@ -51,7 +55,6 @@ OWNED = [
     # resource); on OpenShift the render creates it; on Kubernetes the chart does and the render has none
     ('nvidia.com/v1', 'ClusterPolicy'),
     ('machineconfiguration.openshift.io/v1', 'MachineConfig'),
-    ('machineconfiguration.openshift.io/v1', 'MachineConfigPool'),
     ('resource.k8s.io/v1', 'ResourceClaimTemplate'), ('kubevirt.io/v1', 'VirtualMachine'),
 ]
 
@@ -160,3 +163,23 @@ def test_flux_groups_cover_every_wave_once_and_a_file_without_a_wave_goes_last()
     texts = gitops.flux_kustomizations(['60-b.yaml', '36-a.yaml', '35-z.yaml'])
     assert sorted(texts) == ['flux-1-nodes', 'flux-2-nfd', 'flux-5-kubevirt']
     assert texts['flux-2-nfd'].splitlines()[-2:] == ['resources:', '  - ../36-a.yaml']
+
+
+def test_each_rendered_pool_names_a_machineconfig_of_its_render_for_its_role():
+    # the health checks of docs/gitops/ wait for the pool's status.configuration.source to list the MachineConfig the
+    # pool's annotation names: it must be one the same render writes, for that pool, named by its content
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+    by_case = {}
+    for where, doc in golden_objects():
+        by_case.setdefault(os.path.dirname(where), []).append(doc)
+    pools = 0
+    for case, docs in sorted(by_case.items()):
+        configs = dict((d['metadata']['name'], d) for d in docs if d['kind'] == 'MachineConfig')
+        for pool in (d for d in docs if d['kind'] == 'MachineConfigPool'):
+            pools += 1
+            name = pool['metadata']['annotations'][mc.EXPECTED_CONFIG_ANNOTATION]
+            assert name in configs, (case, pool['metadata']['name'], name, sorted(configs))
+            config = configs[name]
+            assert config['metadata']['labels'][mc.ROLE_LABEL] == pool['metadata']['name'], (case, name)
+            assert name.endswith('-' + mc.content_hash(config)), (case, name)
+    assert pools >= 3  # the OpenShift example renders hold a dedicated pool each, the vendor-VFIO one two
