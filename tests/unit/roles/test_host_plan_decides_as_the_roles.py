@@ -3,7 +3,7 @@
 """host_plan, given the roles' raw inputs, decides on the host what the roles' validate.yml decide there: the same
 kernel argument list (kernel_args_wanted) and the same vfio selection (vfio_selected). Both run for real in one play
 on this machine (its ACPI tables, its CPU, its lspci), the validate paths first, then the module with the values the
-plan play of playbooks/host_prep.yml passes it."""
+plan play of playbooks/host_prep.yml passes it. The OS facts it returns are those of setup's distribution subset."""
 
 from __future__ import annotations
 
@@ -24,6 +24,10 @@ PLAY = """
     - name: Gather the CPU facts
       ansible.builtin.setup:
         gather_subset: ['!all', '!min', hardware]
+    - name: The OS facts as setup gathers them
+      ansible.builtin.setup:
+        gather_subset: ['!all', '!min', distribution]
+      register: dist
     - name: The roles' validate paths
       ansible.builtin.include_role:
         name: gpuvirt.provision.{{ item }}
@@ -56,8 +60,9 @@ PLAY = """
       register: plan
     - name: Show both
       ansible.builtin.debug:
-        msg: "BOTH={{ [kernel_args_wanted, plan.kernel_args_wanted, vfio_selected, plan.vfio_selected] | to_json
-          | b64encode }}"
+        msg: "BOTH={{ [kernel_args_wanted, plan.kernel_args_wanted, vfio_selected, plan.vfio_selected,
+          dist.ansible_facts | dict2items | rejectattr('key', 'in', ['gather_subset', 'module_setup'])
+          | items2dict, plan.ansible_facts] | to_json | b64encode }}"
 """
 
 
@@ -73,7 +78,9 @@ def test_the_module_decides_what_the_validate_paths_decide(tmp_path, extra):
     rc, out = run_play(tmp_path, PLAY, dict({'vfio_sysfs_root': tree.root, 'vfio_bdfs': ['0000:41:00.0']}, **extra))
     assert rc == 0, out
     token = out.split('BOTH=', 1)[1].split()[0].strip('"\'')
-    role_args, module_args, role_selected, module_selected = json.loads(base64.b64decode(token))
+    role_args, module_args, role_selected, module_selected, setup, facts = json.loads(base64.b64decode(token))
     assert module_args == role_args, out
     assert module_selected == role_selected, out
     assert '0000:41:00.0' in module_selected
+    # the OS facts the module returns are setup's distribution subset, fact for fact
+    assert facts == setup and 'ansible_os_family' in facts, out
