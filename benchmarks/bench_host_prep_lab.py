@@ -7,8 +7,8 @@ Needs the lab VM up and prepared (`make demo`, or `make lab-up` on a disk `make 
 has nothing to do. Runs host_prep.yml (inventories/lab/hosts.yml) GPUVIRT_BENCH_RUNS times (default 3) and, as
 many times, one SSH command that reads what the plan reads (the boot loader drop-in, /proc/cmdline, the modprobe.d,
 modules-load.d and initramfs-tools files, the initramfs images' times, the stand-in device's driver, nouveau
-loaded). Prints the best of each and their ratio; asserts the ratio is at most GPUVIRT_BENCH_LAB_RATIO (default 10)
-and that the playbook changed nothing. LAB_DIR (default .lab) as in tools/lab/*.sh.
+loaded, os-release and the ACPI tables). Prints the best of each and their ratio; asserts the ratio is at most
+GPUVIRT_BENCH_LAB_RATIO (default 10) and that the playbook changed nothing. LAB_DIR (default .lab) as in tools/lab/*.sh.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -20,12 +20,12 @@ import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 LAB_DIR = os.environ.get('LAB_DIR', os.path.join(ROOT, '.lab'))
-# what host_plan reads on the lab host, in one shell
+# what host_plan reads on the lab host (in the plan play's one call), in one shell
 CHECKS = ('cat /etc/default/grub.d/90-gpuvirt-kernel-args.cfg /proc/cmdline /etc/modprobe.d/gpuvirt-vfio.conf '
           '/etc/modprobe.d/gpuvirt-blacklist-nouveau.conf /etc/modules-load.d/gpuvirt-vfio.conf '
           '/etc/initramfs-tools/modules; stat -c "%n %Y %a %u %g" /boot/initrd.img-* /etc/modprobe.d/gpuvirt-*.conf; '
           'readlink /sys/bus/pci/devices/0000:00:10.0/driver /sys/bus/pci/devices/0000:00:10.0/iommu_group; '
-          'test -d /sys/module/nouveau; true')
+          'test -d /sys/module/nouveau; cat /etc/os-release; ls /sys/firmware/acpi/tables; true')
 
 
 def timed(cmd, env=None):

@@ -104,6 +104,7 @@ iommu:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import lspci as lspci_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pciids as pciids_mod
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import sysfs_pci
 
@@ -155,7 +156,7 @@ def main():
     try:
         result = sysfs_pci.discover(text, p['sysfs_root'], p['vendors'], p['classes'],
                                     db.vendor_ids_by_name() if db else None)
-    except sysfs_pci.SysfsError as e:
+    except (sysfs_pci.SysfsError, lspci_mod.LspciError) as e:
         module.fail_json(msg=str(e))
     if db:
         for d in result['devices']:

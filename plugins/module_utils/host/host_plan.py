@@ -46,7 +46,8 @@ INITRAMFS_PATTERNS = ('initrd.img-*', 'initramfs-*.img')
 INITRAMFS_EXCLUDES = ('*kdump*', '*rescue*')
 # What the roles' copy tasks set on each file they write (owner root, group root, mode 0644)
 FILE_MODE = 0o644
-# kernel_cmdline's own default: the plan never runs grub2-mkconfig, but the module checks the three paths together
+# kernel_cmdline's own default (kernel_args.grub_config overrides it): the plan never runs grub2-mkconfig, but the
+# module checks the three paths together
 GRUB_CONFIG = '/boot/grub2/grub.cfg'
 # A file whose bytes are right but whose owner or mode is not: the role's copy task only sets them, so the file's
 # time (what the initramfs rebuild compares) does not move
@@ -85,7 +86,7 @@ def change(what, action, reason, path=None, args=None, reboot=False):
             'reason': reason}
 
 
-def _abs_path(value, name):
+def abs_path(value, name):
     """An absolute, normalised path (the module only reads and stats it)."""
     if not isinstance(value, str) or not value.startswith('/') or os.path.normpath(value) != value \
             or '\n' in value or '\0' in value or len(value) > 4096:
@@ -131,9 +132,9 @@ def check_inputs(inp):
     """Every input checked by shape (the roles' validators) before anything is read; returns the checked copy.
     The names in the messages are the role variables the playbook passes in."""
     out = dict(inp)
-    out['proc_cmdline'] = _abs_path(inp.get('proc_cmdline', '/proc/cmdline'), 'proc_cmdline')
-    out['sysfs_root'] = _abs_path(inp.get('sysfs_root', '/sys'), 'vfio_sysfs_root')
-    out['boot_dir'] = _abs_path(inp.get('boot_dir', '/boot'), 'boot_dir')
+    out['proc_cmdline'] = abs_path(inp.get('proc_cmdline', '/proc/cmdline'), 'proc_cmdline')
+    out['sysfs_root'] = abs_path(inp.get('sysfs_root', '/sys'), 'vfio_sysfs_root')
+    out['boot_dir'] = abs_path(inp.get('boot_dir', '/boot'), 'boot_dir')
     ka = dict(DEFAULTS['kernel_args'], **(inp.get('kernel_args') or {}))
     ka.setdefault('enabled', False)
     if _bool(ka['enabled'], 'kernel_args.enabled'):
@@ -148,7 +149,7 @@ def check_inputs(inp):
             kc.validate_args(ka['args'])
             kc.validate_patterns(ka['remove'])
             kc.check_consistent(ka['args'], ka['remove'])
-            kc.check_paths(ka['dropin_path'], ka['grub_default_path'], GRUB_CONFIG)
+            kc.check_paths(ka['dropin_path'], ka['grub_default_path'], ka.get('grub_config') or GRUB_CONFIG)
             host_record.check_path(ka['record_path'], 'kernel_args_record_path')
         except (kc.CmdlineError, host_record.RecordError) as e:
             raise PlanError('kernel_args: %s' % e)

@@ -322,6 +322,10 @@ def _parse_vmm(lines):
     for line in lines + ['']:
         if not line.strip():
             if 'Slot' in fields:
+                # host output: a record whose address is not one (a path, say) never becomes a device
+                if not re.fullmatch(BDF, fields['Slot'][0]):
+                    raise LspciError('a Slot line of the lspci output is not a PCI address (BB:DD.F with an '
+                                     'optional domain): not the output of lspci -vmm')
                 out.append(_vmm_record(fields))
             elif fields.get('Device') and re.fullmatch(BDF, fields['Device'][0]):  # -vm: first key Device
                 values = fields.pop('Device')

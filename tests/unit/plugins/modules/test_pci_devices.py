@@ -109,3 +109,11 @@ def test_vendor_ids_alias_used_by_roles(monkeypatch, fixtures_dir, sysfs):
     text = capture(fixtures_dir, 'hgx-h100-8gpu-4nvswitch-Dnn-egrep-nvidia-vga_starlab3030-rhel-ai.txt')
     res = run(monkeypatch, {'lspci_output': text, 'sysfs_root': sysfs.root, 'vendor_ids': ['1a03']})
     assert [d['bdf'] for d in res['devices']] == ['0000:04:00.0']
+
+
+def test_a_slot_that_is_not_a_pci_address_fails_the_module_naming_it(monkeypatch, fixtures_dir, sysfs):
+    # host output: a -vmm record whose Slot is a path is refused (a failure with a message, not a traceback)
+    text = capture(fixtures_dir, 'h200-vm-vmmnnkD-nvidia-driver_gpuvirt-device-check.txt')
+    res = run(monkeypatch, {'lspci_output': text.replace('Slot:\t0000:00:06.0', 'Slot:\t0000:00:06.0/../../x'),
+                            'sysfs_root': sysfs.root}, check=True)
+    assert res['failed'] and 'a Slot line of the lspci output is not a PCI address' in res['msg'], res

@@ -246,3 +246,15 @@ def test_a_pciids_path_that_is_a_device_a_fifo_or_huge_is_refused_not_read_to_it
         target = str(tmp_path / 'big')
     with pytest.raises(pciids.PciIdsError, match='not a readable regular file of at most'):
         pciids.load(target)
+
+
+@pytest.mark.parametrize('slot', ['0000:00:06.0/../../x', '../../../etc', '0000:00:06.0 extra', '0000:00:06.8'])
+def test_a_vmm_slot_that_is_not_a_pci_address_stops_the_parse(fixtures_dir, slot):
+    # lspci output is host data: the real H200 capture with one Slot spoiled never yields that "address"
+    with open(os.path.join(fixtures_dir, 'lspci', 'h200-vm-vmmnnkD-nvidia-driver_gpuvirt-device-check.txt')) as f:
+        text = f.read()
+    assert '0000:00:06.0' in [d['bdf'] for d in lspci.parse(text)]
+    spoiled = text.replace('Slot:\t0000:00:06.0', 'Slot:\t' + slot)
+    assert spoiled != text
+    with pytest.raises(lspci.LspciError, match='a Slot line of the lspci output is not a PCI address'):
+        lspci.parse(spoiled)
