@@ -36,9 +36,10 @@ description:
     C(ansible.builtin.setup) returns for C(gather_subset=distribution)) and returns them as facts; the OS family then
     picks the vfio initramfs file and, for C(kernel_args.backend=auto), the backend (the function of the filter
     C(kernel_args_backend)).
-  - O(stop_os_ids) ends the call right after O(os_release_path) is read when its C(ID) is one of them (CoreOS, whose
-    Machine Config Operator owns the kernel command line); nothing else is read or decided, RV(stopped) is true and
-    the play decides whether to leave the host alone.
+  - O(stop_coreos) ends the call right after O(os_release_path) is read when it names a CoreOS host (C(VARIANT_ID=coreos),
+    as Fedora CoreOS and RHCOS write it, or the C(ID) C(rhcos), C(scos) or C(fedora-coreos)), whose Machine Config
+    Operator owns the kernel command line; nothing else is read or decided, RV(stopped) is true and the play decides
+    whether to leave the host alone.
   - Host data is read bounded (each file at most a fixed size, a regular file only) and only values of a grammar
     are returned or shown.
   - Read-only. The C(grub_default) backend sources C(/etc/default/grub) with C(/bin/sh), as C(grub2-mkconfig) (and
@@ -107,11 +108,10 @@ options:
     description: Collect the distribution facts (returned as facts) and plan with the OS family they give.
     type: bool
     default: false
-  stop_os_ids:
-    description: os-release C(ID)s on which the call ends after reading O(os_release_path) (RV(stopped)).
-    type: list
-    elements: str
-    default: []
+  stop_coreos:
+    description: End the call after reading O(os_release_path) when it names a CoreOS host (RV(stopped)).
+    type: bool
+    default: false
   os_release_path:
     description: The os-release file (read at most 64 KiB).
     type: str
@@ -147,7 +147,7 @@ EXAMPLES = r'''
   gpuvirt.provision.host_plan:
     host: "{{ inventory_hostname }}"
     gather_os_facts: true
-    stop_os_ids: [rhcos, fedora-coreos]
+    stop_coreos: true
     kernel_args: {enabled: true, state: present, iommu: true, iommu_vendor: auto, iommu_passthrough: true,
                   extra: [], remove: [], backend: auto}
     vfio: {state: present, gpus: true, include_nvswitch: true, require_devices: true, device_ids: [], bdfs: [],
@@ -184,13 +184,17 @@ summary:
   type: str
 os_id:
   description:
-    - The C(ID) of O(os_release_path), read only where O(stop_os_ids) is given (empty when absent or not of the
+    - The C(ID) of O(os_release_path), read only where O(stop_coreos) is set (empty when absent or not of the
       os-release grammar).
   returned: always
   type: str
   sample: ubuntu
+coreos:
+  description: O(os_release_path) names a CoreOS host (read only where O(stop_coreos) is set).
+  returned: always
+  type: bool
 stopped:
-  description: The C(ID) is one of O(stop_os_ids); nothing else was read and the plan is empty.
+  description: The host is CoreOS and O(stop_coreos) is set; nothing else was read and the plan is empty.
   returned: always
   type: bool
 kernel_args_wanted:
@@ -233,7 +237,7 @@ def main():
             boot_dir=dict(type='str', default='/boot'),
             host=dict(type='str', default=''),
             gather_os_facts=dict(type='bool', default=False),
-            stop_os_ids=dict(type='list', elements='str', default=[]),
+            stop_coreos=dict(type='bool', default=False),
             os_release_path=dict(type='str', default='/etc/os-release'),
             proc_cpuinfo=dict(type='str', default='/proc/cpuinfo'),
             acpi_tables_dir=dict(type='str', default='/sys/firmware/acpi/tables'),

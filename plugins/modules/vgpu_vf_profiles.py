@@ -22,8 +22,8 @@ description:
   - Returns the boot-time config (O(saved_config) format) the C(vgpu_vf) role installs for its systemd unit.
   - >-
     With O(plan), only reads the host and returns that boot-time config; nothing is enabled, set or installed, in
-    check mode or not. This is the one call allowed on a CoreOS host (C(/etc/os-release) C(ID=rhcos) or
-    C(fedora-coreos)), whose files and units the Machine Config Operator owns; every other call is refused there
+    check mode or not. This is the one call allowed on a CoreOS host (C(/etc/os-release) C(VARIANT_ID=coreos), or
+    C(ID) C(rhcos), C(scos) or C(fedora-coreos)), whose files and units the Machine Config Operator owns; every other call is refused there
     before its first change.
   - See docs/pools/vendor-vfio.md.
 author:

@@ -10,9 +10,9 @@ kernel's command line, the PCI devices, their IOMMU groups and drivers, the proc
 decides what validate.yml decides (the IOMMU vendor and the kernel argument list, the vfio selection), refuses
 what it refuses (with its words, naming the host and the variable), then plans (host_plan.plan).
 
-A host whose os-release ID is one of ``stop_os_ids`` (CoreOS: the Machine Config Operator owns it) is read no
-further: the play decides from the ID whether to leave the host alone or refuse it, before any kernel_args
-decision that would fail there.
+With ``stop_coreos``, a CoreOS host (os_release.coreos: the Machine Config Operator owns it) is read no further:
+the play decides whether to leave the host alone or refuse it, before any kernel_args decision that would fail
+there.
 
 Everything read here is host data: each file is read bounded (sysfs.read_bytes), each value shown or returned
 fits a grammar (fullmatch) or is not shown.
@@ -27,14 +27,11 @@ import re
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_plan
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import kernel_cmdline as kc
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import os_release
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import sysfs_pci
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vfio_bind as vb
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs import read_bytes
 
-# os-release(5) (freedesktop.org, "ID="): "A lower-case string (no spaces or other characters outside of 0-9, a-z,
-# '.', '_' and '-') identifying the operating system"; the value may be quoted. A file is a few hundred bytes.
-OS_ID_RE = re.compile(r'[a-z0-9._-]{1,64}')
-OS_RELEASE_LIMIT = 64 * 1024
 # /proc/cpuinfo repeats one block per CPU (about 1.5 KiB on x86); the vendor is on each, so the first blocks are
 # enough: only this much is read, however many CPUs the host has
 CPUINFO_LIMIT = 64 * 1024
@@ -58,21 +55,16 @@ class Refusal(ValueError):
 
 def os_release_id(path, read=read_bytes):
     """The ID of os-release (``''`` when the file is absent or has no ID line of the os-release grammar); the
-    first ID line counts, quotes taken off, as the play read it before. Refusal for a file over OS_RELEASE_LIMIT
-    (no os-release is; the host might be CoreOS, so it is not guessed)."""
-    data = read(path, OS_RELEASE_LIMIT)
-    if data is None:
-        return ''
-    if len(data) > OS_RELEASE_LIMIT:
-        raise Refusal('%s is larger than %d bytes: not an os-release file; nothing was changed'
-                      % (path, OS_RELEASE_LIMIT))
-    for line in data.decode('latin-1').splitlines():
-        if line.startswith('ID='):
-            value = line[3:]
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
-                value = value[1:-1]
-            return value if OS_ID_RE.fullmatch(value) else ''
-    return ''
+    first ID line counts, quotes taken off. Refusal for a file over os_release.LIMIT."""
+    return os_release_fields(path, read)['ID']
+
+
+def os_release_fields(path, read=read_bytes):
+    """os_release.read(), its error a Refusal."""
+    try:
+        return os_release.read(path, read)
+    except os_release.OsReleaseError as e:
+        raise Refusal(str(e))
 
 
 def cpu_vendor(path, read=read_bytes):
@@ -206,15 +198,18 @@ def read_and_plan(inputs, reads):
     ``os_facts()`` (the distribution facts as setup returns them, unprefixed), ``lspci()`` and the others
     host_plan.plan takes (which, tmpdir, grubby_info).
 
-    Returns host_plan.plan's result plus ``os_id``, ``stopped`` (the os-release ID is one of stop_os_ids: nothing
-    else was read), ``facts`` (the OS facts, {} when not gathered), ``kernel_args_wanted`` and ``vfio_selected``
-    (what the host decided, None where the caller gave them)."""
+    Returns host_plan.plan's result plus ``os_id`` (the os-release ID, read where ``stop_coreos`` is set),
+    ``coreos`` and ``stopped`` (the host is CoreOS and ``stop_coreos`` is set: nothing else was read), ``facts`` (the
+    OS facts, {} when not gathered), ``kernel_args_wanted`` and ``vfio_selected`` (what the host decided, None where
+    the caller gave them)."""
     host = inputs.get('host') or 'the host'
     paths = dict((key, host_plan.abs_path(inputs.get(key) or default, key)) for key, default in READ_PATHS)
     # read only where the caller stops on it (host_plan called with decided values reads what it always read)
-    os_id = os_release_id(paths['os_release_path']) if inputs.get('stop_os_ids') else ''
-    out = {'os_id': os_id, 'stopped': False, 'facts': {}, 'kernel_args_wanted': None, 'vfio_selected': None}
-    if os_id and os_id in inputs['stop_os_ids']:
+    fields = os_release_fields(paths['os_release_path']) if inputs.get('stop_coreos') else {}
+    is_coreos = os_release.coreos(fields)
+    out = {'os_id': fields.get('ID', ''), 'coreos': is_coreos, 'stopped': False, 'facts': {},
+           'kernel_args_wanted': None, 'vfio_selected': None}
+    if is_coreos:
         out.update(stopped=True, changes=[], reboot_needed=False, takebacks=[])
         return out
     facts = reads['os_facts']() if inputs.get('gather_os_facts') else {}

@@ -32,7 +32,7 @@ import os
 import re
 import stat
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, owned_files, pci_address, sysfs
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, os_release, owned_files, pci_address, sysfs
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.vgpu_names import short_type_name
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host.vgpu_types import VgpuError, parse_creatable
 
@@ -825,31 +825,28 @@ def _under(root_dir, path):
     return path if root_dir == '/' else root_dir + path
 
 
-# os-release IDs of the CoreOS hosts whose files, units and reboots belong to the Machine Config Operator (RHCOS on
-# OpenShift, Fedora CoreOS on OKD): the host_prep playbook refuses the same IDs
-COREOS_IDS = ('rhcos', 'fedora-coreos')
-OS_RELEASE_ID = re.compile(r'^ID=["\']?([A-Za-z0-9._-]*)["\']?\s*$', re.M)
-
-
-def os_release_id(root_dir='/'):
-    """The ``ID`` of ``<root_dir>/etc/os-release`` (``''`` when there is no such file or line)."""
-    data = sysfs.read_bytes(_under(root_dir, '/etc/os-release'))
-    found = OS_RELEASE_ID.search((data or b'').decode('utf-8', 'replace'))
-    return found.group(1) if found else ''
+def os_release_fields(root_dir='/'):
+    """os_release.read() of ``<root_dir>/etc/os-release`` (every field '' when there is none)."""
+    try:
+        return os_release.read(_under(root_dir, '/etc/os-release'), sysfs.read_bytes)
+    except os_release.OsReleaseError as e:
+        raise VfProfileError(str(e))
 
 
 def refuse_coreos(root_dir='/', host='this host'):
-    """Raise, before any change, on a CoreOS host: its files and systemd units are the Machine Config Operator's
-    (it renders every MachineConfig of the node's pool into the node's config, and /usr/local is a link into /var
-    there), so a unit, a script and a config written over SSH would be outside what the MCO rolls and checks."""
-    os_id = os_release_id(root_dir)
-    if os_id in COREOS_IDS:
+    """Raise, before any change, on a CoreOS host (os_release.coreos, the rule host_prep and retire use): its files
+    and systemd units are the Machine Config Operator's (it renders every MachineConfig of the node's pool into the
+    node's config, and /usr/local is a link into /var there), so a unit, a script and a config written over SSH
+    would be outside what the MCO rolls and checks."""
+    fields = os_release_fields(root_dir)
+    if os_release.coreos(fields):
         raise VfProfileError(
-            '%s runs %s (/etc/os-release ID=%s), whose files and systemd units belong to the Machine Config Operator: '
-            'the vgpu_vf role does not set VF profiles or install their boot-time restore over SSH there. Deliver the '
-            'restore unit and its script as a MachineConfig of the node\'s pool (module_utils/manifests/machineconfig.py '
-            'build_vgpu_vf_machineconfig; docs/pools/vendor-vfio.md, "OpenShift"). Nothing was changed.'
-            % (host, 'Red Hat CoreOS' if os_id == 'rhcos' else 'Fedora CoreOS', os_id))
+            '%s runs %s (/etc/os-release ID=%s, VARIANT_ID=%s), whose files and systemd units belong to the Machine '
+            'Config Operator: the vgpu_vf role does not set VF profiles or install their boot-time restore over SSH '
+            'there. Deliver the restore unit and its script as a MachineConfig of the node\'s pool '
+            '(module_utils/manifests/machineconfig.py build_vgpu_vf_machineconfig; docs/pools/vendor-vfio.md, '
+            '"OpenShift"). Nothing was changed.'
+            % (host, os_release.name(fields), fields['ID'] or '(none)', fields['VARIANT_ID'] or '(none)'))
 
 
 def installed_files(root_dir='/'):

@@ -471,7 +471,6 @@ RUNTIME = (
     '__reboot_vm_gate_node',
     '__reboot_vm_gate_vmis',
     '__retire_nodes_read',
-    '__retire_os_release',
     '__retire_plan',
     '__retire_uncordon',
     '__summary_lines',

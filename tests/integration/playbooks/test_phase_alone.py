@@ -36,9 +36,17 @@ def render_phase(tmp_path, inv, playbook):
 
 
 def rendered_like_site(out, tmp_path, case):
-    """The phase's files (kustomization.yaml aside: it lists this run's files only) and site.yml's for them."""
-    found = {k: v for k, v in snapshot(str(out), str(tmp_path)).items() if k != 'kustomization.yaml'}
+    """The phase's files (the kustomization.yaml files aside, the top one and each Flux group's: they list this run's
+    files only) and site.yml's for them."""
+    rendered = snapshot(str(out), str(tmp_path))
+    found = {k: v for k, v in rendered.items() if not k.endswith('kustomization.yaml')}
     site = golden(case)
+    # each Flux group the phase wrote lists only files of that group in site.yml's render, and every one it lists
+    # was written
+    for name in [k for k in rendered if k.endswith('--kustomization.yaml')]:
+        listed = rendered[name][0]['resources']
+        assert set(listed) <= set(site[name][0]['resources']), (name, listed)
+        assert all(entry[len('../'):] in found for entry in listed), (name, listed, sorted(found))
     return found, {name: site.get(name) for name in found}
 
 

@@ -38,7 +38,7 @@ PLAY = """
       gpuvirt.provision.host_plan:
         host: "{{ inventory_hostname }}"
         gather_os_facts: true
-        stop_os_ids: [rhcos, fedora-coreos]
+        stop_coreos: true
         kernel_args:
           enabled: true
           state: present

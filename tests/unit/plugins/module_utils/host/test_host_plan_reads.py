@@ -13,6 +13,7 @@ import platform
 
 import pytest
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import os_release
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_plan
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_plan_reads as reads
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import sysfs_pci
@@ -44,7 +45,7 @@ def test_the_id_line_is_read_by_the_os_release_grammar(tmp_path, line, expected)
 def test_os_release_absent_or_too_large(tmp_path):
     assert reads.os_release_id(str(tmp_path / 'missing')) == ''
     big = tmp_path / 'big'
-    big.write_text('ID=rhcos\n' + 'X=' + 'y' * reads.OS_RELEASE_LIMIT + '\n')
+    big.write_text('ID=rhcos\n' + 'X=' + 'y' * os_release.LIMIT + '\n')
     with pytest.raises(reads.Refusal, match='larger than 65536 bytes'):
         reads.os_release_id(str(big))
 
@@ -200,7 +201,7 @@ def _ka(tmp_path, **over):
 
 def _inputs(tmp_path, os_id, **over):
     (tmp_path / 'os-release').write_text('NAME=x\nID=%s\n' % os_id)
-    base = {'host': HOST, 'stop_os_ids': ['rhcos', 'fedora-coreos'], 'gather_os_facts': True,
+    base = {'host': HOST, 'stop_coreos': True, 'gather_os_facts': True,
             'os_release_path': str(tmp_path / 'os-release'), 'acpi_tables_dir': str(tmp_path / 'no-tables'),
             'proc_cpuinfo': str(tmp_path / 'no-cpuinfo'), 'proc_root': '/proc', 'sysfs_root': str(tmp_path),
             'proc_cmdline': '/proc/cmdline', 'kernel_args': _ka(tmp_path)}
@@ -218,7 +219,10 @@ def test_coreos_ends_the_call_before_a_refusal_of_the_kernel_args_decision(tmp_p
     for vendor in ('auto', 'via'):
         inputs = _inputs(tmp_path, '"rhcos"', kernel_args=_ka(tmp_path, iommu_vendor=vendor))
         out = reads.read_and_plan(inputs, {'os_facts': _facts, 'lspci': _facts})
-        assert out['stopped'] and out['os_id'] == 'rhcos' and out['changes'] == [], out
+        assert out['stopped'] and out['coreos'] and out['os_id'] == 'rhcos' and out['changes'] == [], out
+    # Fedora CoreOS: ID=fedora, VARIANT_ID=coreos (fedora-release.spec appends the variant to Fedora's os-release)
+    out = reads.read_and_plan(_inputs(tmp_path, 'fedora\nVARIANT_ID=coreos'), {'os_facts': _facts, 'lspci': _facts})
+    assert out['stopped'] and out['coreos'] and out['os_id'] == 'fedora', out
     # not CoreOS: the same inputs are refused with the role's words
     with pytest.raises(reads.Refusal, match='kernel_args: %s shows neither a DMAR nor an IVRS' % HOST):
         reads.read_and_plan(_inputs(tmp_path, 'ubuntu'), {'os_facts': lambda: {'os_family': 'Debian'}})

@@ -246,11 +246,15 @@ def test_a_saved_id_that_the_host_numbers_otherwise_now_is_named():
     assert vvp.renumbered(live, live) == []
 
 
-@pytest.mark.parametrize('os_id,refused', [('rhcos', True), ('"fedora-coreos"', True), ('ubuntu', False),
+# Fedora CoreOS keeps ID=fedora and appends VARIANT_ID=coreos (fedora-release.spec, "CoreOS"); RHCOS writes
+# ID="rhcos" with VARIANT_ID=coreos; plain Fedora and RHEL are no CoreOS
+@pytest.mark.parametrize('os_id,refused', [('rhcos', True), ('"fedora-coreos"', True), ('scos', True),
+                                           ('fedora\nVARIANT_ID=coreos', True), ('"rhcos"\nVARIANT_ID=coreos', True),
+                                           ('fedora\nVARIANT_ID=workstation', False), ('ubuntu', False),
                                            ('rhel', False)])
 def test_a_coreos_host_is_refused_before_any_file_is_named(tmp_path, os_id, refused):
     # RHCOS's files and units are the Machine Config Operator's (OpenShift docs, "Machine Config Operator"): the role
-    # installs nothing over SSH there; the same os-release IDs host_prep.yml refuses
+    # installs nothing over SSH there; the same rule host_prep.yml and retire.yml use (module_utils/host/os_release)
     root = tmp_path / 'root'
     (root / 'etc').mkdir(parents=True)
     (root / 'etc/os-release').write_text('NAME="x"\nID=%s\nVERSION_ID="9.6"\n' % os_id)
