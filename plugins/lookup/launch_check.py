@@ -38,9 +38,11 @@ _raw:
 
 import os
 
+from ansible import constants as C
 from ansible.errors import AnsibleError, AnsibleLookupError
 from ansible.plugins.loader import filter_loader
 from ansible.plugins.lookup import LookupBase
+from ansible.utils.display import Display
 from ansible.utils.vars import load_extra_vars
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_vars
@@ -56,6 +58,15 @@ from ansible_collections.gpuvirt.provision.plugins.plugin_utils import lazy_impo
 # for) every task's worker inherits, loaded.
 _FILTERS_LOADED = []
 
+# With fact injection on (Ansible's default), every fact a host's module returns is also a host variable that
+# outranks the inventory: a host could name the node the reboot role drains (docs/security.md, "Facts a host
+# returns"). The project's ansible.cfg turns it off; a run from elsewhere is warned, once per run.
+INJECT_WARNING = ('gpuvirt.provision: INJECT_FACTS_AS_VARS is on, so a fact a GPU host returns can replace an '
+                  'inventory variable of that host (docs/security.md, "Facts a host returns"). Set '
+                  'inject_facts_as_vars = False in the [defaults] of your ansible.cfg, or '
+                  'ANSIBLE_INJECT_FACT_VARS=False; the collection reads facts only as ansible_facts.<name>.')
+_WARNED = []
+
 
 def load_filters_once():
     """Load this collection's filter plugins into the controller's process (once); True if this call loaded them."""
@@ -68,6 +79,15 @@ def load_filters_once():
     except (AnsibleError, KeyError, ImportError):
         # not this lookup's error: a filter that cannot load fails where a task uses it, with Ansible's own message
         return False
+    return True
+
+
+def warn_fact_injection(display=None):
+    """Warn once per run when facts become host variables; True if this call warned."""
+    if _WARNED or not C.config.get_config_value('INJECT_FACTS_AS_VARS'):
+        return False
+    _WARNED.append(True)
+    (display or Display()).warning(INJECT_WARNING)
     return True
 
 
@@ -85,5 +105,6 @@ class LookupModule(LookupBase):
             raise AnsibleLookupError(
                 'launch check: this run was given extra variables it must not take:\n  - %s\n'
                 'Nothing was changed (docs/security.md, "Launch time").' % '\n  - '.join(problems))
+        warn_fact_injection()
         load_filters_once()
         return [str(term) for term in terms]
