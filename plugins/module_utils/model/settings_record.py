@@ -26,8 +26,15 @@ Field = row_class('Field', (
     ('name', REQUIRED), ('type', REQUIRED), ('default', None), ('elements', None), ('choices', None),
     ('variable', REQUIRED), ('check', None),
 ), 'One setting of a phase: its name, type (an argument spec type), default, the list\'s element type or the '
-   'choices, the inventory variable it comes from, and ``check``: None, or a function of the typed value that '
+   'choices (a tuple, or a function that returns it when asked: a table\'s names, a row added at run time '
+   'counting), the inventory variable it comes from, and ``check``: None, or a function of the typed value that '
    'returns it or raises ValidationError with its own sentence (run before the choices are compared).')
+
+
+def choices_of(field):
+    """The field's choices as a tuple (asked now when they are a function), or None."""
+    choices = field.choices() if callable(field.choices) else field.choices
+    return None if choices is None else tuple(choices)
 
 
 def _number_text(value):
@@ -74,8 +81,9 @@ def typed(field, value):
         value = [_element(field, item) for item in value]
     if field.check is not None:
         value = field.check(value)
-    if field.choices is not None and value not in field.choices:
-        raise ValidationError('%s is %r, not one of %s' % (var, value, ', '.join(field.choices)))
+    choices = choices_of(field)
+    if choices is not None and value not in choices:
+        raise ValidationError('%s is %r, not one of %s' % (var, value, ', '.join(choices)))
     return value
 
 
@@ -132,7 +140,7 @@ def argument_spec(fields):
         if field.elements is not None:
             entry['elements'] = field.elements
         if field.choices is not None:
-            entry['choices'] = list(field.choices)
+            entry['choices'] = list(choices_of(field))
         spec[field.name] = entry
     return spec
 
@@ -149,7 +157,7 @@ def documentation_differences(fields, suboptions):
         if doc is None:
             continue
         wanted = {'type': field.type, 'elements': field.elements, 'default': field.default,
-                  'choices': list(field.choices) if field.choices is not None else None}
+                  'choices': list(choices_of(field)) if field.choices is not None else None}
         for key, value in wanted.items():
             if doc.get(key) != value:
                 out.append('%s: %s is %r in the documentation, %r in FIELDS' % (field.name, key, doc.get(key), value))
