@@ -267,8 +267,7 @@ def test_dra_nodes_beside_device_plugin_nodes_are_refused_naming_both(monkeypatc
     assert 'dra-1' in res['msg'] and 'ctr-1 (pool container)' in res['msg'] and 'gpu_dra' in res['msg'], res['msg']
     # apply mode on OpenShift builds the ClusterPolicy only once OLM installed the operator (no alm_examples in the
     # first call): the refusal comes with that first call, before the Subscription is written
-    res = run_gop(monkeypatch, openshift_args(dra_nodes=['dra-1'], hosts=[ctr],
-                                                                         alm_examples=None))
+    res = run_gop(monkeypatch, openshift_args(dra_nodes=['dra-1'], hosts=[ctr], alm_examples=None))
     assert res['failed'] and 'ctr-1 (pool container)' in res['msg'], res
     chart = yaml.safe_load(reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
     res = run_gop(monkeypatch, {
