@@ -24,32 +24,3 @@ options:
       # END GENERATED platforms
     default: kubernetes
 '''
-
-    # gpuvirt.provision.tables.platform: the platform, required
-    PLATFORM = r'''
-options:
-  platform:
-    description: Where the operator goes (C(gpuvirt_cluster.platform)).
-    type: str
-    choices:
-      # BEGIN GENERATED platforms
-      - openshift
-      - kubernetes
-      # END GENERATED platforms
-    required: true
-'''
-
-    # gpuvirt.provision.tables.default_workload: the GPU Operator's workload for nodes without the label
-    DEFAULT_WORKLOAD = r'''
-options:
-  default_workload:
-    description: C(sandboxWorkloads.defaultWorkload), for nodes without a workload label.
-    type: str
-    choices:
-      # BEGIN GENERATED workloads
-      - container
-      - vm-passthrough
-      - vm-vgpu
-      # END GENERATED workloads
-    default: container
-'''

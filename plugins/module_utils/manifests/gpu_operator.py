@@ -1,9 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""NVIDIA GPU Operator: OLM objects (OpenShift), the ClusterPolicy and the Helm values (Kubernetes). Pure Python.
+"""NVIDIA GPU Operator: the pieces of the OLM objects (OpenShift), the ClusterPolicy and the Helm values
+(Kubernetes), and the checks of the settings. Pure Python; gpu_operator_install.py puts them together from the
+settings record (gpu_operator_settings.py).
 
-One settings dict (``settings()``) feeds both install paths, so the ClusterPolicy on OpenShift and the Helm
+One overlay (``settings()``) feeds both install paths, so the ClusterPolicy on OpenShift and the Helm
 values on Kubernetes always say the same thing. The ClusterPolicy is never written from scratch: it is the
 CSV's own ``alm-examples`` ClusterPolicy (the defaults NVIDIA ships for that operator version) with only our
 fields overlaid, so upgrading the operator picks up its new defaults.
@@ -94,49 +96,65 @@ def resolve_vgpu_manager(vgpu_manager, image_version=None):
     return out
 
 
-def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt', vgpu_manager=None,
-             vgpu_device_manager_config=None, vfio_manager=True, sandbox_device_plugin=True, pull_secret_name=None):
-    """Return the overlay (ClusterPolicy spec / Helm values, same field names) for our settings.
-
-    ``vgpu_manager``: None/{} (disabled) or ``{repository, image, version}`` for the licensed vGPU Manager
-    image; ``vgpu_device_manager_config``: None or ``{name, default}`` (the ConfigMap and its default config).
-    """
+def check_workload(default_workload='container', mode='kubevirt'):
+    """Refuse a default workload or sandbox mode the operator does not know."""
     if default_workload not in WORKLOADS:
         raise ManifestError("default workload %r is not one of %s (gpu_operator_default_workload)"
                             % (default_workload, ', '.join(WORKLOADS)))
     if mode not in MODES:
         raise ManifestError("sandbox mode %r is not one of %s (gpu_operator_sandbox_mode)" % (mode, ', '.join(MODES)))
+
+
+def check_sandbox(default_workload, sandbox_enabled):
+    """A VM default workload needs the sandbox workloads on."""
+    if default_workload != 'container' and not sandbox_enabled:
+        raise ManifestError("default workload %s needs sandbox workloads on (gpu_operator_sandbox_enabled: true)"
+                            % default_workload)
+
+
+def vgpu_manager_fields(vgpu_manager):
+    """``vgpuManager`` of the overlay for ``{repository, image, version}`` (the version already resolved,
+    resolve_vgpu_manager), each checked against its grammar; ``{'enabled': False}`` for None/{}."""
+    if not vgpu_manager:
+        return {'enabled': False}
+    missing = [k for k in ('repository', 'version') if not vgpu_manager.get(k)]
+    if missing:
+        raise ManifestError("the vGPU Manager image needs %s (gpu_operator_vgpu_manager.%s): the licensed "
+                            "image built by the vgpu_manager_image role, e.g. repository "
+                            "registry.example.com/nvidia, version 580.82.02"
+                            % (' and '.join(missing), missing[0]))
+    # repository is registry/path, image one path component: together the image the operator pulls
+    repository = _valid(validators.oci_reference, vgpu_manager['repository'], 'gpu_operator_vgpu_manager.repository')
+    _valid(validators.oci_repository, vgpu_manager.get('image') or 'vgpu-manager', 'gpu_operator_vgpu_manager.image')
+    return {'enabled': True, 'repository': repository, 'image': vgpu_manager.get('image') or 'vgpu-manager',
+            'version': check_vgpu_manager_version(vgpu_manager['version'])}
+
+
+def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt', vgpu_manager=None,
+             vgpu_device_manager_config=None, vfio_manager=True, sandbox_device_plugin=True, pull_secret_name=None):
+    """Return the overlay (ClusterPolicy spec / Helm values, same field names) for these values: the operands'
+    part of what both install paths write (gpu_operator_install.py ``overlay`` gives it the settings record's
+    fields by name).
+
+    ``vgpu_manager``: None/{} (disabled) or ``{repository, image, version}`` for the licensed vGPU Manager
+    image; ``vgpu_device_manager_config``: None or ``{name, default}`` (the ConfigMap and its default config).
+    """
+    check_workload(default_workload, mode)
     overlay = {
         'sandboxWorkloads': {'enabled': bool(sandbox_enabled), 'defaultWorkload': default_workload, 'mode': mode},
         'vfioManager': {'enabled': bool(vfio_manager)},
         'sandboxDevicePlugin': {'enabled': bool(sandbox_device_plugin)},
     }
-    if vgpu_manager:
-        missing = [k for k in ('repository', 'version') if not vgpu_manager.get(k)]
-        if missing:
-            raise ManifestError("the vGPU Manager image needs %s (gpu_operator_vgpu_manager.%s): the licensed "
-                                "image built by the vgpu_manager_image role, e.g. repository "
-                                "registry.example.com/nvidia, version 580.82.02"
-                                % (' and '.join(missing), missing[0]))
-        # repository is registry/path, image one path component: together the image the operator pulls
-        repository = _valid(validators.oci_reference, vgpu_manager['repository'], 'gpu_operator_vgpu_manager.repository')
-        _valid(validators.oci_repository, vgpu_manager.get('image') or 'vgpu-manager', 'gpu_operator_vgpu_manager.image')
-        vgm = {'enabled': True, 'repository': repository,
-               'image': vgpu_manager.get('image') or 'vgpu-manager',
-               'version': check_vgpu_manager_version(vgpu_manager['version'])}
-        if pull_secret_name:
-            vgm['imagePullSecrets'] = [pull_secret_name]
-        overlay['vgpuManager'] = vgm
-    else:
-        overlay['vgpuManager'] = {'enabled': False}
+    vgm = vgpu_manager_fields(vgpu_manager)
+    if vgpu_manager and pull_secret_name:
+        vgm['imagePullSecrets'] = [pull_secret_name]
+    overlay['vgpuManager'] = vgm
     vdm = {'enabled': bool(vgpu_manager)}
     if vgpu_device_manager_config:
         vdm['config'] = {'name': vgpu_device_manager_config['name'],
                          'default': vgpu_device_manager_config.get('default') or 'default'}
     overlay['vgpuDeviceManager'] = vdm
-    if default_workload != 'container' and not sandbox_enabled:
-        raise ManifestError("default workload %s needs sandbox workloads on (gpu_operator_sandbox_enabled: true)"
-                            % default_workload)
+    check_sandbox(default_workload, sandbox_enabled)
     return overlay
 
 

@@ -376,6 +376,7 @@ RUNTIME = (
     '__gpu_operator_pull_secret_eff',
     '__gpu_operator_pull_secret_written',
     '__gpu_operator_secret',
+    '__gpu_operator_settings',
     '__gpuvirt_gather_holders',
     '__gpuvirt_gather_mdev',
     '__gpuvirt_gather_os_release',

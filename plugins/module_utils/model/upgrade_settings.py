@@ -11,7 +11,8 @@ gpuvirt.provision.upgrade_settings); ``build`` turns it into an ``UpgradeSetting
 What the cluster holds (pods, the CSV, the chart's text) is not a setting: those stay arguments of their own.
 
 ``FIELDS`` is the one list of the settings: name, type, default, the choices or the list's element type, and the
-inventory variable it comes from (named in every refusal). A record refuses a bad value when it is made, naming
+inventory variable it comes from (named in every refusal); model/settings_record.py makes the record, the argument
+spec and the checks of each field from it, as for every phase. A record refuses a bad value when it is made, naming
 that variable: every record a builder receives has been checked. Adding a setting: a field here, its entry in the
 doc fragment (plugins/doc_fragments/upgrade_settings.py), its key in the role's dict, and the read in the builder;
 the module is not touched, and tests/unit/plugins/module_utils/model/test_upgrade_settings.py fails while the
@@ -23,22 +24,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row import REQUIRED, TableRow, row_class
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model.settings_record import Field
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators import ValidationError
 
 # what happens to a GPU VM on a node to roll (upgrade_vm_policy, upgrade_vm_policies)
 POLICIES = ('wait', 'stop', 'refuse')
 # a key of upgrade_vm_policies: <namespace>/<vmi name>
 VM_KEY_RE = re.compile(r'[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?')
-
-Field = row_class('Field', (
-    ('name', REQUIRED), ('type', REQUIRED), ('default', None), ('elements', None), ('choices', None),
-    ('variable', REQUIRED),
-), 'One setting of the upgrade phase: its name, type (an argument spec type), default and inventory variable.')
 
 _KUBERNETES = platform.PLATFORMS[platform.FALLBACK]
 
@@ -80,46 +75,6 @@ FIELDS = (
 )
 
 
-def _number_text(value):
-    """An int or a float as the text a str option would hold (580 -> '580'); None for anything else."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return str(value)
-
-
-def _typed(field, value):
-    """``value`` as ``field`` takes it, or ValidationError naming the field's variable."""
-    var = field.variable
-    if field.type == 'str':
-        text = value if isinstance(value, str) else _number_text(value)
-        if text is None:
-            raise ValidationError('%s is %r, not a string' % (var, value))
-        value = text
-    elif field.type == 'int':
-        # the check plan() made of upgrade_serial, the one int setting
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValidationError('%s is %r, not a whole number >= 1' % (var, value))
-    elif field.type == 'bool':
-        if not isinstance(value, bool):
-            raise ValidationError('%s is %r, not true or false' % (var, value))
-    elif field.type == 'dict':
-        if not isinstance(value, dict):
-            raise ValidationError('%s is %r, not a mapping' % (var, value))
-    elif field.type == 'list':
-        if not isinstance(value, list):
-            raise ValidationError('%s is %r, not a list' % (var, value))
-        items = []
-        for item in value:
-            text = item if isinstance(item, str) else _number_text(item)
-            if text is None:
-                raise ValidationError('%s holds %r, not a string' % (var, item))
-            items.append(text)
-        value = items
-    if field.choices is not None and value not in field.choices:
-        raise ValidationError('%s is %r, not one of %s' % (var, value, ', '.join(field.choices)))
-    return value
-
-
 def _check_vm_policies(overrides):
     for key, value in overrides.items():
         if not (isinstance(key, str) and VM_KEY_RE.fullmatch(key)) or value not in POLICIES:
@@ -127,21 +82,13 @@ def _check_vm_policies(overrides):
                                   % (key, value, ', '.join(POLICIES)))
 
 
-class _Settings(TableRow):
-    """Base of the settings record: its ``FIELDS`` are checked when a record is made."""
-    FIELDS = ()
+class _Settings(settings_record.SettingsRecord):
+    """Base of the settings record: its ``FIELDS`` are checked when a record is made (model/settings_record.py),
+    then the per-VM policies."""
+    PHASE = 'the upgrade settings'
     __slots__ = ()
 
-    def __init__(self, **values):
-        names = [f.name for f in self.FIELDS]
-        unknown = sorted(set(values) - set(names))
-        if unknown:
-            raise ValidationError('the upgrade settings have no %s; they are %s'
-                                  % (', '.join(str(k) for k in unknown), ', '.join(names)))
-        for field in self.FIELDS:
-            value = values.get(field.name)
-            value = copy.deepcopy(field.default) if value is None else _typed(field, copy.deepcopy(value))
-            object.__setattr__(self, field.name, value)
+    def _check(self):
         _check_vm_policies(self.vm_policies)
 
     def targets(self):
@@ -152,12 +99,10 @@ class _Settings(TableRow):
 
 def record_class(fields):
     """The record class of ``fields`` (FIELDS; a test adds one at run time the same way)."""
-    return type('UpgradeSettings', (_Settings,), {
-        'FIELDS': tuple(fields), 'COLUMNS': tuple((f.name, f.default) for f in fields),
-        '__slots__': tuple(f.name for f in fields),
-        '__doc__': 'The upgrade phase\'s settings (FIELDS), checked when made: a bad value raises ValidationError '
-                   'naming its inventory variable. A field given as None takes its default (a suboption the module '
-                   'was not given).'})
+    return settings_record.record_class(
+        'UpgradeSettings', _Settings, fields,
+        'The upgrade phase\'s settings (FIELDS), checked when made: a bad value raises ValidationError naming its '
+        'inventory variable. A field given as None takes its default (a suboption the module was not given).')
 
 
 UpgradeSettings = record_class(FIELDS)
@@ -166,26 +111,10 @@ UpgradeSettings = record_class(FIELDS)
 def build(value, name='settings'):
     """The one way to the record: ``value`` is a record (returned as it is: it was checked when made) or the plain
     dict the module's ``settings`` option holds (None: every default). ValidationError names the bad value."""
-    if isinstance(value, _Settings):
-        return value
-    if value is None:
-        value = {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise ValidationError('%s is %r, not a mapping of the upgrade settings' % (name, value))
-    return UpgradeSettings(**value)
+    return settings_record.build(UpgradeSettings, value, name)
 
 
 def argument_spec():
     """The suboptions of the module option ``settings`` (AnsibleModule's argument spec form), from the record's
     fields."""
-    spec = {}
-    for field in UpgradeSettings.FIELDS:
-        entry = {'type': field.type}
-        if field.default is not None:
-            entry['default'] = copy.deepcopy(field.default)
-        if field.elements is not None:
-            entry['elements'] = field.elements
-        if field.choices is not None:
-            entry['choices'] = list(field.choices)
-        spec[field.name] = entry
-    return spec
+    return settings_record.argument_spec(UpgradeSettings.FIELDS)

@@ -837,6 +837,29 @@ def test_vendor_vfio_nodes_are_rolled_with_their_vf_profiles_set_again_then_a_re
     assert 'node gpu-1: nothing to replace' in log, log
 
 
+def test_a_kubevirt_target_below_1_9_is_refused_for_vendor_vfio_nodes_before_any_change(tmp_path, kube):
+    # KubeVirt advertises a vendor-specific VFIO vGPU (a VF with its vGPU profile set) as a PCI host device only from
+    # v1.9.0 (its "vGPU: SRIOV support" and pkg/virt-handler/device-manager HasVGPUProfile; docs/pools/vendor-vfio.md):
+    # apply mode refuses a lower target for a fleet with such hosts, as render mode does, before it cordons anything
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
+    boards = vf_boards(tmp_path)
+    cluster = setup(kube, boards=boards)
+    # KubeVirt v1.7.3 runs: v1.8.0 is a step KubeVirt takes (one minor release), refused only for those hosts
+    cluster.create({'apiVersion': 'kubevirt.io/v1', 'kind': 'KubeVirt',
+                    'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'}, 'spec': {},
+                    'status': {'observedKubeVirtVersion': 'v1.7.3'}})
+    rc, log = upgrade(tmp_path, cluster, inventory=vf_inventory(tmp_path, boards), upgrade_kubevirt_version='v1.8.0',
+                      **VF_RUN)
+    assert rc != 0, log
+    assert ('the fleet has NVIDIA vendor-specific VFIO vGPU hosts, which need KubeVirt 1.9.0 or later; KubeVirt would '
+            'be v1.8.0') in flat(log), log
+    assert 'skips a minor version' not in flat(log) and 'no KubeVirt CR' not in flat(log), log
+    assert cluster.attempts() == [], write_summary(cluster.attempts())
+    for name, board in boards.items():
+        assert hashes(cluster, name) == ['old']
+        assert sorted(profiles(board).values()) == ['0', '0', L40S_24Q, L40S_24Q]
+
+
 def test_a_vendor_vfio_node_whose_profiles_cannot_be_set_again_stops_the_roll_with_the_second_untouched(
         tmp_path, kube):
     sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))

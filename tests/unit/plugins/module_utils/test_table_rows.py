@@ -20,7 +20,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 from ansible_collections.gpuvirt.provision.plugins.modules import gpu_operator_manifests
 
-from ..modules.harness import run_module
+from ..modules.harness import run_module, settings_args
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 EXAMPLE = os.path.join(ROOT, 'inventories', 'example')
@@ -36,6 +36,11 @@ RKE2 = platform.PLATFORMS['kubernetes'].replace(
     name='rke2-hypothetical', containerd_config='/var/lib/rancher/rke2/agent/etc/containerd/config.toml',
     containerd_socket='/run/k3s/containerd/containerd.sock', fallback=False)
 VF_HOST = 'gpu-f01.example.com'
+
+
+def gop_args(args):
+    # the module's settings and reads, split (the arguments given flat)
+    return settings_args(args, gpu_operator_manifests.READS)
 
 
 def use_tables(monkeypatch, pools, platforms):
@@ -136,9 +141,9 @@ def test_a_hypothetical_pool_and_platform_render_the_example(monkeypatch, tmp_pa
     hosts = [{'node': h['node'], 'pool': h['pool'], 'vgpu_config': h['vgpu_config'],
               'facts': {'pci_devices': h['facts']['pci_devices'], 'mdev_types': h['facts']['mdev_types']}}
              for h in view]
-    res = run_module(monkeypatch, gpu_operator_manifests, {
+    res = run_module(monkeypatch, gpu_operator_manifests, gop_args({
         'platform': cluster['platform'], 'platform_traits': cluster['traits'], 'default_workload': 'vm-passthrough',
-        'hosts': hosts})
+        'hosts': hosts}))
     assert not res['failed'], res.get('msg')
     assert res['namespace'] == RKE2.gpu_operator_namespace and res['cluster_policy'] is None
     assert res['helm_values']['toolkit']['env'] == [
@@ -152,11 +157,11 @@ def test_a_hypothetical_pool_and_platform_render_the_example(monkeypatch, tmp_pa
 def test_the_kubernetes_row_adds_no_toolkit_env_but_an_inventory_override_does(monkeypatch):
     # the row's paths are the GPU Operator's defaults: nothing to say (the golden renders hold)
     base = {'platform': 'kubernetes', 'default_workload': 'vm-passthrough'}
-    res = run_module(monkeypatch, gpu_operator_manifests, base)
+    res = run_module(monkeypatch, gpu_operator_manifests, gop_args(base))
     assert not res['failed'] and 'toolkit' not in res['helm_values']
     traits = platform.with_overrides('kubernetes', {'containerd_socket': RKE2.containerd_socket})
-    res = run_module(monkeypatch, gpu_operator_manifests, dict(base, platform_traits=traits))
+    res = run_module(monkeypatch, gpu_operator_manifests, gop_args(dict(base, platform_traits=traits)))
     assert res['helm_values']['toolkit'] == {'env': [{'name': 'CONTAINERD_SOCKET', 'value': RKE2.containerd_socket}]}
     # the traits of another platform are refused, naming both
-    res = run_module(monkeypatch, gpu_operator_manifests, dict(base, platform_traits=platform.traits('openshift')))
+    res = run_module(monkeypatch, gpu_operator_manifests, gop_args(dict(base, platform_traits=platform.traits('openshift'))))
     assert res['failed'] and "platform_traits are those of 'openshift', not of the platform 'kubernetes'" in res['msg']

@@ -69,3 +69,12 @@ def run_module(monkeypatch, module, args, check=False, diff=False, commands=None
         result.update(done.args[0], failed=True)
         return result
     raise AssertionError('%s.main() returned without calling exit_json or fail_json' % module.__name__)
+
+
+def settings_args(args, reads):
+    """A module that takes its phase's settings as one option (``settings``, gpu_operator_manifests): ``args``
+    given flat, as the module's options were before, split into ``settings`` and the options named in ``reads``
+    (what was read from the cluster or a file)."""
+    out = {'settings': dict((k, v) for k, v in args.items() if k not in reads)}
+    out.update((k, v) for k, v in args.items() if k in reads)
+    return out

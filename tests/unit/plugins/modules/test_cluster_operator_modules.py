@@ -18,7 +18,7 @@ import yaml
 from ansible_collections.gpuvirt.provision.plugins.modules import (
     gpu_operator_manifests, gpu_operator_pull_secret, node_labels_plan, verify_node_resources, verify_smoke_vm)
 
-from .harness import run_module
+from .harness import run_module, settings_args
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..'))
 import schema  # noqa: E402
@@ -36,6 +36,11 @@ def reference_text(*parts):
         return handle.read()
 
 
+def run_gop(monkeypatch, args):
+    """gpu_operator_manifests with ``args`` given flat: the settings and the reads split as the module takes them."""
+    return run_module(monkeypatch, gpu_operator_manifests, settings_args(args, gpu_operator_manifests.READS))
+
+
 def openshift_args(**over):
     args = {'platform': 'openshift', 'default_workload': 'vm-vgpu', 'vgpu_manager': VGM,
             'pull_secret_name': 'vgpu-pull', 'package_manifest': {'status': {'defaultChannel': 'v26.7'}},
@@ -46,7 +51,7 @@ def openshift_args(**over):
 
 
 def test_openshift_objects_validate_and_carry_our_settings(monkeypatch):
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(
+    res = run_gop(monkeypatch, openshift_args(
         vgpu_configs={'A10-12Q': {'A10-12Q': 2}}, vgpu_config_default='A10-12Q', hosts=[A10_VGPU_HOST],
         install_plan_approval='Manual'))
     assert not res['failed'] and not res['changed'], res.get('msg')
@@ -65,45 +70,45 @@ def test_openshift_objects_validate_and_carry_our_settings(monkeypatch):
 def test_vgpu_manager_version_follows_the_image_version(monkeypatch):
     # NVIDIA OpenShift Virtualization guide, "Creating a ClusterPolicy for the GPU Operator":
     # "vgpuManager.version=<driver version>", the version the image was built for ("Building the vGPU Manager image")
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(
+    res = run_gop(monkeypatch, openshift_args(
         vgpu_manager={'repository': VGM['repository']}, vgpu_manager_image_version='580.82.02'))
     assert not res['failed'], res.get('msg')
     assert res['cluster_policy']['spec']['vgpuManager']['version'] == '580.82.02'
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(
+    res = run_gop(monkeypatch, openshift_args(
         vgpu_manager=dict(VGM, version='580.65.06'), vgpu_manager_image_version='580.82.02'))
     assert res['failed'] and '580.65.06' in res['msg'] and '580.82.02' in res['msg']
 
 
 def test_openshift_without_alm_examples_leaves_the_policy_for_later(monkeypatch):
     # apply mode builds the ClusterPolicy only once the installed CSV can be read
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(alm_examples=None))
+    res = run_gop(monkeypatch, openshift_args(alm_examples=None))
     assert not res['failed'] and res['cluster_policy'] is None and len(res['install_objects']) == 3
 
 
 def test_unknown_pinned_channel_is_named(monkeypatch):
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(
+    res = run_gop(monkeypatch, openshift_args(
         channel='stable', package_manifest={'status': {'channels': [{'name': 'v26.7'}], 'defaultChannel': 'v26.7'}}))
     assert res['failed'] and "'stable'" in res['msg'] and 'gpu_operator_channel' in res['msg']
 
 
 def test_kubernetes_values_checked_against_the_chart(monkeypatch):
     chart = yaml.safe_load(reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
-    res = run_module(monkeypatch, gpu_operator_manifests, {
+    res = run_gop(monkeypatch, {
         'platform': 'kubernetes', 'default_workload': 'vm-passthrough', 'chart_values': chart,
         'helm_values_extra': {'operator': {'nodeSelector': {'node-role.kubernetes.io/worker': ''}}}})
     assert not res['failed'], res.get('msg')
     assert res['namespace'] == 'gpu-operator' and res['cluster_policy'] is None
     assert [o['kind'] for o in res['install_objects']] == ['Namespace']
     assert res['helm_values']['sandboxWorkloads']['defaultWorkload'] == 'vm-passthrough'
-    res = run_module(monkeypatch, gpu_operator_manifests, {
+    res = run_gop(monkeypatch, {
         'platform': 'kubernetes', 'chart_values': chart, 'helm_values_extra': {'vfioManager': {'enabeld': True}}})
     assert res['failed'] and 'vfioManager.enabeld' in res['msg']
 
 
 def test_private_registry_needs_a_pull_secret(monkeypatch):
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(pull_secret_name=None))
+    res = run_gop(monkeypatch, openshift_args(pull_secret_name=None))
     assert res['failed'] and 'registry.example.com:5000' in res['msg'] and 'gpu_operator_pull_secret' in res['msg']
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(pull_secret_name=None, registry_public=True))
+    res = run_gop(monkeypatch, openshift_args(pull_secret_name=None, registry_public=True))
     assert not res['failed'], res.get('msg')
     assert 'imagePullSecrets' not in res['cluster_policy']['spec']['vgpuManager']
 
@@ -115,12 +120,12 @@ def test_private_registry_needs_a_pull_secret(monkeypatch):
     ({'registry': '', 'username': 'u', 'password_given': True}, 'gpu_operator_pull_secret.registry'),
 ])
 def test_registry_login_checked_without_the_password(monkeypatch, login, needle):
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(registry_login=login))
+    res = run_gop(monkeypatch, openshift_args(registry_login=login))
     assert res['failed'] and needle in res['msg'], res.get('msg')
 
 
 def test_vgpu_type_no_host_offers_is_named_with_what_was_checked(monkeypatch):
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(
+    res = run_gop(monkeypatch, openshift_args(
         vgpu_configs={'A10-12Q': {'A10-12Q': 2}, 'big': {'A10-24Q': 1}}, vgpu_config_default='A10-12Q',
         hosts=[A10_VGPU_HOST]))
     assert res['failed'] and 'A10-24Q' in res['msg'] and 'vgpu-a10' in res['msg'] and '0000:41:00.4' in res['msg']
@@ -230,7 +235,7 @@ def test_smoke_vm_module(monkeypatch):
 # (controllers/object_controls.go@v26.7.0 TransformValidatorComponent, case "plugin": !config.DevicePlugin.IsEnabled()).
 def test_dra_nodes_turn_the_device_plugin_off_so_the_validator_drops_its_plugin_check(monkeypatch):
     passthrough = {'host': 'pt-1', 'node': 'pt-1', 'pool': 'vm-passthrough'}
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(dra_nodes=['dra-1'], hosts=[passthrough]))
+    res = run_gop(monkeypatch, openshift_args(dra_nodes=['dra-1'], hosts=[passthrough]))
     assert not res['failed'], res.get('msg')
     spec = res['cluster_policy']['spec']
     schema.validate(res['cluster_policy'], crd_sources=['v26.7.0'])
@@ -243,11 +248,11 @@ def test_dra_nodes_turn_the_device_plugin_off_so_the_validator_drops_its_plugin_
         {k: v for k, v in base.items() if k != 'enabled'}
     assert spec['sandboxDevicePlugin']['enabled'] is True
     # without DRA nodes NVIDIA's default stays
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(hosts=[passthrough]))
+    res = run_gop(monkeypatch, openshift_args(hosts=[passthrough]))
     assert res['cluster_policy']['spec']['devicePlugin']['enabled'] == base['enabled']
     # Helm: the same field, a key of the chart's values.yaml
     chart = yaml.safe_load(reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
-    res = run_module(monkeypatch, gpu_operator_manifests, {
+    res = run_gop(monkeypatch, {
         'platform': 'kubernetes', 'chart_values': chart, 'dra_nodes': ['dra-1'], 'hosts': [passthrough]})
     assert not res['failed'], res.get('msg')
     assert res['helm_values']['devicePlugin'] == {'enabled': False}
@@ -257,16 +262,15 @@ def test_dra_nodes_beside_device_plugin_nodes_are_refused_naming_both(monkeypatc
     # devicePlugin.enabled false is cluster-wide (TransformValidatorComponent, isStateEnabled "state-device-plugin"):
     # it would take the classic device plugin from the container nodes, and nothing per node skips the check
     ctr = {'host': 'ctr-1', 'node': 'ctr-1', 'pool': 'container'}
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(dra_nodes=['dra-1'], hosts=[ctr]))
+    res = run_gop(monkeypatch, openshift_args(dra_nodes=['dra-1'], hosts=[ctr]))
     assert res['failed'], res
     assert 'dra-1' in res['msg'] and 'ctr-1 (pool container)' in res['msg'] and 'gpu_dra' in res['msg'], res['msg']
     # apply mode on OpenShift builds the ClusterPolicy only once OLM installed the operator (no alm_examples in the
     # first call): the refusal comes with that first call, before the Subscription is written
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(dra_nodes=['dra-1'], hosts=[ctr],
-                                                                         alm_examples=None))
+    res = run_gop(monkeypatch, openshift_args(dra_nodes=['dra-1'], hosts=[ctr], alm_examples=None))
     assert res['failed'] and 'ctr-1 (pool container)' in res['msg'], res
     chart = yaml.safe_load(reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
-    res = run_module(monkeypatch, gpu_operator_manifests, {
+    res = run_gop(monkeypatch, {
         'platform': 'kubernetes', 'chart_values': chart, 'dra_nodes': ['dra-1'],
         'helm_values_extra': {'devicePlugin': {'enabled': True}}})
     assert res['failed'] and 'devicePlugin.enabled is True in gpu_operator_helm_values_extra' in res['msg'], res
@@ -278,15 +282,15 @@ def test_dra_nodes_beside_device_plugin_nodes_are_refused_naming_both(monkeypatc
 # (controllers/object_controls.go@v26.7.0 resolveDriverTag: "%s-%s", image, n.gpuNodeOSTag).
 def test_a_vgpu_fleet_on_two_os_tags_is_refused_naming_the_tags_and_hosts(monkeypatch):
     os_tags = {'vgpu-1': 'rhcos4.18', 'vgpu-2': 'rhcos4.19', 'ctr-1': 'rhcos4.18'}
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(os_tags=os_tags))
+    res = run_gop(monkeypatch, openshift_args(os_tags=os_tags))
     assert res['failed'], res
     assert 'rhcos4.18: ctr-1, vgpu-1' in res['msg'] and 'rhcos4.19: vgpu-2' in res['msg'], res['msg']
     # every GPU node counts (getGPUNodeOSInfo selects nvidia.com/gpu.present=true, not the vGPU nodes)
-    res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(
+    res = run_gop(monkeypatch, openshift_args(
         os_tags={'vgpu-1': 'ubuntu22.04', 'ctr-1': 'ubuntu24.04'}))
     assert res['failed'] and 'ubuntu24.04: ctr-1' in res['msg'], res
     # one tag, hosts without the fact, or no vGPU Manager: nothing to refuse
     for over in ({'os_tags': {'vgpu-1': 'rhcos4.18', 'vgpu-2': 'rhcos4.18', 'ctr-1': None}},
                  {'os_tags': os_tags, 'vgpu_manager': None, 'default_workload': 'container'}):
-        res = run_module(monkeypatch, gpu_operator_manifests, openshift_args(**over))
+        res = run_gop(monkeypatch, openshift_args(**over))
         assert not res['failed'], res.get('msg')

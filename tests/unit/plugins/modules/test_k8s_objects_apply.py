@@ -17,7 +17,7 @@ from ansible_collections.gpuvirt.provision.plugins.modules import (
     dra_manifests, gpu_operator_manifests, gpu_operator_pull_secret, hco_permitted_devices, k8s_objects_apply,
     kubevirt_permitted_devices, machineconfig_manifests, verify_smoke_vm, vgpu_vf_machineconfig)
 
-from .harness import run_module
+from .harness import run_module, settings_args
 
 # no server answers here: a module that tried to send would fail on the connection, not with our message
 NOWHERE = {'validate_certs': False}
@@ -82,6 +82,9 @@ def _script():
 
 
 def _built(monkeypatch, module, args):
+    if module is gpu_operator_manifests:
+        # the module's settings and reads, split (the arguments given flat)
+        args = settings_args(args, gpu_operator_manifests.READS)
     res = run_module(monkeypatch, module, args)
     assert not res['failed'], (module.__name__, res.get('msg'))
     return res

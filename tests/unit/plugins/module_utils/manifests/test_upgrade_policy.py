@@ -92,13 +92,15 @@ def _module_params(**extra):
                   vgpu_manager_image_version=None, vfio_manager=True, sandbox_device_plugin=True,
                   pull_secret_name=None, registry_login=None, registry_public=False, vgpu_configs=None,
                   vgpu_config_default='default', vgpu_configmap_name='x', hosts=[], dra_nodes=[], os_tags={},
-                  dra_stack='auto', dra_chart_version='0.4.1', alm_examples=None, alm_examples_source=None,
+                  dra_stack='auto', alm_examples=None, alm_examples_source=None,
                   nfd_install=False, nfd_channel='stable', nfd_instance=None, nfd_instance_required=False,
                   alm_examples_release=None, nfd_catalog_source='redhat-operators', package_manifest=None,
                   channel=None, install_plan_approval='Automatic', catalog_source='certified-operators',
                   catalog_namespace='openshift-marketplace', helm_values_extra={}, chart_values=None)
     params.update(extra)
-    return params
+    # the module takes the settings as one option, beside what was read
+    return dict(((k, params[k]) for k in mod.READS if k in params),
+                settings=dict((k, v) for k, v in params.items() if k not in mod.READS))
 
 
 def test_module_writes_the_policy_only_when_the_role_gives_it():
