@@ -166,7 +166,17 @@ def test_openshift_apply_installs_through_olm_and_builds_the_policy_from_the_ins
     (sent,) = cluster.sent('clusterpolicies')
     schema.validate(sent, crd_sources=[RELEASE])
     base = [e for e in json.loads(alm_text()) if e['kind'] == 'ClusterPolicy'][0]
-    assert sent['spec']['driver'] == base['spec']['driver'] and sent['spec']['dcgm'] == base['spec']['dcgm']
+    # but for the collection's upgrade policy over the example's (alm-examples ship autoUpgrade true and the
+    # DaemonSets' RollingUpdate, which would let the operator roll every node's driver at once:
+    # module_utils/manifests/upgrade_policy.py says why): the defaults, autoUpgrade off and OnDelete
+    # (merged over the example's policy: its drain and podDeletion blocks stay, ignored with autoUpgrade off)
+    policy = sent['spec']['driver']['upgradePolicy']
+    assert {key: policy[key] for key in ('autoUpgrade', 'maxParallelUpgrades', 'maxUnavailable')} == {
+        'autoUpgrade': False, 'maxParallelUpgrades': 1, 'maxUnavailable': '25%'}, policy
+    assert base['spec']['driver']['upgradePolicy']['autoUpgrade'] is True, base['spec']['driver']
+    assert sent['spec']['daemonsets']['updateStrategy'] == 'OnDelete', sent['spec']['daemonsets']
+    assert dict(sent['spec']['driver'], upgradePolicy=None) == dict(base['spec']['driver'], upgradePolicy=None)
+    assert sent['spec']['dcgm'] == base['spec']['dcgm']
     second = cluster.now()
     rc, log = run(tmp_path, 'operator', 'openshift-vgpu', **operator_apply(cluster, gpu_operator_package_manifest=render_pm))
     assert rc == 0 and recap(log)['changed'] == '0', log
