@@ -321,7 +321,8 @@ def read_gpu(root, pf, sriov_manage=SRIOV_MANAGE):
 
 def vf_holders(root, proc, vf):
     """Processes holding the VF's VFIO device (a VM's QEMU, virt-launcher): an fd on /dev/vfio/<its IOMMU group> or
-    on /dev/vfio/devices/<its cdev under vfio-dev/>. [{pid, command, device, unit}]."""
+    on /dev/vfio/devices/<its cdev under vfio-dev/>. [{pid, executable, device, unit}] (gpu_holders' executable
+    name: the command line is never shown)."""
     group = sysfs.link_name(_dev(root, vf, 'iommu_group'))
     cdevs = set(sysfs.list_names(_dev(root, vf, 'vfio-dev')))
     found = []
@@ -340,7 +341,7 @@ def vf_holders(root, proc, vf):
             g, c = VFIO_GROUP_DEV.fullmatch(target), VFIO_CDEV.fullmatch(target)
             if (g and group is not None and g.group(1) == group) or (c and c.group(1) in cdevs):
                 cgroup = sysfs.read_text(os.path.join(proc, pid, 'cgroup'), gpu_holders.HoldersError)
-                found.append({'pid': int(pid), 'command': gpu_holders.command(proc, pid), 'device': target,
+                found.append({'pid': int(pid), 'executable': gpu_holders.executable_name(proc, pid), 'device': target,
                               'unit': gpu_holders.unit_from_cgroup(cgroup)})
                 break
     return found
@@ -348,9 +349,11 @@ def vf_holders(root, proc, vf):
 
 def _holder_text(holders):
     parts = []
-    for h in holders:
+    for h in holders[:gpu_holders.MESSAGE_HOLDERS]:
         unit = ' in unit %s' % h['unit'] if h['unit'] else ''
-        parts.append('PID %d (%s) holds %s%s' % (h['pid'], h['command'] or '?', h['device'], unit))
+        parts.append('PID %d (%s) holds %s%s' % (h['pid'], gpu_holders.executable(h), h['device'], unit))
+    if len(holders) > gpu_holders.MESSAGE_HOLDERS:
+        parts.append('and %d more' % (len(holders) - gpu_holders.MESSAGE_HOLDERS))
     return ', '.join(parts)
 
 
