@@ -113,7 +113,11 @@ options:
     type: bool
     default: false
   os_release_path:
-    description: The os-release file (read at most 64 KiB).
+    description:
+      - The os-release file (read at most 64 KiB, a regular file only). At the default, C(/usr/lib/os-release) is read
+        where C(/etc/os-release) is not a readable regular file (os-release(5)).
+      - With O(stop_coreos), a host where no os-release file can be read is refused (it might be CoreOS), naming
+        the host and the paths; nothing is changed.
     type: str
     default: /etc/os-release
   proc_cpuinfo:
@@ -184,8 +188,8 @@ summary:
   type: str
 os_id:
   description:
-    - The C(ID) of O(os_release_path), read only where O(stop_coreos) is set (empty when absent or not of the
-      os-release grammar).
+    - The C(ID) of O(os_release_path), read only where O(stop_coreos) is set (the last C(ID) line; empty when absent
+      or not of the os-release grammar).
   returned: always
   type: str
   sample: ubuntu

@@ -44,7 +44,7 @@ ACPI_VENDORS = (('DMAR', 'intel'), ('IVRS', 'amd'))
 NVIDIA = '10de'
 # the files and trees read besides host_plan's own (each an absolute, normalised path; the play leaves them at the
 # defaults, tests give copies)
-READ_PATHS = (('os_release_path', '/etc/os-release'), ('proc_cpuinfo', '/proc/cpuinfo'),
+READ_PATHS = (('os_release_path', os_release.PATHS[0]), ('proc_cpuinfo', '/proc/cpuinfo'),
               ('acpi_tables_dir', ACPI_TABLES_DIR), ('proc_root', '/proc'), ('sysfs_root', '/sys'),
               ('proc_cmdline', '/proc/cmdline'))
 
@@ -53,16 +53,16 @@ class Refusal(ValueError):
     """A refusal of a role's validate path: the message is the role's own, naming the host and the variable."""
 
 
-def os_release_id(path, read=read_bytes):
-    """The ID of os-release (``''`` when the file is absent or has no ID line of the os-release grammar); the
-    first ID line counts, quotes taken off. Refusal for a file over os_release.LIMIT."""
-    return os_release_fields(path, read)['ID']
+def os_release_id(path, read=read_bytes, host='the host'):
+    """The ID of the os-release file at ``path`` (``''`` when it has no ID line of the os-release grammar); the
+    last ID line counts, quotes taken off. Refusal for a file over os_release.LIMIT or one that cannot be read."""
+    return os_release_fields((path,), read, host)['ID']
 
 
-def os_release_fields(path, read=read_bytes):
-    """os_release.read(), its error a Refusal."""
+def os_release_fields(paths, read=read_bytes, host='the host'):
+    """os_release.read_any() of ``paths`` (the first readable one), its error a Refusal."""
     try:
-        return os_release.read(path, read)
+        return os_release.read_any(paths, host, read)
     except os_release.OsReleaseError as e:
         raise Refusal(str(e))
 
@@ -204,8 +204,12 @@ def read_and_plan(inputs, reads):
     the caller gave them)."""
     host = inputs.get('host') or 'the host'
     paths = dict((key, host_plan.abs_path(inputs.get(key) or default, key)) for key, default in READ_PATHS)
-    # read only where the caller stops on it (host_plan called with decided values reads what it always read)
-    fields = os_release_fields(paths['os_release_path']) if inputs.get('stop_coreos') else {}
+    # read only where the caller stops on it (host_plan called with decided values reads what it always read);
+    # os-release(5)'s fallback, /usr/lib/os-release, where the path is left at its default; neither: refused
+    release = (paths['os_release_path'],)
+    if release[0] == os_release.PATHS[0]:
+        release = os_release.PATHS
+    fields = os_release_fields(release, host=host) if inputs.get('stop_coreos') else {}
     is_coreos = os_release.coreos(fields)
     out = {'os_id': fields.get('ID', ''), 'coreos': is_coreos, 'stopped': False, 'facts': {},
            'kernel_args_wanted': None, 'vfio_selected': None}

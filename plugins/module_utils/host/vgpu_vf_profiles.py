@@ -828,10 +828,11 @@ def _under(root_dir, path):
     return path if root_dir == '/' else root_dir + path
 
 
-def os_release_fields(root_dir='/'):
-    """os_release.read() of ``<root_dir>/etc/os-release`` (every field '' when there is none)."""
+def os_release_fields(root_dir='/', host='this host'):
+    """os_release.read_any() of ``<root_dir>/etc/os-release``, else ``<root_dir>/usr/lib/os-release``
+    (os-release(5)); VfProfileError where neither is a readable regular file (the host may be CoreOS)."""
     try:
-        return os_release.read(_under(root_dir, '/etc/os-release'), sysfs.read_bytes)
+        return os_release.read_any([_under(root_dir, path) for path in os_release.PATHS], host, sysfs.read_bytes)
     except os_release.OsReleaseError as e:
         raise VfProfileError(str(e))
 
@@ -841,7 +842,7 @@ def refuse_coreos(root_dir='/', host='this host'):
     and systemd units are the Machine Config Operator's (it renders every MachineConfig of the node's pool into the
     node's config, and /usr/local is a link into /var there), so a unit, a script and a config written over SSH
     would be outside what the MCO rolls and checks."""
-    fields = os_release_fields(root_dir)
+    fields = os_release_fields(root_dir, host)
     if os_release.coreos(fields):
         raise VfProfileError(
             '%s runs %s (/etc/os-release ID=%s, VARIANT_ID=%s), whose files and systemd units belong to the Machine '

@@ -42,12 +42,36 @@ def test_the_id_line_is_read_by_the_os_release_grammar(tmp_path, line, expected)
     assert reads.os_release_id(str(path)) == expected
 
 
-def test_os_release_absent_or_too_large(tmp_path):
-    assert reads.os_release_id(str(tmp_path / 'missing')) == ''
+def test_os_release_absent_or_too_large_is_refused(tmp_path):
+    # without an os-release the host may be CoreOS (whose MCO owns it): refused, not taken for another system
+    with pytest.raises(reads.Refusal, match='^%s: %s is not a readable regular file.*Nothing was changed'
+                       % (HOST, tmp_path / 'missing')):
+        reads.os_release_id(str(tmp_path / 'missing'), host=HOST)
     big = tmp_path / 'big'
     big.write_text('ID=rhcos\n' + 'X=' + 'y' * os_release.LIMIT + '\n')
     with pytest.raises(reads.Refusal, match='larger than 65536 bytes'):
         reads.os_release_id(str(big))
+
+
+def test_the_plan_call_refuses_a_host_without_os_release_and_falls_back_to_usr_lib(tmp_path, monkeypatch):
+    inputs = _inputs(tmp_path, 'ubuntu')
+    (tmp_path / 'os-release').unlink()
+    with pytest.raises(reads.Refusal, match='^%s: %s is not a readable regular file' % (HOST, tmp_path / 'os-release')):
+        reads.read_and_plan(inputs, {'os_facts': _facts, 'lspci': _facts})
+    # at its default the path has os-release(5)'s fallback, /usr/lib/os-release (stand-ins for the two under
+    # tmp_path: this machine's own /etc/os-release is not removed)
+    etc, usr = str(tmp_path / 'etc-os-release'), str(tmp_path / 'usr-os-release')
+    monkeypatch.setattr(os_release, 'PATHS', (etc, usr))
+    inputs['os_release_path'] = etc
+    with pytest.raises(reads.Refusal, match='^%s: neither %s nor %s is a readable regular file' % (HOST, etc, usr)):
+        reads.read_and_plan(inputs, {'os_facts': _facts, 'lspci': _facts})
+    (tmp_path / 'usr-os-release').write_text('ID="rhcos"\nVARIANT_ID=coreos\n')
+    out = reads.read_and_plan(inputs, {'os_facts': _facts, 'lspci': _facts})
+    assert out['stopped'] and out['coreos'] and out['os_id'] == 'rhcos', out
+    # a path given other than the default is the only one read
+    inputs['os_release_path'] = str(tmp_path / 'other')
+    with pytest.raises(reads.Refusal, match='^%s: %s is not a readable' % (HOST, tmp_path / 'other')):
+        reads.read_and_plan(inputs, {'os_facts': _facts, 'lspci': _facts})
 
 
 # --- CPU vendor and ACPI tables ------------------------------------------------------------------------------------
