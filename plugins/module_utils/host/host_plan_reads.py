@@ -139,9 +139,10 @@ def vfio_selection(pci, gpus, include_nvswitch, device_ids, bdfs):
 
 
 def _held_message(host, held, holders):
-    """The vfio role's refusal of held devices (roles/vfio/tasks/validate.yml), word for word."""
-    parts = ['vfio:'] + ['%s (%s:%s) is held by driver %s;' % (d['bdf'], d['vendor_id'], d['device_id'], d['driver'])
-                         for d in held]
+    """The vfio role's refusal of held devices (roles/vfio/tasks/validate.yml), word for word; a driver's name only
+    where it is a kernel module name, else "?" (vfio_bind.shown_driver)."""
+    parts = ['vfio:'] + ['%s (%s:%s) is held by driver %s;' % (d['bdf'], d['vendor_id'], d['device_id'],
+                                                               vb.shown_driver(d['driver'])) for d in held]
     if holders and holders.get('held'):
         parts.append('holders: %s;' % holders['message'])
     parts.append('nothing was changed. Stop what uses the device (nvidia-persistenced, dcgm, a display manager), '
@@ -179,13 +180,14 @@ def vfio_validate(host, vf, sysfs_root, lspci, proc_root):
         return selected
     # vfio_bind's inspection (inspect_only): every address of the binder's grammar (lspci's too: host data),
     # each on this host, then its IOMMU group's other members
+    # (each member of a group a PCI address; a sysfs file that is not UTF-8 named: vfio_bind's BindError, refused)
     try:
         for bdf in selected:
             vb.validate_bdf(bdf)
             vb.check_bindable(vb.state(sysfs_root, bdf), require_iommu=False)
+        states = [vb.state(sysfs_root, bdf) for bdf in vb.expand_groups(sysfs_root, selected)]
     except vb.BindError as e:
         raise Refusal('vfio: %s: %s. Nothing was changed.' % (host, e))
-    states = [vb.state(sysfs_root, bdf) for bdf in vb.expand_groups(sysfs_root, selected)]
     rebind = list(vf.get('rebind_drivers') or []) + ['vfio-pci']
     held = [d for d in states if d['driver'] is not None and d['driver'] not in rebind]
     if held:

@@ -171,6 +171,47 @@ def test_the_real_h200_on_vfio_pci_passes(tmp_path, fixtures_dir):
     assert reads.vfio_validate(HOST, VF, root, lspci, proc) == [H200]
 
 
+def test_a_group_member_whose_sysfs_is_not_utf8_is_refused_naming_the_file(tmp_path, fixtures_dir):
+    # the other members of the GPU's IOMMU group are read too: a vendor file of other bytes is named, not a traceback
+    root, proc, lspci = _h200_host(tmp_path, fixtures_dir, driver='vfio-pci', group=9)
+    tree = SysfsTree(root)
+    rel = tree.device('0000:00:07.0', '0403', '10de', '22e8', driver='vfio-pci', group=9)
+    with open(tree.path(rel, 'vendor'), 'wb') as f:
+        f.write(b'0x10\xffde\n')
+    with pytest.raises(reads.Refusal) as e:
+        reads.vfio_validate(HOST, VF, root, lspci, proc)
+    vendor = os.path.join(root, 'bus', 'pci', 'devices', '0000:00:07.0', 'vendor')
+    assert str(e.value).startswith('vfio: %s: %s, line 1: byte 0xff' % (HOST, vendor)), e.value
+    assert str(e.value).endswith('Nothing was changed.')
+
+
+@pytest.mark.parametrize('member', ['{{ x }}', '0000:00:07.0\n', '..', 'x' * 200])
+def test_a_group_member_that_is_no_pci_address_is_refused_naming_the_group(tmp_path, fixtures_dir, member):
+    # a member's name becomes a sysfs path, a bind and a message: only a PCI address is one
+    root, proc, lspci = _h200_host(tmp_path, fixtures_dir, driver='vfio-pci', group=9)
+    if member != '..':
+        os.mkdir(os.path.join(root, 'kernel', 'iommu_groups', '9', 'devices', member))
+    else:  # no directory entry can be named "..": a group that is not a number
+        os.unlink(os.path.join(root, 'bus', 'pci', 'devices', H200, 'iommu_group'))
+        os.symlink('../../../kernel/iommu_groups/..', os.path.join(root, 'bus', 'pci', 'devices', H200, 'iommu_group'))
+    with pytest.raises(reads.Refusal) as e:
+        reads.vfio_validate(HOST, VF, root, lspci, proc)
+    text = str(e.value)
+    assert text.startswith('vfio: %s: IOMMU group ' % HOST) and text.endswith('Nothing was changed.'), text
+    assert ('names no group number' in text) if member == '..' else (
+        'IOMMU group 9 lists an entry that is not a PCI address' in text), text
+    assert '{{' not in text and '\n' not in text and 'xx' not in text and '..' not in text
+
+
+def test_a_driver_name_outside_the_module_grammar_is_shown_as_unknown(tmp_path, fixtures_dir):
+    # the driver link's name is host data: a refusal shows it only where it is a kernel module name
+    root, proc, lspci = _h200_host(tmp_path, fixtures_dir, driver='nv\x1b[2J{{ x }}')
+    with pytest.raises(reads.Refusal) as e:
+        reads.vfio_validate(HOST, VF, root, lspci, proc)
+    assert str(e.value).startswith('vfio: 0000:00:06.0 (10de:2335) is held by driver ?;'), e.value
+    assert '\x1b' not in str(e.value) and '{{' not in str(e.value)
+
+
 def test_nothing_selected_names_the_iommu_state_and_the_host(tmp_path, fixtures_dir):
     root, proc, lspci = _h200_host(tmp_path, fixtures_dir)
     # gpus false and no ids: nothing discovered, nothing selected
