@@ -37,6 +37,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs impor
 CPUINFO_LIMIT = 64 * 1024
 VENDOR_LINE_RE = re.compile(r'vendor_id\s*:\s*(GenuineIntel|AuthenticAMD)\s*')
 CPU_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd'}
+# kernel_args_iommu_vendor's choices (roles/kernel_args/meta/argument_specs.yml)
+IOMMU_VENDOR_CHOICES = ('auto', 'intel', 'amd')
 # the platform IOMMU's ACPI table: DMAR is Intel VT-d, IVRS is AMD-Vi (roles/kernel_args/tasks/validate.yml)
 ACPI_TABLES_DIR = '/sys/firmware/acpi/tables'
 ACPI_VENDORS = (('DMAR', 'intel'), ('IVRS', 'amd'))
@@ -110,7 +112,13 @@ def kernel_args_wanted(host, ka, tables_dir, proc_cpuinfo):
     extra = ka.get('extra', [])
     if not isinstance(extra, list):
         raise host_plan.PlanError('kernel_args_extra is %r: expected a list' % (extra,))
-    vendor = iommu_vendor(ka.get('iommu', True), ka.get('iommu_vendor', 'auto'), state, tables_dir, proc_cpuinfo)
+    setting = ka.get('iommu_vendor', 'auto')
+    if setting not in IOMMU_VENDOR_CHOICES:
+        # "none" (the derived vendor of an IOMMU turned off) would plan no IOMMU argument at all, silently
+        raise Refusal('kernel_args: %s: kernel_args_iommu_vendor is %r: choose auto, intel or amd '
+                      '(kernel_args_iommu false turns the IOMMU arguments off). Nothing was changed.'
+                      % (host, setting[:80] if isinstance(setting, str) else setting))
+    vendor = iommu_vendor(ka.get('iommu', True), setting, state, tables_dir, proc_cpuinfo)
     if vendor == 'unknown':
         raise Refusal('kernel_args: %s shows neither a DMAR nor an IVRS ACPI table and no known CPU vendor (is '
                       'VT-d/AMD-Vi enabled in the firmware, or is this host itself a VM?). Enable the IOMMU in the '
@@ -206,6 +214,8 @@ def read_and_plan(inputs, reads):
     the caller gave them)."""
     host = inputs.get('host') or 'the host'
     paths = dict((key, host_plan.abs_path(inputs.get(key) or default, key)) for key, default in READ_PATHS)
+    # every input checked by shape before the first read (host_plan.plan checks them again with the decided values)
+    host_plan.check_inputs(inputs)
     # read only where the caller stops on it (host_plan called with decided values reads what it always read);
     # os-release(5)'s fallback, /usr/lib/os-release, where the path is left at its default; neither: refused
     release = (paths['os_release_path'],)

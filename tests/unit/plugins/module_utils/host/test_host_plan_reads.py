@@ -130,6 +130,16 @@ def test_the_roles_vendor_refusals_name_the_host(tmp_path):
         reads.kernel_args_wanted(HOST, dict(ka, iommu='false'), '/x', '/x')
 
 
+
+@pytest.mark.parametrize('vendor', ['none', 'unknown', 'Intel', '', None])
+def test_an_iommu_vendor_outside_the_roles_choices_is_refused(vendor):
+    # roles/kernel_args/meta/argument_specs.yml: auto, intel or amd; none (from -e) planned no IOMMU argument
+    ka = {'state': 'present', 'iommu': True, 'iommu_vendor': vendor, 'iommu_passthrough': True, 'extra': []}
+    with pytest.raises(reads.Refusal, match=r"^kernel_args: %s: kernel_args_iommu_vendor is .*: choose auto, intel "
+                                            r"or amd .*Nothing was changed\.$" % HOST):
+        reads.kernel_args_wanted(HOST, ka, '/nonexistent', '/nonexistent')
+
+
 # --- vfio: discovery, selection, inspection, holders ---------------------------------------------------------------
 
 def _h200_host(tmp_path, fixtures_dir, driver='nvidia', group=None, holder=False):
@@ -313,11 +323,31 @@ def test_the_facts_pick_the_backend_as_the_role_does(tmp_path):
 
 
 def test_a_running_command_line_that_cannot_be_read_is_refused_as_the_roles_precheck_does(tmp_path):
-    inputs = _inputs(tmp_path, 'ubuntu', proc_cmdline=str(tmp_path / 'no-cmdline'),
+    inputs = _inputs(tmp_path, 'ubuntu', proc_cmdline=str(tmp_path / 'no' / 'cmdline'),
                      kernel_args=_ka(tmp_path, iommu_vendor='amd'))
     with pytest.raises(reads.Refusal, match='kernel_args: %s: cannot read %s as a kernel command line'
-                       % (HOST, tmp_path / 'no-cmdline')):
+                       % (HOST, tmp_path / 'no' / 'cmdline')):
         reads.read_and_plan(inputs, {'os_facts': lambda: {'os_family': 'Debian'}})
+
+
+def _never(*_args):
+    raise AssertionError('nothing is read on the host before the inputs are checked')
+
+
+@pytest.mark.parametrize('over, named', [
+    ({'kernel_args': {'enabled': True, 'state': 'present', 'record_path': '/etc/shadow'}}, 'kernel_args_record_path'),
+    ({'proc_cmdline': '/etc/shadow'}, 'kernel_args_proc_cmdline'),
+    ({'vfio': {'state': 'present', 'modules': ['vfio\ninstall x /bin/sh']}}, 'vfio_modules[0]'),
+])
+def test_the_inputs_are_checked_before_the_first_read(tmp_path, over, named):
+    # the module's documentation: every input is checked by shape before anything is read (the OS facts, os-release,
+    # lspci, sysfs, procfs); a missing os-release would otherwise be the refusal
+    inputs = dict(_inputs(tmp_path, 'ubuntu'), os_release_path=str(tmp_path / 'missing' / 'os-release'), **over)
+    with pytest.raises(host_plan.PlanError, match=named.replace('[', r'\[').replace(']', r'\]')):
+        reads.read_and_plan(inputs, {'os_facts': _never, 'lspci': _never})
+    inputs['stop_coreos'] = False
+    with pytest.raises(host_plan.PlanError, match=named.replace('[', r'\[').replace(']', r'\]')):
+        reads.read_and_plan(inputs, {'os_facts': _never, 'lspci': _never})
 
 
 @pytest.mark.parametrize('key', ['os_release_path', 'proc_cpuinfo', 'acpi_tables_dir', 'proc_root'])
