@@ -23,7 +23,7 @@ description:
     mode a role would reset, a boot loader file the editor refuses), it plans a change, so the host is rolled and the
     roles decide.
   - Every input is checked by shape before anything is read (the roles' own validators), and an error names the role
-    variable it came from.
+    variable it came from. C(kernel_args.iommu_vendor) must be one of the role's choices (auto, intel, amd).
   - With the raw role inputs instead of decided values (no C(kernel_args.args), no C(vfio.devices)) it also reads and
     decides, in the same call, what the roles' C(validate.yml) read with several module calls, refusing what they
     refuse with their words (naming O(host) and the variable) - C(playbooks/host_prep.yml)'s plan play so makes one
@@ -89,7 +89,7 @@ options:
     type: str
     default: ''
   proc_cmdline:
-    description: The running kernel's command line.
+    description: The running kernel's command line; a file named C(cmdline) (C(/proc/cmdline), or a copy of one).
     type: str
     default: /proc/cmdline
   sysfs_root:
