@@ -130,7 +130,6 @@ def test_the_roles_vendor_refusals_name_the_host(tmp_path):
         reads.kernel_args_wanted(HOST, dict(ka, iommu='false'), '/x', '/x')
 
 
-
 @pytest.mark.parametrize('vendor', ['none', 'unknown', 'Intel', '', None])
 def test_an_iommu_vendor_outside_the_roles_choices_is_refused(vendor):
     # roles/kernel_args/meta/argument_specs.yml: auto, intel or amd; none (from -e) planned no IOMMU argument
