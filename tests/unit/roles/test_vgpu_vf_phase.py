@@ -130,6 +130,6 @@ def test_a_coreos_host_is_refused_by_the_role_itself_when_the_platform_is_auto(t
     # the role's own check (its module, before its first change): gpuvirt_platform auto, run alone, on an RHCOS host
     board, rc, out = _run(tmp_path, os_release='NAME="Red Hat Enterprise Linux CoreOS"\nID="rhcos"\n')
     assert rc != 0, out
-    assert 'runs Red Hat CoreOS (/etc/os-release ID=rhcos)' in out and 'Nothing was changed' in out, out
+    assert 'runs Red Hat CoreOS (/etc/os-release ID=rhcos, VARIANT_ID=(none))' in out and 'Nothing was changed' in out, out
     assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
     assert not os.path.exists(tmp_path / 'root/etc/gpuvirt')
