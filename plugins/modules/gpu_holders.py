@@ -13,8 +13,10 @@ short_description: Name the processes that hold NVIDIA device files, with their 
 version_added: 0.1.0
 description:
   - Scans C(/proc/<pid>/fd) for C(/dev/nvidia*) (GPU devices C(/dev/nvidiaN), and control devices such as
-    C(/dev/nvidiactl) and C(/dev/nvidia-uvm)), and reports pid, command, device, GPU minor (and its BDF from
-    C(/proc/driver/nvidia/gpus)) and the systemd unit from C(/proc/<pid>/cgroup).
+    C(/dev/nvidiactl) and C(/dev/nvidia-uvm)), and reports pid, executable name, device, GPU minor (and its BDF
+    from C(/proc/driver/nvidia/gpus)) and the systemd unit from C(/proc/<pid>/cgroup).
+  - A process's command line is never returned nor shown (any user who may open an NVIDIA device file writes it,
+    secrets and terminal escapes included); a holder is named by its executable name.
   - A rebind to vfio-pci is refused with RV(message) when RV(held) is true.
   - Read-only. Without root, other users' processes cannot be inspected; RV(unreadable) counts them.
 author:
@@ -51,15 +53,17 @@ held:
   returned: always
   type: bool
 holders:
-  description: pid, command, executable (basename of argv[0], else comm; what holders are recognised by; C(?) when
-    the name is not letters, digits and C(_.+@-), since any user names their processes), device, minor (null for
-    control devices), bdf (null when unknown), unit (null when not in a systemd unit). Saved facts keep all but
-    the command.
+  description: pid, executable (basename of argv[0], else comm; what holders are recognised and named by; C(?)
+    when the name is not letters, digits and C(_.+@-), since any user names their processes), device, minor (null
+    for control devices), bdf (null when unknown or not a PCI address), unit (null when not in a systemd unit).
+    Saved facts keep them all.
   returned: always
   type: list
   elements: dict
 message:
-  description: One line per holder, suitable for a failure message.
+  description:
+    - One line per holder (pid, executable name, device, GPU, unit), at most 16 of them, then C(and N more);
+      suitable for a failure message.
   returned: always
   type: str
 unreadable:

@@ -23,7 +23,7 @@ description:
     mode a role would reset, a boot loader file the editor refuses), it plans a change, so the host is rolled and the
     roles decide.
   - Every input is checked by shape before anything is read (the roles' own validators), and an error names the role
-    variable it came from.
+    variable it came from. C(kernel_args.iommu_vendor) must be one of the role's choices (auto, intel, amd).
   - With the raw role inputs instead of decided values (no C(kernel_args.args), no C(vfio.devices)) it also reads and
     decides, in the same call, what the roles' C(validate.yml) read with several module calls, refusing what they
     refuse with their words (naming O(host) and the variable) - C(playbooks/host_prep.yml)'s plan play so makes one
@@ -89,7 +89,7 @@ options:
     type: str
     default: ''
   proc_cmdline:
-    description: The running kernel's command line.
+    description: The running kernel's command line; a file named C(cmdline) (C(/proc/cmdline), or a copy of one).
     type: str
     default: /proc/cmdline
   sysfs_root:
@@ -113,7 +113,11 @@ options:
     type: bool
     default: false
   os_release_path:
-    description: The os-release file (read at most 64 KiB).
+    description:
+      - The os-release file (read at most 64 KiB, a regular file only). At the default, C(/usr/lib/os-release) is read
+        where C(/etc/os-release) is not a readable regular file (os-release(5)).
+      - With O(stop_coreos), a host where no os-release file can be read is refused (it might be CoreOS), naming
+        the host and the paths; nothing is changed.
     type: str
     default: /etc/os-release
   proc_cpuinfo:
@@ -184,8 +188,8 @@ summary:
   type: str
 os_id:
   description:
-    - The C(ID) of O(os_release_path), read only where O(stop_coreos) is set (empty when absent or not of the
-      os-release grammar).
+    - The C(ID) of O(os_release_path), read only where O(stop_coreos) is set (the last C(ID) line; empty when absent
+      or not of the os-release grammar).
   returned: always
   type: str
   sample: ubuntu

@@ -65,7 +65,10 @@ EXAMPLES = r'''
 
 RETURN = r'''
 devices:
-  description: Per device, its ids, IOMMU group, the driver before and after and the steps taken (or needed).
+  description:
+    - Per device, its ids, IOMMU group, the driver before and after and the steps taken (or needed).
+    - A driver's name is shown only where it is a kernel module name (letters, digits, C(_) and C(-)), else C(?);
+      null for no driver.
   returned: always
   type: list
   elements: dict
@@ -111,8 +114,9 @@ def main():
     results, changed = [], False
     for st in states:
         steps = vb.plan(st, driver)
-        res = dict((k, st[k]) for k in ('bdf', 'vendor_id', 'device_id', 'class_id', 'iommu_group', 'driver'))
-        res.update(driver_before=st['driver'], steps=steps)
+        res = dict((k, st[k]) for k in ('bdf', 'vendor_id', 'device_id', 'class_id', 'iommu_group'))
+        # a driver's name as shown (the vfio role's refusal prints it): a kernel module name, else "?"
+        res.update(driver=vb.shown_driver(st['driver']), driver_before=vb.shown_driver(st['driver']), steps=steps)
         results.append(res)
         changed = changed or bool(steps)
     if module.params['inspect_only']:
@@ -131,7 +135,7 @@ def main():
         except (IOError, OSError) as e:
             failed.append('%s: %s' % (st['bdf'], to_native(e)))
             continue
-        res['driver'] = vb.state(root, st['bdf'])['driver']
+        res['driver'] = vb.shown_driver(vb.state(root, st['bdf'])['driver'])
         if res['driver'] != driver:
             failed.append('%s is bound to %s after probing, not %s' % (st['bdf'], res['driver'] or 'no driver', driver))
     if failed:

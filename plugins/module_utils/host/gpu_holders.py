@@ -1,8 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Which processes hold /dev/nvidia* (from /proc/<pid>/fd), with their command and systemd unit, so a rebind
-to vfio-pci can be refused naming them. ``proc_root`` lets tests and sosreports point at a copy."""
+"""Which processes hold /dev/nvidia* (from /proc/<pid>/fd), with their executable name and systemd unit, so a
+rebind to vfio-pci can be refused naming them. ``proc_root`` lets tests and sosreports point at a copy.
+
+A process's command line (/proc/<pid>/cmdline) is never returned or shown: any user who may open /dev/nvidiactl
+writes it as they like (terminal escapes, newlines, a password on an option), and a refusal message reaches the
+operator's terminal and the controller's logs. A holder is named by its executable name (the basename of argv[0],
+else comm) where it fits a conservative grammar, else "?", with its pid, device, GPU and unit."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -10,6 +15,7 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pci_address
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import sysfs
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 
@@ -22,6 +28,8 @@ PID = re.compile(r'[0-9]{1,7}')
 FD = re.compile(r'[0-9]{1,10}')
 DEVICE_MINOR = re.compile(r'Device Minor:\s*(?P<minor>[0-9]{1,7})\s*')
 UNKNOWN_EXECUTABLE = '?'
+# a refusal names at most this many holders, then "and N more"
+MESSAGE_HOLDERS = 16
 
 # The one rule for what a holder is: its executable name (basename of argv[0]) compared exactly, lower-cased.
 # Preflight and the DRA rebind check both use holder_category().
@@ -52,16 +60,16 @@ def unit_from_cgroup(text):
     return None
 
 
+def _name_or_unknown(name):
+    if not isinstance(name, str) or len(name) > 255 or not validators.EXECUTABLE_NAME_RE.fullmatch(name):
+        return UNKNOWN_EXECUTABLE
+    return name
+
+
 def executable(holder):
-    """Basename of argv[0]: the ``executable`` field scan() records, else the first word of ``command``
-    (``[comm]`` for a process without a command line)."""
-    name = holder.get('executable')
-    if not name:
-        words = (holder.get('command') or '').split()
-        name = words[0] if words else ''
-        if name.startswith('[') and name.endswith(']'):
-            name = name[1:-1]
-    return name.rsplit('/', 1)[-1].lower()
+    """The ``executable`` field scan() records (basename of argv[0], else comm), lower-cased; "?" where it is
+    absent or outside the grammar (a holder given by a caller may hold anything)."""
+    return _name_or_unknown(holder.get('executable')).lower()
 
 
 def holder_category(holder):
@@ -73,27 +81,45 @@ def holder_category(holder):
     return 'other'
 
 
-def _executable(proc, pid):
-    """Basename of argv[0], else comm: the name holders are recognised by. Any user names their processes as they
-    like, and the name travels into saved facts, so only a conservative grammar passes; anything else is "?"."""
+def executable_name(proc, pid):
+    """Basename of argv[0], else comm: the name holders are recognised and named by. Any user names their processes
+    as they like, and the name travels into messages and saved facts, so only a conservative grammar passes;
+    anything else is "?". Only argv[0] is looked at: the rest of the command line is never read into a result."""
     raw = sysfs.read_bytes(os.path.join(proc, pid, 'cmdline'))
     if raw:
         name = os.path.basename(raw.split(b'\0', 1)[0].decode('utf-8', 'replace'))
     else:
-        name = (_read(os.path.join(proc, pid, 'comm')) or '').rstrip('\n')
+        try:
+            name = (_read(os.path.join(proc, pid, 'comm')) or '').rstrip('\n')
+        except HoldersError:
+            name = UNKNOWN_EXECUTABLE  # a comm that is not UTF-8: named "?", as any name outside the grammar
     if not name:
         return None
-    if len(name) > 255 or not validators.EXECUTABLE_NAME_RE.fullmatch(name):
-        return UNKNOWN_EXECUTABLE
-    return name
+    return _name_or_unknown(name)
 
 
-def command(proc, pid):
-    raw = sysfs.read_bytes(os.path.join(proc, pid, 'cmdline'))
-    if raw:
-        return raw.rstrip(b'\0').replace(b'\0', b' ').decode('utf-8', 'replace')
-    comm = _read(os.path.join(proc, pid, 'comm'))
-    return '[%s]' % comm.strip() if comm else None
+_executable = executable_name
+
+
+def holder_line(holder):
+    """One holder as a refusal names it: pid, executable name ("?" outside its grammar), device, GPU, unit."""
+    return 'PID %s (%s) holds %s%s%s' % (
+        holder.get('pid'), _name_or_unknown(holder.get('executable')), holder.get('device'),
+        ' (GPU %s)' % holder['bdf'] if holder.get('bdf') else '',
+        ', unit %s' % holder['unit'] if holder.get('unit') else '')
+
+
+def message(holders, unreadable=0):
+    """The refusal text of ``holders``: one line each (holder_line), at most MESSAGE_HOLDERS of them, then "and N
+    more"; "no process holds /dev/nvidia*" for none; the count of processes that could not be inspected."""
+    lines = [holder_line(h) for h in holders[:MESSAGE_HOLDERS]]
+    if len(holders) > MESSAGE_HOLDERS:
+        lines.append('and %d more' % (len(holders) - MESSAGE_HOLDERS))
+    if not holders:
+        lines = ['no process holds /dev/nvidia*']
+    if unreadable:
+        lines.append('%d processes could not be inspected (run as root to see them all)' % unreadable)
+    return '\n'.join(lines)
 
 
 def minor_bdfs(proc):
@@ -109,7 +135,8 @@ def minor_bdfs(proc):
             if not m:
                 raise HoldersError('%s: %r is not "Device Minor: <number of at most 7 digits>"; give proc_root a '
                                    'copy of procfs as the NVIDIA driver writes it' % (path, line[:80]))
-            out[int(m.group('minor'))] = bdf.lower()
+            # the directory's name is shown in messages: a PCI address, else unknown (the holder is kept)
+            out[int(m.group('minor'))] = bdf.lower() if pci_address.is_sysfs_bdf(bdf.lower()) else None
     return out
 
 
@@ -142,15 +169,8 @@ def scan(proc='/proc', gpus=None):
             bdf = bdfs.get(minor) if minor is not None else None
             if wanted and bdf is not None and bdf not in wanted:  # another GPU (unknown BDF: kept, to be safe)
                 continue
-            holders.append({'pid': int(pid), 'command': command(proc, pid), 'executable': _executable(proc, pid),
+            holders.append({'pid': int(pid), 'executable': executable_name(proc, pid),
                             'device': target, 'minor': minor,
                             'bdf': bdf, 'unit': unit_from_cgroup(_read(os.path.join(proc, pid, 'cgroup')))})
-    lines = ['PID %d (%s) holds %s%s%s' % (
-        h['pid'], h['command'], h['device'],
-        ' (GPU %s)' % h['bdf'] if h['bdf'] else '',
-        ', unit %s' % h['unit'] if h['unit'] else '') for h in holders]
-    if not holders:
-        lines = ['no process holds /dev/nvidia*']
-    if unreadable:
-        lines.append('%d processes could not be inspected (run as root to see them all)' % unreadable)
-    return {'held': bool(holders), 'holders': holders, 'message': '\n'.join(lines), 'unreadable': unreadable}
+    return {'held': bool(holders), 'holders': holders, 'message': message(holders, unreadable),
+            'unreadable': unreadable}

@@ -133,6 +133,12 @@ def check_inputs(inp):
     The names in the messages are the role variables the playbook passes in."""
     out = dict(inp)
     out['proc_cmdline'] = abs_path(inp.get('proc_cmdline', '/proc/cmdline'), 'proc_cmdline')
+    # the running kernel's command line is /proc/cmdline (or a copy named so): any other file's tokens would appear
+    # in the plan's reasons
+    if os.path.basename(out['proc_cmdline']) != 'cmdline':
+        raise PlanError('proc_cmdline (kernel_args_proc_cmdline) is %r: expected the kernel\'s command line file, '
+                        'named cmdline (/proc/cmdline, or a copy of it such as /srv/sosreport/proc/cmdline)'
+                        % (out['proc_cmdline'][:200],))
     out['sysfs_root'] = abs_path(inp.get('sysfs_root', '/sys'), 'vfio_sysfs_root')
     out['boot_dir'] = abs_path(inp.get('boot_dir', '/boot'), 'boot_dir')
     ka = dict(DEFAULTS['kernel_args'], **(inp.get('kernel_args') or {}))

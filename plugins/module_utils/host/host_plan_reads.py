@@ -37,6 +37,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs impor
 CPUINFO_LIMIT = 64 * 1024
 VENDOR_LINE_RE = re.compile(r'vendor_id\s*:\s*(GenuineIntel|AuthenticAMD)\s*')
 CPU_VENDORS = {'GenuineIntel': 'intel', 'AuthenticAMD': 'amd'}
+# kernel_args_iommu_vendor's choices (roles/kernel_args/meta/argument_specs.yml)
+IOMMU_VENDOR_CHOICES = ('auto', 'intel', 'amd')
 # the platform IOMMU's ACPI table: DMAR is Intel VT-d, IVRS is AMD-Vi (roles/kernel_args/tasks/validate.yml)
 ACPI_TABLES_DIR = '/sys/firmware/acpi/tables'
 ACPI_VENDORS = (('DMAR', 'intel'), ('IVRS', 'amd'))
@@ -44,7 +46,7 @@ ACPI_VENDORS = (('DMAR', 'intel'), ('IVRS', 'amd'))
 NVIDIA = '10de'
 # the files and trees read besides host_plan's own (each an absolute, normalised path; the play leaves them at the
 # defaults, tests give copies)
-READ_PATHS = (('os_release_path', '/etc/os-release'), ('proc_cpuinfo', '/proc/cpuinfo'),
+READ_PATHS = (('os_release_path', os_release.PATHS[0]), ('proc_cpuinfo', '/proc/cpuinfo'),
               ('acpi_tables_dir', ACPI_TABLES_DIR), ('proc_root', '/proc'), ('sysfs_root', '/sys'),
               ('proc_cmdline', '/proc/cmdline'))
 
@@ -53,16 +55,16 @@ class Refusal(ValueError):
     """A refusal of a role's validate path: the message is the role's own, naming the host and the variable."""
 
 
-def os_release_id(path, read=read_bytes):
-    """The ID of os-release (``''`` when the file is absent or has no ID line of the os-release grammar); the
-    first ID line counts, quotes taken off. Refusal for a file over os_release.LIMIT."""
-    return os_release_fields(path, read)['ID']
+def os_release_id(path, read=read_bytes, host='the host'):
+    """The ID of the os-release file at ``path`` (``''`` when it has no ID line of the os-release grammar); the
+    last ID line counts, quotes taken off. Refusal for a file over os_release.LIMIT or one that cannot be read."""
+    return os_release_fields((path,), read, host)['ID']
 
 
-def os_release_fields(path, read=read_bytes):
-    """os_release.read(), its error a Refusal."""
+def os_release_fields(paths, read=read_bytes, host='the host'):
+    """os_release.read_any() of ``paths`` (the first readable one), its error a Refusal."""
     try:
-        return os_release.read(path, read)
+        return os_release.read_any(paths, host, read)
     except os_release.OsReleaseError as e:
         raise Refusal(str(e))
 
@@ -110,7 +112,13 @@ def kernel_args_wanted(host, ka, tables_dir, proc_cpuinfo):
     extra = ka.get('extra', [])
     if not isinstance(extra, list):
         raise host_plan.PlanError('kernel_args_extra is %r: expected a list' % (extra,))
-    vendor = iommu_vendor(ka.get('iommu', True), ka.get('iommu_vendor', 'auto'), state, tables_dir, proc_cpuinfo)
+    setting = ka.get('iommu_vendor', 'auto')
+    if setting not in IOMMU_VENDOR_CHOICES:
+        # "none" (the derived vendor of an IOMMU turned off) would plan no IOMMU argument at all, silently
+        raise Refusal('kernel_args: %s: kernel_args_iommu_vendor is %r: choose auto, intel or amd '
+                      '(kernel_args_iommu false turns the IOMMU arguments off). Nothing was changed.'
+                      % (host, setting[:80] if isinstance(setting, str) else setting))
+    vendor = iommu_vendor(ka.get('iommu', True), setting, state, tables_dir, proc_cpuinfo)
     if vendor == 'unknown':
         raise Refusal('kernel_args: %s shows neither a DMAR nor an IVRS ACPI table and no known CPU vendor (is '
                       'VT-d/AMD-Vi enabled in the firmware, or is this host itself a VM?). Enable the IOMMU in the '
@@ -139,9 +147,10 @@ def vfio_selection(pci, gpus, include_nvswitch, device_ids, bdfs):
 
 
 def _held_message(host, held, holders):
-    """The vfio role's refusal of held devices (roles/vfio/tasks/validate.yml), word for word."""
-    parts = ['vfio:'] + ['%s (%s:%s) is held by driver %s;' % (d['bdf'], d['vendor_id'], d['device_id'], d['driver'])
-                         for d in held]
+    """The vfio role's refusal of held devices (roles/vfio/tasks/validate.yml), word for word; a driver's name only
+    where it is a kernel module name, else "?" (vfio_bind.shown_driver)."""
+    parts = ['vfio:'] + ['%s (%s:%s) is held by driver %s;' % (d['bdf'], d['vendor_id'], d['device_id'],
+                                                               vb.shown_driver(d['driver'])) for d in held]
     if holders and holders.get('held'):
         parts.append('holders: %s;' % holders['message'])
     parts.append('nothing was changed. Stop what uses the device (nvidia-persistenced, dcgm, a display manager), '
@@ -179,13 +188,14 @@ def vfio_validate(host, vf, sysfs_root, lspci, proc_root):
         return selected
     # vfio_bind's inspection (inspect_only): every address of the binder's grammar (lspci's too: host data),
     # each on this host, then its IOMMU group's other members
+    # (each member of a group a PCI address; a sysfs file that is not UTF-8 named: vfio_bind's BindError, refused)
     try:
         for bdf in selected:
             vb.validate_bdf(bdf)
             vb.check_bindable(vb.state(sysfs_root, bdf), require_iommu=False)
+        states = [vb.state(sysfs_root, bdf) for bdf in vb.expand_groups(sysfs_root, selected)]
     except vb.BindError as e:
         raise Refusal('vfio: %s: %s. Nothing was changed.' % (host, e))
-    states = [vb.state(sysfs_root, bdf) for bdf in vb.expand_groups(sysfs_root, selected)]
     rebind = list(vf.get('rebind_drivers') or []) + ['vfio-pci']
     held = [d for d in states if d['driver'] is not None and d['driver'] not in rebind]
     if held:
@@ -204,8 +214,14 @@ def read_and_plan(inputs, reads):
     the caller gave them)."""
     host = inputs.get('host') or 'the host'
     paths = dict((key, host_plan.abs_path(inputs.get(key) or default, key)) for key, default in READ_PATHS)
-    # read only where the caller stops on it (host_plan called with decided values reads what it always read)
-    fields = os_release_fields(paths['os_release_path']) if inputs.get('stop_coreos') else {}
+    # every input checked by shape before the first read (host_plan.plan checks them again with the decided values)
+    host_plan.check_inputs(inputs)
+    # read only where the caller stops on it (host_plan called with decided values reads what it always read);
+    # os-release(5)'s fallback, /usr/lib/os-release, where the path is left at its default; neither: refused
+    release = (paths['os_release_path'],)
+    if release[0] == os_release.PATHS[0]:
+        release = os_release.PATHS
+    fields = os_release_fields(release, host=host) if inputs.get('stop_coreos') else {}
     is_coreos = os_release.coreos(fields)
     out = {'os_id': fields.get('ID', ''), 'coreos': is_coreos, 'stopped': False, 'facts': {},
            'kernel_args_wanted': None, 'vfio_selected': None}

@@ -55,7 +55,7 @@ def check_facts(pci, holders=None, mdev=None):
     _need(holders or {}, dict, "gpu_holders", "the gpu_holders module's result (a dict with holders)")
     for i, holder in enumerate(_need((holders or {}).get("holders") or [], list, "gpu_holders.holders",
                                      "a list of holders")):
-        _need(holder, dict, "gpu_holders.holders[%d]" % i, "a dict with pid, command and device")
+        _need(holder, dict, "gpu_holders.holders[%d]" % i, "a dict with pid, executable and device")
     _need(mdev or {}, dict, "mdev_types", "the mdev_types module's result (a dict with parents)")
     for i, parent in enumerate(_need((mdev or {}).get("parents") or [], list, "mdev_types.parents",
                                      "a list of parents")):
@@ -175,11 +175,11 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
             if row.resource == "dra" and gpu_holders.holder_category(holder) in DRA_TOLERATED_HOLDERS:
                 warnings.append("%s: %s holds %s (pid %s); DRA driver 0.4+ turns persistence mode off around the "
                                 "rebind, older drivers need it stopped"
-                                % (host, holder.get("command"), holder.get("device"), holder.get("pid")))
+                                % (host, gpu_holders.executable(holder), holder.get("device"), holder.get("pid")))
                 continue
             errors.append(
                 "%s: %s holds %s (pid %s%s); stop it before the GPU is rebound: %s" % (
-                    host, holder.get("command"), holder.get("device"), holder.get("pid"),
+                    host, gpu_holders.executable(holder), holder.get("device"), holder.get("pid"),
                     ", unit " + holder["unit"] if holder.get("unit") else "",
                     ("systemctl disable --now " + holder["unit"]) if holder.get("unit") else
                     "kill pid %s" % holder.get("pid")))

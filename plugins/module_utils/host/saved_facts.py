@@ -19,7 +19,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pci_address, vgpu_interface
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, pci_address, vgpu_interface
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 
 FORMAT_VERSION = 2
@@ -331,16 +331,8 @@ def _holder(holder):
 
 
 def holders_message(holders, unreadable=0):
-    """The gpu_holders message rebuilt from saved holders (the live one names command lines)."""
-    lines = ['PID %s (%s) holds %s%s%s' % (
-        h.get('pid'), h.get('executable') or UNKNOWN_EXECUTABLE, h.get('device'),
-        ' (GPU %s)' % h['bdf'] if h.get('bdf') else '',
-        ', unit %s' % h['unit'] if h.get('unit') else '') for h in holders]
-    if not holders:
-        lines = ['no process holds /dev/nvidia*']
-    if unreadable:
-        lines.append('%d processes could not be inspected (run as root to see them all)' % unreadable)
-    return '\n'.join(lines)
+    """The gpu_holders message rebuilt from saved holders (gpu_holders.message: the same text a live scan gives)."""
+    return gpu_holders.message(holders, unreadable)
 
 
 def to_saved(host, hostvars, source=None):
@@ -373,11 +365,6 @@ def from_saved(doc, host, path):
         return from_text(doc, host, path)
     checked = _Checker(path).document(doc, host)
     facts = dict((k, v) for k, v in checked.items() if k in FACTS or k in SCALARS)
-    holders = facts.get('gpuvirt_gpu_holders')
-    if holders and holders.get('holders'):
-        # the later phases print a holder's command: a saved one has its executable name only
-        for h in holders['holders']:
-            h['command'] = h['executable']
     return facts
 
 

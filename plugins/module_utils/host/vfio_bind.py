@@ -12,13 +12,30 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import pci_address
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host.sysfs import hex_id, link_name, list_names, read_text
+
+
+# an IOMMU group is a number (the kernel's iommu_group id; /sys/kernel/iommu_groups/<id>)
+GROUP_RE = re.compile(r'[0-9]{1,10}')
+UNKNOWN_DRIVER = '?'
 
 
 class BindError(Exception):
     """A device cannot be bound; the message names the device and the fix."""
+
+
+def shown_driver(name):
+    """A driver's name as a message or result shows it: the name where it is a kernel module name (validators'
+    grammar: what the kernel's drivers are called), None for no driver, else "?" (the link's target is host data)."""
+    if name is None:
+        return None
+    if len(name) <= validators.KERNEL_MODULE_MAX and validators.KERNEL_MODULE_RE.fullmatch(name):
+        return name
+    return UNKNOWN_DRIVER
 
 
 def validate_bdf(bdf):
@@ -60,9 +77,21 @@ def state(sysfs_root, bdf):
 
 
 def group_members(sysfs_root, group):
-    """Every device of an IOMMU group, sorted (they must all move to vfio-pci together)."""
+    """Every device of an IOMMU group, sorted (they must all move to vfio-pci together). BindError naming the group
+    for a group that is not a number or a member that is not a PCI address (a copied tree may hold anything, and a
+    member becomes a sysfs path, a write and a message)."""
+    if not GROUP_RE.fullmatch(group or ''):
+        raise BindError('IOMMU group link names no group number: %s is not the kernel\'s sysfs (give sysfs_root, '
+                        'where sysfs is mounted)' % sysfs_root)
     path = os.path.join(sysfs_root, 'kernel', 'iommu_groups', group, 'devices')
-    return list_names(path)
+    members = list_names(path)
+    for member in members:
+        if not pci_address.is_sysfs_bdf(member):
+            # the name itself is not shown: it is host data of no grammar
+            raise BindError('IOMMU group %s lists an entry that is not a PCI address (such as 0000:41:00.0); its '
+                            'devices cannot be checked, so none is bound: give sysfs_root, where sysfs is mounted'
+                            % group)
+    return members
 
 
 def expand_groups(sysfs_root, bdfs):

@@ -321,7 +321,8 @@ def read_gpu(root, pf, sriov_manage=SRIOV_MANAGE):
 
 def vf_holders(root, proc, vf):
     """Processes holding the VF's VFIO device (a VM's QEMU, virt-launcher): an fd on /dev/vfio/<its IOMMU group> or
-    on /dev/vfio/devices/<its cdev under vfio-dev/>. [{pid, command, device, unit}]."""
+    on /dev/vfio/devices/<its cdev under vfio-dev/>. [{pid, executable, device, unit}] (gpu_holders' executable
+    name: the command line is never shown)."""
     group = sysfs.link_name(_dev(root, vf, 'iommu_group'))
     cdevs = set(sysfs.list_names(_dev(root, vf, 'vfio-dev')))
     found = []
@@ -340,7 +341,7 @@ def vf_holders(root, proc, vf):
             g, c = VFIO_GROUP_DEV.fullmatch(target), VFIO_CDEV.fullmatch(target)
             if (g and group is not None and g.group(1) == group) or (c and c.group(1) in cdevs):
                 cgroup = sysfs.read_text(os.path.join(proc, pid, 'cgroup'), gpu_holders.HoldersError)
-                found.append({'pid': int(pid), 'command': gpu_holders.command(proc, pid), 'device': target,
+                found.append({'pid': int(pid), 'executable': gpu_holders.executable_name(proc, pid), 'device': target,
                               'unit': gpu_holders.unit_from_cgroup(cgroup)})
                 break
     return found
@@ -348,9 +349,11 @@ def vf_holders(root, proc, vf):
 
 def _holder_text(holders):
     parts = []
-    for h in holders:
+    for h in holders[:gpu_holders.MESSAGE_HOLDERS]:
         unit = ' in unit %s' % h['unit'] if h['unit'] else ''
-        parts.append('PID %d (%s) holds %s%s' % (h['pid'], h['command'] or '?', h['device'], unit))
+        parts.append('PID %d (%s) holds %s%s' % (h['pid'], gpu_holders.executable(h), h['device'], unit))
+    if len(holders) > gpu_holders.MESSAGE_HOLDERS:
+        parts.append('and %d more' % (len(holders) - gpu_holders.MESSAGE_HOLDERS))
     return ', '.join(parts)
 
 
@@ -825,10 +828,11 @@ def _under(root_dir, path):
     return path if root_dir == '/' else root_dir + path
 
 
-def os_release_fields(root_dir='/'):
-    """os_release.read() of ``<root_dir>/etc/os-release`` (every field '' when there is none)."""
+def os_release_fields(root_dir='/', host='this host'):
+    """os_release.read_any() of ``<root_dir>/etc/os-release``, else ``<root_dir>/usr/lib/os-release``
+    (os-release(5)); VfProfileError where neither is a readable regular file (the host may be CoreOS)."""
     try:
-        return os_release.read(_under(root_dir, '/etc/os-release'), sysfs.read_bytes)
+        return os_release.read_any([_under(root_dir, path) for path in os_release.PATHS], host, sysfs.read_bytes)
     except os_release.OsReleaseError as e:
         raise VfProfileError(str(e))
 
@@ -838,7 +842,7 @@ def refuse_coreos(root_dir='/', host='this host'):
     and systemd units are the Machine Config Operator's (it renders every MachineConfig of the node's pool into the
     node's config, and /usr/local is a link into /var there), so a unit, a script and a config written over SSH
     would be outside what the MCO rolls and checks."""
-    fields = os_release_fields(root_dir)
+    fields = os_release_fields(root_dir, host)
     if os_release.coreos(fields):
         raise VfProfileError(
             '%s runs %s (/etc/os-release ID=%s, VARIANT_ID=%s), whose files and systemd units belong to the Machine '

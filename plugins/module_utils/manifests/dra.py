@@ -262,7 +262,7 @@ def classify_holders(holders, dra_driver_version='0.4.0'):
     for holder in holders or []:
         category = gpu_holders.holder_category(holder)
         line = "PID %s (%s%s) holds %s: %s" % (
-            holder.get('pid'), holder.get('command') or '?',
+            holder.get('pid'), gpu_holders.executable(holder),
             (', unit %s' % holder['unit']) if holder.get('unit') else '', holder.get('device') or '/dev/nvidia*',
             _ADVICE[category])
         entry = {'category': category, 'pid': holder.get('pid'), 'unit': holder.get('unit'),

@@ -437,7 +437,7 @@ _FACT_SHAPES = {
                      'devices': [{'uuid': _STR, 'type_id': _STR, 'name': _STR}], 'current_type': _STR}],
         'interfaces': [str], 'state': _STR, 'available_types': [str], 'message': _STR},
     'gpuvirt_gpu_holders': {'held': bool, 'message': _STR, 'holders': [{
-        'pid': int, 'executable': _STR, 'command': _STR, 'device': _STR, 'bdf': _STR, 'unit': _STR}]},
+        'pid': int, 'executable': _STR, 'device': _STR, 'bdf': _STR, 'unit': _STR}]},
 }
 
 

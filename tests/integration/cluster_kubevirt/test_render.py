@@ -258,7 +258,7 @@ def test_machineconfig_for_missing_pool_fails_before_writing(tmp_path):
 
 
 def test_display_manager_holding_a_gpu_fails_before_writing(tmp_path):
-    holders = {'held': True, 'holders': [{'pid': 1500, 'command': '/usr/lib/xorg/Xorg :0', 'device': '/dev/nvidia0',
+    holders = {'held': True, 'holders': [{'pid': 1500, 'executable': 'Xorg', 'device': '/dev/nvidia0',
                                           'minor': 0, 'unit': 'gdm.service'}]}
     # host vars cannot be overridden per host from -e; the playbook reads hostvars, so give every host the holder
     rc, log, out = run(tmp_path, 'dra-kubevirt', gpuvirt_gpu_holders=holders)

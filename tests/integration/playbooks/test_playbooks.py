@@ -160,7 +160,7 @@ def bad(name):
         return 'pt-1: GPU 0000:41:00.0 (GA102GL [A10]) is bound to the host driver nvidia'
 
     def held(inv):
-        holder = {'pid': 4242, 'command': 'nvidia-persistenced', 'device': '/dev/nvidia0',
+        holder = {'pid': 4242, 'executable': 'nvidia-persistenced', 'device': '/dev/nvidia0',
                   'unit': 'nvidia-persistenced.service'}
         inv['all']['children']['gpu_vm_vgpu']['hosts']['vgpu-1']['gpuvirt_gpu_holders'] = {
             'held': True, 'holders': [holder]}

@@ -64,3 +64,11 @@ def test_the_derived_vendor_cannot_be_set_from_outside(tmp_path):
     assert rc != 0, out
     assert 'kernel_args_vendor is set ("none")' in " ".join(out.split()), out
     assert "kernel_args_iommu_vendor" in out and "WANTED=" not in out, out
+
+
+def test_an_iommu_vendor_outside_the_choices_is_refused_naming_the_variable(tmp_path):
+    # none is the derived vendor of an IOMMU turned off: given as the setting it planned no IOMMU argument, silently
+    rc, out = _run(tmp_path, "kernel_args_iommu_vendor=none")
+    assert rc != 0, out
+    assert 'kernel_args_iommu_vendor is "none": choose auto, intel or amd' in " ".join(out.split()), out
+    assert "WANTED=" not in out, out

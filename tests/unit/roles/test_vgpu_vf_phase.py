@@ -22,7 +22,7 @@ PCI = {'gpus': [{'bdf': PF, 'vendor_id': '10de', 'device_id': '26b9', 'device_na
                  'driver': 'nvidia', 'is_vf': False}], 'iommu': {'enabled': True}}
 
 
-def _run(tmp_path, config='l40s', check=False, loaded=True, platform=None, os_release=None, extra=None,
+def _run(tmp_path, config='l40s', check=False, loaded=True, platform=None, os_release='ID=ubuntu\n', extra=None,
          shown=False):
     board = VfBoard(tmp_path / 'sys')
     if loaded:
@@ -32,8 +32,8 @@ def _run(tmp_path, config='l40s', check=False, loaded=True, platform=None, os_re
     (tmp_path / 'proc').mkdir(exist_ok=True)
     root = tmp_path / 'root'
     (root / 'etc/systemd/system').mkdir(parents=True, exist_ok=True)
-    if os_release is not None:
-        (root / 'etc/os-release').write_text(os_release)
+    # every host has an os-release (os-release(5)); without one the role refuses it (the host may be CoreOS)
+    (root / 'etc/os-release').write_text(os_release)
     inv = tmp_path / 'inventory.yml'
     # facts as preflight left them before the vGPU Manager loaded (no vGPU interface shown yet)
     inv.write_text(yaml.safe_dump({'all': {'children': {'gpu_vm_vgpu': {'hosts': {'localhost': {
@@ -130,6 +130,6 @@ def test_a_coreos_host_is_refused_by_the_role_itself_when_the_platform_is_auto(t
     # the role's own check (its module, before its first change): gpuvirt_platform auto, run alone, on an RHCOS host
     board, rc, out = _run(tmp_path, os_release='NAME="Red Hat Enterprise Linux CoreOS"\nID="rhcos"\n')
     assert rc != 0, out
-    assert 'runs Red Hat CoreOS (/etc/os-release ID=rhcos)' in out and 'Nothing was changed' in out, out
+    assert 'runs Red Hat CoreOS (/etc/os-release ID=rhcos, VARIANT_ID=(none))' in out and 'Nothing was changed' in out, out
     assert [_current(board, vf) for vf in (VF0, VF1)] == ['0', '0']
     assert not os.path.exists(tmp_path / 'root/etc/gpuvirt')

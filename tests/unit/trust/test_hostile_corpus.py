@@ -195,6 +195,37 @@ def test_a_holders_name_from_any_user_is_saved_only_when_grammatical(tmp_path, a
     assert holder['pid'] == 4242
 
 
+# host processes (any user who may open /dev/nvidiactl writes their command line) -> refusal messages and module
+# results: the terminal of the operator and the controller's logs see the executable name only
+HOSTILE_ARGV = ['/tmp/\x1b]2;owned\x07\x1b[2Japp\nPID 1 (sshd) holds nothing', '--password=s3cret',
+                "{{ lookup('ansible.builtin.pipe', 'id') }}", '\x1b[31m\r\nforged line']
+
+
+@pytest.mark.parametrize('argv', [HOSTILE_ARGV, ['app'] + HOSTILE_ARGV[1:]], ids=['hostile-argv0', 'hostile-args'])
+def test_a_holders_command_line_reaches_no_message_nor_result(tmp_path, argv):
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_plan_reads, preflight
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra
+    proc = tmp_path / 'proc'
+    (proc / '4242' / 'fd').mkdir(parents=True)
+    (proc / '4242' / 'cmdline').write_bytes('\0'.join(argv).encode() + b'\0')
+    (proc / '4242' / 'comm').write_text('\x1b[2J{{ x }}\n')
+    os.symlink('/dev/nvidiactl', str(proc / '4242' / 'fd' / '3'))
+    result = gpu_holders.scan(str(proc))
+    held = [{'bdf': '0000:41:00.0', 'vendor_id': '10de', 'device_id': '2236', 'driver': 'nvidia'}]
+    outputs = [result,
+               host_plan_reads._held_message('gpu-1', held, result),
+               dra.classify_holders(result['holders'], '0.4.1'),
+               [preflight.check_host('gpu-1', [pool], {'gpus': [{'bdf': '0000:41:00.0', 'driver': 'nvidia'}],
+                                                       'iommu': {'enabled': True}},
+                                     holders=result, iommu_firmware=True) for pool in ('vm-passthrough', 'dra')]]
+    text = repr(outputs) + ''.join(str(o) for o in outputs)
+    for bad in ('s3cret', 'password', '\x1b', '\\x1b', '{{', 'sshd', 'forged', 'owned', '\r'):
+        assert bad not in text, (bad, text)
+    expected = 'app' if argv[0] == 'app' else '?'
+    assert result['message'] == 'PID 4242 (%s) holds /dev/nvidiactl' % expected
+    assert 'command' not in result['holders'][0]
+
+
 # saved facts (host output at gather time, or anyone who commits to the inventory) -> Jinja on the controller
 def _strings(node):
     if isinstance(node, dict):

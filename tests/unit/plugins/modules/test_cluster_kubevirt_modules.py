@@ -161,7 +161,7 @@ def test_dra_manifests_driver_root_follows_the_operator_driver(monkeypatch):
 
 
 def test_dra_preflight(monkeypatch):
-    holders = [{'pid': 7, 'command': 'nv-hostengine', 'device': '/dev/nvidia0', 'unit': 'nvidia-dcgm.service'}]
+    holders = [{'pid': 7, 'executable': 'nv-hostengine', 'device': '/dev/nvidia0', 'unit': 'nvidia-dcgm.service'}]
     res = run_module(monkeypatch, dra_preflight, {'holders': holders})
     assert res['failed'] and 'PID 7' in res['msg']
     res = run_module(monkeypatch, dra_preflight, {'holders': holders, 'fail_on_blocking': False})

@@ -39,7 +39,7 @@ def test_gpu_holders_module(monkeypatch, tmp_path):
     os.symlink('/dev/nvidia-uvm', str(base / 'fd' / '3'))
     res = run_module(monkeypatch, gpu_holders, {'proc_root': str(tmp_path / 'proc')}, check=True)
     assert res['changed'] is False and res['held'] is True
-    assert res['holders'] == [{'pid': 77, 'command': '/usr/bin/dcgm-exporter', 'executable': 'dcgm-exporter', 'device': '/dev/nvidia-uvm',
+    assert res['holders'] == [{'pid': 77, 'executable': 'dcgm-exporter', 'device': '/dev/nvidia-uvm',
                                'minor': None, 'bdf': None, 'unit': 'dcgm-exporter.service'}]
     res = run_module(monkeypatch, gpu_holders, {'proc_root': str(tmp_path / 'missing')})
     assert res['failed'] and 'proc_root' in res['msg']

@@ -42,3 +42,12 @@ def test_inspect_only_reports_without_iommu(monkeypatch, tmp_path):
     make_tree(tmp_path, driver='nouveau', group=None)
     res = run_module(monkeypatch, vfio_bind, dict(devices=[BDF], sysfs_root=str(tmp_path), inspect_only=True))
     assert not res['failed'] and not res['changed'] and res['devices'][0]['driver'] == 'nouveau'
+
+
+def test_a_driver_name_outside_the_module_grammar_is_reported_as_unknown(monkeypatch, tmp_path):
+    # the driver link's name is host data the vfio role prints in its refusal: only a kernel module name is shown,
+    # and the device still counts as held by a driver (not vfio-pci)
+    make_tree(tmp_path, driver='nv\x1b[2J{{ x }}', group=None)
+    res = run_module(monkeypatch, vfio_bind, dict(devices=[BDF], sysfs_root=str(tmp_path), inspect_only=True))
+    assert not res['failed'] and res['devices'][0]['driver'] == '?' and res['devices'][0]['driver_before'] == '?'
+    assert res['devices'][0]['steps'] == ['override', 'unbind', 'probe']

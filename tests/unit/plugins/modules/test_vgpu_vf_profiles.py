@@ -206,7 +206,7 @@ def test_on_coreos_only_plan_runs_every_writing_path_is_refused_first(monkeypatc
     # RHCOS: the Machine Config Operator owns the host's files and units; plan writes nothing and is allowed, any
     # other call (with or without the boot-time restore, check mode too: it predicts a write) is refused before
     # anything
-    monkeypatch.setattr(vvp, 'os_release_fields', lambda root_dir='/': {'ID': 'rhcos', 'VARIANT_ID': 'coreos'})
+    monkeypatch.setattr(vvp, 'os_release_fields', lambda root_dir='/', host='': {'ID': 'rhcos', 'VARIANT_ID': 'coreos'})
     board = VfBoard(tmp_path)
     planned = _run(monkeypatch, board, {'config': {'L40S-24Q': 2}, 'plan': True})
     assert not planned['failed'], planned

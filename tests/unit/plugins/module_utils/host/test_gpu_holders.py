@@ -40,8 +40,11 @@ def test_holders_with_units_and_minors(tmp_path):
         (1500, '/dev/nvidiactl', None, None, 'nvidia-persistenced.service'),
         (1500, '/dev/nvidia0', 0, '0000:41:00.0', 'nvidia-persistenced.service'),
         (2001, '/dev/nvidia1', 1, '0000:c1:00.0', 'session-3.scope')]
-    assert 'PID 1500 (/usr/bin/nvidia-persistenced --user nvidia-persistenced) holds /dev/nvidia0 (GPU 0000:41:00.0)' \
-        ', unit nvidia-persistenced.service' in res['message']
+    # named by the executable, never by the command line (its arguments are the process owner's to write)
+    assert 'PID 1500 (nvidia-persistenced) holds /dev/nvidia0 (GPU 0000:41:00.0), unit nvidia-persistenced.service' \
+        in res['message'].splitlines()
+    assert 'PID 2001 (python3) holds /dev/nvidia1 (GPU 0000:c1:00.0), unit session-3.scope' in res['message']
+    assert all('command' not in h for h in res['holders']) and 'train.py' not in res['message']
     # only GPU 0000:c1:00.0: its holder plus every control-device holder
     only = gh.scan(str(proc), ['0000:C1:00.0'])
     assert [(h['pid'], h['device']) for h in only['holders']] == [(1500, '/dev/nvidiactl'), (2001, '/dev/nvidia1')]
@@ -70,17 +73,62 @@ def test_executable_is_the_basename_of_argv0(tmp_path):
     assert by_pid[11]['executable'] == 'dcgm-exporter'  # a path with a space still gives argv[0]
 
 
-def test_holder_category_matches_the_executable_exactly():
-    # the full command line of the real daemon is still nvidia-persistenced (a full-line compare missed it)
-    assert gh.holder_category({'command': '/usr/bin/nvidia-persistenced --user nvidia-persistenced'}) == 'persistenced'
-    assert gh.holder_category({'executable': 'nv-hostengine', 'command': 'nv-hostengine -n'}) == 'dcgm'
-    assert gh.holder_category({'command': '/usr/lib/xorg/Xorg :0'}) == 'display-manager'
+def test_holder_category_matches_the_executable_exactly(tmp_path):
+    # the real daemon's argv[0] is a path with arguments after it: its executable is still nvidia-persistenced
+    proc = tmp_path / 'proc'
+    proc_pid(proc, 10, ['/usr/bin/nvidia-persistenced', '--user', 'nvidia-persistenced'], ['/dev/nvidia0'], '')
+    proc_pid(proc, 11, ['/usr/lib/xorg/Xorg', ':0'], ['/dev/nvidia0'], '')
+    proc_pid(proc, 12, ['python3', '/srv/dcgm-exporter-wrapper.py'], ['/dev/nvidia0'], '')
+    by_pid = {h['pid']: gh.holder_category(h) for h in gh.scan(str(proc))['holders']}
+    assert by_pid == {10: 'persistenced', 11: 'display-manager', 12: 'other'}
+    assert gh.holder_category({'executable': 'nv-hostengine'}) == 'dcgm'
     # a name merely containing a known one is something else (a substring match took these for known holders)
-    assert gh.holder_category({'command': 'python3 /srv/dcgm-exporter-wrapper.py'}) == 'other'
-    assert gh.holder_category({'command': '/usr/bin/vim /etc/nvidia-persistenced.conf'}) == 'other'
-    assert gh.holder_category({'command': 'my-gdm-probe', 'unit': 'gdm.service'}) == 'other'
-    assert gh.holder_category({'command': '[nvidia-persistenced]'}) == 'persistenced'  # kernel-side comm form
+    assert gh.holder_category({'executable': 'dcgm-exporter-wrapper.py'}) == 'other'
+    assert gh.holder_category({'executable': 'my-gdm-probe', 'unit': 'gdm.service'}) == 'other'
+    # the command line is not read: a holder without an executable name is unknown, a hostile name too
+    assert gh.holder_category({'command': 'nvidia-persistenced'}) == 'other'
+    assert gh.holder_category({'executable': HOSTILE_NAME}) == 'other'
     assert gh.holder_category({}) == 'other'
+
+
+HOSTILE_CMDLINE = ['/usr/bin/\x1b]0;pwned\x07app\n', '--password=s3cret', "{{ lookup('pipe', 'id') }}",
+                   '\x1b[2J\nPID 1 (sshd) holds nothing']
+
+
+def test_the_command_line_never_reaches_a_result_or_message(tmp_path):
+    # any user who may open /dev/nvidiactl (often mode 0666) writes their command line: terminal escapes, a
+    # newline that forges a message line, a template, a secret on an option. None of it is returned or shown.
+    proc = tmp_path / 'proc'
+    proc_pid(proc, 40, HOSTILE_CMDLINE, ['/dev/nvidiactl'], '0::/user.slice/session-3.scope\n')
+    proc_pid(proc, 41, ['app', '--password=s3cret', '\x1b[31m{{ x }}\n'], ['/dev/nvidiactl'], '')
+    res = gh.scan(str(proc))
+    text = repr(res)
+    for bad in ('s3cret', '\x1b', '{{', 'pwned', 'sshd', '\\x1b'):
+        assert bad not in text and bad not in res['message'], (bad, text)
+    assert res['message'].splitlines() == ['PID 40 (?) holds /dev/nvidiactl, unit session-3.scope',
+                                           'PID 41 (app) holds /dev/nvidiactl']
+    assert [sorted(h) for h in res['holders']] == [['bdf', 'device', 'executable', 'minor', 'pid', 'unit']] * 2
+
+
+def test_a_message_names_at_most_16_holders(tmp_path):
+    proc = tmp_path / 'proc'
+    for pid in range(100, 120):
+        proc_pid(proc, pid, ['app'], ['/dev/nvidiactl'], '')
+    res = gh.scan(str(proc))
+    lines = res['message'].splitlines()
+    assert len(res['holders']) == 20 and len(lines) == gh.MESSAGE_HOLDERS + 1
+    assert lines[0] == 'PID 100 (app) holds /dev/nvidiactl' and lines[-1] == 'and 4 more'
+
+
+def test_a_gpu_directory_outside_the_pci_grammar_is_no_bdf(tmp_path):
+    # the BDF is shown in the message: a copied /proc may name the directory anything
+    proc = tmp_path / 'proc'
+    info = proc / 'driver' / 'nvidia' / 'gpus' / '{{ x }}'
+    info.mkdir(parents=True)
+    (info / 'information').write_text('Device Minor: 0\n')
+    proc_pid(proc, 50, ['app'], ['/dev/nvidia0'], '')
+    res = gh.scan(str(proc))
+    assert res['holders'][0]['bdf'] is None and res['message'] == 'PID 50 (app) holds /dev/nvidia0'
 
 
 HOSTILE_NAME = "{{ lookup('ansible.builtin.pipe', 'touch MARKER') }}"

@@ -170,17 +170,32 @@ def test_kernel_args_a_file_that_is_not_a_command_line_is_never_shown_in_a_reaso
 
 @pytest.mark.parametrize('target', ['/dev/zero', 'fifo', 'big'])
 def test_kernel_args_a_device_a_fifo_or_a_huge_file_is_not_read_to_its_end(tmp_path, target):
+    # each named cmdline (the path's rule, below): a link to a device, a FIFO, a file over the limit
     host = Host(tmp_path)
     host.converge()
+    name = target.strip('/').replace('/', '-')
+    os.mkdir(host.p(name))
+    path = host.p(os.path.join(name, 'cmdline'))
     if target == 'fifo':
-        os.mkfifo(host.p('fifo'))
-        target = host.p('fifo')
+        os.mkfifo(path)
     elif target == 'big':
-        host.write('big', 'quiet ' * (kc.PROC_CMDLINE_LIMIT // 6 + 1))
-        target = host.p('big')
+        host.write(os.path.join(name, 'cmdline'), 'quiet ' * (kc.PROC_CMDLINE_LIMIT // 6 + 1))
+    else:
+        os.symlink(target, path)
+    target = path
     result = hp.plan(host.inputs(vfio_state='none', proc_cmdline=target))
     assert [(c['what'], c['reason']) for c in result['changes']] == [
         ('kernel_cmdline', 'cannot read %s as a kernel command line' % target)]
+
+
+@pytest.mark.parametrize('path', ['/etc/shadow', '/proc/self/environ', '/srv/copy/cmdline.txt', '/proc/cmdline/'])
+def test_proc_cmdline_must_be_a_file_named_cmdline(tmp_path, path):
+    # kernel_args_proc_cmdline is an input of one host: any other file's tokens would become the plan's reasons
+    host = Host(tmp_path)
+    host.converge()
+    with pytest.raises(hp.PlanError, match=r"proc_cmdline \(kernel_args_proc_cmdline\) is .*expected the kernel's "
+                                           r"command line file, named cmdline|proc_cmdline is"):
+        hp.plan(host.inputs(vfio_state='none', proc_cmdline=path))
 
 
 def test_running_args_keep_the_grammar_and_count_the_rest():

@@ -42,12 +42,36 @@ def test_the_id_line_is_read_by_the_os_release_grammar(tmp_path, line, expected)
     assert reads.os_release_id(str(path)) == expected
 
 
-def test_os_release_absent_or_too_large(tmp_path):
-    assert reads.os_release_id(str(tmp_path / 'missing')) == ''
+def test_os_release_absent_or_too_large_is_refused(tmp_path):
+    # without an os-release the host may be CoreOS (whose MCO owns it): refused, not taken for another system
+    with pytest.raises(reads.Refusal, match='^%s: %s is not a readable regular file.*Nothing was changed'
+                       % (HOST, tmp_path / 'missing')):
+        reads.os_release_id(str(tmp_path / 'missing'), host=HOST)
     big = tmp_path / 'big'
     big.write_text('ID=rhcos\n' + 'X=' + 'y' * os_release.LIMIT + '\n')
     with pytest.raises(reads.Refusal, match='larger than 65536 bytes'):
         reads.os_release_id(str(big))
+
+
+def test_the_plan_call_refuses_a_host_without_os_release_and_falls_back_to_usr_lib(tmp_path, monkeypatch):
+    inputs = _inputs(tmp_path, 'ubuntu')
+    (tmp_path / 'os-release').unlink()
+    with pytest.raises(reads.Refusal, match='^%s: %s is not a readable regular file' % (HOST, tmp_path / 'os-release')):
+        reads.read_and_plan(inputs, {'os_facts': _facts, 'lspci': _facts})
+    # at its default the path has os-release(5)'s fallback, /usr/lib/os-release (stand-ins for the two under
+    # tmp_path: this machine's own /etc/os-release is not removed)
+    etc, usr = str(tmp_path / 'etc-os-release'), str(tmp_path / 'usr-os-release')
+    monkeypatch.setattr(os_release, 'PATHS', (etc, usr))
+    inputs['os_release_path'] = etc
+    with pytest.raises(reads.Refusal, match='^%s: neither %s nor %s is a readable regular file' % (HOST, etc, usr)):
+        reads.read_and_plan(inputs, {'os_facts': _facts, 'lspci': _facts})
+    (tmp_path / 'usr-os-release').write_text('ID="rhcos"\nVARIANT_ID=coreos\n')
+    out = reads.read_and_plan(inputs, {'os_facts': _facts, 'lspci': _facts})
+    assert out['stopped'] and out['coreos'] and out['os_id'] == 'rhcos', out
+    # a path given other than the default is the only one read
+    inputs['os_release_path'] = str(tmp_path / 'other')
+    with pytest.raises(reads.Refusal, match='^%s: %s is not a readable' % (HOST, tmp_path / 'other')):
+        reads.read_and_plan(inputs, {'os_facts': _facts, 'lspci': _facts})
 
 
 # --- CPU vendor and ACPI tables ------------------------------------------------------------------------------------
@@ -106,6 +130,15 @@ def test_the_roles_vendor_refusals_name_the_host(tmp_path):
         reads.kernel_args_wanted(HOST, dict(ka, iommu='false'), '/x', '/x')
 
 
+@pytest.mark.parametrize('vendor', ['none', 'unknown', 'Intel', '', None])
+def test_an_iommu_vendor_outside_the_roles_choices_is_refused(vendor):
+    # roles/kernel_args/meta/argument_specs.yml: auto, intel or amd; none (from -e) planned no IOMMU argument
+    ka = {'state': 'present', 'iommu': True, 'iommu_vendor': vendor, 'iommu_passthrough': True, 'extra': []}
+    with pytest.raises(reads.Refusal, match=r"^kernel_args: %s: kernel_args_iommu_vendor is .*: choose auto, intel "
+                                            r"or amd .*Nothing was changed\.$" % HOST):
+        reads.kernel_args_wanted(HOST, ka, '/nonexistent', '/nonexistent')
+
+
 # --- vfio: discovery, selection, inspection, holders ---------------------------------------------------------------
 
 def _h200_host(tmp_path, fixtures_dir, driver='nvidia', group=None, holder=False):
@@ -145,6 +178,47 @@ def test_the_real_h200_is_selected_and_refused_while_nvidia_holds_it(tmp_path, f
 def test_the_real_h200_on_vfio_pci_passes(tmp_path, fixtures_dir):
     root, proc, lspci = _h200_host(tmp_path, fixtures_dir, driver='vfio-pci', group=9)
     assert reads.vfio_validate(HOST, VF, root, lspci, proc) == [H200]
+
+
+def test_a_group_member_whose_sysfs_is_not_utf8_is_refused_naming_the_file(tmp_path, fixtures_dir):
+    # the other members of the GPU's IOMMU group are read too: a vendor file of other bytes is named, not a traceback
+    root, proc, lspci = _h200_host(tmp_path, fixtures_dir, driver='vfio-pci', group=9)
+    tree = SysfsTree(root)
+    rel = tree.device('0000:00:07.0', '0403', '10de', '22e8', driver='vfio-pci', group=9)
+    with open(tree.path(rel, 'vendor'), 'wb') as f:
+        f.write(b'0x10\xffde\n')
+    with pytest.raises(reads.Refusal) as e:
+        reads.vfio_validate(HOST, VF, root, lspci, proc)
+    vendor = os.path.join(root, 'bus', 'pci', 'devices', '0000:00:07.0', 'vendor')
+    assert str(e.value).startswith('vfio: %s: %s, line 1: byte 0xff' % (HOST, vendor)), e.value
+    assert str(e.value).endswith('Nothing was changed.')
+
+
+@pytest.mark.parametrize('member', ['{{ x }}', '0000:00:07.0\n', '..', 'x' * 200])
+def test_a_group_member_that_is_no_pci_address_is_refused_naming_the_group(tmp_path, fixtures_dir, member):
+    # a member's name becomes a sysfs path, a bind and a message: only a PCI address is one
+    root, proc, lspci = _h200_host(tmp_path, fixtures_dir, driver='vfio-pci', group=9)
+    if member != '..':
+        os.mkdir(os.path.join(root, 'kernel', 'iommu_groups', '9', 'devices', member))
+    else:  # no directory entry can be named "..": a group that is not a number
+        os.unlink(os.path.join(root, 'bus', 'pci', 'devices', H200, 'iommu_group'))
+        os.symlink('../../../kernel/iommu_groups/..', os.path.join(root, 'bus', 'pci', 'devices', H200, 'iommu_group'))
+    with pytest.raises(reads.Refusal) as e:
+        reads.vfio_validate(HOST, VF, root, lspci, proc)
+    text = str(e.value)
+    assert text.startswith('vfio: %s: IOMMU group ' % HOST) and text.endswith('Nothing was changed.'), text
+    assert ('names no group number' in text) if member == '..' else (
+        'IOMMU group 9 lists an entry that is not a PCI address' in text), text
+    assert '{{' not in text and '\n' not in text and 'xx' not in text and '..' not in text
+
+
+def test_a_driver_name_outside_the_module_grammar_is_shown_as_unknown(tmp_path, fixtures_dir):
+    # the driver link's name is host data: a refusal shows it only where it is a kernel module name
+    root, proc, lspci = _h200_host(tmp_path, fixtures_dir, driver='nv\x1b[2J{{ x }}')
+    with pytest.raises(reads.Refusal) as e:
+        reads.vfio_validate(HOST, VF, root, lspci, proc)
+    assert str(e.value).startswith('vfio: 0000:00:06.0 (10de:2335) is held by driver ?;'), e.value
+    assert '\x1b' not in str(e.value) and '{{' not in str(e.value)
 
 
 def test_nothing_selected_names_the_iommu_state_and_the_host(tmp_path, fixtures_dir):
@@ -248,11 +322,31 @@ def test_the_facts_pick_the_backend_as_the_role_does(tmp_path):
 
 
 def test_a_running_command_line_that_cannot_be_read_is_refused_as_the_roles_precheck_does(tmp_path):
-    inputs = _inputs(tmp_path, 'ubuntu', proc_cmdline=str(tmp_path / 'no-cmdline'),
+    inputs = _inputs(tmp_path, 'ubuntu', proc_cmdline=str(tmp_path / 'no' / 'cmdline'),
                      kernel_args=_ka(tmp_path, iommu_vendor='amd'))
     with pytest.raises(reads.Refusal, match='kernel_args: %s: cannot read %s as a kernel command line'
-                       % (HOST, tmp_path / 'no-cmdline')):
+                       % (HOST, tmp_path / 'no' / 'cmdline')):
         reads.read_and_plan(inputs, {'os_facts': lambda: {'os_family': 'Debian'}})
+
+
+def _never(*_args):
+    raise AssertionError('nothing is read on the host before the inputs are checked')
+
+
+@pytest.mark.parametrize('over, named', [
+    ({'kernel_args': {'enabled': True, 'state': 'present', 'record_path': '/etc/shadow'}}, 'kernel_args_record_path'),
+    ({'proc_cmdline': '/etc/shadow'}, 'kernel_args_proc_cmdline'),
+    ({'vfio': {'state': 'present', 'modules': ['vfio\ninstall x /bin/sh']}}, 'vfio_modules[0]'),
+])
+def test_the_inputs_are_checked_before_the_first_read(tmp_path, over, named):
+    # the module's documentation: every input is checked by shape before anything is read (the OS facts, os-release,
+    # lspci, sysfs, procfs); a missing os-release would otherwise be the refusal
+    inputs = dict(_inputs(tmp_path, 'ubuntu'), os_release_path=str(tmp_path / 'missing' / 'os-release'), **over)
+    with pytest.raises(host_plan.PlanError, match=named.replace('[', r'\[').replace(']', r'\]')):
+        reads.read_and_plan(inputs, {'os_facts': _never, 'lspci': _never})
+    inputs['stop_coreos'] = False
+    with pytest.raises(host_plan.PlanError, match=named.replace('[', r'\[').replace(']', r'\]')):
+        reads.read_and_plan(inputs, {'os_facts': _never, 'lspci': _never})
 
 
 @pytest.mark.parametrize('key', ['os_release_path', 'proc_cpuinfo', 'acpi_tables_dir', 'proc_root'])

@@ -36,23 +36,41 @@ def test_coreos_is_told_by_the_variant_or_the_id(data, coreos, name):
         assert os_release.name(fields) == name
 
 
-def test_the_first_line_of_a_key_counts_and_a_value_outside_the_grammar_is_absent():
-    assert os_release.parse(b'ID=debian\nID=rhcos\n')['ID'] == 'debian'
+def test_the_last_line_of_a_key_counts_and_a_value_outside_the_grammar_is_absent():
+    # a shell sourcing the file, systemd and Python's platform.freedesktop_os_release (_parse_os_release assigns each
+    # line over the one before) take the last assignment: a CoreOS ID appended after another is CoreOS
+    assert os_release.parse(b'ID=debian\nID=rhcos\n')['ID'] == 'rhcos'
+    assert os_release.coreos(os_release.parse(b'VARIANT_ID=workstation\nVARIANT_ID=coreos\n'))
     for bad in (b'ID="rhcos; reboot"', b'ID=RHCOS', b'ID=rhcos\x00', b'ID="rhcos', b'VARIANT_ID=CoreOS'):
         fields = os_release.parse(bad + b'\n')
         assert fields == {'ID': '', 'VARIANT_ID': ''} or not os_release.coreos(fields), bad
-    # a bad first value is not replaced by a later good one
-    assert not os_release.coreos(os_release.parse(b'VARIANT_ID="x y"\nVARIANT_ID=coreos\n'))
+    # a bad last value replaces a good earlier one: it is absent, not the earlier value
+    assert not os_release.coreos(os_release.parse(b'VARIANT_ID=coreos\nVARIANT_ID="x y"\n'))
 
 
-def test_read_is_bounded_and_a_missing_file_is_no_coreos(tmp_path):
-    assert os_release.read(str(tmp_path / 'missing')) == {'ID': '', 'VARIANT_ID': ''}
-    path = tmp_path / 'os-release'
-    path.write_bytes(FCOS)
-    assert os_release.coreos(os_release.read(str(path)))
-    path.write_bytes(b'ID=rhcos\n' + b'X=' + b'y' * os_release.LIMIT + b'\n')
+def test_trailing_blanks_after_a_value_are_taken_off():
+    assert os_release.parse(b'ID=rhcos \t\nVARIANT_ID="coreos"  \n') == {'ID': 'rhcos', 'VARIANT_ID': 'coreos'}
+    assert os_release.coreos(os_release.parse(b"ID='scos' \n"))
+
+
+def test_read_is_bounded_and_a_missing_file_is_refused_not_taken_for_another_system(tmp_path):
+    # os-release(5): /etc/os-release, else /usr/lib/os-release; with neither, the host may be CoreOS: refused
+    etc, usr = tmp_path / 'etc-os-release', tmp_path / 'usr-os-release'
+    assert os_release.read(str(etc)) is None
+    with pytest.raises(os_release.OsReleaseError, match=r'^gpu-1: neither .*etc-os-release nor .*usr-os-release is a '
+                                                        r'readable regular file.*Nothing was changed'):
+        os_release.read_any((str(etc), str(usr)), 'gpu-1')
+    etc.mkdir()  # not a regular file: the fallback is read
+    usr.write_bytes(RHCOS)
+    assert os_release.coreos(os_release.read_any((str(etc), str(usr)), 'gpu-1'))
+    etc.rmdir()
+    etc.write_bytes(DEBIAN)  # the first one, where it is a file, is the only one read
+    assert os_release.read_any((str(etc), str(usr)), 'gpu-1') == {'ID': 'debian', 'VARIANT_ID': ''}
+    etc.write_bytes(FCOS)
+    assert os_release.coreos(os_release.read(str(etc)))
+    etc.write_bytes(b'ID=rhcos\n' + b'X=' + b'y' * os_release.LIMIT + b'\n')
     with pytest.raises(os_release.OsReleaseError, match='larger than 65536 bytes'):
-        os_release.read(str(path))
+        os_release.read_any((str(etc), str(usr)))
 
 
 @settings(max_examples=300, deadline=None)

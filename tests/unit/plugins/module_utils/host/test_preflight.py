@@ -61,7 +61,7 @@ def test_firmware_without_iommu_is_an_error_iommu_off_is_a_warning():
 
 
 def test_holders_are_named_with_unit_and_fix():
-    holders = {"held": True, "holders": [{"pid": 812, "command": "nvidia-persistenced", "device": "/dev/nvidia0",
+    holders = {"held": True, "holders": [{"pid": 812, "executable": "nvidia-persistenced", "device": "/dev/nvidia0",
                                           "minor": 0, "unit": "nvidia-persistenced.service"}]}
     errors, _warnings = preflight.check_host("gpu-1", ["vm-passthrough"], pci(gpu()), holders=holders, iommu_firmware=True)
     assert "pid 812" in errors[0] and "systemctl disable --now nvidia-persistenced.service" in errors[0]
@@ -105,8 +105,8 @@ def test_type_name_helpers():
 
 
 def test_dra_host_keeps_its_nvidia_driver_and_tolerates_persistenced():
-    held = {"held": True, "holders": [{"pid": 7, "command": "nvidia-persistenced", "device": "/dev/nvidia0"},
-                                      {"pid": 9, "command": "dcgm-exporter", "device": "/dev/nvidia0"}]}
+    held = {"held": True, "holders": [{"pid": 7, "executable": "nvidia-persistenced", "device": "/dev/nvidia0"},
+                                      {"pid": 9, "executable": "dcgm-exporter", "device": "/dev/nvidia0"}]}
     errors, warnings = preflight.check_host("dra-1", ["dra"], pci(gpu(driver="nvidia")), holders=held, iommu_firmware=True)
     # the host driver is expected on the DRA path; dcgm-exporter blocks the rebind, persistenced only warns
     assert len(errors) == 1 and "dcgm-exporter holds /dev/nvidia0 (pid 9)" in errors[0]
@@ -159,10 +159,13 @@ def test_mdev_vgpu_host_is_not_affected_by_the_vendor_vfio_check():
 
 def test_dra_tolerates_persistenced_by_executable_name_only():
     held = {"held": True, "holders": [
-        {"pid": 7, "command": "/usr/bin/nvidia-persistenced --user nvidia-persistenced", "device": "/dev/nvidia0"},
-        {"pid": 8, "command": "/usr/bin/vim /etc/nvidia-persistenced", "device": "/dev/nvidia0"}]}
+        {"pid": 7, "executable": "nvidia-persistenced", "device": "/dev/nvidia0"},
+        {"pid": 8, "executable": "vim", "device": "/dev/nvidia0"},
+        # the command line is not read: a holder known only by one is unknown, so it blocks
+        {"pid": 10, "command": "/usr/bin/nvidia-persistenced --password=s3cret", "device": "/dev/nvidia0"}]}
     errors, warnings = preflight.check_host("dra-1", ["dra"], pci(gpu(driver="nvidia")), holders=held, iommu_firmware=True)
-    assert len(errors) == 1 and "(pid 8)" in errors[0]
+    assert len(errors) == 2 and "vim holds /dev/nvidia0 (pid 8)" in errors[0]
+    assert "? holds /dev/nvidia0 (pid 10)" in errors[1] and "s3cret" not in repr((errors, warnings))
     assert any("(pid 7)" in w and "0.4+" in w for w in warnings)
 
 

@@ -44,8 +44,9 @@ def test_only_discovery_results_are_saved_never_another_variable_nor_argv():
         'PID 7 (app) holds /dev/nvidia0 (GPU 0000:41:00.0), unit app.service'
     facts = sf.from_saved(json.dumps(doc), 'gpu-1.example.com', 'f.json')
     assert facts['gpuvirt_node_name'] == 'gpu-1'
-    # the later phases print a holder's command: for a saved one, its executable name
-    assert [h['command'] for h in facts['gpuvirt_gpu_holders']['holders']] == ['app', '?']
+    # the later phases name a holder by its executable name, as a live scan does: no command is made up
+    assert [h['executable'] for h in facts['gpuvirt_gpu_holders']['holders']] == ['app', '?']
+    assert all('command' not in h for h in facts['gpuvirt_gpu_holders']['holders'])
 
 
 @pytest.mark.parametrize('doc,needle', [
@@ -147,7 +148,8 @@ def test_a_full_document_round_trips():
                                                 'max_resolution': '5120x2880'}]}]}
     facts = sf.from_saved(json.dumps(doc), 'gpu-v01.example.com', 'f.json')
     assert facts['gpuvirt_mdev_types'] == doc['gpuvirt_mdev_types']
-    assert facts['gpuvirt_gpu_holders']['holders'][0]['command'] == 'nvidia-persistenced'
+    assert facts['gpuvirt_gpu_holders']['holders'][0]['executable'] == 'nvidia-persistenced'
+    assert 'command' not in facts['gpuvirt_gpu_holders']['holders'][0]
 
 
 # Hostile JSON: the pieces a template, a shell or a path would act on, and values of the wrong type anywhere.
@@ -188,7 +190,7 @@ def _well_typed(facts):
             assert isinstance(dev['bdf'], str) and len(dev['bdf']) <= 16 and '\n' not in dev['bdf']
     for holder in facts.get('gpuvirt_gpu_holders', {}).get('holders', []):
         assert isinstance(holder['pid'], int) and not isinstance(holder['pid'], bool)
-        assert '{' not in holder['executable'] and '{' not in holder['command'] and '{' not in holder['device']
+        assert '{' not in holder['executable'] and 'command' not in holder and '{' not in holder['device']
     for key in ('gpuvirt_node_name', 'gpuvirt_os_tag'):
         assert key not in facts or ('{' not in facts[key] and '\n' not in facts[key])
 

@@ -201,6 +201,7 @@ def test_the_restore_script_checks_sriov_manage_again_before_it_runs(tmp_path, c
 def test_installed_files_are_fixed_and_only_ours_are_touched(tmp_path):
     root = tmp_path / 'root'
     (root / 'etc/systemd/system').mkdir(parents=True)
+    (root / 'etc/os-release').write_text('ID=ubuntu\n')
     files = vvp.installed_files(str(root))
     assert files['unit']['path'] == str(root / 'etc/systemd/system/gpuvirt-vgpu-vf.service')
     assert files['unit']['final'] == '/etc/systemd/system/gpuvirt-vgpu-vf.service' and not files['unit']['exists']
@@ -264,3 +265,21 @@ def test_a_coreos_host_is_refused_before_any_file_is_named(tmp_path, os_id, refu
             vvp.installed_files(str(root))
     else:
         assert not vvp.installed_files(str(root))['unit']['exists']
+
+
+def test_without_an_os_release_the_host_is_refused_and_usr_lib_is_the_fallback(tmp_path):
+    # os-release(5): /etc/os-release, else /usr/lib/os-release; with neither, CoreOS cannot be ruled out: refused
+    root = tmp_path / 'root'
+    (root / 'usr/lib').mkdir(parents=True)
+    (root / 'etc').mkdir()
+    with pytest.raises(vvp.VfProfileError, match=r'gpu-1: neither .*/etc/os-release nor .*/usr/lib/os-release is a '
+                                                 r'readable regular file.*Nothing was changed'):
+        vvp.refuse_coreos(str(root), 'gpu-1')
+    (root / 'etc/os-release').mkdir()  # not a regular file
+    with pytest.raises(vvp.VfProfileError, match='neither'):
+        vvp.installed_files(str(root))
+    (root / 'usr/lib/os-release').write_text('ID="rhcos"\nVARIANT_ID=coreos\n')
+    with pytest.raises(vvp.VfProfileError, match=r'runs Red Hat CoreOS'):
+        vvp.installed_files(str(root))
+    (root / 'usr/lib/os-release').write_text('ID=rhel\n')
+    assert not vvp.installed_files(str(root))['unit']['exists']

@@ -237,27 +237,39 @@ def test_plugin_exclusion():
 
 
 def test_holders_classified():
-    holders = [{'pid': 1, 'command': '/usr/lib/xorg/Xorg :0', 'device': '/dev/nvidia0', 'unit': 'gdm.service'},
-               {'pid': 2, 'command': 'nv-hostengine -n', 'device': '/dev/nvidia1', 'unit': 'nvidia-dcgm.service'},
-               {'pid': 3, 'command': 'dcgm-exporter -f x', 'device': '/dev/nvidia1', 'unit': None},
-               {'pid': 4, 'command': 'nvidia-persistenced --user x', 'device': '/dev/nvidia0',
+    holders = [{'pid': 1, 'executable': 'Xorg', 'device': '/dev/nvidia0', 'unit': 'gdm.service'},
+               {'pid': 2, 'executable': 'nv-hostengine', 'device': '/dev/nvidia1', 'unit': 'nvidia-dcgm.service'},
+               {'pid': 3, 'executable': 'dcgm-exporter', 'device': '/dev/nvidia1', 'unit': None},
+               {'pid': 4, 'executable': 'nvidia-persistenced', 'device': '/dev/nvidia0',
                 'unit': 'nvidia-persistenced.service'},
-               {'pid': 5, 'command': 'python train.py', 'device': '/dev/nvidia2', 'unit': None}]
+               {'pid': 5, 'executable': 'python', 'device': '/dev/nvidia2', 'unit': None}]
     result = dra.classify_holders(holders, '0.4.1')
     assert [b['category'] for b in result['blocking']] == ['display-manager', 'dcgm', 'dcgm-exporter', 'other']
     assert [w['category'] for w in result['warnings']] == ['persistenced']
-    assert 'PID 5' in result['message'] and 'PID 4' not in result['message']
+    assert 'PID 5 (python) holds /dev/nvidia2' in result['message'] and 'PID 4' not in result['message']
     old = dra.classify_holders(holders[3:4], '0.3.0')
     assert old['blocking'][0]['category'] == 'persistenced'
     assert dra.classify_holders([], '0.4.0')['message'] == 'nothing blocks the rebind'
 
 
 def test_holders_classified_by_executable_not_substring():
-    holders = [{'pid': 1, 'command': 'python3 /srv/dcgm-exporter-wrapper.py', 'device': '/dev/nvidia0', 'unit': None},
-               {'pid': 2, 'command': '/usr/bin/nvidia-persistenced --user x', 'device': '/dev/nvidia0', 'unit': None}]
+    holders = [{'pid': 1, 'executable': 'dcgm-exporter-wrapper.py', 'device': '/dev/nvidia0', 'unit': None},
+               {'pid': 2, 'executable': 'nvidia-persistenced', 'device': '/dev/nvidia0', 'unit': None}]
     result = dra.classify_holders(holders, '0.4.1')
     assert [(b['pid'], b['category']) for b in result['blocking']] == [(1, 'other')]
     assert [(w['pid'], w['category']) for w in result['warnings']] == [(2, 'persistenced')]
+
+
+def test_a_holder_is_named_by_its_executable_never_its_command_line():
+    # a holder's command line is its owner's to write (any user who may open /dev/nvidiactl): it is not shown, and
+    # an executable name outside the grammar is "?"
+    holders = [{'pid': 1, 'executable': 'app', 'command': '/usr/bin/app --password=s3cret', 'device': '/dev/nvidia0'},
+               {'pid': 2, 'executable': '\x1b[2J{{ x }}\n', 'device': '/dev/nvidia0', 'unit': None}]
+    result = dra.classify_holders(holders, '0.4.1')
+    text = repr(result)
+    assert 's3cret' not in text and '\\x1b' not in text and '{{' not in text
+    assert [b['message'].split(':')[0] for b in result['blocking']] == [
+        'PID 1 (app) holds /dev/nvidia0', 'PID 2 (?) holds /dev/nvidia0']
 
 
 def test_gate_objects_are_valid_and_keep_existing_gates():
