@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -714,6 +715,9 @@ def vf_hosts(tmp_path, configs=('l40s', 'l40s')):
         with open(os.path.join(board.root, 'module', 'nvidia', 'version'), 'w', encoding='utf-8') as handle:
             handle.write('550.54.16\n')
         (tmp_path / ('root-%d' % i) / 'etc').mkdir(parents=True)
+        # the role reads the root's os-release (a CoreOS host is refused; no os-release is refused too): this
+        # machine's own
+        shutil.copy('/etc/os-release', str(tmp_path / ('root-%d' % i) / 'etc' / 'os-release'))
         boards.append(board)
         hosts['vf-%d.example.com' % i] = {
             'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable, 'ansible_become': False,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -773,6 +774,9 @@ def vf_inventory(tmp_path, boards):
         with open(os.path.join(board.root, 'module', 'nvidia', 'version'), 'w', encoding='utf-8') as handle:
             handle.write('580.82.02\n')
         (tmp_path / ('root-' + name) / 'etc' / 'systemd' / 'system').mkdir(parents=True, exist_ok=True)
+        # the role reads the root's os-release (a CoreOS host is refused; no os-release is refused too): this
+        # machine's own
+        shutil.copy('/etc/os-release', str(tmp_path / ('root-' + name) / 'etc' / 'os-release'))
         (tmp_path / ('proc-' + name)).mkdir(exist_ok=True)
         hosts[name] = {
             'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable, 'gpuvirt_vgpu_config': 'l40s',

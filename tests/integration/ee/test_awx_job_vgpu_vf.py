@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -118,6 +119,8 @@ def vf_host(machine, tmp_path_factory):
         handle.write('550.54.16\n')
     (local / 'proc').mkdir()
     (local / 'root' / 'etc' / 'systemd' / 'system').mkdir(parents=True)
+    # the role reads the root's os-release (a CoreOS host is refused; no os-release is refused too)
+    shutil.copy('/etc/os-release', str(local / 'root' / 'etc' / 'os-release'))
     subprocess.run(['podman', 'cp', str(local), '%s:%s' % (machine['container'], STANDIN)], check=True)
     return board
 
