@@ -170,20 +170,27 @@ def load_scopes():
 
 
 def copy_tree(dest_root):
-    """The files git knows about (tracked, or untracked and not ignored), as the collection
-    ansible_collections/gpuvirt/provision under ``dest_root``; the checkout itself is never mutated."""
-    dest = os.path.join(dest_root, 'ansible_collections', 'gpuvirt', 'provision')
+    """The files git knows about (tracked, or untracked and not ignored), copied to ``dest_root``/tree and linked
+    as the collection ansible_collections/gpuvirt/provision under ``dest_root``/collections, the layout of a
+    checkout (its .build/collections link): the tests' own path is not inside an ``ansible_collections`` package,
+    where pytest's package-relative imports would shadow Ansible's collection loader (every builtin filter then
+    fails to load, and a test that templates fails without any mutant). The checkout itself is never mutated.
+    Returns (tree, collections)."""
+    tree = os.path.join(dest_root, 'tree')
+    collections = os.path.join(dest_root, 'collections')
+    os.makedirs(os.path.join(collections, 'ansible_collections', 'gpuvirt'))
+    os.symlink(tree, os.path.join(collections, 'ansible_collections', 'gpuvirt', 'provision'))
     names = subprocess.run(['git', '-C', ROOT, 'ls-files', '-co', '--exclude-standard', '-z'], capture_output=True,
                            check=True).stdout.decode().split('\0')
     for name in filter(None, names):
         src = os.path.join(ROOT, name)
         if not os.path.isfile(src) or os.path.islink(src):
             continue
-        target = os.path.join(dest, name)
+        target = os.path.join(tree, name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copy2(src, target)
     # the collections the playbooks use besides this one (kubernetes.core, ...) stay where the checkout finds them
-    return dest
+    return tree, collections
 
 
 def run_tests(tree, collections, tests, timeout):
@@ -204,9 +211,9 @@ def run_tests(tree, collections, tests, timeout):
 def run_scope(name, scope, args):
     work = tempfile.mkdtemp(prefix='gpuvirt-mutation-')
     try:
-        tree = copy_tree(work)
+        tree, collections = copy_tree(work)
         tests = scope['tests']
-        rc, base, tail = run_tests(tree, work, tests, 1800)
+        rc, base, tail = run_tests(tree, collections, tests, 1800)
         if rc != 0:
             print('%s: the tests fail without any mutant (rc %s); fix that first:\n%s' % (name, rc, tail))
             return None
@@ -229,7 +236,7 @@ def run_scope(name, scope, args):
                 f.write(new)
             try:
                 # a file's own tests where the scope names them (tests_for), else the scope's
-                rc, took, dummy = run_tests(tree, work, scope.get('tests_for', {}).get(rel, tests), timeout)
+                rc, took, dummy = run_tests(tree, collections, scope.get('tests_for', {}).get(rel, tests), timeout)
             finally:
                 with open(path, 'w', encoding='utf-8') as f:
                     f.write(original)

@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The edges of the refusals docs/security.md lists: each bound a grammar or a reader applies is taken at its
+value and refused one past it, and each check refuses exactly what it names while its valid neighbour passes.
+These are the cases the mutation scopes trust-* (tools/mutation/scopes.json) found no test pinning: a bound
+moved by one, a comparison loosened, a check dropped."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_record, modprobe
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators as v
+
+
+def test_an_image_repository_path_is_taken_up_to_255_characters_and_refused_past():
+    v.oci_repository('a' * 255, 'repo')
+    v.oci_repository('/'.join(['a' * 127, 'b' * 127]), 'repo')  # 255 with its separator
+    with pytest.raises(v.ValidationError, match='at most 255 characters'):
+        v.oci_repository('a' * 256, 'repo')
+    with pytest.raises(v.ValidationError, match='at most 255 characters'):
+        v.oci_repository('/'.join(['a' * 128, 'b' * 127]), 'repo')
+
+
+def test_the_helm_binary_path_is_taken_up_to_4096_characters_and_refused_past():
+    # 16 parts of '/' and 255 characters: 4096; one more character in the last part is past the bound
+    path = ('/' + 'h' * 255) * 16
+    assert len(path) == 4096
+    assert v.helm_binary(path, 'gpu_operator_helm_binary') == path
+    with pytest.raises(v.ValidationError, match='gpu_operator_helm_binary'):
+        v.helm_binary(path[:-1] + '/h', 'gpu_operator_helm_binary')
+    assert len(path[:-1] + '/h') == 4097
+    assert v.helm_binary(path[:-1], 'gpu_operator_helm_binary')
+
+
+def test_a_blacklisted_module_name_is_taken_up_to_55_characters_and_refused_past():
+    assert modprobe.blacklist_text('n' * 55) == 'blacklist %s\n' % ('n' * 55)
+    with pytest.raises(modprobe.ModprobeError, match='is not a module name'):
+        modprobe.blacklist_text('n' * 56)
+
+
+def test_an_objects_uid_is_a_uuid_in_its_text_form_nothing_shorter_or_longer():
+    uid = '6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b'
+    assert v.k8s_uid(uid, 'metadata.uid') == uid
+    for bad in ('', uid[:-1], uid + '0', uid.upper(), uid.replace('-', ''), uid + '\n'):
+        with pytest.raises(v.ValidationError, match='metadata.uid'):
+            v.k8s_uid(bad, 'metadata.uid')
+
+
+# (grammar, its bound, a value of exactly that length, one of that length plus one): both fit the pattern, so only
+# the length check tells them apart
+BOUNDS = [
+    (v.semver, 128, '1.0.0-' + 'a' * 122, '1.0.0-' + 'a' * 123),
+    (v.repo_url, 2048, 'https://h/' + 'a' * 2038, 'https://h/' + 'a' * 2039),
+    (v.chart_ref, 253, 'c' * 253, 'c' * 254),
+    (v.oci_registry, 255, '.'.join(['r' * 63] * 4), '.'.join(['r' * 63] * 3 + ['r' * 61]) + ':12'),
+]
+
+
+@pytest.mark.parametrize('check, bound, at_bound, past_bound', BOUNDS, ids=[b[0].__name__ for b in BOUNDS])
+def test_each_length_bound_takes_its_value_and_refuses_one_more(check, bound, at_bound, past_bound):
+    assert (len(at_bound), len(past_bound)) == (bound, bound + 1)
+    assert check(at_bound, 'the_variable') == at_bound
+    with pytest.raises(v.ValidationError, match='the_variable'):
+        check(past_bound, 'the_variable')
+
+
+def test_each_module_file_writer_names_the_entry_it_refuses():
+    assert modprobe.modules_load_text(['vfio_pci', 'vfio-pci', 'vfio']) == (
+        '# %s\nvfio_pci\nvfio\n' % modprobe.VFIO_HEADER)  # one spelling of a module, the first
+    with pytest.raises(modprobe.ModprobeError, match=r'modules\[1\]'):
+        modprobe.modules_load_text(['vfio_pci', 'vfio;reboot'])
+    with pytest.raises(modprobe.ModprobeError, match=r'modules\[0\]'):
+        modprobe.initramfs_tools_block(['-vfio'])
+    with pytest.raises(modprobe.ModprobeError, match=r'modules\[0\]'):
+        modprobe.dracut_text(['vfio" ; id ; "'])
+    with pytest.raises(modprobe.ModprobeError, match=r'softdep drivers\[0\]'):
+        modprobe.vfio_options_text(['10de:2236'], ['nvidia\nreboot'])
+    with pytest.raises(modprobe.ModprobeError, match=r'vfio ids\[0\]'):
+        modprobe.vfio_options_text(['10de:2236\n'], [])
+
+
+def test_an_image_tag_is_taken_up_to_128_characters():
+    assert v.oci_tag('t' * 128, 'vgpu_manager_image_tag') == 't' * 128
+    with pytest.raises(v.ValidationError, match='vgpu_manager_image_tag'):
+        v.oci_tag('t' * 129, 'vgpu_manager_image_tag')
+
+
+def test_an_image_reference_with_a_second_digest_is_refused_naming_it_never_a_traceback():
+    digest = 'sha256:' + 'a' * 64
+    assert v.oci_reference('registry.example.com/nvidia/vgpu@' + digest, 'image') is not None
+    with pytest.raises(v.ValidationError, match='has digest'):
+        v.oci_reference('registry.example.com/nvidia/vgpu@' + digest + '@' + digest, 'image')
+
+
+def test_a_record_is_read_up_to_64_kib_and_refused_one_byte_past(tmp_path):
+    body = b'{"version": 1, "kernel_args": {"grubby": ["intel_iommu=on"]}}'
+    at_bound = body + b' ' * (64 * 1024 - len(body))  # JSON allows the trailing blanks
+    record, problems = host_record.parse(at_bound)
+    assert (problems, record['kernel_args']) == ({}, {'grubby': ['intel_iommu=on']})
+    record, problems = host_record.parse(at_bound + b' ')
+    assert record['kernel_args'] is None and 'larger than 65536 bytes' in problems['kernel_args']
+    # read() refuses by the file's size before it reads, with the same bound
+    path = tmp_path / 'gpuvirt-provision' / 'host-state.json'
+    path.parent.mkdir()
+    path.write_bytes(at_bound)
+    assert host_record.read(str(path))[0]['kernel_args'] == {'grubby': ['intel_iommu=on']}
+    path.write_bytes(at_bound + b' ')
+    record, problems = host_record.read(str(path))
+    assert record['kernel_args'] is None and 'larger than 65536 bytes' in problems['kernel_args']
+
+
+def test_a_record_lists_at_most_64_items_of_a_kind():
+    files = ['/etc/gpuvirt/f%d.conf' % i for i in range(64)]
+    record, problems = host_record.parse(json.dumps({'version': 1, 'files': {'kernel_args': files}}).encode())
+    assert (problems, record['files']) == ({}, {'kernel_args': files})
+    record, problems = host_record.parse(json.dumps(
+        {'version': 1, 'files': {'kernel_args': files + ['/etc/gpuvirt/f64.conf']}}).encode())
+    assert record['files'] is None and 'at most 64 paths' in problems['files']
