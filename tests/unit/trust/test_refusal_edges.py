@@ -55,10 +55,16 @@ BOUNDS = [
     (v.repo_url, 2048, 'https://h/' + 'a' * 2038, 'https://h/' + 'a' * 2039),
     (v.chart_ref, 253, 'c' * 253, 'c' * 254),
     (v.oci_registry, 255, '.'.join(['r' * 63] * 4), '.'.join(['r' * 63] * 3 + ['r' * 61]) + ':12'),
+    (v.kernel_module, 55, 'k' * 55, 'k' * 56),
+    (v.systemd_unit, 255, 'u' * 247 + '.service', 'u' * 248 + '.service'),
+    (v.reboot_message, 200, 'r' * 200, 'r' * 201),
+    (lambda value, name: v.config_path(value, name, 'modprobe.d'), 4095,
+     '/' + 'd' * (4095 - len('//modprobe.d/x.conf')) + '/modprobe.d/x.conf',
+     '/' + 'd' * (4096 - len('//modprobe.d/x.conf')) + '/modprobe.d/x.conf'),
 ]
 
 
-@pytest.mark.parametrize('check, bound, at_bound, past_bound', BOUNDS, ids=[b[0].__name__ for b in BOUNDS])
+@pytest.mark.parametrize('check, bound, at_bound, past_bound', BOUNDS, ids=[b[0].__name__ if b[0].__name__ != '<lambda>' else 'config_path' for b in BOUNDS])
 def test_each_length_bound_takes_its_value_and_refuses_one_more(check, bound, at_bound, past_bound):
     assert (len(at_bound), len(past_bound)) == (bound, bound + 1)
     assert check(at_bound, 'the_variable') == at_bound
@@ -118,3 +124,36 @@ def test_a_record_lists_at_most_64_items_of_a_kind():
     record, problems = host_record.parse(json.dumps(
         {'version': 1, 'files': {'kernel_args': files + ['/etc/gpuvirt/f64.conf']}}).encode())
     assert record['files'] is None and 'at most 64 paths' in problems['files']
+    args = ['nvidia.a%d=0' % i for i in range(65)]  # 64 of them are 834 characters: within the 1,024 together
+    record, problems = host_record.parse(json.dumps({'version': 1, 'kernel_args': {'grubby': args[:64]}}).encode())
+    assert (problems, record['kernel_args']) == ({}, {'grubby': args[:64]})
+    record, problems = host_record.parse(json.dumps({'version': 1, 'kernel_args': {'grubby': args}}).encode())
+    assert record['kernel_args'] is None and 'at most 64 kernel arguments' in problems['kernel_args']
+
+
+@pytest.mark.parametrize('kind, value', [('files', {'kernel_args': {}}), ('files', {'kernel_args': ''}),
+                                         ('kernel_args', {'grubby': {}}), ('kernel_args', {'grubby': ''})])
+def test_a_record_kind_that_is_no_list_takes_back_nothing_even_when_empty(kind, value):
+    record, problems = host_record.parse(json.dumps({'version': 1, kind: value}).encode())
+    assert record[kind] is None and 'is not a list' in problems[kind]
+
+
+def test_an_executable_name_is_taken_up_to_255_characters():
+    assert v.executable_name('e' * 255, 'executable') == 'e' * 255
+    with pytest.raises(v.ValidationError, match='executable'):
+        v.executable_name('e' * 256, 'executable')
+
+
+def test_a_config_path_is_a_conf_file_directly_in_its_readers_directory():
+    for good in ('/etc/modprobe.d/gpuvirt-vfio.conf', '/modprobe.d/x.conf', '/usr/lib/modprobe.d/a_b-c.d.conf'):
+        assert v.config_path(good, 'vfio_modprobe_path', 'modprobe.d') == good
+    assert v.config_path('/etc/initramfs-tools/modules', 'p', 'initramfs-tools', 'modules')
+    for bad in ('etc/modprobe.d/x.conf', '/etc/modprobe.d/x.conf/', '/etc/modprobe.d/sub/x.conf',
+                '/etc/modprobe.d/../x.conf', '/etc/modprobe.d/.x.conf', '/etc/modprobe.d/x.confx',
+                '/etc/modprobe.d/x.conf\n', '/etc/xmodprobe.d/x.conf', '/etc/modprobeXd/x.conf',
+                '/etc/../modprobe.d/x.conf', '//modprobe.d/x.conf', '/etc/modprobe.d/x conf.conf'):
+        with pytest.raises(v.ValidationError, match='vfio_modprobe_path'):
+            v.config_path(bad, 'vfio_modprobe_path', 'modprobe.d')
+    for bad in ('/etc/initramfs-tools/modules.conf', '/etc/initramfs-tools/xmodules', '/etc/initramfs-tools/modulex'):
+        with pytest.raises(v.ValidationError, match='p'):
+            v.config_path(bad, 'p', 'initramfs-tools', 'modules')
