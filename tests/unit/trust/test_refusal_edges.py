@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_record, modprobe
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators as v
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render
 
 
 def test_an_image_repository_path_is_taken_up_to_255_characters_and_refused_past():
@@ -157,3 +158,36 @@ def test_a_config_path_is_a_conf_file_directly_in_its_readers_directory():
     for bad in ('/etc/initramfs-tools/modules.conf', '/etc/initramfs-tools/xmodules', '/etc/initramfs-tools/modulex'):
         with pytest.raises(v.ValidationError, match='p'):
             v.config_path(bad, 'p', 'initramfs-tools', 'modules')
+    # the refusal shows a path that would do, of the file's own name when it has one
+    with pytest.raises(v.ValidationError, match='such as /etc/modprobe.d/gpuvirt-vfio.conf .*ends in .conf'):
+        v.config_path('/tmp/x.conf', 'p', 'modprobe.d')
+    with pytest.raises(v.ValidationError, match=r'such as /etc/initramfs-tools/modules \(an absolute path'):
+        v.config_path('/tmp/modules', 'p', 'initramfs-tools', 'modules')
+
+
+def test_a_label_key_is_taken_at_its_longest_prefix_and_name_and_refused_one_past_either():
+    prefix = '.'.join(['p' * 63] * 3 + ['p' * 61])
+    assert (len(prefix), len(prefix + '/' + 'n' * 63)) == (253, 317)
+    for good in (prefix + '/' + 'n' * 63, 'n' * 63, 'nvidia.com/gpu.deploy.driver', 'a', 'a/b'):
+        assert v.label_key(good, 'label') == good
+    for bad in (prefix + 'p/' + 'n' * 63, prefix + '/' + 'n' * 64, 'n' * 64, '/n', 'a/b/c', 'a/', 'A_/x', '-a',
+                'nvidia.com/gpu\n'):
+        with pytest.raises(v.ValidationError, match='label'):
+            v.label_key(bad, 'label')
+
+
+@pytest.mark.parametrize('check, low, high', [(v.positive_int, 1, 100000), (v.percentage, 0, 100)])
+def test_an_integer_input_is_taken_from_its_low_to_its_high_end_as_a_number_or_digits(check, low, high):
+    for good in (low, high, str(low), str(high), '%06d' % high):
+        assert check(good, 'serial') == int(good)
+    for bad in (low - 1, high + 1, str(high + 1), '0%06d' % high, True, False, 1.0, '', ' 1', '1\n', '-1', '1e2',
+                None, [1]):
+        with pytest.raises(v.ValidationError, match='serial'):
+            check(bad, 'serial')
+
+
+def test_a_file_name_the_prune_takes_is_at_most_251_characters():
+    at_bound = 'configmap-ns-' + 'a' * 233 + '.yaml'
+    assert len(at_bound) == 251 and render.object_file_name(at_bound)
+    past = 'configmap-ns-' + 'a' * 234 + '.yaml'
+    assert len(past) == 252 and not render.object_file_name(past)
