@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_record, modprobe
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators as v
-from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render
+from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render, render_session
 
 
 def test_an_image_repository_path_is_taken_up_to_255_characters_and_refused_past():
@@ -191,3 +191,31 @@ def test_a_file_name_the_prune_takes_is_at_most_251_characters():
     assert len(at_bound) == 251 and render.object_file_name(at_bound)
     past = 'configmap-ns-' + 'a' * 234 + '.yaml'
     assert len(past) == 252 and not render.object_file_name(past)
+
+
+def test_bookkeeping_is_read_up_to_32_mib_and_refused_one_byte_past():
+    bound = render_session.MAX_BOOKKEEPING
+    assert bound == 32 * 1024 * 1024
+    at_bound = b'{}' + b' ' * (bound - 2)  # JSON allows the trailing blanks
+    seen = []
+    assert render_session.parse(at_bound, '/r/.gpuvirt-render.json', lambda data, path: seen.append(data)) == {}
+    assert seen == [{}]
+    with pytest.raises(render.RenderError, match=r'/r/.gpuvirt-render.json is larger than 33554432 bytes'):
+        render_session.parse(at_bound + b' ', '/r/.gpuvirt-render.json', lambda data, path: seen.append(data))
+    assert seen == [{}]
+
+
+def test_a_recorded_phase_is_at_most_63_characters():
+    assert render_session.valid_phase('p' * 63) and render_session.valid_phase('')
+    assert not render_session.valid_phase('p' * 64)
+
+
+@pytest.mark.parametrize('field, bad', [('kustomization', 'x'), ('kustomization', 'A' * 64), ('complete', 'yes'),
+                                        ('finished', -1), ('format', render_session.FORMAT + 0.5)])
+def test_a_manifest_field_of_another_shape_is_refused_naming_the_field(field, bad):
+    good = {'format': render_session.FORMAT, 'kustomization': 'a' * 64, 'complete': True, 'finished': 1.5}
+    text = json.dumps(good).encode()
+    assert render_session.parse(text, '/r/m.json', render_session._check_manifest) == good
+    with pytest.raises(render.RenderError, match=r'^/r/m.json: %s is ' % field):
+        render_session.parse(json.dumps(dict(good, **{field: bad})).encode(), '/r/m.json',
+                             render_session._check_manifest)
