@@ -219,3 +219,12 @@ def test_a_manifest_field_of_another_shape_is_refused_naming_the_field(field, ba
     with pytest.raises(render.RenderError, match=r'^/r/m.json: %s is ' % field):
         render_session.parse(json.dumps(dict(good, **{field: bad})).encode(), '/r/m.json',
                              render_session._check_manifest)
+
+
+@pytest.mark.parametrize('version', [True, '1', 2, 0, None])
+def test_a_record_of_any_version_but_the_integer_1_takes_back_nothing(version):
+    body = {'kernel_args': {'grubby': ['intel_iommu=on']}, 'files': {'kernel_args': ['/etc/gpuvirt/x.conf']}}
+    assert host_record.parse(json.dumps(dict(body, version=1)).encode()) == (dict(body, version=1), {})
+    record, problems = host_record.parse(json.dumps(dict(body, version=version)).encode())
+    assert record['kernel_args'] is None and record['files'] is None
+    assert 'version is' in problems['kernel_args']
