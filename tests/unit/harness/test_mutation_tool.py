@@ -118,3 +118,14 @@ def test_every_function_a_scope_names_is_defined_in_its_file():
             with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
                 text = f.read()
             assert names and mutate.scope_mutants(scope, rel, text), (name, rel)
+
+
+def test_the_copy_is_a_checkout_linked_as_the_collection_never_inside_ansible_collections(tmp_path):
+    tree, collections = mutate.copy_tree(str(tmp_path))
+    # pytest imports a test by its package path: a tree inside an ansible_collections directory makes that
+    # package a plain one and Ansible's collection loader then skips its builtin filters
+    assert 'ansible_collections' not in os.path.relpath(tree, str(tmp_path)).split(os.sep)
+    assert os.path.realpath(os.path.join(collections, 'ansible_collections', 'gpuvirt', 'provision')) == \
+        os.path.realpath(tree)
+    assert os.path.isfile(os.path.join(tree, 'tools', 'mutation', 'mutate.py'))
+    assert not os.path.lexists(os.path.join(tree, '.venv'))  # ignored paths stay behind
