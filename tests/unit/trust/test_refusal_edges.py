@@ -228,3 +228,12 @@ def test_a_record_of_any_version_but_the_integer_1_takes_back_nothing(version):
     record, problems = host_record.parse(json.dumps(dict(body, version=version)).encode())
     assert record['kernel_args'] is None and record['files'] is None
     assert 'version is' in problems['kernel_args']
+
+
+def test_an_image_reference_names_the_part_that_is_no_path_component():
+    assert v.oci_reference('registry.example.com/ns/img:v1', 'image') == 'registry.example.com/ns/img:v1'
+    # a colon before the last component is no tag: that part is named, never a traceback
+    with pytest.raises(v.ValidationError, match="its part 'ns:x' is not a path component"):
+        v.oci_reference('registry.example.com/ns:x/img', 'image')
+    with pytest.raises(v.ValidationError, match="its part 'ns:x' is not a path component"):
+        v.oci_reference('registry.example.com/ns:x/img:v1', 'image')
