@@ -168,9 +168,9 @@ def test_a_config_path_is_a_conf_file_directly_in_its_readers_directory():
 def test_a_label_key_is_taken_at_its_longest_prefix_and_name_and_refused_one_past_either():
     prefix = '.'.join(['p' * 63] * 3 + ['p' * 61])
     assert (len(prefix), len(prefix + '/' + 'n' * 63)) == (253, 317)
-    for good in (prefix + '/' + 'n' * 63, 'n' * 63, 'nvidia.com/gpu.deploy.driver', 'a', 'a/b'):
+    for good in (prefix + '/' + 'n' * 63, prefix + '/n', 'n' * 63, 'nvidia.com/gpu.deploy.driver', 'a', 'a/b'):
         assert v.label_key(good, 'label') == good
-    for bad in (prefix + 'p/' + 'n' * 63, prefix + '/' + 'n' * 64, 'n' * 64, '/n', 'a/b/c', 'a/', 'A_/x', '-a',
+    for bad in (prefix + 'p/' + 'n' * 63, prefix + 'p/n', prefix + '/' + 'n' * 64, 'n' * 64, '/n', 'a/b/c', 'a/', 'A_/x', '-a',
                 'nvidia.com/gpu\n'):
         with pytest.raises(v.ValidationError, match='label'):
             v.label_key(bad, 'label')
