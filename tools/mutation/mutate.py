@@ -9,6 +9,11 @@ behaviour no test pins. Run one scope or all, with nice (it is CPU heavy):
     python tools/mutation/mutate.py --list
     nice python tools/mutation/mutate.py --scope drain
     nice python tools/mutation/mutate.py --scope host --limit 40 --seed 1
+    nice python tools/mutation/mutate.py --scope trust-host --only plugins/module_utils/host/modprobe.py:40
+
+A scope may name, per file, the functions (and module-level names: a grammar's compiled pattern, a bound) whose
+mutants it runs (``"functions": {"<file>": ["name", "Class.method"]}``): every mutant inside those definitions,
+none outside, so a score "for the refusals" counts exactly the refusal code of a large file, not a random sample.
 
 Not part of `make test` (`make mutation` runs every scope; docs/testing.md, "Mutation testing", has the measured
 scores and the survivors left on purpose). Python files are mutated token by token (tokenize: strings, comments
@@ -18,6 +23,7 @@ comments and task names.
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import json
 import keyword
@@ -119,26 +125,72 @@ def mutants(path, text):
     return py_mutants(path, text) if path.endswith('.py') else yaml_mutants(path, text)
 
 
+def definition_lines(text, names):
+    """{name: (first line, last line)} of each named top-level definition of a Python file: a function or class
+    (``Class.method`` for a method), or a module-level assignment (a compiled grammar, a bound), decorators
+    included. A name the file does not define is an error: a scope that names a removed function must not
+    silently measure nothing."""
+    tree = ast.parse(text)
+    found = {}
+
+    def walk(nodes, prefix):
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                found[prefix + node.name] = (first, node.end_lineno)
+                if isinstance(node, ast.ClassDef):
+                    walk(node.body, prefix + node.name + '.')
+            elif not prefix and isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        found[target.id] = (node.lineno, node.end_lineno)
+
+    walk(tree.body, '')
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise ValueError('not defined at the top level of the file: %s' % ', '.join(missing))
+    return {n: found[n] for n in names}
+
+
+def scope_mutants(scope, rel, text):
+    """The mutants of one file of a scope: all of them, or only those inside the definitions the scope's
+    ``functions`` names for that file."""
+    found = mutants(rel, text)
+    names = scope.get('functions', {}).get(rel)
+    if names is None:
+        return found
+    spans = list(definition_lines(text, names).values())
+    return [m for m in found if any(first <= m[0] <= last for first, last in spans)]
+
+
 def load_scopes():
     with open(os.path.join(HERE, 'scopes.json'), encoding='utf-8') as f:
         return json.load(f)
 
 
 def copy_tree(dest_root):
-    """The files git knows about (tracked, or untracked and not ignored), as the collection
-    ansible_collections/gpuvirt/provision under ``dest_root``; the checkout itself is never mutated."""
-    dest = os.path.join(dest_root, 'ansible_collections', 'gpuvirt', 'provision')
+    """The files git knows about (tracked, or untracked and not ignored), copied to ``dest_root``/tree and linked
+    as the collection ansible_collections/gpuvirt/provision under ``dest_root``/collections, the layout of a
+    checkout (its .build/collections link): the tests' own path is not inside an ``ansible_collections`` package,
+    where pytest's package-relative imports would shadow Ansible's collection loader (every builtin filter then
+    fails to load, and a test that templates fails without any mutant). The checkout itself is never mutated.
+    Returns (tree, collections)."""
+    tree = os.path.join(dest_root, 'tree')
+    collections = os.path.join(dest_root, 'collections')
+    os.makedirs(os.path.join(collections, 'ansible_collections', 'gpuvirt'))
+    os.symlink(tree, os.path.join(collections, 'ansible_collections', 'gpuvirt', 'provision'))
     names = subprocess.run(['git', '-C', ROOT, 'ls-files', '-co', '--exclude-standard', '-z'], capture_output=True,
                            check=True).stdout.decode().split('\0')
     for name in filter(None, names):
         src = os.path.join(ROOT, name)
         if not os.path.isfile(src) or os.path.islink(src):
             continue
-        target = os.path.join(dest, name)
+        target = os.path.join(tree, name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copy2(src, target)
     # the collections the playbooks use besides this one (kubernetes.core, ...) stay where the checkout finds them
-    return dest
+    return tree, collections
 
 
 def run_tests(tree, collections, tests, timeout):
@@ -159,9 +211,9 @@ def run_tests(tree, collections, tests, timeout):
 def run_scope(name, scope, args):
     work = tempfile.mkdtemp(prefix='gpuvirt-mutation-')
     try:
-        tree = copy_tree(work)
+        tree, collections = copy_tree(work)
         tests = scope['tests']
-        rc, base, tail = run_tests(tree, work, tests, 1800)
+        rc, base, tail = run_tests(tree, collections, tests, 1800)
         if rc != 0:
             print('%s: the tests fail without any mutant (rc %s); fix that first:\n%s' % (name, rc, tail))
             return None
@@ -170,7 +222,10 @@ def run_scope(name, scope, args):
         for rel in scope['files']:
             with open(os.path.join(tree, rel), encoding='utf-8') as f:
                 text = f.read()
-            todo += [(rel, text) + m for m in mutants(rel, text)]
+            todo += [(rel, text) + m for m in scope_mutants(scope, rel, text)]
+        if args.only:
+            todo = [m for m in todo if any(('%s:%d:%d %s' % (m[0], m[2], m[3], m[4])).startswith(o)
+                                           for o in args.only)]
         if args.limit and len(todo) > args.limit:
             todo = sorted(random.Random(args.seed).sample(todo, args.limit), key=lambda m: (m[0], m[2], m[3]))
         print('%s: %d mutants (tests take %.0f s unmutated)' % (name, len(todo), base), flush=True)
@@ -181,7 +236,7 @@ def run_scope(name, scope, args):
                 f.write(new)
             try:
                 # a file's own tests where the scope names them (tests_for), else the scope's
-                rc, took, dummy = run_tests(tree, work, scope.get('tests_for', {}).get(rel, tests), timeout)
+                rc, took, dummy = run_tests(tree, collections, scope.get('tests_for', {}).get(rel, tests), timeout)
             finally:
                 with open(path, 'w', encoding='utf-8') as f:
                     f.write(original)
@@ -205,6 +260,9 @@ def main(argv=None):
     parser.add_argument('--list', action='store_true', help='print the scopes and their mutant counts, run nothing')
     parser.add_argument('--limit', type=int, default=0, help='at most this many mutants per scope (a seeded sample)')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--only', action='append', metavar='FILE:ROW[:COL DESC]',
+                        help='only the mutants whose "file:row:col description" starts with this (repeatable): '
+                             'run a survivor again after the test that kills it')
     args = parser.parse_args(argv)
     scopes = load_scopes()
     chosen = args.scope or sorted(scopes)
@@ -216,8 +274,8 @@ def main(argv=None):
             count = 0
             for rel in scopes[name]['files']:
                 with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
-                    count += len(mutants(rel, f.read()))
-            print('%-12s %5d mutants  files: %s  tests: %s' % (
+                    count += len(scope_mutants(scopes[name], rel, f.read()))
+            print('%-14s %5d mutants  files: %s  tests: %s' % (
                 name, count, ' '.join(scopes[name]['files']), ' '.join(scopes[name]['tests'])))
         return 0
     results = {}

@@ -63,3 +63,69 @@ def test_every_scope_names_files_and_tests_that_exist():
         assert paths, name
         for rel in scope['files'] + paths:
             assert os.path.exists(os.path.join(ROOT, rel)), (name, rel)
+
+
+SELECTED = '''import re
+
+NAME_RE = re.compile(r'[a-z]{1,%d}' % 8)
+OTHER = 3
+
+
+def refuse(value):
+    if not NAME_RE.fullmatch(value) or len(value) > 8:
+        raise ValueError(value)
+    return value
+
+
+class Reader:
+    def check(self, n):
+        return n >= OTHER
+
+    def log(self, n):
+        return n == 1
+
+
+def helper(a):
+    return a and True
+'''
+
+
+def test_a_scope_naming_functions_runs_exactly_the_mutants_inside_them():
+    every = mutate.py_mutants('x.py', SELECTED)
+    scope = {'functions': {'x.py': ['NAME_RE', 'refuse', 'Reader.check']}}
+    chosen = mutate.scope_mutants(scope, 'x.py', SELECTED)
+    # inside the named definitions: all of their mutants, and none of the others (OTHER, Reader.log, helper)
+    assert sorted({row for row, dummy, dummy2, dummy3 in chosen}) == [3, 8, 15], chosen
+    assert chosen == [m for m in every if m[0] in (3, 8, 15)]
+    assert {row for row, dummy, dummy2, dummy3 in every} - {3, 8, 15} == {4, 18, 22}
+    # a file the scope names no functions for keeps every mutant; a name the file lacks is an error, not nothing
+    assert mutate.scope_mutants({}, 'x.py', SELECTED) == every
+    assert mutate.scope_mutants({'functions': {'y.py': ['f']}}, 'x.py', SELECTED) == every
+    try:
+        mutate.scope_mutants({'functions': {'x.py': ['refuse', 'gone']}}, 'x.py', SELECTED)
+    except ValueError as exc:
+        assert 'gone' in str(exc)
+    else:
+        raise AssertionError('a missing function was not refused')
+
+
+def test_every_function_a_scope_names_is_defined_in_its_file():
+    with open(os.path.join(ROOT, 'tools', 'mutation', 'scopes.json'), encoding='utf-8') as f:
+        scopes = json.load(f)
+    for name, scope in scopes.items():
+        for rel, names in scope.get('functions', {}).items():
+            assert rel in scope['files'], (name, rel)
+            with open(os.path.join(ROOT, rel), encoding='utf-8') as f:
+                text = f.read()
+            assert names and mutate.scope_mutants(scope, rel, text), (name, rel)
+
+
+def test_the_copy_is_a_checkout_linked_as_the_collection_never_inside_ansible_collections(tmp_path):
+    tree, collections = mutate.copy_tree(str(tmp_path))
+    # pytest imports a test by its package path: a tree inside an ansible_collections directory makes that
+    # package a plain one and Ansible's collection loader then skips its builtin filters
+    assert 'ansible_collections' not in os.path.relpath(tree, str(tmp_path)).split(os.sep)
+    assert os.path.realpath(os.path.join(collections, 'ansible_collections', 'gpuvirt', 'provision')) == \
+        os.path.realpath(tree)
+    assert os.path.isfile(os.path.join(tree, 'tools', 'mutation', 'mutate.py'))
+    assert not os.path.lexists(os.path.join(tree, '.venv'))  # ignored paths stay behind
