@@ -172,6 +172,8 @@ def start(tmp_path, pools, platform_name):
             handle.write('550.54.16\n')
         (tmp_path / 'proc').mkdir()
         (tmp_path / 'root' / 'etc' / 'systemd' / 'system').mkdir(parents=True)
+        # the role refuses a root without os-release (it might be CoreOS): this machine's own
+        shutil.copy('/etc/os-release', str(tmp_path / 'root' / 'etc' / 'os-release'))
         path.write_text(VGPU_VF_PHASES)
         # a platform whose hosts are managed over SSH: on a MachineConfig platform the phase refuses (the MCO owns them)
         extra.update(gpuvirt_cluster_mode='apply', gpuvirt_platform='kubernetes', ansible_become=False, gpuvirt_vgpu_config='l40s',

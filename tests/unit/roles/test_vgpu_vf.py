@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 from play_runner import run_play
 from vf_driver import VfBoard
@@ -37,6 +38,8 @@ def _vars(tmp_path, board, **overrides):
     }
     (tmp_path / 'proc').mkdir(exist_ok=True)
     (root / 'etc/systemd/system').mkdir(parents=True, exist_ok=True)  # there on every systemd host
+    # the role refuses a root without os-release (it might be CoreOS): this machine's own
+    shutil.copy('/etc/os-release', str(root / 'etc/os-release'))
     extra.update(overrides)
     return extra, root
 
