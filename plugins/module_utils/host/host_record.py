@@ -117,7 +117,9 @@ def parse(data):
         value = json.loads(data.decode('utf-8'))
         if not isinstance(value, dict):
             raise RecordError('not a JSON object')
-        if value.get('version') != VERSION or isinstance(value.get('version'), bool):
+        # an integer exactly (1.0 and true equal 1 in Python; the collection never writes them)
+        version = value.get('version')
+        if not isinstance(version, int) or isinstance(version, bool) or version != VERSION:
             raise RecordError('version is %r, expected %d' % (value.get('version'), VERSION))
         unknown = sorted(k for k in value if k not in KINDS + ('version',))
         if unknown:

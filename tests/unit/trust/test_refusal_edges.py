@@ -221,7 +221,7 @@ def test_a_manifest_field_of_another_shape_is_refused_naming_the_field(field, ba
                              render_session._check_manifest)
 
 
-@pytest.mark.parametrize('version', [True, '1', 2, 0, None])
+@pytest.mark.parametrize('version', [True, 1.0, '1', 2, 0, None])
 def test_a_record_of_any_version_but_the_integer_1_takes_back_nothing(version):
     body = {'kernel_args': {'grubby': ['intel_iommu=on']}, 'files': {'kernel_args': ['/etc/gpuvirt/x.conf']}}
     assert host_record.parse(json.dumps(dict(body, version=1)).encode()) == (dict(body, version=1), {})
