@@ -55,12 +55,6 @@ class Refusal(ValueError):
     """A refusal of a role's validate path: the message is the role's own, naming the host and the variable."""
 
 
-def os_release_id(path, read=read_bytes, host='the host'):
-    """The ID of the os-release file at ``path`` (``''`` when it has no ID line of the os-release grammar); the
-    last ID line counts, quotes taken off. Refusal for a file over os_release.LIMIT or one that cannot be read."""
-    return os_release_fields((path,), read, host)['ID']
-
-
 def os_release_fields(paths, read=read_bytes, host='the host'):
     """os_release.read_any() of ``paths`` (the first readable one), its error a Refusal."""
     try:

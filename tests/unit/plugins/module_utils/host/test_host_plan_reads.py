@@ -27,7 +27,7 @@ HOST = 'gpu-7.example'
 
 def test_the_id_of_this_machines_os_release_is_the_one_python_reads():
     # os-release(5) as Python's own reader parses it (platform.freedesktop_os_release, /etc/os-release first)
-    assert reads.os_release_id('/etc/os-release') == platform.freedesktop_os_release()['ID']
+    assert reads.os_release_fields(('/etc/os-release',))['ID'] == platform.freedesktop_os_release()['ID']
 
 
 @pytest.mark.parametrize('line, expected', [
@@ -39,18 +39,18 @@ def test_the_id_of_this_machines_os_release_is_the_one_python_reads():
 def test_the_id_line_is_read_by_the_os_release_grammar(tmp_path, line, expected):
     path = tmp_path / 'os-release'
     path.write_text('NAME="Some Linux"\n%s\nID_LIKE="rhel fedora"\nVARIANT_ID=coreos\n' % line)
-    assert reads.os_release_id(str(path)) == expected
+    assert reads.os_release_fields((str(path),))['ID'] == expected
 
 
 def test_os_release_absent_or_too_large_is_refused(tmp_path):
     # without an os-release the host may be CoreOS (whose MCO owns it): refused, not taken for another system
     with pytest.raises(reads.Refusal, match='^%s: %s is not a readable regular file.*Nothing was changed'
                        % (HOST, tmp_path / 'missing')):
-        reads.os_release_id(str(tmp_path / 'missing'), host=HOST)
+        reads.os_release_fields((str(tmp_path / 'missing'),), host=HOST)
     big = tmp_path / 'big'
     big.write_text('ID=rhcos\n' + 'X=' + 'y' * os_release.LIMIT + '\n')
     with pytest.raises(reads.Refusal, match='larger than 65536 bytes'):
-        reads.os_release_id(str(big))
+        reads.os_release_fields((str(big),))
 
 
 def test_the_plan_call_refuses_a_host_without_os_release_and_falls_back_to_usr_lib(tmp_path, monkeypatch):
