@@ -288,3 +288,31 @@ def test_a_systemd_version_that_does_not_parse_stops_the_role_before_any_change(
     assert rc != 0 and 'systemctl --version printed' in out and 'vgpu_vf_unit_type' in out, out
     assert "'systemd 252 (252.1) $(reboot)'" in out and 'host ' in out, out
     assert _current(board, VF0) == '0' and not _installed(extra)
+
+
+MC_PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Run the vgpu_vf role's machineconfig entry point
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.vgpu_vf
+        tasks_from: machineconfig
+"""
+
+
+def test_the_machineconfig_entry_point_refuses_render_mode_before_reading_the_cluster(tmp_path):
+    # a render holds no VF MachineConfig (docs/pools/vendor-vfio.md, "Render mode"): the entry point stops before any
+    # cluster read; in apply mode it goes on to read the pools (and fails here only because no cluster answers)
+    hosts = [{'host': 'gpu-s01', 'node': 'gpu-s01', 'persist': {}}]
+    for mode in ('render', 'apply'):
+        cluster = {'mode': mode, 'render_dir': str(tmp_path / 'render')}
+        rc, out = run_play(tmp_path, MC_PLAY, {'gpuvirt_cluster': cluster, 'vgpu_vf_machineconfig_hosts': hosts})
+        assert rc != 0, out
+        read = "TASK [gpuvirt.provision.vgpu_vf : Read the cluster's MachineConfigPools]" in out
+        if mode == 'render':
+            assert 'is not for render mode' in out and not read, out
+        else:
+            assert 'is not for render mode' not in out and read, out
+    assert not (tmp_path / 'render').exists()
