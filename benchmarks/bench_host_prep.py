@@ -13,7 +13,7 @@ shared running kernel already has (quiet, IOMMU off), so no host needs a reboot.
   10% work   the nouveau blacklist removed on ceil(N/10) hosts: those hosts, and only those, are rolled
   before     (N <= GPUVIRT_BENCH_BEFORE_MAX, default 10) the no-op run of the playbook before plan-then-roll (one
              play, serial 1: every host validated and checked one after the other), from git (GPUVIRT_BENCH_BEFORE,
-             default main:playbooks/host_prep.yml)
+             default 4093abb:playbooks/host_prep.yml, the last one before plan-then-roll)
 
 Asserted: the no-op run's time grows with N / forks, not N: from the smallest to the largest size the no-op run
 takes at most (largest / smallest) / forks * 3 + 1 times as long (generous: Ansible's fixed start dominates small
@@ -99,7 +99,7 @@ def run(playbook, inv, forks, extra=()):
 
 def before_playbook(tmp):
     """The playbook before plan-then-roll, beside the current playbooks (it imports them by relative path)."""
-    spec = os.environ.get('GPUVIRT_BENCH_BEFORE', 'main:playbooks/host_prep.yml')
+    spec = os.environ.get('GPUVIRT_BENCH_BEFORE', '4093abb:playbooks/host_prep.yml')
     text = sh(['git', '-C', ROOT, 'show', spec]).stdout
     pdir = os.path.join(tmp, 'playbooks')
     shutil.copytree(os.path.join(ROOT, 'playbooks'), pdir)
@@ -140,8 +140,8 @@ def main():
                 assert rolled == sorted(work), (rolled, work)
                 t_before = run(before, inv, forks)[0] if before and n <= before_max else None
                 noop[n] = t_noop
-                before = '%.1f' % t_before if t_before else '-'
-                print('| %d | %.1f | %.1f | %.1f (%d) | %s |' % (n, t_conv, t_noop, t_work, len(rolled), before))
+                shown = '%.1f' % t_before if t_before else '-'
+                print('| %d | %.1f | %.1f | %.1f (%d) | %s |' % (n, t_conv, t_noop, t_work, len(rolled), shown))
                 sys.stdout.flush()
             finally:
                 stop(names)
