@@ -19,7 +19,7 @@ description:
     C(gpuvirt.provision/owned-permitted-host-devices) annotation. Duplicated selectors are collapsed. The order
     is stable, so a second run returns the same object and RV(would_change) false.
   - C(DisableMDEVConfiguration) is set as C(spec.featureGates.disableMDevConfiguration) when the CRD has it
-    (HCO 1.9+), else as an add operation in the C(kubevirt.kubevirt.io/jsonpatch) annotation.
+    (HCO 1.10+), else as an add operation in the C(kubevirt.kubevirt.io/jsonpatch) annotation.
   - Builds an object only; the caller applies or renders it.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)

@@ -257,7 +257,8 @@ def main():
         # the same decision as the operator and kubevirt phases': the GPUCluster or the DRA chart
         stack = gc.dra_stack(platform.traits(p['cluster_platform']), dra_nodes, other_nodes, p['dra_stack'])[0]
         patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'],
-                                  p['dra_selector'], stack, retire=p['retire'], pool_selectors=p['pool_selectors'])
+                                  p['dra_selector'], stack, retire=p['retire'], pool_selectors=p['pool_selectors'],
+                                  render=p['render'])
     except (nl.ManifestError, vc.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     rendered, left_out = nl.render_patches(patches)

@@ -173,13 +173,23 @@ def merge_jsonpatch(raw, gates, owned_gates):
     return json.dumps(result, separators=(', ', ': ')), now_owned
 
 
+# The first releases whose HyperConverged API has featureGates.disableMDevConfiguration, by the tags: HCO v1.10.0
+# (kubevirt/hyperconverged-cluster-operator api/v1beta1/hyperconverged_types.go; no v1.8.x or v1.9.x tag has it: the
+# field came in "Expose DisableMDEVConfiguration feature gate on HCO API" #2320, backported to the release-1.8 and
+# release-1.9 branches after their last tags, so only some OpenShift Virtualization 4.12/4.13 z-streams carry it).
+# OpenShift Virtualization 4.y ships HCO 1.(y-4): 4.14 is the first whose every z-stream has it. Older versions get
+# the jsonpatch annotation, which every version honours; apply mode reads the CRD instead (crd_has_disable_mdev_gate).
+FIRST_HCO_WITH_GATE = (1, 10)
+FIRST_OCP_VIRT_WITH_GATE = (4, 14)
+
+
 def hco_has_disable_mdev_gate(version):
-    """HCO 1.9+ has ``featureGates.disableMDevConfiguration``. OpenShift Virtualization versions (4.y) are
-    accepted too: 4.y ships HCO 1.(y-4), so 4.13 is the first with the gate (4.12.3 needs the annotation)."""
+    """Whether HCO ``version`` (1.y, or OpenShift Virtualization's 4.y) has ``featureGates.disableMDevConfiguration``
+    in every release of that minor (FIRST_HCO_WITH_GATE, FIRST_OCP_VIRT_WITH_GATE)."""
     ver = version_tuple(version)
     if ver[0] >= 4:
-        return ver[:2] >= (4, 13)
-    return ver[:2] >= (1, 9)
+        return ver[:2] >= FIRST_OCP_VIRT_WITH_GATE
+    return ver[:2] >= FIRST_HCO_WITH_GATE
 
 
 def crd_has_disable_mdev_gate(crd):

@@ -16,7 +16,7 @@ list):
     discovery does not find is listed as none, as k8s_info's ``api_found`` false);
   - a LIST of v1 Node.
 Of the CRD only what the role decides from it is returned: whether it is served, and whether its v1beta1 schema has
-``spec.featureGates.disableMDevConfiguration`` (HCO 1.9 / OpenShift Virtualization 4.13 and later: the gate instead
+``spec.featureGates.disableMDevConfiguration`` (HCO 1.10 / OpenShift Virtualization 4.14 and later: the gate instead
 of the jsonpatch annotation).
 """
 from __future__ import absolute_import, division, print_function

@@ -414,7 +414,7 @@ def _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selecto
 
 
 def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selector=None, dra_stack='helm',
-         retire=False, pool_selectors=None):
+         retire=False, pool_selectors=None, render=False):
     """Plan the label changes for every wanted node.
 
     ``wanted``: ``[{node, pool, vgpu_config, facts}]`` (``facts``: the host's pci_devices/mdev_types, optional);
@@ -428,6 +428,7 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
     ``dra_selector``: ``dra_driver_node_selector`` (see desired_labels); ``dra_stack``: see desired_labels.
     ``retire``: the nodes leave the fleet (retire.yml): each loses the labels the collection wrote there
     (retired_labels) and its owned-labels record; a node no longer in the cluster has nothing to take back.
+    ``render``: each patch holds the node's whole wanted state (rendered_labels), not what differs from ``nodes``.
     Returns ``(patches, report)``; raises ManifestError naming every blocked, missing or unusable node.
     """
     current_by_name, records = None, {}
@@ -499,11 +500,15 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
                         'unchanged': sorted(k for k, v in desired.items()
                                             if k not in patch and v is not None and not isinstance(v, RemoveIf))}
         meta = {'name': name}
-        if patch:
+        if render:
+            # the file holds the whole state, the record with it: see rendered_labels
+            meta['labels'] = rendered_labels(desired, patch, record)
+            meta['annotations'] = {OWNED_ANNOTATION: record}
+        elif patch:
             meta['labels'] = patch
         # the record is written with the labels, in the same merge patch (compared as the exact string: a second
         # run writes nothing)
-        if annotations.get(OWNED_ANNOTATION) != record:
+        if not render and annotations.get(OWNED_ANNOTATION) != record:
             meta['annotations'] = {OWNED_ANNOTATION: record}
         if len(meta) > 1:
             patches.append({'apiVersion': 'v1', 'kind': 'Node', 'metadata': meta})
@@ -524,6 +529,28 @@ SHARED_LABELS = {
     DRA_PLUGIN_LABEL: "the GPU Operator's driver manager sets it to %s during a driver upgrade to evict the DRA "
                       "kubelet plugin, and back to true after" % DRIVER_UPGRADE_PAUSED,
 }
+
+
+def rendered_labels(desired, patch, record):
+    """The labels a render's Node file holds: every label ``desired`` sets (not only those that differ from the
+    live node) and the removals of ``patch`` (None: render_removals names them; the file leaves them out). A
+    GitOps tool deletes from the live object what a file held when last synced and no longer holds (client-side
+    apply: the last-applied-configuration annotation; server-side apply: the fields its manager no longer applies;
+    kubernetes.io, "Declarative Management of Kubernetes Objects Using Configuration Files"), so a file that held
+    only a changed vGPU config would take nvidia.com/gpu.workload.config off the node at the next sync, and the GPU
+    Operator would then run the default workload's operands there. A deploy label ("false") goes in only when the
+    owned-labels ``record`` names it: one an administrator set before the collection wanted it stays theirs, as in
+    apply mode (owned_after)."""
+    ours = set(record.split(',')) if record else set()
+    out = {}
+    for key, value in desired.items():
+        if value is None or isinstance(value, RemoveIf):
+            continue
+        if key.startswith(DEPLOY_LABEL_PREFIX) and key not in ours:
+            continue
+        out[key] = value
+    out.update((key, None) for key, value in patch.items() if value is None)
+    return out
 
 
 def render_patches(patches):

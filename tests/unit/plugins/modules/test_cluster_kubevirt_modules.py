@@ -168,7 +168,8 @@ def test_dra_preflight(monkeypatch):
     assert not res['failed'] and res['blocking'][0]['category'] == 'dcgm'
 
 
-@pytest.mark.parametrize('version,gate', [('v1.8.0', False), ('v1.9.0', True), ('4.12.3', False), ('4.14.1', True)])
+@pytest.mark.parametrize('version,gate', [('v1.8.0', False), ('v1.9.0', False), ('v1.10.0', True), ('4.12.3', False),
+                                          ('4.14.1', True)])
 def test_hco_module_derives_the_gate_from_the_version(monkeypatch, version, gate):
     res = run_module(monkeypatch, hco_permitted_devices, {'hco_version': version, 'pci_devices': []})
     assert ('featureGates' in res['object']['spec']) is gate

@@ -135,8 +135,12 @@ def test_existing_gate_op_not_duplicated():
     assert report['jsonpatch_gates'] == []  # it was there before us: not ours to remove
 
 
-@pytest.mark.parametrize('version,expected', [('1.8.2', False), ('v1.9.0', True), ('1.18.1', True),
-                                              ('4.12.3', False), ('4.13.0', True), ('4.18', True)])
+# kubevirt/hyperconverged-cluster-operator: api/v1beta1/hyperconverged_types.go has disableMDevConfiguration from the
+# tag v1.10.0 on; no v1.8.x or v1.9.x tag has it (the field was backported to the release branches after their last
+# tags, so OpenShift Virtualization 4.13 z-streams differ: 4.14, HCO 1.10, is the first minor where all have it)
+@pytest.mark.parametrize('version,expected', [('1.8.2', False), ('v1.9.0', False), ('1.9.1', False),
+                                              ('v1.10.0', True), ('1.18.1', True), ('4.12.3', False),
+                                              ('4.13.0', False), ('4.13.9', False), ('4.14.0', True), ('4.18', True)])
 def test_gate_support_by_version(version, expected):
     assert hco.hco_has_disable_mdev_gate(version) is expected
 

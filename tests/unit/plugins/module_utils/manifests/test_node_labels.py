@@ -453,6 +453,51 @@ def test_the_render_keeps_our_other_labels_and_the_record_and_drops_removals():
     assert left_out == {nl.DRA_PLUGIN_LABEL: {'true': ['n2']}}
 
 
+def test_a_render_against_converged_nodes_holds_every_wanted_label_and_the_record():
+    # A GitOps tool deletes from the live object what the file held at the last sync and holds no more (client-side
+    # apply's last-applied-configuration, server-side apply's managed fields: kubernetes.io, "Declarative Management
+    # of Kubernetes Objects Using Configuration Files"). So the second render, against nodes the first one converged,
+    # must still hold the workload label: without it the GPU Operator runs its default workload's operands there
+    # (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go getWorkloadConfig, defaultWorkload).
+    first, _r = nl.plan([{'node': 'g1', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-24Q'}], None, [], render=True)
+    (obj,) = nl.render_patches(first)[0]
+    assert obj['metadata']['labels'] == {W: 'vm-vgpu', V: 'A10-24Q'}
+    record = obj['metadata']['annotations'][nl.OWNED_ANNOTATION]
+    converged = node('g1', owned=record, **obj['metadata']['labels'])
+    # the vGPU config changes: the file holds the whole state, the report only the change
+    second, report = nl.plan([{'node': 'g1', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-12Q'}], [converged], [],
+                             render=True)
+    (obj,) = nl.render_patches(second)[0]
+    assert obj['metadata']['labels'] == {W: 'vm-vgpu', V: 'A10-12Q'}
+    assert obj['metadata']['annotations'] == {nl.OWNED_ANNOTATION: record}
+    assert report['g1']['changes'] == {V: 'A10-12Q'}
+    # nothing changes: the file is the same, not empty (an empty render would take every label off at the sync)
+    third, report = nl.plan([{'node': 'g1', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-24Q'}], [converged], [],
+                            render=True)
+    assert nl.render_patches(third)[0] == nl.render_patches(first)[0] and report['g1']['changes'] == {}
+    # apply mode still patches only what differs
+    applied, _r = nl.plan([{'node': 'g1', 'pool': 'vm-vgpu', 'vgpu_config': 'A10-12Q'}], [converged], [])
+    assert applied[0]['metadata'] == {'name': 'g1', 'labels': {V: 'A10-12Q'}}
+
+
+def test_a_render_leaves_a_deploy_label_an_administrator_set_before_out_and_keeps_ours():
+    # a "false" the administrator set before the collection wanted it stays theirs (not in the record), as in apply
+    # mode; one the record names is ours and stays in the file; a removal is named, not rendered
+    off = nl.fleet.BY_NAME['vm-vgpu-vf'].operands_off
+    theirs, ours = nl.DEPLOY_LABEL_PREFIX + off[0], nl.DEPLOY_LABEL_PREFIX + off[1]
+    labels = {W: 'vm-vgpu', V: 'L40S-24Q', theirs: 'false', ours: 'false'}
+    current = node('s1', owned=ours, **labels)
+    patches, _r = nl.plan([{'node': 's1', 'pool': 'vm-vgpu-vf', 'vgpu_config': 'L40S-24Q'}], [current], [],
+                          render=True)
+    (obj,) = nl.render_patches(patches)[0]
+    assert ours in obj['metadata']['labels'] and theirs not in obj['metadata']['labels'], obj
+    # the same node moved to passthrough: the vGPU label goes (named by render_removals, not in the file)
+    patches, _r = nl.plan([{'node': 's1', 'pool': 'vm-passthrough'}], [current], [], render=True)
+    (obj,) = nl.render_patches(patches)[0]
+    assert obj['metadata']['labels'][W] == 'vm-passthrough' and V not in obj['metadata']['labels']
+    assert any(V in line for line in nl.render_removals(patches))
+
+
 # --- retire (playbooks/retire.yml) ---------------------------------------------------------------------------------
 FOREIGN = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'NVIDIA-A10',
            'feature.node.kubernetes.io/pci-10de.present': 'true', 'nvidia.com/gpu.deploy.driver': 'true'}

@@ -94,6 +94,13 @@ CASES = [
     (pool(expected=EDITED, updated=1, conditions=(('Updated', 'False'), ('Updating', 'True'))), 'Progressing',
      'inProgress'),
     (pool(expected=EDITED, sources=('00-worker', EDITED)), 'Healthy', 'current'),
+    # A pool with no machine: the MCO counts 0 of 0 as every machine updated and copies the source at once
+    # (pkg/controller/node/status.go calculateStatus: allUpdated when updatedMachineCount == machineCount), so it
+    # reads Updated with our MachineConfig although no node runs the IOMMU arguments (no node carries the pool's
+    # selector labels yet, or its Node file was left out). Apply mode refuses it too (machineconfig.py, count_ok).
+    (pool(machines=0, updated=0), 'Progressing', 'inProgress'),
+    (pool(machines=0, updated=0, expected=OURS), 'Progressing', 'inProgress'),
+    (pool(machines=1, updated=1, expected=OURS), 'Healthy', 'current'),
 ]
 
 
@@ -154,6 +161,8 @@ def test_the_machineconfigpool_is_healthy_only_once_every_machine_runs_the_rende
         sources = [s['name'] for s in (obj['status'].get('configuration') or {}).get('source') or []]
         if expected not in sources:
             assert 'does not run MachineConfig %s yet' % expected in message
+    if status == 'Progressing' and (obj.get('status') or {}).get('machineCount') == 0:
+        assert 'no node is in the pool yet' in message
     assert flux_status(obj) == flux
 
 
