@@ -34,10 +34,10 @@ def cluster_platform(value=None, overrides=None):
         raise AnsibleFilterError('cluster_platform: %s' % exc)
 
 
-def kubevirt_gate(hosts, observed=None, kubevirt_config=None):
+def kubevirt_gate(hosts, observed=None, kubevirt_config=None, declared=None):
     """The KubeVirt version gate (plugins/module_utils/model/kubevirt_gate.py)."""
     try:
-        return kv_gate.check(hosts, observed, kubevirt_config)
+        return kv_gate.check(hosts, observed, kubevirt_config, declared)
     except kv_gate.KubeVirtGateError as exc:
         raise AnsibleFilterError('kubevirt_gate: %s' % exc)
 

@@ -75,11 +75,13 @@ def needed(hosts):
     return out
 
 
-def check(hosts, observed, kubevirt_config=None):
+def check(hosts, observed, kubevirt_config=None, declared=None):
     """The gate: ``{'ok', 'message', 'note'}``.
 
     ``observed``: the ``status.observedKubeVirtVersion`` of every KubeVirt CR of the cluster (``[]``: none found or
-    none deployed yet), or None when the run does not read the cluster (render mode without a kubeconfig): then
+    none deployed yet), or None when the run does not read the cluster (render mode without a kubeconfig): then the
+    ``declared`` version is judged in its place (the KubeVirt version a render names for the cluster it targets,
+    kubevirt_devices_kubevirt_version: the same version decides what the render writes), and without one the gate is
     ``ok`` with a ``note`` for the summary. ``kubevirt_config`` (``hco`` or ``kubevirt``) adds, under HCO, which
     OpenShift Virtualization release to upgrade to where a source says it."""
     wants = needed(hosts)
@@ -87,6 +89,11 @@ def check(hosts, observed, kubevirt_config=None):
         return {'ok': True, 'message': '', 'note': ''}
     said = '; '.join('KubeVirt %s or later for %s' % (v, ', '.join(h)) for v, h in
                      sorted(wants.items(), key=lambda kv: version_key(kv[0], 'kubevirt_min')))
+    source, what = 'The cluster runs %s', 'the KubeVirt CR status.observedKubeVirtVersion'
+    if observed is None and declared not in (None, ''):
+        observed = [declared]
+        source = 'The render targets %s (kubevirt_devices_kubevirt_version)'
+        what = 'kubevirt_devices_kubevirt_version'
     if observed is None:
         return {'ok': True, 'message': '', 'note': (
             'KubeVirt version not checked (no cluster read: render mode without gpuvirt_kubeconfig or '
@@ -94,7 +101,7 @@ def check(hosts, observed, kubevirt_config=None):
             % said)}
     found = [v for v in observed if v not in (None, '')]
     # the oldest KubeVirt CR decides (a cluster runs one; a second one found is shown too)
-    keys = [version_key(v, 'the KubeVirt CR status.observedKubeVirtVersion') for v in found]
+    keys = [version_key(v, what) for v in found]
     # printed as normalised: each passed version_key, so stripped it is printable ASCII
     found = [v.strip() for v in found]
     lowest = min(keys) if keys else None
@@ -111,6 +118,6 @@ def check(hosts, observed, kubevirt_config=None):
     runs = ('KubeVirt ' + ', '.join(found) if found
             else 'no deployed KubeVirt (no KubeVirt CR reports status.observedKubeVirtVersion)')
     return {'ok': False, 'note': '', 'message': (
-        'The cluster runs %s, but %s need KubeVirt %s or later (%s): its own device plugin serves their devices '
-        'only from that release. Upgrade KubeVirt first, or take these hosts out of the run; nothing was '
-        'changed.%s' % (runs, ', '.join(short), top, said, upgrade))}
+        (source + ', but %s need KubeVirt %s or later (%s): its own device plugin serves their devices '
+         'only from that release. Upgrade KubeVirt first, or take these hosts out of the run; nothing was '
+         'changed.%s') % (runs, ', '.join(short), top, said, upgrade))}

@@ -29,6 +29,22 @@ def test_a_render_without_a_cluster_notes_the_kubevirt_version_it_could_not_chec
     assert 'NOTE: KubeVirt version not checked' in said.split('PLAY [Summary of the run]')[1], log
 
 
+def test_a_render_naming_a_kubevirt_too_old_for_the_fleet_is_refused_in_preflight(tmp_path):
+    # the KubeVirt CR path (Kubernetes): the render names the KubeVirt it targets, and that version decides what it
+    # writes, so the gate judges it. kubevirt/kubevirt v1.9.0 pkg/virt-handler/device-manager/nvidia.go
+    # shouldPermitNvidia: no earlier release's own device plugin serves a VF on the nvidia driver
+    inv = example_copy(tmp_path)
+    vf_fleet.add_l40s_host(inv, tmp_path)
+    rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_platform=kubernetes', '-e',
+                          'kubevirt_devices_kubevirt_version=v1.8.2')
+    said = ' '.join(log.split())
+    assert rc != 0, log
+    assert ('The render targets KubeVirt v1.8.2 (kubevirt_devices_kubevirt_version), but gpu-s01.example.com need '
+            'KubeVirt 1.9.0 or later' in said), log
+    rendered = [n for n in os.listdir(out) if n.endswith('.yaml')] if os.path.isdir(out) else []
+    assert rendered == [], rendered
+
+
 def test_one_model_whole_and_as_vfs_is_refused_in_preflight_before_any_file_is_rendered(tmp_path):
     inv = example_copy(tmp_path)
     # the example's gpu-p01 is an L40S passed whole: keep it beside the L40S VFs

@@ -127,6 +127,23 @@ def test_the_gate_notes_a_render_without_a_cluster_and_passes_a_fleet_that_needs
         gate.check(need, ['latest'])
 
 
+@pytest.mark.parametrize('declared, ok', [('v1.8.2', False), ('1.9.0', True), ('v1.10.0', True)])
+def test_a_render_without_a_cluster_judges_the_kubevirt_version_it_names(declared, ok):
+    # kubevirt/kubevirt v1.9.0 pkg/virt-handler/device-manager/nvidia.go shouldPermitNvidia: no earlier release's own
+    # plugin serves a VF on the nvidia driver, so a render for 1.8.2 would permit devices nothing advertises
+    need = [{'host': 'gpu-s01.example.com', 'traits': VF_ROW.as_dict()}]
+    got = gate.check(need, None, 'kubevirt', declared)
+    assert got['ok'] is ok and not got['note']
+    if not ok:
+        assert 'The render targets KubeVirt v1.8.2 (kubevirt_devices_kubevirt_version)' in got['message']
+        assert 'gpu-s01.example.com' in got['message'] and '1.9.0 or later' in got['message']
+    # the cluster's own version, where read, decides; no declared version leaves the note
+    assert not gate.check(need, ['v1.8.2'], 'kubevirt', '1.9.0')['ok']
+    assert gate.check(need, None, 'kubevirt', '')['note']
+    with pytest.raises(gate.KubeVirtGateError, match='kubevirt_devices_kubevirt_version'):
+        gate.check(need, None, 'kubevirt', 'latest')
+
+
 def test_verify_expects_one_vf_per_vgpu():
     facts = l40s_facts(0)
     # a custom config: its count per GPU; the example L40S host has one GPU
