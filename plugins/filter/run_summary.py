@@ -16,7 +16,8 @@ def _join(items, empty):
 
 def summary_host_line(entry, report=None, vf_report=None, expected=None):
     """One line for a host of the fleet view (gpu_hosts): pool (and the vGPU interface where it picks the row), what
-    host preparation did on it, the VF profiles (vendor-VFIO rows), and what its node is expected to advertise."""
+    host preparation did on it, the VF profiles (rows of vf_profiles: vendor-VFIO), and what its node is expected to
+    advertise."""
     report, vf_report = report or {}, vf_report or {}
     traits = entry.get('traits') or {}
     interface = ''
@@ -29,7 +30,7 @@ def summary_host_line(entry, report=None, vf_report=None, expected=None):
     changed = _join(report.get('changed'), 'nothing') if report else 'nothing (not run)'
     rebooted = ('yes (%s)' % '; '.join(report.get('reboot_reasons') or [])) if report.get('rebooted') else 'no'
     vf = ''
-    if traits.get('interface') == 'vendor-vfio':
+    if traits.get('vf_profiles'):
         vf = ' VF profiles: %s;' % (_join(vf_report.get('vfs'), 'none') if vf_report.get('ran') else 'not set')
     if expected:
         expects = ', '.join('%s x%s' % kv for kv in expected.items())

@@ -252,8 +252,8 @@ def main():
         wanted = [w for w in wanted if (w['node'], w['host']) not in absent]
     try:
         custom = vc.normalise_configs(p['vgpu_configs']) if p['vgpu_configs'] else None
-        dra_nodes = [w['node'] for w in wanted if nl.fleet.BY_NAME[w['pool']].resource == 'dra']
-        other_nodes = [w['node'] for w in wanted if nl.fleet.BY_NAME[w['pool']].resource != 'dra']
+        dra_nodes = [w['node'] for w in wanted if nl.fleet.BY_NAME[w['pool']].dra_driver]
+        other_nodes = [w['node'] for w in wanted if not nl.fleet.BY_NAME[w['pool']].dra_driver]
         # the same decision as the operator and kubevirt phases': the GPUCluster or the DRA chart
         stack = gc.dra_stack(platform.traits(p['cluster_platform']), dra_nodes, other_nodes, p['dra_stack'])[0]
         patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'],

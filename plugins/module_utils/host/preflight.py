@@ -19,7 +19,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model.vgpu_names
     board_models, model_on_boards, reported_short_name, short_type_name, type_model)
 
 # The pool table lives in module_utils/model/fleet.py; every judgement below reads the host's row (its traits), never
-# its pool's name. A DRA pool (resource "dra", the DRA passthrough path): the GPU keeps its NVIDIA driver until a
+# its pool's name. A DRA pool (dra_driver, the DRA passthrough path): the GPU keeps its NVIDIA driver until a
 # claim binds it to vfio-pci, so a loaded host driver is expected there; what holds /dev/nvidia* still blocks the
 # rebind.
 # DRA driver 0.4+ turns persistence mode off around the rebind itself: holder categories it tolerates
@@ -162,7 +162,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
                     "vfio-pci: remove the host NVIDIA driver packages (or blacklist %s) and let the GPU "
                     "Operator manage the node"
                     % (host, gpu["bdf"], gpu.get("device_name"), gpu["driver"], pool, gpu["driver"]))
-    elif row.advertiser == "nvidia-device-plugin":
+    elif row.device_plugin:
         # NVIDIA's device plugin advertises the GPUs the operator's driver container serves
         loaded = sorted({g["bdf"] for g in gpus if g.get("driver") == "nvidia"})
         if loaded:
@@ -172,7 +172,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
 
     if row.iommu and holders and holders.get("held"):
         for holder in holders.get("holders", []):
-            if row.resource == "dra" and gpu_holders.holder_category(holder) in DRA_TOLERATED_HOLDERS:
+            if row.dra_driver and gpu_holders.holder_category(holder) in DRA_TOLERATED_HOLDERS:
                 warnings.append("%s: %s holds %s (pid %s); DRA driver 0.4+ turns persistence mode off around the "
                                 "rebind, older drivers need it stopped"
                                 % (host, gpu_holders.executable(holder), holder.get("device"), holder.get("pid")))
@@ -184,7 +184,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
                     ("systemctl disable --now " + holder["unit"]) if holder.get("unit") else
                     "kill pid %s" % holder.get("pid")))
 
-    if row.vgpu and row.interface == "vendor-vfio":
+    if row.vf_profiles:
         errors.extend(_check_vendor_vfio(host, pool, gpus, mdev, requested_vgpu_types or [], warnings))
     elif row.vgpu:
         errors.extend(_check_vgpu(host, gpus, mdev, requested_vgpu_types or [], warnings, vgpu_driver_version))
@@ -192,7 +192,7 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
 
 
 def _check_vendor_vfio(host, pool, gpus, mdev, requested, warnings):
-    """A host on NVIDIA's vendor-specific VFIO interface (its row's interface): the vgpu_vf role gives each VF a
+    """A host on NVIDIA's vendor-specific VFIO interface (its row's vf_profiles): the vgpu_vf role gives each VF a
     profile after the operator phase, so a type must be one its VFs list (when they exist yet) and time-sliced."""
     errors = []
     for vtype in requested:
@@ -243,8 +243,9 @@ def vendor_vfio_parents(mdev_result):
 
 
 def _vendor_vfio_error(host, where):
-    # reached only on a row of the mdev interface (gpuvirt_pool naming it against what the facts predict)
-    vf_pools = [r.name for r in fleet.POOL_TABLE if r.interface == "vendor-vfio"]
+    # reached only on a vGPU row whose vGPUs are no VF profiles (gpuvirt_pool naming it against what the facts
+    # predict)
+    vf_pools = fleet.VF_PROFILE_POOLS
     return ("%s: its vGPU types are on NVIDIA's vendor-specific VFIO interface (%s, no mdev bus), but gpuvirt_pool "
             "names the pool of the mdev interface: no vGPU would be created by the vGPU Device Manager and a "
             "mediatedDevices entry would never match. Remove gpuvirt_pool from %s (the collection picks the pool of "
@@ -267,7 +268,8 @@ def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
     # through mdev_supported_types: on this interface no vGPU is created and an HCO mediatedDevices entry never matches.
     facts = _host_interface(mdev)
     vendor = vendor_vfio_parents(mdev)
-    if facts and facts["interface"] == "vendor-vfio":
+    # an interface whose row gives VFs vGPU profiles (fleet.VF_PROFILE_INTERFACES: vendor-specific VFIO)
+    if facts and facts["interface"] in fleet.VF_PROFILE_INTERFACES:
         errors.append(_vendor_vfio_error(host, vgpu_interface.evidence_text(facts)))
         return errors
     if vendor:
@@ -285,10 +287,11 @@ def _check_vgpu(host, gpus, mdev, requested, warnings, driver_version=None):
     # enabled. Which interface it will bring follows from the host's kernel and the driver branch (and, for Ada and
     # later, the chip); without host facts from the chip alone. The board a type belongs to can still be checked
     # against the GPUs' pci.ids names.
-    # (a host that shows the mdev bus, if with no type yet, is on mdev: nothing to predict)
-    interface, reason = ("mdev", "") if facts and facts["interface"] == "mdev" else vgpu_interface.predict(
-        facts, gpus, driver_version)
-    if interface == "vendor-vfio":
+    # (a host that shows an interface - the mdev bus, if with no type yet, the other one refused above - is on it:
+    # nothing to predict)
+    interface, reason = (facts["interface"], "") if facts and facts["interface"] in fleet.ROW_INTERFACES else \
+        vgpu_interface.predict(facts, gpus, driver_version)
+    if interface in fleet.VF_PROFILE_INTERFACES:
         errors.append(_vendor_vfio_error(host, reason))
         return errors
     if interface is None and facts:

@@ -449,10 +449,6 @@ def with_dra_eviction(spec, dra_nodes, source):
     return out
 
 
-# The classic device plugin's pools: their nodes advertise nvidia.com/gpu (module_utils/model/fleet.py POOL_TABLE).
-DEVICE_PLUGIN_POOLS = tuple(p.name for p in fleet.POOL_TABLE if p.resource == 'gpu')
-
-
 def with_dra_validator(spec, dra_nodes, hosts, source, given=None):
     """``spec`` (the ClusterPolicy spec or the Helm values) with ``devicePlugin.enabled: false`` when DRA nodes are
     served, so that the operator validator stops checking for the classic device plugin's resource on them.
@@ -472,9 +468,10 @@ def with_dra_validator(spec, dra_nodes, hosts, source, given=None):
     pkg/upgrade/validation_manager.go ``Validate`` returns "not done" while the node has no such pod).
 
     So the device plugin is turned off in the ClusterPolicy when DRA nodes are served and no node of the fleet needs
-    it; a fleet that has both (hosts of a pool in DEVICE_PLUGIN_POOLS) is refused, naming the hosts. ``given``: the
-    user's own values (Helm ``gpu_operator_helm_values_extra``); ``devicePlugin.enabled`` true there is refused.
-    ``source`` names where the spec came from in a refusal.
+    it; a fleet that has both (hosts of a pool in fleet.DEVICE_PLUGIN_POOLS, the rows whose nodes NVIDIA's classic
+    device plugin serves) is refused, naming the hosts. ``given``: the user's own values (Helm
+    ``gpu_operator_helm_values_extra``); ``devicePlugin.enabled`` true there is refused. ``source`` names where the
+    spec came from in a refusal.
     """
     if not dra_nodes:
         return spec
@@ -500,7 +497,7 @@ def check_dra_fleet(dra_nodes, hosts):
     if not dra_nodes:
         return
     plugin_hosts = sorted('%s (pool %s)' % (h.get('host') or h.get('node'), h.get('pool'))
-                          for h in hosts or [] if h.get('pool') in DEVICE_PLUGIN_POOLS)
+                          for h in hosts or [] if h.get('pool') in fleet.DEVICE_PLUGIN_POOLS)
     if plugin_hosts:
         raise ManifestError(
             "the GPU Operator cannot serve the DRA nodes (%s) and the classic device plugin's nodes (%s) under one "

@@ -24,28 +24,27 @@ WORKLOAD_LABEL = fleet.WORKLOAD_LABEL
 VGPU_LABEL = 'nvidia.com/vgpu.config'
 # The GPU Operator runs an operand on a node only where its nvidia.com/gpu.deploy.<operand> label is "true", and
 # sets each label of the node's workload config only when the node lacks it or has it empty, so a "false" we set
-# stays (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0: gpuStateLabels, addGPUStateLabels). NVIDIA's
-# DRA passthrough guide (docs/operator-contract.md, "DRA driver prerequisites"): the classic device plugin must
-# not run on a DRA node (the DRA driver allocates its GPUs), and DCGM and dcgm-exporter should not hold the GPUs
-# the driver rebinds to vfio-pci. These three are switched off on DRA nodes.
+# stays (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0: gpuStateLabels, addGPUStateLabels).
 DEVICE_PLUGIN_LABEL = 'nvidia.com/gpu.deploy.device-plugin'
 DCGM_LABEL = 'nvidia.com/gpu.deploy.dcgm'
 DCGM_EXPORTER_LABEL = 'nvidia.com/gpu.deploy.dcgm-exporter'
-DRA_OPERANDS_OFF = (DEVICE_PLUGIN_LABEL, DCGM_LABEL, DCGM_EXPORTER_LABEL)
 # A pool row's operands_off (model/fleet.py): operands its nodes' workload config deploys but that must not run there,
-# switched off by the same labels. The vendor-VFIO vGPU row (vm-vgpu-vf) keeps the vm-vgpu workload, whose operands
-# are (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go gpuStateLabels[gpuWorkloadConfigVMVgpu]) the
-# sandbox-device-plugin, vgpu-manager, vgpu-device-manager, sandbox-validator, cc-manager and client labels, each
-# DaemonSet selecting its label "true" (assets/state-sandbox-device-plugin/0500_daemonset.yaml,
-# state-vgpu-device-manager/0600_daemonset.yaml, state-sandbox-validation/0500_daemonset.yaml,
-# state-vgpu-manager/0500_daemonset.yaml: nodeSelector nvidia.com/gpu.deploy.<operand>: "true"). On those nodes:
+# switched off by these labels. The DRA row (dra): NVIDIA's DRA passthrough guide (docs/operator-contract.md, "DRA
+# driver prerequisites"): the classic device plugin must not run on a DRA node (the DRA driver allocates its GPUs), and
+# DCGM and dcgm-exporter should not hold the GPUs the driver rebinds to vfio-pci. The vendor-VFIO vGPU row (vm-vgpu-vf)
+# keeps the vm-vgpu workload, whose operands are (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go
+# gpuStateLabels[gpuWorkloadConfigVMVgpu]) the sandbox-device-plugin, vgpu-manager, vgpu-device-manager,
+# sandbox-validator, cc-manager and client labels, each DaemonSet selecting its label "true"
+# (assets/state-sandbox-device-plugin/0500_daemonset.yaml, state-vgpu-device-manager/0600_daemonset.yaml,
+# state-sandbox-validation/0500_daemonset.yaml, state-vgpu-manager/0500_daemonset.yaml: nodeSelector
+# nvidia.com/gpu.deploy.<operand>: "true"). On those nodes:
 # - the sandbox device plugin must not advertise the VFs: KubeVirt's own device plugin does (the row's advertiser);
 # - the vGPU Device Manager creates vGPUs only through mdev (NVIDIA/gpu-operator issue "vGPU device manager is
 #   mdev-only", open at v26.7.0); the vgpu_vf role sets the VF profiles instead;
 # - the sandbox validator's vgpu-devices-validation init container waits, without end, for a device under
 #   /sys/bus/mdev/devices (cmd/nvidia-validator/main.go VGPUDevices.validate -> runValidation with WITH_WAIT "true",
-#   go-nvlib pkg/nvmdev GetAllDevices reads mdevDevicesRoot): a vendor-VFIO vGPU is a VF, never an mdev, so the
-#   pod would stay in Init and keep the ClusterPolicy's sandbox-validation state from becoming ready.
+#   go-nvlib pkg/nvmdev GetAllDevices reads mdevDevicesRoot): a vendor-VFIO vGPU is a VF, never an mdev, so the pod
+#   would stay in Init and keep the ClusterPolicy's sandbox-validation state from becoming ready.
 # The vGPU Manager stays: it loads the driver that creates the VFs. The operator's removeGPUStateLabels deletes only
 # state labels outside the workload's set, and these are in it, so our "false" stays (addGPUStateLabels keeps a
 # non-empty value).
@@ -72,8 +71,9 @@ DRIVER_UPGRADE_PAUSED = 'paused-for-driver-upgrade'
 # node, empty when it names nothing, so that "no record" means only a node labelled by a release without it.
 OWNED_ANNOTATION = 'gpuvirt.provision/owned-labels'
 # A node without the record was labelled by the release before it, which set (and removed) only the DRA operand
-# labels; on such a node those three keep the old rule (remove our value "false"), every other deploy label stays.
-LEGACY_OWNED = DRA_OPERANDS_OFF
+# labels, these three; on such a node they keep the old rule (remove our value "false"), every other deploy label
+# stays. A fixed list: what that release wrote, whatever the pool table's operands_off say now.
+LEGACY_OWNED = (DEVICE_PLUGIN_LABEL, DCGM_LABEL, DCGM_EXPORTER_LABEL)
 # The pool table and every list of pools live in module_utils/model/fleet.py (read there at call time, so a row added
 # to the table reaches this module too).
 # VMI phases in which the VM no longer holds its devices.
@@ -187,7 +187,7 @@ def row_operand_labels():
     for row in fleet.POOL_TABLE:
         for operand in row.operands_off:
             key = DEPLOY_LABEL_PREFIX + operand
-            if key not in out and key not in DRA_OPERANDS_OFF:
+            if key not in out:
                 out.append(key)
     return out
 
@@ -196,12 +196,12 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
                    other_selectors=None):
     """Labels a node of ``pool`` must carry; ``None`` values mean the label must go.
 
-    ``dra_stack``: ``helm`` (the DRA chart beside the ClusterPolicy: the DRA nodes switch the device plugin, DCGM and
-    dcgm-exporter off by label) or ``gpucluster`` (the GPU Operator's own DRA stack, manifests/gpu_cluster.py): then
-    no ClusterPolicy deploys those operands, and the GPU Operator deletes their deploy labels from every GPU node
-    (v26.7.0 controllers/nodelabeling_controller.go updateGPUStateLabels: removeLabelsFromNode of
-    devicePluginOnlyStateLabelKeys, value-blind), so setting them would be undone at each reconcile: a leftover
-    ``false`` of ours goes, as the operator would remove it.
+    ``dra_stack``: ``helm`` (the DRA chart beside the ClusterPolicy: the DRA nodes switch their row's operands_off,
+    the device plugin, DCGM and dcgm-exporter, off by label) or ``gpucluster`` (the GPU Operator's own DRA stack,
+    manifests/gpu_cluster.py): then no ClusterPolicy deploys those operands, and the GPU Operator deletes their
+    deploy labels from every GPU node (v26.7.0 controllers/nodelabeling_controller.go updateGPUStateLabels:
+    removeLabelsFromNode of devicePluginOnlyStateLabelKeys, value-blind), so setting them would be undone at each
+    reconcile: a leftover ``false`` of ours goes, as the operator would remove it.
 
     ``dra_selector``: the DRA kubelet plugin's node selector beyond DRA_PLUGIN_LABEL (``dra_driver_node_selector``):
     the DRA nodes get its labels, so the plugin runs there; any other node loses them when it carries exactly that
@@ -219,12 +219,12 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
         raise ManifestError("unknown pool %r; use one of %s" % (pool, ', '.join(fleet.POOLS)))
     row = fleet.BY_NAME[pool]
     labels = {WORKLOAD_LABEL: row.workload}
-    # the DRA driver, not the operator's device plugin, allocates the GPUs of a pool whose resource is DRA
-    for key in DRA_OPERANDS_OFF:
-        labels[key] = 'false' if row.resource == 'dra' and dra_stack != 'gpucluster' else RemoveIfOwned('false')
-    # the row's operands_off; a node of another row loses only our leftover "false" (the operator's "true" is its own)
+    # the row's operands_off; a node of another row loses only our leftover "false" (the operator's "true" is its
+    # own). Under the GPU Operator's own DRA stack (gpucluster) no ClusterPolicy deploys the operands a DRA row
+    # switches off and the operator deletes their labels (``dra_stack`` above): a leftover "false" of ours goes.
+    operands_off = () if row.dra_driver and dra_stack == 'gpucluster' else row.operands_off
     for key in row_operand_labels():
-        labels[key] = 'false' if key[len(DEPLOY_LABEL_PREFIX):] in row.operands_off else RemoveIfOwned('false')
+        labels[key] = 'false' if key[len(DEPLOY_LABEL_PREFIX):] in operands_off else RemoveIfOwned('false')
     if row.vgpu:
         if not vgpu_config:
             raise ManifestError("vGPU nodes need a vGPU config name for %s (gpuvirt_vgpu_config on the host, or "
@@ -243,7 +243,7 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
         for key, value in (selector or {}).items():
             if key not in labels:
                 labels[key] = RemoveIf(str(value))
-    is_dra = row.resource == 'dra'
+    is_dra = row.dra_driver
     labels[DRA_PLUGIN_LABEL] = UnlessPaused('true') if is_dra else RemoveIf('true')
     for key, value in check_dra_selector(dra_selector).items():
         if key == DRA_PLUGIN_LABEL:

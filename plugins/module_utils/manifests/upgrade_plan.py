@@ -84,13 +84,13 @@ CREATED_BY = 'kubevirt.io/created-by'
 # a finished VMI or launcher pod holds no device: KubeVirt leaves a finished VMI in place for Manual / Once VMs and
 # for a VMI without VM (vm.go), so waiting for it to vanish would never end
 FINISHED = ('Succeeded', 'Failed')
-# The pool rows whose vGPUs are SR-IOV VFs on NVIDIA's vendor-specific VFIO interface (vm-vgpu-vf): KubeVirt's
-# device manager advertises such a VF only once its nvidia/current_vgpu_type is set (kubevirt/kubevirt v1.9.0
-# pkg/virt-handler/device-manager, HasVGPUProfile via nvidia.go shouldPermitNvidia; docs/pools/vendor-vfio.md). A
-# new vGPU Manager pod reloads the nvidia driver and the VFs come back without a profile: the roll sets them again on
-# the node's inventory host (the vgpu_vf role's apply; on a MachineConfig platform a restart of the boot-time unit
-# gpuvirt-vgpu-vf.service the pool's MachineConfig installed) before it waits for the node's allocatable.
-VF_ROWS = tuple(row for row in fleet.POOL_TABLE if row.interface == 'vendor-vfio')
+# The pool rows whose vGPUs are SR-IOV VFs given a vGPU profile (vf_rows: the rows of vf_profiles, NVIDIA's
+# vendor-specific VFIO interface, vm-vgpu-vf): KubeVirt's device manager advertises such a VF only once its
+# nvidia/current_vgpu_type is set (kubevirt/kubevirt v1.9.0 pkg/virt-handler/device-manager, HasVGPUProfile via
+# nvidia.go shouldPermitNvidia; docs/pools/vendor-vfio.md). A new vGPU Manager pod reloads the nvidia driver and the VFs
+# come back without a profile: the roll sets them again on the node's inventory host (the vgpu_vf role's apply; on a
+# MachineConfig platform a restart of the boot-time unit gpuvirt-vgpu-vf.service the pool's MachineConfig installed)
+# before it waits for the node's allocatable.
 VF_REAPPLY_VARIABLE = 'upgrade_vgpu_vf_reapply'
 _BRANCH_RE = re.compile(r'[0-9]{3}')
 
@@ -523,11 +523,16 @@ def node_state(node):
     return True, ''
 
 
+def vf_rows():
+    """The pool rows whose VFs get vGPU profiles (vf_profiles), in table order."""
+    return tuple(fleet.BY_NAME[name] for name in fleet.VF_PROFILE_POOLS)
+
+
 def vf_row_of(node):
     """The vendor-VFIO pool row a Node's labels say it is in (nodes.yml: the row's workload in
     nvidia.com/gpu.workload.config and each of its operands_off labels "false"), or None."""
     labels = _d(_meta(node).get('labels'))
-    for row in VF_ROWS:
+    for row in vf_rows():
         if labels.get(fleet.WORKLOAD_LABEL) == row.workload and row.operands_off and all(
                 labels.get('nvidia.com/gpu.deploy.%s' % operand) == 'false' for operand in row.operands_off):
             return row

@@ -7,11 +7,13 @@ A pool is a kind of GPU node. Each has one row in ``POOL_TABLE`` (a ``Pool`` wit
 the column list below): the inventory group that puts a host in it, the value of the GPU Operator's workload label
 (nvidia.com/gpu.workload.config) on its nodes, whether its hosts need the IOMMU on, whether the host binds its GPUs
 to vfio-pci itself, the kind of resource its nodes advertise, whether it is a vGPU pool, who advertises its
-devices, the PCI functions it hands out, the KubeVirt list its devices go to, and (for the rows of one group) the
-vGPU interface that picks the row. Every list of pools, groups,
+devices, the PCI functions it hands out, the KubeVirt list its devices go to, (for the rows of one group) the
+vGPU interface that picks the row, whether NVIDIA's DRA driver or its classic device plugin serves its nodes, and
+whether its VFs get vGPU profiles. Every list of pools, groups,
 workloads and resource kinds the collection keeps is derived from the table (``derived``); the roles read a pool's
 row through the filter gpuvirt.provision.pool_traits (or the view's ``traits``) and branch on its columns, never
-on a pool's name. Adding a pool kind is a new row here (plus its docs and tests): docs/architecture.md, "Tables".
+on a pool's name or a column's value (what such a branch means is a column: dra_driver, not resource 'dra').
+Adding a pool kind is a new row here (plus its docs and tests): docs/architecture.md, "Tables".
 
 Rows may share a group when each names a distinct vGPU ``interface``: the group's first row is its default, and
 the fleet view picks a host's row among its group's rows by the interface its facts show or predict
@@ -50,11 +52,23 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row 
 #   kubevirt_min: the lowest KubeVirt version whose built-in device plugin serves this row's devices ('1.9.0'),
 #             None when any supported KubeVirt does;
 #   operands_off: the GPU Operator operands its nodes must not run although their workload config deploys them:
-#             the node labels role sets nvidia.com/gpu.deploy.<operand>=false on them (manifests/node_labels.py).
+#             the node labels role sets nvidia.com/gpu.deploy.<operand>=false on them (manifests/node_labels.py);
+#   dra_driver: NVIDIA's DRA driver allocates the nodes' GPUs (true exactly where the advertiser is 'dra-driver',
+#             ADVERTISER_COLUMNS): its kubelet plugin runs there (node label nvidia.com/dra-kubelet-plugin, the
+#             dra_driver role's nodes), the GPU Operator's own DRA stack (GPUCluster) may serve them, they advertise
+#             no extended resource, and preflight lets pass the holders the DRA driver handles itself;
+#   device_plugin: NVIDIA's classic device plugin, which the ClusterPolicy deploys, advertises the nodes' GPUs as
+#             nvidia.com/gpu (true exactly where the advertiser is 'nvidia-device-plugin', ADVERTISER_COLUMNS): the
+#             ClusterPolicy keeps devicePlugin on for them, so DRA nodes cannot share it, and preflight warns of a
+#             host NVIDIA driver, beside which the operator's driver container does not start;
+#   vf_profiles: the vGPUs are SR-IOV VFs that the collection gives a vGPU profile (nvidia/current_vgpu_type: the
+#             vgpu_vf phase and role, with the boot-time restore unit; the upgrade sets them again after a driver
+#             reload); needs vgpu and function 'vf'.
 Pool = row_class('Pool', (
     ('name', REQUIRED), ('group', REQUIRED), ('workload', REQUIRED), ('iommu', False), ('host_vfio', False),
     ('resource', REQUIRED), ('vgpu', False), ('advertiser', REQUIRED), ('function', 'pf'), ('permitted', None),
-    ('interface', None), ('kubevirt_min', None), ('operands_off', ()),
+    ('interface', None), ('kubevirt_min', None), ('operands_off', ()), ('dra_driver', False),
+    ('device_plugin', False), ('vf_profiles', False),
 ), 'A row of the pool table (fleet.POOL_TABLE).')
 
 # Who may advertise a node's devices, and whether KubeVirt then leaves allocation to that plugin
@@ -72,6 +86,10 @@ ADVERTISERS = {
     'kubevirt': False,
     'dra-driver': None,
 }
+# The boolean columns that say an advertiser's part in what the collection does: each is true exactly on the rows
+# that advertiser serves (check_table), so the code reads the column and no code compares an advertiser's name.
+ADVERTISER_COLUMNS = {'dra_driver': 'dra-driver', 'device_plugin': 'nvidia-device-plugin'}
+BOOL_COLUMNS = ('iommu', 'host_vfio', 'vgpu', 'dra_driver', 'device_plugin', 'vf_profiles')
 FUNCTIONS = ('pf', 'vf')
 PERMITTED_LISTS = ('pciHostDevices', 'mediatedDevices')
 # The vGPU interfaces a row may be for: those a host's facts name (vgpu_interface_rule.INTERFACES) but 'none'.
@@ -95,19 +113,24 @@ WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
 # with nvidia/current_vgpu_type set; no earlier release has it), permitted through pciHostDevices.
 POOL_TABLE = (
     Pool(name='container', group='gpu_container', workload='container', resource='gpu',
-         advertiser='nvidia-device-plugin'),
+         advertiser='nvidia-device-plugin', device_plugin=True),
     Pool(name='vm-passthrough', group='gpu_vm_passthrough', workload='vm-passthrough', iommu=True, host_vfio=True,
          resource='pci', advertiser='sandbox-device-plugin', permitted='pciHostDevices'),
     Pool(name='vm-vgpu', group='gpu_vm_vgpu', workload='vm-vgpu', iommu=True, resource='mdev', vgpu=True,
          advertiser='sandbox-device-plugin', permitted='mediatedDevices', interface='mdev'),
     Pool(name='vm-vgpu-vf', group='gpu_vm_vgpu', workload='vm-vgpu', iommu=True, host_vfio=False, resource='pci',
          vgpu=True, advertiser='kubevirt', function='vf', permitted='pciHostDevices', interface='vendor-vfio',
-         kubevirt_min='1.9.0',
+         kubevirt_min='1.9.0', vf_profiles=True,
          # the vm-vgpu workload's operands that cannot serve these VFs (manifests/node_labels.py, with the sources):
          # KubeVirt's own plugin advertises them, the vGPU Device Manager configures only mdev, and the sandbox
          # validator waits for mdev devices that never appear; the vGPU Manager stays (it loads the driver)
          operands_off=('sandbox-device-plugin', 'vgpu-device-manager', 'sandbox-validator')),
-    Pool(name='dra', group='gpu_dra', workload='container', iommu=True, resource='dra', advertiser='dra-driver'),
+    Pool(name='dra', group='gpu_dra', workload='container', iommu=True, resource='dra', advertiser='dra-driver',
+         dra_driver=True,
+         # NVIDIA's DRA passthrough guide (docs/operator-contract.md, "DRA driver prerequisites";
+         # manifests/node_labels.py): the classic device plugin must not run on a DRA node (the DRA driver allocates
+         # its GPUs), and DCGM and dcgm-exporter should not hold the GPUs the driver rebinds to vfio-pci
+         operands_off=('device-plugin', 'dcgm', 'dcgm-exporter')),
 )
 
 
@@ -128,7 +151,8 @@ POOL_TABLE = (
 #     initramfs of every container host of a fleet, and reboot each where nouveau is loaded, on the first run after an
 #     upgrade of the collection;
 #   vfio: the vfio-pci binding files, present where host preparation binds the GPUs (host_vfio);
-#   vf_unit: the vendor-VFIO boot-time VF restore (roles/vgpu_vf), present on the vendor-vfio row.
+#   vf_unit: the vendor-VFIO boot-time VF restore (roles/vgpu_vf), present where the pool's VFs get vGPU profiles
+#     (vf_profiles).
 HOST_THINGS = ('kernel_args', 'nouveau', 'vfio', 'vf_unit')
 
 
@@ -137,7 +161,7 @@ def host_state(row):
     def state(flag):
         return 'present' if flag else 'absent'
     return {'kernel_args': state(row.iommu), 'nouveau': 'present' if row.iommu else 'leave', 'vfio': state(row.host_vfio),
-            'vf_unit': state(row.interface == 'vendor-vfio')}
+            'vf_unit': state(row.vf_profiles)}
 
 
 class TableError(ValueError):
@@ -169,6 +193,17 @@ def check_table(table):
             if getattr(row, column) not in allowed:
                 raise TableError('pool %s: %s %r is not one of %s'
                                  % (row.name, column, getattr(row, column), ', '.join(str(a) for a in allowed)))
+        for column in BOOL_COLUMNS:
+            if not isinstance(getattr(row, column), bool):
+                raise TableError('pool %s: %s %r is not true or false' % (row.name, column, getattr(row, column)))
+        for column, advertiser in ADVERTISER_COLUMNS.items():
+            if getattr(row, column) != (row.advertiser == advertiser):
+                raise TableError('pool %s: %s is %s but its advertiser is %r: %s is true exactly on the rows whose '
+                                 'advertiser is %s' % (row.name, column, getattr(row, column), row.advertiser, column,
+                                                       advertiser))
+        if row.vf_profiles and not (row.vgpu and row.function == 'vf'):
+            raise TableError('pool %s: vf_profiles true needs a vGPU pool (vgpu true) of SR-IOV VFs (function vf): the '
+                             'profile is set on a VF' % row.name)
         if row.permitted and ADVERTISERS[row.advertiser] is None:
             raise TableError('pool %s: a resource KubeVirt permits (permitted %r) needs a device plugin to advertise '
                              'it, not advertiser %r' % (row.name, row.permitted, row.advertiser))
@@ -213,9 +248,14 @@ def derived(table):
         # The Ansible host pattern of every GPU host (the playbooks' default for gpuvirt_gpu_hosts_pattern).
         'GPU_HOSTS_PATTERN': ':'.join(groups),
         'IOMMU_POOLS': tuple(p.name for p in table if p.iommu),
-        'VM_POOLS': tuple(p.name for p in table if p.iommu),
         'HOST_VFIO_POOLS': tuple(p.name for p in table if p.host_vfio),
         'VGPU_POOLS': tuple(p.name for p in table if p.vgpu),
+        # The pools whose nodes need NVIDIA's classic device plugin (device_plugin), and those whose VFs get vGPU
+        # profiles (vf_profiles) with the vGPU interfaces that pick them: a host that shows or predicts one of these
+        # interfaces has its vGPUs on VFs.
+        'DEVICE_PLUGIN_POOLS': tuple(p.name for p in table if p.device_plugin),
+        'VF_PROFILE_POOLS': tuple(p.name for p in table if p.vf_profiles),
+        'VF_PROFILE_INTERFACES': _in_order(p.interface for p in table if p.vf_profiles and p.interface),
         # Group -> its default pool, in table order (the order gpu_pools lists the pools of a host wrongly put in
         # several).
         'GROUP_POOLS': dict((g, rows[0].name) for g, rows in group_rows.items()),
@@ -239,9 +279,11 @@ POOLS = _DERIVED['POOLS']
 GPU_GROUPS = _DERIVED['GPU_GROUPS']
 GPU_HOSTS_PATTERN = _DERIVED['GPU_HOSTS_PATTERN']
 IOMMU_POOLS = _DERIVED['IOMMU_POOLS']
-VM_POOLS = _DERIVED['VM_POOLS']
 HOST_VFIO_POOLS = _DERIVED['HOST_VFIO_POOLS']
 VGPU_POOLS = _DERIVED['VGPU_POOLS']
+DEVICE_PLUGIN_POOLS = _DERIVED['DEVICE_PLUGIN_POOLS']
+VF_PROFILE_POOLS = _DERIVED['VF_PROFILE_POOLS']
+VF_PROFILE_INTERFACES = _DERIVED['VF_PROFILE_INTERFACES']
 GROUP_POOLS = _DERIVED['GROUP_POOLS']
 WORKLOADS = _DERIVED['WORKLOADS']
 RESOURCE_KINDS = _DERIVED['RESOURCE_KINDS']

@@ -207,9 +207,9 @@ def vgpu_config_counts(config, configs=None):
 
 
 def _vf_expected(gpus, vgpu_config, vgpu_configs, pciids, prefix):
-    """A vGPU pool of SR-IOV VFs (function ``vf``): one VF per vGPU, each VF advertised under its vendor:device's
-    PCI resource name. Per GPU (PF) the vGPUs its config's types of that board create (a custom config's counts);
-    a default config says no count: at least one per GPU."""
+    """A vGPU pool whose SR-IOV VFs get vGPU profiles (vf_profiles): one VF per vGPU, each VF advertised under its
+    vendor:device's PCI resource name. Per GPU (PF) the vGPUs its config's types of that board create (a custom
+    config's counts); a default config says no count: at least one per GPU."""
     counts = vgpu_config_counts(vgpu_config, vgpu_configs)
     pfs = [g for g in gpus if not g.get('is_vf')]
     vfs = [g for g in gpus if g.get('is_vf')]
@@ -224,46 +224,64 @@ def _vf_expected(gpus, vgpu_config, vgpu_configs, pciids, prefix):
     return want
 
 
+def _gpu_expected(gpus, mdev_facts, vgpu_config, vgpu_configs, pciids, prefix):
+    """Resource kind ``gpu``: nvidia.com/gpu, one per GPU (PF)."""
+    return {prefix + 'gpu': len(gpus)} if gpus else {}
+
+
+def _pci_expected(gpus, mdev_facts, vgpu_config, vgpu_configs, pciids, prefix):
+    """Resource kind ``pci``: the plugin's pci.ids name of each GPU (PF), one per GPU."""
+    want = {}
+    for gpu in gpus:
+        name = pci_resource_name(gpu, pciids, prefix)
+        want[name] = want.get(name, 0) + 1
+    return want
+
+
+def _mdev_expected(gpus, mdev_facts, vgpu_config, vgpu_configs, pciids, prefix):
+    """Resource kind ``mdev``: one resource per type of the node's vGPU config (all offered types when it has none),
+    named from the full type name the host reports (NVIDIA A10-12Q)."""
+    want = {}
+    offered = {}
+    for parent in mdev_facts.get('parents', []):
+        for t in parent.get('types', []):
+            if t.get('name'):
+                offered.setdefault(reported_short_name(t), (t['name'], parent.get('parent')))
+    wanted = vgpu_config_types(vgpu_config, vgpu_configs) or sorted(offered)
+    for short in wanted:
+        # before the vGPU Manager loads the host reports no types: the name is the NVIDIA spelling
+        if short in offered:
+            name, parent = offered[short]
+            source = 'vGPU type %s of mdev parent %s in the mdev_types fact' % (_shown(name), parent)
+        else:
+            name, source = full_type_name(short), 'vGPU config type %s' % _shown(short)
+        want[mdev_resource_name(name, prefix, source)] = 1
+    return want
+
+
+# What a node advertises, per resource kind of the pool table (fleet.POOL_TABLE's resource column): one function
+# each. A kind without one (dra: a DRA device class, no extended resource) has nothing to expect.
+EXPECTED_BY_RESOURCE = {'gpu': _gpu_expected, 'pci': _pci_expected, 'mdev': _mdev_expected}
+
+
 def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=PREFIX):
     """{resource name: minimum count} that a node of ``pool`` advertises once the GPU Operator runs, from its facts.
 
-    The pool table's resource kind of ``pool`` decides: ``gpu`` (container): nvidia.com/gpu, one per GPU; ``pci``
-    (vm-passthrough): the plugin's pci.ids name, one per GPU (PFs); of a vGPU pool of SR-IOV VFs (vm-vgpu-vf): that
-    name for its VFs, one per vGPU its config creates (_vf_expected); ``mdev`` (vm-vgpu): one resource per type of
-    the node's vGPU config (all offered types when it has none), named from the full type name the host reports
-    (NVIDIA A10-12Q); at least one device of each. A pool without an extended resource (dra) is refused."""
+    The pool table's resource kind of ``pool`` decides (EXPECTED_BY_RESOURCE): ``gpu`` (container): nvidia.com/gpu,
+    one per GPU; ``pci`` (vm-passthrough): the plugin's pci.ids name, one per GPU (PFs); ``mdev`` (vm-vgpu): one
+    resource per type of the node's vGPU config (all offered types when it has none), named from the full type name
+    the host reports (NVIDIA A10-12Q); at least one device of each. A pool whose VFs get vGPU profiles (vf_profiles,
+    vm-vgpu-vf): the PCI name of its VFs, one per vGPU its config creates (_vf_expected). A pool without an extended
+    resource (dra) is refused."""
     # imported here: fleet reads vgpu_config_types from this module
     from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
     traits = fleet.pool_traits(pool)
-    kind = traits.get('resource')
     pci_facts, mdev_facts = _facts(host)
-    gpus = [g for g in (pci_facts.get('gpus') or []) if not g.get('is_vf')]
-    want = {}
-    if kind == 'pci' and traits.get('vgpu') and traits.get('function') == 'vf':
+    if traits.get('vf_profiles'):
         return _vf_expected(pci_facts.get('gpus') or [], vgpu_config, vgpu_configs, pciids, prefix)
-    if kind == 'gpu':
-        if gpus:
-            want[prefix + 'gpu'] = len(gpus)
-    elif kind == 'pci':
-        for gpu in gpus:
-            name = pci_resource_name(gpu, pciids, prefix)
-            want[name] = want.get(name, 0) + 1
-    elif kind == 'mdev':
-        offered = {}
-        for parent in mdev_facts.get('parents', []):
-            for t in parent.get('types', []):
-                if t.get('name'):
-                    offered.setdefault(reported_short_name(t), (t['name'], parent.get('parent')))
-        wanted = vgpu_config_types(vgpu_config, vgpu_configs) or sorted(offered)
-        for short in wanted:
-            # before the vGPU Manager loads the host reports no types: the name is the NVIDIA spelling
-            if short in offered:
-                name, parent = offered[short]
-                source = 'vGPU type %s of mdev parent %s in the mdev_types fact' % (_shown(name), parent)
-            else:
-                name, source = full_type_name(short), 'vGPU config type %s' % _shown(short)
-            want[mdev_resource_name(name, prefix, source)] = 1
-    else:
+    expect = EXPECTED_BY_RESOURCE.get(traits.get('resource'))
+    if expect is None:
         raise ResourceNameError('unknown pool %r: use one of %s (pools whose nodes advertise an extended resource)'
                                 % (pool, ', '.join(fleet.EXTENDED_RESOURCE_POOLS)))
-    return want
+    gpus = [g for g in (pci_facts.get('gpus') or []) if not g.get('is_vf')]
+    return expect(gpus, mdev_facts, vgpu_config, vgpu_configs, pciids, prefix)

@@ -105,7 +105,8 @@ def _functions(facts, row, node=None):
     pci = dict(facts.get('pci_devices') or {})
     gpus = pci.get('gpus') or []
     if row.function == 'vf':
-        if row.advertiser == 'kubevirt':
+        # KubeVirt's own device plugin (the advertiser of externalResourceProvider false)
+        if fleet.ADVERTISERS[row.advertiser] is False:
             _own_gpu_functions(node, [g if isinstance(g, dict) else {} for g in gpus])
         vfs = [g for g in gpus if g.get('is_vf')]
         parents = set(g.get('physfn') for g in vfs)

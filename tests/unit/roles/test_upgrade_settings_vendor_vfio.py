@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Apply mode decides "the fleet has vendor-VFIO vGPU hosts" as render mode does: roles/upgrade builds the
-settings' vendor_vfio from the fleet view's vendor-VFIO nodes (upgrade_inventory_vf_nodes, the hosts whose vGPU
-interface is vendor-vfio: playbooks/upgrade.yml), the same expression tasks/render_check.yml gives the render's
-check, so the plan refuses a KubeVirt target below 1.9.0 before any change in both modes."""
+settings' vendor_vfio from the fleet view's vendor-VFIO nodes (upgrade_inventory_vf_nodes, the hosts whose row
+gives VFs vGPU profiles, vf_profiles: playbooks/upgrade.yml), the same expression tasks/render_check.yml gives the
+render's check, so the plan refuses a KubeVirt target below 1.9.0 before any change in both modes."""
 from __future__ import annotations
 
 import os
@@ -17,7 +17,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 TASKS = os.path.join(ROOT, 'roles', 'upgrade', 'tasks')
 # playbooks/upgrade.yml and upgrade_render.yml: the fleet view's nodes on NVIDIA's vendor-specific VFIO interface
-VF_NODES = "selectattr('traits.interface', 'equalto', 'vendor-vfio')"
+# (the rows whose VFs get vGPU profiles)
+VF_NODES = "selectattr('traits.vf_profiles')"
 
 
 def _settings_task():

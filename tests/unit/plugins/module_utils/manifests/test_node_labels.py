@@ -132,10 +132,12 @@ def test_an_admin_false_before_we_wanted_it_stays_theirs_and_a_legacy_dra_node_k
     # a DRA node labelled by the release before the record: its three "false" are ours (that release set them) ...
     legacy = {W: 'container', d: 'false', nl.DCGM_LABEL: 'false', nl.DCGM_EXPORTER_LABEL: 'false'}
     patches, report = nl.plan([{'node': 'n1', 'pool': 'dra'}], [node('n1', owned=None, **legacy)], [])
-    assert report['n1']['owned_labels'] == ','.join(sorted(nl.DRA_OPERANDS_OFF))
+    assert report['n1']['owned_labels'] == ','.join(sorted(nl.LEGACY_OWNED))
     # ... and go when it leaves, as they did before
     patches, report = nl.plan([{'node': 'n1', 'pool': 'container'}], [node('n1', owned=None, **legacy)], [])
-    assert all(patches[0]['metadata']['labels'][k] is None for k in nl.DRA_OPERANDS_OFF)
+    assert all(patches[0]['metadata']['labels'][k] is None for k in nl.LEGACY_OWNED)
+    # the release before the record set the DRA row's operands_off, which it still switches off
+    assert set(nl.LEGACY_OWNED) == set(nl.DEPLOY_LABEL_PREFIX + o for o in fleet.BY_NAME['dra'].operands_off)
 
 
 def test_the_record_is_read_strictly():
@@ -182,7 +184,7 @@ def test_dra_nodes_run_container_operands_without_the_classic_device_plugin_and_
     assert nl.node_pool('h1', ['gpu_dra']) == 'dra'
     plugin = nl.DRA_PLUGIN_LABEL
     # (the operands other rows switch off are only a leftover "false" of ours to remove here)
-    others = dict((key, nl.RemoveIf('false')) for key in nl.row_operand_labels())
+    others = dict((key, nl.RemoveIf('false')) for key in nl.row_operand_labels() if key not in (d, dcgm, exporter))
     assert nl.desired_labels('dra') == dict({W: 'container', d: 'false', dcgm: 'false', exporter: 'false', V: None,
                                              plugin: 'true'}, **others)
     assert all(isinstance(nl.desired_labels('dra')[key], nl.RemoveIf) for key in others)

@@ -33,7 +33,7 @@ def test_the_plans_own_patches_pass_as_merge_patch_bodies():
     assert nl.checked_patches(patches) == [
         ('n1', {'metadata': {'labels': {W: 'container', V: None}, 'annotations': {OWNED: ''}}})]
     # a record naming deploy labels passes too
-    record = ','.join(sorted(nl.DRA_OPERANDS_OFF))
+    record = ','.join(sorted(nl.LEGACY_OWNED))
     assert nl.checked_patches([patch('n3', annotations={OWNED: record})]) == [
         ('n3', {'metadata': {'annotations': {OWNED: record}}})]
 

@@ -31,9 +31,12 @@ def test_every_list_of_pools_is_the_table_s():
     assert fleet.POOLS == tuple(p.name for p in table) and fleet.GPU_GROUPS == _in_order(p.group for p in table)
     assert fleet.GPU_HOSTS_PATTERN == ':'.join(_in_order(p.group for p in table))
     assert len(fleet.GPU_GROUPS) == len(set(fleet.GPU_GROUPS)) < len(fleet.POOLS)
-    assert fleet.IOMMU_POOLS == fleet.VM_POOLS == tuple(p.name for p in table if p.iommu)
+    assert fleet.IOMMU_POOLS == tuple(p.name for p in table if p.iommu)
     assert fleet.HOST_VFIO_POOLS == tuple(p.name for p in table if p.host_vfio)
     assert fleet.VGPU_POOLS == tuple(p.name for p in table if p.vgpu)
+    assert fleet.DEVICE_PLUGIN_POOLS == tuple(p.name for p in table if p.device_plugin) == ('container',)
+    assert fleet.VF_PROFILE_POOLS == tuple(p.name for p in table if p.vf_profiles) == ('vm-vgpu-vf',)
+    assert fleet.VF_PROFILE_INTERFACES == ('vendor-vfio',)
     # a group's default pool is its first row
     assert fleet.GROUP_POOLS == dict((g, [p.name for p in table if p.group == g][0]) for g in fleet.GPU_GROUPS)
     assert fleet.GROUP_ROWS == dict((g, tuple(p for p in table if p.group == g)) for g in fleet.GPU_GROUPS)
@@ -76,6 +79,36 @@ def test_a_broken_row_is_refused_naming_it():
         fleet.derived(ok + (fleet.BY_NAME['dra'].replace(name='x', group='gpu_x', advertiser='nvidia'),))
     with pytest.raises(fleet.TableError, match=r"pool x: a resource KubeVirt permits .* not advertiser 'dra-driver'"):
         fleet.derived(ok + (fleet.BY_NAME['dra'].replace(name='x', group='gpu_x', permitted='pciHostDevices'),))
+
+
+def test_a_column_that_says_an_advertiser_s_part_agrees_with_the_advertiser():
+    ok = fleet.POOL_TABLE
+    dra, container = fleet.BY_NAME['dra'], fleet.BY_NAME['container']
+    # true exactly on the rows of its advertiser: neither without it nor missing on one of them
+    with pytest.raises(fleet.TableError, match=r"pool x: dra_driver is False but its advertiser is 'dra-driver': "
+                                               r"dra_driver is true exactly on the rows whose advertiser is "
+                                               r"dra-driver"):
+        fleet.derived(ok + (dra.replace(name='x', group='gpu_x', dra_driver=False),))
+    with pytest.raises(fleet.TableError, match=r"pool x: device_plugin is True but its advertiser is "
+                                               r"'sandbox-device-plugin'"):
+        fleet.derived(ok + (fleet.BY_NAME['vm-passthrough'].replace(name='x', group='gpu_x', device_plugin=True),))
+    with pytest.raises(fleet.TableError, match=r"pool x: device_plugin is False but its advertiser is "
+                                               r"'nvidia-device-plugin'"):
+        fleet.derived(ok + (container.replace(name='x', group='gpu_x', device_plugin=False),))
+    with pytest.raises(fleet.TableError, match=r"pool x: dra_driver 'yes' is not true or false"):
+        fleet.derived(ok + (dra.replace(name='x', group='gpu_x', dra_driver='yes'),))
+    # a VF gets a vGPU profile: only on a vGPU pool of VFs
+    with pytest.raises(fleet.TableError, match=r"pool x: vf_profiles true needs a vGPU pool \(vgpu true\) of SR-IOV "
+                                               r"VFs \(function vf\)"):
+        fleet.derived(ok + (fleet.BY_NAME['vm-passthrough'].replace(name='x', group='gpu_x', vf_profiles=True),))
+    with pytest.raises(fleet.TableError, match=r"pool x: vf_profiles true needs"):
+        fleet.derived(ok + (fleet.BY_NAME['vm-vgpu-vf'].replace(name='x', group='gpu_x', interface=None,
+                                                                 function='pf'),))
+    # the rows as they stand: the DRA row is the DRA driver's, the container row the classic device plugin's, the
+    # vendor-VFIO row's VFs get profiles (its host state has the boot-time restore)
+    assert [r.name for r in ok if r.dra_driver] == ['dra'] and [r.name for r in ok if r.device_plugin] == ['container']
+    assert [r.name for r in ok if r.vf_profiles] == ['vm-vgpu-vf']
+    assert [r.name for r in ok if fleet.host_state(r)['vf_unit'] == 'present'] == ['vm-vgpu-vf']
 
 
 def test_rows_have_named_columns_with_defaults():
