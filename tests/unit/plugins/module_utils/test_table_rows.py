@@ -10,8 +10,6 @@ import copy
 import json
 import os
 
-import yaml
-
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import wanted_devices as wd
@@ -50,16 +48,19 @@ def use_tables(monkeypatch, pools, platforms):
 
 
 def example_inventory(extra_groups=None):
-    """The example inventory's groups and hostvars, with the saved facts of its hosts (as the playbooks load them
-    from inventories/example/.gpuvirt_facts)."""
-    with open(os.path.join(EXAMPLE, 'hosts.yml'), encoding='utf-8') as handle:
-        children = yaml.safe_load(handle)['all']['children']
-    groups, hostvars = {}, {}
-    for group, body in children.items():
-        hosts = (body or {}).get('hosts') or {}
-        groups[group] = list(hosts)
-        for host, hv in hosts.items():
-            hostvars[host] = dict(hv or {})
+    """The example inventory's groups and hostvars as Ansible's own inventory loader reads them (hosts.yml with its
+    group ``vars:``, group_vars/ and host_vars/, so a value set for a group reaches its hosts here as in a run), with
+    the saved facts of its hosts (as the playbooks load them from inventories/example/.gpuvirt_facts)."""
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.vars.manager import VariableManager
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[EXAMPLE])
+    variables = VariableManager(loader=loader, inventory=inventory)
+    groups = dict((name, [h.name for h in group.get_hosts()]) for name, group in inventory.groups.items()
+                  if name not in ('all', 'ungrouped'))
+    hostvars = dict((host.name, dict(variables.get_vars(host=host, include_hostvars=False)))
+                    for host in inventory.get_hosts())
     for group, hosts in (extra_groups or {}).items():
         groups[group] = list(hosts)
         hostvars.update(hosts)
