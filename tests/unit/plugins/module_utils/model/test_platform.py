@@ -72,6 +72,15 @@ def test_the_fallback_is_the_marked_row_wherever_it_stands(monkeypatch):
     (lambda k, o: (k, o.replace(containerd_socket='/run/containerd/containerd.sock')),
      r'platform openshift: containerd_socket is .* with container_runtime cri-o'),
     (lambda k, o: (k, o.replace(kernel_args='grub')), r"platform openshift: kernel_args 'grub' is not one of"),
+    (lambda k, o: (k.replace(detect_node_annotation='example.com/agent'), o),
+     r'platform kubernetes: detect_node_annotation goes on a row that is not the fallback'),
+    (lambda k, o: (k, o.replace(detect_node_annotation='example.com/')),
+     r"platform openshift: detect_node_annotation: 'example.com/' is not valid; expected a label key"),
+    (lambda k, o: (k, o, o.replace(name='okd')),
+     r"platforms openshift and okd: the same detect_api 'config.openshift.io/v1' cannot tell them apart"),
+    (lambda k, o: (k, k.replace(name='a', fallback=False, detect_node_annotation='example.com/agent'),
+                   k.replace(name='b', fallback=False, detect_node_annotation='example.com/agent')),
+     r"platforms a and b: the same detect_node_annotation 'example.com/agent' cannot tell them apart"),
 ])
 def test_a_broken_platform_table_is_refused_naming_the_row(rows, match):
     with pytest.raises(platform.PlatformError, match=match):
@@ -119,6 +128,42 @@ def test_a_bad_override_is_refused_naming_the_key_and_the_fix(name, overrides, m
                                           (['example.com/v1'], 'kubernetes')])
 def test_auto_in_apply_mode_is_detected(served, want):
     assert platform.resolve_platform('auto', 'apply', served) == want
+
+
+# A platform told apart by its nodes (detect_node_annotation), as a hypothetical row: the table's real rows are
+# tested by every-row properties and by their own tests.
+NODE_ROW = dict(name='agent-hypothetical', fallback=False, detect_node_annotation='agent.example.com/node-args')
+
+
+def use_table(monkeypatch, table):
+    for key, value in platform.derived(table).items():
+        monkeypatch.setattr(platform, key, value)
+
+
+def test_a_node_annotation_detects_its_row_and_two_matching_rows_are_refused_naming_both(monkeypatch):
+    use_table(monkeypatch, platform.PLATFORM_TABLE + (platform.PLATFORMS['kubernetes'].replace(**NODE_ROW),))
+    annotation = NODE_ROW['detect_node_annotation']
+    assert platform.detected_platform([], [annotation]) == 'agent-hypothetical'
+    assert platform.detected_platform([], ['other.example.com/node-args']) == 'kubernetes'
+    assert platform.detected_platform([], None) == 'kubernetes'
+    assert platform.detected_platform([OPENSHIFT_API], []) == 'openshift'
+    # through the settings the role passes (apply mode, auto)
+    got = platform.resolve({'mode': 'apply', 'platform': 'auto', 'served_apis': [], 'node_annotations': [annotation],
+                            'hco_served': False})
+    assert got['platform'] == 'agent-hypothetical' and got['traits']['detect_node_annotation'] == annotation
+    # a named platform wins over what the nodes show
+    assert platform.resolve_platform('kubernetes', 'apply', [], [annotation]) == 'kubernetes'
+    # a cluster that matches two rows: neither is guessed
+    with pytest.raises(platform.PlatformError) as exc:
+        platform.detected_platform([OPENSHIFT_API], [annotation])
+    assert str(exc.value) == (
+        'gpuvirt_platform is auto, but the cluster matches the platforms openshift (the cluster serves '
+        'config.openshift.io/v1 ClusterVersion) and agent-hypothetical (a node carries the annotation '
+        'agent.example.com/node-args): detection cannot tell which it is. Set gpuvirt_platform to the one it is.')
+    with pytest.raises(AnsibleFilterError, match=r'^cluster_platform: gpuvirt_platform is auto, but the cluster '
+                                                 r'matches the platforms openshift .* and agent-hypothetical'):
+        cluster_filter.cluster_platform({'mode': 'apply', 'platform': 'auto', 'served_apis': [OPENSHIFT_API],
+                                         'node_annotations': [annotation]})
 
 
 @pytest.mark.parametrize('given', ['openshift', 'kubernetes'])
