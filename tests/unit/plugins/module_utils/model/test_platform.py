@@ -87,20 +87,20 @@ def test_a_broken_platform_table_is_refused_naming_the_row(rows, match):
         platform.derived(rows(platform.PLATFORMS['kubernetes'], platform.PLATFORMS['openshift']))
 
 
-RKE2 = {'containerd_config': '/var/lib/rancher/rke2/agent/etc/containerd/config.toml',
-        'containerd_socket': '/run/k3s/containerd/containerd.sock'}
+K3S = {'containerd_config': '/var/lib/rancher/k3s/agent/etc/containerd/config.toml',
+       'containerd_socket': '/run/k3s/containerd/containerd.sock'}
 
 
 def test_an_inventory_overrides_the_containerd_paths():
-    # RKE2 keeps containerd under /var/lib/rancher/rke2 and its socket under /run/k3s (RKE2 docs, "CLI Tools": the
-    # containerd socket is /run/k3s/containerd/containerd.sock)
-    got = platform.with_overrides('kubernetes', RKE2)
-    assert got == dict(platform.traits('kubernetes'), **RKE2)
-    model = platform.resolve({'mode': 'render', 'render_dir': '/o', 'platform': 'kubernetes', 'platform_traits': RKE2})
+    # k3s keeps containerd under /var/lib/rancher/k3s and its socket under /run/k3s (NVIDIA/gpu-operator v26.7.0
+    # controllers/transforms_test.go gives a k3s node's toolkit these paths)
+    got = platform.with_overrides('kubernetes', K3S)
+    assert got == dict(platform.traits('kubernetes'), **K3S)
+    model = platform.resolve({'mode': 'render', 'render_dir': '/o', 'platform': 'kubernetes', 'platform_traits': K3S})
     assert model['traits'] == got
     assert platform.with_overrides('kubernetes', {}) == platform.with_overrides('kubernetes', None) == \
         platform.traits('kubernetes')
-    assert cluster_filter.cluster_platform('kubernetes', RKE2) == got
+    assert cluster_filter.cluster_platform('kubernetes', K3S) == got
 
 
 @pytest.mark.parametrize('name, overrides, match', [
@@ -114,7 +114,7 @@ def test_an_inventory_overrides_the_containerd_paths():
     ('kubernetes', {'containerd_config': '/etc/containerd/config.toml; rm -rf /'}, r'containerd_config is'),
     ('kubernetes', {'containerd_config': ['/etc/x']}, r"containerd_config is \['/etc/x'\]"),
     ('kubernetes', ['containerd_config'], r'gpuvirt_platform_traits is list, not a mapping'),
-    ('openshift', RKE2, r'containerd_config: the nodes of openshift run cri-o, not containerd; leave it out'),
+    ('openshift', K3S, r'containerd_config: the nodes of openshift run cri-o, not containerd; leave it out'),
 ])
 def test_a_bad_override_is_refused_naming_the_key_and_the_fix(name, overrides, match):
     with pytest.raises(platform.PlatformError, match=match):
