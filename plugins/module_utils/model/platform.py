@@ -78,6 +78,20 @@ OPERATOR_CONTAINERD_SOCKET = '/run/containerd/containerd.sock'
 #   Operator": helm install -n gpu-operator --create-namespace), which deploys NFD itself; upstream KubeVirt's CR;
 #   the hosts' kernel command line set over SSH (host_prep.yml); containerd at the operator's default paths. It is
 #   the fallback: the platform a cluster is when it matches no other row's detection.
+#   RKE2: Kubernetes as the kubernetes row installs it (NVIDIA's "Installing the NVIDIA GPU Operator", section
+#   "Rancher Kubernetes Engine 2", defers to RKE2's "Deploy NVIDIA Operator", docs/add-ons/gpu_operators.md, which
+#   installs NVIDIA's chart into gpu-operator for every operator release it lists, v25.3 to v26.3); the KubeVirt CR
+#   and the kernel command line over SSH as there (RKE2 runs no Machine Config Operator and no HCO). Its containerd
+#   is RKE2's own: the socket /run/k3s/containerd/containerd.sock, the one toolkit env that page sets
+#   (CONTAINERD_SOCKET), which the toolkit uses to make containerd reload. Its config is left at the operator's
+#   default, as that page leaves it: RKE2 regenerates /var/lib/rancher/rke2/agent/etc/containerd/config.toml at
+#   every start (RKE2 docs, "Advanced Options", "Configuring containerd") and adds the nvidia runtimes itself where
+#   the toolkit installed them (k3s pkg/agent/containerd/runtimes.go findNvidiaContainerRuntimes, the agent RKE2
+#   embeds: /usr/local/nvidia/toolkit, the chart's toolkit.installDir), so the toolkit need not edit that file,
+#   which RKE2 rewrites; no CONTAINERD_RUNTIME_CLASS / CONTAINERD_SET_AS_DEFAULT either (neither page sets
+#   them). It serves no API group of its own; every node's agent annotates its node <program>.io/node-args (k3s
+#   pkg/nodeconfig/nodeconfig.go NodeArgsAnnotation, set by the agent's configureNode on every node, servers
+#   included), and RKE2 builds with version.Program=rke2 (rancher/rke2 scripts/version.sh PROG, scripts/build-binary).
 PLATFORM_TABLE = (
     Platform(name='openshift', gpu_operator_install='olm', gpu_operator_namespace='nvidia-gpu-operator',
              namespace_labels={'openshift.io/cluster-monitoring': 'true'}, nfd_install='olm',
@@ -87,6 +101,10 @@ PLATFORM_TABLE = (
              nfd_install='chart', kernel_args='host', kubevirt_config='kubevirt',
              containerd_config=OPERATOR_CONTAINERD_CONFIG, containerd_socket=OPERATOR_CONTAINERD_SOCKET,
              fallback=True),
+    Platform(name='rke2', gpu_operator_install='helm', gpu_operator_namespace='gpu-operator',
+             nfd_install='chart', kernel_args='host', kubevirt_config='kubevirt',
+             containerd_config=OPERATOR_CONTAINERD_CONFIG, containerd_socket='/run/k3s/containerd/containerd.sock',
+             detect_node_annotation='rke2.io/node-args'),
 )
 
 # The vocabulary of each column a role branches on.

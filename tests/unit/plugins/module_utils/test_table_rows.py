@@ -155,6 +155,21 @@ def test_a_hypothetical_pool_and_platform_render_the_example(monkeypatch, tmp_pa
     assert len(set(names)) == len(objects)
 
 
+def test_the_rke2_row_points_the_toolkit_at_rke2_s_containerd_socket_only(monkeypatch):
+    # RKE2's "Deploy NVIDIA Operator" (rancher/rke2-docs docs/add-ons/gpu_operators.md) gives the chart exactly
+    # toolkit.env CONTAINERD_SOCKET=/run/k3s/containerd/containerd.sock for every operator release it lists; RKE2
+    # writes the nvidia runtimes into its own containerd config (k3s runtimes.go findNvidiaContainerRuntimes), so
+    # CONTAINERD_CONFIG stays at the operator's default and is not set
+    cluster = platform.resolve({'mode': 'render', 'render_dir': '/o', 'platform': 'rke2'})
+    res = run_module(monkeypatch, gpu_operator_manifests, gop_args({
+        'platform': 'rke2', 'platform_traits': cluster['traits'], 'default_workload': 'vm-passthrough'}))
+    assert not res['failed'], res.get('msg')
+    assert res['namespace'] == 'gpu-operator' and res['cluster_policy'] is None and res['helm_values']
+    assert res['helm_values']['toolkit'] == {'env': [{'name': 'CONTAINERD_SOCKET',
+                                                      'value': '/run/k3s/containerd/containerd.sock'}]}
+    assert cluster['kubevirt_config'] == 'kubevirt' and cluster['traits']['kernel_args'] == 'host'
+
+
 def test_the_kubernetes_row_adds_no_toolkit_env_but_an_inventory_override_does(monkeypatch):
     # the row's paths are the GPU Operator's defaults: nothing to say (the golden renders hold)
     base = {'platform': 'kubernetes', 'default_workload': 'vm-passthrough'}

@@ -128,6 +128,12 @@ def rke2_node(name, annotations):
     return {'metadata': {'name': name, 'annotations': annotations}}
 
 
+def test_the_platform_table_has_the_node_annotation_to_pass():
+    # the role passes each row's detect_node_annotation: RKE2's (every RKE2 node's agent annotates it
+    # rke2.io/node-args: k3s pkg/nodeconfig/nodeconfig.go NodeArgsAnnotation, version.Program=rke2)
+    assert [row.detect_node_annotation for row in platform.PLATFORM_TABLE if row.detect_node_annotation] == NODE_DETECT
+
+
 @pytest.mark.parametrize('annotations, found', [
     ({'rke2.io/node-args': '["server"]', 'rke2.io/node-config-hash': 'X'}, ['rke2.io/node-args']),
     ({'k3s.io/node-args': '["server"]'}, []),

@@ -36,8 +36,16 @@ def test_table_rows():
         'container_runtime': 'containerd', 'containerd_config': '/etc/containerd/config.toml',
         'containerd_socket': '/run/containerd/containerd.sock', 'detect_api': None, 'detect_kind': None,
         'fallback': True}
+    # RKE2: NVIDIA's "Installing the NVIDIA GPU Operator" ("Rancher Kubernetes Engine 2") defers to RKE2's "Deploy
+    # NVIDIA Operator" (rancher/rke2-docs docs/add-ons/gpu_operators.md): NVIDIA's chart into gpu-operator, the
+    # toolkit's CONTAINERD_SOCKET /run/k3s/containerd/containerd.sock and no CONTAINERD_CONFIG (RKE2 adds the nvidia
+    # runtimes to the config it regenerates: k3s pkg/agent/containerd/runtimes.go findNvidiaContainerRuntimes);
+    # detected by the annotation every RKE2 node carries (k3s pkg/nodeconfig/nodeconfig.go NodeArgsAnnotation =
+    # version.Program + ".io/node-args", version.Program=rke2 in rancher/rke2 scripts/version.sh)
+    rke2 = dict(kubernetes, name='rke2', containerd_socket='/run/k3s/containerd/containerd.sock',
+                detect_node_annotation='rke2.io/node-args', fallback=False)
     # the cited traits of each row (a new column with its default changes none of them)
-    for name, want in (('openshift', openshift), ('kubernetes', kubernetes)):
+    for name, want in (('openshift', openshift), ('kubernetes', kubernetes), ('rke2', rke2)):
         got = platform.traits(name)
         assert dict((k, got[k]) for k in want) == want
     assert platform.traits('no-such-platform') == {}
@@ -128,6 +136,26 @@ def test_a_bad_override_is_refused_naming_the_key_and_the_fix(name, overrides, m
                                           (['example.com/v1'], 'kubernetes')])
 def test_auto_in_apply_mode_is_detected(served, want):
     assert platform.resolve_platform('auto', 'apply', served) == want
+
+
+@pytest.mark.parametrize('annotations, want', [
+    (['rke2.io/node-args'], 'rke2'),
+    # k3s annotates its nodes k3s.io/node-args (the same agent, version.Program=k3s): not RKE2
+    (['k3s.io/node-args'], 'kubernetes'),
+    ([], 'kubernetes'),
+])
+def test_auto_tells_rke2_apart_by_its_node_annotation(annotations, want):
+    assert platform.resolve_platform('auto', 'apply', [], annotations) == want
+    got = platform.resolve({'mode': 'apply', 'platform': 'auto', 'served_apis': [], 'node_annotations': annotations,
+                            'hco_served': False})
+    assert got['platform'] == want and got['traits'] == platform.traits(want)
+
+
+def test_an_openshift_cluster_whose_nodes_carry_rke2_s_annotation_is_refused_naming_both():
+    with pytest.raises(platform.PlatformError, match=r'matches the platforms openshift \(the cluster serves '
+                                                     r'config.openshift.io/v1 ClusterVersion\) and rke2 \(a node '
+                                                     r'carries the annotation rke2.io/node-args\)'):
+        platform.resolve_platform('auto', 'apply', [OPENSHIFT_API], ['rke2.io/node-args'])
 
 
 # A platform told apart by its nodes (detect_node_annotation), as a hypothetical row: the table's real rows are
