@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the cluster role asks the API server, in one module execution (the module cluster_facts): whether the
 cluster answers with the run's credentials, which of the platform table's detection APIs it serves, which of its
-detection annotations a node carries, and which of the named CustomResourceDefinitions it serves. Pure Python: the requests are functions the module passes in
-(``Client``).
+detection annotations a node carries, and which of the named CustomResourceDefinitions it serves. Pure Python:
+the requests are functions the module passes in (``Client``).
 
 The role asked these in three ``kubernetes.core.k8s_info`` calls before; each call costs the interpreter, Ansible's
 module start and the kubernetes client's import (about a second), the requests milliseconds. The requests are the
@@ -51,8 +51,9 @@ class FactsError(ManifestError):
 
 class Client(object):
     """The requests, as the module makes them: ``list(api_version, kind, field_selector)`` the items (with
-    ``limit=N``, at most N of them), or None when the server serves no such kind (by discovery); ``get(api_version, kind, name)`` the object, or None when there
-    is none (404). Each raises k8s_apply.Refused when the server refuses or cannot be reached."""
+    ``limit=N``, at most N of them), or None when the server serves no such kind (by discovery);
+    ``get(api_version, kind, name)`` the object, or None when there is none (404). Each raises k8s_apply.Refused
+    when the server refuses or cannot be reached."""
 
     def __init__(self, list_objects, get_object):
         self.list = list_objects
