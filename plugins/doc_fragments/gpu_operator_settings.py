@@ -31,6 +31,7 @@ options:
           # BEGIN GENERATED platforms
           - openshift
           - kubernetes
+          - rke2
           # END GENERATED platforms
         default: kubernetes
       platform_traits:

@@ -21,6 +21,7 @@ options:
       # BEGIN GENERATED platforms
       - openshift
       - kubernetes
+      - rke2
       # END GENERATED platforms
     default: kubernetes
 '''

@@ -15,8 +15,9 @@ description:
   - The reads of the role P(gpuvirt.provision.cluster#role), one module execution instead of three
     C(kubernetes.core.k8s_info) calls (each about a second of interpreter, Ansible and kubernetes client start).
   - First proves that the run's credentials reach the cluster with the read every phase needs - a list of Node
-    with the field selector C(metadata.name=gpuvirt-cluster-check), which matches no node. A failure here returns
-    RV(answered=false) in the failure, with the client's or the server's own words.
+    with the field selector C(metadata.name=gpuvirt-cluster-check), which matches no node; with O(node_annotations),
+    the same list with C(limit=1) instead, whose one node shows which of those annotations it carries. A failure here
+    returns RV(answered=false) in the failure, with the client's or the server's own words.
   - Then, per entry of O(apis), whether the server serves that kind (by API discovery, as C(kubernetes.core.k8s_info)
     sets C(api_found)), and where it does a list of it; then, per name in O(crds), a GET of that
     CustomResourceDefinition (a 404 is a CRD not served). A refusal of either fails with RV(answered=true), naming
@@ -36,6 +37,14 @@ options:
         C(detect_kind)). Empty asks about none.
     type: list
     elements: dict
+    default: []
+  node_annotations:
+    description:
+      - The detection annotations to look for on a node (the platform table's C(detect_node_annotation), for a
+        platform that serves no API of its own), each an annotation key. Empty asks about none, and the first read
+        then returns no node.
+    type: list
+    elements: str
     default: []
   crds:
     description: The CustomResourceDefinition names to ask about (C(<plural>.<group>)). Empty asks about none.
@@ -70,6 +79,8 @@ EXAMPLES = r'''
     apis:
       - api_version: config.openshift.io/v1
         kind: ClusterVersion
+    node_annotations:
+      - rke2.io/node-args
     crds:
       - hyperconvergeds.hco.kubevirt.io
   register: facts
@@ -86,6 +97,12 @@ served_apis:
   type: list
   elements: str
   sample: [config.openshift.io/v1]
+node_annotations:
+  description: The keys of O(node_annotations) that the node read carries, in the order asked (none without a node).
+  returned: success
+  type: list
+  elements: str
+  sample: [rke2.io/node-args]
 served_crds:
   description: The names of O(crds) the server serves, in the order asked.
   returned: success
@@ -116,6 +133,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             apis=dict(type='list', elements='dict', default=[]),
+            node_annotations=dict(type='list', elements='str', default=[]),
             crds=dict(type='list', elements='str', default=[]),
             kubeconfig=dict(type='raw', no_log=True),
             context=dict(type='str'),
@@ -127,6 +145,7 @@ def main():
     try:
         apis = cf.checked_apis(params['apis'])
         crds = cf.checked_crds(params['crds'])
+        node_annotations = cf.checked_node_annotations(params['node_annotations'])
     except ManifestError as exc:
         module.fail_json(msg=str(exc), answered=False)
     if KUBERNETES_ERROR:
@@ -138,7 +157,8 @@ def main():
         k8s = get_api_client(kubeconfig=params['kubeconfig'], context=params['context'],
                              validate_certs=params['validate_certs'])
         requests = Requests(k8s)
-        facts = cf.read_facts(cf.Client(requests.list_objects, requests.get_object), apis, crds)
+        facts = cf.read_facts(cf.Client(requests.list_objects, requests.get_object), apis, crds,
+                              node_annotations)
     except (CoreException,) + CLIENT_ERRORS as exc:
         # the client's own words: no kubeconfig, no such context, a connection it could not open
         module.fail_json(msg=to_text(exc), answered=False)

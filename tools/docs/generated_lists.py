@@ -16,7 +16,8 @@ DOCUMENTATION string marks where a list goes::
 BEGIN marker; ``make docs-check`` (and tests/unit/harness/test_reference_docs.py) names each file whose region
 differs. Python code reads the tables directly (fleet.POOLS, platform.PLATFORM_NAMES...), never a generated file.
 Only these names are read from the tables: fleet.POOLS, fleet.GPU_GROUPS, fleet.POOL_TABLE (each row's group, name
-and interface), fleet.WORKLOADS, platform.PLATFORM_NAMES and platform.PLATFORM_CHOICES.
+and interface), fleet.WORKLOADS, platform.PLATFORM_NAMES, platform.PLATFORM_CHOICES and platform.PLATFORM_TABLE
+(each row's traits and detection, for the platform prose and the reference page's table).
 """
 
 from __future__ import annotations
@@ -77,7 +78,29 @@ def lists():
         'group_pool_prose': _prose('Group - pool (the pool table): %s.' % pairs),
         'platforms_prose': _prose('Platforms (the platform table): %s.'
                                   % ', '.join('C(%s)' % p for p in platform.PLATFORM_NAMES)),
+        # each platform with what it does and how auto tells it apart (the role's gpuvirt_platform)
+        'platform_rows_prose': _prose('Platforms (the platform table): %s.'
+                                      % '; '.join('C(%s) - %s' % (p.name, _platform_words(p))
+                                                  for p in platform.PLATFORM_TABLE)),
     }
+
+
+def _platform_words(row):
+    """What a platform row does, in a few words, and how apply mode tells it apart."""
+    words = ['GPU Operator by %s' % {'olm': 'OLM', 'helm': 'Helm'}[row.gpu_operator_install],
+             'KubeVirt configured in %s' % {'hco': 'the HyperConverged', 'kubevirt': 'the KubeVirt CR'}[
+                 row.kubevirt_config],
+             'kernel arguments by %s' % {'machineconfig': 'MachineConfig', 'host': 'host preparation'}[
+                 row.kernel_args]]
+    return ', '.join(words) + ', ' + _detection_words(row)
+
+
+def _detection_words(row):
+    if row.detect_api:
+        return 'detected by its API %s' % row.detect_api
+    if row.detect_node_annotation:
+        return "detected by its nodes' annotation %s" % row.detect_node_annotation
+    return 'the fallback (a cluster that matches no other platform)' if row.fallback else 'never detected (name it)'
 
 
 BEGIN = re.compile(r'^(?P<indent>[ \t]*)# BEGIN GENERATED (?P<name>[a-z_]+)[ \t]*$')
@@ -177,5 +200,13 @@ def tables_page(header):
               '`sandboxWorkloads.defaultWorkload`: %s.' % ', '.join('`%s`' % w for w in fleet.WORKLOADS),
               '', '## Platforms', '', 'Values of `gpuvirt_platform`: %s.'
               % ', '.join('`%s`' % p for p in platform.PLATFORM_CHOICES),
-              '`auto` detects the platform in apply mode; render mode needs a platform named.', '']
+              '`auto` detects the platform in apply mode; render mode needs a platform named.', '',
+              '| platform | GPU Operator | NFD | KubeVirt config | kernel arguments | container runtime '
+              '| containerd socket | detected by |', '|---|---|---|---|---|---|---|---|']
+    lines += ['| `%s` | %s into `%s` | %s | %s | %s | %s | %s | %s |'
+              % (p.name, p.gpu_operator_install, p.gpu_operator_namespace, p.nfd_install, p.kubevirt_config,
+                 p.kernel_args, p.container_runtime, '`%s`' % p.containerd_socket if p.containerd_socket else '-',
+                 _detection_words(p).replace('detected by ', '').replace('the fallback (', '(the fallback: '))
+              for p in platform.PLATFORM_TABLE]
+    lines += ['']
     return '\n'.join(lines)

@@ -2,15 +2,18 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the cluster role asks the API server, in one module execution (the module cluster_facts): whether the
-cluster answers with the run's credentials, which of the platform table's detection APIs it serves, and which of
-the named CustomResourceDefinitions it serves. Pure Python: the requests are functions the module passes in
-(``Client``).
+cluster answers with the run's credentials, which of the platform table's detection APIs it serves, which of its
+detection annotations a node carries, and which of the named CustomResourceDefinitions it serves. Pure Python:
+the requests are functions the module passes in (``Client``).
 
 The role asked these in three ``kubernetes.core.k8s_info`` calls before; each call costs the interpreter, Ansible's
 module start and the kubernetes client's import (about a second), the requests milliseconds. The requests are the
 ones those calls sent, in the same order, so the automation identity needs the same grants (docs/rbac):
   - LIST Node with the field selector ``metadata.name=gpuvirt-cluster-check`` (no node has that name, so nothing
-    is returned): the read every phase needs, which proves the credentials reach the cluster;
+    is returned): the read every phase needs, which proves the credentials reach the cluster; when detection
+    annotations are asked about (``node_annotations``: the platform table's detect_node_annotation, for a platform
+    that serves no API of its own), the same LIST with ``limit=1`` instead, whose one node shows them (the
+    platform's agent annotates every node it runs on, so one node tells; a cluster with no node shows none);
   - per detection API (``apis``), the API's discovery, and where the server serves the kind a LIST of it: a kind
     that discovery does not find is an API the cluster does not serve, as k8s_info's ``api_found``;
   - per CRD name (``crds``), a GET of that CustomResourceDefinition: a 404 is a CRD the cluster does not serve.
@@ -47,9 +50,10 @@ class FactsError(ManifestError):
 
 
 class Client(object):
-    """The requests, as the module makes them: ``list(api_version, kind, field_selector)`` the items, or None when
-    the server serves no such kind (by discovery); ``get(api_version, kind, name)`` the object, or None when there
-    is none (404). Each raises k8s_apply.Refused when the server refuses or cannot be reached."""
+    """The requests, as the module makes them: ``list(api_version, kind, field_selector)`` the items (with
+    ``limit=N``, at most N of them), or None when the server serves no such kind (by discovery);
+    ``get(api_version, kind, name)`` the object, or None when there is none (404). Each raises k8s_apply.Refused
+    when the server refuses or cannot be reached."""
 
     def __init__(self, list_objects, get_object):
         self.list = list_objects
@@ -97,24 +101,49 @@ def checked_crds(crds):
     return list(crds)
 
 
+def checked_node_annotations(keys):
+    """The detection annotation keys, each by the grammar of a qualified name; ManifestError naming the entry."""
+    if keys is None:
+        return []
+    if not isinstance(keys, list) or len(keys) > MOST:
+        raise ManifestError('node_annotations: expected a list of at most %d annotation keys, got %r'
+                            % (MOST, keys if not isinstance(keys, list) else '%d entries' % len(keys)))
+    for index, key in enumerate(keys):
+        try:
+            validators.label_key(key, 'node_annotations[%d]' % index)
+        except validators.ValidationError as exc:
+            raise ManifestError(str(exc))
+    return list(keys)
+
+
 def _refusal(what, exc):
     status = 'HTTP %s %s' % (exc.status, exc.reason) if exc.status is not None else str(exc.reason)
     text = exc.text.strip() if exc.text else ''
     return '%s refused (%s)%s' % (what, status, (': %s' % text) if text else '')
 
 
-def read_facts(client, apis, crds):
-    """Ask the three questions, in this order; return {answered, served_apis, served_crds} (the served entries in
-    the order asked). FactsError on a refusal, ``answered`` saying whether the first read got through."""
-    answer_read = 'the list of Node (v1) with fieldSelector %s' % ANSWER_FIELD_SELECTOR
+def read_facts(client, apis, crds, node_annotations=()):
+    """Ask the questions, in this order; return {answered, served_apis, node_annotations, served_crds} (the served
+    entries and the annotation keys the node carries, in the order asked). FactsError on a refusal, ``answered``
+    saying whether the first read got through."""
+    if node_annotations:
+        answer_read = 'the list of Node (v1) with limit 1'
+        ask = dict(limit=1)
+    else:
+        answer_read = 'the list of Node (v1) with fieldSelector %s' % ANSWER_FIELD_SELECTOR
+        ask = {}
     try:
-        nodes = client.list('v1', 'Node', ANSWER_FIELD_SELECTOR)
+        nodes = client.list('v1', 'Node', None if ask else ANSWER_FIELD_SELECTOR, **ask)
     except Refused as exc:
         raise FactsError(_refusal(answer_read, exc), answered=False)
     if nodes is None:
         # every Kubernetes API server serves v1 Node: what answered is not one
         raise FactsError('%s: the server does not serve v1 Node, so it is not a Kubernetes API server'
                          % answer_read, answered=False)
+    carried = {}
+    if node_annotations and nodes:
+        carried = (nodes[0].get('metadata') or {}).get('annotations') or {}
+    node_found = [key for key in node_annotations if key in carried]
     served_apis = []
     for api_version, kind in apis:
         try:
@@ -133,4 +162,5 @@ def read_facts(client, apis, crds):
                              answered=True)
         if crd is not None and name not in served_crds:
             served_crds.append(name)
-    return {'answered': True, 'served_apis': served_apis, 'served_crds': served_crds}
+    return {'answered': True, 'served_apis': served_apis, 'node_annotations': node_found,
+            'served_crds': served_crds}

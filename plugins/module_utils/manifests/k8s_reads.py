@@ -59,11 +59,13 @@ class Requests(object):
             raise Refused(None, to_text(exc))
         return json.loads(to_text(answer.data))
 
-    def list_objects(self, api_version, kind, field_selector):
+    def list_objects(self, api_version, kind, field_selector, limit=None):
         resource = self.resource(api_version, kind)
         if resource is None:
             return None
         params = {'field_selector': field_selector} if field_selector else {}
+        if limit:
+            params['limit'] = limit
         return self._get(resource, **params).get('items') or []
 
     def get_object(self, api_version, kind, name):

@@ -22,7 +22,9 @@ are everything a role branches on:
                         platforms only): the GPU Operator's toolkit writes its runtime there;
   detect_api, detect_kind  the API group/version and a kind of it whose presence tells this platform apart in
                         apply mode;
-  fallback              the platform a cluster is when it serves no row's detect_api (exactly one row).
+  detect_node_annotation  an annotation key every node of this platform carries, for a platform that serves no
+                        API of its own: apply mode reads it on a node of the cluster;
+  fallback              the platform a cluster is when it matches no row's detection (exactly one row).
 
 The collection-wide settings (role gpuvirt.provision.cluster) name a platform with ``gpuvirt_platform``: a row's
 name, or ``auto`` (apply mode only: detected once from the API server); and the CR that holds KubeVirt's
@@ -30,13 +32,15 @@ configuration with ``gpuvirt_kubevirt_config``: ``hco``, ``kubevirt`` or ``auto`
 serves HCO's CRD hyperconvergeds.hco.kubevirt.io; render mode: the platform's default). ``resolve`` turns these
 settings and what apply mode detected into the one fact every cluster role reads (``gpuvirt_cluster``).
 
-Adding a platform (RKE2, say) is a new row here with its traits, its documentation (the filter's docs, README and
-docs/openshift-vs-kubernetes.md) and its tests: no role declares its own platform vocabulary.
+Adding a platform is a new row here with its traits, its documentation (docs/openshift-vs-kubernetes.md), a
+changelog fragment and its tests; the lists of platforms elsewhere are generated (tools/docs/generate_reference.py):
+no role declares its own platform vocabulary.
 
 Each row is a ``Platform`` with named columns and defaults (a new column edits no row); detection is the
-``detect_api``/``detect_kind`` of a row, and the row marked ``fallback`` (exactly one) is what a cluster that serves
-none of them is. The inventory may override the OVERRIDABLE traits (``gpuvirt_platform_traits``, validated by
-``with_overrides``). docs/architecture.md, "Tables", says how to add a row and override a trait.
+``detect_api``/``detect_kind`` or the ``detect_node_annotation`` of a row, and the row marked ``fallback`` (exactly
+one) is what a cluster that matches none of them is. A cluster that matches two rows is refused, naming both. The
+inventory may override the OVERRIDABLE traits (``gpuvirt_platform_traits``, validated by ``with_overrides``).
+docs/architecture.md, "Tables", says how to add a row and override a trait.
 
 Plain Python (no Ansible import): the filter gpuvirt.provision.cluster_platform exposes it.
 """
@@ -46,13 +50,14 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row import REQUIRED, row_class
 
 Platform = row_class('Platform', (
     ('name', REQUIRED), ('gpu_operator_install', REQUIRED), ('gpu_operator_namespace', REQUIRED),
     ('namespace_labels', {}), ('nfd_install', REQUIRED), ('kernel_args', REQUIRED), ('kubevirt_config', REQUIRED),
     ('container_runtime', 'containerd'), ('containerd_config', None), ('containerd_socket', None),
-    ('detect_api', None), ('detect_kind', None), ('fallback', False),
+    ('detect_api', None), ('detect_kind', None), ('detect_node_annotation', None), ('fallback', False),
 ), 'A row of the platform table (platform.PLATFORM_TABLE).')
 
 # The GPU Operator's own containerd paths, used when its toolkit is given none (NVIDIA/gpu-operator v26.7.0
@@ -73,7 +78,21 @@ OPERATOR_CONTAINERD_SOCKET = '/run/containerd/containerd.sock'
 #   Kubernetes: NVIDIA's Helm chart (namespace gpu-operator, the GPU Operator's "Installing the NVIDIA GPU
 #   Operator": helm install -n gpu-operator --create-namespace), which deploys NFD itself; upstream KubeVirt's CR;
 #   the hosts' kernel command line set over SSH (host_prep.yml); containerd at the operator's default paths. It is
-#   the fallback: the platform a cluster is when it serves no other row's detect_api.
+#   the fallback: the platform a cluster is when it matches no other row's detection.
+#   RKE2: Kubernetes as the kubernetes row installs it (NVIDIA's "Installing the NVIDIA GPU Operator", section
+#   "Rancher Kubernetes Engine 2", defers to RKE2's "Deploy NVIDIA Operator", docs/add-ons/gpu_operators.md, which
+#   installs NVIDIA's chart into gpu-operator for every operator release it lists, v25.3 to v26.3); the KubeVirt CR
+#   and the kernel command line over SSH as there (RKE2 runs no Machine Config Operator and no HCO). Its containerd
+#   is RKE2's own: the socket /run/k3s/containerd/containerd.sock, the one toolkit env that page sets
+#   (CONTAINERD_SOCKET), which the toolkit uses to make containerd reload. Its config is left at the operator's
+#   default, as that page leaves it: RKE2 regenerates /var/lib/rancher/rke2/agent/etc/containerd/config.toml at
+#   every start (RKE2 docs, "Advanced Options", "Configuring containerd") and adds the nvidia runtimes itself where
+#   the toolkit installed them (k3s pkg/agent/containerd/runtimes.go findNvidiaContainerRuntimes, the agent RKE2
+#   embeds: /usr/local/nvidia/toolkit, the chart's toolkit.installDir), so the toolkit need not edit that file,
+#   which RKE2 rewrites; no CONTAINERD_RUNTIME_CLASS / CONTAINERD_SET_AS_DEFAULT either (neither page sets
+#   them). It serves no API group of its own; every node's agent annotates its node <program>.io/node-args (k3s
+#   pkg/nodeconfig/nodeconfig.go NodeArgsAnnotation, set by the agent's configureNode on every node, servers
+#   included), and RKE2 builds with version.Program=rke2 (rancher/rke2 scripts/version.sh PROG, scripts/build-binary).
 PLATFORM_TABLE = (
     Platform(name='openshift', gpu_operator_install='olm', gpu_operator_namespace='nvidia-gpu-operator',
              namespace_labels={'openshift.io/cluster-monitoring': 'true'}, nfd_install='olm',
@@ -83,6 +102,10 @@ PLATFORM_TABLE = (
              nfd_install='chart', kernel_args='host', kubevirt_config='kubevirt',
              containerd_config=OPERATOR_CONTAINERD_CONFIG, containerd_socket=OPERATOR_CONTAINERD_SOCKET,
              fallback=True),
+    Platform(name='rke2', gpu_operator_install='helm', gpu_operator_namespace='gpu-operator',
+             nfd_install='chart', kernel_args='host', kubevirt_config='kubevirt',
+             containerd_config=OPERATOR_CONTAINERD_CONFIG, containerd_socket='/run/k3s/containerd/containerd.sock',
+             detect_node_annotation='rke2.io/node-args'),
 )
 
 # The vocabulary of each column a role branches on.
@@ -93,11 +116,10 @@ COLUMN_CHOICES = {
     'kubevirt_config': ('hco', 'kubevirt'),
     'container_runtime': ('containerd', 'cri-o'),
 }
-# The traits an inventory may override for its cluster (gpuvirt_platform_traits): where a distribution puts what
-# the row names (RKE2's containerd: its socket is /run/k3s/containerd/containerd.sock, RKE2 docs "CLI Tools"; its
-# config lives under the agent's data dir, /var/lib/rancher/rke2/agent/etc/containerd/, where RKE2 regenerates
-# config.toml from config.toml.tmpl at start: RKE2 docs "Advanced Options", containerd configuration template).
-# Every other trait is what the platform is: another value is another row.
+# The traits an inventory may override for its cluster (gpuvirt_platform_traits): where a site's containerd keeps
+# what the row names, on a distribution without a row of its own (k3s, say, on the kubernetes row: its socket is
+# /run/k3s/containerd/containerd.sock, as NVIDIA/gpu-operator v26.7.0 controllers/transforms_test.go configures a
+# k3s node's toolkit). Every other trait is what the platform is: another value is another row.
 OVERRIDABLE = ('containerd_config', 'containerd_socket')
 _HOST_PATH_RE = re.compile(r'(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.+-]{1,255}){1,64}')
 
@@ -109,7 +131,8 @@ class PlatformError(ValueError):
 def check_table(table):
     """``table`` when every row can be used, else PlatformError naming the row, the column and the fix: names
     unique, each column a role branches on in its vocabulary, containerd paths exactly where containerd runs, a
-    detect_api with its detect_kind, and exactly one fallback row, which detects nothing."""
+    detect_api with its detect_kind, a detect_node_annotation that is an annotation key, no two rows with the same
+    detection, and exactly one fallback row, which detects nothing."""
     names = [row.name for row in table]
     for row in table:
         if names.count(row.name) > 1 or row.name == 'auto':
@@ -129,6 +152,21 @@ def check_table(table):
         if bool(row.detect_api) != bool(row.detect_kind) or (row.fallback and row.detect_api):
             raise PlatformError('platform %s: detect_api and detect_kind go together, on a row that is not the '
                                 'fallback' % row.name)
+        if row.detect_node_annotation is not None:
+            try:
+                validators.label_key(row.detect_node_annotation, 'platform %s: detect_node_annotation' % row.name)
+            except validators.ValidationError as exc:
+                raise PlatformError(str(exc))
+            if row.fallback:
+                raise PlatformError('platform %s: detect_node_annotation goes on a row that is not the fallback '
+                                    '(the fallback is what a cluster that matches no detection is)' % row.name)
+    for column in ('detect_api', 'detect_node_annotation'):
+        values = [getattr(row, column) for row in table if getattr(row, column)]
+        for value in values:
+            if values.count(value) > 1:
+                raise PlatformError('platforms %s: the same %s %r cannot tell them apart; give each its own'
+                                    % (' and '.join(row.name for row in table if getattr(row, column) == value),
+                                       column, value))
     fallbacks = [row.name for row in table if row.fallback]
     if len(fallbacks) != 1:
         raise PlatformError('the platform table needs exactly one fallback row (the platform of a cluster that '
@@ -216,19 +254,34 @@ def _choice(value, choices, var):
     return value
 
 
-def detected_platform(served_apis):
-    """The platform whose ``detect_api`` the API server serves (``served_apis``: the API group/versions found),
-    else the fallback row (plain Kubernetes): the one marked ``fallback``, wherever it stands in the table."""
+def _detection(row):
+    """What tells ``row`` apart, in words."""
+    if row.detect_api:
+        return 'the cluster serves %s %s' % (row.detect_api, row.detect_kind)
+    return 'a node carries the annotation %s' % row.detect_node_annotation
+
+
+def detected_platform(served_apis, node_annotations=None):
+    """The platform whose detection the cluster matches: its ``detect_api`` among ``served_apis`` (the API
+    group/versions the API server serves) or its ``detect_node_annotation`` among ``node_annotations`` (the
+    annotation keys a node carries), else the fallback row (plain Kubernetes): the one marked ``fallback``, wherever
+    it stands in the table. A cluster that matches two rows is refused (PlatformError), naming both and why."""
     served = set(served_apis or ())
-    for row in PLATFORM_TABLE:
-        if row.detect_api and row.detect_api in served:
-            return row.name
-    return FALLBACK
+    carried = set(node_annotations or ())
+    matches = [row for row in PLATFORM_TABLE
+               if (row.detect_api and row.detect_api in served)
+               or (row.detect_node_annotation and row.detect_node_annotation in carried)]
+    if len(matches) > 1:
+        raise PlatformError('gpuvirt_platform is auto, but the cluster matches the platforms %s: detection cannot tell '
+                            'which it is. Set gpuvirt_platform to the one it is.'
+                            % ' and '.join('%s (%s)' % (row.name, _detection(row)) for row in matches))
+    return matches[0].name if matches else FALLBACK
 
 
-def resolve_platform(value, mode, served_apis=None):
+def resolve_platform(value, mode, served_apis=None, node_annotations=None):
     """The platform name: ``value`` when it names one; ``auto`` in apply mode: what ``served_apis`` (the detect
-    APIs the cluster serves) tells; ``auto`` in render mode is refused, naming gpuvirt_platform and its choices."""
+    APIs the cluster serves) and ``node_annotations`` (the detect annotations its node carries) tell; ``auto`` in
+    render mode is refused, naming gpuvirt_platform and its choices."""
     value = _choice(value or 'auto', PLATFORM_CHOICES, 'gpuvirt_platform')
     mode = _choice(mode, MODES, 'gpuvirt_cluster_mode')
     if value != 'auto':
@@ -238,7 +291,7 @@ def resolve_platform(value, mode, served_apis=None):
                             'to one of %s (auto works in apply mode only).' % ', '.join(PLATFORM_NAMES))
     if served_apis is None:
         raise PlatformError('gpuvirt_platform is auto but the cluster was not asked which APIs it serves.')
-    return detected_platform(served_apis)
+    return detected_platform(served_apis, node_annotations)
 
 
 def resolve_kubevirt_config(value, platform, mode, hco_served=None):
@@ -258,8 +311,9 @@ def resolve_kubevirt_config(value, platform, mode, hco_served=None):
 def resolve(settings):
     """The resolved cluster model from the collection-wide settings and what apply mode detected.
 
-    ``settings``: {mode, render_dir, platform, kubevirt_config, served_apis (apply + auto: list), hco_served (apply
-    + auto: bool), platform_traits (gpuvirt_platform_traits: overrides, with_overrides)}. Returns {mode,
+    ``settings``: {mode, render_dir, platform, kubevirt_config, served_apis (apply + auto: list), node_annotations
+    (apply + auto: the detect annotations a node carries, list), hco_served (apply + auto: bool), platform_traits
+    (gpuvirt_platform_traits: overrides, with_overrides)}. Returns {mode,
     render_dir, platform, kubevirt_config, traits} (traits: the platform's row, the overrides over it).
     """
     settings = settings or {}
@@ -268,7 +322,8 @@ def resolve(settings):
     if mode == 'render' and not str(render_dir).strip():
         raise PlatformError('gpuvirt_cluster_mode is render but gpuvirt_render_dir is empty: name the directory '
                             'the manifests are written to.')
-    platform = resolve_platform(settings.get('platform'), mode, settings.get('served_apis'))
+    platform = resolve_platform(settings.get('platform'), mode, settings.get('served_apis'),
+                                settings.get('node_annotations'))
     config = resolve_kubevirt_config(settings.get('kubevirt_config'), platform, mode, settings.get('hco_served'))
     return {
         'mode': mode,

@@ -84,16 +84,17 @@ def test_a_cluster_model_given_from_outside_is_refused(tmp_path):
     assert fact is None
 
 
-RKE2_PATHS = {"containerd_config": "/var/lib/rancher/rke2/agent/etc/containerd/config.toml",
-              "containerd_socket": "/run/k3s/containerd/containerd.sock"}
+# k3s's containerd (the paths NVIDIA/gpu-operator v26.7.0 controllers/transforms_test.go gives a k3s node's toolkit)
+K3S_PATHS = {"containerd_config": "/var/lib/rancher/k3s/agent/etc/containerd/config.toml",
+             "containerd_socket": "/run/k3s/containerd/containerd.sock"}
 
 
 def test_an_inventory_trait_override_reaches_the_model_and_a_bad_one_stops_the_run(tmp_path):
-    # RKE2 is Kubernetes with containerd elsewhere: the override is merged over the row once, for every phase
-    rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes", gpuvirt_platform_traits=RKE2_PATHS)
+    # k3s is Kubernetes with containerd elsewhere: the override is merged over the row once, for every phase
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes", gpuvirt_platform_traits=K3S_PATHS)
     assert rc == 0, out
-    assert fact["platform"] == "kubernetes" and fact["traits"]["containerd_socket"] == RKE2_PATHS["containerd_socket"]
-    assert fact["traits"]["containerd_config"] == RKE2_PATHS["containerd_config"], fact
+    assert fact["platform"] == "kubernetes" and fact["traits"]["containerd_socket"] == K3S_PATHS["containerd_socket"]
+    assert fact["traits"]["containerd_config"] == K3S_PATHS["containerd_config"], fact
     # a trait that is what the platform is, and a path that is not one, are refused naming the key and the fix
     rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes",
                          gpuvirt_platform_traits={"gpu_operator_install": "olm"})

@@ -28,10 +28,11 @@ MCP = 'gpu-worker'
 # but the name and group differs from vm-passthrough's in a way some code must follow.
 VF_POOL = fleet.Pool(name='vm-passthrough-vf', group='gpu_vm_passthrough_vf', workload='vm-passthrough', iommu=True,
                      host_vfio=True, resource='pci', advertiser='kubevirt', function='vf', permitted='pciHostDevices')
-# RKE2: Kubernetes with containerd under /var/lib/rancher/rke2 and its socket under /run/k3s (RKE2 docs, "CLI
-# Tools"), put BEFORE kubernetes: it must not become the fallback.
-RKE2 = platform.PLATFORMS['kubernetes'].replace(
-    name='rke2-hypothetical', containerd_config='/var/lib/rancher/rke2/agent/etc/containerd/config.toml',
+# k3s: Kubernetes with containerd under /var/lib/rancher/k3s and its socket under /run/k3s (the paths
+# NVIDIA/gpu-operator v26.7.0 controllers/transforms_test.go gives a k3s node's toolkit), put BEFORE kubernetes: it
+# must not become the fallback.
+K3S = platform.PLATFORMS['kubernetes'].replace(
+    name='k3s-hypothetical', containerd_config='/var/lib/rancher/k3s/agent/etc/containerd/config.toml',
     containerd_socket='/run/k3s/containerd/containerd.sock', fallback=False)
 VF_HOST = 'gpu-f01.example.com'
 
@@ -119,9 +120,9 @@ def test_the_example_inventory_renders_with_every_row_s_properties():
 
 
 def test_a_hypothetical_pool_and_platform_render_the_example(monkeypatch, tmp_path):
-    use_tables(monkeypatch, fleet.POOL_TABLE + (VF_POOL,), (RKE2,) + platform.PLATFORM_TABLE)
+    use_tables(monkeypatch, fleet.POOL_TABLE + (VF_POOL,), (K3S,) + platform.PLATFORM_TABLE)
     # the fallback is the marked row, not the first row without detect_api
-    assert platform.detected_platform([]) == 'kubernetes' and 'rke2-hypothetical' in platform.PLATFORM_CHOICES
+    assert platform.detected_platform([]) == 'kubernetes' and 'k3s-hypothetical' in platform.PLATFORM_CHOICES
 
     groups, hostvars = example_inventory({VF_POOL.group: {VF_HOST: vf_host_facts()}})
     view, labels, devices = render_fleet(groups, hostvars)
@@ -137,8 +138,8 @@ def test_a_hypothetical_pool_and_platform_render_the_example(monkeypatch, tmp_pa
     assert all(e['externalResourceProvider'] for e in pci if e['pciVendorSelector'] != '10DE:2237')
 
     # the platform: resolved from the settings, its traits build the GPU Operator's objects
-    cluster = platform.resolve({'mode': 'render', 'render_dir': str(tmp_path), 'platform': 'rke2-hypothetical'})
-    assert cluster['traits'] == RKE2.as_dict() and cluster['kubevirt_config'] == 'kubevirt'
+    cluster = platform.resolve({'mode': 'render', 'render_dir': str(tmp_path), 'platform': 'k3s-hypothetical'})
+    assert cluster['traits'] == K3S.as_dict() and cluster['kubevirt_config'] == 'kubevirt'
     hosts = [{'node': h['node'], 'pool': h['pool'], 'vgpu_config': h['vgpu_config'],
               'facts': {'pci_devices': h['facts']['pci_devices'], 'mdev_types': h['facts']['mdev_types']}}
              for h in view]
@@ -146,13 +147,28 @@ def test_a_hypothetical_pool_and_platform_render_the_example(monkeypatch, tmp_pa
         'platform': cluster['platform'], 'platform_traits': cluster['traits'], 'default_workload': 'vm-passthrough',
         'hosts': hosts}))
     assert not res['failed'], res.get('msg')
-    assert res['namespace'] == RKE2.gpu_operator_namespace and res['cluster_policy'] is None
+    assert res['namespace'] == K3S.gpu_operator_namespace and res['cluster_policy'] is None
     assert res['helm_values']['toolkit']['env'] == [
-        {'name': 'CONTAINERD_CONFIG', 'value': RKE2.containerd_config},
-        {'name': 'CONTAINERD_SOCKET', 'value': RKE2.containerd_socket}]
+        {'name': 'CONTAINERD_CONFIG', 'value': K3S.containerd_config},
+        {'name': 'CONTAINERD_SOCKET', 'value': K3S.containerd_socket}]
     objects = res['install_objects'] + [kubevirt_cr]
-    names = render.file_names(objects, '10-rke2-hypothetical')
+    names = render.file_names(objects, '10-k3s-hypothetical')
     assert len(set(names)) == len(objects)
+
+
+def test_the_rke2_row_points_the_toolkit_at_rke2_s_containerd_socket_only(monkeypatch):
+    # RKE2's "Deploy NVIDIA Operator" (rancher/rke2-docs docs/add-ons/gpu_operators.md) gives the chart exactly
+    # toolkit.env CONTAINERD_SOCKET=/run/k3s/containerd/containerd.sock for every operator release it lists; RKE2
+    # writes the nvidia runtimes into its own containerd config (k3s runtimes.go findNvidiaContainerRuntimes), so
+    # CONTAINERD_CONFIG stays at the operator's default and is not set
+    cluster = platform.resolve({'mode': 'render', 'render_dir': '/o', 'platform': 'rke2'})
+    res = run_module(monkeypatch, gpu_operator_manifests, gop_args({
+        'platform': 'rke2', 'platform_traits': cluster['traits'], 'default_workload': 'vm-passthrough'}))
+    assert not res['failed'], res.get('msg')
+    assert res['namespace'] == 'gpu-operator' and res['cluster_policy'] is None and res['helm_values']
+    assert res['helm_values']['toolkit'] == {'env': [{'name': 'CONTAINERD_SOCKET',
+                                                      'value': '/run/k3s/containerd/containerd.sock'}]}
+    assert cluster['kubevirt_config'] == 'kubevirt' and cluster['traits']['kernel_args'] == 'host'
 
 
 def test_the_kubernetes_row_adds_no_toolkit_env_but_an_inventory_override_does(monkeypatch):
@@ -160,9 +176,9 @@ def test_the_kubernetes_row_adds_no_toolkit_env_but_an_inventory_override_does(m
     base = {'platform': 'kubernetes', 'default_workload': 'vm-passthrough'}
     res = run_module(monkeypatch, gpu_operator_manifests, gop_args(base))
     assert not res['failed'] and 'toolkit' not in res['helm_values']
-    traits = platform.with_overrides('kubernetes', {'containerd_socket': RKE2.containerd_socket})
+    traits = platform.with_overrides('kubernetes', {'containerd_socket': K3S.containerd_socket})
     res = run_module(monkeypatch, gpu_operator_manifests, gop_args(dict(base, platform_traits=traits)))
-    assert res['helm_values']['toolkit'] == {'env': [{'name': 'CONTAINERD_SOCKET', 'value': RKE2.containerd_socket}]}
+    assert res['helm_values']['toolkit'] == {'env': [{'name': 'CONTAINERD_SOCKET', 'value': K3S.containerd_socket}]}
     # the traits of another platform are refused, naming both
     res = run_module(monkeypatch, gpu_operator_manifests, gop_args(dict(base, platform_traits=platform.traits('openshift'))))
     assert res['failed'] and "platform_traits are those of 'openshift', not of the platform 'kubernetes'" in res['msg']

@@ -1,7 +1,8 @@
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """cluster_facts' decisions (module_utils, plain Python): the three questions of the cluster role in one call, in
-their order, and which refusal is a cluster that did not answer. The client here answers from a table; what the
+their order, which refusal is a cluster that did not answer, and the node read that shows a platform's detection
+annotations. The client here answers from a table; what the
 module sends to a real kube-apiserver is tested by the cluster role's integration tests
 (tests/integration/cluster_operator/test_apply.py, preflight; test_rbac.py, the refusals)."""
 from __future__ import annotations
@@ -17,6 +18,8 @@ HCO_CRD = 'hyperconvergeds.hco.kubevirt.io'
 # the platform table's detection reads, as the role passes them
 DETECT = [{'api_version': row.detect_api, 'kind': row.detect_kind}
           for row in platform.PLATFORMS.values() if row.detect_api]
+# the detection annotations, as the role passes the table's detect_node_annotation (RKE2's)
+NODE_DETECT = ['rke2.io/node-args']
 FORBIDDEN = ('{"kind":"Status","apiVersion":"v1","status":"Failure","message":"customresourcedefinitions.'
              'apiextensions.k8s.io \\"hyperconvergeds.hco.kubevirt.io\\" is forbidden: User \\"u\\" cannot get '
              'resource \\"customresourcedefinitions\\"","reason":"Forbidden","code":403}')
@@ -26,17 +29,22 @@ class Server(object):
     """Answers like the API server: ``served`` the (apiVersion, kind) pairs discovery finds, ``crds`` the CRD
     names stored, ``refuse`` {(verb, kind): Refused}; records every request in order."""
 
-    def __init__(self, served=(('v1', 'Node'),), crds=(), refuse=None):
+    def __init__(self, served=(('v1', 'Node'),), crds=(), refuse=None, nodes=()):
         self.served = set(served) | {(cf.CRD_API_VERSION, cf.CRD_KIND)}
         self.crds = set(crds)
         self.refuse = refuse or {}
+        self.nodes = list(nodes)
         self.sent = []
 
-    def list(self, api_version, kind, field_selector):
-        self.sent.append(('list', api_version, kind, field_selector))
+    def list(self, api_version, kind, field_selector, limit=None):
+        self.sent.append(('list', api_version, kind, field_selector) + ((limit,) if limit else ()))
         if ('list', kind) in self.refuse:
             raise self.refuse[('list', kind)]
-        return [] if (api_version, kind) in self.served else None
+        if (api_version, kind) not in self.served:
+            return None
+        items = [n for n in self.nodes if kind == 'Node'
+                 and field_selector in (None, 'metadata.name=' + n['metadata']['name'])]
+        return items[:limit] if limit else items
 
     def get(self, api_version, kind, name):
         self.sent.append(('get', api_version, kind, name))
@@ -59,7 +67,7 @@ def test_three_questions_in_order_one_answer(openshift, hco):
     server = Server(served=served, crds={HCO_CRD} if hco else ())
     facts = cf.read_facts(server.client(), cf.checked_apis(DETECT), cf.checked_crds([HCO_CRD]))
     assert facts == {'answered': True, 'served_apis': ['config.openshift.io/v1'] if openshift else [],
-                     'served_crds': [HCO_CRD] if hco else []}
+                     'node_annotations': [], 'served_crds': [HCO_CRD] if hco else []}
     # the answer check first (the read every phase needs, matching no node), then detection, then the CRD
     assert server.sent == [('list', 'v1', 'Node', 'metadata.name=gpuvirt-cluster-check'),
                            ('list', 'config.openshift.io/v1', 'ClusterVersion', None),
@@ -69,7 +77,8 @@ def test_three_questions_in_order_one_answer(openshift, hco):
 def test_nothing_asked_beyond_the_answer_check_sends_one_read():
     # gpuvirt_platform and gpuvirt_kubevirt_config named: the role asks neither question
     server = Server(served={('v1', 'Node'), ('config.openshift.io/v1', 'ClusterVersion')}, crds={HCO_CRD})
-    assert cf.read_facts(server.client(), [], []) == {'answered': True, 'served_apis': [], 'served_crds': []}
+    assert cf.read_facts(server.client(), [], []) == {'answered': True, 'served_apis': [], 'node_annotations': [],
+                                                      'served_crds': []}
     assert server.sent == [('list', 'v1', 'Node', cf.ANSWER_FIELD_SELECTOR)]
 
 
@@ -115,6 +124,57 @@ def test_a_later_refusal_is_a_cluster_that_answered_naming_the_read():
     assert [s[0] for s in server.sent] == ['list', 'list']
 
 
+def rke2_node(name, annotations):
+    return {'metadata': {'name': name, 'annotations': annotations}}
+
+
+def test_the_platform_table_has_the_node_annotation_to_pass():
+    # the role passes each row's detect_node_annotation: RKE2's (every RKE2 node's agent annotates it
+    # rke2.io/node-args: k3s pkg/nodeconfig/nodeconfig.go NodeArgsAnnotation, version.Program=rke2)
+    assert [row.detect_node_annotation for row in platform.PLATFORM_TABLE if row.detect_node_annotation] == NODE_DETECT
+
+
+@pytest.mark.parametrize('annotations, found', [
+    ({'rke2.io/node-args': '["server"]', 'rke2.io/node-config-hash': 'X'}, ['rke2.io/node-args']),
+    ({'k3s.io/node-args': '["server"]'}, []),
+    ({}, []),
+])
+def test_asked_node_annotations_replace_the_answer_check_by_one_node_with_limit_1(annotations, found):
+    # still one read of Node: with limit 1 instead of the name no node has, so that a node shows its annotations
+    server = Server(nodes=[rke2_node('n1', annotations), rke2_node('n2', {'rke2.io/node-args': '[]'})])
+    facts = cf.read_facts(server.client(), cf.checked_apis(DETECT), [],
+                          cf.checked_node_annotations(NODE_DETECT))
+    assert facts == {'answered': True, 'served_apis': [], 'node_annotations': found, 'served_crds': []}
+    assert server.sent == [('list', 'v1', 'Node', None, 1), ('list', 'config.openshift.io/v1', 'ClusterVersion', None)]
+
+
+def test_a_cluster_without_nodes_shows_no_annotation():
+    server = Server()
+    facts = cf.read_facts(server.client(), [], [], NODE_DETECT)
+    assert facts['node_annotations'] == [] and server.sent == [('list', 'v1', 'Node', None, 1)]
+
+
+def test_a_refused_node_read_with_annotations_is_a_cluster_that_did_not_answer():
+    server = Server(refuse={('list', 'Node'): Refused(403, 'Forbidden', '')})
+    with pytest.raises(cf.FactsError) as exc:
+        cf.read_facts(server.client(), [], [], NODE_DETECT)
+    assert exc.value.answered is False
+    assert str(exc.value) == 'the list of Node (v1) with limit 1 refused (HTTP 403 Forbidden)'
+
+
+@pytest.mark.parametrize('keys, words', [
+    ('rke2.io/node-args', 'node_annotations: expected a list'),
+    (['rke2.io/'], "node_annotations[0]: 'rke2.io/' is not valid"),
+    (['-bad.io/x'], "node_annotations[0]: '-bad.io/x' is not valid"),
+    (['rke2.io/node-args', 7], 'node_annotations[1]: 7 is not a string'),
+    (['a'] * (cf.MOST + 1), 'at most %d' % cf.MOST),
+])
+def test_bad_node_annotation_keys_are_refused_naming_the_entry(keys, words):
+    with pytest.raises(ManifestError) as exc:
+        cf.checked_node_annotations(keys)
+    assert words in str(exc.value), str(exc.value)
+
+
 @pytest.mark.parametrize('apis, words', [
     ('config.openshift.io/v1', 'apis: expected a list'),
     ([{'api_version': 'config.openshift.io/v1'}], 'apis[0]: expected a mapping of exactly api_version and kind'),
@@ -142,4 +202,4 @@ def test_bad_crd_names_are_refused_naming_the_entry(crds, words):
 
 
 def test_none_asks_nothing():
-    assert cf.checked_apis(None) == [] and cf.checked_crds(None) == []
+    assert cf.checked_apis(None) == [] and cf.checked_crds(None) == [] and cf.checked_node_annotations(None) == []

@@ -36,8 +36,16 @@ def test_table_rows():
         'container_runtime': 'containerd', 'containerd_config': '/etc/containerd/config.toml',
         'containerd_socket': '/run/containerd/containerd.sock', 'detect_api': None, 'detect_kind': None,
         'fallback': True}
+    # RKE2: NVIDIA's "Installing the NVIDIA GPU Operator" ("Rancher Kubernetes Engine 2") defers to RKE2's "Deploy
+    # NVIDIA Operator" (rancher/rke2-docs docs/add-ons/gpu_operators.md): NVIDIA's chart into gpu-operator, the
+    # toolkit's CONTAINERD_SOCKET /run/k3s/containerd/containerd.sock and no CONTAINERD_CONFIG (RKE2 adds the nvidia
+    # runtimes to the config it regenerates: k3s pkg/agent/containerd/runtimes.go findNvidiaContainerRuntimes);
+    # detected by the annotation every RKE2 node carries (k3s pkg/nodeconfig/nodeconfig.go NodeArgsAnnotation =
+    # version.Program + ".io/node-args", version.Program=rke2 in rancher/rke2 scripts/version.sh)
+    rke2 = dict(kubernetes, name='rke2', containerd_socket='/run/k3s/containerd/containerd.sock',
+                detect_node_annotation='rke2.io/node-args', fallback=False)
     # the cited traits of each row (a new column with its default changes none of them)
-    for name, want in (('openshift', openshift), ('kubernetes', kubernetes)):
+    for name, want in (('openshift', openshift), ('kubernetes', kubernetes), ('rke2', rke2)):
         got = platform.traits(name)
         assert dict((k, got[k]) for k in want) == want
     assert platform.traits('no-such-platform') == {}
@@ -72,26 +80,35 @@ def test_the_fallback_is_the_marked_row_wherever_it_stands(monkeypatch):
     (lambda k, o: (k, o.replace(containerd_socket='/run/containerd/containerd.sock')),
      r'platform openshift: containerd_socket is .* with container_runtime cri-o'),
     (lambda k, o: (k, o.replace(kernel_args='grub')), r"platform openshift: kernel_args 'grub' is not one of"),
+    (lambda k, o: (k.replace(detect_node_annotation='example.com/agent'), o),
+     r'platform kubernetes: detect_node_annotation goes on a row that is not the fallback'),
+    (lambda k, o: (k, o.replace(detect_node_annotation='example.com/')),
+     r"platform openshift: detect_node_annotation: 'example.com/' is not valid; expected a label key"),
+    (lambda k, o: (k, o, o.replace(name='okd')),
+     r"platforms openshift and okd: the same detect_api 'config.openshift.io/v1' cannot tell them apart"),
+    (lambda k, o: (k, k.replace(name='a', fallback=False, detect_node_annotation='example.com/agent'),
+                   k.replace(name='b', fallback=False, detect_node_annotation='example.com/agent')),
+     r"platforms a and b: the same detect_node_annotation 'example.com/agent' cannot tell them apart"),
 ])
 def test_a_broken_platform_table_is_refused_naming_the_row(rows, match):
     with pytest.raises(platform.PlatformError, match=match):
         platform.derived(rows(platform.PLATFORMS['kubernetes'], platform.PLATFORMS['openshift']))
 
 
-RKE2 = {'containerd_config': '/var/lib/rancher/rke2/agent/etc/containerd/config.toml',
-        'containerd_socket': '/run/k3s/containerd/containerd.sock'}
+K3S = {'containerd_config': '/var/lib/rancher/k3s/agent/etc/containerd/config.toml',
+       'containerd_socket': '/run/k3s/containerd/containerd.sock'}
 
 
 def test_an_inventory_overrides_the_containerd_paths():
-    # RKE2 keeps containerd under /var/lib/rancher/rke2 and its socket under /run/k3s (RKE2 docs, "CLI Tools": the
-    # containerd socket is /run/k3s/containerd/containerd.sock)
-    got = platform.with_overrides('kubernetes', RKE2)
-    assert got == dict(platform.traits('kubernetes'), **RKE2)
-    model = platform.resolve({'mode': 'render', 'render_dir': '/o', 'platform': 'kubernetes', 'platform_traits': RKE2})
+    # k3s keeps containerd under /var/lib/rancher/k3s and its socket under /run/k3s (NVIDIA/gpu-operator v26.7.0
+    # controllers/transforms_test.go gives a k3s node's toolkit these paths)
+    got = platform.with_overrides('kubernetes', K3S)
+    assert got == dict(platform.traits('kubernetes'), **K3S)
+    model = platform.resolve({'mode': 'render', 'render_dir': '/o', 'platform': 'kubernetes', 'platform_traits': K3S})
     assert model['traits'] == got
     assert platform.with_overrides('kubernetes', {}) == platform.with_overrides('kubernetes', None) == \
         platform.traits('kubernetes')
-    assert cluster_filter.cluster_platform('kubernetes', RKE2) == got
+    assert cluster_filter.cluster_platform('kubernetes', K3S) == got
 
 
 @pytest.mark.parametrize('name, overrides, match', [
@@ -105,7 +122,7 @@ def test_an_inventory_overrides_the_containerd_paths():
     ('kubernetes', {'containerd_config': '/etc/containerd/config.toml; rm -rf /'}, r'containerd_config is'),
     ('kubernetes', {'containerd_config': ['/etc/x']}, r"containerd_config is \['/etc/x'\]"),
     ('kubernetes', ['containerd_config'], r'gpuvirt_platform_traits is list, not a mapping'),
-    ('openshift', RKE2, r'containerd_config: the nodes of openshift run cri-o, not containerd; leave it out'),
+    ('openshift', K3S, r'containerd_config: the nodes of openshift run cri-o, not containerd; leave it out'),
 ])
 def test_a_bad_override_is_refused_naming_the_key_and_the_fix(name, overrides, match):
     with pytest.raises(platform.PlatformError, match=match):
@@ -119,6 +136,62 @@ def test_a_bad_override_is_refused_naming_the_key_and_the_fix(name, overrides, m
                                           (['example.com/v1'], 'kubernetes')])
 def test_auto_in_apply_mode_is_detected(served, want):
     assert platform.resolve_platform('auto', 'apply', served) == want
+
+
+@pytest.mark.parametrize('annotations, want', [
+    (['rke2.io/node-args'], 'rke2'),
+    # k3s annotates its nodes k3s.io/node-args (the same agent, version.Program=k3s): not RKE2
+    (['k3s.io/node-args'], 'kubernetes'),
+    ([], 'kubernetes'),
+])
+def test_auto_tells_rke2_apart_by_its_node_annotation(annotations, want):
+    assert platform.resolve_platform('auto', 'apply', [], annotations) == want
+    got = platform.resolve({'mode': 'apply', 'platform': 'auto', 'served_apis': [], 'node_annotations': annotations,
+                            'hco_served': False})
+    assert got['platform'] == want and got['traits'] == platform.traits(want)
+
+
+def test_an_openshift_cluster_whose_nodes_carry_rke2_s_annotation_is_refused_naming_both():
+    with pytest.raises(platform.PlatformError, match=r'matches the platforms openshift \(the cluster serves '
+                                                     r'config.openshift.io/v1 ClusterVersion\) and rke2 \(a node '
+                                                     r'carries the annotation rke2.io/node-args\)'):
+        platform.resolve_platform('auto', 'apply', [OPENSHIFT_API], ['rke2.io/node-args'])
+
+
+# A platform told apart by its nodes (detect_node_annotation), as a hypothetical row: the table's real rows are
+# tested by every-row properties and by their own tests.
+NODE_ROW = dict(name='agent-hypothetical', fallback=False, detect_node_annotation='agent.example.com/node-args')
+
+
+def use_table(monkeypatch, table):
+    for key, value in platform.derived(table).items():
+        monkeypatch.setattr(platform, key, value)
+
+
+def test_a_node_annotation_detects_its_row_and_two_matching_rows_are_refused_naming_both(monkeypatch):
+    use_table(monkeypatch, platform.PLATFORM_TABLE + (platform.PLATFORMS['kubernetes'].replace(**NODE_ROW),))
+    annotation = NODE_ROW['detect_node_annotation']
+    assert platform.detected_platform([], [annotation]) == 'agent-hypothetical'
+    assert platform.detected_platform([], ['other.example.com/node-args']) == 'kubernetes'
+    assert platform.detected_platform([], None) == 'kubernetes'
+    assert platform.detected_platform([OPENSHIFT_API], []) == 'openshift'
+    # through the settings the role passes (apply mode, auto)
+    got = platform.resolve({'mode': 'apply', 'platform': 'auto', 'served_apis': [], 'node_annotations': [annotation],
+                            'hco_served': False})
+    assert got['platform'] == 'agent-hypothetical' and got['traits']['detect_node_annotation'] == annotation
+    # a named platform wins over what the nodes show
+    assert platform.resolve_platform('kubernetes', 'apply', [], [annotation]) == 'kubernetes'
+    # a cluster that matches two rows: neither is guessed
+    with pytest.raises(platform.PlatformError) as exc:
+        platform.detected_platform([OPENSHIFT_API], [annotation])
+    assert str(exc.value) == (
+        'gpuvirt_platform is auto, but the cluster matches the platforms openshift (the cluster serves '
+        'config.openshift.io/v1 ClusterVersion) and agent-hypothetical (a node carries the annotation '
+        'agent.example.com/node-args): detection cannot tell which it is. Set gpuvirt_platform to the one it is.')
+    with pytest.raises(AnsibleFilterError, match=r'^cluster_platform: gpuvirt_platform is auto, but the cluster '
+                                                 r'matches the platforms openshift .* and agent-hypothetical'):
+        cluster_filter.cluster_platform({'mode': 'apply', 'platform': 'auto', 'served_apis': [OPENSHIFT_API],
+                                         'node_annotations': [annotation]})
 
 
 @pytest.mark.parametrize('given', ['openshift', 'kubernetes'])
