@@ -123,6 +123,11 @@ WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
 POOL_TABLE = (
     Pool(name='container', group='gpu_container', workload='container', resource='gpu',
          advertiser='nvidia-device-plugin', device_plugin=True),
+    # MIG: the GPU Operator's MIG manager partitions the GPUs into the node's nvidia.com/mig.config (docs/pools/
+    # container-mig.md); the container workload runs the MIG manager on MIG-capable nodes (gpu-operator v26.7.0
+    # controllers/state_manager.go addGPUStateLabels: nvidia.com/gpu.deploy.mig-manager where GFD says mig.capable)
+    Pool(name='container-mig', group='gpu_container_mig', workload='container', resource='mig',
+         advertiser='nvidia-device-plugin', device_plugin=True, mig=True),
     Pool(name='vm-passthrough', group='gpu_vm_passthrough', workload='vm-passthrough', iommu=True, host_vfio=True,
          resource='pci', advertiser='sandbox-device-plugin', permitted='pciHostDevices'),
     Pool(name='vm-vgpu', group='gpu_vm_vgpu', workload='vm-vgpu', iommu=True, resource='mdev', vgpu=True,
