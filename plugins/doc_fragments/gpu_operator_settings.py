@@ -128,8 +128,20 @@ options:
             node whatever runs there.
         type: str
         choices: [OnDelete, RollingUpdate]
+      mig_strategy:
+        description:
+          - The device plugin's MIG strategy, C(mig.strategy) (C(gpu_operator_mig_strategy)), written with
+            C(migManager.enabled) true only when a host of O(settings.hosts) is in a MIG pool (the pool table's
+            C(mig), C(gpu_container_mig)); without one neither field is written (the CSV's or chart's defaults stay).
+          - V(mixed) advertises each MIG profile as C(nvidia.com/mig-<profile>) and serves C(all-balanced);
+            V(single) advertises the MIG devices as C(nvidia.com/gpu) and needs one profile per node (an
+            C(all-<profile>) config), so a MIG host whose C(mig_config) mixes profiles is refused, naming it.
+        type: str
+        choices: [mixed, single]
+        default: mixed
       hosts:
-        description: 'GPU hosts, C({node, pool, vgpu_config, facts: {pci_devices, mdev_types}}), to check vGPU types (C(gpu_operator_hosts)).'
+        description: 'GPU hosts, C({node, pool, vgpu_config, mig_config, facts: {pci_devices, mdev_types}}), to check vGPU types and
+          MIG configs (C(gpu_operator_hosts)).'
         type: list
         elements: dict
         default: []

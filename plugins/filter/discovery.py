@@ -65,9 +65,11 @@ def permitted_host_devices(hosts, pciids=None, include_vfs=False, prefix=None, v
         raise AnsibleFilterError('permitted_host_devices: %s' % e)
 
 
-def expected_resources(facts, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=None):
+def expected_resources(facts, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=None, mig_config=None,
+                       mig_strategy=None):
     try:
-        return rn.expected_resources(facts, pool, vgpu_config, vgpu_configs, _db(pciids), _prefix(prefix))
+        return rn.expected_resources(facts, pool, vgpu_config, vgpu_configs, _db(pciids), _prefix(prefix),
+                                     mig_config=mig_config, mig_strategy=mig_strategy)
     except rn.ResourceNameError as e:
         raise AnsibleFilterError('expected_resources: %s' % e)
 

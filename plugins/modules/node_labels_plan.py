@@ -15,9 +15,9 @@ description:
   - For each GPU host, finds its one pool from its inventory group (the pool table) and the labels
     C(nvidia.com/gpu.workload.config) and, for vGPU nodes, C(nvidia.com/vgpu.config) it must carry.
   # BEGIN GENERATED group_pool_prose
-  - "Group - pool (the pool table): C(gpu_container) - C(container), C(gpu_vm_passthrough) -
-    C(vm-passthrough), C(gpu_vm_vgpu) - C(vm-vgpu) (mdev), C(gpu_vm_vgpu) - C(vm-vgpu-vf) (vendor-vfio),
-    C(gpu_dra) - C(dra)."
+  - "Group - pool (the pool table): C(gpu_container) - C(container), C(gpu_container_mig) -
+    C(container-mig), C(gpu_vm_passthrough) - C(vm-passthrough), C(gpu_vm_vgpu) - C(vm-vgpu) (mdev),
+    C(gpu_vm_vgpu) - C(vm-vgpu-vf) (vendor-vfio), C(gpu_dra) - C(dra)."
   # END GENERATED group_pool_prose
   - Compares with the current Node labels and returns one partial Node per node whose labels differ (a value of
     null removes a label), plus a per-node report. Nothing is sent anywhere.
@@ -29,8 +29,12 @@ author:
 options:
   hosts:
     description:
-      - C({host, node, groups, pool, vgpu_config, facts}); C(pool) (gpuvirt_pool) is optional and must agree.
+      - C({host, node, groups, pool, vgpu_config, mig_config, facts}); C(pool) (gpuvirt_pool) is optional and must
+        agree.
       - C(facts) (the host's C(pci_devices) and C(mdev_types) facts) is optional; with it the vGPU config is checked.
+      - C(mig_config) (the fleet view's) is the C(nvidia.com/mig.config) label of a host of a MIG pool (the pool
+        table's C(mig)); C(all-balanced) when absent. Checked to be a config the MIG manager generates that creates
+        MIG devices (C(all-balanced), C(all-<profile>)).
       - C(gathered) (the fleet view's) false marks a host without GPU facts in this run; in a group whose pool its
         vGPU interface picks (C(gpu_vm_vgpu)), its node's labels are then left alone and the report says why
         (C(left_alone)).
@@ -237,6 +241,7 @@ def main():
             continue
         wanted.append({'host': host, 'node': item.get('node') or host, 'pool': pool, 'facts': item.get('facts'),
                        'vgpu_config': item.get('vgpu_config') or p['vgpu_config_default'],
+                       'mig_config': item.get('mig_config'),
                        'gathered': item.get('gathered')})
     if errors:
         module.fail_json(msg='\n'.join(errors))

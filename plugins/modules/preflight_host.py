@@ -30,7 +30,8 @@ options:
     description:
       - The pools the inventory groups put this host in.
       # BEGIN GENERATED pools_prose
-      - "Pools (the pool table): C(container), C(vm-passthrough), C(vm-vgpu), C(vm-vgpu-vf), C(dra)."
+      - "Pools (the pool table): C(container), C(container-mig), C(vm-passthrough), C(vm-vgpu),
+        C(vm-vgpu-vf), C(dra)."
       # END GENERATED pools_prose
     type: list
     elements: str

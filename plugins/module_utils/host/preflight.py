@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, mig
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders, vgpu_interface, vgpu_vf_profiles
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.vgpu_names import (
     board_models, model_on_boards, reported_short_name, short_type_name, type_model)
@@ -184,11 +184,29 @@ def check_host(host, pools, pci, holders=None, mdev=None, requested_vgpu_types=N
                     ("systemctl disable --now " + holder["unit"]) if holder.get("unit") else
                     "kill pid %s" % holder.get("pid")))
 
+    if row.mig:
+        errors.extend(_check_mig(host, pool, gpus, warnings))
     if row.vf_profiles:
         errors.extend(_check_vendor_vfio(host, pool, gpus, mdev, requested_vgpu_types or [], warnings))
     elif row.vgpu:
         errors.extend(_check_vgpu(host, gpus, mdev, requested_vgpu_types or [], warnings, vgpu_driver_version))
     return errors, warnings
+
+
+def _check_mig(host, pool, gpus, warnings):
+    """A host of a MIG pool (its row's mig): every GPU must support MIG, by its PCI device id (mig.MIG_DEVICE_IDS,
+    with the source); the MIG manager cannot partition any other and the node would advertise nothing. A GPU whose
+    facts give no device id cannot be judged: a warning."""
+    errors = []
+    for bdf, name, device_id in mig.unsupported_gpus(gpus):
+        if device_id is None:
+            warnings.append("%s: GPU %s (%s) shows no PCI device id, so whether it supports MIG is not known; gather "
+                            "the host's facts again (lspci -nn gives the id)" % (host, bdf, name or 'unnamed'))
+            continue
+        errors.append("%s (pool %s): GPU %s (%s, 10de:%s) does not support MIG (the GPUs that do: A100, A30, H100, "
+                      "H20, H200, GH200, B200, GB200, B300, RTX PRO 6000 Blackwell Server Edition); move the host to "
+                      "gpu_container for whole GPUs" % (host, pool, bdf, name or 'unnamed', device_id))
+    return errors
 
 
 def _check_vendor_vfio(host, pool, gpus, mdev, requested, warnings):

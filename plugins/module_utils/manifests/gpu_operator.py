@@ -18,7 +18,7 @@ import copy
 import json
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, platform, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, mig, platform, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 
@@ -131,13 +131,16 @@ def vgpu_manager_fields(vgpu_manager):
 
 
 def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt', vgpu_manager=None,
-             vgpu_device_manager_config=None, vfio_manager=True, sandbox_device_plugin=True, pull_secret_name=None):
+             vgpu_device_manager_config=None, vfio_manager=True, sandbox_device_plugin=True, pull_secret_name=None,
+             mig_strategy=None):
     """Return the overlay (ClusterPolicy spec / Helm values, same field names) for these values: the operands'
     part of what both install paths write (gpu_operator_install.py ``overlay`` gives it the settings record's
     fields by name).
 
     ``vgpu_manager``: None/{} (disabled) or ``{repository, image, version}`` for the licensed vGPU Manager
-    image; ``vgpu_device_manager_config``: None or ``{name, default}`` (the ConfigMap and its default config).
+    image; ``vgpu_device_manager_config``: None or ``{name, default}`` (the ConfigMap and its default config);
+    ``mig_strategy``: None (the fleet has no MIG pool: migManager and mig stay as the CSV or chart ship them) or the
+    device plugin's MIG strategy (mig.STRATEGIES), with the MIG manager on (mig_fields).
     """
     check_workload(default_workload, mode)
     overlay = {
@@ -154,8 +157,39 @@ def settings(sandbox_enabled=True, default_workload='container', mode='kubevirt'
         vdm['config'] = {'name': vgpu_device_manager_config['name'],
                          'default': vgpu_device_manager_config.get('default') or 'default'}
     overlay['vgpuDeviceManager'] = vdm
+    if mig_strategy is not None:
+        overlay.update(mig_fields(mig_strategy))
     check_sandbox(default_workload, sandbox_enabled)
     return overlay
+
+
+def mig_fields(strategy):
+    """The overlay of a fleet with MIG nodes: the MIG manager on (``migManager.enabled``) and the device plugin's
+    ``mig.strategy``. The field names are the ClusterPolicy's and the chart's alike (NVIDIA/gpu-operator v26.7.0
+    deployments/gpu-operator/values.yaml ``migManager.enabled: true``, ``mig.strategy: single``; the CSV's
+    alm-examples ClusterPolicy has the same two; api/nvidia/v1/clusterpolicy_types.go MIGManager, MIG): the
+    ClusterPolicy controller runs the state-mig-manager only with migManager enabled (controllers/state_manager.go
+    isStateEnabled)."""
+    try:
+        strategy = mig.check_strategy(strategy)
+    except mig.MigError as exc:
+        raise ManifestError(str(exc))
+    return {'migManager': {'enabled': True}, 'mig': {'strategy': strategy}}
+
+
+def check_mig_fleet(hosts, strategy):
+    """Refuse MIG hosts whose config the device plugin cannot serve under ``strategy`` (mig.strategy_problem),
+    naming each host; ``hosts``: the fleet view's entries (``pool``, ``mig_config``)."""
+    problems = []
+    for host in hosts or []:
+        row = fleet.BY_NAME.get(host.get('pool'))
+        if row is None or not row.mig:
+            continue
+        problem = mig.strategy_problem(host.get('mig_config') or mig.DEFAULT_CONFIG, strategy)
+        if problem:
+            problems.append('%s (node %s): %s' % (host.get('host') or host.get('node'), host.get('node'), problem))
+    if problems:
+        raise ManifestError('\n'.join(problems))
 
 
 def runtime_env(traits):

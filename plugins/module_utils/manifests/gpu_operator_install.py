@@ -62,14 +62,16 @@ def device_manager_config(settings, namespace):
 
 
 def overlay(settings, vdm_config=None):
-    """Our fields of the ClusterPolicy spec / Helm values: the operands (gpu_operator.py ``settings``), the platform's
+    """Our fields of the ClusterPolicy spec / Helm values: the operands (gpu_operator.py ``settings``, the MIG manager
+    and mig.strategy where the fleet has a MIG pool's host), the platform's
     containerd paths (``toolkit.env``) and the operator's upgrade machinery set to the collection's policy
     (upgrade_policy.py), when given."""
     spec = gop.with_runtime_env(
         gop.settings(sandbox_enabled=settings.sandbox_enabled, default_workload=settings.default_workload,
                      mode=settings.sandbox_mode, vgpu_manager=settings.vgpu_manager_image(),
                      vgpu_device_manager_config=vdm_config, vfio_manager=settings.vfio_manager,
-                     sandbox_device_plugin=settings.sandbox_device_plugin, pull_secret_name=settings.pull_secret_name),
+                     sandbox_device_plugin=settings.sandbox_device_plugin, pull_secret_name=settings.pull_secret_name,
+                     mig_strategy=settings.mig_overlay_strategy()),
         settings.traits())
     upgrades = settings.upgrade_overlay()
     if upgrades is not None:

@@ -26,7 +26,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, mig, platform, settings_record
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.settings_record import Field
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
@@ -72,6 +73,9 @@ FIELDS = (
     Field(name='upgrade_policy', type='dict', variable='gpu_operator_upgrade_policy'),
     Field(name='daemonsets_update_strategy', type='str', choices=upol.UPDATE_STRATEGIES,
           variable='gpu_operator_daemonsets_update_strategy'),
+    # the device plugin's MIG strategy, written (with the MIG manager on) only when the fleet has a MIG pool's host
+    Field(name='mig_strategy', type='str', default=mig.DEFAULT_STRATEGY, choices=mig.STRATEGIES,
+          variable='gpu_operator_mig_strategy'),
     # the fleet view
     Field(name='hosts', type='list', elements='dict', default=[], variable='gpu_operator_hosts'),
     Field(name='dra_nodes', type='list', elements='str', default=[], variable='gpu_operator_dra_nodes'),
@@ -119,6 +123,8 @@ class _Settings(settings_record.SettingsRecord):
                            credentials=login.get('credentials', True))
         gop.check_one_os_tag(self.os_tags, vgpu_manager)
         gop.check_dra_fleet(self.dra_nodes, self.hosts)
+        if self.mig_overlay_strategy():
+            gop.check_mig_fleet(self.hosts, self.mig_strategy)
         gop.vgpu_manager_fields(vgpu_manager)
         gop.check_sandbox(self.default_workload, self.sandbox_enabled)
         self.upgrade_overlay()
@@ -145,6 +151,13 @@ class _Settings(settings_record.SettingsRecord):
         """``vgpu_manager`` with its version taken from ``vgpu_manager_image_version`` when it gives none
         (gpu_operator.py resolve_vgpu_manager)."""
         return gop.resolve_vgpu_manager(self.vgpu_manager, self.vgpu_manager_image_version)
+
+    def mig_overlay_strategy(self):
+        """``mig_strategy`` when a host of the fleet is in a MIG pool (the pool table's mig), else None: a fleet
+        without one keeps the CSV's or chart's migManager and mig as they ship them."""
+        if any(h.get('pool') in fleet.MIG_POOLS for h in self.hosts or []):
+            return self.mig_strategy
+        return None
 
     def upgrade_overlay(self):
         """``driver.upgradePolicy`` and ``daemonsets.updateStrategy`` (upgrade_policy.py overlay), or None where

@@ -16,12 +16,23 @@ __metaclass__ = type
 
 import shlex
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet, mig, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError, checked
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
 
 WORKLOAD_LABEL = fleet.WORKLOAD_LABEL
 VGPU_LABEL = 'nvidia.com/vgpu.config'
+# A MIG pool's nodes (their row's mig): the config the GPU Operator's MIG manager partitions the GPUs into
+# (model/mig.py, with the sources). Ours on those nodes: the MIG manager only reads it (and writes
+# nvidia.com/mig.config.state), and the GPU Operator sets it only on a MIG-capable node that lacks it, to
+# migManager.config.default "all-disabled" (NVIDIA/gpu-operator v26.7.0 controllers/nodelabeling_controller.go:
+# "!hasMIGConfigLabel(labels)"), so a value we set stays and a render may hold it (not in SHARED_LABELS). Nodes of
+# other pools keep theirs: a config an administrator set there is not the collection's (no record says it was ours).
+# The MIG manager's own deploy label, nvidia.com/gpu.deploy.mig-manager, is not set here: the GPU Operator sets it
+# on every MIG-capable node of the container workload (controllers/state_manager.go addGPUStateLabels, from GFD's
+# nvidia.com/mig.capable), and the driver manager pauses it during a driver upgrade (k8s-driver-manager v0.12.0
+# cmd/driver-manager/main.go nvidiaMIGManagerDeployLabel).
+MIG_CONFIG_LABEL = mig.MIG_CONFIG_LABEL
 # The GPU Operator runs an operand on a node only where its nvidia.com/gpu.deploy.<operand> label is "true", and
 # sets each label of the node's workload config only when the node lacks it or has it empty, so a "false" we set
 # stays (NVIDIA/gpu-operator controllers/state_manager.go@v26.7.0: gpuStateLabels, addGPUStateLabels).
@@ -193,8 +204,11 @@ def row_operand_labels():
 
 
 def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None, dra_stack='helm',
-                   other_selectors=None):
+                   other_selectors=None, mig_config=None):
     """Labels a node of ``pool`` must carry; ``None`` values mean the label must go.
+
+    ``mig_config``: a MIG pool's config (the fleet view's ``mig_config``; mig.DEFAULT_CONFIG when None), its
+    nvidia.com/mig.config label (MIG_CONFIG_LABEL); other pools leave that label alone.
 
     ``dra_stack``: ``helm`` (the DRA chart beside the ClusterPolicy: the DRA nodes switch their row's operands_off,
     the device plugin, DCGM and dcgm-exporter, off by label) or ``gpucluster`` (the GPU Operator's own DRA stack,
@@ -237,6 +251,11 @@ def desired_labels(pool, vgpu_config=None, pool_selector=None, dra_selector=None
     else:
         # a vGPU config left on a node that left the vGPU pool is stale and misleading
         labels[VGPU_LABEL] = None
+    if row.mig:
+        try:
+            labels[MIG_CONFIG_LABEL] = mig.check_config(mig_config or mig.DEFAULT_CONFIG)
+        except mig.MigError as exc:
+            raise ManifestError(str(exc))
     for key, value in (pool_selector or {}).items():
         labels[key] = str(value) if row.iommu else RemoveIf(str(value))
     for selector in other_selectors or []:
@@ -384,7 +403,7 @@ def _retire_one(item, current_by_name, records, vmis, pool_selector, dra_selecto
     config = item.get('vgpu_config')
     # without its vGPU config the value the collection wrote is unknown: nvidia.com/vgpu.config stays (reported)
     desired = desired_labels(item['pool'], config or 'unknown', pool_selector, dra_selector, dra_stack,
-                             other_selectors)
+                             other_selectors, item.get('mig_config'))
     unknown = []
     if row.vgpu and not config:
         del desired[VGPU_LABEL]
@@ -417,7 +436,8 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
          retire=False, pool_selectors=None, render=False):
     """Plan the label changes for every wanted node.
 
-    ``wanted``: ``[{node, pool, vgpu_config, facts}]`` (``facts``: the host's pci_devices/mdev_types, optional);
+    ``wanted``: ``[{node, pool, vgpu_config, mig_config, facts}]`` (``facts``: the host's pci_devices/mdev_types,
+    optional; ``mig_config``: a MIG pool's config, mig.DEFAULT_CONFIG when absent);
     ``nodes``: Node objects from the cluster (or given in render mode), ``None`` when unknown (render without
     cluster state: every label is set); ``vmis``: VMI objects; ``custom_configs``: the custom vGPU configs
     (normalised), None when the operator's default ConfigMap is used; ``pool_selector``: the node labels of a
@@ -477,7 +497,15 @@ def plan(wanted, nodes, vmis, custom_configs=None, pool_selector=None, dra_selec
                           "the host (for example A10-12Q), or node_labels_vgpu_config_default for all vGPU hosts"
                           % (item.get('host', name), name, item['pool'], VGPU_LABEL))
             continue
-        desired = desired_labels(item['pool'], item.get('vgpu_config'), own, dra_selector, dra_stack, others)
+        if row is not None and row.mig:
+            try:
+                mig.check_config(item.get('mig_config') or mig.DEFAULT_CONFIG, 'gpuvirt_mig_config of host %s (node %s)'
+                                 % (item.get('host', name), name))
+            except mig.MigError as exc:
+                errors.append(str(exc))
+                continue
+        desired = desired_labels(item['pool'], item.get('vgpu_config'), own, dra_selector, dra_stack, others,
+                                 item.get('mig_config'))
         if fleet.BY_NAME[item['pool']].vgpu:
             unusable = vgpu_config_error(name, desired[VGPU_LABEL], item.get('facts'), custom_configs)
             if unusable:

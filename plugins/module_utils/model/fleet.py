@@ -18,9 +18,9 @@ Adding a pool kind is a new row here (plus its docs and tests): docs/architectur
 Rows may share a group when each names a distinct vGPU ``interface``: the group's first row is its default, and
 the fleet view picks a host's row among its group's rows by the interface its facts show or predict
 (``host_row``). ``gpu_hosts`` turns the inventory (its groups and the hosts' variables) into the per-host view:
-``[{host, node, pool, traits, groups, vgpu_config, vgpu_types, facts, gathered, os_tag, interface,
-interface_reason}]``, one entry per GPU host, in the order of the pool table's groups. Plain Python (no Ansible
-import): the filter gpuvirt.provision.gpu_hosts exposes it.
+``[{host, node, pool, traits, groups, vgpu_config, vgpu_types, mig_config, facts, gathered, os_tag,
+interface, interface_reason}]``, one entry per GPU host, in the order of the pool table's groups. Plain Python
+(no Ansible import): the filter gpuvirt.provision.gpu_hosts exposes it.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -28,7 +28,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import resource_names, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import mig, resource_names, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import vgpu_interface_rule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row import REQUIRED, row_class
 
@@ -38,7 +38,8 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row 
 #             allocates their GPUs); iommu: the hosts need the IOMMU on (kernel arguments / MachineConfig);
 #   host_vfio: host preparation binds the GPUs to vfio-pci (gpuvirt_host_vfio may turn it off);
 #   resource: what the node advertises: 'gpu' (nvidia.com/gpu), 'pci' (a passthrough PCI resource), 'mdev' (one
-#             resource per vGPU type), 'dra' (a DRA device class, no extended resource);
+#             resource per vGPU type), 'dra' (a DRA device class, no extended resource), 'mig' (MIG devices: per the
+#             MIG strategy nvidia.com/gpu or nvidia.com/mig-<profile>, model/mig.py);
 #   vgpu: a vGPU pool (the node carries nvidia.com/vgpu.config, the vGPU Manager runs there);
 #   advertiser: who advertises the node's devices to the kubelet (ADVERTISERS): an external device plugin
 #             (KubeVirt then leaves allocation to it: externalResourceProvider true) or KubeVirt's own;
@@ -63,12 +64,17 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row 
 #             host NVIDIA driver, beside which the operator's driver container does not start;
 #   vf_profiles: the vGPUs are SR-IOV VFs that the collection gives a vGPU profile (nvidia/current_vgpu_type: the
 #             vgpu_vf phase and role, with the boot-time restore unit; the upgrade sets them again after a driver
-#             reload); needs vgpu and function 'vf'.
+#             reload); needs vgpu and function 'vf';
+#   mig: the GPU Operator's MIG manager partitions the nodes' GPUs (model/mig.py): the nodes carry
+#             nvidia.com/mig.config (gpuvirt_mig_config), the ClusterPolicy turns the MIG manager on with
+#             mig.strategy (gpu_operator_mig_strategy), preflight refuses a GPU without MIG, and the device plugin
+#             advertises the MIG devices (true exactly where the resource is 'mig', RESOURCE_COLUMNS; needs
+#             device_plugin).
 Pool = row_class('Pool', (
     ('name', REQUIRED), ('group', REQUIRED), ('workload', REQUIRED), ('iommu', False), ('host_vfio', False),
     ('resource', REQUIRED), ('vgpu', False), ('advertiser', REQUIRED), ('function', 'pf'), ('permitted', None),
     ('interface', None), ('kubevirt_min', None), ('operands_off', ()), ('dra_driver', False),
-    ('device_plugin', False), ('vf_profiles', False),
+    ('device_plugin', False), ('vf_profiles', False), ('mig', False),
 ), 'A row of the pool table (fleet.POOL_TABLE).')
 
 # Who may advertise a node's devices, and whether KubeVirt then leaves allocation to that plugin
@@ -89,7 +95,10 @@ ADVERTISERS = {
 # The boolean columns that say an advertiser's part in what the collection does: each is true exactly on the rows
 # that advertiser serves (check_table), so the code reads the column and no code compares an advertiser's name.
 ADVERTISER_COLUMNS = {'dra_driver': 'dra-driver', 'device_plugin': 'nvidia-device-plugin'}
-BOOL_COLUMNS = ('iommu', 'host_vfio', 'vgpu', 'dra_driver', 'device_plugin', 'vf_profiles')
+# The boolean columns that say what a resource kind means to the collection, each true exactly on the rows of that
+# resource (check_table), so the code reads the column and no code compares a resource kind.
+RESOURCE_COLUMNS = {'mig': 'mig'}
+BOOL_COLUMNS = ('iommu', 'host_vfio', 'vgpu', 'dra_driver', 'device_plugin', 'vf_profiles', 'mig')
 FUNCTIONS = ('pf', 'vf')
 PERMITTED_LISTS = ('pciHostDevices', 'mediatedDevices')
 # The vGPU interfaces a row may be for: those a host's facts name (vgpu_interface_rule.INTERFACES) but 'none'.
@@ -114,6 +123,11 @@ WORKLOAD_LABEL = 'nvidia.com/gpu.workload.config'
 POOL_TABLE = (
     Pool(name='container', group='gpu_container', workload='container', resource='gpu',
          advertiser='nvidia-device-plugin', device_plugin=True),
+    # MIG: the GPU Operator's MIG manager partitions the GPUs into the node's nvidia.com/mig.config (docs/pools/
+    # container-mig.md); the container workload runs the MIG manager on MIG-capable nodes (gpu-operator v26.7.0
+    # controllers/state_manager.go addGPUStateLabels: nvidia.com/gpu.deploy.mig-manager where GFD says mig.capable)
+    Pool(name='container-mig', group='gpu_container_mig', workload='container', resource='mig',
+         advertiser='nvidia-device-plugin', device_plugin=True, mig=True),
     Pool(name='vm-passthrough', group='gpu_vm_passthrough', workload='vm-passthrough', iommu=True, host_vfio=True,
          resource='pci', advertiser='sandbox-device-plugin', permitted='pciHostDevices'),
     Pool(name='vm-vgpu', group='gpu_vm_vgpu', workload='vm-vgpu', iommu=True, resource='mdev', vgpu=True,
@@ -201,6 +215,14 @@ def check_table(table):
                 raise TableError('pool %s: %s is %s but its advertiser is %r: %s is true exactly on the rows whose '
                                  'advertiser is %s' % (row.name, column, getattr(row, column), row.advertiser, column,
                                                        advertiser))
+        for column, resource in RESOURCE_COLUMNS.items():
+            if getattr(row, column) != (row.resource == resource):
+                raise TableError('pool %s: %s is %s but its resource is %r: %s is true exactly on the rows whose '
+                                 'resource is %s' % (row.name, column, getattr(row, column), row.resource, column,
+                                                     resource))
+        if row.mig and not row.device_plugin:
+            raise TableError('pool %s: mig true needs NVIDIA\'s device plugin (device_plugin true): it advertises the '
+                             'MIG devices the MIG manager creates' % row.name)
         if row.vf_profiles and not (row.vgpu and row.function == 'vf'):
             raise TableError('pool %s: vf_profiles true needs a vGPU pool (vgpu true) of SR-IOV VFs (function vf): the '
                              'profile is set on a VF' % row.name)
@@ -255,6 +277,8 @@ def derived(table):
         # interfaces has its vGPUs on VFs.
         'DEVICE_PLUGIN_POOLS': tuple(p.name for p in table if p.device_plugin),
         'VF_PROFILE_POOLS': tuple(p.name for p in table if p.vf_profiles),
+        # The pools whose GPUs the MIG manager partitions (mig): the ClusterPolicy's migManager and mig.strategy.
+        'MIG_POOLS': tuple(p.name for p in table if p.mig),
         'VF_PROFILE_INTERFACES': _in_order(p.interface for p in table if p.vf_profiles and p.interface),
         # Group -> its default pool, in table order (the order gpu_pools lists the pools of a host wrongly put in
         # several).
@@ -283,6 +307,7 @@ HOST_VFIO_POOLS = _DERIVED['HOST_VFIO_POOLS']
 VGPU_POOLS = _DERIVED['VGPU_POOLS']
 DEVICE_PLUGIN_POOLS = _DERIVED['DEVICE_PLUGIN_POOLS']
 VF_PROFILE_POOLS = _DERIVED['VF_PROFILE_POOLS']
+MIG_POOLS = _DERIVED['MIG_POOLS']
 VF_PROFILE_INTERFACES = _DERIVED['VF_PROFILE_INTERFACES']
 GROUP_POOLS = _DERIVED['GROUP_POOLS']
 WORKLOADS = _DERIVED['WORKLOADS']
@@ -617,7 +642,9 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
     GPU Operator's driver images are tagged for, or None); ``interface`` (the vGPU interface its facts show or
     predict, 'mdev' or 'vendor-vfio', None when nothing tells or its group's rows do not depend on it: the row
     taken is ``traits.interface``) and ``interface_reason`` (the sentence naming the evidence, '' when the group's
-    rows do not depend on it). ``pool`` and ``traits`` are the row host_row picks among the group's rows.
+    rows do not depend on it); ``mig_config`` (a MIG pool's host: ``gpuvirt_mig_config``, else mig.DEFAULT_CONFIG,
+    the nvidia.com/mig.config label its node gets; None elsewhere). ``pool`` and ``traits`` are the row host_row
+    picks among the group's rows.
     Raises FleetError naming the host on bad input.
     """
     view = []
@@ -632,6 +659,13 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
         check_host_facts(host, hv)
         row, interface, reason = host_row(host, pool, mdev, pci, configured_vgpu_driver(hv), explicit is not None)
         pool = row.name
+        mig_config = None
+        if row.mig:
+            try:
+                mig_config = mig.check_config(_var(hv, 'gpuvirt_mig_config') or mig.DEFAULT_CONFIG,
+                                              'gpuvirt_mig_config of %s' % host)
+            except mig.MigError as exc:
+                raise FleetError(str(exc))
         view.append({
             'host': host,
             'node': node_name(host, _var(hv, 'gpuvirt_node_name')),
@@ -640,6 +674,8 @@ def gpu_hosts(hostvars, groups, vgpu_configs=None):
             'groups': in_groups,
             'vgpu_config': config,
             'vgpu_types': resource_names.vgpu_config_types(config, vgpu_configs or {}),
+            # a MIG pool's config (gpuvirt_mig_config, else all-balanced), checked; None on the other pools' hosts
+            'mig_config': mig_config,
             'facts': {'pci_devices': pci if pci is not None else {},
                       'mdev_types': mdev,
                       'gpu_holders': _var(hv, 'gpuvirt_gpu_holders', {})},

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import mig
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.vgpu_names import (
     board_models, full_type_name, model_on_boards, reported_short_name, short_type_name, type_model)
 
@@ -260,25 +261,33 @@ def _mdev_expected(gpus, mdev_facts, vgpu_config, vgpu_configs, pciids, prefix):
 
 
 # What a node advertises, per resource kind of the pool table (fleet.POOL_TABLE's resource column): one function
-# each. A kind without one (dra: a DRA device class, no extended resource) has nothing to expect.
+# each. A kind without one (dra: a DRA device class, no extended resource) has nothing to expect; mig is its column's
+# (expected_resources reads the row's mig: the names follow the MIG strategy, not the kind alone).
 EXPECTED_BY_RESOURCE = {'gpu': _gpu_expected, 'pci': _pci_expected, 'mdev': _mdev_expected}
 
 
-def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=PREFIX):
+def expected_resources(host, pool, vgpu_config=None, vgpu_configs=None, pciids=None, prefix=PREFIX, mig_config=None,
+                       mig_strategy=None):
     """{resource name: minimum count} that a node of ``pool`` advertises once the GPU Operator runs, from its facts.
 
     The pool table's resource kind of ``pool`` decides (EXPECTED_BY_RESOURCE): ``gpu`` (container): nvidia.com/gpu,
     one per GPU; ``pci`` (vm-passthrough): the plugin's pci.ids name, one per GPU (PFs); ``mdev`` (vm-vgpu): one
     resource per type of the node's vGPU config (all offered types when it has none), named from the full type name
     the host reports (NVIDIA A10-12Q); at least one device of each. A pool whose VFs get vGPU profiles (vf_profiles,
-    vm-vgpu-vf): the PCI name of its VFs, one per vGPU its config creates (_vf_expected). A pool without an extended
-    resource (dra) is refused."""
+    vm-vgpu-vf): the PCI name of its VFs, one per vGPU its config creates (_vf_expected). A pool whose GPUs the MIG
+    manager partitions (mig): its MIG devices per ``mig_strategy`` (mig.DEFAULT_STRATEGY when None) and
+    ``mig_config`` (mig.DEFAULT_CONFIG when None), at least one per GPU (mig.expected: single nvidia.com/gpu, mixed
+    nvidia.com/mig-<profile> of an all-<profile> config, nothing named for all-balanced under mixed). A pool without
+    an extended resource (dra) is refused."""
     # imported here: fleet reads vgpu_config_types from this module
     from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet
     traits = fleet.pool_traits(pool)
     pci_facts, mdev_facts = _facts(host)
     if traits.get('vf_profiles'):
         return _vf_expected(pci_facts.get('gpus') or [], vgpu_config, vgpu_configs, pciids, prefix)
+    if traits.get('mig'):
+        return mig.expected([g for g in (pci_facts.get('gpus') or []) if not g.get('is_vf')],
+                            mig_config or mig.DEFAULT_CONFIG, mig_strategy or mig.DEFAULT_STRATEGY, prefix)
     expect = EXPECTED_BY_RESOURCE.get(traits.get('resource'))
     if expect is None:
         raise ResourceNameError('unknown pool %r: use one of %s (pools whose nodes advertise an extended resource)'

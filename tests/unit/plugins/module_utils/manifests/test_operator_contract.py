@@ -88,6 +88,10 @@ def produced():
                            vgpu_device_manager_config={'name': 'gpuvirt-vgpu-devices-config', 'default': 'A10-12Q'})
     add('ClusterPolicy', gop.build_cluster_policy([{'kind': 'ClusterPolicy', 'spec': {}}], overlay))
     add('ClusterPolicy', gop.build_cluster_policy([{'kind': 'ClusterPolicy', 'spec': {}}], gop.settings()))
+    # a fleet with a MIG pool's host: the MIG manager on, with the strategy
+    add('ClusterPolicy', gop.build_cluster_policy([{'kind': 'ClusterPolicy', 'spec': {}}],
+                                                  gop.settings(mig_strategy='mixed')))
+    add('Helm gpu-operator', gop.helm_values(gop.settings(mig_strategy='single')))
     add('Helm gpu-operator', gop.helm_values(overlay, HELM_EXTRA))
     # DRA nodes under the operator's driver: the driver manager is told the DRA kubelet plugin's label
     policy = gop.build_cluster_policy([{'kind': 'ClusterPolicy', 'spec': {}}], gop.settings())

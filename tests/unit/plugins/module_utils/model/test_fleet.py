@@ -34,7 +34,11 @@ def test_every_list_of_pools_is_the_table_s():
     assert fleet.IOMMU_POOLS == tuple(p.name for p in table if p.iommu)
     assert fleet.HOST_VFIO_POOLS == tuple(p.name for p in table if p.host_vfio)
     assert fleet.VGPU_POOLS == tuple(p.name for p in table if p.vgpu)
-    assert fleet.DEVICE_PLUGIN_POOLS == tuple(p.name for p in table if p.device_plugin) == ('container',)
+    # NVIDIA's device plugin serves the rows it advertises for (not a fixed list: a new row of it needs no edit here)
+    assert fleet.DEVICE_PLUGIN_POOLS == tuple(p.name for p in table if p.device_plugin) == tuple(
+        p.name for p in table if p.advertiser == 'nvidia-device-plugin') and 'container' in fleet.DEVICE_PLUGIN_POOLS
+    assert fleet.MIG_POOLS == tuple(p.name for p in table if p.mig) == tuple(
+        p.name for p in table if p.resource == 'mig')
     assert fleet.VF_PROFILE_POOLS == tuple(p.name for p in table if p.vf_profiles) == ('vm-vgpu-vf',)
     assert fleet.VF_PROFILE_INTERFACES == ('vendor-vfio',)
     # a group's default pool is its first row
@@ -106,9 +110,49 @@ def test_a_column_that_says_an_advertiser_s_part_agrees_with_the_advertiser():
                                                                  function='pf'),))
     # the rows as they stand: the DRA row is the DRA driver's, the container row the classic device plugin's, the
     # vendor-VFIO row's VFs get profiles (its host state has the boot-time restore)
-    assert [r.name for r in ok if r.dra_driver] == ['dra'] and [r.name for r in ok if r.device_plugin] == ['container']
+    assert [r.name for r in ok if r.dra_driver] == ['dra'] and 'container' in [r.name for r in ok if r.device_plugin]
     assert [r.name for r in ok if r.vf_profiles] == ['vm-vgpu-vf']
     assert [r.name for r in ok if fleet.host_state(r)['vf_unit'] == 'present'] == ['vm-vgpu-vf']
+
+
+def test_the_mig_column_is_true_exactly_on_mig_rows_the_device_plugin_serves():
+    ok = fleet.POOL_TABLE
+    container = fleet.BY_NAME['container']
+    # MIG devices are a resource kind of their own ('mig': nvidia.com/gpu or nvidia.com/mig-<profile> by the MIG
+    # strategy), told by the column, and NVIDIA's device plugin advertises them (k8s-device-plugin v0.20.0
+    # internal/rm/rm.go AddDefaultResourcesToConfig)
+    with pytest.raises(fleet.TableError, match=r"pool x: mig is True but its resource is 'gpu': mig is true exactly "
+                                               r"on the rows whose resource is mig"):
+        fleet.derived(ok + (container.replace(name='x', group='gpu_x', mig=True),))
+    with pytest.raises(fleet.TableError, match=r"pool x: mig is False but its resource is 'mig'"):
+        fleet.derived(ok + (container.replace(name='x', group='gpu_x', resource='mig'),))
+    with pytest.raises(fleet.TableError, match=r"pool x: mig true needs NVIDIA's device plugin"):
+        fleet.derived(ok + (fleet.BY_NAME['vm-passthrough'].replace(name='x', group='gpu_x', resource='mig',
+                                                                     mig=True),))
+    with pytest.raises(fleet.TableError, match=r"pool x: mig 1 is not true or false"):
+        fleet.derived(ok + (container.replace(name='x', group='gpu_x', mig=1),))
+    (row,) = [r for r in ok if r.mig]
+    assert (row.name, row.group, row.workload, row.device_plugin, row.iommu, row.host_vfio, row.permitted) == (
+        'container-mig', 'gpu_container_mig', 'container', True, False, False, None)
+    # no row but the MIG one changed: the column's default is false
+    assert [r.name for r in ok if r.mig] == list(fleet.MIG_POOLS) == ['container-mig']
+
+
+def test_a_mig_host_gets_its_config_in_the_view_and_a_bad_one_is_refused():
+    hostvars = {'m1.example.com': {'gpuvirt_mig_config': 'all-1g.10gb'}, 'm2.example.com': {},
+                'c1.example.com': {'gpuvirt_mig_config': 'all-1g.10gb'}}
+    groups = {'gpu_container_mig': ['m1.example.com', 'm2.example.com'], 'gpu_container': ['c1.example.com']}
+    view = dict((h['host'], h) for h in fleet.gpu_hosts(hostvars, groups))
+    assert view['m1.example.com']['mig_config'] == 'all-1g.10gb' and view['m1.example.com']['traits']['mig']
+    # the default: all-balanced (the MIG manager builds it for every MIG GPU; mig-parted pkg/mig/builder)
+    assert view['m2.example.com']['mig_config'] == 'all-balanced'
+    # only a MIG pool's host has one
+    assert view['c1.example.com']['mig_config'] is None
+    for bad, said in (('all-disabled', 'creates no MIG device'), ('all-enabled', 'creates no MIG device'),
+                      ('half', 'not a config the MIG manager generates'), ('all-1g.10gb.', 'not valid')):
+        hostvars['m2.example.com']['gpuvirt_mig_config'] = bad
+        with pytest.raises(fleet.FleetError, match=r'gpuvirt_mig_config of m2.example.com.*%s' % said):
+            fleet.gpu_hosts(hostvars, groups)
 
 
 def test_rows_have_named_columns_with_defaults():
