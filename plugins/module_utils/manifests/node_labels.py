@@ -171,6 +171,25 @@ def node_pool(host, groups, explicit=None):
         raise ManifestError(str(exc))
 
 
+def wanted_entries(items, vgpu_config_default=None):
+    """The fleet view's per-host entries (gpuvirt.provision.gpu_hosts) as ``plan`` takes them: each entry whole, so
+    a field the view gains reaches ``plan`` and ``desired_labels`` by its name with no edit here; its pool resolved
+    from its groups (``pool``, where given, must agree: node_pool), ``host`` and ``node`` named (each the other's
+    fallback), and ``vgpu_config`` defaulted to ``vgpu_config_default``. Returns ``(wanted, errors)``, one sentence
+    per host whose pool cannot be told."""
+    wanted, errors = [], []
+    for item in items or []:
+        host = item.get('host') or item.get('node')
+        try:
+            pool = node_pool(host, item.get('groups') or [], item.get('pool'))
+        except ManifestError as exc:
+            errors.append(str(exc))
+            continue
+        wanted.append(dict(item, host=host, node=item.get('node') or host, pool=pool,
+                           vgpu_config=item.get('vgpu_config') or vgpu_config_default))
+    return wanted, errors
+
+
 def check_dra_selector(selector, variable='dra_driver_node_selector'):
     """The DRA kubelet plugin's node selector as ``{key: value}`` strings, each key and value checked; the
     driver manager's label (DRA_PLUGIN_LABEL) may only be "true" (the plugin must be selected by it)."""

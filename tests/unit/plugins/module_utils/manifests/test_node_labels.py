@@ -500,6 +500,23 @@ def test_a_render_leaves_a_deploy_label_an_administrator_set_before_out_and_keep
     assert any(V in line for line in nl.render_removals(patches))
 
 
+def test_the_fleet_view_s_entries_reach_the_plan_whole():
+    # a field the view carries (mig_config here, or one it gains later) reaches desired_labels by its name: the
+    # module does not rebuild the entry key by key
+    view = [{'host': 'gpu-m01.example.com', 'node': 'gpu-m01', 'groups': ['gpu_container_mig'], 'pool': None,
+             'mig_config': 'all-1g.10gb', 'facts': None, 'gathered': True, 'vgpu_config': None},
+            {'host': 'gpu-v01.example.com', 'groups': ['gpu_vm_vgpu'], 'vgpu_config': None},
+            {'host': 'gpu-x01.example.com', 'groups': ['gpu_container', 'gpu_vm_passthrough']}]
+    wanted, errors = nl.wanted_entries(view, 'A10-12Q')
+    (two,) = errors
+    assert 'gpu-x01.example.com' in two
+    mig_host, vgpu_host = wanted
+    assert mig_host['pool'] == 'container-mig' and mig_host['mig_config'] == 'all-1g.10gb'
+    assert vgpu_host['node'] == 'gpu-v01.example.com' and vgpu_host['vgpu_config'] == 'A10-12Q'
+    patches, _r = nl.plan([mig_host], None, [])
+    assert patches[0]['metadata']['labels']['nvidia.com/mig.config'] == 'all-1g.10gb'
+
+
 # --- retire (playbooks/retire.yml) ---------------------------------------------------------------------------------
 FOREIGN = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'NVIDIA-A10',
            'feature.node.kubernetes.io/pci-10de.present': 'true', 'nvidia.com/gpu.deploy.driver': 'true'}
