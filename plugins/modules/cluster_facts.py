@@ -16,7 +16,8 @@ description:
     C(kubernetes.core.k8s_info) calls (each about a second of interpreter, Ansible and kubernetes client start).
   - First proves that the run's credentials reach the cluster with the read every phase needs - a list of Node
     with the field selector C(metadata.name=gpuvirt-cluster-check), which matches no node; with O(node_annotations),
-    the same list with C(limit=1) instead, whose one node shows which of those annotations it carries. A failure here
+    the same list with C(limit=100) instead - a key counts when every node read carries it, and one that some carry
+    and others do not fails the call, naming the counts (one node's annotation does not decide). A failure here
     returns RV(answered=false) in the failure, with the client's or the server's own words.
   - Then, per entry of O(apis), whether the server serves that kind (by API discovery, as C(kubernetes.core.k8s_info)
     sets C(api_found)), and where it does a list of it; then, per name in O(crds), a GET of that
@@ -98,7 +99,7 @@ served_apis:
   elements: str
   sample: [config.openshift.io/v1]
 node_annotations:
-  description: The keys of O(node_annotations) that the node read carries, in the order asked (none without a node).
+  description: The keys of O(node_annotations) that every node read carries, in the order asked (none without a node).
   returned: success
   type: list
   elements: str

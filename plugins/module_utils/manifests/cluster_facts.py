@@ -38,6 +38,10 @@ CRD_API_VERSION = 'apiextensions.k8s.io/v1'
 CRD_KIND = 'CustomResourceDefinition'
 # a handful of detection APIs and CRDs is what the role asks; a long list is a mistake in the task, not a question
 MOST = 16
+# The nodes the platform detection reads (one list): a platform told by a node annotation is one whose agent annotates
+# every node, so every node read must carry it, or none; one node's annotation does not decide (its kubelet, or anyone
+# who may patch Nodes, can write it). A cluster of more nodes is judged by the first NODE_READ_LIMIT.
+NODE_READ_LIMIT = 100
 
 
 class FactsError(ManifestError):
@@ -116,6 +120,25 @@ def checked_node_annotations(keys):
     return list(keys)
 
 
+def nodes_agree(nodes, keys):
+    """The keys of ``keys`` that every node of ``nodes`` carries as an annotation (none without nodes). A key some
+    nodes carry and others do not is no answer: FactsError names the key and the counts, and the way out (name the
+    platform). Only the keys are read, never their values."""
+    carried = [set(((n or {}).get('metadata') or {}).get('annotations') or {}) if isinstance(n, dict) else set()
+               for n in nodes or []]
+    found = []
+    for key in keys:
+        count = sum(1 for annotations in carried if key in annotations)
+        if count and count < len(carried):
+            raise FactsError('the cluster answered, but %d of the %d nodes read carry the annotation %s, which tells '
+                             'a platform only when every node carries it (its agent writes it on each); set '
+                             'gpuvirt_platform to the platform the cluster is' % (count, len(carried), key),
+                             answered=True)
+        if count:
+            found.append(key)
+    return found
+
+
 def _refusal(what, exc):
     status = 'HTTP %s %s' % (exc.status, exc.reason) if exc.status is not None else str(exc.reason)
     text = exc.text.strip() if exc.text else ''
@@ -127,8 +150,8 @@ def read_facts(client, apis, crds, node_annotations=()):
     entries and the annotation keys the node carries, in the order asked). FactsError on a refusal, ``answered``
     saying whether the first read got through."""
     if node_annotations:
-        answer_read = 'the list of Node (v1) with limit 1'
-        ask = dict(limit=1)
+        answer_read = 'the list of Node (v1) with limit %d' % NODE_READ_LIMIT
+        ask = dict(limit=NODE_READ_LIMIT)
     else:
         answer_read = 'the list of Node (v1) with fieldSelector %s' % ANSWER_FIELD_SELECTOR
         ask = {}
@@ -140,10 +163,7 @@ def read_facts(client, apis, crds, node_annotations=()):
         # every Kubernetes API server serves v1 Node: what answered is not one
         raise FactsError('%s: the server does not serve v1 Node, so it is not a Kubernetes API server'
                          % answer_read, answered=False)
-    carried = {}
-    if node_annotations and nodes:
-        carried = (nodes[0].get('metadata') or {}).get('annotations') or {}
-    node_found = [key for key in node_annotations if key in carried]
+    node_found = nodes_agree(nodes, node_annotations) if node_annotations else []
     served_apis = []
     for api_version, kind in apis:
         try:

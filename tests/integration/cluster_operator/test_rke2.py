@@ -65,10 +65,11 @@ def test_auto_detects_rke2_by_its_nodes_and_the_chart_gets_rke2_s_containerd_soc
     values = release_values(cluster, 'gpu-operator', 'gpu-operator')
     assert values['toolkit']['env'] == RKE2_TOOLKIT_ENV, values.get('toolkit')
     assert values['sandboxWorkloads']['defaultWorkload'] == 'vm-passthrough', values
-    # the detection was the cluster role's first read: one node, not a name no node has
+    # the detection was the cluster role's first read: the nodes (every one must carry the annotation), not a name no
+    # node has
     reads = [e['requestURI'] for e in cluster.requests(user=apiserver.HELM_USER)
              if e.get('objectRef', {}).get('resource') == 'nodes' and e['verb'] == 'list']
-    assert reads and reads[0] == '/api/v1/nodes?limit=1', reads
+    assert reads and reads[0] == '/api/v1/nodes?limit=100', reads
 
 
 def test_a_cluster_that_matches_two_platforms_stops_naming_both_before_any_write(tmp_path, kube):

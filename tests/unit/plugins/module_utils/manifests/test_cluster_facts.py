@@ -139,19 +139,35 @@ def test_the_platform_table_has_the_node_annotation_to_pass():
     ({'k3s.io/node-args': '["server"]'}, []),
     ({}, []),
 ])
-def test_asked_node_annotations_replace_the_answer_check_by_one_node_with_limit_1(annotations, found):
-    # still one read of Node: with limit 1 instead of the name no node has, so that a node shows its annotations
-    server = Server(nodes=[rke2_node('n1', annotations), rke2_node('n2', {'rke2.io/node-args': '[]'})])
+def test_asked_node_annotations_replace_the_answer_check_by_one_list_of_nodes(annotations, found):
+    # still one read of Node: with a limit instead of the name no node has, so that the nodes show their annotations;
+    # every node carries the key (RKE2's agent annotates each: k3s pkg/nodeconfig/nodeconfig.go), or none does
+    server = Server(nodes=[rke2_node('n1', annotations), rke2_node('n2', dict(annotations))])
     facts = cf.read_facts(server.client(), cf.checked_apis(DETECT), [],
                           cf.checked_node_annotations(NODE_DETECT))
     assert facts == {'answered': True, 'served_apis': [], 'node_annotations': found, 'served_crds': []}
-    assert server.sent == [('list', 'v1', 'Node', None, 1), ('list', 'config.openshift.io/v1', 'ClusterVersion', None)]
+    assert server.sent == [('list', 'v1', 'Node', None, cf.NODE_READ_LIMIT),
+                           ('list', 'config.openshift.io/v1', 'ClusterVersion', None)]
+
+
+@pytest.mark.parametrize('first, second', [({'rke2.io/node-args': '[]'}, {}), ({}, {'rke2.io/node-args': '[]'})])
+def test_one_node_s_annotation_does_not_decide_the_platform(first, second):
+    # its kubelet (NodeRestriction limits labels, not annotations) or anyone who may patch Nodes can write it: an
+    # annotation some nodes carry and others do not is refused, naming the counts, before any other read
+    server = Server(nodes=[rke2_node('aaa-edge', first), rke2_node('n2', second), rke2_node('n3', second)])
+    with pytest.raises(cf.FactsError) as exc:
+        cf.read_facts(server.client(), cf.checked_apis(DETECT), [], cf.checked_node_annotations(NODE_DETECT))
+    count = 1 if first else 2
+    assert exc.value.answered is True
+    assert ('%d of the 3 nodes read carry the annotation rke2.io/node-args' % count) in str(exc.value)
+    assert 'set gpuvirt_platform' in str(exc.value)
+    assert server.sent == [('list', 'v1', 'Node', None, cf.NODE_READ_LIMIT)]
 
 
 def test_a_cluster_without_nodes_shows_no_annotation():
     server = Server()
     facts = cf.read_facts(server.client(), [], [], NODE_DETECT)
-    assert facts['node_annotations'] == [] and server.sent == [('list', 'v1', 'Node', None, 1)]
+    assert facts['node_annotations'] == [] and server.sent == [('list', 'v1', 'Node', None, cf.NODE_READ_LIMIT)]
 
 
 def test_a_refused_node_read_with_annotations_is_a_cluster_that_did_not_answer():
@@ -159,7 +175,7 @@ def test_a_refused_node_read_with_annotations_is_a_cluster_that_did_not_answer()
     with pytest.raises(cf.FactsError) as exc:
         cf.read_facts(server.client(), [], [], NODE_DETECT)
     assert exc.value.answered is False
-    assert str(exc.value) == 'the list of Node (v1) with limit 1 refused (HTTP 403 Forbidden)'
+    assert str(exc.value) == 'the list of Node (v1) with limit %d refused (HTTP 403 Forbidden)' % cf.NODE_READ_LIMIT
 
 
 @pytest.mark.parametrize('keys, words', [
