@@ -641,7 +641,9 @@ UNCHECKED_NODES = ('the render could not check that the nodes exist (%s): it wri
                    'runs, whose name the machine approver then refuses to the real kubelet). Render with the cluster '
                    'named (gpuvirt_kubeconfig) or node_labels_current_nodes given, and on a cluster whose machines '
                    'come from MachineSets set the pool-role labels in the MachineSet '
-                   '(spec.template.spec.metadata.labels) so that new nodes join with them')
+                   '(spec.template.spec.metadata.labels) so that new nodes join with them. Without the nodes\' labels '
+                   'the render also cannot tell a gpu.deploy "false" an administrator set from one it writes: each '
+                   'one its pool switches off is then written and recorded as the collection\'s')
 
 
 NODE_ROLE_PREFIX = 'node-role.kubernetes.io/'

@@ -140,3 +140,28 @@ def test_apply_preflight_names_the_hosts_without_a_node(tmp_path, kube):
     cluster.create({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'worker-gpu-2'}})
     rc, log = run(tmp_path, inventory, ['preflight.yml'], env=env)
     assert rc == 0, log
+
+
+def test_a_render_against_the_named_cluster_leaves_an_administrator_s_deploy_label_to_them(tmp_path, kube):
+    # A render that names its cluster reads the Nodes, and their labels and owned-labels records decide what is the
+    # collection's, as in apply mode: gpu-1 (a DRA host, whose row switches the device plugin, DCGM and its exporter
+    # off) already carries nvidia.com/gpu.deploy.dcgm=false, set by an administrator (the record names none). The file
+    # leaves it out: a GitOps tool owns what a file holds and would delete it once the host leaves the pool
+    # (kubernetes.io, "Declarative Management of Kubernetes Objects Using Configuration Files").
+    dcgm = 'nvidia.com/gpu.deploy.dcgm'
+    cluster = kube([{'apiVersion': 'v1', 'kind': 'Node', 'metadata': {
+        'name': 'gpu-1', 'labels': {dcgm: 'false'}, 'annotations': {'gpuvirt.provision/owned-labels': ''}}}],
+        openshift=False)
+    inventory = container_fleet(tmp_path, gpuvirt_kubeconfig=cluster.kubeconfig)
+    inventory['all']['children'] = {'gpu_dra': {'hosts': {'gpu-1.example.com': gpu_facts()}}}
+    cache = tmp_path / 'tmp'
+    cache.mkdir()
+    rc, log = run(tmp_path, inventory, ['nodes.yml'], env={'HOME': str(tmp_path), 'TMPDIR': str(cache)})
+    assert rc == 0, log
+    (node,) = [yaml.safe_load(p.read_text()) for p in (tmp_path / 'render').glob('*.yaml')
+               if p.name != 'kustomization.yaml']
+    labels, record = node['metadata']['labels'], node['metadata']['annotations']['gpuvirt.provision/owned-labels']
+    assert dcgm not in labels and dcgm not in record.split(','), node
+    assert labels['nvidia.com/gpu.deploy.device-plugin'] == 'false', node
+    assert 'nvidia.com/gpu.deploy.device-plugin' in record.split(','), node
+    assert cluster.attempts() == [], 'a render writes nothing to the cluster'
