@@ -886,6 +886,7 @@ REMOVED = {
 }
 
 INVENTORY_ONLY = (
+    'gpuvirt_mig_config',
     'gpuvirt_node_name',
     'gpuvirt_pool',
     'kernel_args_dropin_path',

@@ -316,3 +316,7 @@ def test_the_machineconfig_entry_point_refuses_render_mode_before_reading_the_cl
         else:
             assert 'is not for render mode' not in out and read, out
     assert not (tmp_path / 'render').exists()
+    # the mode setting alone (the cluster role has not run): refused the same way
+    rc, out = run_play(tmp_path, MC_PLAY, {'gpuvirt_cluster_mode': 'render', 'vgpu_vf_machineconfig_hosts': hosts})
+    assert rc != 0 and 'is not for render mode' in out, out
+    assert "TASK [gpuvirt.provision.vgpu_vf : Read the cluster's MachineConfigPools]" not in out, out

@@ -83,6 +83,20 @@ def test_the_config_grammar_takes_the_names_the_mig_manager_generates():
     assert mig.config_profile('all-1g.10gb.me') == '1g.10gb.me' and mig.config_profile('all-balanced') is None
 
 
+@pytest.mark.parametrize('value', ['all-1g.10gb' * 1000, ['all-balanced'] * 5000, 'all-\u0661g.10gb' + 'x' * 500])
+def test_a_long_or_foreign_mig_config_is_refused_with_a_short_message(value):
+    # an inventory or survey answer of any size: the refusal names the variable and shows a capped, printable value
+    with pytest.raises(mig.MigError) as exc:
+        mig.check_config(value)
+    assert str(exc.value).startswith('gpuvirt_mig_config is ') and len(str(exc.value)) < 500, str(exc.value)[:600]
+    with pytest.raises(mig.MigError) as exc:
+        mig.check_strategy(value)
+    assert len(str(exc.value)) < 400 and str(exc.value).isascii()
+    # the longest label value is still taken when it is a config name
+    longest = 'all-1g.10gb.' + 'a' * 51
+    assert len(longest) == 63 and mig.check_config(longest) == longest
+
+
 # --- preflight -------------------------------------------------------------------------------------------------------
 
 def test_preflight_passes_an_hgx_h100_and_refuses_an_a10_and_an_l40s(fixtures_dir):
