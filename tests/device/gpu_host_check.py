@@ -16,7 +16,10 @@ OUTDIR/result.json (what our readers returned), prints one line per check and ex
   its pid, its executable and the BDF the driver gives that minor (/proc/driver/nvidia/gpus/<bdf>/information);
 - the ``host_interface`` facts (which vGPU interface the host offers: mdev, vendor-vfio or none) equal what the
   machine shows when looked at directly (/sys/class/mdev_bus, each device's nvidia/creatable_vgpu_types), with
-  the kernel release of uname and the driver version of /sys/module/nvidia/version.
+  the kernel release of uname and the driver version of /sys/module/nvidia/version;
+- where nvidia-smi runs, the MIG pool's preflight table (``mig.unsupported_gpus``, by PCI device id) agrees with
+  the driver on every GPU: nvidia-smi reports a MIG mode (Enabled or Disabled) exactly for the GPUs the table
+  says support MIG, and ``[N/A]`` for the others.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -171,6 +174,33 @@ def interface_check(vgpu_types, check, result):
           'host_interface driver %r, /sys/module/nvidia/version %r' % (facts['driver_version'], version))
 
 
+def mig_check(gpus, check, result):
+    """The MIG table against the driver: nvidia-smi's mig.mode.current is Enabled or Disabled on a GPU that supports
+    MIG and [N/A] on one that does not (NVIDIA's nvidia-smi documentation, "MIG Mode")."""
+    try:
+        text = run(['nvidia-smi', '--query-gpu=pci.bus_id,mig.mode.current', '--format=csv,noheader'])
+    except (OSError, subprocess.CalledProcessError) as exc:
+        result['mig'] = 'not checked: %r' % (exc,)
+        return
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.model import mig
+    unsupported = set(bdf for bdf, dummy, dummy2 in mig.unsupported_gpus(gpus))
+    modes = {}
+    for line in text.splitlines():
+        if ',' in line:
+            bus, mode = [part.strip() for part in line.split(',', 1)]
+            # nvidia-smi prints an 8-digit domain (00000000:00:06.0); sysfs a 4-digit one
+            modes[bus[-12:].lower()] = mode
+    result['mig'] = {'modes': modes, 'unsupported_by_table': sorted(unsupported)}
+    for gpu in gpus:
+        mode = modes.get(gpu['bdf'].lower())
+        check(mode is not None, '%s: nvidia-smi reports the GPU' % gpu['bdf'])
+        if mode is not None:
+            check((mode in ('Enabled', 'Disabled')) == (gpu['bdf'] not in unsupported),
+                  '%s (device %s): MIG mode %r, the table says %s' % (
+                      gpu['bdf'], gpu.get('device_id'), mode,
+                      'no MIG' if gpu['bdf'] in unsupported else 'MIG capable'))
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     sysfs_pci, vgpu_types, gpu_holders = import_readers()
@@ -208,6 +238,7 @@ def main(out):
               '%s kind %r' % (bdf, dev.get('kind')))
 
     result = {'discover': found}
+    mig_check([d for d in found['gpus'] if not d.get('is_vf')], check, result)
     holder_check(gpu_holders, sorted(truth), check, result)
     try:
         interface_check(vgpu_types, check, result)
