@@ -96,3 +96,19 @@ def test_a_git_build_takes_its_context_from_the_clone_only():
     for other in (TMP + '/clone', TMP + '/clone/vgpu-manager', '/srv/ctx', TMP + 'clone/vgpu-manager/rhel9'):
         with pytest.raises(AnsibleFilterError, match='the build context is'):
             f.vgpu_image_build(_facts(context_dir=other), TMP, inputs)
+
+
+def test_the_build_directory_must_be_in_the_parent_the_inputs_name():
+    assert f.vgpu_image_build(_facts(), TMP, dict(INPUTS, tmp_parent='/tmp'))['podman_argv'][-1] == (
+        TMP + '/context-ubuntu22.04')
+    with pytest.raises(AnsibleFilterError, match='is not in vgpu_manager_image_tmp_parent /srv'):
+        f.vgpu_image_build(_facts(), TMP, dict(INPUTS, tmp_parent='/srv'))
+
+
+def test_a_context_with_a_parent_component_is_refused_even_as_the_inputs_name_it():
+    context = '/srv/build/../ctx'
+    with pytest.raises(AnsibleFilterError, match='the build context is'):
+        f.vgpu_image_build(_facts(context_dir=context), TMP, dict(INPUTS, context_dir=context))
+    # the same folder named without the parent component is taken
+    assert f.vgpu_image_build(_facts(context_dir='/srv/ctx'), TMP, dict(INPUTS, context_dir='/srv/ctx'))['context'] == (
+        '/srv/ctx')
