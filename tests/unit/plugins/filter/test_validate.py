@@ -76,11 +76,18 @@ def test_the_grammars_the_roles_name():
         'positive_int', 'percentage', 'reboot_message', 'pem_certificates', 'gpu_operator_crds'}
 
 
+# a PEM block by its form: one DER SEQUENCE (holding the INTEGER 0) whose length fills it
+PEM = '-----BEGIN CERTIFICATE-----\nMAMCAQA=\n-----END CERTIFICATE-----\n'
+
+
 @pytest.mark.parametrize('grammar, good, bad', [
     ('chart_ref', 'nvidia/gpu-operator', 'nvidia/gpu-operator --post-renderer=/tmp/x'),
     ('oci_reference', 'registry.example.com/nvidia/vgpu-manager:550.90.05-ubuntu22.04', 'registry.example.com/a b'),
+    ('positive_int', '600', '0'),
+    ('percentage', '0', '101'),
+    ('pem_certificates', PEM, PEM.replace('CERTIFICATE', 'PRIVATE KEY')),
 ])
-def test_checked_image_and_chart_references(grammar, good, bad):
-    assert validate.checked(good, grammar, 'the_input') == good
+def test_checked_grammars_take_their_value_and_refuse_the_neighbour(grammar, good, bad):
+    assert validate.checked(good, grammar, 'the_input') == (int(good) if good.isdigit() else good)
     with pytest.raises(AnsibleFilterError, match='the_input'):
         validate.checked(bad, grammar, 'the_input')
