@@ -258,3 +258,42 @@ def test_a_vmm_slot_that_is_not_a_pci_address_stops_the_parse(fixtures_dir, slot
     assert spoiled != text
     with pytest.raises(lspci.LspciError, match='a Slot line of the lspci output is not a PCI address'):
         lspci.parse(spoiled)
+
+
+def test_pciids_keeps_only_four_hex_digit_devices_under_a_vendor_and_two_hex_digit_subclasses():
+    db = pciids.parse(
+        '# a comment\n'
+        '\t0001  A device line before any vendor\n'
+        '10DE  NVIDIA Corporation\n'
+        '\t26B9  AD102GL [L40S]\n'
+        '\t26b  Three digits\n'
+        '\t26b90  Five digits\n'
+        '\tzzzz  Four letters, no hex\n'
+        '\tz6b9  First not hex\n'
+        '\t26bz  Last not hex\n'
+        '\t\t10de 1851  A subsystem line\n'
+        '\t2237\n'
+        'C 03  Display controller\n'
+        '\t02  3D controller\n'
+        '\t0  One digit\n'
+        '\t021  Three digits\n'
+        '\tzz  No hex\n'
+        '\tz2  First not hex\n'
+        '\t0z  Last not hex\n'
+        '\t2330  Four digits under a class\n')
+    assert db.vendors == {'10de': 'NVIDIA Corporation'}
+    assert db.devices == {('10de', '26b9'): 'AD102GL [L40S]'}
+    assert db.classes == {'0302': '3D controller'}
+
+
+def test_pciids_option_host_and_true_mean_the_hosts_file(tmp_path, monkeypatch):
+    own = tmp_path / 'pci.ids'
+    own.write_text('10de  NVIDIA Corporation\n\t26b9  AD102GL [L40S]\n')
+    other = tmp_path / 'other.ids'
+    other.write_text('1af4  Red Hat, Inc.\n')
+    monkeypatch.setattr(pciids, 'DEFAULT_PATHS', (str(tmp_path / 'absent.ids'), str(own)))
+    for value in ('host', True):
+        assert pciids.from_option(value).vendors == {'10de': 'NVIDIA Corporation'}, value
+    # a path is that file; empty means no database at all
+    assert pciids.from_option(str(other)).vendors == {'1af4': 'Red Hat, Inc.'}
+    assert pciids.from_option('') is None and pciids.from_option(None) is None and pciids.from_option(False) is None
