@@ -49,8 +49,8 @@ def test_parse_lspci_fills_vendor_names_from_the_given_pciids(reference_dir):
     bare = discovery.parse_lspci(text)
     assert [(d['vendor_id'], d['vendor_name']) for d in bare] == [('10de', None), ('10de', 'NVIDIA Corp.')]
     named = discovery.parse_lspci(text, pciids=path)
-    assert [(d['vendor_id'], d['vendor_name']) for d in named] == [('10de', 'NVIDIA Corporation'),
-                                                                    ('10de', 'NVIDIA Corp.')]
+    assert [(d['vendor_id'], d['vendor_name']) for d in named] == [
+        ('10de', 'NVIDIA Corporation'), ('10de', 'NVIDIA Corp.')]
 
 
 def test_permitted_host_devices_leave_vfs_out_unless_asked():
