@@ -21,6 +21,8 @@ import sys
 
 import pytest
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_plan, modprobe
+
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 
@@ -43,9 +45,44 @@ def play_run(tmp_path, play, extra_vars=None, args=(), wrap=(), inventory=None):
 
 # --- reboot role -------------------------------------------------------------------------------------------------
 
+# The host the reboot role reboots, stood in for: no machine may reboot here, and ansible.builtin.reboot refuses the
+# local connection before anything else (so with it nothing after the reboot task ever ran). This connection is the
+# local one under another name, so the reboot action goes on to its check-mode answer (rebooted, nothing run: the
+# runs below hold the reboot task in check mode) and the tasks after it run. It runs nothing but Ansible's own
+# module runs in its temporary directory, and logs which modules those are; anything else (the boot id the reboot
+# action reads first when it really reboots, a shutdown) is refused.
+NO_REBOOT_CONNECTION = """
+from __future__ import annotations
+
+import os
+import re
+
+from ansible.errors import AnsibleConnectionFailure
+from ansible.plugins.connection import local
+
+DOCUMENTATION = local.DOCUMENTATION.replace('name: local', 'name: gpuvirt_no_reboot')
+
+# the shell commands of a module run (ansible/plugins/action/__init__.py, the shell plugin's mkdtemp, chmod, rm)
+ALLOWED = re.compile(r"/bin/sh -c '(echo ~[a-z_]* |[(] umask 77 && mkdir |chmod u[+]rwx |rm -f -r |[^ ']*python[0-9.]* )")
+REFUSED = re.compile(r'boot_id|shutdown|reboot|systemctl|poweroff|halt|init [06]')
+MODULE = re.compile(r"/bin/sh -c '[^ ']*python[0-9.]* [^ ']*/AnsiballZ_([a-z0-9_]+)[.]py && sleep 0'")
+
+
+class Connection(local.Connection):
+    transport = 'gpuvirt_no_reboot'
+
+    def exec_command(self, cmd, in_data=None, sudoable=True):
+        if not ALLOWED.match(cmd) or REFUSED.search(cmd):
+            raise AnsibleConnectionFailure('gpuvirt_no_reboot runs no such command: %r' % cmd)
+        module = MODULE.fullmatch(cmd)
+        if module:
+            with open(os.environ['GPUVIRT_MODULE_LOG'], 'a', encoding='utf-8') as log:
+                log.write(module.group(1) + '\\n')
+        return super().exec_command(cmd, in_data=in_data, sudoable=sudoable)
+"""
+
 REBOOT_PLAY = """
 - hosts: localhost
-  connection: local
   gather_facts: false
   vars:
     reboot_drain: false
@@ -55,6 +92,12 @@ REBOOT_PLAY = """
         name: gpuvirt.provision.reboot
       vars:
         reboot_pending_reasons: []
+    - name: Nothing pending, and not allowed to reboot
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+      vars:
+        reboot_pending_reasons: []
+        reboot_allowed: "false"
     - name: Pending, but every reason handled by this run's reboot already
       ansible.builtin.include_role:
         name: gpuvirt.provision.reboot
@@ -62,7 +105,7 @@ REBOOT_PLAY = """
         reboot_pending_reasons: ['kernel_args: a']
         reboot_handled: ['kernel_args: a']
         reboot_done: true
-    - name: Show the first two decisions
+    - name: Show the first three decisions
       ansible.builtin.debug:
         msg: "QUIET={{ {'done': reboot_done | default(false), 'handled': reboot_handled | default([])} | to_json | b64encode }}"
     - name: Pending and not allowed
@@ -90,38 +133,193 @@ REBOOT_PLAY = """
         - name: Show why it stopped
           ansible.builtin.debug:
             msg: "TWICE={{ {'task': ansible_failed_task.name, 'msg': ansible_failed_result.msg} | to_json | b64encode }}"
-    - name: Pending and allowed, first time
+    - name: Pending and allowed, first time (check mode; the running kernel lacks what the reboot is for)
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+      vars:
+        reboot_pending_reasons: ['kernel_args: a']
+        reboot_verify_args: [gpuvirt_never_on_a_command_line=1]
+    - name: Show what the role recorded
+      ansible.builtin.debug:
+        msg: "REBOOT={{ {'done': reboot_done, 'handled': reboot_handled} | to_json | b64encode }}"
+
+# TLS verification off for the drain: warned once per run (run_once), and not at all when the cluster role resolved
+# the cluster settings in this run (it warned then)
+- name: Two hosts, verification off
+  hosts: gpu-a,gpu-b
+  gather_facts: false
+  vars:
+    reboot_drain: false
+    gpuvirt_validate_certs: false
+  tasks:
+    - name: Nothing pending
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+      vars:
+        reboot_pending_reasons: []
+
+- name: The cluster settings resolved in this run
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: As the cluster role leaves them
+      ansible.builtin.set_fact:
+        gpuvirt_cluster: {}
+
+- name: Verification off, the cluster role already warned
+  hosts: gpu-a
+  gather_facts: false
+  vars:
+    reboot_drain: false
+    gpuvirt_validate_certs: false
+  tasks:
+    - name: Nothing pending
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.reboot
+      vars:
+        reboot_pending_reasons: []
+"""
+
+# A run that is no check run, the reboot itself held in check mode (a block's check_mode reaches every task of the
+# role; ansible_check_mode stays false): what the role does after a reboot, checking the new running kernel
+REBOOTED_PLAY = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    reboot_drain: false
+  tasks:
+    - name: The reboot held in check mode
+      check_mode: true
       block:
-        - name: Run the role
+        - name: The boot loader change was not picked up
+          block:
+            - name: Run the role
+              ansible.builtin.include_role:
+                name: gpuvirt.provision.reboot
+              vars:
+                reboot_pending_reasons: ['kernel_args: a']
+                reboot_verify_args: [intel_iommu=on, iommu=pt]
+                reboot_verify_remove: [nomodeset]
+          rescue:
+            - name: Show why it stopped
+              ansible.builtin.debug:
+                msg: "NOT_PICKED_UP={{ {'task': ansible_failed_task.name, 'msg': ansible_failed_result.msg} | to_json | b64encode }}"
+        - name: Show that a failed verification records no reboot
+          ansible.builtin.debug:
+            msg: "AFTER_FAILED={{ reboot_done | default('unset') | to_json | b64encode }}"
+        - name: Rebooted into the arguments
           ansible.builtin.include_role:
             name: gpuvirt.provision.reboot
           vars:
             reboot_pending_reasons: ['kernel_args: a']
-      rescue:
-        - name: Show where it stopped
+            reboot_verify_args: [iommu=pt]
+            reboot_verify_remove: [nouveau.modeset=0]
+        - name: Show what the role recorded
           ansible.builtin.debug:
-            msg: "REBOOT={{ {'task': ansible_failed_task.name, 'msg': ansible_failed_result.msg} | to_json | b64encode }}"
+            msg: "REBOOTED={{ {'done': reboot_done, 'handled': reboot_handled} | to_json | b64encode }}"
+        - name: The same reasons again, as the next role's include sees them
+          ansible.builtin.include_role:
+            name: gpuvirt.provision.reboot
+          vars:
+            reboot_pending_reasons: ['kernel_args: a']
+        - name: A new reason after the reboot
+          block:
+            - name: Run the role
+              ansible.builtin.include_role:
+                name: gpuvirt.provision.reboot
+              vars:
+                reboot_pending_reasons: ['kernel_args: a', 'nouveau: b']
+          rescue:
+            - name: Show why it stopped
+              ansible.builtin.debug:
+                msg: "SECOND={{ {'task': ansible_failed_task.name, 'msg': ansible_failed_result.msg} | to_json | b64encode }}"
 """
 
 
+def reboot_run(tmp_path, play, args=(), cmdline=None):
+    """``play`` through the stand-in host connection above (hosts localhost, gpu-a, gpu-b); with ``cmdline``, in a
+    mount namespace of its own whose /proc/cmdline reads that text. Returns rc, the output and the modules run."""
+    plugins = tmp_path / 'connection_plugins'
+    plugins.mkdir(exist_ok=True)
+    (plugins / 'gpuvirt_no_reboot.py').write_text(NO_REBOOT_CONNECTION)
+    log = tmp_path / 'modules.log'
+    log.write_text('')
+    wrap = []
+    if cmdline is not None:
+        unshare = shutil.which('unshare')
+        if not unshare:
+            pytest.fail('needs unshare (util-linux, in every Debian install)')
+        (tmp_path / 'cmdline').write_text(cmdline + '\n')
+        wrap = [unshare, '--mount'] + ([] if os.geteuid() == 0 else ['--map-root-user']) + [
+            'sh', '-c', 'mount --bind "$0" /proc/cmdline && exec "$@"', str(tmp_path / 'cmdline')]
+        probe = subprocess.run(wrap + ['cat', '/proc/cmdline'], capture_output=True, text=True, check=False)
+        if probe.returncode != 0 or probe.stdout != cmdline + '\n':
+            reason = 'no private mount namespace here (unshare --mount: %s)' % probe.stderr.strip()
+            if os.environ.get('GPUVIRT_REQUIRE_TOOLS') == '1':
+                pytest.fail(reason + '; GPUVIRT_REQUIRE_TOOLS=1: run the unit tests as root or where user '
+                            'namespaces are allowed')
+            pytest.skip(reason)
+    os.environ['GPUVIRT_MODULE_LOG'] = str(log)
+    try:
+        rc, out = play_run(tmp_path, play, {'ansible_connection': 'gpuvirt_no_reboot'}, args=args, wrap=wrap,
+                           inventory='localhost,gpu-a,gpu-b,')
+    finally:
+        del os.environ['GPUVIRT_MODULE_LOG']
+    return rc, out, log.read_text().split()
+
+
 def test_reboot_decisions(tmp_path):
-    rc, out = play_run(tmp_path, REBOOT_PLAY, args=['--check'])
+    rc, out, modules = reboot_run(tmp_path, REBOOT_PLAY, args=['--check'])
     assert rc == 0, out
     text = ' '.join(out.split())
-    # nothing pending, or only what this run's reboot handled: no reboot, nothing recorded
-    assert text.count('localhost: nothing pending, no reboot.') == 2, out
+    # nothing pending (allowed to reboot or not), or only what this run's reboot handled: no reboot, nothing recorded
+    assert text.count('localhost: nothing pending, no reboot.') == 3, out
     assert shown(out, 'QUIET') == {'done': False, 'handled': []}, out
     # pending but reboot_allowed false (as a survey passes it): stopped, naming the reasons and the variable
-    stopped = shown(out, 'NOT_ALLOWED')
-    assert 'needs a reboot but reboot_allowed is false: kernel_args: a; nouveau: b' in stopped, stopped
+    assert shown(out, 'NOT_ALLOWED') == (
+        'localhost needs a reboot but reboot_allowed is false: kernel_args: a; nouveau: b. Reboot it yourself (drain '
+        'it first when it is a Kubernetes node) or run again with reboot_allowed=true.'), out
     # a reason left after this run's reboot stops the host instead of rebooting it a second time
     twice = shown(out, 'TWICE')
-    assert twice['task'] == 'Fail instead of rebooting a second time in this run', twice
-    assert 'already rebooted in this run and still has pending changes: nouveau: b.' in twice['msg'], twice
-    # pending, allowed, not yet rebooted: the role goes to the reboot, which refuses the local connection here
-    reboot = shown(out, 'REBOOT')
-    assert reboot['task'].startswith('Reboot the host for kernel_args: a'), reboot
-    assert 'would reboot the control node' in reboot['msg'], reboot
+    assert twice == {'task': 'Fail instead of rebooting a second time in this run', 'msg': (
+        'localhost was already rebooted in this run and still has pending changes: nouveau: b. Check the boot loader '
+        'configuration and the serial console.')}, twice
+    # pending, allowed, not yet rebooted: the reboot (a preview in check mode), recorded as done for its reasons;
+    # the running kernel is not checked in a preview (it is still the old one): no module ran on the host
+    assert 'TASK [gpuvirt.provision.reboot : Reboot the host for kernel_args: a]' in out, out
+    assert shown(out, 'REBOOT') == {'done': True, 'handled': ['kernel_args: a']}, out
+    assert modules == [], (modules, out)
+    # verification off: the warning once in the two-host play, none where it is on or where the cluster role ran
+    warning = ("WARNING: gpuvirt_validate_certs is false: the API server's certificate is not verified while the node "
+               "is cordoned, drained and uncordoned.")
+    # (the YAML callback prints the message single-quoted: its apostrophe doubled)
+    plays = text.replace("''", "'").split('PLAY [')
+    assert [play.split(']')[0] for play in plays if warning in play] == ['Two hosts, verification off'], out
+    assert text.replace("''", "'").count(warning) == 1, out
+    assert 'gpu-a: nothing pending, no reboot.' in plays[2] and 'gpu-b: nothing pending, no reboot.' in plays[2], out
+    # every check of the role is quiet when it passes
+    assert 'All assertions passed' not in out, out
+
+
+def test_reboot_checks_the_running_kernel_after_it(tmp_path):
+    rc, out, modules = reboot_run(tmp_path, REBOOTED_PLAY, cmdline='BOOT_IMAGE=/boot/vmlinuz-6.1.0-28-amd64 '
+                                  'root=UUID=0b1c ro quiet iommu=pt nomodeset')
+    assert rc == 0, out
+    # the new kernel lacks an argument and keeps one to remove: the host stops, naming both, and no reboot is recorded
+    assert shown(out, 'NOT_PICKED_UP') == {'task': 'Fail when the new kernel lacks the arguments', 'msg': (
+        'localhost rebooted but its /proc/cmdline lacks intel_iommu=on and still has nomodeset: the boot loader did '
+        'not pick up the change (check the GRUB default entry and /boot/grub/grub.cfg).')}, out
+    assert shown(out, 'AFTER_FAILED') == 'unset', out
+    # the new kernel has what it was rebooted for: the reboot is recorded with its reasons, which the next include
+    # does not reboot for again; a new reason stops the host instead of a second reboot
+    assert shown(out, 'REBOOTED') == {'done': True, 'handled': ['kernel_args: a']}, out
+    assert ' '.join(out.split()).count('localhost: nothing pending, no reboot.') == 1, out
+    assert shown(out, 'SECOND') == {'task': 'Fail instead of rebooting a second time in this run', 'msg': (
+        'localhost was already rebooted in this run and still has pending changes: nouveau: b. Check the boot loader '
+        'configuration and the serial console.')}, out
+    # one look at the running kernel per reboot, and nothing else run on the host (no drain: reboot_drain false)
+    assert modules == ['kernel_cmdline', 'kernel_cmdline'], (modules, out)
+    assert 'All assertions passed' not in out, out
 
 
 # --- nouveau role ------------------------------------------------------------------------------------------------
@@ -141,9 +339,22 @@ NOUVEAU_PLAY = """
       ansible.builtin.stat:
         path: "{{ nouveau_modprobe_path }}"
       register: blacklist_file
+    - name: Read the blacklist
+      ansible.builtin.slurp:
+        src: "{{ nouveau_modprobe_path }}"
+      register: blacklist_text
     - name: Show the reasons and whether the blacklist is there
       ansible.builtin.debug:
-        msg: "DEFAULT={{ nouveau_reboot_reasons | to_json | b64encode }} FILE={{ blacklist_file.stat.exists | to_json | b64encode }}"
+        msg: >-
+          DEFAULT={{ nouveau_reboot_reasons | to_json | b64encode }}
+          FILE={{ blacklist_file.stat.exists | to_json | b64encode }}
+          TEXT={{ blacklist_text.content | b64decode | to_json | b64encode }}
+    - name: The initramfs rebuild allowed, a host without images
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.nouveau
+      vars:
+        nouveau_initramfs_rebuild: true
+        nouveau_initramfs_dir: "{{ no_images }}"
     - name: The user said not to reboot for a loaded nouveau
       ansible.builtin.include_role:
         name: gpuvirt.provision.nouveau
@@ -167,7 +378,17 @@ NOUVEAU_PLAY = """
         nouveau_blacklist: false
     - name: Show the reasons
       ansible.builtin.debug:
-        msg: "NO_BLACKLIST={{ nouveau_reboot_reasons | to_json | b64encode }}"
+        msg: "NO_BLACKLIST={{ nouveau_reboot_reasons | to_json | b64encode }} TOOK_BACK={{ nouveau_absent_result.removed | to_json | b64encode }}"
+    - name: Take back again, the blacklist already gone
+      ansible.builtin.include_role:
+        name: gpuvirt.provision.nouveau
+      vars:
+        nouveau_state: absent
+    - name: Show what the second take-back wrote and removed
+      ansible.builtin.debug:
+        msg: >-
+          AGAIN={{ {'written': nouveau_blacklist_result is not skipped, 'removed': nouveau_absent_result.removed,
+          'reasons': nouveau_reboot_reasons} | to_json | b64encode }}
 """
 
 
@@ -199,21 +420,34 @@ def nouveau_run(tmp_path, loaded):
                         'are allowed')
         pytest.skip(reason)
     path = root / 'etc' / 'modprobe.d' / 'gpuvirt-blacklist-nouveau.conf'
-    rc, out = play_run(tmp_path, NOUVEAU_PLAY, {'nouveau_modprobe_path': str(path)}, wrap=wrap)
+    no_images = tmp_path / 'no-images'
+    no_images.mkdir()
+    rc, out = play_run(tmp_path, NOUVEAU_PLAY, {'nouveau_modprobe_path': str(path), 'no_images': str(no_images)},
+                       wrap=wrap)
     return rc, out, path
 
 
 def test_nouveau_reboot_reason(tmp_path):
     rc, out, path = nouveau_run(tmp_path, loaded=True)
     assert rc == 0, out
-    # the default run leaves the blacklist in place (the last run below takes it out)
+    # the default run leaves the blacklist in place (the last runs below take it out), with the bytes host_plan
+    # predicts for it (a header the plan does not expect would show the host as changed on every plan)
     assert shown(out, 'FILE') is True, out
+    assert shown(out, 'TEXT') == modprobe.blacklist_text('nouveau', host_plan.NOUVEAU_HEADER), out
+    # the initramfs rebuild is looked at only where nouveau_initramfs_rebuild allows it (this test's runs set it
+    # false but one, whose image directory is empty): the other runs never look for an image
+    text = ' '.join(out.split())
+    assert text.count('No initramfs image under ') == 1, out
+    assert 'No initramfs image under %s on localhost: nothing to rebuild.' % (tmp_path / 'no-images') in text, out
     # loaded and blacklisted: a reboot is pending, unless the user said not to (as a boolean or a survey string)
     assert shown(out, 'DEFAULT') == ['nouveau: module loaded, blacklisted from the next boot'], out
     assert shown(out, 'NO_REBOOT') == [] and shown(out, 'NO_REBOOT_TEXT') == [], out
     assert 'nouveau_reboot_if_loaded is false: no reboot requested' in ' '.join(out.split()), out
     # no blacklist: nothing keeps nouveau from the next boot, so no reboot is pending for it; the file is gone
     assert shown(out, 'NO_BLACKLIST') == [] and not path.exists(), out
+    assert shown(out, 'TOOK_BACK') == [str(path)], out
+    # taking back where there is nothing to take back writes nothing first and removes nothing
+    assert shown(out, 'AGAIN') == {'written': False, 'removed': [], 'reasons': []}, out
 
 
 def test_nouveau_not_loaded_asks_for_no_reboot(tmp_path):

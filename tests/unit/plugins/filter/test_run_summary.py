@@ -52,6 +52,11 @@ KV_REPORT = {'featureGates': ['GPU'], 'mediatedDevicesConfiguration': {'enabled'
     (([], 'kubevirt', 'apply', False, [], KV_REPORT),
      'KubeVirt CR permits no GPU device (no host of the run wants one); already as wanted, not written (with feature '
      'gates GPU; mediated device configuration off)'),
+    # the mediated device switch on, the gates given as a map (only those set true are named)
+    (([], 'kubevirt', 'apply', False, [], {'featureGates': {'GPU': True, 'HostDevices': False},
+                                           'mediatedDevicesConfiguration': {'enabled': True}}),
+     'KubeVirt CR permits no GPU device (no host of the run wants one); already as wanted, not written (with feature '
+     'gates GPU; mediated device configuration on)'),
     ((['nvidia.com/GA102GL_A10'], 'hco', 'apply', True, [], {}, True),
      'HyperConverged permits nvidia.com/GA102GL_A10; would be updated (not written: a preview)'),
     ((['nvidia.com/GA102GL_A10'], 'hco', 'render', None, ['60-kubevirt-devices-x.yaml'], {}),

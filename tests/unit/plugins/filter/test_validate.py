@@ -66,3 +66,28 @@ def test_the_crds_applied_before_a_helm_upgrade_are_checked_in_the_task():
         validate.checked([crd, secret], 'gpu_operator_crds', 'the CRDs')
     with pytest.raises(AnsibleFilterError, match='the CRDs: .* is not a non-empty list'):
         validate.checked('clusterpolicies.nvidia.com', 'gpu_operator_crds', 'the CRDs')
+
+
+def test_the_grammars_the_roles_name():
+    # each name a role's task passes to checked (a renamed or emptied key fails that task at run time)
+    assert set(validate.GRAMMARS) == {
+        'dns1123_label', 'dns1123_subdomain', 'label_value', 'helm_release_name', 'semver', 'k8s_uid', 'helm_binary',
+        'repo_url', 'chart_ref', 'oci_registry', 'oci_repository', 'oci_reference', 'gpu_hosts_pattern',
+        'positive_int', 'percentage', 'reboot_message', 'pem_certificates', 'gpu_operator_crds'}
+
+
+# a PEM block by its form: one DER SEQUENCE (holding the INTEGER 0) whose length fills it
+PEM = '-----BEGIN CERTIFICATE-----\nMAMCAQA=\n-----END CERTIFICATE-----\n'
+
+
+@pytest.mark.parametrize('grammar, good, bad', [
+    ('chart_ref', 'nvidia/gpu-operator', 'nvidia/gpu-operator --post-renderer=/tmp/x'),
+    ('oci_reference', 'registry.example.com/nvidia/vgpu-manager:550.90.05-ubuntu22.04', 'registry.example.com/a b'),
+    ('positive_int', '600', '0'),
+    ('percentage', '0', '101'),
+    ('pem_certificates', PEM, PEM.replace('CERTIFICATE', 'PRIVATE KEY')),
+])
+def test_checked_grammars_take_their_value_and_refuse_the_neighbour(grammar, good, bad):
+    assert validate.checked(good, grammar, 'the_input') == (int(good) if good.isdigit() else good)
+    with pytest.raises(AnsibleFilterError, match='the_input'):
+        validate.checked(bad, grammar, 'the_input')

@@ -96,3 +96,46 @@ def test_a_git_build_takes_its_context_from_the_clone_only():
     for other in (TMP + '/clone', TMP + '/clone/vgpu-manager', '/srv/ctx', TMP + 'clone/vgpu-manager/rhel9'):
         with pytest.raises(AnsibleFilterError, match='the build context is'):
             f.vgpu_image_build(_facts(context_dir=other), TMP, inputs)
+
+
+def test_the_build_directory_must_be_in_the_parent_the_inputs_name():
+    assert f.vgpu_image_build(_facts(), TMP, dict(INPUTS, tmp_parent='/tmp'))['podman_argv'][-1] == (
+        TMP + '/context-ubuntu22.04')
+    with pytest.raises(AnsibleFilterError, match='is not in vgpu_manager_image_tmp_parent /srv'):
+        f.vgpu_image_build(_facts(), TMP, dict(INPUTS, tmp_parent='/srv'))
+
+
+def test_a_context_with_a_parent_component_is_refused_even_as_the_inputs_name_it():
+    context = '/srv/build/../ctx'
+    with pytest.raises(AnsibleFilterError, match='the build context is'):
+        f.vgpu_image_build(_facts(context_dir=context), TMP, dict(INPUTS, context_dir=context))
+    # the same folder named without the parent component is taken
+    assert f.vgpu_image_build(_facts(context_dir='/srv/ctx'), TMP, dict(INPUTS, context_dir='/srv/ctx'))['context'] == (
+        '/srv/ctx')
+
+
+def test_a_build_file_the_inputs_name_must_be_a_relative_path_the_module_found():
+    wanted = 'rhel9/Containerfile'
+    # the module found another file than the one named, or the named one is outside the context: refused
+    for found, named in (('Containerfile', wanted), ('../Containerfile', '../Containerfile'),
+                         ('/etc/Containerfile', '/etc/Containerfile')):
+        with pytest.raises(AnsibleFilterError, match='vgpu_manager_image_containerfile is'):
+            f.vgpu_image_build(_facts(containerfile=found), TMP, dict(INPUTS, containerfile=named))
+
+
+def test_a_bad_image_reference_names_the_filter():
+    with pytest.raises(AnsibleFilterError, match='^vgpu_image_ref: '):
+        f.vgpu_image_ref(_facts(os_tag='ubuntu22.04 --tls-verify=false'), 'registry.example.com:5000', 'nvidia',
+                         'vgpu-manager', '550.90.05')
+
+
+def test_a_context_that_is_no_string_is_refused_even_as_the_inputs_name_it():
+    for context in (5, b'/srv/ctx'):
+        with pytest.raises(AnsibleFilterError, match='the build context is'):
+            f.vgpu_image_build(_facts(context_dir=context), TMP, dict(INPUTS, context_dir=context))
+
+
+def test_a_credential_of_4096_characters_is_taken_one_more_is_refused():
+    assert f.vgpu_image_credential('p' * 4096, 'vgpu_manager_image_registry_password') == 'p' * 4096
+    with pytest.raises(AnsibleFilterError, match='at most 4096 characters'):
+        f.vgpu_image_credential('p' * 4097, 'vgpu_manager_image_registry_password')

@@ -691,3 +691,51 @@ def test_property_both_backends_boot_the_same_effective_line(tmp_path_factory, d
 def test_the_role_backend_is_one_rule_for_the_role_and_the_plan(chosen, family, major, backend):
     # roles/kernel_args and host_prep.yml's plan play both call it (filter kernel_args_backend)
     assert kc.role_backend(chosen, family, major) == backend
+
+
+# What chooses PID 1 or the initramfs shell, the root disk, or turns a protection off (kernel-parameters.txt,
+# dracut.cmdline(7), systemd-system.conf), spelled out here rather than read from the module: a key dropped from its
+# denylist must fail this test
+NEVER_REMOVED = ('init', 'rdinit', 'root', 'rootflags', 'rootfstype', 'nfsroot', 'ro', 'rw', 'resume', 'single',
+                 'emergency', 'rescue', 's', 'S', '1', 'break', 'selinux', 'enforcing', 'apparmor', 'security', 'lsm',
+                 'lockdown', 'module.sig_enforce', 'ima_appraise', 'ima_policy', 'systemd.unit', 'systemd.debug_shell',
+                 'systemd.confirm_spawn', 'systemd.setenv', 'rd.lvm.lv', 'rd.luks.uuid', 'rd.break', 'rd.md.uuid',
+                 'mount.usr')
+
+
+@pytest.mark.parametrize('key', NEVER_REMOVED)
+def test_a_remove_pattern_naming_a_boot_or_protection_key_is_refused(key):
+    with pytest.raises(kc.CmdlineError) as e:
+        kc.validate_patterns(['nomodeset', key])
+    hit = str(e.value).split(' would remove ', 1)[1].split(': the collection', 1)[0].split(', ')
+    assert key in hit, str(e.value)
+    # with a value or a glob on the value too
+    with pytest.raises(kc.CmdlineError, match='would remove'):
+        kc.validate_patterns([key + '=*'])
+
+
+def test_remove_patterns_of_the_parameters_the_collection_sets_are_taken():
+    kc.validate_patterns(['nomodeset', 'nouveau.modeset=0', 'intel_iommu=*', 'vfio_pci.ids', 'rd.driver.blacklist=*'])
+
+
+def test_an_unknown_cpu_vendor_is_refused_naming_the_two_known():
+    assert kc.iommu_args('intel') == ['intel_iommu=on', 'iommu=pt'] and kc.iommu_args('amd', False) == ['amd_iommu=on']
+    with pytest.raises(kc.CmdlineError, match=r"^CPU vendor 'arm' is not intel or amd$"):
+        kc.iommu_args('arm')
+
+
+def test_a_double_quoted_backslash_escapes_only_what_sh_escapes_there():
+    # in double quotes a backslash escapes only \ " $ and ` (POSIX sh, 2.2.3); before anything else it stays
+    text = 'GRUB_CMDLINE_LINUX="quiet a\\x b\\\\c \\"q\\" \\$d \\`e"\n'
+    assert kc.grub_default_get(text, 'GRUB_CMDLINE_LINUX') == sh_value(text.encode()) == 'quiet a\\x b\\c "q" $d `e'
+
+
+def test_the_host_rule_asks_for_iommu_passthrough_by_default():
+    assert kc.host_iommu_args('intel') == ['intel_iommu=on', 'iommu=pt']
+    assert kc.host_iommu_args('intel', False) == ['intel_iommu=on']
+
+
+def test_sh_reads_a_file_with_bytes_that_are_not_utf8():
+    # a Latin-1 byte in another variable (a distributor name saved by an old editor): read, kept as a surrogate
+    data = b'GRUB_CMDLINE_LINUX="quiet"\nGRUB_DISTRIBUTOR="D\xe9bian"\n'
+    assert kc.sh_readings(data, ['GRUB_CMDLINE_LINUX', 'GRUB_DISTRIBUTOR']) == ['quiet', 'D\udce9bian']

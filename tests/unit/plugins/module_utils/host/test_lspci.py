@@ -258,3 +258,76 @@ def test_a_vmm_slot_that_is_not_a_pci_address_stops_the_parse(fixtures_dir, slot
     assert spoiled != text
     with pytest.raises(lspci.LspciError, match='a Slot line of the lspci output is not a PCI address'):
         lspci.parse(spoiled)
+
+
+def test_pciids_keeps_only_four_hex_digit_devices_under_a_vendor_and_two_hex_digit_subclasses():
+    db = pciids.parse(
+        '# a comment\n'
+        '\t0001  A device line before any vendor\n'
+        '10DE  NVIDIA Corporation\n'
+        '\t26B9  AD102GL [L40S]\n'
+        '\t26b  Three digits\n'
+        '\t26b90  Five digits\n'
+        '\tzzzz  Four letters, no hex\n'
+        '\tz6b9  First not hex\n'
+        '\t26bz  Last not hex\n'
+        '\t\t10de 1851  A subsystem line\n'
+        '\t2237\n'
+        'C 03  Display controller\n'
+        '\t02  3D controller\n'
+        '\t0  One digit\n'
+        '\t021  Three digits\n'
+        '\tzz  No hex\n'
+        '\tz2  First not hex\n'
+        '\t0z  Last not hex\n'
+        '\t2330  Four digits under a class\n')
+    assert db.vendors == {'10de': 'NVIDIA Corporation'}
+    assert db.devices == {('10de', '26b9'): 'AD102GL [L40S]'}
+    assert db.classes == {'0302': '3D controller'}
+
+
+def test_pciids_option_host_and_true_mean_the_hosts_file(tmp_path, monkeypatch):
+    own = tmp_path / 'pci.ids'
+    own.write_text('10de  NVIDIA Corporation\n\t26b9  AD102GL [L40S]\n')
+    other = tmp_path / 'other.ids'
+    other.write_text('1af4  Red Hat, Inc.\n')
+    monkeypatch.setattr(pciids, 'DEFAULT_PATHS', (str(tmp_path / 'absent.ids'), str(own)))
+    for value in ('host', True):
+        assert pciids.from_option(value).vendors == {'10de': 'NVIDIA Corporation'}, value
+    # a path is that file; empty means no database at all
+    assert pciids.from_option(str(other)).vendors == {'1af4': 'Red Hat, Inc.'}
+    assert pciids.from_option('') is None and pciids.from_option(None) is None and pciids.from_option(False) is None
+
+
+def test_mm_names_fill_their_own_fields():
+    d = lspci.parse('41:00.0 "3D controller" "NVIDIA Corporation" "AD102GL [L40S]" -ra1 "NVIDIA Corporation" '
+                    '"Device 1851"\n')[0]
+    assert (d['class_name'], d['class_id'], d['vendor_name'], d['device_name'], d['subsystem_name'], d['revision']) == (
+        '3D controller', '0302', 'NVIDIA Corporation', 'AD102GL [L40S]', 'NVIDIA Corporation Device 1851', 'a1')
+
+
+def test_vm_record_takes_its_address_from_the_first_device_line_and_its_name_from_the_second():
+    # lspci -vm: the record's first key is Device (the address), a second Device line is the device's name
+    d = lspci.parse('Device:\t41:00.0\nClass:\t3D controller\nVendor:\tNVIDIA Corporation\nDevice:\tAD102GL [L40S]\n'
+                    'Rev:\ta1\n')[0]
+    assert (d['bdf'], d['class_id'], d['vendor_name'], d['device_name']) == (
+        '0000:41:00.0', '0302', 'NVIDIA Corporation', 'AD102GL [L40S]')
+
+
+def test_vendor_index_skips_names_it_cannot_use_and_keeps_the_rest():
+    index = lspci.vendor_index({'': '0000', 'x' * (lspci.VENDOR_NAME_MAX + 1): '1111', 'NVIDIA Corporation': '10de',
+                                'Red Hat, Inc.': '1af4'})
+    assert index.ids == {'NVIDIA Corporation': '10de', 'Red Hat, Inc.': '1af4'}
+    assert index.by_id == {'10de': 'NVIDIA Corporation', '1af4': 'Red Hat, Inc.'}
+
+
+def test_a_pciids_file_of_32_mib_is_read_and_one_byte_more_is_refused(tmp_path):
+    # sparse files: no 32 MiB written; the bound is the module's own (32 MiB, pci.ids is about 1.5 MB today)
+    at, over = tmp_path / 'at.ids', tmp_path / 'over.ids'
+    with open(at, 'wb') as f:
+        f.truncate(32 * 1024 * 1024)
+    with open(over, 'wb') as f:
+        f.truncate(32 * 1024 * 1024 + 1)
+    assert pciids.load(str(at)).vendors == {}
+    with pytest.raises(pciids.PciIdsError, match='not a readable regular file of at most 33554432 bytes'):
+        pciids.load(str(over))

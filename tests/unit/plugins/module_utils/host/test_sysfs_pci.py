@@ -82,3 +82,19 @@ def test_non_utf8_creatable_vgpu_types_named(fixtures_dir, sysfs):
         f.write(real + b'\xc3\x28\n')
     with pytest.raises(vgpu_types.VgpuError, match=r'creatable_vgpu_types, line \d+: byte 0xc3'):
         vgpu_types.discover(sysfs.root)
+
+
+def test_the_class_filter_keeps_only_devices_of_those_classes(tmp_path):
+    text = ('41:00.0 "3D controller [0302]" "NVIDIA Corporation [10de]" "AD102GL [L40S] [26b9]" -ra1 "" ""\n'
+            '41:00.1 "Audio device [0403]" "NVIDIA Corporation [10de]" "Device [22ba]" -ra1 "" ""\n')
+    assert [d['bdf'] for d in sysfs_pci.discover(text, str(tmp_path), classes=['03'])['devices']] == ['0000:41:00.0']
+    assert [d['bdf'] for d in sysfs_pci.discover(text, str(tmp_path), classes=['0403'])['devices']] == ['0000:41:00.1']
+    assert [d['bdf'] for d in sysfs_pci.discover(text, str(tmp_path))['devices']] == ['0000:41:00.0', '0000:41:00.1']
+
+
+def test_the_iommu_summary_says_whether_it_is_on_and_where_it_looked():
+    assert sysfs_pci.iommu_summary('/sys', {'0': ['0000:41:00.0'], '1': ['0000:42:00.0']}) == {
+        'enabled': True, 'groups': 2, 'message': 'IOMMU is on: 2 groups under /sys/kernel/iommu_groups'}
+    off = sysfs_pci.iommu_summary('/sys', {})
+    assert off['enabled'] is False and off['groups'] == 0
+    assert off['message'].startswith('IOMMU is off: no groups under /sys/kernel/iommu_groups; '), off

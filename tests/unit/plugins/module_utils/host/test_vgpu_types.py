@@ -158,3 +158,21 @@ def test_huge_counts_are_unreadable_not_a_traceback(sysfs):
     (t,) = res['parents'][0]['types']
     assert t['available_instances'] is None and t['framebuffer_mib'] is None
     assert res['state'] == 'unreadable'
+
+
+def test_creatable_types_are_read_up_to_1024_and_refused_past():
+    def listing(count):
+        return 'ID    : vGPU Name\n' + ''.join('%d  : NVIDIA T-%dQ\n' % (n, n) for n in range(1, count + 1))
+    assert len(vt.parse_creatable(listing(1024))) == 1024
+    with pytest.raises(vt.VgpuError, match='lists more than 1024 vGPU types'):
+        vt.parse_creatable(listing(1025))
+
+
+def test_an_unreadable_summary_names_the_first_five_problems():
+    parent = {'parent': '0000:41:00.4', 'interface': 'vendor_vfio', 'physfn': '0000:41:00.0',
+              'types': [{'name': 'NVIDIA L40S-24Q', 'available_instances': None}], 'devices': [], 'current_type': None}
+    problems = ['problem %d' % n for n in range(1, 7)]
+    summary = vt.summarise([parent], problems)
+    assert summary['state'] == 'unreadable'
+    assert summary['message'].endswith('available_instances is unreadable: problem 1; problem 2; problem 3; '
+                                       'problem 4; problem 5'), summary
