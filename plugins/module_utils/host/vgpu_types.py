@@ -171,10 +171,45 @@ def _brief(value):
     return text if len(text) <= 100 else text[:100] + '...'
 
 
+# How deeply mdevctl JSON may nest (its own is five levels deep): checked before json.loads, whose refusal of a deeper
+# text depends on the interpreter's recursion limit (a RecursionError at about sys.getrecursionlimit() levels), so
+# that the same text is refused, with the same message, whatever that limit is.
+MDEVCTL_JSON_MAX_DEPTH = 1000
+
+
+def json_depth(text):
+    """The deepest nesting of arrays and objects in JSON ``text`` (brackets inside strings not counted), read in one
+    pass; stops counting once past MDEVCTL_JSON_MAX_DEPTH."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == '\\':
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in '[{':
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MDEVCTL_JSON_MAX_DEPTH:
+                    break
+        elif char in ']}':
+            depth -= 1
+    return deepest
+
+
 def parse_mdevctl_json(text, problems=None):
     """`mdevctl types --dumpjson`: [{parent: [{type_id: {available_instances, device_api, name, description}}]}]."""
     problems = [] if problems is None else problems
     shape = 'expected [{parent: [{type_id: {name, description, available_instances, device_api}}]}]'
+    if isinstance(text, str) and json_depth(text) > MDEVCTL_JSON_MAX_DEPTH:
+        raise VgpuError('mdevctl_json nests arrays or objects too deeply to read (more than %d levels); %s, as mdevctl '
+                        'types --dumpjson prints' % (MDEVCTL_JSON_MAX_DEPTH, shape))
     try:
         data = json.loads(text) if isinstance(text, str) else text
     except ValueError as e:

@@ -44,13 +44,16 @@ EXAMPLE = os.path.join(ROOT, 'inventories', 'example')
 
 
 # The example host whose saved facts a pool's host takes, chosen by the pool's row (so a new row is run without a
-# test edit): a vGPU pool's host the A10 vGPU host's facts and a vGPU config name; a pool of nvidia.com/gpu the
-# container host's; a DRA pool the DRA host's; any other the passthrough host's (a whole GPU, unbound).
+# test edit): a vGPU pool's host the A10 vGPU host's facts and a vGPU config name; a pool NVIDIA's device plugin
+# advertises the container host's (an HGX H100: whole GPUs or MIG slices); a DRA pool the DRA host's; any other the
+# passthrough host's (a whole GPU, unbound).
 def facts_host(pool):
     traits = fleet.pool_traits(pool)
     if traits['vgpu']:
         return 'gpu-v01.example.com'
-    return {'gpu': 'gpu-c01.example.com', 'dra': 'gpu-p02.example.com'}.get(traits['resource'], 'gpu-p01.example.com')
+    if traits['device_plugin']:
+        return 'gpu-c01.example.com'
+    return 'gpu-p02.example.com' if traits['dra_driver'] else 'gpu-p01.example.com'
 
 
 def host_vars(pool):
@@ -101,23 +104,26 @@ NO_VGPU_VARS = {'gpu_operator_vgpu_configs': {}, 'gpu_operator_vgpu_config_defau
 
 
 def _pools(without):
-    """The pools whose nodes advertise no ``without`` resource (the pool table's resource trait)."""
-    return [p for p in fleet.POOLS if fleet.pool_traits(p)['resource'] != without]
+    """The pools whose row does not set the column ``without`` (dra_driver, device_plugin)."""
+    return [p for p in fleet.POOLS if not fleet.pool_traits(p)[without]]
 
 
 # One fleet per run, chosen so that together they take every pool on every platform and each whole-fleet branch.
-# The GPU Operator serves no DRA node beside a node of the classic device plugin (nvidia.com/gpu) under one
-# ClusterPolicy (the gpu_operator role refuses it: docs/pools/dra.md, "The operator validator"), so the pools are
-# split in two fleets; a fleet of only DRA hosts takes the GPU Operator's own GPUCluster on OpenShift.
+# The GPU Operator serves no DRA node beside a node of the classic device plugin (nvidia.com/gpu, MIG slices) under
+# one ClusterPolicy (the gpu_operator role refuses it: docs/pools/dra.md, "The operator validator"), so the pools are
+# split in two fleets by the columns that say it; a fleet of only DRA hosts takes the GPU Operator's own GPUCluster
+# on OpenShift.
 FIRST, LAST = platform.PLATFORM_NAMES[0], platform.PLATFORM_NAMES[-1]
 CASES = {
-    '%s-without-dra' % FIRST: (_pools('dra'), FIRST),
-    '%s-without-gpu' % LAST: (_pools('gpu'), LAST),
-    '%s-only-dra' % FIRST: ([p for p in fleet.POOLS if p not in _pools('dra')], FIRST),
+    '%s-without-dra' % FIRST: (_pools('dra_driver'), FIRST),
+    '%s-without-device-plugin' % LAST: (_pools('device_plugin'), LAST),
+    '%s-only-dra' % FIRST: ([p for p in fleet.POOLS if p not in _pools('dra_driver')], FIRST),
 }
-# a platform row between the first and the last takes both fleets (every pool on it, never DRA beside nvidia.com/gpu)
+# a platform row between the first and the last takes both fleets (every pool on it, never DRA beside the device
+# plugin)
 for middle in platform.PLATFORM_NAMES[1:-1]:
-    CASES.update({'%s-without-dra' % middle: (_pools('dra'), middle), '%s-without-gpu' % middle: (_pools('gpu'), middle)})
+    CASES.update({'%s-without-dra' % middle: (_pools('dra_driver'), middle),
+                  '%s-without-device-plugin' % middle: (_pools('device_plugin'), middle)})
 
 
 # The host roles' read-only entry points, on a host of every pool, under the conditions host_prep.yml and

@@ -8,6 +8,8 @@ __metaclass__ = type
 import os
 import re
 
+import sys
+
 import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import sysfs_pci
@@ -139,10 +141,29 @@ def test_mdevctl_json_unreadable_count_named():
     assert vt.summarise([parent], problems)['state'] == 'unreadable'
 
 
-@pytest.mark.parametrize('depth', [2000, 100000])
-def test_deeply_nested_mdevctl_json_is_named(depth):
-    with pytest.raises(vt.VgpuError, match='nests arrays or objects too deeply'):
-        vt.parse_mdevctl_json('[' * depth + ']' * depth)
+@pytest.mark.parametrize('depth', [vt.MDEVCTL_JSON_MAX_DEPTH + 1, 2000, 100000])
+@pytest.mark.parametrize('limit', [None, 50000])
+def test_deeply_nested_mdevctl_json_is_named(depth, limit):
+    # refused by the depth count before json.loads, whatever the recursion limit (another test, or a runner, may
+    # have raised it: json.loads would then read 2,000 levels and the message would be another)
+    before = sys.getrecursionlimit()
+    try:
+        if limit:
+            sys.setrecursionlimit(limit)
+        with pytest.raises(vt.VgpuError, match='nests arrays or objects too deeply to read .more than 1000 levels.'):
+            vt.parse_mdevctl_json('[' * depth + ']' * depth)
+    finally:
+        sys.setrecursionlimit(before)
+
+
+def test_the_depth_count_skips_brackets_in_strings_and_stops_past_the_bound():
+    assert vt.json_depth('[{"a": "[[[\\"]]", "b": [1]}]') == 3
+    assert vt.json_depth('[' * 5000 + ']' * 5000) == vt.MDEVCTL_JSON_MAX_DEPTH + 1
+    # mdevctl's own output, five levels deep, goes on to json.loads and is read
+    text = '[{"0000:02:00.0": [{"nvidia-156": {"name": "GRID P40-2B", "available_instances": 2}}]}]'
+    assert vt.json_depth(text) == 5
+    (parent,) = vt.parse_mdevctl_json(text)
+    assert [t['type_id'] for t in parent['types']] == ['nvidia-156']
 
 
 def test_nested_mdevctl_json_entry_described_briefly():
