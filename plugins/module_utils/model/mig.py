@@ -9,8 +9,8 @@ The GPU Operator's MIG manager partitions a node's GPUs into the config its labe
 writes only ``nvidia.com/mig.config.state``, pkg/mig/reconfigure/reconfigure.go migConfigStateLabel). The device
 plugin then advertises the MIG devices per the ClusterPolicy's ``mig.strategy`` (NVIDIA/k8s-device-plugin v0.20.0,
 the version gpu-operator v26.7.0's values.yaml ships, internal/rm/rm.go AddDefaultResourcesToConfig): ``single``
-as ``nvidia.com/gpu``, and only when every MIG device of the node has one profile (internal/rm/device_map.go
-assertAllMigDevicesAreValid(uniform): "more than one MIG device type present on node"); ``mixed`` as
+as ``nvidia.com/gpu``, and only when every MIG device of the node has one profile (internal/rm/device_map.go, the
+uniform check of assertAllMigDevicesAreValid: "more than one MIG device type present on node"); ``mixed`` as
 ``nvidia.com/mig-<profile>`` with ``+`` written ``.`` (``strings.ReplaceAll("mig-"+p.String(), "+", ".")``).
 
 Plain Python (no Ansible import).

@@ -55,6 +55,9 @@ ALLOWED = {
     ('plugins/module_utils/model/fleet.py', 'host_vgpu_interface', 'vendor-vfio'),
 }
 
+# a Python string that holds Jinja (a module's or a test's template)
+JINJA_RE = re.compile(r'\{\{|\{%|attr\(')
+
 
 def vocabulary(table):
     """``{value: [columns]}``: every pool name, group and value of VALUE_COLUMNS of ``table`` (a string)."""
@@ -143,8 +146,7 @@ def python_branches(text, values):
                                                ast.get_source_segment(text, node))
     # Jinja held in the module's strings (its EXAMPLES, a template it writes)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search(r'\{\{|\{%|attr\(',
-                                                                                         node.value):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and JINJA_RE.search(node.value):
             for line, value, source in jinja_branches(node.value, values):
                 found.setdefault((node.lineno + line - 1, value), (node.lineno + line - 1, None, value, source))
     return sorted(found.values(), key=lambda hit: (hit[0], hit[2]))
@@ -183,6 +185,7 @@ def _blank_comments(text):
 def jinja_branches(text, values):
     """``[(line, value, source)]`` of the comparisons in YAML or Jinja ``text`` with a value of ``values``."""
     text = _blank_comments(text)
+    lines = text.split('\n')
     found = {}
     for side, form in _forms(values):
         for match in form.finditer(text):
@@ -195,11 +198,11 @@ def jinja_branches(text, values):
                     other = re.sub(r'\s+(?:is\s+(?:not\s+)?\w*|in)\s*\(?\s*$', '', other)
                 else:
                     other = text[match.end():match.end() + 80]
-                    other = re.split(r'\band\b|\bor\b|\bif\b|\belse\b|\}\}|%\}|,|\n', other)[0].strip()
+                    other = re.split(r'\band\b|\bor\b|\bif\b|\belse\b|\}\}|%\}|,|\n', other, maxsplit=1)[0].strip()
                 if not _ROW_READ_JINJA.search(other.strip()) and not other.strip().startswith('traits.'):
                     continue
             line = text.count('\n', 0, match.start('value')) + 1
-            found.setdefault((line, value), (line, value, text.split('\n')[line - 1].strip()))
+            found.setdefault((line, value), (line, value, lines[line - 1].strip()))
     return sorted(found.values())
 
 

@@ -107,7 +107,7 @@ def test_a_column_that_says_an_advertiser_s_part_agrees_with_the_advertiser():
         fleet.derived(ok + (fleet.BY_NAME['vm-passthrough'].replace(name='x', group='gpu_x', vf_profiles=True),))
     with pytest.raises(fleet.TableError, match=r"pool x: vf_profiles true needs"):
         fleet.derived(ok + (fleet.BY_NAME['vm-vgpu-vf'].replace(name='x', group='gpu_x', interface=None,
-                                                                 function='pf'),))
+                                                                function='pf'),))
     # the rows as they stand: the DRA row is the DRA driver's, the container row the classic device plugin's, the
     # vendor-VFIO row's VFs get profiles (its host state has the boot-time restore)
     assert [r.name for r in ok if r.dra_driver] == ['dra'] and 'container' in [r.name for r in ok if r.device_plugin]
@@ -128,7 +128,7 @@ def test_the_mig_column_is_true_exactly_on_mig_rows_the_device_plugin_serves():
         fleet.derived(ok + (container.replace(name='x', group='gpu_x', resource='mig'),))
     with pytest.raises(fleet.TableError, match=r"pool x: mig true needs NVIDIA's device plugin"):
         fleet.derived(ok + (fleet.BY_NAME['vm-passthrough'].replace(name='x', group='gpu_x', resource='mig',
-                                                                     mig=True),))
+                                                                    mig=True),))
     with pytest.raises(fleet.TableError, match=r"pool x: mig 1 is not true or false"):
         fleet.derived(ok + (container.replace(name='x', group='gpu_x', mig=1),))
     (row,) = [r for r in ok if r.mig]
