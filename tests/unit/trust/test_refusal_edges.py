@@ -446,3 +446,44 @@ def test_a_live_holders_result_of_another_shape_is_refused_naming_its_path(holde
     with pytest.raises(saved_facts.SavedFactsError) as err:
         saved_facts.check_live(dict(live, holders=holders), 'gpu-1', 'gpuvirt_gpu_holders')
     assert str(err.value).startswith('the gpuvirt_gpu_holders gathered from gpu-1: %s' % where), str(err.value)
+
+
+# A field both bounded and held to a pattern: a value past the bound is refused naming the bound, one at the bound
+# that fits no pattern naming only what was expected (the pattern's own length never decides which).
+SF_BOUNDED = [
+    ('device', 'bdf', 16, 'a PCI address such as 0000:41:00.0', False, 'x'),
+    ('device', 'class_id', 4, 'a 4-digit hex class', True, 'x'),
+    ('device', 'vendor_id', 4, 'a 4-digit hex id', True, 'x'),
+    ('device', 'device_id', 4, 'a 4-digit hex id', True, 'x'),
+    ('device', 'subsystem_vendor_id', 4, 'a 4-digit hex id', True, 'x'),
+    ('device', 'subsystem_device_id', 4, 'a 4-digit hex id', True, 'x'),
+    ('device', 'revision', 2, 'a 2-digit hex revision', True, 'x'),
+    ('device', 'prog_if', 2, 'a 2-digit hex programming interface', True, 'x'),
+    ('device', 'driver', 255, 'a kernel driver name', True, '!'),
+    ('device', 'kernel_modules', 255, 'a kernel module name', False, '!'),
+    ('device', 'iommu_group', 10, 'an IOMMU group number', True, 'x'),
+    ('pci', 'gpus_by_driver', 255, 'a kernel driver name', False, '!'),
+    ('host_interface', 'evidence', 512, 'a sentence of printable ASCII', False, '\x01'),
+    ('host_interface', 'kernel_release', 64, 'a kernel release such as 6.8.0-60-generic', True, '!'),
+    ('host_interface', 'driver_version', 32, 'an NVIDIA driver version such as 580.82.02', True, 'x'),
+    ('holder', 'executable', 255, saved_facts.EXECUTABLE_EXPECTED, False, '!'),
+    ('holder', 'device', 64, 'an NVIDIA device file', False, 'x'),
+    ('holder', 'unit', 255, 'a systemd unit name', True, 'x'),
+    ('document', 'gpuvirt_node_name', 253, 'a node name (DNS-1123 subdomain)', False, '!'),
+    ('document', 'gpuvirt_os_tag', 128, 'an OS tag such as rhcos4.18 (an image tag)', False, '!'),
+]
+
+
+@pytest.mark.parametrize('container, field, bound, expected, nullable, char', SF_BOUNDED,
+                         ids=['%s.%s' % (b[0], b[1]) for b in SF_BOUNDED])
+def test_a_saved_string_past_its_bound_is_refused_naming_the_bound_at_it_naming_its_grammar(
+        container, field, bound, expected, nullable, char):
+    expected += ' or null' if nullable else ''
+    for length, said in ((bound + 1, '%s of at most %d characters' % (expected, bound)), (bound, expected)):
+        text = char * length
+        value = {'kernel_modules': [text], 'evidence': [text]}.get(field, {text: []} if field == 'gpus_by_driver'
+                                                                   else text)
+        doc, dummy, dummy = _sf_document(container, field, value)
+        with pytest.raises(saved_facts.SavedFactsError) as err:
+            saved_facts.from_saved(doc, 'h', 'f.json')
+        assert str(err.value).endswith('; expected %s' % said), (length, str(err.value))
