@@ -12,6 +12,8 @@ import re
 import pytest
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import host_record, modprobe, saved_facts
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import apply_rules, k8s_apply
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators as v
 from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render, render_session
 
@@ -487,3 +489,86 @@ def test_a_saved_string_past_its_bound_is_refused_naming_the_bound_at_it_naming_
         with pytest.raises(saved_facts.SavedFactsError) as err:
             saved_facts.from_saved(doc, 'h', 'f.json')
         assert str(err.value).endswith('; expected %s' % said), (length, str(err.value))
+
+
+# The object table of k8s_objects_apply (apply_rules): each content check refuses exactly what it names, and its
+# valid neighbour passes; a refusal names every row of the object's kind it was judged by.
+APPLY_NS = {'operator': 'nvidia-gpu-operator', 'workload': 'vms'}
+PULL_SECRET = {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dockerconfigjson',
+               'metadata': {'name': 'pull', 'namespace': 'nvidia-gpu-operator'},
+               'data': {'.dockerconfigjson': 'e30='}}
+
+
+def _apply_refusal(obj, namespaces=APPLY_NS):
+    with pytest.raises(ManifestError) as err:
+        k8s_apply.checked_objects([obj], namespaces)
+    return str(err.value)
+
+
+@pytest.mark.parametrize('good', [
+    PULL_SECRET, dict(PULL_SECRET, metadata=dict(PULL_SECRET['metadata'], labels={'app': 'x'})),
+    dict(dict((k, v) for k, v in PULL_SECRET.items() if k != 'data'), stringData={'.dockerconfigjson': '{}'}),
+    dict(PULL_SECRET, stringData={'.dockerconfigjson': '{}'})])
+def test_a_pull_secret_is_taken_with_data_or_string_data_and_labels(good):
+    assert k8s_apply.checked_objects([good], APPLY_NS) == [good]
+
+
+@pytest.mark.parametrize('bad, said', [
+    (dict(PULL_SECRET, immutable=True), 'the Secret holds immutable; the collection writes only apiVersion, data, '
+                                        'kind, metadata, stringData, type there'),
+    (dict(PULL_SECRET, metadata=dict(PULL_SECRET['metadata'], annotations={'a': 'b'})),
+     'its metadata holds annotations; the collection writes only labels, name, namespace there'),
+    (dict((k, v) for k, v in PULL_SECRET.items() if k != 'data'), 'it holds no .dockerconfigjson'),
+    (dict(PULL_SECRET, data={}), 'its data holds keys other than .dockerconfigjson'),
+    (dict(PULL_SECRET, stringData={'.dockerconfigjson': '{}', 'x': 'y'}),
+     'its stringData holds keys other than .dockerconfigjson'),
+    (dict(PULL_SECRET, stringData=['.dockerconfigjson']), 'its stringData holds keys other than .dockerconfigjson'),
+])
+def test_a_pull_secret_with_anything_more_or_less_is_refused_naming_it(bad, said):
+    assert 'the registry pull Secret: %s' % said in _apply_refusal(bad)
+
+
+@pytest.mark.parametrize('bad, said', [
+    ({'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'nvidia-gpu-operator'}, 'spec': {}},
+     'the Namespace holds spec; the collection writes only apiVersion, kind, metadata there'),
+    ({'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'nvidia-gpu-operator', 'annotations': {}}},
+     'its metadata holds annotations; the collection writes only labels, name there'),
+])
+def test_a_namespace_object_with_a_key_the_collection_never_writes_is_refused_naming_it(bad, said):
+    good = {'apiVersion': 'v1', 'kind': 'Namespace', 'metadata': {'name': 'nvidia-gpu-operator', 'labels': {'a': 'b'}}}
+    assert k8s_apply.checked_objects([good], APPLY_NS) == [good]
+    assert "the GPU Operator's or NFD's Namespace: %s" % said in _apply_refusal(bad)
+
+
+VGPU_CM = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'vgpu-devices', 'namespace': 'nvidia-gpu-operator'},
+           'data': {'config.yaml': 'version: v1\n'}}
+
+
+@pytest.mark.parametrize('bad, said', [
+    (dict(VGPU_CM, binaryData={}), 'the ConfigMap holds binaryData; the collection writes only apiVersion, data, kind, '
+                                   'metadata there'),
+    (dict(VGPU_CM, metadata=dict(VGPU_CM['metadata'], labels={})),
+     'its metadata holds labels; the collection writes only name, namespace there'),
+    (dict(VGPU_CM, data={'config.yaml': '', 'x': ''}), "its data holds ['config.yaml', 'x']; the vGPU device "
+                                                       "ConfigMap holds config.yaml alone"),
+    (dict(VGPU_CM, data={}), 'its data holds []; the vGPU device ConfigMap holds config.yaml alone'),
+    (dict(VGPU_CM, data=['config.yaml']), 'its data holds no mapping; the vGPU device ConfigMap holds config.yaml '
+                                          'alone'),
+    (dict((k, v) for k, v in VGPU_CM.items() if k != 'data'), 'its data holds no mapping'),
+])
+def test_the_vgpu_configmap_holds_its_one_key_alone(bad, said):
+    assert k8s_apply.checked_objects([VGPU_CM], APPLY_NS) == [VGPU_CM]
+    assert 'the vGPU device ConfigMap: %s' % said in _apply_refusal(bad)
+
+
+def test_a_row_describes_the_names_it_takes_by_its_kind_of_name():
+    # the sink holds every name to the DNS-1123 grammar first (k8s_apply._check_one), so a row's own pattern is
+    # named in a refusal only past it: the sentence is that row's, by the kind of its name
+    declared = apply_rules.checked_namespaces({'operator': 'gpu'})
+    said = dict(((r.api_version, r.kind, r.namespace), r.describe_name(declared)) for r in apply_rules.RULES)
+    assert said[('nfd.openshift.io/v1', 'NodeFeatureDiscovery', 'nfd')] == \
+        'a name matching %s' % apply_rules._DNS_SUBDOMAIN.pattern
+    assert said[('operators.coreos.com/v1', 'OperatorGroup', 'operator')] == 'the name nvidia-gpu-operator-group'
+    assert said[('v1', 'Namespace', None)] == \
+        'one of the namespaces this call declares for operator or nfd (gpu, openshift-nfd)'
+    assert said[(apply_rules.mc.MC_API_VERSION, 'MachineConfig', None)].startswith('a name holding "gpuvirt"')
