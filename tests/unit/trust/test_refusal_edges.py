@@ -7,6 +7,7 @@ moved by one, a comparison loosened, a check dropped."""
 from __future__ import annotations
 
 import json
+import pathlib
 import re
 
 import pytest
@@ -572,3 +573,44 @@ def test_a_row_describes_the_names_it_takes_by_its_kind_of_name():
     assert said[('v1', 'Namespace', None)] == \
         'one of the namespaces this call declares for operator or nfd (gpu, openshift-nfd)'
     assert said[(apply_rules.mc.MC_API_VERSION, 'MachineConfig', None)].startswith('a name holding "gpuvirt"')
+
+
+OPERATOR_GROUP = {'apiVersion': 'operators.coreos.com/v1', 'kind': 'OperatorGroup',
+                  'metadata': {'name': 'nvidia-gpu-operator-group', 'namespace': 'nvidia-gpu-operator'},
+                  'spec': {'targetNamespaces': ['nvidia-gpu-operator']}}
+
+
+def test_an_operator_group_targets_its_own_namespace_alone_and_a_refusal_names_every_row_of_its_kind():
+    assert k8s_apply.checked_objects([OPERATOR_GROUP], APPLY_NS) == [OPERATOR_GROUP]
+    wide = dict(OPERATOR_GROUP, spec={'targetNamespaces': ['nvidia-gpu-operator', 'vms']})
+    assert _apply_refusal(wide).startswith(
+        "object number 0 (OperatorGroup nvidia-gpu-operator/nvidia-gpu-operator-group) is refused: the GPU "
+        "Operator's OperatorGroup: its targetNamespaces are ['nvidia-gpu-operator', 'vms']; the collection's "
+        "OperatorGroup targets its own namespace alone; NFD's OperatorGroup goes in the nfd namespace "
+        "(openshift-nfd); nothing was sent")
+    # the name of NFD's group in the operator's namespace: each row says why it is not that row
+    renamed = dict(OPERATOR_GROUP, metadata=dict(OPERATOR_GROUP['metadata'], name='openshift-nfd-group'))
+    assert "is refused: the GPU Operator's OperatorGroup has the name nvidia-gpu-operator-group; NFD's " \
+           "OperatorGroup goes in the nfd namespace (openshift-nfd); nothing" in _apply_refusal(renamed)
+
+
+VGPU_VF_SCRIPT = (pathlib.Path(__file__).resolve().parents[3] / 'roles' / 'vgpu_vf' / 'files' /
+                  'gpuvirt_vgpu_vf_restore.py').read_text(encoding='utf-8')
+
+
+def _vf_machineconfig(units):
+    obj = apply_rules.mc.build_vgpu_vf_machineconfig('gpu-vf', VGPU_VF_SCRIPT, '/usr/bin/python3', 300, None)
+    obj['spec']['config']['systemd']['units'] = units(obj['spec']['config']['systemd']['units'][0])
+    return obj
+
+
+@pytest.mark.parametrize('units', [
+    lambda unit: ['x'], lambda unit: [unit['contents']], lambda unit: [],
+    lambda unit: [dict(unit, contents=unit['contents'].replace('TimeoutStartSec=', 'TimeoutSec='))],
+    lambda unit: [dict(unit, contents=unit['contents'].replace('ExecStart=', 'ExecStartPost='))]],
+    ids=['a string', 'its text alone', 'none', 'no TimeoutStartSec', 'no ExecStart'])
+def test_a_vf_machineconfig_without_the_roles_one_unit_is_refused_naming_it(units):
+    good = _vf_machineconfig(lambda unit: [unit])
+    assert k8s_apply.checked_objects([good]) == [good]
+    assert 'carries no unit of the vgpu_vf role (one unit, its ExecStart and TimeoutStartSec)' in \
+        _apply_refusal(_vf_machineconfig(units))
