@@ -614,3 +614,15 @@ def test_a_vf_machineconfig_without_the_roles_one_unit_is_refused_naming_it(unit
     assert k8s_apply.checked_objects([good]) == [good]
     assert 'carries no unit of the vgpu_vf role (one unit, its ExecStart and TimeoutStartSec)' in \
         _apply_refusal(_vf_machineconfig(units))
+
+
+@pytest.mark.parametrize('passthrough', [True, False])
+def test_an_iommu_machineconfig_keeps_each_extra_argument_with_or_without_iommu_pt(passthrough):
+    extra = 'vfio_iommu_type1.allow_unsafe_interrupts=1'
+    good = apply_rules.mc.build_machineconfig('gpu', apply_rules.mc.iommu_kernel_args('intel', passthrough, [extra]),
+                                              True)
+    assert good['spec']['kernelArguments'] == ['intel_iommu=on'] + ['iommu=pt'] * passthrough + [extra]
+    assert k8s_apply.checked_objects([good]) == [good]
+    # the same arguments twice: never what the builder makes
+    good['spec']['kernelArguments'].append(extra)
+    assert 'it is not the IOMMU MachineConfig the collection builds' in _apply_refusal(good)
