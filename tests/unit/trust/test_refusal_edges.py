@@ -626,3 +626,10 @@ def test_an_iommu_machineconfig_keeps_each_extra_argument_with_or_without_iommu_
     # the same arguments twice: never what the builder makes
     good['spec']['kernelArguments'].append(extra)
     assert 'it is not the IOMMU MachineConfig the collection builds' in _apply_refusal(good)
+
+
+def test_namespaces_of_another_shape_are_refused_naming_the_roles_a_caller_declares():
+    assert apply_rules.checked_namespaces(None) == {'nfd': ('openshift-nfd',)}
+    with pytest.raises(apply_rules.RuleError) as err:
+        apply_rules.checked_namespaces(['gpu'])
+    assert str(err.value) == 'namespaces: expected a mapping of operator/kubevirt/workload to namespaces, got a list'
