@@ -541,7 +541,8 @@ def test_a_namespace_object_with_a_key_the_collection_never_writes_is_refused_na
     assert "the GPU Operator's or NFD's Namespace: %s" % said in _apply_refusal(bad)
 
 
-VGPU_CM = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'vgpu-devices', 'namespace': 'nvidia-gpu-operator'},
+VGPU_CM = {'apiVersion': 'v1', 'kind': 'ConfigMap',
+           'metadata': {'name': 'vgpu-devices', 'namespace': 'nvidia-gpu-operator'},
            'data': {'config.yaml': 'version: v1\n'}}
 
 
