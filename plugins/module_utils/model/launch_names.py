@@ -606,6 +606,7 @@ RUNTIME = (
     '__vgpu_vf_leave_vmis',
     '__vgpu_vf_mc_built',
     '__vgpu_vf_mc_changed',
+    '__vgpu_vf_mc_mode',
     '__vgpu_vf_mc_nodes',
     '__vgpu_vf_mc_owned',
     '__vgpu_vf_mc_pools',
