@@ -500,9 +500,9 @@ PULL_SECRET = {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dock
                'data': {'.dockerconfigjson': 'e30='}}
 
 
-def _apply_refusal(obj, namespaces=APPLY_NS):
+def _apply_refusal(obj, namespaces=None):
     with pytest.raises(ManifestError) as err:
-        k8s_apply.checked_objects([obj], namespaces)
+        k8s_apply.checked_objects([obj], APPLY_NS if namespaces is None else namespaces)
     return str(err.value)
 
 
