@@ -12,8 +12,9 @@ ones those calls sent, in the same order, so the automation identity needs the s
   - LIST Node with the field selector ``metadata.name=gpuvirt-cluster-check`` (no node has that name, so nothing
     is returned): the read every phase needs, which proves the credentials reach the cluster; when detection
     annotations are asked about (``node_annotations``: the platform table's detect_node_annotation, for a platform
-    that serves no API of its own), the same LIST with ``limit=1`` instead, whose one node shows them (the
-    platform's agent annotates every node it runs on, so one node tells; a cluster with no node shows none);
+    that serves no API of its own), the same LIST with ``limit=NODE_READ_LIMIT`` instead, whose nodes show them (the
+    platform's agent annotates every node it runs on, so a key counts only when every node read carries it, and one
+    some carry and others do not is refused: nodes_agree; a cluster with no node shows none);
   - per detection API (``apis``), the API's discovery, and where the server serves the kind a LIST of it: a kind
     that discovery does not find is an API the cluster does not serve, as k8s_info's ``api_found``;
   - per CRD name (``crds``), a GET of that CustomResourceDefinition: a 404 is a CRD the cluster does not serve.

@@ -19,6 +19,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
+
 # ASCII digits only ([0-9], not \\d: \\d matches any Unicode digit, which int() would then read).
 _VERSION_RE = re.compile(r'v?([0-9]{1,6})\.([0-9]{1,6})\.([0-9]{1,6})(-[0-9A-Za-z.-]{1,64})?(?:\+[0-9A-Za-z.-]{1,64})?')
 # A ``git describe`` suffix, ``-<commits since the tag>-g<abbreviated hash>`` (optionally ``-dirty``): a build
@@ -54,10 +56,8 @@ def version_key(version, source):
 
 
 def printable(value, cap=80):
-    """``value`` for a message: its repr, printable ASCII only, at most ``cap`` characters."""
-    text = repr(value.strip() if isinstance(value, str) else value)
-    text = ''.join(c if ' ' <= c <= '~' else '?' for c in text)
-    return text if len(text) <= cap else text[:cap] + '...'
+    """``value`` for a message, stripped as version_key reads it: validators.shown."""
+    return validators.shown(value.strip() if isinstance(value, str) else value, cap)
 
 
 def needed(hosts):

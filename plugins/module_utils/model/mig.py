@@ -61,13 +61,6 @@ MIG_DEVICE_IDS = {
 }
 
 
-def _shown(value, cap=80):
-    """``value`` for a message: its repr, printable ASCII only, at most ``cap`` characters (an inventory or survey
-    answer of any size)."""
-    text = ''.join(c if ' ' <= c <= '~' else '?' for c in repr(value))
-    return text if len(text) <= cap else text[:cap] + '...'
-
-
 class MigError(ValueError):
     """A MIG config or strategy the MIG manager or the device plugin cannot use; the message names the fix."""
 
@@ -77,7 +70,7 @@ def check_strategy(strategy, variable='gpu_operator_mig_strategy'):
     if strategy not in STRATEGIES:
         raise MigError('%s is %s; use one of %s (the device plugin\'s MIG strategy: mixed advertises '
                        'nvidia.com/mig-<profile>, single nvidia.com/gpu)'
-                       % (variable, _shown(strategy), ', '.join(STRATEGIES)))
+                       % (variable, validators.shown(strategy), ', '.join(STRATEGIES)))
     return strategy
 
 
@@ -87,10 +80,10 @@ def check_config(config, where='gpuvirt_mig_config'):
     fix = ('set %s to all-balanced (the default) or all-<profile> of the node\'s GPUs, such as all-1g.10gb (NVIDIA\'s '
            'MIG User Guide, "Supported MIG Profiles")' % where.split(' ', 1)[0])
     if not isinstance(config, str) or not config:
-        raise MigError('%s is %s, not a MIG config name; %s' % (where, _shown(config), fix))
+        raise MigError('%s is %s, not a MIG config name; %s' % (where, validators.shown(config), fix))
     if len(config) > 63:
         raise MigError('%s is %s, longer than a label value (63 characters; it becomes the %s label value); %s'
-                       % (where, _shown(config), MIG_CONFIG_LABEL, fix))
+                       % (where, validators.shown(config), MIG_CONFIG_LABEL, fix))
     try:
         validators.label_value(config, where)
     except validators.ValidationError as exc:

@@ -60,6 +60,13 @@ def _need_str(value, name, expected):
     return value
 
 
+def shown(value, cap=80):
+    """``value`` for a message: its repr, printable ASCII only (anything else becomes ``?``), at most ``cap``
+    characters and ``...`` (an input of any size or alphabet, once it has been refused)."""
+    text = ''.join(c if ' ' <= c <= '~' else '?' for c in repr(value))
+    return text if len(text) <= cap else text[:cap] + '...'
+
+
 def _check(value, name, pattern, max_len, expected):
     _need_str(value, name, expected)
     if len(value) > max_len or not pattern.fullmatch(value):
