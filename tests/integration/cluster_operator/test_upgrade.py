@@ -535,13 +535,28 @@ def operator_pod(cluster, image, name):
                         'metadata': {'name': name, 'namespace': cluster.ns, 'labels': dict(OPERATOR_LABELS)},
                         # on a control-plane node, none of the GPU nodes the stand-ins look after
                         'spec': {'nodeName': 'control-plane-1', 'containers': [{'name': 'gpu-operator', 'image': image}]}})
-    cluster.set_status(p, {'phase': 'Running', 'conditions': [{'type': 'Ready', 'status': 'True'}]})
+    # the kubelet stand-in may mark the new pod Ready between the create and this write
+    write_status(cluster, p, {'phase': 'Running', 'conditions': [{'type': 'Ready', 'status': 'True'}]})
+
+
+def write_status(cluster, obj, status):
+    """Write ``status`` on ``obj``; on a conflict (another stand-in wrote the object since ``obj`` was read: 409 on
+    its resourceVersion) write it again on the object as it now is, as a controller's requeue does."""
+    meta = obj['metadata']
+    for _ in range(20):
+        try:
+            return cluster.set_status(obj, status)
+        except apiserver.APIError as exc:
+            if exc.status != 409:
+                raise
+        obj = cluster.get(obj['apiVersion'], obj['kind'], meta['name'], meta.get('namespace'))
+    raise AssertionError('%s %s: its status write conflicted 20 times' % (obj['kind'], meta['name']))
 
 
 def rolled_out(cluster):
     dep = cluster.get('apps/v1', 'Deployment', 'gpu-operator', cluster.ns)
-    cluster.set_status(dep, {'observedGeneration': dep['metadata']['generation'], 'replicas': 1, 'updatedReplicas': 1,
-                             'readyReplicas': 1, 'availableReplicas': 1})
+    write_status(cluster, dep, {'observedGeneration': dep['metadata']['generation'], 'replicas': 1,
+                                'updatedReplicas': 1, 'readyReplicas': 1, 'availableReplicas': 1})
 
 
 def operator_release(cluster, version):
@@ -612,7 +627,7 @@ def operator_takes_over(cluster, after=15.0):
         c.new_release()
         policy = c.get('nvidia.com/v1', 'ClusterPolicy', 'cluster-policy')
         moved = micro_now()[:19] + 'Z'
-        c.set_status(policy, {'state': 'notReady', 'conditions': [
+        write_status(c, policy, {'state': 'notReady', 'conditions': [
             {'type': 'Ready', 'status': 'False', 'reason': 'Error', 'message': '', 'lastTransitionTime': moved},
             {'type': 'Error', 'status': 'True', 'reason': 'OperandNotReady',
              'message': 'ClusterPolicy is not ready; states not ready: [state-vgpu-manager]',
