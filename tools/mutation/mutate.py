@@ -9,6 +9,7 @@ behaviour no test pins. Run one scope or all, with nice (it is CPU heavy):
     python tools/mutation/mutate.py --list
     nice python tools/mutation/mutate.py --scope drain
     nice python tools/mutation/mutate.py --scope host --limit 40 --seed 1
+    nice python tools/mutation/mutate.py --scope trust-host --jobs 8      # eight mutants at a time
     nice python tools/mutation/mutate.py --scope trust-host --only plugins/module_utils/host/modprobe.py:40
 
 A scope may name, per file, the functions (and module-level names: a grammar's compiled pattern, a bound) whose
@@ -24,16 +25,19 @@ from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import io
 import json
 import keyword
 import os
+import queue
 import random
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tokenize
 
@@ -169,8 +173,29 @@ def load_scopes():
         return json.load(f)
 
 
+# what a copy of the tree without git leaves out: the checkout's own build, lab and tool directories
+NOT_COPIED = ('.git', '.venv', '.build', '.lab', '.whl', '.devicecheck', '.hypothesis', 'tests/output')
+
+
+def tree_files():
+    """The files git knows about (tracked, or untracked and not ignored); where the tree is no git checkout (a
+    copy shipped to another machine) or git is missing, every file but those under NOT_COPIED."""
+    try:
+        listed = subprocess.run(['git', '-C', ROOT, 'ls-files', '-co', '--exclude-standard', '-z'],
+                                capture_output=True, check=True).stdout.decode().split('\0')
+        return [name for name in listed if name]
+    except (OSError, subprocess.CalledProcessError):
+        found = []
+        for top, dirs, files in os.walk(ROOT):
+            rel_top = os.path.relpath(top, ROOT)
+            dirs[:] = [d for d in dirs if os.path.normpath(os.path.join(rel_top, d)) not in NOT_COPIED
+                       and '__pycache__' != d]
+            found += [os.path.normpath(os.path.join(rel_top, f)) for f in files]
+        return found
+
+
 def copy_tree(dest_root):
-    """The files git knows about (tracked, or untracked and not ignored), copied to ``dest_root``/tree and linked
+    """The files of the tree (``tree_files``), copied to ``dest_root``/tree and linked
     as the collection ansible_collections/gpuvirt/provision under ``dest_root``/collections, the layout of a
     checkout (its .build/collections link): the tests' own path is not inside an ``ansible_collections`` package,
     where pytest's package-relative imports would shadow Ansible's collection loader (every builtin filter then
@@ -180,9 +205,7 @@ def copy_tree(dest_root):
     collections = os.path.join(dest_root, 'collections')
     os.makedirs(os.path.join(collections, 'ansible_collections', 'gpuvirt'))
     os.symlink(tree, os.path.join(collections, 'ansible_collections', 'gpuvirt', 'provision'))
-    names = subprocess.run(['git', '-C', ROOT, 'ls-files', '-co', '--exclude-standard', '-z'], capture_output=True,
-                           check=True).stdout.decode().split('\0')
-    for name in filter(None, names):
+    for name in tree_files():
         src = os.path.join(ROOT, name)
         if not os.path.isfile(src) or os.path.islink(src):
             continue
@@ -194,7 +217,11 @@ def copy_tree(dest_root):
 
 
 def run_tests(tree, collections, tests, timeout):
-    env = dict(os.environ, PYTHONPATH=collections, ANSIBLE_CONFIG=os.path.join(tree, 'ansible.cfg'),
+    # the copy's collection is the only gpuvirt.provision on the path; other entries (a wheel directory) stay
+    kept = [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)
+            if p and not os.path.isdir(os.path.join(p, 'ansible_collections', 'gpuvirt'))]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([collections] + kept),
+               ANSIBLE_CONFIG=os.path.join(tree, 'ansible.cfg'),
                ANSIBLE_COLLECTIONS_PATH=collections + ':' + os.environ.get('ANSIBLE_COLLECTIONS_PATH', ''),
                PYTHONDONTWRITEBYTECODE='1', HYPOTHESIS_DATABASE='none')
     cmd = [sys.executable, '-m', 'pytest', '-x', '-q', '-p', 'no:cacheprovider', '-o', 'addopts='] + tests
@@ -209,9 +236,13 @@ def run_tests(tree, collections, tests, timeout):
 
 
 def run_scope(name, scope, args):
+    """Run one scope's mutants, ``args.jobs`` at a time, each worker in its own copy of the tree. Returns (killed,
+    total, survivors), or None when the scope's tests fail unmutated."""
+    jobs = max(1, args.jobs)
     work = tempfile.mkdtemp(prefix='gpuvirt-mutation-')
     try:
-        tree, collections = copy_tree(work)
+        trees = [copy_tree(os.path.join(work, str(n))) for n in range(jobs)]
+        tree, collections = trees[0]
         tests = scope['tests']
         rc, base, tail = run_tests(tree, collections, tests, 1800)
         if rc != 0:
@@ -228,22 +259,39 @@ def run_scope(name, scope, args):
                                            for o in args.only)]
         if args.limit and len(todo) > args.limit:
             todo = sorted(random.Random(args.seed).sample(todo, args.limit), key=lambda m: (m[0], m[2], m[3]))
-        print('%s: %d mutants (tests take %.0f s unmutated)' % (name, len(todo), base), flush=True)
-        survivors = []
-        for i, (rel, original, row, col, desc, new) in enumerate(todo, 1):
-            path = os.path.join(tree, rel)
-            with open(path, 'w', encoding='utf-8') as f:
-                f.write(new)
+        print('%s: %d mutants (tests take %.0f s unmutated; %d at a time)' % (name, len(todo), base, jobs), flush=True)
+        free = queue.Queue()
+        for pair in trees:
+            free.put(pair)
+        lock = threading.Lock()
+        done = {'n': 0}
+
+        def one(item):
+            rel, original, row, col, desc, new = item
+            own_tree, own_collections = free.get()
+            path = os.path.join(own_tree, rel)
             try:
-                # a file's own tests where the scope names them (tests_for), else the scope's
-                rc, took, dummy = run_tests(tree, collections, scope.get('tests_for', {}).get(rel, tests), timeout)
-            finally:
                 with open(path, 'w', encoding='utf-8') as f:
-                    f.write(original)
-            verdict = 'killed' if rc != 0 else 'SURVIVED'
-            if rc == 0:
-                survivors.append('%s:%d:%d %s' % (rel, row, col, desc))
-            print('  [%d/%d] %s %s:%d:%d %s (%.0f s)' % (i, len(todo), verdict, rel, row, col, desc, took), flush=True)
+                    f.write(new)
+                try:
+                    # a file's own tests where the scope names them (tests_for), else the scope's
+                    rc, took, dummy = run_tests(own_tree, own_collections,
+                                                scope.get('tests_for', {}).get(rel, tests), timeout)
+                finally:
+                    with open(path, 'w', encoding='utf-8') as f:
+                        f.write(original)
+            finally:
+                free.put((own_tree, own_collections))
+            label = '%s:%d:%d %s' % (rel, row, col, desc)
+            with lock:
+                done['n'] += 1
+                print('  [%d/%d] %s %s (%.0f s)' % (done['n'], len(todo), 'killed' if rc != 0 else 'SURVIVED', label,
+                                                     took), flush=True)
+            return label if rc == 0 else None
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            # in the order of the file (the list's order), whichever worker ran each
+            survivors = [label for label in pool.map(one, todo) if label]
         killed = len(todo) - len(survivors)
         score = 100.0 * killed / len(todo) if todo else 100.0
         print('%s: %d/%d killed (%.0f%%)' % (name, killed, len(todo), score))
@@ -260,6 +308,8 @@ def main(argv=None):
     parser.add_argument('--list', action='store_true', help='print the scopes and their mutant counts, run nothing')
     parser.add_argument('--limit', type=int, default=0, help='at most this many mutants per scope (a seeded sample)')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--jobs', type=int, default=1,
+                        help='mutants run at once, each in its own copy of the tree (default 1; about one per core)')
     parser.add_argument('--only', action='append', metavar='FILE:ROW[:COL DESC]',
                         help='only the mutants whose "file:row:col description" starts with this (repeatable): '
                              'run a survivor again after the test that kills it')

@@ -129,3 +129,42 @@ def test_the_copy_is_a_checkout_linked_as_the_collection_never_inside_ansible_co
         os.path.realpath(tree)
     assert os.path.isfile(os.path.join(tree, 'tools', 'mutation', 'mutate.py'))
     assert not os.path.lexists(os.path.join(tree, '.venv'))  # ignored paths stay behind
+
+
+def test_jobs_run_each_mutant_once_in_its_own_tree_and_report_survivors_in_file_order(tmp_path, monkeypatch):
+    # two made-up mutants of one file: the first keeps the line the scope's test checks (it survives), the second
+    # changes it (killed). With --jobs 2 they run at once, each in a tree of its own (the test's sleep makes them
+    # overlap), and the checkout's file is never the one changed.
+    rel = 'tools/mutation/scopes.json'
+    original = open(os.path.join(ROOT, rel), encoding='utf-8').read()
+    seen = tmp_path / 'seen'
+    test = tmp_path / 'test_marker.py'
+    test.write_text(
+        'import os, time\n'
+        'def test_marker():\n'
+        '    with open(%r, "a") as f:\n'
+        '        f.write(os.getcwd() + "\\n")\n'
+        '    time.sleep(1)\n'
+        '    assert open(%r).read().startswith("{")\n' % (str(seen), rel))
+    made = [(1, 0, 'kept', original + '\n'), (1, 0, 'broken', 'x' + original)]
+    monkeypatch.setattr(mutate, 'scope_mutants', lambda scope, name, text: list(made) if name == rel else [])
+
+    class Args:
+        jobs, only, limit, seed = 2, None, 0, 0
+    killed, total, survivors = mutate.run_scope('made-up', {'files': [rel], 'tests': [str(test)]}, Args)
+    assert (killed, total, survivors) == (1, 2, [rel + ':1:0 kept'])
+    runs = seen.read_text().split()
+    # the unmutated run, then one run per mutant, the two mutants in two different trees
+    assert len(runs) == 3 and runs[1] != runs[2], runs
+    assert open(os.path.join(ROOT, rel), encoding='utf-8').read() == original
+
+
+def test_a_tree_without_git_is_copied_without_the_build_directories(monkeypatch):
+    # a copy of the tree shipped to another machine (no .git there, or no git): every file but the checkout's
+    # build, lab and tool directories
+    def no_git(*args, **kwargs):
+        raise OSError('git: not found')
+    monkeypatch.setattr(mutate.subprocess, 'run', no_git)
+    files = mutate.tree_files()
+    assert 'tools/mutation/mutate.py' in files and 'galaxy.yml' in files
+    assert not [f for f in files if f.split('/')[0] in ('.git', '.venv', '.build', '.lab') or '__pycache__' in f]
