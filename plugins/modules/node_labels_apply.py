@@ -41,19 +41,6 @@ options:
         C(before)).
     type: dict
     default: {}
-  kubeconfig:
-    description:
-      - The kubeconfig, a path or its content as a dictionary (as kubernetes.core.k8s takes it).
-    type: raw
-  context:
-    description: The kubeconfig context to use.
-    type: str
-  validate_certs:
-    description: Verify the API server's certificate (on unless turned off here or by C(K8S_AUTH_VERIFY_SSL)).
-    type: bool
-    aliases: [verify_ssl]
-requirements:
-  - kubernetes (the Python client) and the kubernetes.core collection
 attributes:
   check_mode:
     description: Sends each patch as a server-side dry run (C(dryRun=All)); the API server checks it, nothing is written.
@@ -61,6 +48,8 @@ attributes:
   diff_mode:
     description: Per node, the labels (and the owned-labels record) the patch sets, before and as the server answered.
     support: full
+extends_documentation_fragment:
+  - gpuvirt.provision.k8s_auth
 '''
 
 EXAMPLES = r'''
@@ -86,17 +75,11 @@ msg:
 import json
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
-
-try:
-    # kubernetes.core's client: the cluster access of its modules in the same action group, by the same rules
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
-    K8S_CORE_ERROR = None
-except ImportError:
-    K8S_CORE_ERROR = traceback.format_exc()
 
 try:
     from kubernetes.client.api import core_v1_api
@@ -135,12 +118,10 @@ def sender(api, dry_run):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=module_kit.argument_spec(
+            module_kit.K8S_AUTH,
             patches=dict(type='list', elements='dict', required=True),
             before=dict(type='dict', default={}),
-            kubeconfig=dict(type='raw', no_log=True),
-            context=dict(type='str'),
-            validate_certs=dict(type='bool', aliases=['verify_ssl']),
         ),
         supports_check_mode=True,
     )
@@ -150,17 +131,11 @@ def main():
         module.fail_json(msg=str(exc))
     if not items:
         module.exit_json(changed=False, patched=[], msg='no node label differs: nothing sent')
-    if KUBERNETES_ERROR:
-        module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_ERROR)
-    if K8S_CORE_ERROR:
-        module.fail_json(msg=missing_required_lib('the kubernetes.core collection (galaxy.yml dependencies)'),
-                         exception=K8S_CORE_ERROR)
+    k8s_client.fail_when_missing(module, KUBERNETES_ERROR)
     try:
-        # reads the server's version and kubernetes.core's discovery cache (the phase's reads filled it); an option
-        # left unset falls back to its K8S_AUTH_* variable there
-        client = get_api_client(kubeconfig=module.params['kubeconfig'], context=module.params['context'],
-                                validate_certs=module.params['validate_certs'])
-    except (CoreException, ConfigException, ConnectionProblem) as exc:
+        # reads the server's version and kubernetes.core's discovery cache (the phase's reads filled it)
+        client = k8s_client.api_client(module.params)
+    except (k8s_client.CoreException, ConfigException, ConnectionProblem) as exc:
         module.fail_json(msg='no connection to the API server, no node patched (%d to patch: %s): %s'
                          % (len(items), nl.names_text([n for n, _b in items]), to_text(exc)))
     api = core_v1_api.CoreV1Api(client.client.client)
