@@ -131,13 +131,7 @@ options:
     default: {}
 extends_documentation_fragment:
   - gpuvirt.provision.upgrade_settings
-attributes:
-  check_mode:
-    description: Reads data only; nothing changes in any mode.
-    support: full
-  diff_mode:
-    description: Not supported.
-    support: none
+  - gpuvirt.provision.attributes.reads_data
 '''
 
 EXAMPLES = r'''

@@ -27,13 +27,8 @@ options:
     type: list
     elements: dict
     required: true
-attributes:
-  check_mode:
-    description: Reads data only; nothing changes in any mode.
-    support: full
-  diff_mode:
-    description: Not supported.
-    support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.attributes.reads_data
 '''
 
 EXAMPLES = r'''
