@@ -54,12 +54,16 @@ def k8s_auth(params):
     return dict((name, params[name]) for name in K8S_AUTH)
 
 
-def exit_built(module, build, errors, failure=None):
+def exit_built(module, build, errors, failure=None, warnings=None):
     """The run of a module that builds or judges data and changes nothing: ``build(module.params)`` returns the
-    result's fields, and the module exits unchanged with them. An exception among ``errors`` (a class or a tuple)
-    fails the module with its message, plus the fields ``failure(exc)`` returns (none without ``failure``)."""
+    result's fields, and the module exits unchanged with them. An exception among ``errors`` (a class or a tuple;
+    ``()`` where the build refuses nothing) fails the module with its message, plus the fields ``failure(exc)``
+    returns (none without ``failure``). ``warnings``: the result's key whose list of texts the module also warns,
+    in order, before it exits (the key ``warnings`` itself is Ansible's own, so never this one)."""
     try:
         result = build(module.params)
     except errors as exc:
         module.fail_json(msg=str(exc), **(failure(exc) if failure else {}))
+    for warning in result[warnings] if warnings else ():
+        module.warn(warning)
     module.exit_json(changed=False, **result)

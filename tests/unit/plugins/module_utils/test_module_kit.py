@@ -19,16 +19,20 @@ class Failed(Exception):
 
 
 class Module(object):
-    """What exit_built touches of an AnsibleModule: params, exit_json, fail_json."""
+    """What exit_built touches of an AnsibleModule: params, exit_json, fail_json, warn."""
 
     def __init__(self, params):
         self.params = params
+        self.warned = []
 
     def exit_json(self, **result):
         raise Exited(result)
 
     def fail_json(self, **result):
         raise Failed(result)
+
+    def warn(self, warning):
+        self.warned.append(warning)
 
 
 def test_the_kubeconfig_is_never_logged():
@@ -88,3 +92,16 @@ def test_exit_built_lets_any_other_error_through():
         raise KeyError('path')
     with pytest.raises(KeyError):
         module_kit.exit_built(Module({}), build, ValueError)
+
+
+def test_exit_built_warns_the_named_list_in_order_and_returns_it():
+    module = Module({})
+    with pytest.raises(Exited) as exited:
+        module_kit.exit_built(module, lambda p: {'warnings_list': ['first', 'second']}, ValueError,
+                              warnings='warnings_list')
+    assert module.warned == ['first', 'second']
+    assert exited.value.args[0] == {'changed': False, 'warnings_list': ['first', 'second']}
+    module = Module({})
+    with pytest.raises(Exited):
+        module_kit.exit_built(module, lambda p: {'warnings_list': ['not warned']}, ValueError)
+    assert module.warned == []
