@@ -101,8 +101,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils import module_ki
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import cluster_facts as cf
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_reads import (
-    CLIENT_ERRORS, KUBERNETES_ERROR, Requests)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_reads import Requests
 
 
 def main():
@@ -122,13 +121,13 @@ def main():
         node_annotations = cf.checked_node_annotations(params['node_annotations'])
     except ManifestError as exc:
         module.fail_json(msg=str(exc), answered=False)
-    k8s_client.fail_when_missing(module, KUBERNETES_ERROR, answered=False)
+    k8s_client.fail_when_missing(module, answered=False)
     try:
         k8s = k8s_client.api_client(params)
         requests = Requests(k8s)
         facts = cf.read_facts(cf.Client(requests.list_objects, requests.get_object), apis, crds,
                               node_annotations)
-    except (k8s_client.CoreException,) + CLIENT_ERRORS as exc:
+    except (k8s_client.CoreException,) + k8s_client.CLIENT_ERRORS as exc:
         # the client's own words: no kubeconfig, no such context, a connection it could not open
         module.fail_json(msg=to_text(exc), answered=False)
     except cf.FactsError as exc:

@@ -87,6 +87,8 @@ options:
     description: Seconds between two reads while waiting.
     type: int
     default: 5
+extends_documentation_fragment:
+  - gpuvirt.provision.k8s_auth
 attributes:
   check_mode:
     description: Reads and sends the dry runs only; reports which objects would change.
@@ -95,8 +97,6 @@ attributes:
     description: Per changed object, what differs between the stored object and the server's answer, as
       kubernetes.core.k8s shows it (none for a list that may hold a credential).
     support: full
-extends_documentation_fragment:
-  - gpuvirt.provision.k8s_auth
 '''
 
 EXAMPLES = r'''
@@ -161,7 +161,6 @@ msg:
 
 import copy
 import json
-import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
@@ -170,15 +169,6 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_apply as ka
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
-
-try:
-    from kubernetes.config import ConfigException
-    from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
-    from kubernetes.dynamic.exceptions import ResourceNotUniqueError
-    from urllib3.exceptions import HTTPError as ConnectionProblem
-    KUBERNETES_ERROR = None
-except ImportError:
-    KUBERNETES_ERROR = traceback.format_exc()
 
 
 class Requests(object):
@@ -196,12 +186,12 @@ class Requests(object):
             try:
                 # kind, plural, singular or short name, as kubernetes.core.k8s resolves it
                 self._resources[key] = self.k8s.resource(obj['kind'], obj['apiVersion'])
-            except (ResourceNotFoundError, ResourceNotUniqueError):
+            except (k8s_client.ResourceNotFoundError, k8s_client.ResourceNotUniqueError):
                 raise ka.Refused(None, 'the API server serves no exact match for %s.%s (by kind, name, singular '
                                        'name or short name)' % (obj['apiVersion'], obj['kind']))
-            except DynamicApiError as exc:
+            except k8s_client.DynamicApiError as exc:
                 raise ka.Refused(exc.status, exc.reason, to_text(exc.body))
-            except ConnectionProblem as exc:
+            except k8s_client.ConnectionProblem as exc:
                 raise ka.Refused(None, to_text(exc))
         return self._resources[key]
 
@@ -211,11 +201,11 @@ class Requests(object):
         try:
             answer = self.k8s.client.get(resource, name=meta['name'], namespace=meta.get('namespace'),
                                          serialize=False)
-        except NotFoundError:
+        except k8s_client.NotFoundError:
             return None
-        except DynamicApiError as exc:
+        except k8s_client.DynamicApiError as exc:
             raise ka.Refused(exc.status, exc.reason, to_text(exc.body))
-        except ConnectionProblem as exc:
+        except k8s_client.ConnectionProblem as exc:
             raise ka.Refused(None, to_text(exc))
         return json.loads(to_text(answer.data))
 
@@ -231,9 +221,9 @@ class Requests(object):
                 resource, body=body, name=meta['name'], namespace=meta.get('namespace'),
                 field_manager=self.params['field_manager'], force_conflicts=self.params['force_conflicts'],
                 dry_run='All' if dry_run else None, serialize=False))
-        except DynamicApiError as exc:
+        except k8s_client.DynamicApiError as exc:
             raise ka.Refused(exc.status, exc.reason, to_text(exc.body))
-        except ConnectionProblem as exc:
+        except k8s_client.ConnectionProblem as exc:
             raise ka.Refused(None, to_text(exc))
         except ValueError as exc:
             # the client's own refusal (a namespaced kind without a namespace)
@@ -287,10 +277,10 @@ def main():
         module.fail_json(msg=str(exc), **module_args)
     if not objects:
         module.exit_json(changed=False, objects=[], applied=[], msg='no object: nothing sent', **module_args)
-    k8s_client.fail_when_missing(module, KUBERNETES_ERROR, **module_args)
+    k8s_client.fail_when_missing(module, **module_args)
     try:
         k8s = k8s_client.api_client(params)
-    except (k8s_client.CoreException, ConfigException, ConnectionProblem) as exc:
+    except (k8s_client.CoreException, k8s_client.ConfigException, k8s_client.ConnectionProblem) as exc:
         module.fail_json(msg='no connection to the API server, nothing sent (%d objects: %s): %s'
                          % (len(objects), ka.names(objects), to_text(exc)), **module_args)
     warnings = []

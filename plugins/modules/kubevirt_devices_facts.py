@@ -88,8 +88,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt_devices_facts as kdf
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_reads import (
-    CLIENT_ERRORS, KUBERNETES_ERROR, Requests)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_reads import Requests
 
 
 def main():
@@ -103,12 +102,12 @@ def main():
         kubevirt_config = kdf.checked_config(params['kubevirt_config'])
     except ManifestError as exc:
         module.fail_json(msg=str(exc))
-    k8s_client.fail_when_missing(module, KUBERNETES_ERROR)
+    k8s_client.fail_when_missing(module)
     try:
         k8s = k8s_client.api_client(params)
         requests = Requests(k8s)
         facts = kdf.read_facts(cf.Client(requests.list_objects, requests.get_object), kubevirt_config)
-    except (k8s_client.CoreException,) + CLIENT_ERRORS as exc:
+    except (k8s_client.CoreException,) + k8s_client.CLIENT_ERRORS as exc:
         # the client's own words: no kubeconfig, no such context, a connection it could not open
         module.fail_json(msg=to_text(exc))
     except kdf.FactsError as exc:

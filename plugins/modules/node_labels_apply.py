@@ -41,6 +41,8 @@ options:
         C(before)).
     type: dict
     default: {}
+extends_documentation_fragment:
+  - gpuvirt.provision.k8s_auth
 attributes:
   check_mode:
     description: Sends each patch as a server-side dry run (C(dryRun=All)); the API server checks it, nothing is written.
@@ -48,8 +50,6 @@ attributes:
   diff_mode:
     description: Per node, the labels (and the owned-labels record) the patch sets, before and as the server answered.
     support: full
-extends_documentation_fragment:
-  - gpuvirt.provision.k8s_auth
 '''
 
 EXAMPLES = r'''
@@ -73,22 +73,12 @@ msg:
 '''
 
 import json
-import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
-
-try:
-    from kubernetes.client.api import core_v1_api
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.config import ConfigException
-    from urllib3.exceptions import HTTPError as ConnectionProblem
-    KUBERNETES_ERROR = None
-except ImportError:
-    KUBERNETES_ERROR = traceback.format_exc()
 
 
 def server_reason(exc):
@@ -108,9 +98,9 @@ def sender(api, dry_run):
             # the raw answer: the typed V1Node would be built and thrown away for every node
             answer = api.patch_node(name, body, dry_run='All' if dry_run else None, _content_type=nl.MERGE_PATCH,
                                     _preload_content=False)
-        except ApiException as exc:
+        except k8s_client.ApiException as exc:
             raise nl.PatchError(name, exc.status, server_reason(exc))
-        except ConnectionProblem as exc:
+        except k8s_client.ConnectionProblem as exc:
             raise nl.PatchError(name, None, to_text(exc))
         return json.loads(to_text(answer.data))
     return send
@@ -131,14 +121,14 @@ def main():
         module.fail_json(msg=str(exc))
     if not items:
         module.exit_json(changed=False, patched=[], msg='no node label differs: nothing sent')
-    k8s_client.fail_when_missing(module, KUBERNETES_ERROR)
+    k8s_client.fail_when_missing(module)
     try:
         # reads the server's version and kubernetes.core's discovery cache (the phase's reads filled it)
         client = k8s_client.api_client(module.params)
-    except (k8s_client.CoreException, ConfigException, ConnectionProblem) as exc:
+    except (k8s_client.CoreException, k8s_client.ConfigException, k8s_client.ConnectionProblem) as exc:
         module.fail_json(msg='no connection to the API server, no node patched (%d to patch: %s): %s'
                          % (len(items), nl.names_text([n for n, _b in items]), to_text(exc)))
-    api = core_v1_api.CoreV1Api(client.client.client)
+    api = k8s_client.core_v1_api.CoreV1Api(client.client.client)
     try:
         done = nl.send_patches(items, sender(api, module.check_mode))
     except nl.ManifestError as exc:

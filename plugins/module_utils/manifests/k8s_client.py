@@ -2,10 +2,11 @@
 # Copyright: gpuvirt.provision maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """kubernetes.core's client for the modules that talk to the API server themselves (cluster_facts,
-kubevirt_devices_facts, k8s_objects_apply, node_labels_apply): one copy of its import, of the failure when it or
-the kubernetes Python client is missing, and of the client for a module's cluster access options
-(``module_kit.K8S_AUTH``), by kubernetes.core's own rules. Not plain Python: it imports Ansible's and kubernetes.core's
-module_utils.
+kubevirt_devices_facts, k8s_objects_apply, node_labels_apply): one copy of its import and of the kubernetes Python
+client's names they catch or call, of the failure when either is missing, and of the client for a module's cluster
+access options (``module_kit.K8S_AUTH``), by kubernetes.core's own rules. A name is read from here when it is used
+(``k8s_client.ApiException``), so that a missing library is the module's failure, not an import error. Not plain
+Python: it imports Ansible's and kubernetes.core's module_utils.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -26,12 +27,27 @@ try:
 except ImportError:
     K8S_CORE_ERROR = traceback.format_exc()
 
+try:
+    from kubernetes.client.api import core_v1_api
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.config import ConfigException
+    from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
+    from kubernetes.dynamic.exceptions import ResourceNotUniqueError
+    from urllib3.exceptions import HTTPError as ConnectionProblem
+    KUBERNETES_ERROR = None
+    # what the client raises before any answer (no kubeconfig, no such context, a connection it could not open):
+    # the modules report its own words
+    CLIENT_ERRORS = (ConfigException, ConnectionProblem)
+except ImportError:
+    KUBERNETES_ERROR = traceback.format_exc()
+    CLIENT_ERRORS = ()
 
-def fail_when_missing(module, kubernetes_error, **fields):
-    """Fail ``module``, with ``fields`` in the failure, where the kubernetes Python client is missing
-    (``kubernetes_error``: the traceback of the module's own import of it, or None) or kubernetes.core is."""
-    if kubernetes_error:
-        module.fail_json(msg=missing_required_lib('kubernetes'), exception=kubernetes_error, **fields)
+
+def fail_when_missing(module, **fields):
+    """Fail ``module``, with ``fields`` in the failure, where the kubernetes Python client or kubernetes.core is
+    missing."""
+    if KUBERNETES_ERROR:
+        module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_ERROR, **fields)
     if K8S_CORE_ERROR:
         module.fail_json(msg=missing_required_lib('the kubernetes.core collection (galaxy.yml dependencies)'),
                          exception=K8S_CORE_ERROR, **fields)
