@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The cluster access options of the modules that talk to the API server themselves, through kubernetes.core's
 client (as kubernetes.core.k8s_auth_options documents them for its own modules); their argument spec is
-plugins/module_utils/module_kit.py K8S_AUTH."""
+plugins/module_utils/model/module_kit.py K8S_AUTH."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type

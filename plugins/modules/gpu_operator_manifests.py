@@ -145,7 +145,7 @@ warnings_list:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator_install as install
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator_settings

@@ -72,7 +72,7 @@ object:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret as ps
 

@@ -164,7 +164,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
-from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import apply_rules
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_apply as ka
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client

@@ -83,7 +83,7 @@ nodes:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
-from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import cluster_facts as cf
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt_devices_facts as kdf
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client

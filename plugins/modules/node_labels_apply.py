@@ -76,7 +76,7 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
-from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
 

@@ -65,7 +65,7 @@ reason:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import ca_file
 
 

@@ -168,7 +168,7 @@ labels:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image as vi
 
 

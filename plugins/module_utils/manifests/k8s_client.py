@@ -15,7 +15,7 @@ __metaclass__ = type
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
-from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 
 try:
     # kubernetes.core's client and waiter: the cluster access and the wait of its modules, by the same rules

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 
 
 class Exited(Exception):
