@@ -17,6 +17,8 @@ import traceback
 from ansible.module_utils.basic import missing_required_lib
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 
+# the names below are imported for the modules, which read them from here (k8s_client.ApiException)
+# pylint: disable=unused-import
 try:
     # kubernetes.core's client and waiter: the cluster access and the wait of its modules, by the same rules
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
@@ -41,6 +43,7 @@ try:
 except ImportError:
     KUBERNETES_ERROR = traceback.format_exc()
     CLIENT_ERRORS = ()
+# pylint: enable=unused-import
 
 
 def fail_when_missing(module, **fields):
