@@ -28,4 +28,10 @@ options:
     aliases: [verify_ssl]
 requirements:
   - kubernetes (the Python client) and the kubernetes.core collection
+notes:
+  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's C(module_utils), the
+    same rules) - the options O(kubeconfig), O(context) and O(validate_certs), which the play's C(module_defaults)
+    for C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment (C(K8S_AUTH_KUBECONFIG),
+    C(K8S_AUTH_CONTEXT), C(K8S_AUTH_VERIFY_SSL), or C(K8S_AUTH_HOST), C(K8S_AUTH_API_KEY), C(K8S_AUTH_SSL_CA_CERT)
+    for a CA file), the in-cluster service account or C(~/.kube/config).
 '''

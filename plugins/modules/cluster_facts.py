@@ -25,10 +25,6 @@ description:
     the read.
   - Read-only - sends no write, so it runs the same in check mode.
   - Checks its own arguments before any request (each apiVersion, kind and CRD name by its grammar).
-  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
-    C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
-    C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment (C(K8S_AUTH_SSL_CA_CERT) for a CA
-    file, for one), the in-cluster service account or C(~/.kube/config).
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:

@@ -34,10 +34,6 @@ description:
     P(gpuvirt.provision.k8s_holds_secret#filter)) returns no object content, no diff and no server message, only each
     object's kind, namespace, name and what was done, and the API server's warnings only counted. The task still
     needs a literal C(no_log), as the definitions are its arguments.
-  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
-    C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
-    C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment, the in-cluster service account or
-    C(~/.kube/config).
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:

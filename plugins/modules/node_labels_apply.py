@@ -20,11 +20,6 @@ description:
     deploy labels the collection switched off; null removes it, for a retired node), one patch per node).
   - Stops at the first patch the API server refuses, naming the node, the HTTP status and the server's message,
     the nodes patched before it and those not sent; a second run patches only what still differs.
-  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
-    C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
-    C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment (C(K8S_AUTH_KUBECONFIG),
-    C(K8S_AUTH_CONTEXT), C(K8S_AUTH_VERIFY_SSL), or C(K8S_AUTH_HOST), C(K8S_AUTH_API_KEY), C(K8S_AUTH_SSL_CA_CERT)), the
-    in-cluster service account or C(~/.kube/config).
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
