@@ -42,3 +42,14 @@ attributes:
     description: Not supported.
     support: none
 '''
+
+    # gpuvirt.provision.attributes.reads_data: modules that judge the data earlier tasks read and pass them
+    READS_DATA = r'''
+attributes:
+  check_mode:
+    description: Reads only the data it is given; nothing changes in any mode.
+    support: full
+  diff_mode:
+    description: Not supported.
+    support: none
+'''

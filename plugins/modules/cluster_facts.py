@@ -25,10 +25,6 @@ description:
     the read.
   - Read-only - sends no write, so it runs the same in check mode.
   - Checks its own arguments before any request (each apiVersion, kind and CRD name by its grammar).
-  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
-    C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
-    C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment (C(K8S_AUTH_SSL_CA_CERT) for a CA
-    file, for one), the in-cluster service account or C(~/.kube/config).
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
@@ -52,26 +48,9 @@ options:
     type: list
     elements: str
     default: []
-  kubeconfig:
-    description:
-      - The kubeconfig, a path or its content as a dictionary (as kubernetes.core.k8s_info takes it).
-    type: raw
-  context:
-    description: The kubeconfig context to use.
-    type: str
-  validate_certs:
-    description: Verify the API server's certificate (on unless turned off here or by C(K8S_AUTH_VERIFY_SSL)).
-    type: bool
-    aliases: [verify_ssl]
-requirements:
-  - kubernetes (the Python client) and the kubernetes.core collection
-attributes:
-  check_mode:
-    description: Reads only; the same requests as a real run.
-    support: full
-  diff_mode:
-    description: Nothing changes, so there is no diff.
-    support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.k8s_auth
+  - gpuvirt.provision.attributes.read_only
 '''
 
 EXAMPLES = r'''
@@ -112,33 +91,22 @@ served_crds:
   sample: [hyperconvergeds.hco.kubevirt.io]
 '''
 
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import cluster_facts as cf
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_reads import (
-    CLIENT_ERRORS, KUBERNETES_ERROR, Requests)
-
-try:
-    # kubernetes.core's client: the cluster access of its modules, by the same rules
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
-    K8S_CORE_ERROR = None
-except ImportError:
-    K8S_CORE_ERROR = traceback.format_exc()
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_reads import Requests
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=module_kit.argument_spec(
+            module_kit.K8S_AUTH,
             apis=dict(type='list', elements='dict', default=[]),
             node_annotations=dict(type='list', elements='str', default=[]),
             crds=dict(type='list', elements='str', default=[]),
-            kubeconfig=dict(type='raw', no_log=True),
-            context=dict(type='str'),
-            validate_certs=dict(type='bool', aliases=['verify_ssl']),
         ),
         supports_check_mode=True,
     )
@@ -149,18 +117,13 @@ def main():
         node_annotations = cf.checked_node_annotations(params['node_annotations'])
     except ManifestError as exc:
         module.fail_json(msg=str(exc), answered=False)
-    if KUBERNETES_ERROR:
-        module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_ERROR, answered=False)
-    if K8S_CORE_ERROR:
-        module.fail_json(msg=missing_required_lib('the kubernetes.core collection (galaxy.yml dependencies)'),
-                         exception=K8S_CORE_ERROR, answered=False)
+    k8s_client.fail_when_missing(module, answered=False)
     try:
-        k8s = get_api_client(kubeconfig=params['kubeconfig'], context=params['context'],
-                             validate_certs=params['validate_certs'])
+        k8s = k8s_client.api_client(params)
         requests = Requests(k8s)
         facts = cf.read_facts(cf.Client(requests.list_objects, requests.get_object), apis, crds,
                               node_annotations)
-    except (CoreException,) + CLIENT_ERRORS as exc:
+    except (k8s_client.CoreException,) + k8s_client.CLIENT_ERRORS as exc:
         # the client's own words: no kubeconfig, no such context, a connection it could not open
         module.fail_json(msg=to_text(exc), answered=False)
     except cf.FactsError as exc:

@@ -73,7 +73,12 @@ unreadable:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import gpu_holders
+
+
+def build(params):
+    return gpu_holders.scan(params['proc_root'], params['gpus'])
 
 
 def main():
@@ -82,11 +87,7 @@ def main():
                            proc_root=dict(type='path', default='/proc')),
         supports_check_mode=True,
     )
-    try:
-        result = gpu_holders.scan(module.params['proc_root'], module.params['gpus'])
-    except ValueError as e:
-        module.fail_json(msg=str(e))
-    module.exit_json(changed=False, **result)
+    module_kit.exit_built(module, build, ValueError)
 
 
 if __name__ == '__main__':

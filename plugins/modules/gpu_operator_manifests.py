@@ -145,6 +145,7 @@ warnings_list:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator_install as install
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator_settings
@@ -175,13 +176,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        result = build(module.params)
-    except ManifestError as exc:
-        module.fail_json(msg=str(exc))
-    for warning in result['warnings_list']:
-        module.warn(warning)
-    module.exit_json(changed=False, **result)
+    module_kit.exit_built(module, build, ManifestError, warnings='warnings_list')
 
 
 if __name__ == '__main__':

@@ -72,8 +72,16 @@ object:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator as gop
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import pull_secret as ps
+
+
+def build(p):
+    if p['image_repository']:
+        ps.check_registry_matches(p['registry'], gop.registry_of(p['image_repository']), p['name'])
+    return dict(object=ps.build_pull_secret(p['name'], p['namespace'], p['registry'], p['username'], p['password'],
+                                            p['email'], p['labels']))
 
 
 def main():
@@ -90,15 +98,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    try:
-        if p['image_repository']:
-            ps.check_registry_matches(p['registry'], gop.registry_of(p['image_repository']), p['name'])
-        obj = ps.build_pull_secret(p['name'], p['namespace'], p['registry'], p['username'], p['password'], p['email'],
-                                   p['labels'])
-    except ps.ManifestError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, object=obj)
+    module_kit.exit_built(module, build, ps.ManifestError)
 
 
 if __name__ == '__main__':

@@ -97,17 +97,14 @@ report:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, hco
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            current=dict(type='dict'),
-            live_unread=dict(type='str', default=''),
-            unknown_hosts=dict(type='list', elements='str', default=[]),
-            pci_devices=dict(type='list', elements='dict', default=[]),
-            mediated_devices=dict(type='list', elements='dict', default=[]),
+        argument_spec=module_kit.argument_spec(
+            module_kit.PERMITTED_DEVICES,
             disable_mdev_configuration=dict(type='bool', default=True),
             gate_supported=dict(type='bool'),
             hco_version=dict(type='str'),
@@ -138,13 +135,10 @@ def main():
         if report[list_name]['duplicates_dropped']:
             module.warn('HyperConverged %s listed %s more than once; keeping the first'
                         % (list_name, ', '.join(report[list_name]['duplicates_dropped'])))
-    kept = common.kept_warning('HyperConverged', report, p['unknown_hosts'])
-    if kept:
-        module.warn(kept)
-    if p['live_unread']:
-        warning = common.unmerged_warning(obj, hco.SHARED_LISTS, p['live_unread'])
-        if warning:
-            module.warn(warning)
+    warnings = common.permitted_devices_warnings('HyperConverged', obj, report, hco.SHARED_LISTS, p['unknown_hosts'],
+                                                 p['live_unread'])
+    for warning in warnings:
+        module.warn(warning)
     module.exit_json(changed=False, would_change=changed, object=obj, report=report)
 
 

@@ -34,10 +34,6 @@ description:
     P(gpuvirt.provision.k8s_holds_secret#filter)) returns no object content, no diff and no server message, only each
     object's kind, namespace, name and what was done, and the API server's warnings only counted. The task still
     needs a literal C(no_log), as the definitions are its arguments.
-  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
-    C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
-    C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment, the in-cluster service account or
-    C(~/.kube/config).
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
@@ -87,19 +83,8 @@ options:
     description: Seconds between two reads while waiting.
     type: int
     default: 5
-  kubeconfig:
-    description:
-      - The kubeconfig, a path or its content as a dictionary (as kubernetes.core.k8s takes it).
-    type: raw
-  context:
-    description: The kubeconfig context to use.
-    type: str
-  validate_certs:
-    description: Verify the API server's certificate (on unless turned off here or by C(K8S_AUTH_VERIFY_SSL)).
-    type: bool
-    aliases: [verify_ssl]
-requirements:
-  - kubernetes (the Python client) and the kubernetes.core collection
+extends_documentation_fragment:
+  - gpuvirt.provision.k8s_auth
 attributes:
   check_mode:
     description: Reads and sends the dry runs only; reports which objects would change.
@@ -172,32 +157,14 @@ msg:
 
 import copy
 import json
-import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import apply_rules
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_apply as ka
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
-
-try:
-    # kubernetes.core's client and waiter: the cluster access and the wait of its modules, by the same rules
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.service import decode_response
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.waiter import get_waiter
-    K8S_CORE_ERROR = None
-except ImportError:
-    K8S_CORE_ERROR = traceback.format_exc()
-
-try:
-    from kubernetes.config import ConfigException
-    from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
-    from kubernetes.dynamic.exceptions import ResourceNotUniqueError
-    from urllib3.exceptions import HTTPError as ConnectionProblem
-    KUBERNETES_ERROR = None
-except ImportError:
-    KUBERNETES_ERROR = traceback.format_exc()
 
 
 class Requests(object):
@@ -215,12 +182,12 @@ class Requests(object):
             try:
                 # kind, plural, singular or short name, as kubernetes.core.k8s resolves it
                 self._resources[key] = self.k8s.resource(obj['kind'], obj['apiVersion'])
-            except (ResourceNotFoundError, ResourceNotUniqueError):
+            except (k8s_client.ResourceNotFoundError, k8s_client.ResourceNotUniqueError):
                 raise ka.Refused(None, 'the API server serves no exact match for %s.%s (by kind, name, singular '
                                        'name or short name)' % (obj['apiVersion'], obj['kind']))
-            except DynamicApiError as exc:
+            except k8s_client.DynamicApiError as exc:
                 raise ka.Refused(exc.status, exc.reason, to_text(exc.body))
-            except ConnectionProblem as exc:
+            except k8s_client.ConnectionProblem as exc:
                 raise ka.Refused(None, to_text(exc))
         return self._resources[key]
 
@@ -230,11 +197,11 @@ class Requests(object):
         try:
             answer = self.k8s.client.get(resource, name=meta['name'], namespace=meta.get('namespace'),
                                          serialize=False)
-        except NotFoundError:
+        except k8s_client.NotFoundError:
             return None
-        except DynamicApiError as exc:
+        except k8s_client.DynamicApiError as exc:
             raise ka.Refused(exc.status, exc.reason, to_text(exc.body))
-        except ConnectionProblem as exc:
+        except k8s_client.ConnectionProblem as exc:
             raise ka.Refused(None, to_text(exc))
         return json.loads(to_text(answer.data))
 
@@ -246,13 +213,13 @@ class Requests(object):
         body['apiVersion'] = resource.group_version
         meta = obj['metadata']
         try:
-            answer, warnings = decode_response(self.k8s.client.server_side_apply(
+            answer, warnings = k8s_client.decode_response(self.k8s.client.server_side_apply(
                 resource, body=body, name=meta['name'], namespace=meta.get('namespace'),
                 field_manager=self.params['field_manager'], force_conflicts=self.params['force_conflicts'],
                 dry_run='All' if dry_run else None, serialize=False))
-        except DynamicApiError as exc:
+        except k8s_client.DynamicApiError as exc:
             raise ka.Refused(exc.status, exc.reason, to_text(exc.body))
-        except ConnectionProblem as exc:
+        except k8s_client.ConnectionProblem as exc:
             raise ka.Refused(None, to_text(exc))
         except ValueError as exc:
             # the client's own refusal (a namespaced kind without a namespace)
@@ -269,19 +236,20 @@ class Requests(object):
         return self.send(obj, False)
 
     def wait(self, obj):
-        waiter = get_waiter(self.k8s, self.resource(obj))
+        waiter = k8s_client.get_waiter(self.k8s, self.resource(obj))
         try:
             ready, _instance, seconds = waiter.wait(timeout=self.params['wait_timeout'],
                                                     sleep=self.params['wait_sleep'], name=obj['metadata']['name'],
                                                     namespace=obj['metadata'].get('namespace'))
-        except CoreException as exc:
+        except k8s_client.CoreException as exc:
             raise ka.Refused(None, to_text(exc))
         return ready, seconds
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=module_kit.argument_spec(
+            module_kit.K8S_AUTH,
             definitions=dict(type='list', elements='dict', required=True),
             namespaces=dict(type='dict', default={}),
             field_manager=dict(type='str', default='gpuvirt-provision'),
@@ -290,9 +258,6 @@ def main():
             wait=dict(type='bool', default=False),
             wait_timeout=dict(type='int', default=120),
             wait_sleep=dict(type='int', default=5),
-            kubeconfig=dict(type='raw', no_log=True),
-            context=dict(type='str'),
-            validate_certs=dict(type='bool', aliases=['verify_ssl']),
         ),
         supports_check_mode=True,
     )
@@ -308,15 +273,10 @@ def main():
         module.fail_json(msg=str(exc), **module_args)
     if not objects:
         module.exit_json(changed=False, objects=[], applied=[], msg='no object: nothing sent', **module_args)
-    if KUBERNETES_ERROR:
-        module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_ERROR, **module_args)
-    if K8S_CORE_ERROR:
-        module.fail_json(msg=missing_required_lib('the kubernetes.core collection (galaxy.yml dependencies)'),
-                         exception=K8S_CORE_ERROR, **module_args)
+    k8s_client.fail_when_missing(module, **module_args)
     try:
-        k8s = get_api_client(kubeconfig=params['kubeconfig'], context=params['context'],
-                             validate_certs=params['validate_certs'])
-    except (CoreException, ConfigException, ConnectionProblem) as exc:
+        k8s = k8s_client.api_client(params)
+    except (k8s_client.CoreException, k8s_client.ConfigException, k8s_client.ConnectionProblem) as exc:
         module.fail_json(msg='no connection to the API server, nothing sent (%d objects: %s): %s'
                          % (len(objects), ka.names(objects), to_text(exc)), **module_args)
     warnings = []

@@ -98,17 +98,14 @@ report:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, kubevirt
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            current=dict(type='dict'),
-            live_unread=dict(type='str', default=''),
-            unknown_hosts=dict(type='list', elements='str', default=[]),
-            pci_devices=dict(type='list', elements='dict', default=[]),
-            mediated_devices=dict(type='list', elements='dict', default=[]),
+        argument_spec=module_kit.argument_spec(
+            module_kit.PERMITTED_DEVICES,
             feature_gates=dict(type='list', elements='str', default=[kubevirt.GPU_GATE]),
             disable_mdev_configuration=dict(type='bool', default=True),
             kubevirt_version=dict(type='str'),
@@ -128,13 +125,10 @@ def main():
                                                        unknown_hosts=p['unknown_hosts'])
     except kubevirt.ManifestError as exc:
         module.fail_json(msg=str(exc))
-    kept = common.kept_warning('KubeVirt CR', report, p['unknown_hosts'])
-    if kept:
-        module.warn(kept)
-    if p['live_unread']:
-        warning = common.unmerged_warning(obj, kubevirt.SHARED_LISTS, p['live_unread'])
-        if warning:
-            module.warn(warning)
+    warnings = common.permitted_devices_warnings('KubeVirt CR', obj, report, kubevirt.SHARED_LISTS, p['unknown_hosts'],
+                                                 p['live_unread'])
+    for warning in warnings:
+        module.warn(warning)
     module.exit_json(changed=False, would_change=changed, object=obj, report=report)
 
 

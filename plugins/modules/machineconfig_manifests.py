@@ -155,7 +155,31 @@ selector:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+
+
+def build(p):
+    mc.check_pool_exists(p['pool'], p['existing_pools'], p['create_pool'])
+    args = mc.iommu_kernel_args(p['cpu_vendor'], p['iommu_passthrough'], p['extra_kernel_args'])
+    objects = []
+    if mc.renders_pool(p['pool'], p['create_pool'], p['existing_pools'], p['render']):
+        objects.append(mc.build_pool(p['pool'], p['node_selector']))
+    config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
+    if p['inherit_from'] and mc.takes_configs_of(p['pool'], p['inherit_from'], p['pools']):
+        # the same kernel arguments already reach the pool through the inherited pool's MachineConfig
+        config = mc.build_machineconfig(p['inherit_from'], args, p['blacklist_nouveau'], p['inherit_name'])
+    if p['render']:
+        # a content change is a new object; the pool names the one it must run (a GitOps health check reads it)
+        config = mc.with_content_name(config)
+        objects = [mc.expecting(pool, config['metadata']['name']) for pool in objects]
+    selector = (mc.pool_selector(p['pool'], p['node_selector']) if p['create_pool']
+                else dict(p['pool_selector'] or {}))
+    label_nodes = mc.nodes_into_pool(
+        p['pool'], selector, p['expected_nodes'], p['nodes'], p['create_pool'], pools=p['pools'])
+    objects.append(config)
+    return dict(objects=objects, machineconfig_name=config['metadata']['name'], kernel_args=args,
+                label_nodes=label_nodes, selector=selector)
 
 
 def main():
@@ -180,30 +204,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    try:
-        mc.check_pool_exists(p['pool'], p['existing_pools'], p['create_pool'])
-        args = mc.iommu_kernel_args(p['cpu_vendor'], p['iommu_passthrough'], p['extra_kernel_args'])
-        objects = []
-        if mc.renders_pool(p['pool'], p['create_pool'], p['existing_pools'], p['render']):
-            objects.append(mc.build_pool(p['pool'], p['node_selector']))
-        config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
-        if p['inherit_from'] and mc.takes_configs_of(p['pool'], p['inherit_from'], p['pools']):
-            # the same kernel arguments already reach the pool through the inherited pool's MachineConfig
-            config = mc.build_machineconfig(p['inherit_from'], args, p['blacklist_nouveau'], p['inherit_name'])
-        if p['render']:
-            # a content change is a new object; the pool names the one it must run (a GitOps health check reads it)
-            config = mc.with_content_name(config)
-            objects = [mc.expecting(pool, config['metadata']['name']) for pool in objects]
-        selector = (mc.pool_selector(p['pool'], p['node_selector']) if p['create_pool']
-                    else dict(p['pool_selector'] or {}))
-        label_nodes = mc.nodes_into_pool(
-            p['pool'], selector, p['expected_nodes'], p['nodes'], p['create_pool'], pools=p['pools'])
-    except mc.ManifestError as exc:
-        module.fail_json(msg=str(exc))
-    objects.append(config)
-    module.exit_json(changed=False, objects=objects, machineconfig_name=config['metadata']['name'], kernel_args=args,
-                     label_nodes=label_nodes, selector=selector)
+    module_kit.exit_built(module, build, mc.ManifestError)
 
 
 if __name__ == '__main__':

@@ -122,7 +122,14 @@ waiting:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+
+
+def build(p):
+    return mc.checked_pool_status(p['pool'], p['fail_on_degraded'], p['fail_on_paused'],
+                                  machineconfig_name=p['machineconfig_name'], expected_nodes=p['expected_nodes'],
+                                  nodes=p['nodes'], dedicated=p['dedicated'], rendered_configs=p['rendered_configs'])
 
 
 def main():
@@ -139,15 +146,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    status = mc.pool_status(params['pool'], params['machineconfig_name'], expected_nodes=params['expected_nodes'],
-                            nodes=params['nodes'], dedicated=params['dedicated'],
-                            rendered_configs=params['rendered_configs'])
-    if status['degraded'] and module.params['fail_on_degraded']:
-        module.fail_json(msg='MachineConfigPool %s' % status['message'], **status)
-    if status['paused'] and not status['done'] and params['fail_on_paused']:
-        module.fail_json(msg='MachineConfigPool %s' % status['message'], **status)
-    module.exit_json(changed=False, **status)
+    # a pool it fails on: the message, and the whole status beside it
+    module_kit.exit_built(module, build, mc.PoolFailure, failure=lambda exc: exc.status)
 
 
 if __name__ == '__main__':

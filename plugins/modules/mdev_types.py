@@ -104,7 +104,12 @@ host_interface:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_types
+
+
+def build(params):
+    return vgpu_types.discover(params['sysfs_root'], params['mdevctl_json'], params['proc_root'])
 
 
 def main():
@@ -113,12 +118,7 @@ def main():
                            mdevctl_json=dict(type='str')),
         supports_check_mode=True,
     )
-    try:
-        result = vgpu_types.discover(module.params['sysfs_root'], module.params['mdevctl_json'],
-                                     module.params['proc_root'])
-    except vgpu_types.VgpuError as e:
-        module.fail_json(msg=str(e))
-    module.exit_json(changed=False, **result)
+    module_kit.exit_built(module, build, vgpu_types.VgpuError)
 
 
 if __name__ == '__main__':

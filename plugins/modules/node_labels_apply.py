@@ -20,11 +20,6 @@ description:
     deploy labels the collection switched off; null removes it, for a retired node), one patch per node).
   - Stops at the first patch the API server refuses, naming the node, the HTTP status and the server's message,
     the nodes patched before it and those not sent; a second run patches only what still differs.
-  - Cluster access as kubernetes.core's modules take it, through their client (kubernetes.core's
-    C(module_utils), the same rules); the options below, which the play's C(module_defaults) for
-    C(group/gpuvirt.provision.cluster) give, else the C(K8S_AUTH_*) environment (C(K8S_AUTH_KUBECONFIG),
-    C(K8S_AUTH_CONTEXT), C(K8S_AUTH_VERIFY_SSL), or C(K8S_AUTH_HOST), C(K8S_AUTH_API_KEY), C(K8S_AUTH_SSL_CA_CERT)), the
-    in-cluster service account or C(~/.kube/config).
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
@@ -41,19 +36,8 @@ options:
         C(before)).
     type: dict
     default: {}
-  kubeconfig:
-    description:
-      - The kubeconfig, a path or its content as a dictionary (as kubernetes.core.k8s takes it).
-    type: raw
-  context:
-    description: The kubeconfig context to use.
-    type: str
-  validate_certs:
-    description: Verify the API server's certificate (on unless turned off here or by C(K8S_AUTH_VERIFY_SSL)).
-    type: bool
-    aliases: [verify_ssl]
-requirements:
-  - kubernetes (the Python client) and the kubernetes.core collection
+extends_documentation_fragment:
+  - gpuvirt.provision.k8s_auth
 attributes:
   check_mode:
     description: Sends each patch as a server-side dry run (C(dryRun=All)); the API server checks it, nothing is written.
@@ -84,28 +68,12 @@ msg:
 '''
 
 import json
-import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
-
-try:
-    # kubernetes.core's client: the cluster access of its modules in the same action group, by the same rules
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
-    K8S_CORE_ERROR = None
-except ImportError:
-    K8S_CORE_ERROR = traceback.format_exc()
-
-try:
-    from kubernetes.client.api import core_v1_api
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.config import ConfigException
-    from urllib3.exceptions import HTTPError as ConnectionProblem
-    KUBERNETES_ERROR = None
-except ImportError:
-    KUBERNETES_ERROR = traceback.format_exc()
 
 
 def server_reason(exc):
@@ -125,9 +93,9 @@ def sender(api, dry_run):
             # the raw answer: the typed V1Node would be built and thrown away for every node
             answer = api.patch_node(name, body, dry_run='All' if dry_run else None, _content_type=nl.MERGE_PATCH,
                                     _preload_content=False)
-        except ApiException as exc:
+        except k8s_client.ApiException as exc:
             raise nl.PatchError(name, exc.status, server_reason(exc))
-        except ConnectionProblem as exc:
+        except k8s_client.ConnectionProblem as exc:
             raise nl.PatchError(name, None, to_text(exc))
         return json.loads(to_text(answer.data))
     return send
@@ -135,12 +103,10 @@ def sender(api, dry_run):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=module_kit.argument_spec(
+            module_kit.K8S_AUTH,
             patches=dict(type='list', elements='dict', required=True),
             before=dict(type='dict', default={}),
-            kubeconfig=dict(type='raw', no_log=True),
-            context=dict(type='str'),
-            validate_certs=dict(type='bool', aliases=['verify_ssl']),
         ),
         supports_check_mode=True,
     )
@@ -150,20 +116,14 @@ def main():
         module.fail_json(msg=str(exc))
     if not items:
         module.exit_json(changed=False, patched=[], msg='no node label differs: nothing sent')
-    if KUBERNETES_ERROR:
-        module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_ERROR)
-    if K8S_CORE_ERROR:
-        module.fail_json(msg=missing_required_lib('the kubernetes.core collection (galaxy.yml dependencies)'),
-                         exception=K8S_CORE_ERROR)
+    k8s_client.fail_when_missing(module)
     try:
-        # reads the server's version and kubernetes.core's discovery cache (the phase's reads filled it); an option
-        # left unset falls back to its K8S_AUTH_* variable there
-        client = get_api_client(kubeconfig=module.params['kubeconfig'], context=module.params['context'],
-                                validate_certs=module.params['validate_certs'])
-    except (CoreException, ConfigException, ConnectionProblem) as exc:
+        # reads the server's version and kubernetes.core's discovery cache (the phase's reads filled it)
+        client = k8s_client.api_client(module.params)
+    except (k8s_client.CoreException, k8s_client.ConfigException, k8s_client.ConnectionProblem) as exc:
         module.fail_json(msg='no connection to the API server, no node patched (%d to patch: %s): %s'
                          % (len(items), nl.names_text([n for n, _b in items]), to_text(exc)))
-    api = core_v1_api.CoreV1Api(client.client.client)
+    api = k8s_client.core_v1_api.CoreV1Api(client.client.client)
     try:
         done = nl.send_patches(items, sender(api, module.check_mode))
     except nl.ManifestError as exc:

@@ -96,11 +96,9 @@ def main():
     p = module.params
     try:
         mode = render.file_mode(p['mode'])
+        render_session.check_phase(p['phase'])
     except render.RenderError as e:
         module.fail_json(msg=str(e))
-    if not render_session.valid_phase(p['phase']):
-        module.fail_json(msg='phase %r is not valid; expected at most 63 letters, digits, ".", "_" and "-", such as '
-                             'kubevirt' % (p['phase'],))
     if not (render_session.FILE_RE.fullmatch(p['name']) or p['name'] in render_session.DOCUMENTS) \
             or p['name'] == render_session.KUSTOMIZATION:
         module.fail_json(msg='name %r is not valid; expected a file name of letters, digits, ".", "_" and "-" ending '

@@ -128,14 +128,12 @@ def main():
     p = module.params
     try:
         mode = render.file_mode(p['mode'])
+        render_session.check_phase(p['phase'])
     except render.RenderError as e:
         module.fail_json(msg=str(e))
     # a Secret is never readable by group or others, whatever mode a task (or a variable in it) asks for
     if credentials.any_holds_credential(p['objects']):
         mode &= 0o600
-    if not render_session.valid_phase(p['phase']):
-        module.fail_json(msg='phase %r is not valid; expected at most 63 letters, digits, ".", "_" and "-", such as '
-                             'kubevirt' % (p['phase'],))
     try:
         names = render.file_names(p['objects'], p['prefix'])
     except render.RenderError as e:

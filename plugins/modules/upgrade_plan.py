@@ -131,13 +131,7 @@ options:
     default: {}
 extends_documentation_fragment:
   - gpuvirt.provision.upgrade_settings
-attributes:
-  check_mode:
-    description: Reads data only; nothing changes in any mode.
-    support: full
-  diff_mode:
-    description: Not supported.
-    support: none
+  - gpuvirt.provision.attributes.reads_data
 '''
 
 EXAMPLES = r'''
@@ -223,8 +217,26 @@ summary:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_plan as up
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import upgrade_settings
+
+
+def build(p):
+    settings = up.settings_of(p['settings'])
+    result = up.plan(settings, p['node_names'], p['nodes'], p['pods'], p['daemonsets'], p['revisions'], p['vmis'],
+                     p['vms'], launchers=p['launchers'], current=p['current'],
+                     cluster_version=p['cluster_version'], cluster_policy=p['cluster_policy'],
+                     nvidia_drivers=p['nvidia_drivers'], olm=p['olm'], helm=p['helm'],
+                     kubevirt_cr=p['kubevirt_cr'])
+    by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
+    result['pending'] = dict(
+        (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],
+                         (want or {}).get('daemonsets'), (want or {}).get('allocatable')))
+        for name, want in p['settle'].items())
+    # 'warnings' is a reserved result key: the module warns them and returns them under another name
+    result['warnings_list'] = result.pop('warnings')
+    return result
 
 
 def main():
@@ -251,25 +263,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    try:
-        settings = up.settings_of(p['settings'])
-        result = up.plan(settings, p['node_names'], p['nodes'], p['pods'], p['daemonsets'], p['revisions'], p['vmis'],
-                         p['vms'], launchers=p['launchers'], current=p['current'],
-                         cluster_version=p['cluster_version'], cluster_policy=p['cluster_policy'],
-                         nvidia_drivers=p['nvidia_drivers'], olm=p['olm'], helm=p['helm'],
-                         kubevirt_cr=p['kubevirt_cr'])
-        by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in p['nodes'])
-        result['pending'] = dict(
-            (name, up.settle(name, by_name.get(name), p['pods'], p['daemonsets'], p['revisions'],
-                             (want or {}).get('daemonsets'), (want or {}).get('allocatable')))
-            for name, want in p['settle'].items())
-    except up.PlanError as exc:
-        module.fail_json(msg=str(exc))
-    for warning in result['warnings']:
-        module.warn(warning)
-    result['warnings_list'] = result.pop('warnings')
-    module.exit_json(changed=False, **result)
+    module_kit.exit_built(module, build, up.PlanError, warnings='warnings_list')
 
 
 if __name__ == '__main__':

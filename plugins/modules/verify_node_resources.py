@@ -27,13 +27,8 @@ options:
     type: list
     elements: dict
     required: true
-attributes:
-  check_mode:
-    description: Reads data only; nothing changes in any mode.
-    support: full
-  diff_mode:
-    description: Not supported.
-    support: none
+extends_documentation_fragment:
+  - gpuvirt.provision.attributes.reads_data
 '''
 
 EXAMPLES = r'''
@@ -61,7 +56,15 @@ messages:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify
+
+
+def build(params):
+    ok, report = verify.compare(params['expected'], params['nodes'])
+    messages = [r['message'] for r in report.values() if r['missing']] + \
+        [r['message'] for r in report.values() if not r['missing']]
+    return dict(ok=ok, report=report, messages=messages)
 
 
 def main():
@@ -72,10 +75,8 @@ def main():
         ),
         supports_check_mode=True,
     )
-    ok, report = verify.compare(module.params['expected'], module.params['nodes'])
-    messages = [r['message'] for r in report.values() if r['missing']] + \
-        [r['message'] for r in report.values() if not r['missing']]
-    module.exit_json(changed=False, ok=ok, report=report, messages=messages)
+    # a comparison, which refuses no input
+    module_kit.exit_built(module, build, ())
 
 
 if __name__ == '__main__':

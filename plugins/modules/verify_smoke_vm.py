@@ -61,7 +61,13 @@ object:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify
+
+
+def build(p):
+    return dict(object=verify.smoke_vm(p['name'], p['namespace'], p['resource_name'], p['image'], p['memory'],
+                                       p['running']))
 
 
 def main():
@@ -76,12 +82,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    try:
-        obj = verify.smoke_vm(p['name'], p['namespace'], p['resource_name'], p['image'], p['memory'], p['running'])
-    except verify.ManifestError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, object=obj)
+    module_kit.exit_built(module, build, verify.ManifestError)
 
 
 if __name__ == '__main__':

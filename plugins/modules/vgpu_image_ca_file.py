@@ -65,8 +65,13 @@ reason:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.host import ca_file
+
+
+def build(params):
+    content = ca_file.read_certificates(params['path'], params['name'])
+    return dict(content=content, certificates=content.count('-----BEGIN CERTIFICATE-----'))
 
 
 def main():
@@ -77,11 +82,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        content = ca_file.read_certificates(module.params['path'], module.params['name'])
-    except ca_file.CaFileError as e:
-        module.fail_json(msg=to_native(e), reason=e.reason)
-    module.exit_json(changed=False, content=content, certificates=content.count('-----BEGIN CERTIFICATE-----'))
+    module_kit.exit_built(module, build, ca_file.CaFileError, failure=lambda exc: dict(reason=exc.reason))
 
 
 if __name__ == '__main__':

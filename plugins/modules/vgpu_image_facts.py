@@ -168,7 +168,7 @@ labels:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_image as vi
 
 
@@ -208,11 +208,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    try:
-        result = compute(module.params)
-    except (vi.VgpuImageError, IOError, OSError) as e:
-        module.fail_json(msg=to_native(e))
-    module.exit_json(changed=False, **result)
+    module_kit.exit_built(module, compute, (vi.VgpuImageError, IOError, OSError))
 
 
 if __name__ == '__main__':

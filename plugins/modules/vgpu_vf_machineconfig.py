@@ -107,7 +107,16 @@ summary:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+
+
+def build(p):
+    config = mc.vgpu_vf_pool_config(p['pool'], p['hosts'], p['pools'], p['nodes'], p['sysfs_root'],
+                                    p['sriov_manage'], p['timeout'])
+    built = mc.build_vgpu_vf_machineconfig(p['pool'], p['script'], p['python'], p['timeout'], config, p['name'])
+    return dict(objects=[built], machineconfig_name=built['metadata']['name'], config=config,
+                summary=mc.describe_boot_config(config))
 
 
 def main():
@@ -126,15 +135,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    try:
-        config = mc.vgpu_vf_pool_config(p['pool'], p['hosts'], p['pools'], p['nodes'], p['sysfs_root'],
-                                        p['sriov_manage'], p['timeout'])
-        built = mc.build_vgpu_vf_machineconfig(p['pool'], p['script'], p['python'], p['timeout'], config, p['name'])
-    except mc.ManifestError as exc:
-        module.fail_json(msg=str(exc))
-    module.exit_json(changed=False, objects=[built], machineconfig_name=built['metadata']['name'], config=config,
-                     summary=mc.describe_boot_config(config))
+    module_kit.exit_built(module, build, mc.ManifestError)
 
 
 if __name__ == '__main__':

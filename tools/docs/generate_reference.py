@@ -6,8 +6,8 @@
 
 Before the pages, it rewrites the generated regions (``# BEGIN GENERATED <list>``) of the argument specs, the
 survey, the filter docs and the doc fragments from the pool and platform tables (tools/docs/generated_lists.py),
-and writes docs/reference/pools-and-platforms.md from the same tables. A module page merges the options of the
-collection's doc fragments it extends, as ansible-doc does.
+and writes docs/reference/pools-and-platforms.md from the same tables. A module page merges the options and the
+notes of the collection's doc fragments it extends, as ansible-doc does, and lists the notes.
 
 ``--check`` regenerates into memory and exits 1 listing the stale files, so a test can fail when someone
 changes a module or a role's options, or a table, without regenerating (``make docs``).
@@ -49,15 +49,19 @@ def _fragment(root, ref):
 
 
 def _with_fragments(doc, root):
-    """``doc`` with the options of the collection's fragments it extends merged in (the module's own win)."""
-    options = {}
+    """``doc`` with the options of the collection's fragments it extends merged in (the module's own win), and
+    their notes with the module's (sorted, as ansible-doc merges a list)."""
+    options, notes = {}, []
     for ref in doc.get("extends_documentation_fragment") or []:
         fragment = _fragment(root, ref)
         if fragment:
             options.update(fragment.get("options") or {})
+            notes.extend(fragment.get("notes") or [])
     if options:
         options.update(doc.get("options") or {})
         doc = dict(doc, options=options)
+    if notes:
+        doc = dict(doc, notes=sorted(set(notes + list(doc.get("notes") or []))))
     return doc
 
 
@@ -119,6 +123,8 @@ def plugin_page(path, kind, root=ROOT):
     lines = [HEADER, "# gpuvirt.provision.%s (%s)" % (name, kind), "", _text(doc.get("short_description")), ""]
     lines += [_text(d) + "\n" for d in (doc.get("description") or [])]
     lines += ["## Options", ""] + _options_table(doc.get("options")) + [""]
+    if doc.get("notes"):
+        lines += ["## Notes", ""] + ["- " + _text(n) for n in doc["notes"]] + [""]
     if ret:
         lines += ["## Return values", ""] + _return_table(ret) + [""]
     if examples.strip():

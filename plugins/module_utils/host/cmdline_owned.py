@@ -71,29 +71,40 @@ def _bare_taking_more(arg, valued, where):
                                 % (where, arg, arg, arg))
 
 
+def _removal(recorded, present, carried, where, held=None):
+    """``(remove, kept, gone)`` for taking back ``recorded`` from ``where``, which has the arguments ``present``
+    (and ``carried``, ``present`` among them, with values): gone when not present, kept when a bare flag whose name
+    ``carried`` holds with a value (``_bare_taking_more``) or when ``held(arg)`` gives a reason, else removed."""
+    remove, kept, gone = [], [], []
+    have, valued = set(present), _valued_names(carried)
+    for arg in _unique(recorded or []):
+        bare = _bare_taking_more(arg, valued, where)
+        reason = held(arg) if held and arg in have and not bare else None
+        if arg not in have:
+            gone.append(arg)
+        elif bare:
+            kept.append(bare)
+        elif reason:
+            kept.append(dict(arg=arg, reason=reason))
+        else:
+            remove.append(arg)
+    return remove, kept, gone
+
+
 def grub_default_removal(recorded, linux, default):
     """``(remove, kept, gone)`` for taking back ``recorded`` from a grub defaults file whose variables hold
     ``linux`` and ``default`` (``grub_default_args``): remove what ``GRUB_CMDLINE_LINUX`` still has, unless the
     appended variable has it too or cannot be read, or it is a bare flag whose name either variable carries with a
     value (``_bare_taking_more``); ``gone``: recorded arguments no longer there at all."""
-    remove, kept, gone = [], [], []
-    have, appended = set(linux), set(default or [])
-    valued = _valued_names(list(linux) + list(default or []))
-    for arg in _unique(recorded or []):
-        bare = _bare_taking_more(arg, valued, 'the grub defaults file')
-        if arg not in have:
-            gone.append(arg)
-        elif bare:
-            kept.append(bare)
-        elif default is None:
-            kept.append(dict(arg=arg, reason='%s cannot be read by the editor: it may carry %s too'
-                             % (kc.appended_variable(VAR), arg)))
-        elif arg in appended:
-            kept.append(dict(arg=arg, reason='%s carries it too: the administrator\'s there'
-                             % kc.appended_variable(VAR)))
-        else:
-            remove.append(arg)
-    return remove, kept, gone
+    appended = set(default or [])
+
+    def held(arg):
+        if default is None:
+            return '%s cannot be read by the editor: it may carry %s too' % (kc.appended_variable(VAR), arg)
+        if arg in appended:
+            return '%s carries it too: the administrator\'s there' % kc.appended_variable(VAR)
+        return None
+    return _removal(recorded, linux, list(linux) + list(default or []), 'the grub defaults file', held)
 
 
 def grubby_args(entries):
@@ -105,17 +116,7 @@ def grubby_removal(recorded, entries):
     """``(remove, kept, gone)``: the recorded arguments some boot entry still has, those kept (a bare flag whose name
     some entry carries with a value: ``_bare_taking_more``), and those no entry has."""
     args = grubby_args(entries)
-    have, valued = set(args), _valued_names(args)
-    remove, kept, gone = [], [], []
-    for arg in _unique(recorded or []):
-        bare = _bare_taking_more(arg, valued, 'a boot entry')
-        if arg not in have:
-            gone.append(arg)
-        elif bare:
-            kept.append(bare)
-        else:
-            remove.append(arg)
-    return remove, kept, gone
+    return _removal(recorded, args, args, 'a boot entry')
 
 
 def grubby_after(entries, add, drop):

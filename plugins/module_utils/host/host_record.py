@@ -216,20 +216,22 @@ def write(path, record):
     return data
 
 
+def _with_entry(record, section, key, values):
+    """``record`` (not changed) with ``key`` of its ``section`` set to a copy of ``values``; an empty list drops
+    the key."""
+    entries = dict(record.get(section) or {})
+    if values:
+        entries[key] = list(values)
+    else:
+        entries.pop(key, None)
+    return dict(record, **{section: entries})
+
+
 def with_args(record, backend, args):
     """``record`` with the arguments of ``backend`` set to ``args`` (an empty list drops the backend)."""
-    section = dict(record.get('kernel_args') or {})
-    if args:
-        section[backend] = list(args)
-    else:
-        section.pop(backend, None)
-    return dict(record, kernel_args=section)
+    return _with_entry(record, 'kernel_args', backend, args)
 
 
 def with_files(record, kind, files):
-    section = dict(record.get('files') or {})
-    if files:
-        section[kind] = list(files)
-    else:
-        section.pop(kind, None)
-    return dict(record, files=section)
+    """``record`` with the files of ``kind`` set to ``files`` (an empty list drops the kind)."""
+    return _with_entry(record, 'files', kind, files)

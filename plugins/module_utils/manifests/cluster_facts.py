@@ -65,60 +65,62 @@ class Client(object):
         self.get = get_object
 
 
+def _checked_list(values, option, what, check):
+    """``values`` (None: none) as a list of at most MOST entries, each as ``check(entry, where)`` returns it
+    (``where``: ``<option>[<index>]``); ManifestError naming the option or the entry (a validators check's
+    ValidationError becomes one, its words kept)."""
+    if values is None:
+        return []
+    if not isinstance(values, list) or len(values) > MOST:
+        shown = values if not isinstance(values, list) else '%d entries' % len(values)
+        raise ManifestError('%s: expected a list of at most %d %s, got %r' % (option, MOST, what, shown))
+    out = []
+    for index, value in enumerate(values):
+        try:
+            out.append(check(value, '%s[%d]' % (option, index)))
+        except validators.ValidationError as exc:
+            raise ManifestError(str(exc))
+    return out
+
+
+def _api(entry, where):
+    if not isinstance(entry, dict) or set(entry) != {'api_version', 'kind'}:
+        raise ManifestError('%s: expected a mapping of exactly api_version and kind, got %r' % (where, entry))
+    api_version, kind = entry['api_version'], entry['kind']
+    if not isinstance(api_version, str) or not API_VERSION_RE.fullmatch(api_version):
+        raise ManifestError('%s.api_version: %r is not an apiVersion ("v1" or "<group>/<version>")'
+                            % (where, api_version))
+    if not isinstance(kind, str) or not KIND_RE.fullmatch(kind):
+        raise ManifestError('%s.kind: %r is not a kind (a letter, then at most 62 letters and digits)'
+                            % (where, kind))
+    return api_version, kind
+
+
+def _crd_name(name, where):
+    validators.dns1123_subdomain(name, where)
+    if '.' not in name:
+        raise ManifestError('%s: %r is not a CustomResourceDefinition name (<plural>.<group>)' % (where, name))
+    return name
+
+
+def _annotation_key(key, where):
+    validators.label_key(key, where)
+    return key
+
+
 def checked_apis(apis):
     """The detection APIs as (api_version, kind) pairs, each checked by its grammar; ManifestError naming the entry."""
-    if apis is None:
-        return []
-    if not isinstance(apis, list) or len(apis) > MOST:
-        raise ManifestError('apis: expected a list of at most %d {api_version, kind} mappings, got %r'
-                            % (MOST, apis if not isinstance(apis, list) else '%d entries' % len(apis)))
-    out = []
-    for index, entry in enumerate(apis):
-        where = 'apis[%d]' % index
-        if not isinstance(entry, dict) or set(entry) != {'api_version', 'kind'}:
-            raise ManifestError('%s: expected a mapping of exactly api_version and kind, got %r' % (where, entry))
-        api_version, kind = entry['api_version'], entry['kind']
-        if not isinstance(api_version, str) or not API_VERSION_RE.fullmatch(api_version):
-            raise ManifestError('%s.api_version: %r is not an apiVersion ("v1" or "<group>/<version>")'
-                                % (where, api_version))
-        if not isinstance(kind, str) or not KIND_RE.fullmatch(kind):
-            raise ManifestError('%s.kind: %r is not a kind (a letter, then at most 62 letters and digits)'
-                                % (where, kind))
-        out.append((api_version, kind))
-    return out
+    return _checked_list(apis, 'apis', '{api_version, kind} mappings', _api)
 
 
 def checked_crds(crds):
     """The CRD names, each a DNS-1123 subdomain of the form <plural>.<group>; ManifestError naming the entry."""
-    if crds is None:
-        return []
-    if not isinstance(crds, list) or len(crds) > MOST:
-        raise ManifestError('crds: expected a list of at most %d CustomResourceDefinition names, got %r'
-                            % (MOST, crds if not isinstance(crds, list) else '%d entries' % len(crds)))
-    for index, name in enumerate(crds):
-        try:
-            validators.dns1123_subdomain(name, 'crds[%d]' % index)
-        except validators.ValidationError as exc:
-            raise ManifestError(str(exc))
-        if '.' not in name:
-            raise ManifestError('crds[%d]: %r is not a CustomResourceDefinition name (<plural>.<group>)'
-                                % (index, name))
-    return list(crds)
+    return _checked_list(crds, 'crds', 'CustomResourceDefinition names', _crd_name)
 
 
 def checked_node_annotations(keys):
     """The detection annotation keys, each by the grammar of a qualified name; ManifestError naming the entry."""
-    if keys is None:
-        return []
-    if not isinstance(keys, list) or len(keys) > MOST:
-        raise ManifestError('node_annotations: expected a list of at most %d annotation keys, got %r'
-                            % (MOST, keys if not isinstance(keys, list) else '%d entries' % len(keys)))
-    for index, key in enumerate(keys):
-        try:
-            validators.label_key(key, 'node_annotations[%d]' % index)
-        except validators.ValidationError as exc:
-            raise ManifestError(str(exc))
-    return list(keys)
+    return _checked_list(keys, 'node_annotations', 'annotation keys', _annotation_key)
 
 
 def nodes_agree(nodes, keys):

@@ -242,6 +242,16 @@ def unmerged_warning(obj, lists, hint):
             "cluster\")" % (obj.get('kind'), where, hint, ', '.join(present)))
 
 
+def permitted_devices_warnings(kind, obj, report, lists, unknown_hosts, live_unread):
+    """The warnings of a permitted-device build (HyperConverged or the KubeVirt CR), in order: the entries kept for
+    the VM hosts with no facts in this run (``kept_warning``), then, where ``live_unread`` says why the live object
+    was not read, the lists ``obj`` replaces (``unmerged_warning``)."""
+    warnings = [kept_warning(kind, report, unknown_hosts)]
+    if live_unread:
+        warnings.append(unmerged_warning(obj, lists, live_unread))
+    return [warning for warning in warnings if warning]
+
+
 def kept_warning(kind, report, unknown_hosts):
     """The warning for the entries an earlier run added that were kept because some VM hosts have no facts in this
     run (``report`` of the permitted-device merge); '' when none was kept."""

@@ -11,24 +11,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import traceback
-
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.k8s_apply import Refused
-
-try:
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.config import ConfigException
-    from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
-    from kubernetes.dynamic.exceptions import ResourceNotUniqueError
-    from urllib3.exceptions import HTTPError as ConnectionProblem
-    KUBERNETES_ERROR = None
-    # what the client raises before any answer (no kubeconfig, no such context, a connection it could not open):
-    # the modules report its own words
-    CLIENT_ERRORS = (ConfigException, ConnectionProblem)
-except ImportError:
-    KUBERNETES_ERROR = traceback.format_exc()
-    CLIENT_ERRORS = ()
 
 
 class Requests(object):
@@ -41,21 +26,21 @@ class Requests(object):
         """The kind's resource, or None where discovery finds no exact match (k8s_info's api_found false)."""
         try:
             return self.k8s.resource(kind, api_version)
-        except (ResourceNotFoundError, ResourceNotUniqueError):
+        except (k8s_client.ResourceNotFoundError, k8s_client.ResourceNotUniqueError):
             return None
-        except DynamicApiError as exc:
+        except k8s_client.DynamicApiError as exc:
             raise Refused(exc.status, exc.reason, to_text(exc.body))
-        except ApiException as exc:
+        except k8s_client.ApiException as exc:
             raise Refused(exc.status, exc.reason, to_text(exc.body))
-        except ConnectionProblem as exc:
+        except k8s_client.ConnectionProblem as exc:
             raise Refused(None, to_text(exc))
 
     def _get(self, resource, **params):
         try:
             answer = self.k8s.client.get(resource, serialize=False, **params)
-        except DynamicApiError as exc:
+        except k8s_client.DynamicApiError as exc:
             raise Refused(exc.status, exc.reason, to_text(exc.body))
-        except ConnectionProblem as exc:
+        except k8s_client.ConnectionProblem as exc:
             raise Refused(None, to_text(exc))
         return json.loads(to_text(answer.data))
 

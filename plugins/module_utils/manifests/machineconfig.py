@@ -812,3 +812,20 @@ def pool_status(mcp, machineconfig_name=None, expected_nodes=None, nodes=None, d
     return dict(counts, name=meta.get('name'), done=done, degraded=degraded, reason=reason, updating=updating,
                 rendered_includes=rendered_includes, current=current, rendered=rendered, waiting=waiting,
                 paused=paused, message=message)
+
+
+class PoolFailure(ManifestError):
+    """A pool the caller asked to fail on (``checked_pool_status``); ``status`` is its whole ``pool_status``."""
+
+    def __init__(self, status):
+        super(PoolFailure, self).__init__('MachineConfigPool %s' % status['message'])
+        self.status = status
+
+
+def checked_pool_status(mcp, fail_on_degraded, fail_on_paused, **kwargs):
+    """``pool_status(mcp, **kwargs)``, or PoolFailure where it is degraded and ``fail_on_degraded``, or paused and
+    not done and ``fail_on_paused``."""
+    status = pool_status(mcp, **kwargs)
+    if (status['degraded'] and fail_on_degraded) or (status['paused'] and not status['done'] and fail_on_paused):
+        raise PoolFailure(status)
+    return status

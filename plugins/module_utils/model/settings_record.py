@@ -44,14 +44,19 @@ def _number_text(value):
     return str(value)
 
 
+def _text(value, refusal):
+    """``value`` as a str option holds it (a number as its text); ValidationError ``refusal`` for anything else."""
+    text = value if isinstance(value, str) else _number_text(value)
+    if text is None:
+        raise ValidationError(refusal)
+    return text
+
+
 def _element(field, item):
     """One item of a list field as its ``elements`` type takes it."""
     var = field.variable
     if field.elements == 'str':
-        text = item if isinstance(item, str) else _number_text(item)
-        if text is None:
-            raise ValidationError('%s holds %r, not a string' % (var, item))
-        return text
+        return _text(item, '%s holds %r, not a string' % (var, item))
     if field.elements == 'dict' and not isinstance(item, dict):
         raise ValidationError('%s holds %r, not a mapping' % (var, item))
     return item
@@ -61,10 +66,7 @@ def typed(field, value):
     """``value`` as ``field`` takes it, or ValidationError naming the field's variable."""
     var = field.variable
     if field.type == 'str':
-        text = value if isinstance(value, str) else _number_text(value)
-        if text is None:
-            raise ValidationError('%s is %r, not a string' % (var, value))
-        value = text
+        value = _text(value, '%s is %r, not a string' % (var, value))
     elif field.type == 'int':
         # an int setting is a count (upgrade_serial): a whole number of 1 or more
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

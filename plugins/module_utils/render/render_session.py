@@ -218,6 +218,13 @@ def valid_phase(phase):
     return isinstance(phase, str) and len(phase) <= 63 and PHASE_RE.fullmatch(phase) is not None
 
 
+def check_phase(phase):
+    """RenderError naming ``phase`` and the fix unless it is a valid phase (``valid_phase``)."""
+    if not valid_phase(phase):
+        raise render.RenderError('phase %r is not valid; expected at most 63 letters, digits, ".", "_" and "-", such '
+                                 'as kubevirt' % (phase,))
+
+
 def prunable_name(name):
     """A name the collection's builders write for the files of a render: an object's (render.file_names) or a
     Helm values file's (HELM_VALUES_RE). Only such a file is ever pruned: the bookkeeping that lists what was

@@ -34,6 +34,26 @@ def test_every_module_and_role_has_a_page():
     assert modules and roles and not missing, missing
 
 
+def test_a_module_page_shows_the_notes_of_its_fragments_and_its_own():
+    # ansible-doc merges a fragment's notes into the module's (ansible.utils.plugin_docs merge_fragment: a list is
+    # joined and sorted); the page lists them as it does
+    sys.path.insert(0, os.path.dirname(GENERATOR))
+    try:
+        import generate_reference
+    finally:
+        sys.path.remove(os.path.dirname(GENERATOR))
+    fragment = yaml.safe_load(ast.literal_eval(next(
+        node.value for node in ast.walk(ast.parse(open(os.path.join(ROOT, 'plugins', 'doc_fragments', 'k8s_auth.py'),
+                                                     encoding='utf-8').read()))
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', None) == 'DOCUMENTATION')))
+    (note,) = fragment['notes']
+    _name, page = generate_reference.plugin_page(os.path.join(ROOT, 'plugins', 'modules', 'cluster_facts.py'), 'module')
+    assert '## Notes\n\n- %s\n' % note in page
+    doc = generate_reference._with_fragments(
+        {'extends_documentation_fragment': ['gpuvirt.provision.k8s_auth'], 'notes': ['A module note.']}, ROOT)
+    assert doc['notes'] == sorted(['A module note.', note]) and 'kubeconfig' in doc['options']
+
+
 def test_check_mode_detects_a_stale_page(tmp_path):
     # the generator itself must notice drift (a check that cannot fail would prove nothing)
     out = tmp_path / 'ref'

@@ -15,8 +15,9 @@ import yaml
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import attributes
 
 MODULES = sorted(glob.glob(os.path.join(os.path.dirname(attributes.__file__), '..', 'modules', '[a-z]*.py')))
-FRAGMENT_BLOCKS = [yaml.safe_load(getattr(attributes.ModuleDocFragment, name))['attributes']
-                   for name in ('DOCUMENTATION', 'READ_ONLY', 'BUILDS_ONLY')]
+# every block of the attributes fragment: DOCUMENTATION and each variant (READ_ONLY, BUILDS_ONLY, READS_CLUSTER, ...)
+VARIANTS = sorted(name for name in vars(attributes.ModuleDocFragment) if name.isupper())
+FRAGMENT_BLOCKS = [yaml.safe_load(getattr(attributes.ModuleDocFragment, name))['attributes'] for name in VARIANTS]
 # every doc fragment module, imported when this file is collected: a test that ran before in the same process (under
 # pytest-xdist, another file's test on the same worker) may have installed Ansible's collection loader
 # (init_plugin_loader, tests/unit/trust/test_hostile_corpus.py), through which the first import of a submodule of
@@ -49,7 +50,7 @@ def test_module_documents_check_and_diff_mode(path):
             assert 'attributes' not in yaml.safe_load(text), fragment
             continue
         prefix, dummy, variant = fragment.partition('gpuvirt.provision.attributes')
-        assert not prefix and variant in ('', '.read_only', '.builds_only'), fragment
+        assert not prefix and (variant[1:].upper() or 'DOCUMENTATION') in VARIANTS, fragment
         assert own is None, 'attributes both in the module and from %s' % fragment
         own = yaml.safe_load(getattr(attributes.ModuleDocFragment, variant[1:].upper() or 'DOCUMENTATION'))['attributes']
     doc['attributes'] = own

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import apply_rules
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import k8s_client
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_operator
 from ansible_collections.gpuvirt.provision.plugins.modules import (
     dra_manifests, gpu_operator_manifests, gpu_operator_pull_secret, hco_permitted_devices, k8s_objects_apply,
@@ -290,7 +291,7 @@ def test_server_warnings_of_a_list_holding_a_credential_are_counted_not_shown(mo
         if warning not in self.warnings:
             self.warnings.append(warning)
         return dict(obj, metadata=dict(obj['metadata'], resourceVersion='1'))
-    monkeypatch.setattr(k8s_objects_apply, 'get_api_client', lambda **_kw: object())
+    monkeypatch.setattr(k8s_client, 'get_api_client', lambda **_kw: object())
     monkeypatch.setattr(k8s_objects_apply.Requests, 'read', lambda self, obj: None)
     monkeypatch.setattr(k8s_objects_apply.Requests, 'send', send)
     secret = {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'kubernetes.io/dockerconfigjson',

@@ -82,3 +82,16 @@ def test_a_lock_this_run_did_not_create_fails_every_render_step_until_taken_over
                                % (tmp_path, os.getpid())]
     assert not session(monkeypatch, tmp_path, 'closed', session=res['session'])['failed']
     assert not (tmp_path / rs.LOCK).exists()
+
+
+def test_a_bad_phase_or_mode_is_refused_naming_it_before_anything_is_written(monkeypatch, tmp_path):
+    phase = ('phase \'../kubevirt\' is not valid; expected at most 63 letters, digits, ".", "_" and "-", such as '
+             'kubevirt')
+    for module, args in ((render_manifests, dict(objects=[CONFIGMAP], prefix='60-kv')),
+                         (render_file, dict(name='a.yaml', content='a: 1\n'))):
+        res = run_module(monkeypatch, module, dict(args, dest=str(tmp_path), phase='../kubevirt'))
+        assert res['failed'] and res['msg'] == phase, res
+        # the mode is checked first
+        res = run_module(monkeypatch, module, dict(args, dest=str(tmp_path), phase='../kubevirt', mode='0999'))
+        assert res['failed'] and res['msg'] == "mode '0999' is not an octal file mode such as 0644 or 0600", res
+    assert os.listdir(str(tmp_path)) == []

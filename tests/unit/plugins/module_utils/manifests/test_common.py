@@ -100,3 +100,18 @@ def test_a_render_without_the_live_object_is_refused_while_hosts_have_no_facts()
     common.unknown_hosts_check('no cluster read', [], 'HyperConverged')
     with pytest.raises(common.ManifestError, match='no GPU facts in this run for gpu-a10.*no cluster read'):
         common.unknown_hosts_check('no cluster read', ['gpu-a10'], 'HyperConverged')
+
+
+def test_permitted_devices_warnings_kept_then_unmerged():
+    report = {'pciHostDevices': {'kept_owned': ['10DE:2236']}, 'mediatedDevices': {'kept_owned': []}}
+    obj = {'kind': 'KubeVirt', 'metadata': {'name': 'kubevirt', 'namespace': 'kubevirt'},
+           'spec': {'configuration': {'permittedHostDevices': {'pciHostDevices': []}}}}
+    lists = [(('spec', 'configuration', 'permittedHostDevices', 'pciHostDevices'), 'map')]
+    kept = common.kept_warning('KubeVirt CR', report, ['gpu-9'])
+    unmerged = common.unmerged_warning(obj, lists, 'set it')
+    assert kept and unmerged
+    assert common.permitted_devices_warnings('KubeVirt CR', obj, report, lists, ['gpu-9'], 'set it') == [kept, unmerged]
+    # nothing read is no warning without live_unread (apply mode), and nothing kept none either
+    assert common.permitted_devices_warnings('KubeVirt CR', obj, report, lists, ['gpu-9'], '') == [kept]
+    none_kept = {'pciHostDevices': {'kept_owned': []}, 'mediatedDevices': {'kept_owned': []}}
+    assert common.permitted_devices_warnings('KubeVirt CR', obj, none_kept, lists, [], '') == []

@@ -195,6 +195,24 @@ def test_a_pool_still_on_the_rendered_config_before_our_edit_is_not_done():
     assert mc.pool_status(stale, '100-gpu-gpuvirt-iommu', rendered_configs=['rendered-gpu-aaa'])['done']
 
 
+def test_checked_pool_status_fails_only_on_what_the_caller_asked():
+    degraded = pool(2, 2, 3, DONE[:2] + [('Degraded', 'True', 'Failed to render configuration')], degraded=1)
+    with pytest.raises(mc.PoolFailure) as failure:
+        mc.checked_pool_status(degraded, True, False, machineconfig_name='100-gpu-gpuvirt-iommu')
+    assert str(failure.value) == 'MachineConfigPool ' + failure.value.status['message']
+    assert failure.value.status == mc.pool_status(degraded, '100-gpu-gpuvirt-iommu')
+    assert mc.checked_pool_status(degraded, False, True)['degraded']
+    paused = pool(1, 3, 3, [('Updated', 'False', ''), ('Updating', 'False', 'Pool is paused; will not update to x')])
+    paused['spec'] = {'paused': True}
+    assert mc.checked_pool_status(paused, True, False)['paused']
+    with pytest.raises(mc.PoolFailure, match='the pool is paused'):
+        mc.checked_pool_status(paused, False, True)
+    # a paused pool already done is no failure
+    done = pool(3, 3, 3, DONE)
+    done['spec'] = {'paused': True}
+    assert mc.checked_pool_status(done, True, True)['done']
+
+
 def test_a_paused_pool_is_reported_with_the_command_that_unpauses_it():
     # openshift/machine-config-operator pkg/controller/node/node_controller.go syncMachineConfigPool: a paused pool
     # only gets its status synced, pkg/controller/node/status.go calculateStatus: Updated False, Updating False

@@ -85,6 +85,7 @@ def test_a_record_is_read_only_and_a_none_takes_the_default():
     ({'vm_policies': {'vms/db': 'drain'}}, "upgrade_vm_policies: 'vms/db': 'drain'"),
     ({'vf_reapply': 'yes'}, "upgrade_vgpu_vf_reapply is 'yes', not true or false"),
     ({'vf_nodes': [{'name': 'gpu-1'}]}, "upgrade_inventory_vf_nodes holds {'name': 'gpu-1'}, not a string"),
+    ({'gpu_operator_version': ['v25.10']}, "upgrade_gpu_operator_version is ['v25.10'], not a string"),
     ({'gpu_operator_install': 'manifest'}, "gpuvirt_cluster.traits.gpu_operator_install is 'manifest', not one of"),
     ({'kubevirt_config': 'auto'}, "gpuvirt_cluster.kubevirt_config is 'auto', not one of hco, kubevirt"),
     ({'supports': ['1.33']}, "upgrade_gpu_operator_supports is ['1.33'], not a mapping"),
