@@ -543,7 +543,7 @@ def write_status(cluster, obj, status):
     """Write ``status`` on ``obj``; on a conflict (another stand-in wrote the object since ``obj`` was read: 409 on
     its resourceVersion) write it again on the object as it now is, as a controller's requeue does."""
     meta = obj['metadata']
-    for _ in range(20):
+    for dummy in range(20):
         try:
             return cluster.set_status(obj, status)
         except apiserver.APIError as exc:
