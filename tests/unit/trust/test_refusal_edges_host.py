@@ -431,8 +431,7 @@ def test_a_vfio_file_swapped_for_a_link_after_its_lstat_is_not_read_through_it(m
     assert raised.value.errno == errno.ELOOP
 
 
-def test_a_vfio_file_swapped_for_a_fifo_after_its_lstat_is_kept_without_waiting_for_a_writer(monkeypatch,
-                                                                                            tmp_path):
+def test_a_vfio_file_swapped_for_a_fifo_after_its_lstat_is_kept_without_waiting(monkeypatch, tmp_path):
     path = tmp_path / 'gpuvirt-vfio.conf'
     path.write_text(VFIO)
     _on_call(monkeypatch, 'lstat', path, _swap_for_fifo(path))
@@ -470,4 +469,3 @@ def test_a_kernel_tree_file_is_read_up_to_1_mib_and_one_byte_past_it_never_more(
     path.write_bytes(b'x' * size)
     assert sysfs.read_bytes(str(path)) == b'x' * read
     assert len(sysfs.read_text(str(path), ValueError)) == read
-
