@@ -59,6 +59,9 @@ def read_regular(path):
         if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
             return None, 'not a regular file'
         data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        # it grew past the bound after the lstat: not read whole, so neither deleted nor rewritten from a part
+        return None, 'larger than any file we write'
     try:
         return data.decode('utf-8'), None
     except UnicodeDecodeError:
