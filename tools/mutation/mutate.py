@@ -190,7 +190,9 @@ def tree_files():
             rel_top = os.path.relpath(top, ROOT)
             dirs[:] = [d for d in dirs if os.path.normpath(os.path.join(rel_top, d)) not in NOT_COPIED
                        and '__pycache__' != d]
-            found += [os.path.normpath(os.path.join(rel_top, f)) for f in files]
+            # a worktree's .git is a file
+            found += [name for name in (os.path.normpath(os.path.join(rel_top, f)) for f in files)
+                      if name not in NOT_COPIED]
         return found
 
 
