@@ -58,25 +58,25 @@ def _pem(der):
     return '\n'.join(['-----BEGIN CERTIFICATE-----'] + lines + ['-----END CERTIFICATE-----']) + '\n'
 
 
-# (what the DER header is, the DER): a SEQUENCE of 0x7f or 0x80 bytes in each form X.690 8.1.3 allows
-DER_TAKEN = [
-    ('short form, 127 bytes', b'\x30\x7f' + b'\x05' * 0x7f),
-    ('long form of one length byte, 128 bytes', b'\x30\x81\x80' + b'\x05' * 0x80),
-    ('long form of four length bytes', b'\x30\x84\x00\x00\x00\x80' + b'\x05' * 0x80),
-]
-DER_REFUSED = [
-    ('indefinite length (0x80) of 128 bytes', b'\x30\x80' + b'\x05' * 0x80),
-    ('long form of five length bytes', b'\x30\x85\x00\x00\x00\x00\x80' + b'\x05' * 0x80),
-    ('long form of a length below 128', b'\x30\x81\x7f' + b'\x05' * 0x7f),
-]
+# what the DER's header is: the DER, a SEQUENCE of 0x7f or 0x80 bytes in each form X.690 8.1.3 allows or not
+DER_TAKEN = {
+    'short form, 127 bytes': b'\x30\x7f' + b'\x05' * 0x7f,
+    'long form of one length byte, 128 bytes': b'\x30\x81\x80' + b'\x05' * 0x80,
+    'long form of four length bytes': b'\x30\x84\x00\x00\x00\x80' + b'\x05' * 0x80,
+}
+DER_REFUSED = {
+    'indefinite length (0x80) of 128 bytes': b'\x30\x80' + b'\x05' * 0x80,
+    'long form of five length bytes': b'\x30\x85\x00\x00\x00\x00\x80' + b'\x05' * 0x80,
+    'long form of a length below 128': b'\x30\x81\x7f' + b'\x05' * 0x7f,
+}
 
 
-@pytest.mark.parametrize('der', [d for _, d in DER_TAKEN], ids=[i for i, _ in DER_TAKEN])
+@pytest.mark.parametrize('der', list(DER_TAKEN.values()), ids=list(DER_TAKEN))
 def test_a_certificate_of_a_definite_length_in_at_most_four_bytes_is_taken(der):
     assert v.pem_certificates(_pem(der), CA) == _pem(der)
 
 
-@pytest.mark.parametrize('der', [d for _, d in DER_REFUSED], ids=[i for i, _ in DER_REFUSED])
+@pytest.mark.parametrize('der', list(DER_REFUSED.values()), ids=list(DER_REFUSED))
 def test_a_certificate_of_an_indefinite_overlong_or_non_minimal_length_is_refused(der):
     with pytest.raises(v.ValidationError, match='^%s is not a PEM certificate bundle \\(certificate 1 does not decode '
                                                 'to one DER certificate\\)' % CA):
@@ -84,7 +84,7 @@ def test_a_certificate_of_an_indefinite_overlong_or_non_minimal_length_is_refuse
 
 
 def test_a_certificate_bundle_is_taken_up_to_64_kib_and_refused_one_byte_past():
-    cert = _pem(DER_TAKEN[0][1])
+    cert = _pem(DER_TAKEN['short form, 127 bytes'])
     at_bound = (cert + '\n' * (v.PEM_BUNDLE_MAX - len(cert))).encode()  # blank lines after a block are allowed
     assert len(at_bound) == 65536
     assert v.pem_certificates(at_bound, CA) == at_bound.decode()
