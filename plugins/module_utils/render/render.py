@@ -203,14 +203,14 @@ def _open_regular(path):
 
 def read_bytes(path, limit=None):
     """The bytes of the regular file ``path`` (None as for ``read``); with ``limit``, at most that many bytes
-    plus one, so a caller sees that the file is too big without reading all of it."""
+    plus one, so a caller sees that the file is too big without reading all of it (nor holding more of it)."""
     fd = _open_regular(path)
     if fd is None:
         return None
     chunks, size = [], 0
     with os.fdopen(fd, 'rb') as f:
         while limit is None or size <= limit:
-            chunk = f.read(1 << 16)
+            chunk = f.read(1 << 16 if limit is None else min(1 << 16, limit + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
