@@ -281,3 +281,91 @@ def test_a_check_mode_lock_is_in_its_private_directory_only_when_that_is_this_us
     assert stat.S_ISREG(os.lstat(str(directory)).st_mode)
     with pytest.raises(render.RenderError, match=r'is not the private directory this check-mode run created'):
         rs.lock_path('/r', token)
+
+
+def test_a_phase_is_taken_up_to_63_characters_of_its_grammar_and_refused_one_past_naming_it():
+    for good in ('k' * 63, 'kubevirt', 'gpu_operator-2.x'):
+        assert rs.check_phase(good) is None
+    for bad in ('k' * 64, 'kube virt', 'kube/virt'):
+        with pytest.raises(render.RenderError, match=r"^phase '%s' is not valid; expected at most 63 letters, digits, "
+                                                     r'"\.", "_" and "-", such as kubevirt$' % bad):
+            rs.check_phase(bad)
+
+
+def test_a_locks_format_is_taken_from_1_to_the_current_and_refused_below_or_above_naming_it():
+    for good in (1, rs.FORMAT):
+        assert _lock(format=good)['format'] == good
+    for bad in (0, rs.FORMAT + 1):
+        with pytest.raises(render.RenderError, match=r'^%s: format is %d; not what this collection writes'
+                                                     % (LOCK_PATH, bad)):
+            _lock(format=bad)
+
+
+def test_a_locks_depth_is_taken_from_0_to_1000_and_refused_one_past_either_way():
+    for good in (0, 1, 1000):
+        assert _lock(depth=good)['depth'] == good
+    for bad in (-1, 1001):
+        with pytest.raises(render.RenderError, match=r'^%s: depth is %d; not what this collection writes'
+                                                     % (LOCK_PATH, bad)):
+            _lock(depth=bad)
+
+
+LOCK_OBJECT = {'file': 'configmap-ns-a.yaml', 'writer': 'w', 'object': {}}
+
+
+def test_a_lock_entrys_phase_is_checked_by_the_phase_grammar_showing_the_value_recorded():
+    # a files entry is kept under the name of its file: both kinds of entry under the key k
+    for where, entry in (('objects', LOCK_OBJECT), ('files', {'file': 'k', 'writer': 'w', 'content': ''})):
+        for good in ('k' * 63, None):
+            assert _lock(**{where: {'k': dict(entry, phase=good)}})[where]['k']['phase'] == good
+        for bad in ('k' * 64, 'kube virt'):
+            with pytest.raises(render.RenderError, match=r"^%s: %s\[k\]\.phase is '%s'; not what this collection "
+                                                         r'writes' % (LOCK_PATH, where, bad)):
+                _lock(**{where: {'k': dict(entry, phase=bad)}})
+
+
+def test_a_lock_entrys_mode_is_taken_from_0_to_0777_and_refused_one_past_either_way():
+    for good in (0, 0o600, 0o777):
+        assert _lock(objects={'k': dict(LOCK_OBJECT, mode=good)})['objects']['k']['mode'] == good
+    for bad in (-1, 0o1000):
+        with pytest.raises(render.RenderError, match=r'^%s: objects\[k\]\.mode is %d; not what this collection writes'
+                                                     % (LOCK_PATH, bad)):
+            _lock(objects={'k': dict(LOCK_OBJECT, mode=bad)})
+
+
+def test_a_lock_files_entry_must_name_the_file_it_is_kept_under_showing_the_name_recorded():
+    entry = {'file': 'a.yaml', 'writer': 'w', 'content': ''}
+    assert _lock(files={'a.yaml': entry})['files']['a.yaml']['file'] == 'a.yaml'
+    with pytest.raises(render.RenderError, match=r"^%s: files\[b\.yaml\]\.file is 'a\.yaml'; not what this "
+                                                 r'collection writes' % LOCK_PATH):
+        _lock(files={'b.yaml': entry})
+
+
+def test_a_lock_entrys_writers_are_taken_up_to_10000_and_refused_one_past():
+    writers = ['w%d' % i for i in range(10001)]
+    assert len(_lock(objects={'k': dict(LOCK_OBJECT, writers=writers[:10000])})['objects']['k']['writers']) == 10000
+    with pytest.raises(render.RenderError, match=r"^%s: objects\[k\]\.writers is \['w0', " % LOCK_PATH):
+        _lock(objects={'k': dict(LOCK_OBJECT, writers=writers)})
+
+
+def test_what_a_locks_close_is_writing_is_recorded_with_its_sha256_never_an_empty_one():
+    # an empty sha256 is a format 1 manifest's only: the lock's ``writing`` is format 2's, always hashed
+    assert _manifest(format=1, files={'a.yaml': {'sha256': ''}})['files']['a.yaml']['sha256'] == ''
+    assert _lock(writing={'a.yaml': {'sha256': '0' * 64}})['writing']['a.yaml']['sha256'] == '0' * 64
+    with pytest.raises(render.RenderError, match=r"^%s: writing\[a\.yaml\]\.sha256 is ''; not what this collection "
+                                                 r'writes' % LOCK_PATH):
+        _lock(writing={'a.yaml': {'sha256': ''}})
+
+
+@pytest.mark.parametrize('where', ['flux', 'writing_flux'])
+def test_a_recorded_flux_kustomization_is_a_group_directory_of_the_render_with_its_sha256(where):
+    parse = _manifest if where == 'flux' else _lock
+    path = MANIFEST_PATH if where == 'flux' else LOCK_PATH
+    assert parse(**{where: {'flux-1-nodes': '0' * 64}})[where] == {'flux-1-nodes': '0' * 64}
+    with pytest.raises(render.RenderError, match=r"^%s: a directory in %s is 'flux-0-other'; not what this "
+                                                 r'collection writes' % (path, where)):
+        parse(**{where: {'flux-0-other': '0' * 64}})
+    for bad in ('0' * 63, 'x', 'sha256:' + '0' * 64):
+        with pytest.raises(render.RenderError, match=r"^%s: %s\[flux-1-nodes\] is '%s'; not what this collection "
+                                                     r'writes' % (path, where, bad)):
+            parse(**{where: {'flux-1-nodes': bad}})
