@@ -518,8 +518,17 @@ def test_the_fleet_view_s_entries_reach_the_plan_whole():
 
 
 # --- retire (playbooks/retire.yml) ---------------------------------------------------------------------------------
-FOREIGN = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'NVIDIA-A10',
-           'feature.node.kubernetes.io/pci-10de.present': 'true', 'nvidia.com/gpu.deploy.driver': 'true'}
+# labels others write (NFD, GPU feature discovery, the operator's state labels for an operand no row switches off):
+# never the collection's, whatever rows the table has (checked below, so a new row that owns one says so here)
+FOREIGN = dict({'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'NVIDIA-A10',
+                'feature.node.kubernetes.io/pci-10de.present': 'true', 'nvidia.com/gpu.count': '1'},
+               **{key: 'true' for key in ['nvidia.com/gpu.deploy.driver', 'nvidia.com/gpu.deploy.operator-validator']
+                  if key not in nl.row_operand_labels()})
+
+
+def test_the_foreign_labels_are_none_a_row_writes():
+    assert not set(FOREIGN) & set(nl.row_operand_labels()), FOREIGN
+    assert not set(FOREIGN) & set(nl.desired_labels('vm-vgpu', vgpu_config='A10-12Q')), FOREIGN
 VF_OFF = 'nvidia.com/gpu.deploy.sandbox-device-plugin'
 
 
