@@ -327,14 +327,18 @@ def test_a_dangling_link_or_a_link_to_a_directory_is_kept_as_a_link(base):
         assert link.is_symlink()
 
 
-def test_a_file_swapped_for_a_link_to_it_after_its_lstat_is_not_opened_through_it(monkeypatch, base):
-    path, moved = base / 'blacklist.conf', base / 'moved.conf'
-    path.write_text(HEADER + '\n')
-
+def _swap_for_link(path, moved):
+    """What makes ``path`` a link to ``moved`` (its file renamed there), to run between two of the code's calls."""
     def swap():
         os.rename(str(path), str(moved))
         path.symlink_to(moved)
-    _on_call(monkeypatch, 'stat', path, swap)
+    return swap
+
+
+def test_a_file_swapped_for_a_link_to_it_after_its_lstat_is_not_opened_through_it(monkeypatch, base):
+    path, moved = base / 'blacklist.conf', base / 'moved.conf'
+    path.write_text(HEADER + '\n')
+    _on_call(monkeypatch, 'stat', path, _swap_for_link(path, moved))
     assert owned_files.take_back(str(path), HEADER, 1) == (False, 'a symbolic link, not a file we wrote')
     assert path.is_symlink() and moved.read_text() == HEADER + '\n'
 
@@ -381,11 +385,7 @@ def test_a_file_that_grows_past_max_bytes_after_its_lstat_is_left_alone(monkeypa
 def test_a_file_swapped_for_a_link_to_it_before_the_removal_is_left_alone(monkeypatch, base):
     path, moved = base / 'blacklist.conf', base / 'moved.conf'
     path.write_text(HEADER + '\n')
-
-    def swap():
-        os.rename(str(path), str(moved))
-        path.symlink_to(moved)
-    _on_call(monkeypatch, 'stat', path, swap, call=2, before=True)
+    _on_call(monkeypatch, 'stat', path, _swap_for_link(path, moved), call=2, before=True)
     assert owned_files.take_back(str(path), HEADER, 1) == (False, 'replaced while it was read: left alone')
     assert path.is_symlink() and moved.read_text() == HEADER + '\n'
 
