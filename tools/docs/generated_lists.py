@@ -17,7 +17,9 @@ BEGIN marker; ``make docs-check`` (and tests/unit/harness/test_reference_docs.py
 differs. Python code reads the tables directly (fleet.POOLS, platform.PLATFORM_NAMES...), never a generated file.
 Only these names are read from the tables: fleet.POOLS, fleet.GPU_GROUPS, fleet.POOL_TABLE (each row's group, name
 and interface), fleet.WORKLOADS, platform.PLATFORM_NAMES, platform.PLATFORM_CHOICES and platform.PLATFORM_TABLE
-(each row's traits and detection, for the platform prose and the reference page's table).
+(each row's traits and detection, for the platform prose and the reference page's table), and the columns of both
+tables with their meanings (fleet.Pool.COLUMNS, fleet.POOL_COLUMN_DOCS, platform.Platform.COLUMNS,
+platform.PLATFORM_COLUMN_DOCS) for the reference page's columns tables.
 """
 
 from __future__ import annotations
@@ -202,11 +204,43 @@ def tables_page(header):
               % ', '.join('`%s`' % p for p in platform.PLATFORM_CHOICES),
               '`auto` detects the platform in apply mode; render mode needs a platform named.', '',
               '| platform | GPU Operator | NFD | KubeVirt config | kernel arguments | container runtime '
-              '| containerd socket | detected by |', '|---|---|---|---|---|---|---|---|']
-    lines += ['| `%s` | %s into `%s` | %s | %s | %s | %s | %s | %s |'
+              '| containerd config | containerd socket | detected by |', '|---|---|---|---|---|---|---|---|---|']
+    lines += ['| `%s` | %s into `%s` | %s | %s | %s | %s | %s | %s | %s |'
               % (p.name, p.gpu_operator_install, p.gpu_operator_namespace, p.nfd_install, p.kubevirt_config,
-                 p.kernel_args, p.container_runtime, '`%s`' % p.containerd_socket if p.containerd_socket else '-',
+                 p.kernel_args, p.container_runtime, '`%s`' % p.containerd_config if p.containerd_config else '-',
+                 '`%s`' % p.containerd_socket if p.containerd_socket else '-',
                  _detection_words(p).replace('detected by ', '').replace('the fallback (', '(the fallback: '))
               for p in platform.PLATFORM_TABLE]
+    lines += ['', '## The columns', '',
+              'What a row says, column by column (a column\'s default is what a row that does not name it gets; `-`: '
+              'every row names it).', '', '### Pool table (`fleet.POOL_TABLE`)', '']
+    lines += _columns_table(fleet.Pool.COLUMNS, fleet.POOL_COLUMN_DOCS, 'fleet.POOL_COLUMN_DOCS')
+    lines += ['', '### Platform table (`platform.PLATFORM_TABLE`)', '']
+    lines += _columns_table(platform.Platform.COLUMNS, platform.PLATFORM_COLUMN_DOCS, 'platform.PLATFORM_COLUMN_DOCS')
     lines += ['']
     return '\n'.join(lines)
+
+
+def _default_words(default):
+    """A column's default as the columns table shows it: `-` for a required column, else its value in YAML's
+    spelling."""
+    if type(default).__name__ == '_Required':
+        return '-'
+    if default is None:
+        return 'none'
+    if isinstance(default, bool):
+        return '`%s`' % str(default).lower()
+    if isinstance(default, (tuple, list)):
+        return '`[]`' if not default else '`%s`' % list(default)
+    return '`%s`' % (default,)
+
+
+def _columns_table(columns, docs, where):
+    """The Markdown table of a table's columns: name, default and meaning, in column order; RegionError when the
+    meanings (``where``) do not name exactly the columns, in their order."""
+    names = [name for name, dummy in columns]
+    if [name for name, dummy in docs] != names:
+        raise RegionError('%s names %s; the columns are %s' % (where, ', '.join(n for n, d in docs), ', '.join(names)))
+    meaning = dict(docs)
+    return ['| column | default | meaning |', '|---|---|---|'] + [
+        '| `%s` | %s | %s |' % (name, _default_words(default), meaning[name]) for name, default in columns]

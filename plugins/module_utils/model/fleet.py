@@ -32,50 +32,55 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model import mig
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import vgpu_interface_rule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row import REQUIRED, row_class
 
-# The columns of the pool table, each with its default (a new column with a default edits no row):
-#   name: the pool (gpuvirt_pool); group: the inventory group that puts a host in it;
-#   workload: the nvidia.com/gpu.workload.config value (DRA nodes run the container operands, the DRA driver
-#             allocates their GPUs); iommu: the hosts need the IOMMU on (kernel arguments / MachineConfig);
-#   host_vfio: host preparation binds the GPUs to vfio-pci (gpuvirt_host_vfio may turn it off);
-#   resource: what the node advertises: 'gpu' (nvidia.com/gpu), 'pci' (a passthrough PCI resource), 'mdev' (one
-#             resource per vGPU type), 'dra' (a DRA device class, no extended resource), 'mig' (MIG devices: per the
-#             MIG strategy nvidia.com/gpu or nvidia.com/mig-<profile>, model/mig.py);
-#   vgpu: a vGPU pool (the node carries nvidia.com/vgpu.config, the vGPU Manager runs there);
-#   advertiser: who advertises the node's devices to the kubelet (ADVERTISERS): an external device plugin
-#             (KubeVirt then leaves allocation to it: externalResourceProvider true) or KubeVirt's own;
-#   function: the PCI functions the pool hands out: 'pf' (whole GPUs, physical functions) or 'vf' (SR-IOV
-#             virtual functions: a pci pool of VFs permits the VFs, not the PFs);
-#   permitted: the list of KubeVirt's permittedHostDevices the node's resource goes to ('pciHostDevices',
-#             'mediatedDevices'), None when KubeVirt is not told about it (container and DRA pools);
-#   interface: the vGPU interface of the hosts this row is for (ROW_INTERFACES: 'mdev', 'vendor-vfio', the
-#             spelling of host/vgpu_interface.py's facts), None when the row does not depend on it; rows sharing
-#             a group each name a distinct one, and a host of the group gets the row of its interface;
-#   kubevirt_min: the lowest KubeVirt version whose built-in device plugin serves this row's devices ('1.9.0'),
-#             None when any supported KubeVirt does;
-#   operands_off: the GPU Operator operands its nodes must not run although their workload config deploys them:
-#             the node labels role sets nvidia.com/gpu.deploy.<operand>=false on them (manifests/node_labels.py);
-#   dra_driver: NVIDIA's DRA driver allocates the nodes' GPUs (true exactly where the advertiser is 'dra-driver',
-#             ADVERTISER_COLUMNS): its kubelet plugin runs there (node label nvidia.com/dra-kubelet-plugin, the
-#             dra_driver role's nodes), the GPU Operator's own DRA stack (GPUCluster) may serve them, they advertise
-#             no extended resource, and preflight lets pass the holders the DRA driver handles itself;
-#   device_plugin: NVIDIA's classic device plugin, which the ClusterPolicy deploys, advertises the nodes' GPUs as
-#             nvidia.com/gpu (true exactly where the advertiser is 'nvidia-device-plugin', ADVERTISER_COLUMNS): the
-#             ClusterPolicy keeps devicePlugin on for them, so DRA nodes cannot share it, and preflight warns of a
-#             host NVIDIA driver, beside which the operator's driver container does not start;
-#   vf_profiles: the vGPUs are SR-IOV VFs that the collection gives a vGPU profile (nvidia/current_vgpu_type: the
-#             vgpu_vf phase and role, with the boot-time restore unit; the upgrade sets them again after a driver
-#             reload); needs vgpu and function 'vf';
-#   mig: the GPU Operator's MIG manager partitions the nodes' GPUs (model/mig.py): the nodes carry
-#             nvidia.com/mig.config (gpuvirt_mig_config), the ClusterPolicy turns the MIG manager on with
-#             mig.strategy (gpu_operator_mig_strategy), preflight refuses a GPU without MIG, and the device plugin
-#             advertises the MIG devices (true exactly where the resource is 'mig', RESOURCE_COLUMNS; needs
-#             device_plugin).
+# The columns of the pool table, each with its default (a new column with a default edits no row); what each
+# means is POOL_COLUMN_DOCS, below.
 Pool = row_class('Pool', (
     ('name', REQUIRED), ('group', REQUIRED), ('workload', REQUIRED), ('iommu', False), ('host_vfio', False),
     ('resource', REQUIRED), ('vgpu', False), ('advertiser', REQUIRED), ('function', 'pf'), ('permitted', None),
     ('interface', None), ('kubevirt_min', None), ('operands_off', ()), ('dra_driver', False),
     ('device_plugin', False), ('vf_profiles', False), ('mig', False),
 ), 'A row of the pool table (fleet.POOL_TABLE).')
+
+# What each column of the pool table means (Markdown), in the order of Pool's columns:
+# docs/reference/pools-and-platforms.md lists the columns from here (make docs), so a column is documented where it
+# is added; a test holds the names equal to the columns.
+POOL_COLUMN_DOCS = (
+    ('name', 'the pool (`gpuvirt_pool`)'),
+    ('group', 'the inventory group that puts a host in it'),
+    ('workload', "the GPU Operator's `nvidia.com/gpu.workload.config` value on its nodes"),
+    ('iommu', "its hosts need the IOMMU on (kernel arguments or MachineConfig; the MachineConfigPool's label)"),
+    ('host_vfio', 'host preparation binds its GPUs to vfio-pci (and preflight refuses a GPU held by another driver)'),
+    ('resource', 'what its nodes advertise: `gpu` (`nvidia.com/gpu`), `pci`, `mdev` (one resource per vGPU type), '
+                '`dra` (a DRA device class), `mig` (MIG slices: `nvidia.com/gpu` or `nvidia.com/mig-<profile>` by '
+                'the MIG strategy)'),
+    ('vgpu', 'a vGPU pool: `nvidia.com/vgpu.config` on its nodes, vGPU types checked'),
+    ('advertiser', 'who advertises its devices: `nvidia-device-plugin`, `sandbox-device-plugin` (the GPU '
+                  "Operator's), `kubevirt` (KubeVirt's own device plugin), `dra-driver`; gives "
+                  "`externalResourceProvider` (true for an external plugin, false for KubeVirt's)"),
+    ('function', 'the PCI functions it hands out: `pf` (whole GPUs) or `vf` (SR-IOV virtual functions: their VFs '
+                'are permitted, not the PFs)'),
+    ('permitted', 'the KubeVirt `permittedHostDevices` list its devices go to: `pciHostDevices`, `mediatedDevices`, '
+                 'or none (container and DRA pools)'),
+    ('interface', 'the vGPU interface of the hosts the row is for: `mdev` or `vendor-vfio` (the spelling of the '
+                 'host facts, `host/vgpu_interface.py`), none when the row does not depend on it'),
+    ('kubevirt_min', "the lowest KubeVirt version whose built-in device plugin serves the row's devices (`1.9.0` for "
+                    'vendor-VFIO vGPU VFs), none when any supported KubeVirt does'),
+    ('operands_off', 'the GPU Operator operands its nodes must not run although their workload deploys them '
+                    "(`nvidia.com/gpu.deploy.<operand>=false`): the DRA row's device plugin, DCGM and dcgm-exporter, "
+                    "the vendor-VFIO row's sandbox device plugin, vGPU Device Manager and sandbox validator"),
+    ('dra_driver', "NVIDIA's DRA driver allocates its nodes' GPUs (true exactly where `advertiser` is `dra-driver`): "
+                  "its kubelet plugin's label and install, no extended resource, the GPUCluster stack, the holders "
+                  'preflight lets pass'),
+    ('device_plugin', "NVIDIA's classic device plugin advertises its nodes' GPUs (true exactly where `advertiser` is "
+                     '`nvidia-device-plugin`): the ClusterPolicy keeps it on, so DRA nodes cannot share it; preflight '
+                     'warns of a host NVIDIA driver'),
+    ('vf_profiles', 'its vGPUs are SR-IOV VFs the collection gives a vGPU profile (the `vgpu_vf` phase and its '
+                   "boot-time restore, set again after an upgrade's driver reload); needs `vgpu` and `function` `vf`"),
+    ('mig', "the GPU Operator's MIG manager partitions its nodes' GPUs (`model/mig.py`): "
+           '`nvidia.com/mig.config` from `gpuvirt_mig_config`, `migManager` and `mig.strategy` in the '
+           "ClusterPolicy / Helm values, preflight's refusal of GPUs without MIG, the expected resources per "
+           'MIG strategy; true exactly where `resource` is `mig`, and needs `device_plugin`'),
+)
 
 # Who may advertise a node's devices, and whether KubeVirt then leaves allocation to that plugin
 # (externalResourceProvider: true in permittedHostDevices; None: no extended resource KubeVirt permits).

@@ -161,3 +161,23 @@ def test_no_list_of_a_table_is_typed_by_hand():
         for doc in _documents(path):
             found += _hand_lists(doc, os.path.relpath(path, ROOT))
     assert not found, found
+
+
+def test_each_table_column_is_documented_once_beside_it_and_listed_on_the_reference_page():
+    # a column's meaning is written where the column is (fleet.POOL_COLUMN_DOCS, platform.PLATFORM_COLUMN_DOCS),
+    # in the columns' order, and the reference page lists every column with its default and that meaning
+    page = generated_lists.tables_page('')
+    for columns, docs in ((fleet.Pool.COLUMNS, fleet.POOL_COLUMN_DOCS),
+                          (platform.Platform.COLUMNS, platform.PLATFORM_COLUMN_DOCS)):
+        assert [name for name, dummy in docs] == [name for name, dummy in columns]
+        for name, meaning in docs:
+            assert meaning.strip() and '| `%s` |' % name in page and meaning in page, name
+    assert '| `function` | `pf` |' in page and '| `name` | - |' in page and '| `fallback` | `false` |' in page
+
+
+def test_a_column_without_its_meaning_stops_the_reference_page(monkeypatch):
+    # a column added to the row class and not to its meanings: make docs names both lists instead of a page
+    # with a hole
+    monkeypatch.setattr(fleet, 'POOL_COLUMN_DOCS', fleet.POOL_COLUMN_DOCS[:-1])
+    with pytest.raises(generated_lists.RegionError, match=r'fleet\.POOL_COLUMN_DOCS names .*; the columns are .*mig'):
+        generated_lists.tables_page('')
