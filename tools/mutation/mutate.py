@@ -287,8 +287,8 @@ def run_scope(name, scope, args):
             label = '%s:%d:%d %s' % (rel, row, col, desc)
             with lock:
                 done['n'] += 1
-                print('  [%d/%d] %s %s (%.0f s)' % (done['n'], len(todo), 'killed' if rc != 0 else 'SURVIVED', label,
-                                                     took), flush=True)
+                verdict = 'killed' if rc != 0 else 'SURVIVED'
+                print('  [%d/%d] %s %s (%.0f s)' % (done['n'], len(todo), verdict, label, took), flush=True)
             return label if rc == 0 else None
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:

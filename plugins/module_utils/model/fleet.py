@@ -50,36 +50,47 @@ POOL_COLUMN_DOCS = (
     ('workload', "the GPU Operator's `nvidia.com/gpu.workload.config` value on its nodes"),
     ('iommu', "its hosts need the IOMMU on (kernel arguments or MachineConfig; the MachineConfigPool's label)"),
     ('host_vfio', 'host preparation binds its GPUs to vfio-pci (and preflight refuses a GPU held by another driver)'),
-    ('resource', 'what its nodes advertise: `gpu` (`nvidia.com/gpu`), `pci`, `mdev` (one resource per vGPU type), '
-                '`dra` (a DRA device class), `mig` (MIG slices: `nvidia.com/gpu` or `nvidia.com/mig-<profile>` by '
-                'the MIG strategy)'),
+    ('resource',
+     'what its nodes advertise: `gpu` (`nvidia.com/gpu`), `pci`, `mdev` (one resource per vGPU type), `dra` (a '
+     'DRA device class), `mig` (MIG slices: `nvidia.com/gpu` or `nvidia.com/mig-<profile>` by the MIG '
+     'strategy)'),
     ('vgpu', 'a vGPU pool: `nvidia.com/vgpu.config` on its nodes, vGPU types checked'),
-    ('advertiser', 'who advertises its devices: `nvidia-device-plugin`, `sandbox-device-plugin` (the GPU '
-                  "Operator's), `kubevirt` (KubeVirt's own device plugin), `dra-driver`; gives "
-                  "`externalResourceProvider` (true for an external plugin, false for KubeVirt's)"),
-    ('function', 'the PCI functions it hands out: `pf` (whole GPUs) or `vf` (SR-IOV virtual functions: their VFs '
-                'are permitted, not the PFs)'),
-    ('permitted', 'the KubeVirt `permittedHostDevices` list its devices go to: `pciHostDevices`, `mediatedDevices`, '
-                 'or none (container and DRA pools)'),
-    ('interface', 'the vGPU interface of the hosts the row is for: `mdev` or `vendor-vfio` (the spelling of the '
-                 'host facts, `host/vgpu_interface.py`), none when the row does not depend on it'),
-    ('kubevirt_min', "the lowest KubeVirt version whose built-in device plugin serves the row's devices (`1.9.0` for "
-                    'vendor-VFIO vGPU VFs), none when any supported KubeVirt does'),
-    ('operands_off', 'the GPU Operator operands its nodes must not run although their workload deploys them '
-                    "(`nvidia.com/gpu.deploy.<operand>=false`): the DRA row's device plugin, DCGM and dcgm-exporter, "
-                    "the vendor-VFIO row's sandbox device plugin, vGPU Device Manager and sandbox validator"),
-    ('dra_driver', "NVIDIA's DRA driver allocates its nodes' GPUs (true exactly where `advertiser` is `dra-driver`): "
-                  "its kubelet plugin's label and install, no extended resource, the GPUCluster stack, the holders "
-                  'preflight lets pass'),
-    ('device_plugin', "NVIDIA's classic device plugin advertises its nodes' GPUs (true exactly where `advertiser` is "
-                     '`nvidia-device-plugin`): the ClusterPolicy keeps it on, so DRA nodes cannot share it; preflight '
-                     'warns of a host NVIDIA driver'),
-    ('vf_profiles', 'its vGPUs are SR-IOV VFs the collection gives a vGPU profile (the `vgpu_vf` phase and its '
-                   "boot-time restore, set again after an upgrade's driver reload); needs `vgpu` and `function` `vf`"),
-    ('mig', "the GPU Operator's MIG manager partitions its nodes' GPUs (`model/mig.py`): "
-           '`nvidia.com/mig.config` from `gpuvirt_mig_config`, `migManager` and `mig.strategy` in the '
-           "ClusterPolicy / Helm values, preflight's refusal of GPUs without MIG, the expected resources per "
-           'MIG strategy; true exactly where `resource` is `mig`, and needs `device_plugin`'),
+    ('advertiser',
+     "who advertises its devices: `nvidia-device-plugin`, `sandbox-device-plugin` (the GPU Operator's), "
+     "`kubevirt` (KubeVirt's own device plugin), `dra-driver`; gives `externalResourceProvider` (true for an "
+     "external plugin, false for KubeVirt's)"),
+    ('function',
+     'the PCI functions it hands out: `pf` (whole GPUs) or `vf` (SR-IOV virtual functions: their VFs are '
+     'permitted, not the PFs)'),
+    ('permitted',
+     'the KubeVirt `permittedHostDevices` list its devices go to: `pciHostDevices`, `mediatedDevices`, or none '
+     '(container and DRA pools)'),
+    ('interface',
+     'the vGPU interface of the hosts the row is for: `mdev` or `vendor-vfio` (the spelling of the host facts, '
+     '`host/vgpu_interface.py`), none when the row does not depend on it'),
+    ('kubevirt_min',
+     "the lowest KubeVirt version whose built-in device plugin serves the row's devices (`1.9.0` for "
+     'vendor-VFIO vGPU VFs), none when any supported KubeVirt does'),
+    ('operands_off',
+     'the GPU Operator operands its nodes must not run although their workload deploys them '
+     "(`nvidia.com/gpu.deploy.<operand>=false`): the DRA row's device plugin, DCGM and dcgm-exporter, the "
+     "vendor-VFIO row's sandbox device plugin, vGPU Device Manager and sandbox validator"),
+    ('dra_driver',
+     "NVIDIA's DRA driver allocates its nodes' GPUs (true exactly where `advertiser` is `dra-driver`): its "
+     "kubelet plugin's label and install, no extended resource, the GPUCluster stack, the holders preflight "
+     'lets pass'),
+    ('device_plugin',
+     "NVIDIA's classic device plugin advertises its nodes' GPUs (true exactly where `advertiser` is "
+     '`nvidia-device-plugin`): the ClusterPolicy keeps it on, so DRA nodes cannot share it; preflight warns of '
+     'a host NVIDIA driver'),
+    ('vf_profiles',
+     'its vGPUs are SR-IOV VFs the collection gives a vGPU profile (the `vgpu_vf` phase and its boot-time '
+     "restore, set again after an upgrade's driver reload); needs `vgpu` and `function` `vf`"),
+    ('mig',
+     "the GPU Operator's MIG manager partitions its nodes' GPUs (`model/mig.py`): `nvidia.com/mig.config` from "
+     "`gpuvirt_mig_config`, `migManager` and `mig.strategy` in the ClusterPolicy / Helm values, preflight's "
+     'refusal of GPUs without MIG, the expected resources per MIG strategy; true exactly where `resource` is '
+     '`mig`, and needs `device_plugin`'),
 )
 
 # Who may advertise a node's devices, and whether KubeVirt then leaves allocation to that plugin

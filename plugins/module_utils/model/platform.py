@@ -65,28 +65,33 @@ Platform = row_class('Platform', (
 # is added; a test holds the names equal to the columns.
 PLATFORM_COLUMN_DOCS = (
     ('name', 'the platform (`gpuvirt_platform`)'),
-    ('gpu_operator_install', "`olm` (a Subscription, then the ClusterPolicy from the CSV's alm-examples) or `helm` (NVIDIA's "
-                            'chart and its values)'),
-    ('gpu_operator_namespace', "the operator's namespace (OpenShift `nvidia-gpu-operator`, Kubernetes `gpu-operator`)"),
+    ('gpu_operator_install',
+     "`olm` (a Subscription, then the ClusterPolicy from the CSV's alm-examples) or `helm` (NVIDIA's chart and "
+     'its values)'),
+    ('gpu_operator_namespace',
+     "the operator's namespace (OpenShift `nvidia-gpu-operator`, Kubernetes `gpu-operator`)"),
     ('namespace_labels', 'labels that namespace carries (OpenShift: `openshift.io/cluster-monitoring: "true"`)'),
     ('nfd_install', "`olm` (the NFD operator first) or `chart` (the GPU Operator's chart deploys it)"),
     ('kernel_args', '`machineconfig` (the Machine Config Operator) or `host` (`host_prep.yml` over SSH)'),
     ('kubevirt_config', "the CR holding KubeVirt's configuration by default: `hco` or `kubevirt`"),
     ('container_runtime', '`containerd` or `cri-o` (OpenShift)'),
-    ('containerd_config', 'where containerd keeps its configuration on the nodes (containerd platforms only); a path other '
-                         "than the GPU Operator's default (`/etc/containerd/config.toml`) goes to its toolkit's "
-                         '`CONTAINERD_CONFIG` env'),
-    ('containerd_socket', 'where containerd keeps its socket on the nodes (containerd platforms only); a path other than '
-                         "the GPU Operator's default (`/run/containerd/containerd.sock`) goes to its toolkit's "
-                         '`CONTAINERD_SOCKET` env'),
-    ('detect_api', 'the API whose presence tells the platform apart in apply mode (`config.openshift.io/v1`), with '
-                  '`detect_kind`'),
+    ('containerd_config',
+     'where containerd keeps its configuration on the nodes (containerd platforms only); a path other than the '
+     "GPU Operator's default (`/etc/containerd/config.toml`) goes to its toolkit's `CONTAINERD_CONFIG` env"),
+    ('containerd_socket',
+     'where containerd keeps its socket on the nodes (containerd platforms only); a path other than the GPU '
+     "Operator's default (`/run/containerd/containerd.sock`) goes to its toolkit's `CONTAINERD_SOCKET` env"),
+    ('detect_api',
+     'the API whose presence tells the platform apart in apply mode (`config.openshift.io/v1`), with '
+     '`detect_kind`'),
     ('detect_kind', 'the kind of `detect_api` whose presence is read (`ClusterVersion`)'),
-    ('detect_node_annotation', 'for a platform that serves no API of its own: an annotation key its agent puts on every node; '
-                              "apply mode reads the nodes (the cluster role's first read, a list of Node with `limit=100`): "
-                              'every node read must carry it, or none; a cluster where some do is refused, naming the counts'),
-    ('fallback', "the platform a cluster is when it matches no row's detection: exactly one row (`kubernetes`), "
-                'wherever it stands'),
+    ('detect_node_annotation',
+     'for a platform that serves no API of its own: an annotation key its agent puts on every node; apply mode '
+     "reads the nodes (the cluster role's first read, a list of Node with `limit=100`): every node read must "
+     'carry it, or none; a cluster where some do is refused, naming the counts'),
+    ('fallback',
+     "the platform a cluster is when it matches no row's detection: exactly one row (`kubernetes`), wherever "
+     'it stands'),
 )
 
 # The GPU Operator's own containerd paths, used when its toolkit is given none (NVIDIA/gpu-operator v26.7.0

@@ -42,9 +42,10 @@ def test_a_module_page_shows_the_notes_of_its_fragments_and_its_own():
         import generate_reference
     finally:
         sys.path.remove(os.path.dirname(GENERATOR))
+    with open(os.path.join(ROOT, 'plugins', 'doc_fragments', 'k8s_auth.py'), encoding='utf-8') as handle:
+        tree = ast.parse(handle.read())
     fragment = yaml.safe_load(ast.literal_eval(next(
-        node.value for node in ast.walk(ast.parse(open(os.path.join(ROOT, 'plugins', 'doc_fragments', 'k8s_auth.py'),
-                                                     encoding='utf-8').read()))
+        node.value for node in ast.walk(tree)
         if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', None) == 'DOCUMENTATION')))
     (note,) = fragment['notes']
     _name, page = generate_reference.plugin_page(os.path.join(ROOT, 'plugins', 'modules', 'cluster_facts.py'), 'module')

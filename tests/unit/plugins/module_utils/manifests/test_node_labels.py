@@ -529,6 +529,8 @@ FOREIGN = dict({'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'NVI
 def test_the_foreign_labels_are_none_a_row_writes():
     assert not set(FOREIGN) & set(nl.row_operand_labels()), FOREIGN
     assert not set(FOREIGN) & set(nl.desired_labels('vm-vgpu', vgpu_config='A10-12Q')), FOREIGN
+
+
 VF_OFF = 'nvidia.com/gpu.deploy.sandbox-device-plugin'
 
 
