@@ -67,12 +67,11 @@ OPERATOR_STATE_FAILED = 'upgrade-failed'
 # pkg/virt-controller/watch/vm/vm.go: RunStrategyAlways and RunStrategyRerunOnFailure start one; RunStrategyOnce
 # starts one "if vmi == nil"), so writing them back after the roll boots the VM; Manual and Halted leave it stopped
 RESTARTING = ('Always', 'RerunOnFailure', 'Once')
-# KubeVirt's run strategies (kubevirt staging/src/kubevirt.io/api/core/v1/types.go VirtualMachineRunStrategy)
-RUN_STRATEGIES = ('Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once', 'WaitAsReceiver')
-# the run strategies the stop policy may set aside and write back (restore.yml restores only these): WaitAsReceiver
-# is a VM waiting to receive a live migration (vm.go RunStrategyWaitAsReceiver creates a receiver VMI, and on a
-# completed migration restores the VM's kubevirt.io/restore-run-strategy annotation itself), which Halted would
-# break; the plan refuses stop for it
+# the run strategies (of KubeVirt's Always, RerunOnFailure, Manual, Halted, Once and WaitAsReceiver: kubevirt
+# staging/src/kubevirt.io/api/core/v1/types.go VirtualMachineRunStrategy) the stop policy may set aside and write
+# back (restore.yml restores only these): WaitAsReceiver is a VM waiting to receive a live migration (vm.go
+# RunStrategyWaitAsReceiver creates a receiver VMI, and on a completed migration restores the VM's
+# kubevirt.io/restore-run-strategy annotation itself), which Halted would break; the plan refuses stop for it
 RESTORABLE = ('Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once')
 # the annotation the stop policy writes beside STOPPED_BY: the node the VM ran on, so a batch restores only the VMs
 # of a node it has released (restore.yml)

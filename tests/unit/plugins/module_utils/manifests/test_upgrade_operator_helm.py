@@ -281,3 +281,16 @@ def test_what_a_chart_repository_prints_is_read_or_refused_never_a_traceback(tex
     crds, problems = uo.chart_crds(text, 'the chart')
     assert crds == [] and problems and problems[0].startswith('`helm show crds` of the chart is not YAML'), problems
     assert uo.target_nfd_version(text) == ''
+
+
+def test_every_bad_document_is_named_and_a_crd_comes_back_without_its_status():
+    # an empty document is skipped; every document that is no chart CRD is named, not only the first; a CRD is
+    # applied without the status `helm show crds` may print with it (the API server owns status)
+    bad = {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x'}}
+    text = show_crds(bad) + '---\n' + show_crds(bad)[4:] + '---\n'
+    crds, problems = uo.chart_crds(text, 'chart gpu-operator ' + NEW)
+    assert crds == [] and [p.split(' of `helm')[0] for p in problems] == ['document 1', 'document 2'], problems
+    with_status = dict(crd(), status={'acceptedNames': {'kind': 'ClusterPolicy'}})
+    crds, problems = uo.chart_crds('---\n---\n' + yaml.safe_dump(with_status) + show_crds(crd('gpuclusters')),
+                                   'chart gpu-operator ' + NEW)
+    assert problems == [] and crds == [crd(), crd('gpuclusters')]

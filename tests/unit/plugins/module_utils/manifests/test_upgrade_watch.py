@@ -243,3 +243,25 @@ def test_junk_never_crashes_the_waits(a, b, c):
     assert isinstance(up.restorable(a + [stopped('x')], c), list)
     for step in ur.STEPS:
         assert isinstance(ur.pending(step, a, b, c, c), list)
+
+
+def test_restorable_takes_each_strategy_the_stop_policy_sets_aside_and_looks_past_one_it_does_not():
+    # every value batch.yml may write (RESTORABLE, "running" for spec.running) is given back, whatever stands before
+    # it in the list; a VM whose node annotation is empty waits like one without it while a node is cordoned
+    cordoned = node('gpu-2', unschedulable=True, annotations={up.CORDONED_BY: 'true'})
+    for strategy in ('Always', 'RerunOnFailure', 'Manual', 'Halted', 'Once', 'running'):
+        vms = [stopped('odd', 'something'), stopped('x', strategy)]
+        assert [v['metadata']['name'] for v in up.restorable(vms, [node('gpu-1')])] == ['x'], strategy
+    empty = stopped('empty')
+    empty['metadata']['annotations'][up.STOPPED_ON] = ''
+    assert up.restorable([empty], [node('gpu-1'), cordoned]) == []
+    assert up.restorable([empty], [node('gpu-1')]) == [empty]
+
+
+def test_a_vm_stopped_by_spec_running_false_has_the_run_strategy_halted():
+    # spec.running (the field runStrategy replaced): false is Halted, true is Always (kubevirt types.go)
+    off, on = vm('off', 'Always'), vm('on', 'Always')
+    for obj, running in ((off, False), (on, True)):
+        del obj['spec']['runStrategy']
+        obj['spec']['running'] = running
+    assert (up._run_strategy(off), up._run_strategy(on)) == ('Halted', 'Always')
