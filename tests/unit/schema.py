@@ -72,6 +72,12 @@ def reference_file(*parts):
     return None
 
 
+def reference_text(*parts):
+    """The text of the upstream reference file ``parts`` (a path under ``reference_dir()``)."""
+    with open(os.path.join(reference_dir(), *parts), encoding="utf-8") as handle:
+        return handle.read()
+
+
 def _strict(schema):
     """Return a copy of an OpenAPI v3 schema made usable and strict for jsonschema.
 

@@ -31,11 +31,6 @@ A10_VGPU_HOST = {
                                           'types': [{'name': 'NVIDIA A10-12Q', 'short_name': 'A10-12Q'}]}]}}}
 
 
-def reference_text(*parts):
-    with open(os.path.join(schema.reference_dir(), *parts), encoding='utf-8') as handle:
-        return handle.read()
-
-
 def run_gop(monkeypatch, args):
     """gpu_operator_manifests with ``args`` given flat: the settings and the reads split as the module takes them."""
     return run_module(monkeypatch, gpu_operator_manifests, settings_args(args, gpu_operator_manifests.READS))
@@ -44,7 +39,7 @@ def run_gop(monkeypatch, args):
 def openshift_args(**over):
     args = {'platform': 'openshift', 'default_workload': 'vm-vgpu', 'vgpu_manager': VGM,
             'pull_secret_name': 'vgpu-pull', 'package_manifest': {'status': {'defaultChannel': 'v26.7'}},
-            'alm_examples': reference_text('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json'),
+            'alm_examples': schema.reference_text('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json'),
             'alm_examples_release': 'v26.7.0', 'alm_examples_source': 'gpu-operator-v26.7.0-csv-alm-examples.json'}
     args.update(over)
     return args
@@ -92,7 +87,7 @@ def test_unknown_pinned_channel_is_named(monkeypatch):
 
 
 def test_kubernetes_values_checked_against_the_chart(monkeypatch):
-    chart = yaml.safe_load(reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
+    chart = yaml.safe_load(schema.reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
     res = run_gop(monkeypatch, {
         'platform': 'kubernetes', 'default_workload': 'vm-passthrough', 'chart_values': chart,
         'helm_values_extra': {'operator': {'nodeSelector': {'node-role.kubernetes.io/worker': ''}}}})
@@ -242,7 +237,7 @@ def test_dra_nodes_turn_the_device_plugin_off_so_the_validator_drops_its_plugin_
     assert spec['devicePlugin']['enabled'] is False
     # the rest of NVIDIA's devicePlugin defaults (the alm-examples) stay; the sandbox device plugin is another state
     # (state_manager.go isStateEnabled: "state-sandbox-device-plugin" reads SandboxDevicePlugin, not DevicePlugin)
-    alm = json.loads(reference_text('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json'))
+    alm = json.loads(schema.reference_text('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json'))
     base = [e for e in alm if e['kind'] == 'ClusterPolicy'][0]['spec']['devicePlugin']
     assert {k: v for k, v in spec['devicePlugin'].items() if k != 'enabled'} == \
         {k: v for k, v in base.items() if k != 'enabled'}
@@ -251,7 +246,7 @@ def test_dra_nodes_turn_the_device_plugin_off_so_the_validator_drops_its_plugin_
     res = run_gop(monkeypatch, openshift_args(hosts=[passthrough]))
     assert res['cluster_policy']['spec']['devicePlugin']['enabled'] == base['enabled']
     # Helm: the same field, a key of the chart's values.yaml
-    chart = yaml.safe_load(reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
+    chart = yaml.safe_load(schema.reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
     res = run_gop(monkeypatch, {
         'platform': 'kubernetes', 'chart_values': chart, 'dra_nodes': ['dra-1'], 'hosts': [passthrough]})
     assert not res['failed'], res.get('msg')
@@ -269,7 +264,7 @@ def test_dra_nodes_beside_device_plugin_nodes_are_refused_naming_both(monkeypatc
     # first call): the refusal comes with that first call, before the Subscription is written
     res = run_gop(monkeypatch, openshift_args(dra_nodes=['dra-1'], hosts=[ctr], alm_examples=None))
     assert res['failed'] and 'ctr-1 (pool container)' in res['msg'], res
-    chart = yaml.safe_load(reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
+    chart = yaml.safe_load(schema.reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
     res = run_gop(monkeypatch, {
         'platform': 'kubernetes', 'chart_values': chart, 'dra_nodes': ['dra-1'],
         'helm_values_extra': {'devicePlugin': {'enabled': True}}})

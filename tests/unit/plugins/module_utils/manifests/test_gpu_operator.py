@@ -20,15 +20,11 @@ VGM = {'repository': 'registry.example.com:5000/nvidia', 'version': '580.82.02'}
 
 
 def alm_text():
-    with open(os.path.join(schema.reference_dir(), 'olm', 'gpu-operator-v26.7.0-csv-alm-examples.json'),
-              encoding='utf-8') as handle:
-        return handle.read()
+    return schema.reference_text('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json')
 
 
 def chart_defaults():
-    with open(os.path.join(schema.reference_dir(), 'helm', 'gpu-operator-v26.7.0-values.yaml'),
-              encoding='utf-8') as handle:
-        return yaml.safe_load(handle)
+    return yaml.safe_load(schema.reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
 
 
 def leaf_paths(node, path=()):

@@ -149,15 +149,11 @@ def test_the_mig_table_is_the_operator_configmap_s_devices():
 # --- ClusterPolicy and Helm values -----------------------------------------------------------------------------------
 
 def alm_text():
-    with open(os.path.join(schema.reference_dir(), 'olm', 'gpu-operator-v26.7.0-csv-alm-examples.json'),
-              encoding='utf-8') as handle:
-        return handle.read()
+    return schema.reference_text('olm', 'gpu-operator-v26.7.0-csv-alm-examples.json')
 
 
 def chart_values():
-    with open(os.path.join(schema.reference_dir(), 'helm', 'gpu-operator-v26.7.0-values.yaml'),
-              encoding='utf-8') as handle:
-        return yaml.safe_load(handle)
+    return yaml.safe_load(schema.reference_text('helm', 'gpu-operator-v26.7.0-values.yaml'))
 
 
 MIG_HOST = {'host': 'gpu-m01.example.com', 'node': 'gpu-m01', 'pool': POOL, 'mig_config': 'all-balanced'}
