@@ -224,7 +224,8 @@ def tables_page(header):
 def _default_words(default):
     """A column's default as the columns table shows it: `-` for a required column, else its value in YAML's
     spelling."""
-    if type(default).__name__ == '_Required':
+    fleet, dummy = _tables()
+    if default is fleet.REQUIRED:
         return '-'
     if default is None:
         return 'none'
