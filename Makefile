@@ -61,12 +61,23 @@ uniq = $(if $1,$(firstword $1) $(call uniq,$(filter-out $(firstword $1),$1)))
 host:
 	@$(if $(HOST_BOOTSTRAPPED),:,tools/bootstrap-host.sh $(strip $(call uniq,$(HOST_GROUPS))))
 
-venv: $(VENV)/.installed
+# The tests' bytecode cache for what Ansible's modules import from their zip (tools/pyzip/gpuvirt_pyzip_cache.py,
+# docs/testing.md "CI time"): the module and a .pth that imports it at each start of the environment's Python. It
+# acts only where GPUVIRT_PYZIP_CACHE_DIR is set, as here for every target; written through a temporary file, as
+# another checkout's make (demo-cold-check's clone) may rewrite it while a test starts Python.
+export GPUVIRT_PYZIP_CACHE_DIR ?= $(ROOT)/.build/pyzip-cache
+VENV_SITE := $(VENV)/lib/python$(PYVER)/site-packages
+PYZIP_CACHE_INSTALLED := $(VENV_SITE)/gpuvirt-pyzip-cache.pth
+venv: $(VENV)/.installed $(PYZIP_CACHE_INSTALLED)
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@echo "venv: creating $(VENV) from requirements-dev.txt (the first time about 2 min; pip prints nothing meanwhile)"
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
 	touch $@
+
+$(PYZIP_CACHE_INSTALLED): tools/pyzip/gpuvirt_pyzip_cache.py $(VENV)/.installed
+	cp $< $(VENV_SITE)/.gpuvirt_pyzip_cache.py.tmp && mv -f $(VENV_SITE)/.gpuvirt_pyzip_cache.py.tmp $(VENV_SITE)/gpuvirt_pyzip_cache.py
+	echo 'import gpuvirt_pyzip_cache' >$@.tmp && mv -f $@.tmp $@
 
 collection:
 	@tools/stage-collection.sh link

@@ -17,7 +17,7 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$lab/ssh"
 # One SSH key per checkout; it is baked into the image, so it is part of the recipe.
 [ -f "$lab/ssh/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C gpuvirt-lab -f "$lab/ssh/id_ed25519"
-recipe=$( { cat "$0" "$root/tools/lab/guest/gpuvirt_lab_zipcache.py"; echo "$mirror"; cat "$lab/ssh/id_ed25519.pub"; } \
+recipe=$( { cat "$0" "$root/tools/pyzip/gpuvirt_pyzip_cache.py"; echo "$mirror"; cat "$lab/ssh/id_ed25519.pub"; } \
   | sha256sum | cut -c1-12)
 out=$lab/images/$recipe
 if [ -f "$out/disk.raw" ] && [ -f "$out/.complete" ]; then
@@ -89,8 +89,8 @@ grep -q "root=UUID=$uuid" "$mnt/boot/grub/grub.cfg"
 sed -i 's/^MODULES=.*/MODULES=dep/' "$mnt/etc/initramfs-tools/initramfs.conf"
 # Ansible runs each module from a zip, for which Python keeps no bytecode: under TCG compiling ansible.module_utils
 # again is about a quarter of every task. The guest keeps it per user (root and gpuvirt), lab only (the file says how).
-install -m 644 "$root/tools/lab/guest/gpuvirt_lab_zipcache.py" "$mnt/usr/lib/python3/dist-packages/"
-echo 'import gpuvirt_lab_zipcache' >"$mnt/usr/lib/python3/dist-packages/gpuvirt-lab-zipcache.pth"
+install -m 644 "$root/tools/pyzip/gpuvirt_pyzip_cache.py" "$mnt/usr/lib/python3/dist-packages/"
+echo 'import gpuvirt_pyzip_cache' >"$mnt/usr/lib/python3/dist-packages/gpuvirt-pyzip-cache.pth"
 install -d -m 755 "$mnt/var/cache/gpuvirt-lab-pyzip"
 install -d -m 700 "$mnt/var/cache/gpuvirt-lab-pyzip/0"
 install -d -m 700 -o 1000 -g 1000 "$mnt/var/cache/gpuvirt-lab-pyzip/1000"
