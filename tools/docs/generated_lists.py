@@ -55,7 +55,7 @@ def _prose(text):
     return ['- ' + lines[0]] + ['  ' + line for line in lines[1:]]
 
 
-def lists():
+def lists(root=ROOT):
     """{region name: the lines of its body, without indentation}."""
     fleet, platform = _tables()
     pattern = ':'.join(fleet.GPU_GROUPS)
@@ -84,7 +84,67 @@ def lists():
         'platform_rows_prose': _prose('Platforms (the platform table): %s.'
                                       % '; '.join('C(%s) - %s' % (p.name, _platform_words(p))
                                                   for p in platform.PLATFORM_TABLE)),
+        # docs/README.md: a line per pool guide (docs/pools/*.md)
+        'pool_guides': pool_guides(root),
+        # docs/operator-contract.md: the workload label's row and the rows of the operand labels rows switch off
+        'workload_label_row': [_workload_label_row(fleet)],
+        'operand_label_rows': _operand_label_rows(fleet),
     }
+
+
+_HEADING = re.compile(r'# (?P<title>\S.*)')
+_TICKED = re.compile(r'`([^`]+)`')
+
+
+def pool_guides(root=ROOT):
+    """docs/README.md's list of the pool guides: each page of docs/pools/ by its title, in the order of the first
+    pool table row its title names (by the row's name or group in backticks), pages naming none last."""
+    fleet, dummy = _tables()
+    order = {}
+    for index, row in enumerate(fleet.POOL_TABLE):
+        order.setdefault(row.name, index)
+        order.setdefault(row.group, index)
+    pages = []
+    for path in sorted(glob.glob(os.path.join(root, 'docs', 'pools', '*.md'))):
+        with open(path, encoding='utf-8') as handle:
+            first = handle.readline().strip()
+        heading = _HEADING.fullmatch(first)
+        if not heading:
+            raise RegionError('%s: its first line is not its title (# ...)' % os.path.relpath(path, root))
+        title = heading.group('title')
+        rank = min([order[t] for t in _TICKED.findall(title) if t in order] or [len(fleet.POOL_TABLE)])
+        pages.append((rank, os.path.basename(path), title))
+    return ['- [%s](pools/%s)' % (title, name) for dummy, name, title in sorted(pages)]
+
+
+def _pools_words(names):
+    return '%s %s' % ('pool' if len(names) == 1 else 'pools', ', '.join('`%s`' % n for n in names))
+
+
+def _workload_label_row(fleet):
+    words = []
+    for workload in fleet.WORKLOADS:
+        pools = [r.name for r in fleet.POOL_TABLE if r.workload == workload]
+        words.append('`%s` (%s)' % (workload, _pools_words(pools)))
+    return ('| Node | `metadata.labels[%s]` | %s | OCP-Virt guide, "Labeling worker nodes" ("You can assign the '
+            'following values to the label: container, vm-passthrough, and vm-vgpu") |'
+            % (fleet.WORKLOAD_LABEL, ', '.join(words)))
+
+
+def _operand_label_rows(fleet):
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.model import operands
+    rows, seen = [], []
+    for row in fleet.POOL_TABLE:
+        seen += [o for o in row.operands_off if o not in seen]
+    for operand in seen:
+        if operand not in operands.OFF_SOURCES:
+            raise RegionError('the pool table switches the operand %r off (operands_off) without its source in '
+                              'model/operands.py OFF_SOURCES: say there why it may and must be off' % operand)
+        pools = [r.name for r in fleet.POOL_TABLE if operand in r.operands_off]
+        rows.append('| Node | `metadata.labels[nvidia.com/gpu.deploy.%s]` | `false` on the nodes of %s (row column '
+                    '`operands_off`); our leftover `false` removed elsewhere | %s |'
+                    % (operand, _pools_words(pools), operands.OFF_SOURCES[operand]))
+    return rows
 
 
 def _platform_words(row):
@@ -105,8 +165,15 @@ def _detection_words(row):
     return 'the fallback (a cluster that matches no other platform)' if row.fallback else 'never detected (name it)'
 
 
-BEGIN = re.compile(r'^(?P<indent>[ \t]*)# BEGIN GENERATED (?P<name>[a-z_]+)[ \t]*$')
-END = re.compile(r'^[ \t]*# END GENERATED (?P<name>[a-z_]+)[ \t]*$')
+# a comment line in YAML or Python (`# BEGIN GENERATED name`), an HTML comment in Markdown
+# (`<!-- BEGIN GENERATED name -->`)
+BEGIN = re.compile(r'^(?P<indent>[ \t]*)(?:# BEGIN GENERATED (?P<name>[a-z_]+)|<!-- BEGIN GENERATED (?P<md>[a-z_]+) -->)'
+                   r'[ \t]*$')
+END = re.compile(r'^[ \t]*(?:# END GENERATED (?P<name>[a-z_]+)|<!-- END GENERATED (?P<md>[a-z_]+) -->)[ \t]*$')
+
+
+def _name(match):
+    return match.group('name') or match.group('md')
 
 
 class RegionError(ValueError):
@@ -122,24 +189,24 @@ def rewrite(text, path='<text>', known=None):
         begin, end = BEGIN.match(line), END.match(line)
         if region is None:
             if end:
-                raise RegionError('%s:%d: END GENERATED %s without its BEGIN' % (path, number, end.group('name')))
+                raise RegionError('%s:%d: END GENERATED %s without its BEGIN' % (path, number, _name(end)))
             out.append(line)
             if begin:
-                name = begin.group('name')
+                name = _name(begin)
                 if name not in known:
                     raise RegionError('%s:%d: no generated list %r; known: %s'
                                       % (path, number, name, ', '.join(sorted(known))))
                 region = (name, number)
                 out.extend('%s%s\n' % (begin.group('indent'), body) for body in known[name])
         elif end:
-            if end.group('name') != region[0]:
+            if _name(end) != region[0]:
                 raise RegionError('%s:%d: END GENERATED %s closes BEGIN GENERATED %s of line %d'
-                                  % (path, number, end.group('name'), region[0], region[1]))
+                                  % (path, number, _name(end), region[0], region[1]))
             out.append(line)
             region = None
         elif begin:
             raise RegionError('%s:%d: BEGIN GENERATED %s inside the region of line %d'
-                              % (path, number, begin.group('name'), region[1]))
+                              % (path, number, _name(begin), region[1]))
     if region is not None:
         raise RegionError('%s:%d: BEGIN GENERATED %s has no END' % (path, region[1], region[0]))
     return ''.join(out)
@@ -160,7 +227,7 @@ def strip(text):
 
 # The files that may hold generated regions (relative to the repository root).
 GLOBS = ('roles/*/meta/argument_specs.yml', 'awx/*.yml', 'plugins/filter/*.yml', 'plugins/doc_fragments/*.py',
-         'plugins/modules/*.py', 'playbooks/vars/*.yml')
+         'plugins/modules/*.py', 'playbooks/vars/*.yml', 'docs/README.md', 'docs/operator-contract.md')
 
 
 def files(root=ROOT):
@@ -169,7 +236,7 @@ def files(root=ROOT):
 
 def regenerate(root=ROOT, check=False):
     """Rewrite (or, with check, only compare) every file's regions; the relative paths that were stale."""
-    known = lists()
+    known = lists(root)
     stale = []
     for path in files(root):
         with open(path, encoding='utf-8') as handle:

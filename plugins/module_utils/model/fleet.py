@@ -28,7 +28,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import mig, resource_names, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import mig, operands, resource_names, validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import vgpu_interface_rule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row import REQUIRED, row_class
 
@@ -73,8 +73,8 @@ POOL_COLUMN_DOCS = (
      'vendor-VFIO vGPU VFs), none when any supported KubeVirt does'),
     ('operands_off',
      'the GPU Operator operands its nodes must not run although their workload deploys them '
-     "(`nvidia.com/gpu.deploy.<operand>=false`): the DRA row's device plugin, DCGM and dcgm-exporter, the "
-     "vendor-VFIO row's sandbox device plugin, vGPU Device Manager and sandbox validator"),
+     '(`nvidia.com/gpu.deploy.<operand>=false`; `model/operands.py`: what each workload deploys, and why each '
+     'operand a row names is off, which docs/operator-contract.md lists per label)'),
     ('dra_driver',
      "NVIDIA's DRA driver allocates its nodes' GPUs (true exactly where `advertiser` is `dra-driver`): its "
      "kubelet plugin's label and install, no extended resource, the GPUCluster stack, the holders preflight "
@@ -252,6 +252,9 @@ def check_table(table):
                 isinstance(o, str) and OPERAND_RE.fullmatch(o) for o in row.operands_off):
             raise TableError('pool %s: operands_off %r is not a tuple of GPU Operator operand names (the <operand> '
                              'of nvidia.com/gpu.deploy.<operand>)' % (row.name, row.operands_off))
+        problem = operands.off_problem(row.workload, row.operands_off)
+        if problem:
+            raise TableError('pool %s: operands_off %r: %s' % (row.name, row.operands_off, problem))
         if row.kubevirt_min is not None and not (isinstance(row.kubevirt_min, str)
                                                  and KUBEVIRT_MIN_RE.fullmatch(row.kubevirt_min)):
             raise TableError('pool %s: kubevirt_min %r is not a KubeVirt version such as 1.9.0 (or None)'

@@ -32,9 +32,9 @@ configuration with ``gpuvirt_kubevirt_config``: ``hco``, ``kubevirt`` or ``auto`
 serves HCO's CRD hyperconvergeds.hco.kubevirt.io; render mode: the platform's default). ``resolve`` turns these
 settings and what apply mode detected into the one fact every cluster role reads (``gpuvirt_cluster``).
 
-Adding a platform is a new row here with its traits, its documentation (docs/openshift-vs-kubernetes.md), a
-changelog fragment and its tests; the lists of platforms elsewhere are generated (tools/docs/generate_reference.py):
-no role declares its own platform vocabulary.
+Adding a platform is a new row here with its traits (the comment above the rows cites their sources), its cited
+expectation in test_platform.py's test_table_rows and a changelog fragment; the lists of platforms elsewhere are
+generated (tools/docs/generate_reference.py): no role declares its own platform vocabulary.
 
 Each row is a ``Platform`` with named columns and defaults (a new column edits no row); detection is the
 ``detect_api``/``detect_kind`` or the ``detect_node_annotation`` of a row, and the row marked ``fallback`` (exactly
@@ -151,9 +151,8 @@ COLUMN_CHOICES = {
     'container_runtime': ('containerd', 'cri-o'),
 }
 # The traits an inventory may override for its cluster (gpuvirt_platform_traits): where a site's containerd keeps
-# what the row names, on a distribution without a row of its own (k3s, say, on the kubernetes row: its socket is
-# /run/k3s/containerd/containerd.sock, as NVIDIA/gpu-operator v26.7.0 controllers/transforms_test.go configures a
-# k3s node's toolkit). Every other trait is what the platform is: another value is another row.
+# what the row names, on a distribution without a row of its own (on the kubernetes row, a containerd whose socket
+# is elsewhere). Every other trait is what the platform is: another value is another row.
 OVERRIDABLE = ('containerd_config', 'containerd_socket')
 _HOST_PATH_RE = re.compile(r'(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.+-]{1,255}){1,64}')
 

@@ -123,6 +123,9 @@ def _documents(path):
     strings, a YAML file itself."""
     with open(path, encoding='utf-8') as handle:
         text = handle.read()
+    if path.endswith('.md'):
+        # a Markdown page holds no YAML choices; its lists of rows are the generated regions themselves
+        return []
     if not path.endswith('.py'):
         return [yaml.safe_load(generated_lists.strip(text))]
     docs = []
@@ -182,3 +185,79 @@ def test_a_column_without_its_meaning_stops_the_reference_page(monkeypatch):
     monkeypatch.setattr(fleet, 'POOL_COLUMN_DOCS', fleet.POOL_COLUMN_DOCS[:-1])
     with pytest.raises(generated_lists.RegionError, match=r'fleet\.POOL_COLUMN_DOCS names .*; the columns are .*mig'):
         generated_lists.tables_page('')
+
+
+# --- Markdown regions: the pool guides (docs/README.md) and the operand labels (docs/operator-contract.md) ---------
+def test_a_markdown_region_is_rewritten_between_its_html_comments():
+    text = 'a\n<!-- BEGIN GENERATED pools -->\nstale\n<!-- END GENERATED pools -->\nb\n'
+    new = generated_lists.rewrite(text, 'x.md', {'pools': ['- one', '- two']})
+    assert new == 'a\n<!-- BEGIN GENERATED pools -->\n- one\n- two\n<!-- END GENERATED pools -->\nb\n'
+    with pytest.raises(generated_lists.RegionError, match=r'x.md:2: BEGIN GENERATED pools has no END'):
+        generated_lists.rewrite('a\n<!-- BEGIN GENERATED pools -->\n', 'x.md', {'pools': []})
+
+
+def _pages(tmp_path, pages):
+    (tmp_path / 'docs' / 'pools').mkdir(parents=True)
+    for name, text in pages.items():
+        (tmp_path / 'docs' / 'pools' / name).write_text(text)
+    return str(tmp_path)
+
+
+def test_a_new_pool_page_is_listed_in_the_order_of_the_row_its_title_names(tmp_path):
+    # the title's backticked row name or group places it; a page naming none goes last, by file name
+    last = fleet.POOL_TABLE[-1]
+    root = _pages(tmp_path, {'a-new.md': '# Pool `%s`: the last row\n' % last.name,
+                             'first.md': '# Group `%s`\n\ntext\n' % fleet.POOL_TABLE[0].group,
+                             'zz-other.md': '# Something else\n', 'aa-other.md': '# Another\n'})
+    assert generated_lists.pool_guides(root) == [
+        '- [Group `%s`](pools/first.md)' % fleet.POOL_TABLE[0].group,
+        '- [Pool `%s`: the last row](pools/a-new.md)' % last.name,
+        '- [Another](pools/aa-other.md)', '- [Something else](pools/zz-other.md)']
+
+
+def test_a_pool_page_without_its_title_first_stops_make_docs(tmp_path):
+    root = _pages(tmp_path, {'bad.md': 'no title\n'})
+    with pytest.raises(generated_lists.RegionError, match=r'docs/pools/bad.md: its first line is not its title'):
+        generated_lists.pool_guides(root)
+
+
+def test_every_pool_row_has_its_guide_in_docs_pools():
+    # a new row's checklist: a page of docs/pools/ names it (its name or group in backticks, in its title or text),
+    # and make docs lists that page in docs/README.md
+    texts = []
+    for name in sorted(os.listdir(os.path.join(ROOT, 'docs', 'pools'))):
+        with open(os.path.join(ROOT, 'docs', 'pools', name), encoding='utf-8') as handle:
+            texts.append(handle.read())
+    missing = [row.name for row in fleet.POOL_TABLE
+               if not any('`%s`' % row.name in t or '`%s`' % row.group in t for t in texts)]
+    assert not missing, 'pools without a guide in docs/pools/ (write one; make docs lists it): %s' % missing
+
+
+def test_the_operand_rows_name_each_pool_that_switches_the_operand_off(monkeypatch):
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.model import operands
+    dra = [r for r in fleet.POOL_TABLE if 'dcgm' in r.operands_off]
+    rows = generated_lists.lists()['operand_label_rows']
+    (dcgm,) = [r for r in rows if '[nvidia.com/gpu.deploy.dcgm]' in r]
+    assert '`false` on the nodes of pool `%s` (row column `operands_off`)' % dra[0].name in dcgm
+    assert dcgm.endswith('| %s |' % operands.OFF_SOURCES['dcgm'])
+    # a second row switching it off is named beside the first; an operand without its source stops make docs
+    extra = dra[0].replace(name='x-pool', group='gpu_x', operands_off=('dcgm', 'node-status-exporter'),
+                           dra_driver=False, advertiser='nvidia-device-plugin', device_plugin=True)
+    monkeypatch.setattr(fleet, 'POOL_TABLE', fleet.POOL_TABLE + (extra,))
+    with pytest.raises(generated_lists.RegionError, match=r"switches the operand 'node-status-exporter' off "
+                                                          r"\(operands_off\) without its source in "
+                                                          r"model/operands.py OFF_SOURCES"):
+        generated_lists.lists()
+    monkeypatch.setitem(operands.OFF_SOURCES, 'node-status-exporter', 'a source')
+    rows = generated_lists.lists()['operand_label_rows']
+    (dcgm,) = [r for r in rows if '[nvidia.com/gpu.deploy.dcgm]' in r]
+    assert '`false` on the nodes of pools `%s`, `x-pool`' % dra[0].name in dcgm
+    assert any('[nvidia.com/gpu.deploy.node-status-exporter]' in r and r.endswith('| a source |') for r in rows)
+
+
+def test_the_workload_row_names_each_workload_s_pools():
+    (row,) = generated_lists.lists()['workload_label_row']
+    for workload in fleet.WORKLOADS:
+        pools = [r.name for r in fleet.POOL_TABLE if r.workload == workload]
+        assert ('`%s` (%s %s)' % (workload, 'pool' if len(pools) == 1 else 'pools',
+                                  ', '.join('`%s`' % p for p in pools))) in row

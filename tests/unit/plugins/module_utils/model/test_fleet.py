@@ -500,3 +500,24 @@ def test_the_interface_reason_is_printable_and_capped():
     # a predicted interface: the kernel release and driver version come from the host too
     facts = {'interface': 'none', 'evidence': ['no\rvGPU'], 'kernel_release': '6.8.0\n', 'driver_version': '580.82.02'}
     assert all(' ' <= c <= '~' for c in fleet.host_vgpu_interface({'host_interface': facts})[1])
+
+
+def test_a_row_switches_off_only_an_operand_its_workload_deploys():
+    # the GPU Operator labels a node's operands per workload (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go
+    # gpuStateLabels): a container node never runs the vGPU Manager, so "off" there would switch nothing off
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.model import operands
+    container = fleet.BY_NAME['container']
+    with pytest.raises(fleet.TableError, match=r"pool x: operands_off \('dcgm', 'vgpu-manager'\): the GPU Operator "
+                                               r"deploys no vgpu-manager on a node of workload 'container', so there "
+                                               r"is nothing to switch off \(it deploys driver, .*operator-validator "
+                                               r"there"):
+        fleet.derived(fleet.POOL_TABLE + (container.replace(name='x', group='gpu_x',
+                                                            operands_off=('dcgm', 'vgpu-manager')),))
+    # its valid neighbour: an operand of the workload is accepted
+    fleet.derived(fleet.POOL_TABLE + (container.replace(name='x', group='gpu_x', operands_off=('dcgm',)),))
+    assert operands.off_problem('vm-vgpu', ('sandbox-validator',)) is None
+    assert 'deploys nothing there' in operands.off_problem('no-such-workload', ('dcgm',))
+    # every row of the table names only its workload's operands, each with its source for the contract page
+    for row in fleet.POOL_TABLE:
+        assert set(row.operands_off) <= set(operands.WORKLOAD_OPERANDS[row.workload]), row.name
+        assert set(row.operands_off) <= set(operands.OFF_SOURCES), row.name

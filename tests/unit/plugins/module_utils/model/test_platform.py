@@ -140,8 +140,8 @@ def test_auto_in_apply_mode_is_detected(served, want):
 
 @pytest.mark.parametrize('annotations, want', [
     (['rke2.io/node-args'], 'rke2'),
-    # k3s annotates its nodes k3s.io/node-args (the same agent, version.Program=k3s): not RKE2
-    (['k3s.io/node-args'], 'kubernetes'),
+    # an annotation no row detects by (another program's agent, version.Program=example): the fallback
+    (['example.io/node-args'], 'kubernetes'),
     ([], 'kubernetes'),
 ])
 def test_auto_tells_rke2_apart_by_its_node_annotation(annotations, want):
@@ -149,6 +149,15 @@ def test_auto_tells_rke2_apart_by_its_node_annotation(annotations, want):
     got = platform.resolve({'mode': 'apply', 'platform': 'auto', 'served_apis': [], 'node_annotations': annotations,
                             'hco_served': False})
     assert got['platform'] == want and got['traits'] == platform.traits(want)
+
+
+def test_a_k3s_cluster_is_not_taken_for_rke2():
+    # k3s annotates its nodes k3s.io/node-args (the same agent, version.Program=k3s), never rke2.io/node-args: it is
+    # whatever row detects k3s's own annotation, or the fallback where none does, never RKE2
+    got = platform.resolve_platform('auto', 'apply', [], ['k3s.io/node-args'])
+    assert got != 'rke2'
+    assert got == next((row.name for row in platform.PLATFORM_TABLE
+                        if row.detect_node_annotation == 'k3s.io/node-args'), platform.FALLBACK)
 
 
 def test_an_openshift_cluster_whose_nodes_carry_rke2_s_annotation_is_refused_naming_both():
