@@ -19,6 +19,17 @@ MIRROR=${GPUVIRT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ]; then
   exit 0
 fi
+# One build of this directory at a time: make test's last stage starts its lanes at once, and `make demo` builds in
+# the background while the lab disk is built, so a second caller waits for the first and finds the binaries.
+mkdir -p "$KUBE"
+exec 9>"$KUBE/.build.lock"
+if ! flock -n 9; then
+  echo "build.sh: another build of $BIN is under way; waiting for it"
+  flock 9
+fi
+if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubectl" ]; then
+  exit 0
+fi
 
 for tool in go dpkg-source etcd openssl rsync make; do
   command -v "$tool" >/dev/null || {

@@ -2,9 +2,10 @@
 # `make demo-cold-check`: `make demo` as a new user (or CI's fresh machine) runs it, twice.
 #   1. Stop the lab and empty its directory (LAB_DIR, .lab): no cached disk, no SSH key, no overlay, no API server.
 #   2. Clone HEAD's committed tree into a temporary directory. CI's machine has nothing else but what `make test`
-#      builds before this target (.venv, .build/kube): those two are linked in, so that `make demo` there finds
-#      them as CI's would, and everything else (the staged collection, the lab disk, the VM, the API server) the
-#      clone makes itself.
+#      builds before this target (.venv; .build/kube, whose build another lane may still be running): those two are
+#      linked in, so that `make demo` there finds them as CI's would (its build of kube-apiserver waits for the
+#      other lane's, tools/kube/build.sh's lock), and everything else (the staged collection, the lab disk, the VM,
+#      the API server) the clone makes itself.
 #   3. `make demo` there: the disk is built cold through tools/lab/start.sh. The run must pass, reboot the lab host
 #      once, say so in its summary, and list the writes it made to the lab API server (cordon, uncordon, node
 #      labels; the GPU Operator's release and ClusterPolicy, written by the recorded helm stand-in as the Helm
@@ -28,7 +29,7 @@ rm -rf "$lab"
 git clone -q --no-hardlinks "$root" "$work/repo"
 clone=$work/repo
 ln -s "$(readlink -f "$root/.venv")" "$clone/.venv"
-mkdir -p "$clone/.build"
+mkdir -p "$clone/.build" "$root/.build/kube"
 ln -s "$(readlink -f "$root/.build/kube")" "$clone/.build/kube"
 # the venv was built from these requirements (make venv compares their times with its stamp)
 touch -r "$root/.venv/.installed" "$clone/requirements.txt" "$clone/requirements-dev.txt"
