@@ -41,7 +41,9 @@ def given_variables(loader, inventory, playbook_dir):
     # the stage the variable manager reads the vars plugins at while tasks run (VariableManager.get_vars)
     stage = 'task'
     entities = [('group', group) for group in inventory.groups.values()]
-    entities += [('host', host) for host in inventory.get_hosts(ignore_restrictions=True)]
+    # every host of the inventory: also those a --limit leaves out (their variables still reach the fleet view
+    # through groups and hostvars) and those outside this play's batch (the launch check's play runs on localhost)
+    entities += [('host', host) for host in inventory.get_hosts(ignore_limits=True, ignore_restrictions=True)]
     for kind, entity in entities:
         own = dict(entity.get_vars())
         own.update(get_vars_from_inventory_sources(loader, sources, [entity], stage) or {})

@@ -387,6 +387,7 @@ RUNTIME = (
     '__gpuvirt_gpu_hosts_pattern',
     '__gpuvirt_host_prep_report',
     '__gpuvirt_render_closed',
+    '__gpuvirt_render_level',
     '__gpuvirt_render_opened',
     '__gpuvirt_render_session',
     '__gpuvirt_vgpu_vf_fleet',

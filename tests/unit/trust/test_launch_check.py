@@ -232,6 +232,34 @@ def test_group_vars_beside_the_inventory_are_judged(tmp_path):
     assert given_names['__vfio_files'] == ['the inventory group all']
 
 
+_LOAD_LIMITED = _LOAD.replace("    inventory = InventoryManager(loader=loader, sources=[path])\n",
+                              "    inventory = InventoryManager(loader=loader, sources=[path])\n"
+                              "    inventory.subset('gpu01')\n")
+
+
+def test_every_host_is_judged_and_named_also_outside_a_limit(tmp_path):
+    # --limit restricts the inventory before the launch check runs: a host the run leaves out is still the
+    # inventory's, and its variables reach every later run (get_hosts(ignore_restrictions=True))
+    (tmp_path / 'hosts.yml').write_text(INVENTORY + "    gpu_container:\n      hosts:\n        gpu02: {gpuvirt_pol: x}\n")
+    proc = subprocess.run([sys.executable, '-c', _LOAD_LIMITED, PLAYBOOKS, str(tmp_path / 'hosts.yml')],
+                          capture_output=True, text=True, check=True)
+    given_names, dummy = json.loads(proc.stdout)[str(tmp_path / 'hosts.yml')]
+    assert given_names['gpuvirt_pol'] == ['the inventory host gpu02']
+    assert launch_vars.problems(NAMES, given_names)[0].startswith('gpuvirt_pol (given by the inventory host gpu02)')
+
+
+def test_names_declared_your_own_in_the_inventory_are_collected(tmp_path):
+    # gpuvirt_launch_allow_unknown in a group's or host's variables: its value is handed to the check
+    (tmp_path / 'hosts.yml').write_text(INVENTORY.replace(
+        "all:\n", "all:\n  vars: {gpuvirt_launch_allow_unknown: [gpuvirt_site_owner], gpuvirt_site_owner: me}\n"))
+    given_names, allowed = _load_inventories(str(tmp_path / 'hosts.yml'))[str(tmp_path / 'hosts.yml')]
+    assert allowed == [['gpuvirt_site_owner']]
+    assert given_names['gpuvirt_site_owner'] == ['the inventory group all']
+    assert launch_vars.problems(NAMES, given_names, allowed[0]) == []
+    # its valid neighbour: without the declaration the same name is refused
+    assert launch_vars.problems(NAMES, given_names)
+
+
 # -- through the real ansible-playbook: refused before any host is contacted --------------------------------------
 
 def test_an_extra_variable_replacing_the_vfio_files_stops_host_prep_before_any_host_is_contacted(tmp_path):
@@ -251,6 +279,18 @@ def test_a_misspelt_variable_stops_site_with_the_closest_name(tmp_path):
     assert rc != 0, out
     assert 'gpuvirt_plattform (given by the extra variables) is not a variable of the collection (did you mean ' \
            'gpuvirt_platform?)' in out, out
+    assert 'UNREACHABLE' not in out, out
+
+
+@pytest.mark.parametrize('args', [(), ('--limit', 'gpu02,localhost')])
+def test_a_misspelt_host_variable_stops_site_also_for_a_host_the_run_leaves_out(tmp_path, args):
+    # the launch check's play runs on localhost (the executor restricts the inventory to its batch) and a --limit
+    # leaves hosts out: each host's own variables are judged all the same, named by their host
+    inventory = INVENTORY.replace('    gpu01: {ansible_host', '    gpu01: {gpuvirt_pol: x, ansible_host') + (
+        '    gpu_container:\n      hosts:\n        gpu02: {ansible_host: 127.0.0.1, ansible_port: 1}\n')
+    rc, out = _run(tmp_path, 'site.yml', *args, inventory=inventory)
+    assert rc != 0, out
+    assert 'gpuvirt_pol (given by the inventory host gpu01) is not a variable of the collection' in out, out
     assert 'UNREACHABLE' not in out, out
 
 

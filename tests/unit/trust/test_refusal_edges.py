@@ -634,3 +634,47 @@ def test_namespaces_of_another_shape_are_refused_naming_the_roles_a_caller_decla
     with pytest.raises(apply_rules.RuleError) as err:
         apply_rules.checked_namespaces(['gpu'])
     assert str(err.value) == 'namespaces: expected a mapping of operator/kubevirt/workload to namespaces, got a list'
+
+
+# --- trust-launch: launch_vars (the extra variables and the inventory's own) -------------------------------------
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_vars  # noqa: E402
+
+LAUNCH_NAMES = launch_vars.collection_names()
+
+
+# Ansible's own variables, written out here rather than read from launch_vars.SPECIAL: the magic variables of
+# Ansible's "Special Variables" reference (reference_appendices/special_variables: "These variables cannot be set
+# directly by the user; Ansible will always override them"), the play keywords environment and vars, and item, the
+# default loop variable (loop_control.loop_var)
+@pytest.mark.parametrize('name', [
+    'group_names', 'groups', 'hostvars', 'inventory_dir', 'inventory_file', 'inventory_hostname',
+    'inventory_hostname_short', 'omit', 'play_hosts', 'playbook_dir', 'role_name', 'role_names', 'role_path',
+    'environment', 'vars', 'item', 'ansible_host', 'ANSIBLE_become_password'])
+def test_each_of_ansible_s_own_variables_is_refused_as_an_extra_variable(name):
+    assert launch_vars.ansible_owned(name)
+    (problem,) = launch_vars.extra_var_problems(LAUNCH_NAMES, {name: 1})
+    assert problem.startswith('%s (given by the extra variables) is a variable Ansible reads itself' % name)
+    # allowed by name on the controller: no refusal
+    assert launch_vars.extra_var_problems(LAUNCH_NAMES, {name: 1}, allowed_ansible=[name]) == []
+
+
+@pytest.mark.parametrize('name', ['groupsx', 'my_groups', 'omit_', 'items', 'variables', 'inventory_files'])
+def test_a_name_beside_ansible_s_own_is_not_refused(name):
+    assert not launch_vars.ansible_owned(name)
+    assert launch_vars.extra_var_problems(LAUNCH_NAMES, {name: 1}) == []
+
+
+@pytest.mark.parametrize('name', [123, None, 1.5, ('gpuvirt_x',), b'gpuvirt_x'])
+def test_a_variable_name_that_is_no_string_is_not_judged_and_does_not_crash(name):
+    # YAML gives an int key for `1: x` in host_vars; it is not a name of ours
+    assert LAUNCH_NAMES.verdict(name) is None
+    assert launch_vars.problems(LAUNCH_NAMES, {name: ['the inventory host h']}) == []
+
+
+@pytest.mark.parametrize('places, tail', [(1, ''), (3, ''), (4, ' and 1 more'), (5, ' and 2 more')])
+def test_a_refusal_names_three_places_and_counts_the_others(places, tail):
+    given = {'__vfio_files': ['the inventory host h%d' % i for i in range(places)]}
+    (problem,) = launch_vars.problems(LAUNCH_NAMES, given)
+    shown = ', '.join(sorted(given['__vfio_files'])[:3])
+    assert problem.startswith('__vfio_files (given by %s%s) is internal' % (shown, tail)), problem
+    assert ' more)' not in problem or tail
