@@ -66,9 +66,11 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        may_leave_out = self._task.args.get('limit_may_leave_out_localhost', False)
+        # no default: each playbook that runs the check says whether its plays may run without localhost
+        may_leave_out = self._task.args.get('limit_may_leave_out_localhost')
         if not isinstance(may_leave_out, bool):
-            raise AnsibleActionFail('launch_check: limit_may_leave_out_localhost must be a literal boolean')
+            raise AnsibleActionFail('launch_check: limit_may_leave_out_localhost must be given, a literal boolean '
+                                    '(true only where no play of the playbook runs on localhost)')
 
         extra = load_extra_vars(self._loader)
         given, allowed_values = self._given()

@@ -30,9 +30,10 @@ options:
   limit_may_leave_out_localhost:
     description:
       - The playbook's host plays check their own inputs again, so a limit without localhost loses nothing
-        (host_prep.yml). A literal in the playbook, never a variable.
+        (host_prep.yml). A literal in the playbook, never a variable; each playbook gives it (false where a play
+        runs on localhost).
     type: bool
-    default: false
+    required: true
 notes:
   - Your own variables that start with one of the collection's prefixes can be listed in the inventory or extra
     variable C(gpuvirt_launch_allow_unknown); that never allows an internal or run-time name.
@@ -59,7 +60,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 def main():
     # the work is the action plugin's (plugins/action/launch_check.py): it needs the controller's inventory
-    module = AnsibleModule(argument_spec=dict(limit_may_leave_out_localhost=dict(type='bool', default=False)),
+    module = AnsibleModule(argument_spec=dict(limit_may_leave_out_localhost=dict(type='bool', required=True)),
                            supports_check_mode=True)
     module.fail_json(msg='gpuvirt.provision.launch_check runs on the controller only (an action plugin)')
 

@@ -50,68 +50,6 @@ options:
     type: list
     elements: dict
     default: []
-  vgpu_config_default:
-    description: vGPU config name for vGPU hosts without C(vgpu_config).
-    type: str
-  vgpu_configs:
-    description:
-      - The custom vGPU configs (as given to the gpu_operator role); omit when the operator's default ConfigMap
-        is used.
-      - A vGPU node's config must be one of them, or with the default ConfigMap a vGPU type name; when the host
-        item carries C(facts) (C(pci_devices), C(mdev_types)) every type of the config must be offered by its GPUs.
-    type: dict
-  pool_selector:
-    description:
-      - The node labels of a dedicated OpenShift MachineConfigPool for the GPU nodes that need the IOMMU (the
-        C(vm-passthrough), C(vm-vgpu) and C(dra) pools), as that pool's C(spec.nodeSelector.matchLabels).
-      - Those nodes get the labels, so that the pool's IOMMU MachineConfig reaches them; any other GPU node loses
-        a label that carries exactly this value. Omit when there is no dedicated pool.
-    type: dict
-  pool_selectors:
-    description:
-      - "Per node (C({node: labels})), the node labels of the MachineConfigPool that node is in, instead of
-        O(pool_selector) (a host in a pool of its own, C(gpuvirt_machineconfig_pool); C({}) for a built-in pool)."
-      - Every GPU node loses each label of another of these pools (or of O(pool_selector)) that it carries with
-        exactly that value, since the Machine Config Operator refuses a node that two custom pools select.
-    type: dict
-    default: {}
-  dra_selector:
-    description:
-      - The DRA kubelet plugin's node selector given by the user (C(dra_driver_node_selector)). The C(dra) nodes
-        get its labels, so that the plugin runs there; any other GPU node loses a label that carries exactly this
-        value. The C(dra) nodes always get C(nvidia.com/dra-kubelet-plugin=true), the label the GPU Operator's
-        driver manager evicts the plugin by before a driver upgrade.
-    type: dict
-  retire:
-    description:
-      - The O(hosts) leave the fleet (C(playbooks/retire.yml)). Each node loses the labels the collection wrote on a
-        node of its pool, only where it carries exactly the value the collection sets (an operand label set to
-        C(false) only when the node's C(gpuvirt.provision/owned-labels) record names it), and that record; every
-        other label stays (NFD's, the GPU Operator's, an administrator's other value).
-      - A node not in the cluster has nothing to take back; VirtualMachineInstances running on a node refuse it,
-        naming them. A node without a record and without the workload value of its pool was retired already (or
-        never labelled), so no operand label there is taken for the collection's.
-    type: bool
-    default: false
-  dra_stack:
-    description:
-      - Which DRA stack serves the C(dra) nodes (C(dra_driver_stack)); V(auto) takes the GPU Operator's own
-        GPUCluster on OpenShift when every host is a C(dra) host, else the chart.
-      - With the GPUCluster the C(dra) nodes do not get C(nvidia.com/gpu.deploy.device-plugin), C(dcgm) and
-        C(dcgm-exporter) C(=false) (no ClusterPolicy deploys them, and the GPU Operator deletes those labels from
-        every GPU node while a GPUCluster exists); a leftover C(false) of ours is removed.
-    type: str
-    choices: [auto, gpucluster, helm]
-    default: auto
-  render:
-    description:
-      - Render mode. A host whose node is not in O(present_nodes) gets no Node object in RV(render) (applied by a
-        GitOps tool, it would create a Node no kubelet runs, whose name OpenShift's machine approver then refuses to
-        the real kubelet), with a warning naming it; without O(present_nodes) one warning says the nodes could not
-        be checked. A label the plan removes (a render cannot) is warned about with the C(kubectl label) command that
-        removes it (RV(render_removals)).
-    type: bool
-    default: false
   present_nodes:
     description:
       - Render mode, the names of the cluster's Nodes (read from the cluster, or of C(node_labels_current_nodes));
@@ -130,7 +68,8 @@ attributes:
     description: Not supported; the role shows the label changes.
     support: none
 extends_documentation_fragment:
-  - gpuvirt.provision.tables.cluster_platform
+  # settings (the node labels settings, one mapping): the doc fragment gpuvirt.provision.node_labels_settings
+  - gpuvirt.provision.node_labels_settings
 '''
 
 EXAMPLES = r'''
@@ -148,7 +87,7 @@ patches:
   description:
     - Partial Node objects carrying only the labels to change (null removes) and, when it changes, the
       C(gpuvirt.provision/owned-labels) annotation (the deploy labels set to false by this collection, the only
-      ones it removes; null removes the record, with O(retire)).
+      ones it removes; null removes the record, with O(settings.retire)).
   returned: success
   type: list
   elements: dict
@@ -196,68 +135,66 @@ absent:
 report:
   description: >-
     Per node, its pool, the label changes and the labels already right; C(left_alone), why a node's labels were not
-    planned (a host without GPU facts in this run whose pool its vGPU interface picks; with O(retire), a node not in
-    the cluster); with O(retire), C(kept), the labels of the collection's keys left because their value is not one
+    planned (a host without GPU facts in this run whose pool its vGPU interface picks; with O(settings.retire), a node not in
+    the cluster); with O(settings.retire), C(kept), the labels of the collection's keys left because their value is not one
     it set or its record does not name them.
   returned: success
   type: dict
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels as nl
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_config as vc
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels_settings
+
+# what the run read or was given about the cluster and its hosts: each an option of its own, beside the settings
+READS = ('hosts', 'nodes', 'vmis', 'present_nodes', 'present_unread')
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            # the settings' schema is the record's (manifests/node_labels_settings.py FIELDS): a new setting edits no
+            # line here
+            settings=dict(type='dict', required=True, options=node_labels_settings.argument_spec()),
             hosts=dict(type='list', elements='dict', required=True),
             nodes=dict(type='list', elements='dict'),
             vmis=dict(type='list', elements='dict', default=[]),
-            vgpu_config_default=dict(type='str'),
-            vgpu_configs=dict(type='dict'),
-            pool_selector=dict(type='dict'),
-            pool_selectors=dict(type='dict', default={}),
-            dra_selector=dict(type='dict'),
-            dra_stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
-            retire=dict(type='bool', default=False),
-            cluster_platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), default=platform.FALLBACK),
-            render=dict(type='bool', default=False),
             present_nodes=dict(type='list', elements='str'),
             present_unread=dict(type='str', default=''),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    try:
+        settings = node_labels_settings.build(p['settings'])
+    except nl.ManifestError as exc:
+        module.fail_json(msg=str(exc))
     # the fleet view's entries whole: a field the view gains reaches the builder with no edit here
-    wanted, errors = nl.wanted_entries(p['hosts'], p['vgpu_config_default'])
+    wanted, errors = nl.wanted_entries(p['hosts'], settings.vgpu_config_default)
     if errors:
         module.fail_json(msg='\n'.join(errors))
     absent = []
-    if p['render']:
+    if settings.render:
         # no Node file for a node the cluster does not have: applied, it would create a Node no kubelet runs
         absent = nl.absent_nodes(wanted, p['present_nodes'])
         for node, host in absent:
             module.warn(nl.ABSENT_NODE % (node, host, node, host))
-        if p['present_nodes'] is None and not p['retire']:
+        if p['present_nodes'] is None and not settings.retire:
             module.warn(nl.UNCHECKED_NODES % (p['present_unread'] or 'no cluster named for the render and no '
                                               'node_labels_current_nodes'))
         wanted = [w for w in wanted if (w['node'], w['host']) not in absent]
     try:
-        custom = vc.normalise_configs(p['vgpu_configs']) if p['vgpu_configs'] else None
         dra_nodes = [w['node'] for w in wanted if nl.fleet.BY_NAME[w['pool']].dra_driver]
         other_nodes = [w['node'] for w in wanted if not nl.fleet.BY_NAME[w['pool']].dra_driver]
         # the same decision as the operator and kubevirt phases': the GPUCluster or the DRA chart
-        stack = gc.dra_stack(platform.traits(p['cluster_platform']), dra_nodes, other_nodes, p['dra_stack'])[0]
-        patches, report = nl.plan(wanted, p['nodes'], p['vmis'], custom, p['pool_selector'],
-                                  p['dra_selector'], stack, retire=p['retire'], pool_selectors=p['pool_selectors'],
-                                  render=p['render'])
-    except (nl.ManifestError, vc.ManifestError, gc.ManifestError) as exc:
+        patches, report = nl.plan(wanted, p['nodes'], p['vmis'], settings.custom_vgpu_configs(),
+                                  settings.pool_selector, settings.dra_selector,
+                                  settings.stack(dra_nodes, other_nodes), retire=settings.retire,
+                                  pool_selectors=settings.pool_selectors, render=settings.render)
+    except nl.ManifestError as exc:
         module.fail_json(msg=str(exc))
     rendered, left_out = nl.render_patches(patches)
-    removals = nl.render_removals(patches) if p['render'] else []
+    removals = nl.render_removals(patches) if settings.render else []
     for line in removals:
         module.warn(line)
     module.exit_json(changed=False, patches=patches, report=report, message=nl.report_lines(report, patches),

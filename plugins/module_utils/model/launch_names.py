@@ -457,6 +457,7 @@ RUNTIME = (
     '__machineconfig_wait_now',
     '__node_labels_nodes_live',
     '__node_labels_nodes_read',
+    '__node_labels_settings',
     '__node_labels_vmis_read',
     '__nouveau_flags',
     '__nouveau_initramfs_images',

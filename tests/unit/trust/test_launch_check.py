@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -246,6 +247,54 @@ def test_every_host_is_judged_and_named_also_outside_a_limit(tmp_path):
     given_names, dummy = json.loads(proc.stdout)[str(tmp_path / 'hosts.yml')]
     assert given_names['gpuvirt_pol'] == ['the inventory host gpu02']
     assert launch_vars.problems(NAMES, given_names)[0].startswith('gpuvirt_pol (given by the inventory host gpu02)')
+
+
+def test_group_vars_are_read_at_the_stage_the_variable_manager_reads_them(tmp_path):
+    # a vars plugin configured for the task stage only (ANSIBLE_VARS_PLUGIN_STAGE=task, host_group_vars's option)
+    # runs where the variable manager reads variables while tasks run: the check reads them at that stage too
+    # (ansible-core vars/plugins.py _plugin_should_run: a plugin's stage must be 'all' or the one asked)
+    (tmp_path / 'group_vars').mkdir()
+    (tmp_path / 'group_vars' / 'all.yml').write_text('gpuvirt_plattform: kubernetes\n')
+    (tmp_path / 'hosts.yml').write_text(INVENTORY)
+    env = dict(os.environ, ANSIBLE_VARS_PLUGIN_STAGE='task')
+    proc = subprocess.run([sys.executable, '-c', _LOAD, PLAYBOOKS, str(tmp_path / 'hosts.yml')],
+                          capture_output=True, text=True, check=True, env=env)
+    given_names, dummy = json.loads(proc.stdout)[str(tmp_path / 'hosts.yml')]
+    assert given_names['gpuvirt_plattform'] == ['the inventory group all']
+
+
+def test_group_vars_beside_the_playbook_are_judged(tmp_path):
+    # the vars plugins also read group_vars/ and host_vars/ beside the playbook (VariableManager: the play's
+    # basedir): a variable there reaches every host as one beside the inventory does
+    playbooks = tmp_path / 'playbooks'
+    (playbooks / 'host_vars').mkdir(parents=True)
+    (playbooks / 'host_vars' / 'gpu01.yml').write_text('__vfio_files: {}\n')
+    (tmp_path / 'hosts.yml').write_text(INVENTORY)
+    proc = subprocess.run([sys.executable, '-c', _LOAD, str(playbooks), str(tmp_path / 'hosts.yml')],
+                          capture_output=True, text=True, check=True)
+    given_names, dummy = json.loads(proc.stdout)[str(tmp_path / 'hosts.yml')]
+    assert given_names['__vfio_files'] == ['the inventory host gpu01']
+
+
+def test_a_playbook_must_say_whether_its_plays_may_run_without_localhost(tmp_path):
+    # no default: a playbook that runs the check without saying is refused, naming the argument
+    play = tmp_path / 'p.yml'
+    play.write_text('- hosts: localhost\n  gather_facts: false\n  tasks:\n'
+                    '    - gpuvirt.provision.launch_check: {}\n')
+    (tmp_path / 'hosts.yml').write_text(INVENTORY)
+    proc = subprocess.run(['ansible-playbook', '-i', str(tmp_path / 'hosts.yml'), str(play)], capture_output=True,
+                          text=True, check=False, cwd=str(tmp_path))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert 'launch_check: limit_may_leave_out_localhost must be given, a literal boolean' in out, out
+    # its valid neighbour: said, the check runs and changes nothing
+    play.write_text('- hosts: localhost\n  gather_facts: false\n  tasks:\n'
+                    '    - gpuvirt.provision.launch_check: {limit_may_leave_out_localhost: false}\n')
+    proc = subprocess.run(['ansible-playbook', '-i', str(tmp_path / 'hosts.yml'), str(play)], capture_output=True,
+                          text=True, check=False, cwd=str(tmp_path))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert re.search(r'localhost +: ok=1 +changed=0 ', out), out
 
 
 def test_names_declared_your_own_in_the_inventory_are_collected(tmp_path):

@@ -678,3 +678,31 @@ def test_a_refusal_names_three_places_and_counts_the_others(places, tail):
     shown = ', '.join(sorted(given['__vfio_files'])[:3])
     assert problem.startswith('__vfio_files (given by %s%s) is internal' % (shown, tail)), problem
     assert ' more)' not in problem or tail
+
+
+# --- trust-launch: fleet.hosts_pattern_problem (the plays' host pattern, a survey answer or -e) ------------------
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import fleet as fleet_model  # noqa: E402
+
+
+@pytest.mark.parametrize('length, longer', [(1024, False), (1025, True)])
+def test_a_host_pattern_is_measured_before_its_parts_are_named(length, longer):
+    # 1024 characters at most (every pool group joined is far shorter): past it the length is the refusal, not the
+    # parts, so no part of a long text is shown
+    problem = fleet_model.hosts_pattern_problem('x' * length)
+    if longer:
+        assert problem == ('a host pattern of %d characters is longer than every pool group joined (1024 at most)'
+                           % length)
+    else:
+        assert problem.startswith("'%s' is not a GPU pool group" % ('x' * 64)), problem
+
+
+def test_a_host_pattern_shows_five_unknown_parts_of_64_characters_each():
+    parts = ['%s%s' % (chr(ord('a') + i), 'y' * 70) for i in range(6)]
+    problem = fleet_model.hosts_pattern_problem(':'.join(parts))
+    shown = ', '.join(repr(p[:64]) for p in parts[:5])
+    assert problem.startswith('%s are not a GPU pool group' % shown), problem
+    assert repr(parts[5][:64]) not in problem and repr(parts[0][:65]) not in problem
+    # one unknown part: "is"
+    assert fleet_model.hosts_pattern_problem('all').startswith("'all' is not a GPU pool group")
+    # its valid neighbour: the pool groups themselves
+    assert fleet_model.hosts_pattern_problem(':'.join(fleet_model.GPU_GROUPS[:2])) is None

@@ -127,6 +127,11 @@ DECISION_FACTS = {
     'reboot_handled',
     # the devices selected: each address is checked by vfio_bind itself, and the public vfio_bdfs selects any
     'vfio_selected',
+    # the render's nesting level (playbooks/render_open.yml, render_close.yml): an internal name, which the launch
+    # check refuses from the extra variables and the inventory (launch_vars, 'internal'); replaced all the same, it
+    # could only skip the open or close of the render session, and a render step without this run's session writes
+    # through the render directory's own checks (render.py: names, regular files, what the collection wrote)
+    '__gpuvirt_render_level',
 }
 TASK_KEYWORDS = {
     'name', 'when', 'register', 'loop', 'vars', 'become', 'delegate_to', 'run_once', 'changed_when', 'failed_when',

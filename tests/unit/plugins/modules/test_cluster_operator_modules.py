@@ -36,6 +36,11 @@ def run_gop(monkeypatch, args):
     return run_module(monkeypatch, gpu_operator_manifests, settings_args(args, gpu_operator_manifests.READS))
 
 
+def run_nl(monkeypatch, args):
+    """node_labels_plan with ``args`` given flat: the settings and the reads split as the module takes them."""
+    return run_module(monkeypatch, node_labels_plan, settings_args(args, node_labels_plan.READS))
+
+
 def openshift_args(**over):
     args = {'platform': 'openshift', 'default_workload': 'vm-vgpu', 'vgpu_manager': VGM,
             'pull_secret_name': 'vgpu-pull', 'package_manifest': {'status': {'defaultChannel': 'v26.7'}},
@@ -137,7 +142,7 @@ def test_pull_secret_module_builds_a_valid_secret_and_hides_the_password(monkeyp
 
 
 def test_node_labels_plan_collects_every_host_error(monkeypatch):
-    res = run_module(monkeypatch, node_labels_plan, {'hosts': [
+    res = run_nl(monkeypatch, {'hosts': [
         {'host': 'gpu-1', 'groups': ['gpu_container', 'gpu_vm_passthrough']},
         {'host': 'gpu-2', 'groups': ['gpu_vm_vgpu'], 'pool': 'vm-gpu'}]})
     assert res['failed']
@@ -151,20 +156,20 @@ def test_a_render_writes_no_node_file_for_a_node_the_cluster_does_not_have(monke
     # exists, cannot approve")
     hosts = [{'host': 'h1', 'node': 'n1', 'groups': ['gpu_vm_passthrough']},
              {'host': 'h2', 'node': 'n2', 'groups': ['gpu_vm_passthrough']}]
-    res = run_module(monkeypatch, node_labels_plan, {'hosts': hosts, 'render': True, 'present_nodes': ['n1', 'cp-1']})
+    res = run_nl(monkeypatch, {'hosts': hosts, 'render': True, 'present_nodes': ['n1', 'cp-1']})
     assert not res['failed'], res.get('msg')
     assert [o['metadata']['name'] for o in res['render']] == ['n1'] and res['absent'] == ['n2']
     (warning,) = [w for w in res['warnings'] if 'n2' in w]
     assert 'node n2 (host h2) is not in the cluster: the render writes no Node file for it' in warning
     assert 'node n2 already exists, cannot approve' in warning
     # the names not known (no cluster read): every Node file, and a warning that says so and names the MachineSet
-    res = run_module(monkeypatch, node_labels_plan, {'hosts': hosts, 'render': True,
-                                                     'present_unread': 'the cluster could not be read: 403'})
+    res = run_nl(monkeypatch, {'hosts': hosts, 'render': True,
+                               'present_unread': 'the cluster could not be read: 403'})
     assert [o['metadata']['name'] for o in res['render']] == ['n1', 'n2'] and res['absent'] == []
     assert any('could not check that the nodes exist (the cluster could not be read: 403)' in w
                and 'spec.template.spec.metadata.labels' in w for w in res['warnings'])
     # apply mode never leaves a node out silently: a node missing from the cluster stops the plan
-    res = run_module(monkeypatch, node_labels_plan, {'hosts': hosts, 'nodes': [{'metadata': {'name': 'n1'}}]})
+    res = run_nl(monkeypatch, {'hosts': hosts, 'nodes': [{'metadata': {'name': 'n1'}}]})
     assert res['failed'] and 'node n2 is not in the cluster' in res['msg']
 
 
@@ -173,7 +178,7 @@ def test_a_render_names_the_pool_label_it_cannot_remove_with_the_command(monkeyp
     # old one, so the node would be in two custom pools, which the Machine Config Operator refuses
     # (openshift/machine-config-operator pkg/helpers/helpers.go GetPoolsForNode: "belongs to 2 custom roles")
     nodes = [{'metadata': {'name': 'n1', 'labels': {'node-role.kubernetes.io/gpu-a': ''}}}]
-    res = run_module(monkeypatch, node_labels_plan, {
+    res = run_nl(monkeypatch, {
         'hosts': [{'host': 'h1', 'node': 'n1', 'groups': ['gpu_vm_passthrough']}], 'nodes': nodes, 'render': True,
         'present_nodes': ['n1'], 'pool_selector': {'node-role.kubernetes.io/gpu-a': ''},
         'pool_selectors': {'n1': {'node-role.kubernetes.io/gpu-b': ''}}})
@@ -191,7 +196,7 @@ def test_node_labels_plan_uses_the_default_vgpu_config_and_patches_only_differen
     nodes = [{'metadata': {'name': 'n1', 'labels': {'nvidia.com/gpu.workload.config': 'vm-vgpu'}, 'annotations': record}},
              {'metadata': {'name': 'n2', 'labels': {'nvidia.com/gpu.workload.config': 'vm-passthrough'},
                            'annotations': record}}]
-    res = run_module(monkeypatch, node_labels_plan, {
+    res = run_nl(monkeypatch, {
         'hosts': [{'host': 'h1', 'node': 'n1', 'groups': ['gpu_vm_vgpu']},
                   {'host': 'h2', 'node': 'n2', 'groups': ['gpu_vm_passthrough']}],
         'nodes': nodes, 'vgpu_config_default': 'A10-12Q'})
