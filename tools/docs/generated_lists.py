@@ -84,6 +84,10 @@ def lists(root=ROOT):
         'platform_rows_prose': _prose('Platforms (the platform table): %s.'
                                       % '; '.join('C(%s) - %s' % (p.name, _platform_words(p))
                                                   for p in platform.PLATFORM_TABLE)),
+        # a pool's traits as the filter pool_traits returns them: every column, and the resource kinds
+        'pool_columns_prose': _prose('The row of the pool table, one key per column: C({%s}); C(resource) one of %s.'
+                                     % (', '.join(n for n, d in fleet.Pool.COLUMNS),
+                                        ', '.join('C(%s)' % k for k in fleet.RESOURCE_KINDS))),
         # docs/README.md: a line per pool guide (docs/pools/*.md)
         'pool_guides': pool_guides(root),
         # docs/operator-contract.md: the workload label's row and the rows of the operand labels rows switch off
@@ -264,6 +268,11 @@ def tables_page(header):
     lines += ['| `%s` | `%s` | %s |' % (p.name, p.group, '`%s`' % p.interface if p.interface else '-')
               for p in fleet.POOL_TABLE]
     lines += ['', 'Every GPU host: `%s` (the default of `gpuvirt_gpu_hosts_pattern`).' % ':'.join(fleet.GPU_GROUPS),
+              '', '### Each pool\'s row', '',
+              'Every column of each row (what a column means: "The columns" below); prose that speaks of "the pools '
+              'whose `iommu` is true", say, means the rows this table shows so.', '']
+    lines += _rows_table(fleet.Pool.COLUMNS, fleet.POOL_TABLE)
+    lines += [
               '', '## Workloads', '',
               'The values of the GPU Operator\'s `nvidia.com/gpu.workload.config` label and its',
               '`sandboxWorkloads.defaultWorkload`: %s.' % ', '.join('`%s`' % w for w in fleet.WORKLOADS),
@@ -286,6 +295,24 @@ def tables_page(header):
     lines += _columns_table(platform.Platform.COLUMNS, platform.PLATFORM_COLUMN_DOCS, 'platform.PLATFORM_COLUMN_DOCS')
     lines += ['']
     return '\n'.join(lines)
+
+
+def _cell(value):
+    """A row's value as the per-row table shows it (YAML's spelling, `-` for none)."""
+    if value is None or value == () or value == {}:
+        return '-'
+    if isinstance(value, bool):
+        return '`%s`' % str(value).lower()
+    if isinstance(value, (tuple, list)):
+        return ', '.join('`%s`' % v for v in value)
+    return '`%s`' % (value,)
+
+
+def _rows_table(columns, rows):
+    """The Markdown table of every row of a table, one column per column, in their orders."""
+    names = [name for name, dummy in columns]
+    return (['| %s |' % ' | '.join('`%s`' % n for n in names), '|%s' % ('---|' * len(names))]
+            + ['| %s |' % ' | '.join(_cell(getattr(row, n)) for n in names) for row in rows])
 
 
 def _default_words(default):

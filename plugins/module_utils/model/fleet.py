@@ -3,17 +3,15 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The model of the fleet: the pool table and the per-host view every phase consumes.
 
-A pool is a kind of GPU node. Each has one row in ``POOL_TABLE`` (a ``Pool`` with named columns and defaults, see
-the column list below): the inventory group that puts a host in it, the value of the GPU Operator's workload label
-(nvidia.com/gpu.workload.config) on its nodes, whether its hosts need the IOMMU on, whether the host binds its GPUs
-to vfio-pci itself, the kind of resource its nodes advertise, whether it is a vGPU pool, who advertises its
-devices, the PCI functions it hands out, the KubeVirt list its devices go to, (for the rows of one group) the
-vGPU interface that picks the row, whether NVIDIA's DRA driver or its classic device plugin serves its nodes, and
-whether its VFs get vGPU profiles. Every list of pools, groups,
+A pool is a kind of GPU node. Each has one row in ``POOL_TABLE`` (a ``Pool`` with named columns and defaults; what
+each column says is ``POOL_COLUMN_DOCS`` below, generated into docs/reference/pools-and-platforms.md): the inventory
+group that puts a host in it, the value of the GPU Operator's workload label (nvidia.com/gpu.workload.config) on its
+nodes, and every other trait a role branches on. Every list of pools, groups,
 workloads and resource kinds the collection keeps is derived from the table (``derived``); the roles read a pool's
 row through the filter gpuvirt.provision.pool_traits (or the view's ``traits``) and branch on its columns, never
 on a pool's name or a column's value (what such a branch means is a column: dra_driver, not resource 'dra').
-Adding a pool kind is a new row here (plus its docs and tests): docs/architecture.md, "Tables".
+Adding a pool kind is a new row here (plus its docs and tests): docs/architecture.md, "The tables: pools and
+platforms".
 
 Rows may share a group when each names a distinct vGPU ``interface``: the group's first row is its default, and
 the fleet view picks a host's row among its group's rows by the interface its facts show or predict
@@ -114,7 +112,8 @@ ADVERTISER_COLUMNS = {'dra_driver': 'dra-driver', 'device_plugin': 'nvidia-devic
 # The boolean columns that say what a resource kind means to the collection, each true exactly on the rows of that
 # resource (check_table), so the code reads the column and no code compares a resource kind.
 RESOURCE_COLUMNS = {'mig': 'mig'}
-BOOL_COLUMNS = ('iommu', 'host_vfio', 'vgpu', 'dra_driver', 'device_plugin', 'vf_profiles', 'mig')
+# The columns whose default is a boolean: each row's value is checked to be one (check_table), a new one too
+BOOL_COLUMNS = tuple(name for name, default in Pool.COLUMNS if isinstance(default, bool))
 FUNCTIONS = ('pf', 'vf')
 PERMITTED_LISTS = ('pciHostDevices', 'mediatedDevices')
 # The vGPU interfaces a row may be for: those a host's facts name (vgpu_interface_rule.INTERFACES) but 'none'.

@@ -40,7 +40,7 @@ Each row is a ``Platform`` with named columns and defaults (a new column edits n
 ``detect_api``/``detect_kind`` or the ``detect_node_annotation`` of a row, and the row marked ``fallback`` (exactly
 one) is what a cluster that matches none of them is. A cluster that matches two rows is refused, naming both. The
 inventory may override the OVERRIDABLE traits (``gpuvirt_platform_traits``, validated by ``with_overrides``).
-docs/architecture.md, "Tables", says how to add a row and override a trait.
+docs/architecture.md, "The tables: pools and platforms", says how to add a row and override a trait.
 
 Plain Python (no Ansible import): the filter gpuvirt.provision.cluster_platform exposes it.
 """
