@@ -272,8 +272,7 @@ def tables_page(header):
               'Every column of each row (what a column means: "The columns" below); prose that speaks of "the pools '
               'whose `iommu` is true", say, means the rows this table shows so.', '']
     lines += _rows_table(fleet.Pool.COLUMNS, fleet.POOL_TABLE)
-    lines += [
-              '', '## Workloads', '',
+    lines += ['', '## Workloads', '',
               'The values of the GPU Operator\'s `nvidia.com/gpu.workload.config` label and its',
               '`sandboxWorkloads.defaultWorkload`: %s.' % ', '.join('`%s`' % w for w in fleet.WORKLOADS),
               '', '## Platforms', '', 'Values of `gpuvirt_platform`: %s.'
