@@ -102,13 +102,8 @@ class _Settings(settings_record.SettingsRecord):
     """Base of the settings record: its ``FIELDS`` are checked when a record is made, then ``_check``. A refusal
     is a ManifestError (the builders' error), naming the variable."""
     PHASE = 'the GPU Operator settings'
+    ERROR = ManifestError
     __slots__ = ()
-
-    def __init__(self, **values):
-        try:
-            super(_Settings, self).__init__(**values)
-        except validators.ValidationError as exc:
-            raise ManifestError(str(exc))
 
     def _check(self):
         # in the order the module made them before the settings were one record
@@ -181,10 +176,7 @@ GpuOperatorSettings = record_class(FIELDS)
 def build(value, name='settings'):
     """The one way to the record: ``value`` is a record (returned as it is: it was checked when made) or the plain
     dict the module's ``settings`` option holds (None: every default). ManifestError names the bad value."""
-    try:
-        return settings_record.build(GpuOperatorSettings, value, name)
-    except validators.ValidationError as exc:
-        raise ManifestError(str(exc))
+    return settings_record.build(GpuOperatorSettings, value, name)
 
 
 def argument_spec():

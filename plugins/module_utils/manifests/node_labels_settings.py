@@ -22,7 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record, validators
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.settings_record import Field
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
@@ -47,13 +47,8 @@ class _Settings(settings_record.SettingsRecord):
     """Base of the settings record: its ``FIELDS`` are checked when a record is made, then ``_check``. A refusal
     is a ManifestError (the planner's error), naming the variable."""
     PHASE = 'the node labels settings'
+    ERROR = ManifestError
     __slots__ = ()
-
-    def __init__(self, **values):
-        try:
-            super(_Settings, self).__init__(**values)
-        except validators.ValidationError as exc:
-            raise ManifestError(str(exc))
 
     def _check(self):
         self.custom_vgpu_configs()
@@ -68,26 +63,17 @@ class _Settings(settings_record.SettingsRecord):
         return gc.dra_stack(platform.traits(self.cluster_platform), dra_nodes, other_nodes, self.dra_stack)[0]
 
 
-def record_class(fields):
-    """The record class of ``fields`` (FIELDS; a test adds one at run time the same way)."""
-    return settings_record.record_class(
-        'NodeLabelsSettings', _Settings, fields,
-        'The node labels phase\'s settings (FIELDS), checked when made: a bad value raises ManifestError naming its '
-        'inventory variable. A field given as None takes its default (a suboption the module was not given).')
-
-
-NodeLabelsSettings = record_class(FIELDS)
+# checked when made: a bad value raises ManifestError naming its inventory variable; a field given as None takes
+# its default (a suboption the module was not given)
+NodeLabelsSettings = settings_record.record_class('NodeLabelsSettings', _Settings, FIELDS,
+                                                  "The node labels phase's settings (FIELDS).")
 
 
 def build(value, name='settings'):
-    """The one way to the record: ``value`` is a record (returned as it is) or the plain dict the module's
-    ``settings`` option holds (None: every default). ManifestError names the bad value."""
-    try:
-        return settings_record.build(NodeLabelsSettings, value, name)
-    except validators.ValidationError as exc:
-        raise ManifestError(str(exc))
+    """The record from the module's ``settings`` option (or a record, returned as it is)."""
+    return settings_record.build(NodeLabelsSettings, value, name)
 
 
 def argument_spec():
-    """The suboptions of the module option ``settings`` (AnsibleModule's argument spec form), from the fields."""
-    return settings_record.argument_spec(NodeLabelsSettings.FIELDS)
+    """The suboptions of the module option ``settings``, from the fields."""
+    return settings_record.argument_spec(FIELDS)

@@ -91,12 +91,22 @@ def typed(field, value):
 
 class SettingsRecord(TableRow):
     """Base of a phase's settings record: its ``FIELDS`` are checked when a record is made, then ``_check`` (the
-    phase's checks across fields). ``PHASE`` names the settings in a refusal ("the upgrade settings")."""
+    phase's checks across fields). ``PHASE`` names the settings in a refusal ("the upgrade settings"); ``ERROR``,
+    when set, is the phase's builders' error class a refusal is raised as (ValidationError's sentence kept)."""
     FIELDS = ()
     PHASE = 'the settings'
+    ERROR = None
     __slots__ = ()
 
     def __init__(self, **values):
+        try:
+            self._set_fields(values)
+        except ValidationError as exc:
+            if self.ERROR is None:
+                raise
+            raise self.ERROR(str(exc))
+
+    def _set_fields(self, values):
         names = [f.name for f in self.FIELDS]
         unknown = sorted(set(values) - set(names))
         if unknown:
@@ -128,7 +138,8 @@ def build(record, value, name='settings'):
     if value is None:
         value = {}
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise ValidationError('%s is %r, not a mapping of %s' % (name, value, record.PHASE))
+        problem = '%s is %r, not a mapping of %s' % (name, value, record.PHASE)
+        raise (record.ERROR or ValidationError)(problem)
     return record(**value)
 
 

@@ -78,3 +78,22 @@ def settings_args(args, reads):
     out = {'settings': dict((k, v) for k, v in args.items() if k not in reads)}
     out.update((k, v) for k, v in args.items() if k in reads)
     return out
+
+
+def argument_spec_of(monkeypatch, module):
+    """The argument spec ``module.main()`` gives AnsibleModule (it is stopped there, nothing runs)."""
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def capture(argument_spec, **kw):
+        seen.update(argument_spec)
+        raise Stop()
+
+    monkeypatch.setattr(module, 'AnsibleModule', capture)
+    try:
+        module.main()
+    except Stop:
+        return seen
+    raise AssertionError('%s.main() did not make its AnsibleModule' % module.__name__)

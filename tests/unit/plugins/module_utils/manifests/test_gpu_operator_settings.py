@@ -18,7 +18,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record
 from ansible_collections.gpuvirt.provision.plugins.modules import gpu_operator_manifests as module
 
-from ...modules.harness import run_module
+from ...modules.harness import argument_spec_of, run_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[5]
 SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
@@ -43,18 +43,7 @@ def test_the_documentation_comparison_names_what_differs():
 
 
 def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch):
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def capture(argument_spec, **kw):
-        seen.update(argument_spec)
-        raise Stop()
-
-    monkeypatch.setattr(module, 'AnsibleModule', capture)
-    with pytest.raises(Stop):
-        module.main()
+    seen = argument_spec_of(monkeypatch, module)
     assert seen['settings'] == {'type': 'dict', 'required': True, 'options': gos.argument_spec()}
     # besides the settings only what was read from the cluster or a file
     assert sorted(seen) == sorted(('settings',) + module.READS)

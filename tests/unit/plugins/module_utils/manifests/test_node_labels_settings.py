@@ -14,7 +14,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record
 from ansible_collections.gpuvirt.provision.plugins.modules import node_labels_plan as module
 
-from ...modules.harness import run_module
+from ...modules.harness import argument_spec_of, run_module
 
 SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
 
@@ -27,18 +27,7 @@ def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
 
 
 def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch):
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def capture(argument_spec, **kw):
-        seen.update(argument_spec)
-        raise Stop()
-
-    monkeypatch.setattr(module, 'AnsibleModule', capture)
-    with pytest.raises(Stop):
-        module.main()
+    seen = argument_spec_of(monkeypatch, module)
     assert seen['settings'] == {'type': 'dict', 'required': True, 'options': nls.argument_spec()}
     # besides the settings only what the run read or was given about the cluster and its hosts
     assert sorted(seen) == sorted(('settings',) + module.READS)

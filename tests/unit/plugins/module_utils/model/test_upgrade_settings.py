@@ -17,7 +17,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model import pla
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import upgrade_settings as us
 from ansible_collections.gpuvirt.provision.plugins.modules import upgrade_plan as module
 
-from ...modules.harness import run_module
+from ...modules.harness import argument_spec_of, run_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[5]
 SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
@@ -40,18 +40,7 @@ def test_each_field_is_documented_with_its_type_default_and_choices(field):
 
 
 def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch):
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def capture(argument_spec, **kw):
-        seen.update(argument_spec)
-        raise Stop()
-
-    monkeypatch.setattr(module, 'AnsibleModule', capture)
-    with pytest.raises(Stop):
-        module.main()
+    seen = argument_spec_of(monkeypatch, module)
     assert seen['settings'] == {'type': 'dict', 'required': True, 'options': us.argument_spec()}
     # the module documents the option through the fragment, not a copy of its own
     doc = yaml.safe_load(module.DOCUMENTATION)
