@@ -43,7 +43,13 @@ def given_variables(loader, inventory, playbook_dir):
     entities = [('group', group) for group in inventory.groups.values()]
     # every host of the inventory: also those a --limit leaves out (their variables still reach the fleet view
     # through groups and hostvars) and those outside this play's batch (the launch check's play runs on localhost)
-    entities += [('host', host) for host in inventory.get_hosts(ignore_limits=True, ignore_restrictions=True)]
+    hosts = inventory.get_hosts(ignore_limits=True, ignore_restrictions=True)
+    # and Ansible's implicit localhost, where the inventory does not list it: the cluster and render plays run
+    # there, and the vars plugins give it host_vars/localhost.yml beside the inventory or the playbook all the same
+    localhost = inventory.get_host('localhost')
+    if localhost is not None and all(host is not localhost for host in hosts):
+        hosts = list(hosts) + [localhost]
+    entities += [('host', host) for host in hosts]
     for kind, entity in entities:
         own = dict(entity.get_vars())
         own.update(get_vars_from_inventory_sources(loader, sources, [entity], stage) or {})

@@ -19,8 +19,8 @@ options:
     description:
       - The upgrade settings, one mapping built once from the inventory, the fleet view and the platform row
         (C(roles/upgrade) tasks/main.yml); its suboptions are the fields of the record the builders read
-        (C(plugins/module_utils/model/upgrade_settings.py)). A bad value fails the module naming its inventory
-        variable.
+        (C(plugins/module_utils/model/upgrade_settings.py)). A bad value fails the module - a wrong type or choice
+        named as the option (C(settings.<field>), AnsibleModule's check), any other as its inventory variable.
     type: dict
     required: true
     suboptions:

@@ -14,7 +14,9 @@ description:
     action gpuvirt.provision.launch_check does, and fails naming each one refused; otherwise returns its terms.
   - Meant for a play's C(hosts:), which ansible-playbook templates whatever the tags (C(--skip-tags),
     C(--tags)), C(--start-at-task) and the limit, so no option of the command line skips it.
-  - The inventory's own variables and the limit are judged by the action, the task of playbooks/launch_check.yml.
+  - The inventory's own variables and the limit are judged by the action, the task of playbooks/launch_check.yml
+    (tagged C(always)); so a run that would skip that task (C(--skip-tags always), C(--start-at-task)) is refused
+    here, naming the option.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
@@ -39,6 +41,7 @@ _raw:
 import os
 
 from ansible import constants as C
+from ansible import context
 from ansible.errors import AnsibleError, AnsibleLookupError
 from ansible.plugins.loader import filter_loader
 from ansible.plugins.lookup import LookupBase
@@ -101,6 +104,7 @@ class LookupModule(LookupBase):
         except ValueError as exc:
             raise AnsibleLookupError('launch check: %s. Nothing was changed.' % exc)
         problems = launch_vars.extra_var_problems(names, extra, allowed, launch_vars.allowed_extra_names(os.environ))
+        problems += launch_vars.skipping_options(context.CLIARGS)
         if problems:
             raise AnsibleLookupError(
                 'launch check: this run was given extra variables it must not take:\n  - %s\n'

@@ -98,6 +98,8 @@ def lists(root=ROOT):
 
 _HEADING = re.compile(r'# (?P<title>\S.*)')
 _TICKED = re.compile(r'`([^`]+)`')
+# what a title may not hold: it becomes a link's text in docs/README.md ([title](pools/page.md))
+_UNSAFE_TITLE = re.compile(r'[\[\]<>|\\]')
 
 
 def pool_guides(root=ROOT):
@@ -116,6 +118,10 @@ def pool_guides(root=ROOT):
         if not heading:
             raise RegionError('%s: its first line is not its title (# ...)' % os.path.relpath(path, root))
         title = heading.group('title')
+        if _UNSAFE_TITLE.search(title):
+            raise RegionError('%s: its title %r holds one of %s, which would change the Markdown of the list it '
+                              'is linked from; write it without them' % (os.path.relpath(path, root), title,
+                                                                          ' '.join(sorted(set('[]<>|\\')))))
         rank = min([order[t] for t in _TICKED.findall(title) if t in order] or [len(fleet.POOL_TABLE)])
         pages.append((rank, os.path.basename(path), title))
     return ['- [%s](pools/%s)' % (title, name) for dummy, name, title in sorted(pages)]
@@ -171,13 +177,18 @@ def _detection_words(row):
 
 # a comment line in YAML or Python (`# BEGIN GENERATED name`), an HTML comment in Markdown
 # (`<!-- BEGIN GENERATED name -->`)
+# (a line ending \r\n matches as one ending \n: a file with CRLF endings is not left unread)
 BEGIN = re.compile(r'^(?P<indent>[ \t]*)(?:# BEGIN GENERATED (?P<name>[a-z_]+)|<!-- BEGIN GENERATED (?P<md>[a-z_]+) -->)'
-                   r'[ \t]*$')
-END = re.compile(r'^[ \t]*(?:# END GENERATED (?P<name>[a-z_]+)|<!-- END GENERATED (?P<md>[a-z_]+) -->)[ \t]*$')
+                   r'[ \t\r]*$')
+END = re.compile(r'^[ \t]*(?:# END GENERATED (?P<name>[a-z_]+)|<!-- END GENERATED (?P<md>[a-z_]+) -->)[ \t\r]*$')
 
 
 def _name(match):
     return match.group('name') or match.group('md')
+
+
+def _style(match):
+    return 'markdown' if match.group('md') else 'comment'
 
 
 class RegionError(ValueError):
@@ -200,10 +211,10 @@ def rewrite(text, path='<text>', known=None):
                 if name not in known:
                     raise RegionError('%s:%d: no generated list %r; known: %s'
                                       % (path, number, name, ', '.join(sorted(known))))
-                region = (name, number)
+                region = (name, number, _style(begin))
                 out.extend('%s%s\n' % (begin.group('indent'), body) for body in known[name])
         elif end:
-            if _name(end) != region[0]:
+            if _name(end) != region[0] or _style(end) != region[2]:
                 raise RegionError('%s:%d: END GENERATED %s closes BEGIN GENERATED %s of line %d'
                                   % (path, number, _name(end), region[0], region[1]))
             out.append(line)

@@ -10,14 +10,17 @@ Where it is on: a `.pth` file imports this module at every interpreter start, an
 directory exists, belongs to the user and is private (0700); anyone else compiles as before.
 - The lab guest (tools/lab/build-image.sh): `/var/cache/gpuvirt-lab-pyzip/<uid>`, made by the image for root and the
   lab user.
-- The test machine's virtual environment (the Makefile's `venv`): `$GPUVIRT_PYZIP_CACHE_DIR`, which the Makefile sets
-  under `.build/`; this module makes it (0700) when it is missing. Without the variable the module does nothing
-  there, so a user's own run of the collection with the project's virtual environment is not touched.
+- The test machine's virtual environment (the Makefile's `venv`): `$GPUVIRT_PYZIP_CACHE_DIR`, an absolute path,
+  which the Makefile sets under `.build/`; this module makes it (0700, its parent must exist) when it is missing.
+  Without the variable the module does nothing there, so a user's own run of the collection with the project's
+  virtual environment is not touched.
+The directory is opened once (no link followed) and checked then; every entry is read and written through that
+descriptor (an entry must be a regular file of the user's), each written to a new file of a random name and renamed.
 No GPU host and no execution environment gets this.
 
-The key is the file's path inside the zip, the interpreter's cache tag and the source, so changed source is compiled
-again. A cached code object keeps the file name of the run that compiled it: a traceback may name an earlier run's
-temporary zip.
+The key is the file's path inside the zip, the interpreter (cache tag, bytecode magic number), the optimisation level
+and the source, so changed source is compiled again. A cached code object keeps the file name of the run that
+compiled it: a traceback may name an earlier run's temporary zip.
 """
 import hashlib
 import marshal
@@ -25,9 +28,15 @@ import os
 import stat
 import sys
 import zipimport
+from importlib import _bootstrap_external
 
 _ENV = 'GPUVIRT_PYZIP_CACHE_DIR'
 _compile_source = getattr(zipimport, '_compile_source', None)
+# what a code object depends on besides its source and where it stands: the interpreter (its cache tag and bytecode
+# format) and the optimisation level (-O, PYTHONOPTIMIZE) zipimport compiles at
+_INTERPRETER = b'\0'.join([sys.implementation.cache_tag.encode(), _bootstrap_external.MAGIC_NUMBER,
+                           str(sys.flags.optimize).encode()])
+_MAX_ENTRY = 16 * 1024 * 1024
 
 
 def cache_dir(environ=None):
@@ -36,33 +45,65 @@ def cache_dir(environ=None):
     return environ.get(_ENV) or '/var/cache/gpuvirt-lab-pyzip/%d' % os.getuid()
 
 
-def own_private_dir(path):
-    """True when `path` is a directory (not a link) of this user that no one else may read or write."""
+def open_private_dir(path):
+    """A descriptor of ``path`` when it is an absolute path to a directory (not a link) of this user that no one
+    else may read or write, else None. Every later read and write goes through the descriptor, so a directory
+    swapped for another (or a link) after this check is never followed."""
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return None
     try:
-        st = os.lstat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700
+        return None
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) != 0o700:
+        os.close(fd)
+        return None
+    return fd
 
 
-def cached_compile(directory, compile_source, pathname, source):
-    """compile_source(pathname, source), read from or written to `directory`."""
-    inner = pathname.rsplit('.zip', 1)[-1]
-    key = hashlib.sha256(b'\0'.join([sys.implementation.cache_tag.encode(), inner.encode(), source])).hexdigest()
-    path = os.path.join(directory, key)
+def _read_entry(dir_fd, key):
+    """The code object cached under ``key``, or None (missing, not a regular file of this user, damaged)."""
     try:
-        with open(path, 'rb') as cached:
-            return marshal.load(cached)
-    except (OSError, EOFError, ValueError, TypeError):
-        pass
-    code = compile_source(pathname, source)
-    tmp = '%s.%d' % (path, os.getpid())
+        fd = os.open(key, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except OSError:
+        return None
+    with os.fdopen(fd, 'rb') as entry:
+        st = os.fstat(entry.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_size > _MAX_ENTRY:
+            return None
+        try:
+            return marshal.loads(entry.read(_MAX_ENTRY + 1))
+        except (EOFError, ValueError, TypeError):
+            return None
+
+
+def _write_entry(dir_fd, key, code):
+    """Cache ``code`` under ``key``: written to a new file of a random name (O_EXCL), then renamed over ``key``."""
+    tmp = '.%s.%s' % (key, os.urandom(8).hex())
     try:
-        with open(tmp, 'wb') as out:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, 'wb') as out:
             marshal.dump(code, out)
-        os.replace(tmp, path)
+        os.replace(tmp, key, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except OSError:
-        pass
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+
+
+def cached_compile(dir_fd, compile_source, pathname, source):
+    """compile_source(pathname, source), read from or written to the directory ``dir_fd``."""
+    inner = pathname.rsplit('.zip', 1)[-1]
+    key = hashlib.sha256(b'\0'.join([_INTERPRETER, inner.encode(), source])).hexdigest()
+    code = _read_entry(dir_fd, key)
+    if code is None:
+        code = compile_source(pathname, source)
+        _write_entry(dir_fd, key, code)
     return code
 
 
@@ -72,16 +113,18 @@ def install(environ=None):
     if _compile_source is None:
         return None
     directory = cache_dir(environ)
-    if environ.get(_ENV):
+    if environ.get(_ENV) and os.path.isabs(directory):
+        # the directory itself only (its parent must exist): a parent made here would take the umask's mode
         try:
-            os.makedirs(directory, mode=0o700, exist_ok=True)
+            os.mkdir(directory, 0o700)
         except OSError:
-            return None
-    if not own_private_dir(directory):
+            pass
+    dir_fd = open_private_dir(directory)
+    if dir_fd is None:
         return None
 
     def _compile(pathname, source):
-        return cached_compile(directory, _compile_source, pathname, source)
+        return cached_compile(dir_fd, _compile_source, pathname, source)
 
     zipimport._compile_source = _compile  # pylint: disable=protected-access
     return directory

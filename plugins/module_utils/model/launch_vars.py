@@ -111,7 +111,7 @@ def extra_var_problems(names, extra_vars, allowed_unknown=(), allowed_ansible=()
     # internal __ name never
     out = problems(names, dict((name, ['the extra variables']) for name in extra_vars
                                if not (name in allowed_ansible and names.verdict(name) == 'runtime')), allowed_unknown)
-    for name in sorted(extra_vars):
+    for name in sorted(extra_vars, key=str):  # a YAML key may be an int: sorted by its text
         if ansible_owned(name) and name not in allowed_ansible:
             out.append('%s (given by the extra variables) is a variable Ansible reads itself (the connection, become, '
                        'interpreter, facts or a special variable): as an extra variable it would override it for '
@@ -122,6 +122,19 @@ def extra_var_problems(names, extra_vars, allowed_unknown=(), allowed_ansible=()
                        'on it): as an extra variable it would apply to every host of the run; set it in the '
                        "inventory, in the host's host_vars (host_vars/<host>.yml or the host's entry)"
                        % name)
+    return out
+
+
+def skipping_options(cliargs):
+    """The command line's options that would skip the launch check's task (the inventory's variables and the
+    limit), each as a refusal; [] when none."""
+    out = []
+    if 'always' in (cliargs.get('skip_tags') or ()):
+        out.append('--skip-tags always (in AWX, the job\'s skipped tags) would skip the check of the inventory\'s '
+                   'variables and of the limit, a task tagged always; leave always out of the skipped tags')
+    if cliargs.get('start_at_task'):
+        out.append('--start-at-task %r would skip the check of the inventory\'s variables and of the limit (the '
+                   'first task of the run); run the playbook from its start' % (cliargs.get('start_at_task'),))
     return out
 
 
@@ -140,7 +153,7 @@ def problems(names, given, allowed_unknown=()):
     """
     allowed = frozenset(allowed_unknown)
     out = []
-    for name in sorted(given):
+    for name in sorted(given, key=str):
         verdict = names.verdict(name)
         if verdict is None or (verdict == 'unknown' and name in allowed):
             continue

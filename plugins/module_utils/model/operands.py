@@ -22,10 +22,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 # NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go gpuStateLabels: the operands the operator labels "true"
-# on a node of each workload (the label is nvidia.com/gpu.deploy.<operand>).
+# on a node of each workload (the label is nvidia.com/gpu.deploy.<operand>); addGPUStateLabels adds mig-manager on a
+# container node whose GPUs are MIG capable (GFD's nvidia.com/mig.capable).
 WORKLOAD_OPERANDS = {
     'container': ('driver', 'gpu-feature-discovery', 'container-toolkit', 'device-plugin', 'dcgm', 'dcgm-exporter',
-                  'node-status-exporter', 'operator-validator'),
+                  'node-status-exporter', 'operator-validator', 'mig-manager'),
     'vm-passthrough': ('sandbox-device-plugin', 'sandbox-validator', 'vfio-manager', 'kata-manager', 'cc-manager'),
     'vm-vgpu': ('sandbox-device-plugin', 'vgpu-manager', 'vgpu-device-manager', 'sandbox-validator', 'cc-manager'),
 }

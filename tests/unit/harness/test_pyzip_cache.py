@@ -43,15 +43,17 @@ class Counting:
         return compile(source, pathname, 'exec')
 
 
-def _private(tmp_path):
+def _private(tmp_path, cache):
     directory = tmp_path / 'cache'
     directory.mkdir(mode=0o700)
     os.chmod(directory, 0o700)
-    return str(directory)
+    fd = cache.open_private_dir(str(directory))
+    assert fd is not None
+    return fd
 
 
 def test_the_same_source_at_the_same_path_in_another_zip_is_compiled_once(cache, tmp_path):
-    directory = _private(tmp_path)
+    directory = _private(tmp_path, cache)
     counting = Counting()
     first = cache.cached_compile(directory, counting, '/tmp/a/payload.zip/pkg/m.py', b'X = 1\n')
     second = cache.cached_compile(directory, counting, '/tmp/b/payload.zip/pkg/m.py', b'X = 1\n')
@@ -63,7 +65,7 @@ def test_the_same_source_at_the_same_path_in_another_zip_is_compiled_once(cache,
 
 
 def test_changed_source_or_another_path_inside_the_zip_is_compiled_again(cache, tmp_path):
-    directory = _private(tmp_path)
+    directory = _private(tmp_path, cache)
     counting = Counting()
     cache.cached_compile(directory, counting, '/t/payload.zip/pkg/m.py', b'X = 1\n')
     changed = cache.cached_compile(directory, counting, '/t/payload.zip/pkg/m.py', b'X = 2\n')
@@ -76,11 +78,11 @@ def test_changed_source_or_another_path_inside_the_zip_is_compiled_again(cache, 
 
 
 def test_a_damaged_cache_file_is_compiled_again_and_replaced(cache, tmp_path):
-    directory = _private(tmp_path)
+    directory = _private(tmp_path, cache)
     counting = Counting()
     cache.cached_compile(directory, counting, '/t/payload.zip/m.py', b'X = 1\n')
-    (entry,) = os.listdir(directory)
-    Path(directory, entry).write_bytes(b'\x00')
+    (entry,) = os.listdir(tmp_path / 'cache')
+    Path(tmp_path, 'cache', entry).write_bytes(b'\x00')
     code = cache.cached_compile(directory, counting, '/t/payload.zip/m.py', b'X = 1\n')
     assert len(counting.calls) == 2
     namespace = {}
@@ -97,10 +99,63 @@ def test_a_directory_others_may_use_is_not_a_cache(cache, tmp_path, mode):
 
 
 def test_a_link_to_a_private_directory_is_not_a_cache(cache, tmp_path):
-    target = _private(tmp_path)
+    _private(tmp_path, cache)
     link = tmp_path / 'link'
-    link.symlink_to(target)
+    link.symlink_to(tmp_path / 'cache')
     assert cache.install({'GPUVIRT_PYZIP_CACHE_DIR': str(link)}) is None
+
+
+def test_a_relative_directory_or_a_missing_parent_is_not_a_cache(cache, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cache.install({'GPUVIRT_PYZIP_CACHE_DIR': 'rel'}) is None and not (tmp_path / 'rel').exists()
+    # only the directory itself is made, never its parents (they would take the umask's mode)
+    assert cache.install({'GPUVIRT_PYZIP_CACHE_DIR': str(tmp_path / 'a' / 'b')}) is None
+    assert not (tmp_path / 'a').exists()
+
+
+def test_entries_are_read_through_the_directory_checked_at_start(cache, tmp_path):
+    # the directory swapped for a link to another one after the check: the cache still reads the one it opened
+    fd = _private(tmp_path, cache)
+    counting = Counting()
+    cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n')
+    (entry,) = os.listdir(tmp_path / 'cache')
+    planted = tmp_path / 'planted'
+    planted.mkdir(mode=0o700)
+    (planted / entry).write_bytes(__import__('marshal').dumps(compile('X = 666\n', 'p', 'exec')))
+    (tmp_path / 'cache').rename(tmp_path / 'moved')
+    (tmp_path / 'cache').symlink_to(planted)
+    code = cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n')
+    namespace = {}
+    exec(code, namespace)  # pylint: disable=exec-used
+    assert namespace['X'] == 1 and len(counting.calls) == 1
+
+
+def test_an_entry_that_is_a_link_or_not_the_user_s_file_is_compiled_again(cache, tmp_path):
+    fd = _private(tmp_path, cache)
+    counting = Counting()
+    cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n')
+    (entry,) = os.listdir(tmp_path / 'cache')
+    elsewhere = tmp_path / 'elsewhere'
+    elsewhere.write_bytes(__import__('marshal').dumps(compile('X = 666\n', 'p', 'exec')))
+    (tmp_path / 'cache' / entry).unlink()
+    (tmp_path / 'cache' / entry).symlink_to(elsewhere)
+    code = cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n')
+    namespace = {}
+    exec(code, namespace)  # pylint: disable=exec-used
+    assert namespace['X'] == 1 and len(counting.calls) == 2
+
+
+def test_the_key_holds_the_optimisation_level(tmp_path):
+    # code compiled under -O (asserts dropped) is never served to an interpreter without it
+    env = dict(os.environ, PYTHONPATH=str(SOURCE.parent), GPUVIRT_PYZIP_CACHE_DIR=str(tmp_path / 'c'))
+    payload = tmp_path / 'p.zip'
+    with zipfile.ZipFile(payload, 'w') as archive:
+        archive.writestr('m.py', 'def f():\n    assert False, "asserted"\n    return "no assert"\n')
+    program = ('import sys, gpuvirt_pyzip_cache; sys.path.insert(0, %r); import m\n'
+               'try:\n    print(m.f())\nexcept AssertionError as e:\n    print(e)' % str(payload))
+    outs = [subprocess.run([sys.executable, '-S'] + flags + ['-c', program], env=env, capture_output=True, text=True,
+                           check=True).stdout.strip() for flags in (['-O'], [])]
+    assert outs == ['no assert', 'asserted']
 
 
 def test_without_the_variable_only_the_lab_guests_own_directory_counts(cache):
@@ -109,7 +164,8 @@ def test_without_the_variable_only_the_lab_guests_own_directory_counts(cache):
 
 
 def test_an_interpreter_with_the_variable_caches_what_it_imports_from_a_zip_and_runs_it_alike(tmp_path):
-    """End to end, as the virtual environment's .pth starts it: two interpreters import one module from two zips."""
+    """End to end, as the virtual environment's .pth starts it: two interpreters import one module from two zips
+    (-S: this file's copy, not one a .pth of the running environment imported first)."""
     directory = tmp_path / 'made-by-the-hook'
     site = tmp_path / 'site'
     site.mkdir()
@@ -124,7 +180,7 @@ def test_an_interpreter_with_the_variable_caches_what_it_imports_from_a_zip_and_
         program = ('import sys, gpuvirt_pyzip_cache; sys.path.insert(0, %r); import pkg.m; '
                    'print(pkg.m.answer(), gpuvirt_pyzip_cache.install() is not None)' % str(payload))
         env = dict(os.environ, PYTHONPATH=str(site), GPUVIRT_PYZIP_CACHE_DIR=str(directory))
-        done = subprocess.run([sys.executable, '-c', program], env=env, capture_output=True, text=True, check=True)
+        done = subprocess.run([sys.executable, '-S', '-c', program], env=env, capture_output=True, text=True, check=True)
         results.append(done.stdout.split())
     assert results == [['42', 'True'], ['42', 'True']]
     assert os.stat(directory).st_mode & 0o777 == 0o700

@@ -261,3 +261,22 @@ def test_the_workload_row_names_each_workload_s_pools():
         pools = [r.name for r in fleet.POOL_TABLE if r.workload == workload]
         assert ('`%s` (%s %s)' % (workload, 'pool' if len(pools) == 1 else 'pools',
                                   ', '.join('`%s`' % p for p in pools))) in row
+
+
+@pytest.mark.parametrize('title', ['The `vgpu` pool <!--', 'x](https://example.com) [y', 'a | b', 'back\\slash'])
+def test_a_pool_page_title_that_would_change_the_list_s_markdown_stops_make_docs(tmp_path, title):
+    root = _pages(tmp_path, {'bad.md': '# %s\n' % title})
+    with pytest.raises(generated_lists.RegionError, match=r'docs/pools/bad.md: its title .* holds one of'):
+        generated_lists.pool_guides(root)
+    # its valid neighbour: parentheses and backticks are plain link text
+    root = _pages(tmp_path / 'ok', {'ok.md': '# DRA passthrough (group `gpu_dra`)\n'})
+    assert generated_lists.pool_guides(root) == ['- [DRA passthrough (group `gpu_dra`)](pools/ok.md)']
+
+
+def test_markers_are_read_in_a_file_with_crlf_endings_and_closed_in_their_own_style():
+    text = 'a\r\n<!-- BEGIN GENERATED pools -->\r\nstale\r\n<!-- END GENERATED pools -->\r\n'
+    new = generated_lists.rewrite(text, 'x.md', {'pools': ['- one']})
+    assert 'stale' not in new and '- one\n' in new
+    with pytest.raises(generated_lists.RegionError, match=r'x.md:3: END GENERATED pools closes BEGIN GENERATED '
+                                                          r'pools of line 2'):
+        generated_lists.rewrite('a\n<!-- BEGIN GENERATED pools -->\n# END GENERATED pools\n', 'x.md', {'pools': []})

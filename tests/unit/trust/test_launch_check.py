@@ -297,6 +297,18 @@ def test_a_playbook_must_say_whether_its_plays_may_run_without_localhost(tmp_pat
     assert re.search(r'localhost +: ok=1 +changed=0 ', out), out
 
 
+def test_the_implicit_localhost_s_host_vars_are_judged(tmp_path):
+    # the inventory lists no localhost, yet Ansible gives its implicit localhost host_vars/localhost.yml beside the
+    # inventory, and the cluster and render plays run there: an internal name there is judged like any host's
+    (tmp_path / 'host_vars').mkdir()
+    (tmp_path / 'host_vars' / 'localhost.yml').write_text('__gpuvirt_render_level: 1\n')
+    (tmp_path / 'hosts.yml').write_text(INVENTORY)
+    given_names, dummy = _load_inventories(str(tmp_path / 'hosts.yml'))[str(tmp_path / 'hosts.yml')]
+    assert given_names['__gpuvirt_render_level'] == ['the inventory host localhost']
+    assert launch_vars.problems(NAMES, given_names)[0].startswith(
+        '__gpuvirt_render_level (given by the inventory host localhost) is internal to the collection')
+
+
 def test_names_declared_your_own_in_the_inventory_are_collected(tmp_path):
     # gpuvirt_launch_allow_unknown in a group's or host's variables: its value is handed to the check
     (tmp_path / 'hosts.yml').write_text(INVENTORY.replace(
@@ -500,3 +512,23 @@ def test_paths_that_reach_a_node_s_boot_are_inventory_only(name, value):
     # unit, a config a root script reads, or an argv is a host's input, set in the inventory only
     said = launch_vars.extra_var_problems(NAMES, {name: value})
     assert said and name in said[0] and 'is an input of one host' in said[0], said
+
+
+@pytest.mark.parametrize('args, named', [
+    (('--skip-tags', 'always'), '--skip-tags always (in AWX, the job\'s skipped tags) would skip the check of the '
+                                'inventory\'s variables'),
+    (('--skip-tags', 'x,always'), '--skip-tags always'),
+    (('--start-at-task', "Check the host's pool"), "--start-at-task \"Check the host's pool\" would skip the check"),
+])
+def test_an_option_that_would_skip_the_inventory_s_check_is_refused(tmp_path, args, named):
+    # the inventory's own variables and the limit are judged by a task tagged always; a run that would skip it
+    # is refused in the plays' hosts:, before any host is contacted, even with nothing wrong in the inventory
+    rc, out = _run(tmp_path, 'host_prep.yml', *args)
+    assert rc != 0, out
+    assert named in out, out
+    assert 'UNREACHABLE' not in out, out
+
+
+def test_skipping_another_tag_is_no_refusal():
+    assert launch_vars.skipping_options({'skip_tags': ('retire_host',), 'start_at_task': None}) == []
+    assert launch_vars.skipping_options({}) == []

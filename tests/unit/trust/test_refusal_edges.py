@@ -669,6 +669,12 @@ def test_a_variable_name_that_is_no_string_is_not_judged_and_does_not_crash(name
     # YAML gives an int key for `1: x` in host_vars; it is not a name of ours
     assert LAUNCH_NAMES.verdict(name) is None
     assert launch_vars.problems(LAUNCH_NAMES, {name: ['the inventory host h']}) == []
+    # beside names that are strings (a real inventory or extra-variables file): the others are still judged
+    given = {name: ['the inventory host h'], '__vfio_files': ['the inventory host h'], 'foo': ['the inventory host h']}
+    (problem,) = launch_vars.problems(LAUNCH_NAMES, given)
+    assert problem.startswith('__vfio_files (given by the inventory host h) is internal')
+    (problem,) = launch_vars.extra_var_problems(LAUNCH_NAMES, {name: 1, 'groups': 2, 'foo': 3})
+    assert problem.startswith('groups (given by the extra variables) is a variable Ansible reads itself')
 
 
 @pytest.mark.parametrize('places, tail', [(1, ''), (3, ''), (4, ' and 1 more'), (5, ' and 2 more')])

@@ -509,7 +509,7 @@ def test_a_row_switches_off_only_an_operand_its_workload_deploys():
     container = fleet.BY_NAME['container']
     with pytest.raises(fleet.TableError, match=r"pool x: operands_off \('dcgm', 'vgpu-manager'\): the GPU Operator "
                                                r"deploys no vgpu-manager on a node of workload 'container', so there "
-                                               r"is nothing to switch off \(it deploys driver, .*operator-validator "
+                                               r"is nothing to switch off \(it deploys driver, .*operator-validator, mig-manager "
                                                r"there"):
         fleet.derived(fleet.POOL_TABLE + (container.replace(name='x', group='gpu_x',
                                                             operands_off=('dcgm', 'vgpu-manager')),))
@@ -521,3 +521,13 @@ def test_a_row_switches_off_only_an_operand_its_workload_deploys():
     for row in fleet.POOL_TABLE:
         assert set(row.operands_off) <= set(operands.WORKLOAD_OPERANDS[row.workload]), row.name
         assert set(row.operands_off) <= set(operands.OFF_SOURCES), row.name
+
+
+def test_a_container_row_may_switch_off_the_mig_manager():
+    # addGPUStateLabels labels nvidia.com/gpu.deploy.mig-manager "true" on a MIG-capable container node
+    # (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go), so a container row may switch it off
+    container = fleet.BY_NAME['container']
+    fleet.derived(fleet.POOL_TABLE + (container.replace(name='x', group='gpu_x', operands_off=('mig-manager',)),))
+    with pytest.raises(fleet.TableError, match=r"deploys no mig-manager on a node of workload 'vm-vgpu'"):
+        fleet.derived(fleet.POOL_TABLE + (fleet.BY_NAME['vm-vgpu'].replace(
+            name='x', group='gpu_x', operands_off=('mig-manager',)),))
