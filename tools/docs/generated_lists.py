@@ -119,9 +119,9 @@ def pool_guides(root=ROOT):
             raise RegionError('%s: its first line is not its title (# ...)' % os.path.relpath(path, root))
         title = heading.group('title')
         if _UNSAFE_TITLE.search(title):
+            where = os.path.relpath(path, root)
             raise RegionError('%s: its title %r holds one of %s, which would change the Markdown of the list it '
-                              'is linked from; write it without them' % (os.path.relpath(path, root), title,
-                                                                          ' '.join(sorted(set('[]<>|\\')))))
+                              'is linked from; write it without them' % (where, title, ' '.join('[]<>|\\')))
         rank = min([order[t] for t in _TICKED.findall(title) if t in order] or [len(fleet.POOL_TABLE)])
         pages.append((rank, os.path.basename(path), title))
     return ['- [%s](pools/%s)' % (title, name) for dummy, name, title in sorted(pages)]
