@@ -4,6 +4,7 @@ What it must never do is change what runs: a cached code object is used only for
 same source and the same interpreter, and the cache is used only from a private directory of the user's own.
 """
 import importlib.util
+import marshal
 import os
 import subprocess
 import sys
@@ -113,36 +114,42 @@ def test_a_relative_directory_or_a_missing_parent_is_not_a_cache(cache, tmp_path
     assert not (tmp_path / 'a').exists()
 
 
+def _cached_once(cache, tmp_path):
+    """A private cache directory holding one entry (X = 1): its descriptor, the compiler counting, the entry's name."""
+    fd = _private(tmp_path, cache)
+    counting = Counting()
+    cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n')
+    (entry,) = os.listdir(tmp_path / 'cache')
+    return fd, counting, entry
+
+
+def _x_of(cache, fd, counting):
+    """X as the cache's code for the same source sets it (1 unless something planted were served)."""
+    namespace = {}
+    exec(cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n'), namespace)  # pylint: disable=exec-used
+    return namespace['X']
+
+
+PLANTED = marshal.dumps(compile('X = 666\n', 'p', 'exec'))
+
+
 def test_entries_are_read_through_the_directory_checked_at_start(cache, tmp_path):
     # the directory swapped for a link to another one after the check: the cache still reads the one it opened
-    fd = _private(tmp_path, cache)
-    counting = Counting()
-    cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n')
-    (entry,) = os.listdir(tmp_path / 'cache')
+    fd, counting, entry = _cached_once(cache, tmp_path)
     planted = tmp_path / 'planted'
     planted.mkdir(mode=0o700)
-    (planted / entry).write_bytes(__import__('marshal').dumps(compile('X = 666\n', 'p', 'exec')))
+    (planted / entry).write_bytes(PLANTED)
     (tmp_path / 'cache').rename(tmp_path / 'moved')
     (tmp_path / 'cache').symlink_to(planted)
-    code = cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n')
-    namespace = {}
-    exec(code, namespace)  # pylint: disable=exec-used
-    assert namespace['X'] == 1 and len(counting.calls) == 1
+    assert _x_of(cache, fd, counting) == 1 and len(counting.calls) == 1
 
 
-def test_an_entry_that_is_a_link_or_not_the_user_s_file_is_compiled_again(cache, tmp_path):
-    fd = _private(tmp_path, cache)
-    counting = Counting()
-    cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n')
-    (entry,) = os.listdir(tmp_path / 'cache')
-    elsewhere = tmp_path / 'elsewhere'
-    elsewhere.write_bytes(__import__('marshal').dumps(compile('X = 666\n', 'p', 'exec')))
+def test_an_entry_that_is_a_link_is_compiled_again(cache, tmp_path):
+    fd, counting, entry = _cached_once(cache, tmp_path)
+    (tmp_path / 'elsewhere').write_bytes(PLANTED)
     (tmp_path / 'cache' / entry).unlink()
-    (tmp_path / 'cache' / entry).symlink_to(elsewhere)
-    code = cache.cached_compile(fd, counting, '/t/payload.zip/m.py', b'X = 1\n')
-    namespace = {}
-    exec(code, namespace)  # pylint: disable=exec-used
-    assert namespace['X'] == 1 and len(counting.calls) == 2
+    (tmp_path / 'cache' / entry).symlink_to(tmp_path / 'elsewhere')
+    assert _x_of(cache, fd, counting) == 1 and len(counting.calls) == 2
 
 
 def test_the_key_holds_the_optimisation_level(tmp_path):
