@@ -22,41 +22,10 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  driver_mode:
-    description:
-      - Who installed the NVIDIA driver on the DRA nodes, an explicit choice; omit to derive it from O(operator_driver)
-        (true C(operator), false C(host)) or, when that is unknown, from O(pci_facts) (every GPU of every DRA node
-        bound to C(nvidia) and no GPU Operator driver C(host)).
-      - One that contradicts O(operator_driver) (C(host) or C(gke) while the operator's driver is enabled, C(operator)
-        while it is disabled) fails, naming both values.
-    type: str
-    choices: [host, operator, gke]
-  operator_driver:
-    description:
-      - Whether the GPU Operator runs its driver container on the DRA nodes (its ClusterPolicy / Helm
-        C(driver.enabled)); omit when no GPU Operator manages these nodes.
-    type: bool
   pci_facts:
-    description: The DRA nodes' C(gpuvirt_pci_devices) facts by node name (only read when O(operator_driver) is omitted).
+    description: The DRA nodes' C(gpuvirt_pci_devices) facts by node name (only read when O(settings.operator_driver) is omitted).
     type: dict
     default: {}
-  node_selector:
-    description:
-      - Node labels the kubelet plugin is restricted to, besides C(nvidia.com/dra-kubelet-plugin=true) (always part
-        of the selector). The nodes phase puts them on the DRA nodes; with O(nodes), a DRA node lacking one, or a
-        node outside O(dra_nodes) carrying them all, fails.
-    type: dict
-  claim_templates:
-    description:
-      - Claim templates to build, each C(name), C(namespace) and optional C(count) (default 1).
-      - C(count) GPUs are C(count) claim requests of one device each, at most 32; C(dra-gpu) for one GPU,
-        C(dra-gpu-1) to C(dra-gpu-N) for more.
-    type: list
-    elements: dict
-    default: []
-  kubevirt_version:
-    description: KubeVirt version (C(1.8.2)); omit to skip the gate decision.
-    type: str
   dra_nodes:
     description: Nodes that get DRA passthrough.
     type: list
@@ -77,13 +46,6 @@ options:
     type: list
     elements: dict
     default: []
-  platform:
-    description:
-      - Where the KubeVirt gate goes when one is needed; C(kubevirt) the KubeVirt CR, C(hco) the HyperConverged
-        C(kubevirt.kubevirt.io/jsonpatch) annotation (HCO overwrites the KubeVirt CR).
-    type: str
-    choices: [kubevirt, hco]
-    default: kubevirt
   current:
     description: The live KubeVirt CR or HyperConverged (read from the cluster, or given in render mode); its gates
       are kept.
@@ -94,14 +56,6 @@ options:
         module then warns that the rendered gates replace the live ones. Empty when O(current) is the live object.
     type: str
     default: ""
-  stack:
-    description:
-      - Which DRA stack serves the O(dra_nodes) (C(dra_driver_stack)); V(auto) takes the GPU Operator's own
-        GPUCluster (written by the operator phase) on OpenShift when O(other_nodes) is empty, else the chart;
-        V(gpucluster) where it cannot serve fails, naming the reason.
-    type: str
-    choices: [auto, gpucluster, helm]
-    default: auto
   other_nodes:
     description: The GPU nodes outside the DRA pool (they need a ClusterPolicy, which no GPUCluster may run beside).
     type: list
@@ -109,15 +63,17 @@ options:
     default: []
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
-  - gpuvirt.provision.tables.cluster_platform
+  # settings (the DRA settings, one mapping): the doc fragment gpuvirt.provision.dra_settings
+  - gpuvirt.provision.dra_settings
 '''
 
 EXAMPLES = r'''
 - name: DRA pieces for operator-managed drivers on KubeVirt 1.8
   gpuvirt.provision.dra_manifests:
-    operator_driver: true
-    claim_templates: [{name: vfio-gpu, namespace: vms}]
-    kubevirt_version: 1.8.2
+    settings:
+      operator_driver: true
+      claim_templates: [{name: vfio-gpu, namespace: vms}]
+      kubevirt_version: 1.8.2
     dra_nodes: [gpu-1]
     nodes: "{{ nodes_info.resources }}"
   register: dra
@@ -154,7 +110,7 @@ driver_mode_reason:
   returned: success
   type: str
 kubevirt_gates:
-  description: KubeVirt feature gates to enable (empty from 1.9); null without O(kubevirt_version).
+  description: KubeVirt feature gates to enable (empty from 1.9); null without O(settings.kubevirt_version).
   returned: success
   type: list
   elements: str
@@ -162,57 +118,56 @@ kubevirt_gates:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, dra, hco, kubevirt
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, dra, dra_settings, hco, kubevirt
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
+
+# what the run read or was given about the cluster and its hosts: each an option of its own, beside the settings
+READS = ('pci_facts', 'dra_nodes', 'nodes', 'plugin_pods', 'nodes_labelled', 'current', 'live_unread', 'other_nodes')
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            driver_mode=dict(type='str', choices=sorted(dra.DRIVER_ROOTS)),
-            operator_driver=dict(type='bool'),
+            # the settings' schema is the record's (manifests/dra_settings.py FIELDS): a new setting edits no line here
+            settings=dict(type='dict', required=True, options=dra_settings.argument_spec()),
             pci_facts=dict(type='dict', default={}),
-            node_selector=dict(type='dict'),
-            claim_templates=dict(type='list', elements='dict', default=[]),
-            kubevirt_version=dict(type='str'),
             dra_nodes=dict(type='list', elements='str', default=[]),
             nodes=dict(type='list', elements='dict'),
             plugin_pods=dict(type='list', elements='dict', default=[]),
             nodes_labelled=dict(type='bool', default=True),
-            platform=dict(type='str', choices=['kubevirt', 'hco'], default='kubevirt'),
             current=dict(type='dict'),
             live_unread=dict(type='str', default=''),
-            stack=dict(type='str', choices=['auto'] + list(gc.STACKS), default='auto'),
-            cluster_platform=dict(type='str', choices=list(platform.PLATFORM_NAMES), default=platform.FALLBACK),
             other_nodes=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
-        mode, mode_reason = dra.resolve_driver_mode(p['driver_mode'], p['operator_driver'], p['dra_nodes'],
+        settings = dra_settings.build(p['settings'])
+        mode, mode_reason = dra.resolve_driver_mode(settings.driver_mode, settings.operator_driver, p['dra_nodes'],
                                                     p['pci_facts'])
-        values = dra.helm_values(mode, p['node_selector'])
+        values = dra.helm_values(mode, settings.node_selector)
         objects = [dra.resource_claim_template(t.get('name'), t.get('namespace'), count=t.get('count', 1))
-                   for t in p['claim_templates']]
-        gates = dra.kubevirt_gates(p['kubevirt_version']) if p['kubevirt_version'] else None
+                   for t in settings.claim_templates]
+        gates = dra.kubevirt_gates(settings.kubevirt_version) if settings.kubevirt_version else None
         # the same decision as the operator phase's (gpu_operator_manifests): the GPUCluster or the chart
-        stack, stack_reason = gc.dra_stack(platform.traits(p['cluster_platform']), p['dra_nodes'], p['other_nodes'], p['stack'])
+        stack, stack_reason = gc.dra_stack(platform.traits(settings.cluster_platform), p['dra_nodes'],
+                                           p['other_nodes'], settings.stack)
         gc.check_driver_mode(stack, mode)
     except (dra.ManifestError, gc.ManifestError) as exc:
         module.fail_json(msg=str(exc))
     if p['nodes'] is not None:
         errors = dra.classic_plugin_conflicts(p['nodes'], p['dra_nodes'], p['plugin_pods'],
                                               cluster_policy=stack != gc.STACK_GPUCLUSTER)
-        errors += dra.selector_conflicts(p['nodes'], p['dra_nodes'], p['node_selector'], p['nodes_labelled'])
+        errors += dra.selector_conflicts(p['nodes'], p['dra_nodes'], settings.node_selector, p['nodes_labelled'])
         if errors:
             module.fail_json(msg='; '.join(errors), errors=errors)
     gate_object = None
     if gates:
-        build = dra.hco_gate_object if p['platform'] == 'hco' else dra.kubevirt_gate_object
+        build = dra.hco_gate_object if settings.platform == 'hco' else dra.kubevirt_gate_object
         gate_object = build(p['current'], gates)
         if p['live_unread']:
-            shared = hco.SHARED_LISTS if p['platform'] == 'hco' else kubevirt.SHARED_LISTS
+            shared = hco.SHARED_LISTS if settings.platform == 'hco' else kubevirt.SHARED_LISTS
             warning = common.unmerged_warning(gate_object, shared, p['live_unread'])
             if warning:
                 module.warn(warning)

@@ -362,6 +362,7 @@ RUNTIME = (
     '__dra_driver_live_read',
     '__dra_driver_nodes_read',
     '__dra_driver_pods_read',
+    '__dra_driver_settings',
     '__gather_saved',
     '__gpu_operator_built',
     '__gpu_operator_built_cp',

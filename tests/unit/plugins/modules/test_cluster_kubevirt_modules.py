@@ -12,7 +12,7 @@ from ansible_collections.gpuvirt.provision.plugins.modules import (
     dra_manifests, dra_preflight, hco_permitted_devices, kubevirt_devices_plan, kubevirt_permitted_devices,
     machineconfig_manifests, mcp_status, vgpu_vf_machineconfig)
 
-from .harness import run_module
+from .harness import run_module, settings_args
 
 
 NODES = [{'metadata': {'name': 'gpu-1'}, 'status': {'allocatable': {'nvidia.com/GA102GL_A10': '1'}}}]
@@ -132,31 +132,36 @@ def test_mcp_status_fails_with_reason(monkeypatch):
     assert not res['failed'] and res['degraded'] and not res['done']
 
 
+def run_dra(monkeypatch, args):
+    """dra_manifests with ``args`` given flat: the settings and the reads split as the module takes them."""
+    return run_module(monkeypatch, dra_manifests, settings_args(args, dra_manifests.READS))
+
+
 def test_dra_manifests_gate_and_conflict(monkeypatch):
-    res = run_module(monkeypatch, dra_manifests, {'driver_mode': 'gke', 'kubevirt_version': '1.8.1', 'platform': 'hco',
-                                                  'claim_templates': [{'name': 'g', 'namespace': 'vms'}]})
+    res = run_dra(monkeypatch, {'driver_mode': 'gke', 'kubevirt_version': '1.8.1', 'platform': 'hco',
+                                'claim_templates': [{'name': 'g', 'namespace': 'vms'}]})
     assert res['helm_values']['nvidiaDriverRoot'] == '/home/kubernetes/bin/nvidia'
     ops = json.loads(res['gate_object']['metadata']['annotations']['kubevirt.kubevirt.io/jsonpatch'])
     assert ops == [{'op': 'add', 'path': '/spec/configuration/developerConfiguration/featureGates/-',
                     'value': 'GPUsWithDRA'}]
     assert res['gate_object']['apiVersion'] == 'hco.kubevirt.io/v1beta1'
-    res = run_module(monkeypatch, dra_manifests, {'driver_mode': 'host', 'dra_nodes': ['n1'],
-                                                  'nodes': [{'metadata': {'name': 'n1'},
-                                                             'status': {'allocatable': {'nvidia.com/gpu': '8'}}}]})
+    res = run_dra(monkeypatch, {'driver_mode': 'host', 'dra_nodes': ['n1'],
+                                'nodes': [{'metadata': {'name': 'n1'},
+                                           'status': {'allocatable': {'nvidia.com/gpu': '8'}}}]})
     assert res['failed'] and 'DRA node n1' in res['msg']
 
 
 def test_dra_manifests_driver_root_follows_the_operator_driver(monkeypatch):
     # NVIDIA DRA guide, "Install the DRA Driver": nvidiaDriverRoot "/" for a host-installed driver,
     # "/run/nvidia/driver" for a GPU Operator-managed driver
-    res = run_module(monkeypatch, dra_manifests, {'operator_driver': True, 'dra_nodes': ['n1']})
+    res = run_dra(monkeypatch, {'operator_driver': True, 'dra_nodes': ['n1']})
     assert res['helm_values']['nvidiaDriverRoot'] == '/run/nvidia/driver' and res['driver_mode'] == 'operator'
-    res = run_module(monkeypatch, dra_manifests, {'operator_driver': False, 'dra_nodes': ['n1']})
+    res = run_dra(monkeypatch, {'operator_driver': False, 'dra_nodes': ['n1']})
     assert res['helm_values']['nvidiaDriverRoot'] == '/' and res['driver_mode'] == 'host'
-    res = run_module(monkeypatch, dra_manifests, {'dra_nodes': ['n1'], 'pci_facts': {
+    res = run_dra(monkeypatch, {'dra_nodes': ['n1'], 'pci_facts': {
         'n1': {'gpus': [{'bdf': '0000:3b:00.0', 'driver': 'nvidia'}]}}})
     assert res['helm_values']['nvidiaDriverRoot'] == '/' and 'facts' in res['driver_mode_reason']
-    res = run_module(monkeypatch, dra_manifests, {'driver_mode': 'host', 'operator_driver': True, 'dra_nodes': ['n1']})
+    res = run_dra(monkeypatch, {'driver_mode': 'host', 'operator_driver': True, 'dra_nodes': ['n1']})
     assert res['failed'] and 'dra_driver_nvidia_driver is host' in res['msg'] and 'driver.enabled true' in res['msg']
 
 

@@ -83,9 +83,9 @@ def _script():
 
 
 def _built(monkeypatch, module, args):
-    if module is gpu_operator_manifests:
+    if module in (gpu_operator_manifests, dra_manifests):
         # the module's settings and reads, split (the arguments given flat)
-        args = settings_args(args, gpu_operator_manifests.READS)
+        args = settings_args(args, module.READS)
     res = run_module(monkeypatch, module, args)
     assert not res['failed'], (module.__name__, res.get('msg'))
     return res
