@@ -107,7 +107,7 @@ class LookupModule(LookupBase):
         problems += launch_vars.skipping_options(context.CLIARGS)
         if problems:
             raise AnsibleLookupError(
-                'launch check: this run was given extra variables it must not take:\n  - %s\n'
+                'launch check: this run was given extra variables or command-line options it must not take:\n  - %s\n'
                 'Nothing was changed (docs/security.md, "Launch time").' % '\n  - '.join(problems))
         warn_fact_injection()
         load_filters_once()

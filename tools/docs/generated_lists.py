@@ -142,7 +142,7 @@ def _workload_label_row(fleet):
 
 
 def _operand_label_rows(fleet):
-    from ansible_collections.gpuvirt.provision.plugins.module_utils.model import operands
+    operands = fleet.operands  # the table's own (fleet checks operands_off against it)
     rows, seen = [], []
     for row in fleet.POOL_TABLE:
         seen += [o for o in row.operands_off if o not in seen]
