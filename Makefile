@@ -77,6 +77,9 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 $(PYZIP_CACHE_INSTALLED): tools/pyzip/gpuvirt_pyzip_cache.py $(VENV)/.installed
 	cp $< $(VENV_SITE)/.gpuvirt_pyzip_cache.py.tmp && mv -f $(VENV_SITE)/.gpuvirt_pyzip_cache.py.tmp $(VENV_SITE)/gpuvirt_pyzip_cache.py
+	@# its bytecode written now: every start of the environment's Python imports it, and where PYTHONDONTWRITEBYTECODE
+	@# is set (as on the test machines) Python would compile it again at each start
+	$(PY) -m py_compile $(VENV_SITE)/gpuvirt_pyzip_cache.py
 	echo 'import gpuvirt_pyzip_cache' >$@.tmp && mv -f $@.tmp $@
 
 collection:

@@ -22,7 +22,6 @@ The key is the file's path inside the zip, the interpreter (cache tag, bytecode 
 and the source, so changed source is compiled again. A cached code object keeps the file name of the run that
 compiled it: a traceback may name an earlier run's temporary zip.
 """
-import hashlib
 import marshal
 import os
 import stat
@@ -98,6 +97,9 @@ def _write_entry(dir_fd, key, code):
 
 def cached_compile(dir_fd, compile_source, pathname, source):
     """compile_source(pathname, source), read from or written to the directory ``dir_fd``."""
+    # imported here, not at start: every Python start of the environment imports this module, cache on or off, and
+    # hashlib (OpenSSL) is most of what that would cost
+    import hashlib  # pylint: disable=import-outside-toplevel
     inner = pathname.rsplit('.zip', 1)[-1]
     key = hashlib.sha256(b'\0'.join([_INTERPRETER, inner.encode(), source])).hexdigest()
     code = _read_entry(dir_fd, key)
