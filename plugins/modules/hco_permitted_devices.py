@@ -39,42 +39,23 @@ options:
     type: list
     elements: dict
     default: []
-  disable_mdev_configuration:
-    description: Stop KubeVirt from creating mediated devices itself (the GPU Operator does that).
-    type: bool
-    default: true
   gate_supported:
     description:
       - The HyperConverged CRD has C(featureGates.disableMDevConfiguration) (HCO 1.9 and later); read it from the
-        cluster's CRD. When omitted it is derived from O(hco_version), else assumed true.
+        cluster's CRD. When omitted it is derived from O(settings.hco_version), else assumed true.
     type: bool
-  hco_version:
-    description:
-      - HCO version (C(1.x)) or OpenShift Virtualization version (C(4.x), which ships HCO C(1.(x-4))), used when
-        O(gate_supported) is omitted.
-    type: str
-  adopt_conflicting:
-    description:
-      - When a foreign entry uses one of our selectors with another resource name, replace it (and own it)
-        instead of failing.
-    type: bool
-    default: false
-  name:
-    description: HyperConverged name (the CRD admits only C(kubevirt-hyperconverged)).
-    type: str
-    default: kubevirt-hyperconverged
-  namespace:
-    description: HyperConverged namespace.
-    type: str
-    default: openshift-cnv
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
   - gpuvirt.provision.live_object
+  # settings (the kubevirt devices settings, one mapping): the doc fragment gpuvirt.provision.kubevirt_devices_settings
+  - gpuvirt.provision.kubevirt_devices_settings
 '''
 
 EXAMPLES = r'''
 - name: Merge our devices into the cluster's HyperConverged
   gpuvirt.provision.hco_permitted_devices:
+    settings:
+      hco_version: "4.18"
     current: "{{ hco_info.resources[0] | default(omit) }}"
     pci_devices: [{selector: "10DE:2236", resource_name: nvidia.com/GA102GL_A10}]
     mediated_devices: [{selector: NVIDIA A10-12Q, resource_name: nvidia.com/NVIDIA_A10-12Q}]
@@ -98,37 +79,37 @@ report:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
-from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, hco
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, hco, kubevirt_devices_settings
+
+# what the run read or computed about the cluster and its hosts: each an option of its own, beside the settings
+READS = tuple(module_kit.PERMITTED_DEVICES) + ('gate_supported',)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=module_kit.argument_spec(
             module_kit.PERMITTED_DEVICES,
-            disable_mdev_configuration=dict(type='bool', default=True),
+            # the settings' schema is the record's (manifests/kubevirt_devices_settings.py FIELDS): a new setting
+            # edits no line here
+            settings=dict(type='dict', required=True, options=kubevirt_devices_settings.argument_spec()),
             gate_supported=dict(type='bool'),
-            hco_version=dict(type='str'),
-            adopt_conflicting=dict(type='bool', default=False),
-            name=dict(type='str', default=hco.HCO_NAME),
-            namespace=dict(type='str', default=hco.HCO_NAMESPACE),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
+        settings = kubevirt_devices_settings.build(p['settings'])
         common.unknown_hosts_check(p['live_unread'], p['unknown_hosts'], 'HyperConverged')
-        gate_supported = p['gate_supported']
-        if gate_supported is None:
-            gate_supported = hco.hco_has_disable_mdev_gate(p['hco_version']) if p['hco_version'] else True
         obj, changed, report = hco.build_hco(p['current'], p['pci_devices'], p['mediated_devices'],
-                                             p['disable_mdev_configuration'], gate_supported,
-                                             p['name'], p['namespace'], p['unknown_hosts'])
+                                             settings.disable_mdev_configuration,
+                                             settings.hco_gate_supported(p['gate_supported']),
+                                             settings.hco_name, settings.hco_namespace, p['unknown_hosts'])
     except hco.ManifestError as exc:
         module.fail_json(msg=str(exc))
     conflicts = report['pciHostDevices']['conflicts'] + report['mediatedDevices']['conflicts']
     for c in conflicts:
         text = ("HyperConverged already permits %s as %s, we want %s" % (c['selector'], c['theirs'], c['ours']))
-        if not p['adopt_conflicting']:
+        if not settings.adopt_conflicting:
             module.fail_json(msg=text + "; fix the entry or set adopt_conflicting to replace it", report=report)
         module.warn(text + '; replacing it')
     for list_name in ('pciHostDevices', 'mediatedDevices'):

@@ -16,10 +16,10 @@ description:
     object with C(spec.configuration.permittedHostDevices) (C(pciVendorSelector) / C(mdevNameSelector),
     C(externalResourceProvider)) and C(developerConfiguration.featureGates), merged with the CR's current
     content the same way as M(gpuvirt.provision.hco_permitted_devices).
-  - "With O(disable_mdev_configuration), KubeVirt stops creating mediated devices (the GPU Operator's vGPU Device
-    Manager does) - C(spec.configuration.mediatedDevicesConfiguration.enabled=false) on KubeVirt v1.8.0 and later,
-    which deprecated the C(DisableMDEVConfiguration) gate; the gate on older versions. A gate an earlier run added
-    is removed once the field replaces it."
+  - "With O(settings.disable_mdev_configuration), KubeVirt stops creating mediated devices (the GPU Operator's vGPU
+    Device Manager does) - C(spec.configuration.mediatedDevicesConfiguration.enabled=false) on KubeVirt v1.8.0 and
+    later, which deprecated the C(DisableMDEVConfiguration) gate; the gate on older versions. A gate an earlier run
+    added is removed once the field replaces it."
   - Fails when O(hco_present) is true, because HCO overwrites the KubeVirt CR.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
@@ -37,46 +37,24 @@ options:
     type: list
     elements: dict
     default: []
-  feature_gates:
-    description:
-      - Feature gates that must be on (others in the CR are kept). C(DisableMDEVConfiguration) here is read as
-        O(disable_mdev_configuration).
-    type: list
-    elements: str
-    default: [GPU]
-  disable_mdev_configuration:
-    description: Turn KubeVirt's mediated device handling off (the field or the gate, by O(kubevirt_version)).
-    type: bool
-    default: true
-  kubevirt_version:
-    description:
-      - The KubeVirt release the cluster runs (SemVer, for example C(v1.9.0)); decides between the field and the
-        gate, and leaves out a C(GPU) gate of O(feature_gates) from v1.5.0 on (GA there). When omitted,
-        O(current)'s C(status.observedKubeVirtVersion) is used; without either the module fails, naming both.
-    type: str
   hco_present:
     description: The cluster runs the HyperConverged operator.
     type: bool
     default: false
-  name:
-    description: KubeVirt CR name.
-    type: str
-    default: kubevirt
-  namespace:
-    description: KubeVirt CR namespace.
-    type: str
-    default: kubevirt
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
   - gpuvirt.provision.live_object
+  # settings (the kubevirt devices settings, one mapping): the doc fragment gpuvirt.provision.kubevirt_devices_settings
+  - gpuvirt.provision.kubevirt_devices_settings
 '''
 
 EXAMPLES = r'''
 - name: Merge our devices into the KubeVirt CR
   gpuvirt.provision.kubevirt_permitted_devices:
+    settings:
+      kubevirt_version: v1.9.0
     current: "{{ kv_info.resources[0] | default(omit) }}"
     pci_devices: [{selector: "10DE:2236", resource_name: nvidia.com/GA102GL_A10}]
-    kubevirt_version: v1.9.0
   register: kv
 '''
 
@@ -100,28 +78,32 @@ report:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import common, kubevirt
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt_devices_settings
+
+# what the run read or computed about the cluster and its hosts: each an option of its own, beside the settings
+READS = tuple(module_kit.PERMITTED_DEVICES) + ('hco_present',)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=module_kit.argument_spec(
             module_kit.PERMITTED_DEVICES,
-            feature_gates=dict(type='list', elements='str', default=[kubevirt.GPU_GATE]),
-            disable_mdev_configuration=dict(type='bool', default=True),
-            kubevirt_version=dict(type='str'),
+            # the settings' schema is the record's (manifests/kubevirt_devices_settings.py FIELDS): a new setting
+            # edits no line here
+            settings=dict(type='dict', required=True, options=kubevirt_devices_settings.argument_spec()),
             hco_present=dict(type='bool', default=False),
-            name=dict(type='str', default=kubevirt.KUBEVIRT_NAME),
-            namespace=dict(type='str', default=kubevirt.KUBEVIRT_NAMESPACE),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
+        settings = kubevirt_devices_settings.build(p['settings'])
         common.unknown_hosts_check(p['live_unread'], p['unknown_hosts'], 'KubeVirt CR')
         obj, changed, report = kubevirt.build_kubevirt(p['current'], p['pci_devices'], p['mediated_devices'],
-                                                       p['feature_gates'], p['hco_present'], p['name'], p['namespace'],
-                                                       disable_mdev_configuration=p['disable_mdev_configuration'],
-                                                       version=p['kubevirt_version'],
+                                                       settings.feature_gates, p['hco_present'],
+                                                       settings.kubevirt_name, settings.kubevirt_namespace,
+                                                       disable_mdev_configuration=settings.disable_mdev_configuration,
+                                                       version=settings.kubevirt_version,
                                                        unknown_hosts=p['unknown_hosts'])
     except kubevirt.ManifestError as exc:
         module.fail_json(msg=str(exc))

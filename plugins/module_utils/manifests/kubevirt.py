@@ -25,6 +25,8 @@ DISABLE_MDEV_GATE = 'DisableMDEVConfiguration'
 OWNER_ANNOTATION = hco_mod.OWNER_ANNOTATION
 # The KubeVirt release the collection targets: the example a message gives (a render names its own, or reads it).
 TARGET_KUBEVIRT_VERSION = 'v1.9.0'
+# what a refusal of a given version adds (here and when the settings record is made)
+GIVEN_VERSION_HINT = '; give the KubeVirt release the cluster runs, for example %s' % TARGET_KUBEVIRT_VERSION
 # The GPU gate is GA from KubeVirt v1.5.0 (kubevirt/kubevirt pkg/virt-config/featuregate: GPUGate registered with
 # State GA in inactive.go; v1.9.0 still accepts it and warns): asked for only where the release still needs it.
 GPU_GATE_GA = (1, 5, 0)
@@ -52,8 +54,7 @@ def kubevirt_version(given, current, name='kubevirt_devices_kubevirt_version'):
     version the cluster's KubeVirt CR reports (``status.observedKubeVirtVersion``, which virt-operator sets once it
     has deployed that version). Refused, naming its source, when malformed or when neither is there."""
     if given not in (None, ''):
-        return checked(validators.semver, given, name,
-                       hint='; give the KubeVirt release the cluster runs, for example %s' % TARGET_KUBEVIRT_VERSION)
+        return checked(validators.semver, given, name, hint=GIVEN_VERSION_HINT)
     observed = ((current or {}).get('status') or {}).get('observedKubeVirtVersion')
     if observed in (None, ''):
         # KubeVirt v1.7 and older lack mediatedDevicesConfiguration (it came with v1.8.0): a version assumed for

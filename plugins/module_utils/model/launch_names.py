@@ -431,6 +431,7 @@ RUNTIME = (
     '__kubevirt_devices_node_objects',
     '__kubevirt_devices_nodes_read',
     '__kubevirt_devices_read',
+    '__kubevirt_devices_settings',
     '__kubevirt_devices_silent_nodes',
     '__kubevirt_devices_vm_hosts',
     '__kubevirt_devices_wait_nodes',

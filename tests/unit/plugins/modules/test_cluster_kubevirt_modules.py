@@ -33,25 +33,35 @@ def test_plan_without_nodes_passes_names_through(monkeypatch):
     assert res['advertised'] is None
 
 
+def run_hco(monkeypatch, args):
+    """hco_permitted_devices with ``args`` given flat: the settings and the reads split as the module takes them."""
+    return run_module(monkeypatch, hco_permitted_devices, settings_args(args, hco_permitted_devices.READS))
+
+
+def run_kubevirt(monkeypatch, args):
+    """kubevirt_permitted_devices with ``args`` given flat, split as run_hco splits them."""
+    return run_module(monkeypatch, kubevirt_permitted_devices, settings_args(args, kubevirt_permitted_devices.READS))
+
+
 def test_hco_conflict_fails_unless_adopted(monkeypatch):
     current = {'apiVersion': 'hco.kubevirt.io/v1beta1', 'kind': 'HyperConverged',
                'metadata': {'name': 'kubevirt-hyperconverged', 'namespace': 'openshift-cnv'},
                'spec': {'permittedHostDevices': {'pciHostDevices': [
                    {'pciDeviceSelector': '10DE:2236', 'resourceName': 'nvidia.com/A10', 'externalResourceProvider': True}]}}}
     args = {'current': current, 'pci_devices': [{'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}]}
-    res = run_module(monkeypatch, hco_permitted_devices, dict(args))
+    res = run_hco(monkeypatch, dict(args))
     assert res['failed'] and 'nvidia.com/A10' in res['msg'] and 'adopt_conflicting' in res['msg']
-    res = run_module(monkeypatch, hco_permitted_devices, dict(args, adopt_conflicting=True))
+    res = run_hco(monkeypatch, dict(args, adopt_conflicting=True))
     assert not res['failed'] and res['would_change'] and res['warnings']
     assert res['object']['spec']['permittedHostDevices']['pciHostDevices'][0]['resourceName'] == 'nvidia.com/GA102GL_A10'
     # an entry of another provider (externalResourceProvider false when absent) is never taken over, adopted or not
     del current['spec']['permittedHostDevices']['pciHostDevices'][0]['externalResourceProvider']
-    res = run_module(monkeypatch, hco_permitted_devices, dict(args, adopt_conflicting=True))
+    res = run_hco(monkeypatch, dict(args, adopt_conflicting=True))
     assert res['failed'] and 'pciDeviceSelector 10DE:2236 as nvidia.com/A10' in res['msg'], res['msg']
 
 
 def test_kubevirt_module_refuses_under_hco(monkeypatch):
-    res = run_module(monkeypatch, kubevirt_permitted_devices, {'hco_present': True, 'pci_devices': []})
+    res = run_kubevirt(monkeypatch, {'hco_present': True, 'pci_devices': []})
     assert res['failed'] and 'HyperConverged' in res['msg']
 
 
@@ -176,13 +186,13 @@ def test_dra_preflight(monkeypatch):
 @pytest.mark.parametrize('version,gate', [('v1.8.0', False), ('v1.9.0', False), ('v1.10.0', True), ('4.12.3', False),
                                           ('4.14.1', True)])
 def test_hco_module_derives_the_gate_from_the_version(monkeypatch, version, gate):
-    res = run_module(monkeypatch, hco_permitted_devices, {'hco_version': version, 'pci_devices': []})
+    res = run_hco(monkeypatch, {'hco_version': version, 'pci_devices': []})
     assert ('featureGates' in res['object']['spec']) is gate
     assert ('kubevirt.kubevirt.io/jsonpatch' in res['object']['metadata']['annotations']) is not gate
 
 
 def test_hco_module_prefers_the_crd_answer(monkeypatch):
-    res = run_module(monkeypatch, hco_permitted_devices, {'hco_version': '1.18.1', 'gate_supported': False})
+    res = run_hco(monkeypatch, {'hco_version': '1.18.1', 'gate_supported': False})
     assert 'featureGates' not in res['object']['spec']
 
 

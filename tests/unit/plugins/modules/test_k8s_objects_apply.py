@@ -83,7 +83,7 @@ def _script():
 
 
 def _built(monkeypatch, module, args):
-    if module in (gpu_operator_manifests, dra_manifests):
+    if module in (gpu_operator_manifests, dra_manifests, hco_permitted_devices, kubevirt_permitted_devices):
         # the module's settings and reads, split (the arguments given flat)
         args = settings_args(args, module.READS)
     res = run_module(monkeypatch, module, args)
