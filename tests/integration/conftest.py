@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+# this directory's helpers (kube_cluster, ...) and the unit tests' shared ones (schema, vf_fleet, example_render)
+sys.path.insert(0, os.path.join(HERE, '..', 'unit'))
+sys.path.insert(0, HERE)
 
 # pylint: disable-next=wrong-import-position
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import launch_names as _inventory_only  # noqa: E402

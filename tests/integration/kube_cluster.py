@@ -27,6 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tools', 'kube'))
 import apiserver  # noqa: E402  pylint: disable=wrong-import-position
+# tests/unit, on the path through conftest.py
+from example_render import phase_body  # noqa: E402  pylint: disable=wrong-import-position
 
 
 class Cluster(object):
@@ -115,12 +117,6 @@ class Cluster(object):
             errors += errs
         self._controllers = []
         return errors
-
-
-def phase_body(playbook):
-    """playbooks/phase_<playbook>.yml where there is one (a phase that reads host facts), else <playbook>.yml."""
-    body = os.path.join(ROOT, 'playbooks', 'phase_%s.yml' % playbook)
-    return body if os.path.exists(body) else os.path.join(ROOT, 'playbooks', playbook + '.yml')
 
 
 def run_playbook(tmp_path, playbook, inventory, *args, **extra):

@@ -1,7 +1,7 @@
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Apply mode of playbooks/kubevirt.yml for a mixed vGPU fleet against a real kube-apiserver: an A10 host on mdev
-beside an L40S host on NVIDIA's vendor-specific VFIO interface (tests/integration/vf_fleet.py builds its facts),
+beside an L40S host on NVIDIA's vendor-specific VFIO interface (tests/unit/vf_fleet.py builds its facts),
 both in gpu_vm_vgpu. The L40S's VFs go to KubeVirt's own device plugin (externalResourceProvider false), the A10's
 vGPU type to the mediated devices; the refusals and the KubeVirt version gate stop the run before any write.
 

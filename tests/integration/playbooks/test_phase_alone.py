@@ -19,8 +19,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
-from test_render_example import example_copy  # noqa: E402
-from test_render_golden import golden, snapshot  # noqa: E402
+from example_render import example_copy, golden, snapshot  # noqa: E402
 import vf_fleet  # noqa: E402
 
 

@@ -15,60 +15,15 @@ import base64
 import glob
 import json
 import os
-import shutil
 import subprocess
-import sys
 
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
 KUBECTL = os.path.join(ROOT, '.build', 'kube', 'bin', 'kubectl')
-sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
 import schema  # noqa: E402
-
-
-def example_copy(tmp_path):
-    inv = tmp_path / 'inventory'
-    shutil.copytree(os.path.join(ROOT, 'inventories', 'example'), inv)
-    hosts = yaml.safe_load((inv / 'hosts.yml').read_text())
-    for group in hosts['all']['children'].values():
-        for name in (group.get('hosts') or {}):
-            group['hosts'][name] = dict(group['hosts'][name] or {}, ansible_host='192.0.2.1',
-                                        ansible_ssh_common_args='-o ConnectTimeout=2')
-    (inv / 'hosts.yml').write_text(yaml.safe_dump(hosts))
-    return inv
-
-
-def render(tmp_path, inv, *extra):
-    out = tmp_path / 'rendered'
-    cmd = ['ansible-playbook', '-i', str(inv), os.path.join(ROOT, 'playbooks', 'site.yml'),
-           '-e', 'gpuvirt_cluster_mode=render', '-e', 'gpuvirt_render_dir=%s' % out,
-           '-e', 'ansible_python_interpreter=%s' % sys.executable] + list(extra)
-    # the example names $KUBECONFIG (else ~/.kube/config), and a render that names a cluster reads the live
-    # HyperConverged from it (docs/gitops.md): point it at no file, so that no cluster of the machine is read
-    env = dict(os.environ, KUBECONFIG=str(tmp_path / 'no-kubeconfig'))
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
-    return proc.returncode, proc.stdout + proc.stderr, out
-
-
-_FIRST_RENDERS = {}
-
-
-def first_render(tmp_path_factory, *extra):
-    """``render`` of a fresh copy of the example inventory with ``extra``, run once per session and shared: a test
-    here goes on from it in its directory (``tmp``: its inventory ``inv``, its output ``out``), and the golden test of
-    the same command (test_render_golden.py) reads ``pristine``, a copy of ``out`` taken as the render left it, so
-    that it sees the first render whichever of the two runs first. Returns (tmp, inv, rc, log, out, pristine)."""
-    if extra not in _FIRST_RENDERS:
-        tmp = tmp_path_factory.mktemp('example-render')
-        inv = example_copy(tmp)
-        rc, log, out = render(tmp, inv, *extra)
-        pristine = tmp / 'pristine'
-        if out.is_dir():
-            shutil.copytree(out, pristine)
-        _FIRST_RENDERS[extra] = (tmp, inv, rc, log, out, pristine)
-    return _FIRST_RENDERS[extra]
+from example_render import example_copy, render  # noqa: E402
 
 
 def objects(out):
@@ -90,9 +45,9 @@ def objects(out):
     return listed, found
 
 
-def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_host(tmp_path_factory):
-    # the first render is shared with the golden test of the same command; this test goes on in its directory
-    tmp_path, inv, rc, log, out, _pristine = first_render(tmp_path_factory)
+def test_example_inventory_renders_openshift_then_kubernetes_without_reaching_a_host(tmp_path):
+    inv = example_copy(tmp_path)
+    rc, log, out = render(tmp_path, inv)
     assert rc == 0, log
     assert 'UNREACHABLE' not in log, log
     listed, found = objects(out)
@@ -266,9 +221,9 @@ def test_a_pool_removed_prunes_our_stale_files_keeps_foreign_ones_and_the_invent
     assert policy['metadata']['annotations']['argocd.argoproj.io/sync-options'] == 'SkipDryRunOnMissingResource=true'
 
 
-def test_kubernetes_then_openshift_leaves_no_helm_values_file(tmp_path_factory):
-    # the first render is shared with the golden test of the same command; this test goes on in its directory
-    tmp_path, inv, rc, log, out, _pristine = first_render(tmp_path_factory, '-e', 'gpuvirt_platform=kubernetes')
+def test_kubernetes_then_openshift_leaves_no_helm_values_file(tmp_path):
+    inv = example_copy(tmp_path)
+    rc, log, out = render(tmp_path, inv, '-e', 'gpuvirt_platform=kubernetes')
     assert rc == 0, log
     values = glob.glob(str(out / '*-helm-values-*.yaml'))
     assert values, os.listdir(out)

@@ -1,6 +1,6 @@
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""site.yml in render mode for a mixed vGPU fleet (tests/integration/vf_fleet.py: the example's A10s on mdev beside
+"""site.yml in render mode for a mixed vGPU fleet (tests/unit/vf_fleet.py: the example's A10s on mdev beside
 an L40S on vendor-specific VFIO; the objects are pinned by the golden cases site-vf-mixed-*): what the run says
 about the KubeVirt version it could not check, and the refusal of one GPU model both whole and as VFs, made in
 preflight before any phase renders a file."""
@@ -12,7 +12,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
-from test_render_example import example_copy, render  # noqa: E402
+from example_render import example_copy, render  # noqa: E402
 import vf_fleet  # noqa: E402
 
 

@@ -56,7 +56,7 @@ def l40s_host_facts(tmp_path, host=L40S_HOST):
                 'gpuvirt_mdev_types': vgpu_types.discover(tree.root),
                 'gpuvirt_gpu_holders': {'held': False, 'holders': []},
                 'gpuvirt_node_name': host.split('.')[0]}
-    return saved_facts.to_saved(host, hostvars, source='tests/integration/vf_fleet.py')
+    return saved_facts.to_saved(host, hostvars, source='tests/unit/vf_fleet.py')
 
 
 def add_l40s_host(inventory_dir, tmp_path, config='L40S-24Q', host=L40S_HOST, drop=('gpu-p01.example.com',),
