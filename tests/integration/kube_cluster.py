@@ -159,13 +159,14 @@ def kube_server(tmp_path_factory):
 
 @pytest.fixture
 def kube(kube_server, tmp_path):
-    """``kube(objects, openshift=True, hco=None, dra=False)``: reset the server (serving OpenShift's and HCO's APIs or
-    not; HCO follows OpenShift unless given; resource.k8s.io/v1 when ``dra``), create ``objects`` (statuses through
-    the status subresource), and return the test's Cluster."""
+    """``kube(objects, openshift=True, hco=None, dra=False, platform=None)``: reset the server (serving OpenShift's and
+    HCO's APIs or not; HCO follows OpenShift unless given; resource.k8s.io/v1 when ``dra``; ``platform``, a row of the
+    platform table, instead of ``openshift``: its detection API served, its RBAC file granted), create ``objects``
+    (statuses through the status subresource), and return the test's Cluster."""
     made = []
 
-    def start(objects=(), openshift=True, hco=None, dra=False):
-        kube_server.reset(openshift=openshift, hco=hco, dra=dra)
+    def start(objects=(), openshift=True, hco=None, dra=False, platform=None):
+        kube_server.reset(openshift=openshift, hco=hco, dra=dra, platform=platform)
         cluster = Cluster(kube_server, tmp_path)
         for obj in objects:
             cluster.create(obj)

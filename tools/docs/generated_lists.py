@@ -17,7 +17,8 @@ BEGIN marker; ``make docs-check`` (and tests/unit/harness/test_reference_docs.py
 differs. Python code reads the tables directly (fleet.POOLS, platform.PLATFORM_NAMES...), never a generated file.
 Only these names are read from the tables: fleet.POOLS, fleet.GPU_GROUPS, fleet.POOL_TABLE (each row's group, name
 and interface), fleet.WORKLOADS, platform.PLATFORM_NAMES, platform.PLATFORM_CHOICES and platform.PLATFORM_TABLE
-(each row's traits and detection, for the platform prose and the reference page's table), and the columns of both
+(each row's traits, detection, title and RBAC file, for the platform prose, the reference page's table and
+docs/rbac/README.md), and the columns of both
 tables with their meanings (fleet.Pool.COLUMNS, fleet.POOL_COLUMN_DOCS, platform.Platform.COLUMNS,
 platform.PLATFORM_COLUMN_DOCS) for the reference page's columns tables.
 """
@@ -93,6 +94,8 @@ def lists(root=ROOT):
         # docs/operator-contract.md: the workload label's row and the rows of the operand labels rows switch off
         'workload_label_row': [_workload_label_row(fleet)],
         'operand_label_rows': _operand_label_rows(fleet),
+        # docs/rbac/README.md: the file each platform's clusters take (the row's rbac column)
+        'platform_rbac_rows': ['| %s (`%s`) | `%s` |' % (p.title, p.name, p.rbac) for p in platform.PLATFORM_TABLE],
     }
 
 
@@ -242,7 +245,8 @@ def strip(text):
 
 # The files that may hold generated regions (relative to the repository root).
 GLOBS = ('roles/*/meta/argument_specs.yml', 'awx/*.yml', 'plugins/filter/*.yml', 'plugins/doc_fragments/*.py',
-         'plugins/modules/*.py', 'playbooks/vars/*.yml', 'docs/README.md', 'docs/operator-contract.md')
+         'plugins/modules/*.py', 'playbooks/vars/*.yml', 'docs/README.md', 'docs/operator-contract.md',
+         'docs/rbac/README.md')
 
 
 def files(root=ROOT):

@@ -49,11 +49,15 @@ import yaml
 import dra_stand_ins  # resource.k8s.io/v1 (DRA) stand-in CRDs, tools/kube/dra_stand_ins.py
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
-# The shipped RBAC, one file per platform (its namespaces are that platform's defaults); the Helm installs' own.
-RBAC_FILES = {
-    'openshift': os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation.yml'),
-    'kubernetes': os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation-kubernetes.yml'),
-}
+try:
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform as platform_table
+except ImportError:  # run as a script outside make: the staged collection of this checkout
+    sys.path.insert(0, os.path.join(ROOT, '.build', 'collections'))
+    from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform as platform_table
+# The shipped RBAC, one file per platform (its namespaces are that platform's defaults): the file each row of the
+# platform table names (its rbac column), so a new platform's tests are granted what its users apply; the Helm
+# installs' own.
+RBAC_FILES = dict((row.name, os.path.join(ROOT, 'docs', 'rbac', row.rbac)) for row in platform_table.PLATFORM_TABLE)
 HELM_RBAC_FILE = os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation-helm.yml')
 UPGRADE_RBAC_FILE = os.path.join(ROOT, 'docs', 'rbac', 'gpuvirt-automation-upgrade.yml')
 AUTOMATION_NS, AUTOMATION_SA = 'gpuvirt-system', 'gpuvirt-automation'
@@ -598,19 +602,32 @@ class KubeAPIServer(object):
         answer = self.request('POST', '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', review, user=user)
         return bool(answer['status'].get('allowed'))
 
-    def serve(self, openshift=True, hco=None, dra=False):
-        """Serve the optional APIs of a platform: ClusterVersion on OpenShift, HyperConverged where HCO runs (by
-        default: on OpenShift), resource.k8s.io/v1 where ``dra`` (a 1.34+ cluster)."""
+    def serve(self, platform='openshift', hco=None, dra=False):
+        """Serve the optional APIs of a platform (a row of the platform table): the API its row detects it by
+        (detect_api and detect_kind: ClusterVersion on OpenShift), HyperConverged where HCO runs (by default: where
+        the row's kubevirt_config is hco), resource.k8s.io/v1 where ``dra`` (a 1.34+ cluster)."""
+        row = platform_table.PLATFORMS[platform]
         want = set(dra_stand_ins.NAMES) if dra else set()
-        if openshift:
-            want.add('clusterversions.config.openshift.io')
-        if openshift if hco is None else hco:
+        if row.detect_api:
+            want.add(self._detection_crd(row))
+        if row.kubevirt_config == 'hco' if hco is None else hco:
             want.add('hyperconvergeds.hco.kubevirt.io')
         for name in sorted(self.serving - want):
             self.delete_crd(name)
         for name in sorted(want - self.serving):
             self.create_crd(self.optional[name])
         self.serving = want
+
+    def _detection_crd(self, row):
+        """The name of the CRD that serves ``row``'s detect_api and detect_kind: OpenShift's ClusterVersion stand-in,
+        or, for a row whose API no reference CRD holds, a stand-in of that group, version and kind made here (its
+        plural the kind's lower case and an s, as the API server lists a kind that declares none)."""
+        group, _slash, version = row.detect_api.rpartition('/')
+        plural = row.detect_kind.lower() + 's'
+        name = '%s.%s' % (plural, group)
+        if name not in self.optional:
+            self.optional[name] = _stand_in_crd(group, version, row.detect_kind, plural, 'Cluster')
+        return name
 
     # --- kubeconfig ---------------------------------------------------------------------------------------------
     def kubeconfig_path(self, user):
@@ -707,7 +724,7 @@ class KubeAPIServer(object):
                 uids.update(i['metadata']['uid'] for i in json.loads(text).get('items', []))
         return uids
 
-    def reset(self, openshift=True, hco=None, dra=False):
+    def reset(self, openshift=True, hco=None, dra=False, platform=None):
         """Delete every object made since start (namespaces last, finalized by hand: no namespace controller), serve
         the platform's APIs and grant its shipped RBAC afresh (so a test sees exactly the file, never what an
         earlier test changed). The CRDs and built-in objects of a fresh server stay.
@@ -715,8 +732,11 @@ class KubeAPIServer(object):
         The last grant's objects are kept instead of made again when the platform is the same and every one of them
         is still there as that grant made it (same uid, same resourceVersion: no test changed, deleted or
         re-created one): the server then holds exactly what a fresh grant would make, and every other object is
-        deleted as before."""
-        platform = 'openshift' if openshift else 'kubernetes'
+        deleted as before.
+
+        ``platform`` names a row of the platform table (its detection API served, its RBAC file granted); without it,
+        ``openshift`` picks openshift or the fallback row."""
+        platform = platform or ('openshift' if openshift else platform_table.FALLBACK)
         found = []
         for gv, plural, _namespaced in self._resources():
             status, text = self.request('GET', self.path(gv, plural), raw=True)
@@ -724,7 +744,7 @@ class KubeAPIServer(object):
                 continue
             for item in json.loads(text).get('items', []):
                 meta = item['metadata']
-                if meta['uid'] in self._baseline or (plural == 'customresourcedefinitions' and meta['name'] in OPTIONAL):
+                if meta['uid'] in self._baseline or (plural == 'customresourcedefinitions' and meta['name'] in self.optional):
                     continue  # what a fresh server holds; the optional CRDs are serve()'s
                 found.append((gv, plural, item))
         kept = self._kept_grant(platform, [item for _gv, _plural, item in found])
@@ -752,7 +772,7 @@ class KubeAPIServer(object):
                 ns = json.loads(text)
                 ns['spec']['finalizers'] = []
                 self.request('PUT', '/api/v1/namespaces/%s/finalize' % name, ns, ok=(200, 404, 409))
-        self.serve(openshift, hco, dra)
+        self.serve(platform, hco, dra)
         if not kept:
             self.grant(platform)
 

@@ -712,7 +712,6 @@ RUNTIME = (
     'preflight_missing_nodes',
     'preflight_no_vgpu_config',
     'preflight_node_names',
-    'preflight_platform_says',
     'preflight_pool',
     'preflight_traits',
     'preflight_vgpu_config',

@@ -24,7 +24,9 @@ are everything a role branches on:
                         apply mode;
   detect_node_annotation  an annotation key every node of this platform carries, for a platform that serves no
                         API of its own: apply mode reads it on a node of the cluster;
-  fallback              the platform a cluster is when it matches no row's detection (exactly one row).
+  fallback              the platform a cluster is when it matches no row's detection (exactly one row);
+  title                 the platform's name in messages and the documentation;
+  rbac                  the automation's RBAC file for it under docs/rbac/ (the tests' API server grants the same).
 
 The collection-wide settings (role gpuvirt.provision.cluster) name a platform with ``gpuvirt_platform``: a row's
 name, or ``auto`` (apply mode only: detected once from the API server); and the CR that holds KubeVirt's
@@ -33,8 +35,10 @@ serves HCO's CRD hyperconvergeds.hco.kubevirt.io; render mode: the platform's de
 settings and what apply mode detected into the one fact every cluster role reads (``gpuvirt_cluster``).
 
 Adding a platform is a new row here with its traits (the comment above the rows cites their sources), its cited
-expectation in test_platform.py's test_table_rows and a changelog fragment; the lists of platforms elsewhere are
-generated (tools/docs/generate_reference.py): no role declares its own platform vocabulary.
+expectation in test_platform.py's test_table_rows and a changelog fragment (and an RBAC file under docs/rbac/ where
+no shipped one fits its namespaces and APIs); the lists of platforms elsewhere are generated
+(tools/docs/generate_reference.py): no role declares its own platform vocabulary. The integration tests make a
+cluster of every row (its detection served, its RBAC file granted) and run preflight and the RBAC checks on it.
 
 Each row is a ``Platform`` with named columns and defaults (a new column edits no row); detection is the
 ``detect_api``/``detect_kind`` or the ``detect_node_annotation`` of a row, and the row marked ``fallback`` (exactly
@@ -58,6 +62,7 @@ Platform = row_class('Platform', (
     ('namespace_labels', {}), ('nfd_install', REQUIRED), ('kernel_args', REQUIRED), ('kubevirt_config', REQUIRED),
     ('container_runtime', 'containerd'), ('containerd_config', None), ('containerd_socket', None),
     ('detect_api', None), ('detect_kind', None), ('detect_node_annotation', None), ('fallback', False),
+    ('title', REQUIRED), ('rbac', REQUIRED),
 ), 'A row of the platform table (platform.PLATFORM_TABLE).')
 
 # What each column of the platform table means (Markdown), in the order of Platform's columns:
@@ -92,6 +97,11 @@ PLATFORM_COLUMN_DOCS = (
     ('fallback',
      "the platform a cluster is when it matches no row's detection: exactly one row (`kubernetes`), wherever "
      'it stands'),
+    ('title', 'the name a person knows the platform by, in messages and the documentation (`OpenShift`)'),
+    ('rbac',
+     "the automation's least-privilege RBAC file for this platform under `docs/rbac/`, which a cluster admin applies "
+     "once (its namespaces are the platform's defaults); the tests' API server grants the same file to the "
+     "automation identity when it stands in for this platform"),
 )
 
 # The GPU Operator's own containerd paths, used when its toolkit is given none (NVIDIA/gpu-operator v26.7.0
@@ -131,15 +141,16 @@ PLATFORM_TABLE = (
     Platform(name='openshift', gpu_operator_install='olm', gpu_operator_namespace='nvidia-gpu-operator',
              namespace_labels={'openshift.io/cluster-monitoring': 'true'}, nfd_install='olm',
              kernel_args='machineconfig', kubevirt_config='hco', container_runtime='cri-o',
-             detect_api='config.openshift.io/v1', detect_kind='ClusterVersion'),
+             detect_api='config.openshift.io/v1', detect_kind='ClusterVersion',
+             title='OpenShift', rbac='gpuvirt-automation.yml'),
     Platform(name='kubernetes', gpu_operator_install='helm', gpu_operator_namespace='gpu-operator',
              nfd_install='chart', kernel_args='host', kubevirt_config='kubevirt',
              containerd_config=OPERATOR_CONTAINERD_CONFIG, containerd_socket=OPERATOR_CONTAINERD_SOCKET,
-             fallback=True),
+             fallback=True, title='Kubernetes', rbac='gpuvirt-automation-kubernetes.yml'),
     Platform(name='rke2', gpu_operator_install='helm', gpu_operator_namespace='gpu-operator',
              nfd_install='chart', kernel_args='host', kubevirt_config='kubevirt',
              containerd_config=OPERATOR_CONTAINERD_CONFIG, containerd_socket='/run/k3s/containerd/containerd.sock',
-             detect_node_annotation='rke2.io/node-args'),
+             detect_node_annotation='rke2.io/node-args', title='RKE2', rbac='gpuvirt-automation-kubernetes.yml'),
 )
 
 # The vocabulary of each column a role branches on.
@@ -154,6 +165,15 @@ COLUMN_CHOICES = {
 # what the row names, on a distribution without a row of its own (on the kubernetes row, a containerd whose socket
 # is elsewhere). Every other trait is what the platform is: another value is another row.
 OVERRIDABLE = ('containerd_config', 'containerd_socket')
+# How a message names a value of the columns that say what a run does on the platform (``describe``).
+COLUMN_WORDS = (
+    ('gpu_operator_install', {'olm': 'OLM', 'helm': 'Helm'}),
+    ('kubevirt_config', {'hco': 'HyperConverged', 'kubevirt': 'KubeVirt CR'}),
+    ('kernel_args', {'machineconfig': 'MachineConfig', 'host': 'host kernel arguments'}),
+)
+# a file directly under docs/rbac/, named as the shipped ones are
+_RBAC_FILE_RE = re.compile(r'gpuvirt-automation(?:-[a-z0-9]{1,32}){0,4}\.yml')
+_TITLE_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9 .+-]{0,31}')
 _HOST_PATH_RE = re.compile(r'(?:/(?!\.\.?(?:/|$))[A-Za-z0-9_.+-]{1,255}){1,64}')
 
 
@@ -185,6 +205,12 @@ def check_table(table):
         if bool(row.detect_api) != bool(row.detect_kind) or (row.fallback and row.detect_api):
             raise PlatformError('platform %s: detect_api and detect_kind go together, on a row that is not the '
                                 'fallback' % row.name)
+        if not isinstance(row.title, str) or not _TITLE_RE.fullmatch(row.title):
+            raise PlatformError("platform %s: title %r: give the platform's name as people write it, 1 to 32 letters, "
+                                "digits, blanks, '.', '+' or '-'" % (row.name, row.title))
+        if not isinstance(row.rbac, str) or not _RBAC_FILE_RE.fullmatch(row.rbac):
+            raise PlatformError('platform %s: rbac %r: name its RBAC file under docs/rbac/, '
+                                'gpuvirt-automation[-<word>].yml' % (row.name, row.rbac))
         if row.detect_node_annotation is not None:
             try:
                 validators.label_key(row.detect_node_annotation, 'platform %s: detect_node_annotation' % row.name)
@@ -280,6 +306,13 @@ def with_overrides(name, overrides):
     return row
 
 
+def describe(row):
+    """The platform in words for a message, from its traits (a row's dict, as ``traits`` returns it): its title and
+    what the run does there, e.g. ``OpenShift (OLM, HyperConverged, MachineConfig)``."""
+    words = [choices.get(row.get(column), str(row.get(column))) for column, choices in COLUMN_WORDS]
+    return '%s (%s)' % (row.get('title') or row.get('name'), ', '.join(words))
+
+
 def _choice(value, choices, var):
     value = '' if value is None else str(value).strip()
     if value not in choices:
@@ -347,7 +380,8 @@ def resolve(settings):
     ``settings``: {mode, render_dir, platform, kubevirt_config, served_apis (apply + auto: list), node_annotations
     (apply + auto: the detect annotations a node carries, list), hco_served (apply + auto: bool), platform_traits
     (gpuvirt_platform_traits: overrides, with_overrides)}. Returns {mode,
-    render_dir, platform, kubevirt_config, traits} (traits: the platform's row, the overrides over it).
+    render_dir, platform, kubevirt_config, traits, says} (traits: the platform's row, the overrides over it; says:
+    the platform in words, ``describe``).
     """
     settings = settings or {}
     mode = _choice(settings.get('mode') or 'apply', MODES, 'gpuvirt_cluster_mode')
@@ -358,10 +392,12 @@ def resolve(settings):
     platform = resolve_platform(settings.get('platform'), mode, settings.get('served_apis'),
                                 settings.get('node_annotations'))
     config = resolve_kubevirt_config(settings.get('kubevirt_config'), platform, mode, settings.get('hco_served'))
+    row = with_overrides(platform, settings.get('platform_traits'))
     return {
         'mode': mode,
         'render_dir': str(render_dir),
         'platform': platform,
         'kubevirt_config': config,
-        'traits': with_overrides(platform, settings.get('platform_traits')),
+        'traits': row,
+        'says': describe(row),
     }

@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 from kube_cluster import recap, run_playbook, write_summary  # noqa: E402
 import apiserver  # noqa: E402  (tools/kube, on sys.path through kube_cluster)
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform as platform_table  # noqa: E402
 import fake_helm  # noqa: E402
 import schema  # noqa: E402
 
@@ -448,13 +449,33 @@ def test_verify_check_mode_reports_the_wait_instead_of_waiting(tmp_path, kube):
 
 # --- preflight --------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize('openshift', [True, False])
-def test_preflight_reaches_the_cluster_and_tells_openshift_apart(tmp_path, kube, openshift):
-    cluster = kube([cluster_version()] if openshift else [], openshift=openshift)
-    rc, log = run(tmp_path, 'preflight', 'preflight-apply', gpuvirt_kubeconfig=cluster.kubeconfig)
+KNOWN_PLATFORMS_SAID = {
+    'openshift': 'Cluster answers: OpenShift (OLM, HyperConverged, MachineConfig); KubeVirt is configured in '
+                 'HyperConverged',
+    'kubernetes': 'Cluster answers: Kubernetes (Helm, KubeVirt CR, host kernel arguments); KubeVirt is configured '
+                  'in the KubeVirt CR',
+    'rke2': 'Cluster answers: RKE2 (Helm, KubeVirt CR, host kernel arguments); KubeVirt is configured in the '
+            'KubeVirt CR',
+}
+
+
+@pytest.mark.parametrize('name', platform_table.PLATFORM_NAMES)
+def test_auto_tells_every_platform_row_apart_as_its_own_rbac_identity(tmp_path, kube, name):
+    # a cluster as the harness makes one of a row: its detection API served (detect_api), or its nodes annotated
+    # (detect_node_annotation), HCO where its kubevirt_config is hco, and the RBAC file its rbac column names granted
+    # to the automation identity the run uses: a new row is tested without a test of its own
+    row = platform_table.PLATFORMS[name]
+    annotations = {row.detect_node_annotation: '[]'} if row.detect_node_annotation else {}
+    node = {'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'gpu-1', 'annotations': annotations}}
+    cluster = kube([node], platform=name)
+    rc, log = run(tmp_path, 'preflight', 'preflight-apply', gpuvirt_kubeconfig=cluster.kubeconfig,
+                  gpuvirt_platform='auto')
     assert rc == 0, log
-    want = 'OpenShift (OLM, HyperConverged, MachineConfig)' if openshift else 'Kubernetes (Helm, KubeVirt CR)'
-    assert 'Cluster answers: ' + want in log, log
+    said = ' '.join(log.split())
+    kubevirt = 'HyperConverged' if row.kubevirt_config == 'hco' else 'the KubeVirt CR'
+    assert 'Cluster answers: %s (' % row.title in said and 'KubeVirt is configured in %s' % kubevirt in said, log
+    # the rows shipped, in the words preflight gives them (what the platform's docs say the run does there)
+    assert KNOWN_PLATFORMS_SAID.get(name, '') in said, log
     assert cluster.attempts() == [] and cluster.dry_runs() == []
 
 

@@ -1,7 +1,8 @@
 # Copyright (c) gpuvirt.provision contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The shipped least-privilege RBAC (docs/rbac/gpuvirt-automation.yml for OpenShift, gpuvirt-automation-kubernetes.yml
-for Kubernetes) is what the phases need, and no more, proved against the real API server.
+"""The shipped least-privilege RBAC (the file each platform row names in its rbac column:
+docs/rbac/gpuvirt-automation.yml for OpenShift, gpuvirt-automation-kubernetes.yml for Kubernetes and RKE2) is what the
+phases need, and no more, proved against the real API server for every row of the platform table.
 
 Every apply test runs as the service account those files bind (the harness grants the file of the platform it
 serves, as is). Here:
@@ -27,18 +28,21 @@ ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration'))
 sys.path.insert(0, os.path.join(ROOT, 'tools', 'kube'))
 import apiserver  # noqa: E402
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform as platform_table  # noqa: E402
 import kube_cluster  # noqa: E402
 
 W = 'nvidia.com/gpu.workload.config'
 RBAC = 'rbac.authorization.k8s.io/v1'
 SA = {'kind': 'ServiceAccount', 'name': apiserver.AUTOMATION_SA, 'namespace': apiserver.AUTOMATION_NS}
-# per platform: the GPU Operator's namespace (plugins/module_utils/model/platform.py, gpu_operator_namespace), the
-# namespaces the file lets the automation label, and the names of the objects it may touch there
-OPERATOR_NS = {'openshift': 'nvidia-gpu-operator', 'kubernetes': 'gpu-operator'}
-OWN_NAMESPACES = {'openshift': {'nvidia-gpu-operator', 'openshift-nfd'}, 'kubernetes': {'gpu-operator'}}
+# per platform row: the GPU Operator's namespace (its gpu_operator_namespace), the namespaces the file lets the
+# automation label (that one, and the NFD operator's where OLM installs NFD: roles/gpu_operator's openshift-nfd),
+# and the names of the objects it may touch there
+OPERATOR_NS = dict((row.name, row.gpu_operator_namespace) for row in platform_table.PLATFORM_TABLE)
+OWN_NAMESPACES = dict((row.name, {row.gpu_operator_namespace} | {'openshift-nfd'} if row.nfd_install == 'olm'
+                       else {row.gpu_operator_namespace}) for row in platform_table.PLATFORM_TABLE)
 PULL_SECRET, VGPU_CONFIGMAP = 'gpuvirt-vgpu-pull', 'gpuvirt-vgpu-devices-config'
 VERIFY_NS, SMOKE_VM = 'default', 'gpuvirt-smoke'
-PLATFORMS = ('openshift', 'kubernetes')
+PLATFORMS = platform_table.PLATFORM_NAMES
 
 
 def shipped(platform):
@@ -46,7 +50,7 @@ def shipped(platform):
 
 
 def start(kube, platform, objects=()):
-    return kube(list(objects), openshift=platform == 'openshift')
+    return kube(list(objects), platform=platform)
 
 
 def as_automation(cluster, method, path, body=None, content_type='application/json'):
@@ -94,10 +98,10 @@ def test_the_harness_grants_exactly_the_shipped_file(kube, platform):
         # the server stores the rules as given, fields it does not default aside
         stored = [dict((k, v) for k, v in rule.items() if v) for rule in on_server[key]]
         assert stored == rules, key
-    # the other file is not granted alongside
-    other = [p for p in PLATFORMS if p != platform][0]
-    for ns in OWN_NAMESPACES[other] - OWN_NAMESPACES[platform]:
-        assert cluster.get('v1', 'Namespace', ns) is None
+    # no other file is granted alongside
+    for other in PLATFORMS:
+        for ns in OWN_NAMESPACES[other] - OWN_NAMESPACES[platform]:
+            assert cluster.get('v1', 'Namespace', ns) is None, (platform, other, ns)
 
 
 @pytest.mark.parametrize('platform', PLATFORMS)

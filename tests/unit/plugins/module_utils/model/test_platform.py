@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 
 import pytest
@@ -29,13 +30,15 @@ def test_table_rows():
         'namespace_labels': {'openshift.io/cluster-monitoring': 'true'}, 'nfd_install': 'olm',
         'kernel_args': 'machineconfig', 'kubevirt_config': 'hco', 'container_runtime': 'cri-o',
         'containerd_config': None, 'containerd_socket': None, 'detect_api': OPENSHIFT_API,
-        'detect_kind': 'ClusterVersion', 'fallback': False}
+        'detect_kind': 'ClusterVersion', 'fallback': False,
+        # the shipped RBAC files: docs/rbac/README.md, one per platform's namespaces and APIs
+        'title': 'OpenShift', 'rbac': 'gpuvirt-automation.yml'}
     kubernetes = {
         'name': 'kubernetes', 'gpu_operator_install': 'helm', 'gpu_operator_namespace': 'gpu-operator',
         'namespace_labels': {}, 'nfd_install': 'chart', 'kernel_args': 'host', 'kubevirt_config': 'kubevirt',
         'container_runtime': 'containerd', 'containerd_config': '/etc/containerd/config.toml',
         'containerd_socket': '/run/containerd/containerd.sock', 'detect_api': None, 'detect_kind': None,
-        'fallback': True}
+        'fallback': True, 'title': 'Kubernetes', 'rbac': 'gpuvirt-automation-kubernetes.yml'}
     # RKE2: NVIDIA's "Installing the NVIDIA GPU Operator" ("Rancher Kubernetes Engine 2") defers to RKE2's "Deploy
     # NVIDIA Operator" (rancher/rke2-docs docs/add-ons/gpu_operators.md): NVIDIA's chart into gpu-operator, the
     # toolkit's CONTAINERD_SOCKET /run/k3s/containerd/containerd.sock and no CONTAINERD_CONFIG (RKE2 adds the nvidia
@@ -43,7 +46,7 @@ def test_table_rows():
     # detected by the annotation every RKE2 node carries (k3s pkg/nodeconfig/nodeconfig.go NodeArgsAnnotation =
     # version.Program + ".io/node-args", version.Program=rke2 in rancher/rke2 scripts/version.sh)
     rke2 = dict(kubernetes, name='rke2', containerd_socket='/run/k3s/containerd/containerd.sock',
-                detect_node_annotation='rke2.io/node-args', fallback=False)
+                detect_node_annotation='rke2.io/node-args', fallback=False, title='RKE2')
     # the cited traits of each row (a new column with its default changes none of them)
     for name, want in (('openshift', openshift), ('kubernetes', kubernetes), ('rke2', rke2)):
         got = platform.traits(name)
@@ -240,7 +243,7 @@ def test_kubevirt_config():
 def test_resolve_builds_the_one_fact():
     got = platform.resolve({'mode': 'render', 'render_dir': '/out', 'platform': 'openshift', 'kubevirt_config': 'auto'})
     assert got == {'mode': 'render', 'render_dir': '/out', 'platform': 'openshift', 'kubevirt_config': 'hco',
-                   'traits': platform.traits('openshift')}
+                   'traits': platform.traits('openshift'), 'says': 'OpenShift (OLM, HyperConverged, MachineConfig)'}
     got = platform.resolve({'mode': 'apply', 'platform': 'auto', 'kubevirt_config': 'auto',
                             'served_apis': [], 'hco_served': False})
     assert (got['platform'], got['kubevirt_config'], got['traits']['gpu_operator_install']) == ('kubernetes', 'kubevirt', 'helm')
@@ -262,3 +265,46 @@ def test_filter():
     with pytest.raises(AnsibleFilterError, match=r'expected the cluster settings'):
         cluster_filter.cluster_platform(['openshift'])
     assert set(cluster_filter.FilterModule().filters()) == {'cluster_platform', 'kubevirt_gate'}
+
+
+def test_describe_says_the_title_and_what_the_run_does_there():
+    assert platform.describe(platform.traits('openshift')) == 'OpenShift (OLM, HyperConverged, MachineConfig)'
+    assert platform.describe(platform.traits('kubernetes')) == 'Kubernetes (Helm, KubeVirt CR, host kernel arguments)'
+    assert platform.describe(platform.traits('rke2')) == 'RKE2 (Helm, KubeVirt CR, host kernel arguments)'
+    # the resolved fact says the same, with the row's own KubeVirt CR whatever the run's kubevirt_config
+    got = platform.resolve({'mode': 'render', 'render_dir': '/o', 'platform': 'rke2', 'kubevirt_config': 'hco'})
+    assert got['says'] == 'RKE2 (Helm, KubeVirt CR, host kernel arguments)'
+
+
+@pytest.mark.parametrize('rbac', ['gpuvirt-automation.yml', 'gpuvirt-automation-k3s.yml',
+                                  'gpuvirt-automation-a-b-c-d.yml'])
+def test_a_row_names_its_rbac_file_under_docs_rbac(rbac):
+    row = platform.PLATFORMS['rke2'].replace(rbac=rbac)
+    table = [r for r in platform.PLATFORM_TABLE if r.name != 'rke2'] + [row]
+    assert platform.check_table(table)[-1].rbac == rbac
+
+
+@pytest.mark.parametrize('rbac', ['', None, '../gpuvirt-automation.yml', 'gpuvirt-automation.yaml', 'other.yml',
+                                  'gpuvirt-automation-a-b-c-d-e.yml', 'gpuvirt-automation-K3S.yml',
+                                  'gpuvirt-automation.yml\n', 'docs/rbac/gpuvirt-automation.yml'])
+def test_a_row_whose_rbac_is_no_file_under_docs_rbac_is_refused_naming_it(rbac):
+    row = platform.PLATFORMS['rke2'].replace(rbac=rbac)
+    table = [r for r in platform.PLATFORM_TABLE if r.name != 'rke2'] + [row]
+    with pytest.raises(platform.PlatformError, match=r'platform rke2: rbac .*docs/rbac/'):
+        platform.check_table(table)
+
+
+@pytest.mark.parametrize('title', ['', None, ' RKE2', 'R' * 33, 'RKE2\n', 'RKE<2>', 3])
+def test_a_row_without_a_plain_title_is_refused_naming_it(title):
+    row = platform.PLATFORMS['rke2'].replace(title=title)
+    table = [r for r in platform.PLATFORM_TABLE if r.name != 'rke2'] + [row]
+    with pytest.raises(platform.PlatformError, match=r'platform rke2: title '):
+        platform.check_table(table)
+    assert platform.check_table([r for r in platform.PLATFORM_TABLE if r.name != 'rke2']
+                                + [row.replace(title='R' * 32)])
+
+
+def test_every_row_names_an_rbac_file_that_is_shipped():
+    rbac = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..', '..', 'docs', 'rbac')
+    for row in platform.PLATFORM_TABLE:
+        assert os.path.isfile(os.path.join(rbac, row.rbac)), (row.name, row.rbac)
