@@ -16,76 +16,34 @@ description:
     C(iommu=pt) on Intel, C(amd_iommu=on) plus C(iommu=pt) on AMD as the SSH path writes them) and, when asked, the
     nouveau blacklist as an Ignition file
     (C(/etc/modprobe.d/blacklist-nouveau.conf), base64 data URL).
-  - With O(create_pool), also a C(MachineConfigPool) selecting the worker configs and its own, for the nodes
-    labelled C(node-role.kubernetes.io/<pool>) (or O(node_selector)).
-  - Fails, before anything is written, when O(existing_pools) is given and lacks O(pool) while O(create_pool)
-    is false.
+  - When O(pool) is a dedicated pool the run creates (O(settings.create_pool)), also a C(MachineConfigPool)
+    selecting the worker configs and its own, for the nodes labelled C(node-role.kubernetes.io/<pool>) (or
+    O(settings.node_selector), for O(settings.pool)).
+  - Fails, before anything is written, when O(existing_pools) is given and lacks O(pool) while O(pool) is not a
+    dedicated pool the run creates.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
   pool:
-    description: MachineConfigPool the configuration is for.
+    description:
+      - MachineConfigPool the configuration is for (the pool of the role's loop item). O(settings.name) and
+        O(settings.node_selector) are those of O(settings.pool) only; another pool gets the default name and
+        selector, and is created with O(settings.create_pool) unless it is built in (C(master), C(worker)).
     type: str
     required: true
-  cpu_vendor:
-    description: CPU vendor of the pool's nodes.
-    type: str
-    choices: [intel, amd]
-    required: true
-  iommu_passthrough:
-    description: Add C(iommu=pt).
-    type: bool
-    default: true
-  extra_kernel_args:
-    description: More kernel arguments.
-    type: list
-    elements: str
-    default: []
-  blacklist_nouveau:
-    description: Add the nouveau blacklist file.
-    type: bool
-    default: true
-  name:
-    description:
-      - MachineConfig name; default C(100-<pool>-gpuvirt-iommu).
-      - With O(render) the name gets the short hash of the content, C(<name>-<10 hex digits>) (see O(render)).
-    type: str
-  create_pool:
-    description:
-      - Also build a dedicated MachineConfigPool named O(pool); in apply mode only when O(existing_pools) does not
-        list it, with O(render) always (see O(render)).
-    type: bool
-    default: false
-  render:
-    description:
-      - Render mode. With O(create_pool) the pool is always among RV(objects), also when O(existing_pools) lists
-        it (the GitOps-created pool is live); a render directory holds every object it manages, so a pool left out
-        would be pruned and deleted by the GitOps tool, and its nodes would fall back to worker, lose the IOMMU
-        arguments and reboot.
-      - The MachineConfig's name ends in the short hash of its content (C(<name>-<10 hex digits>)), so an edit is a
-        new object whose old one the GitOps tool prunes, and the rendered pool carries the annotation
-        C(gpuvirt.provision/expected-machineconfig) with that name, which the health checks of docs/gitops/ compare
-        with the pool's C(status.configuration.source) (healthy only once the pool runs this content).
-    type: bool
-    default: false
   inherit_from:
     description:
-      - A pool whose IOMMU MachineConfig this run also writes (C(worker), when O(pool) is a custom pool and the
-        run's C(machineconfig_pool) is worker). When O(pool) takes that pool's MachineConfigs (its
-        C(machineConfigSelector) in O(pools), or, without it, the pattern of a custom pool, which inherits from
-        worker), the MachineConfig returned is that pool's (named O(inherit_name)), not a second one with the same
-        kernel arguments for O(pool), which the render controller would merge into O(pool)'s config as well.
+      - A pool whose IOMMU MachineConfig this run also writes (C(worker), when O(pool) is a custom pool and
+        O(settings.pool) is worker). When O(pool) takes that pool's MachineConfigs (its C(machineConfigSelector) in
+        O(pools), or, without it, the pattern of a custom pool, which inherits from worker), the MachineConfig
+        returned is that pool's (named as O(settings.name) names it for O(settings.pool), else
+        C(100-<inherit_from>-gpuvirt-iommu)), not a second one with the same kernel arguments for O(pool), which the
+        render controller would merge into O(pool)'s config as well.
     type: str
-  inherit_name:
-    description: The name of O(inherit_from)'s MachineConfig; default C(100-<inherit_from>-gpuvirt-iommu).
-    type: str
-  node_selector:
-    description: Node labels the dedicated pool selects.
-    type: dict
   existing_pools:
     description:
       - Names of the cluster's MachineConfigPools; omit in render mode without a cluster. A pool that is not listed
-        must be created (O(create_pool)); in apply mode a listed pool is not built again.
+        must be created (O(settings.create_pool)); in apply mode a listed pool is not built again.
     type: list
     elements: str
   expected_nodes:
@@ -117,14 +75,18 @@ options:
     elements: dict
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
+  # settings (the machineconfig settings, one mapping): the doc fragment gpuvirt.provision.machineconfig_settings
+  - gpuvirt.provision.machineconfig_settings
 '''
 
 EXAMPLES = r'''
 - name: IOMMU and nouveau for a dedicated GPU pool
   gpuvirt.provision.machineconfig_manifests:
     pool: gpu
-    cpu_vendor: intel
-    create_pool: true
+    settings:
+      pool: gpu
+      cpu_vendor: intel
+      create_pool: true
   register: mc
 '''
 
@@ -135,7 +97,7 @@ objects:
   type: list
   elements: dict
 machineconfig_name:
-  description: Name of the MachineConfig (with O(render), with its content hash).
+  description: Name of the MachineConfig (with O(settings.render), with its content hash).
   returned: success
   type: str
 kernel_args:
@@ -157,26 +119,36 @@ selector:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig_settings
+
+# the pool of the loop item, what the run read from the cluster (in render mode the pool names the inventory gives
+# instead), and the pool whose MachineConfig this one inherits (from the pools of the whole fleet): each an option of
+# its own, beside the settings
+READS = ('pool', 'inherit_from', 'existing_pools', 'expected_nodes', 'nodes', 'pool_selector', 'pools')
 
 
 def build(p):
-    mc.check_pool_exists(p['pool'], p['existing_pools'], p['create_pool'])
-    args = mc.iommu_kernel_args(p['cpu_vendor'], p['iommu_passthrough'], p['extra_kernel_args'])
+    settings = machineconfig_settings.build(p['settings'])
+    pool = p['pool']
+    # name, node selector and whether the pool is created: the settings' answer for this pool
+    create_pool = settings.creates_pool(pool)
+    mc.check_pool_exists(pool, p['existing_pools'], create_pool)
+    args = mc.iommu_kernel_args(settings.cpu_vendor, settings.iommu_passthrough, settings.extra_kernel_args)
     objects = []
-    if mc.renders_pool(p['pool'], p['create_pool'], p['existing_pools'], p['render']):
-        objects.append(mc.build_pool(p['pool'], p['node_selector']))
-    config = mc.build_machineconfig(p['pool'], args, p['blacklist_nouveau'], p['name'])
-    if p['inherit_from'] and mc.takes_configs_of(p['pool'], p['inherit_from'], p['pools']):
+    if mc.renders_pool(pool, create_pool, p['existing_pools'], settings.render):
+        objects.append(mc.build_pool(pool, settings.node_selector_of(pool)))
+    config = mc.build_machineconfig(pool, args, settings.blacklist_nouveau, settings.machineconfig_name(pool))
+    if p['inherit_from'] and mc.takes_configs_of(pool, p['inherit_from'], p['pools']):
         # the same kernel arguments already reach the pool through the inherited pool's MachineConfig
-        config = mc.build_machineconfig(p['inherit_from'], args, p['blacklist_nouveau'], p['inherit_name'])
-    if p['render']:
+        config = mc.build_machineconfig(p['inherit_from'], args, settings.blacklist_nouveau,
+                                        settings.machineconfig_name(p['inherit_from']))
+    if settings.render:
         # a content change is a new object; the pool names the one it must run (a GitOps health check reads it)
         config = mc.with_content_name(config)
-        objects = [mc.expecting(pool, config['metadata']['name']) for pool in objects]
-    selector = (mc.pool_selector(p['pool'], p['node_selector']) if p['create_pool']
+        objects = [mc.expecting(obj, config['metadata']['name']) for obj in objects]
+    selector = (mc.pool_selector(pool, settings.node_selector_of(pool)) if create_pool
                 else dict(p['pool_selector'] or {}))
-    label_nodes = mc.nodes_into_pool(
-        p['pool'], selector, p['expected_nodes'], p['nodes'], p['create_pool'], pools=p['pools'])
+    label_nodes = mc.nodes_into_pool(pool, selector, p['expected_nodes'], p['nodes'], create_pool, pools=p['pools'])
     objects.append(config)
     return dict(objects=objects, machineconfig_name=config['metadata']['name'], kernel_args=args,
                 label_nodes=label_nodes, selector=selector)
@@ -185,22 +157,16 @@ def build(p):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            # the settings' schema is the record's (manifests/machineconfig_settings.py FIELDS): a new setting edits
+            # no line here
+            settings=dict(type='dict', required=True, options=machineconfig_settings.argument_spec()),
             pool=dict(type='str', required=True),
-            cpu_vendor=dict(type='str', choices=['intel', 'amd'], required=True),
-            iommu_passthrough=dict(type='bool', default=True),
-            extra_kernel_args=dict(type='list', elements='str', default=[]),
-            blacklist_nouveau=dict(type='bool', default=True),
-            name=dict(type='str'),
-            create_pool=dict(type='bool', default=False),
-            node_selector=dict(type='dict'),
+            inherit_from=dict(type='str'),
             existing_pools=dict(type='list', elements='str'),
             expected_nodes=dict(type='list', elements='str', default=[]),
             nodes=dict(type='list', elements='dict', default=[]),
             pool_selector=dict(type='dict'),
             pools=dict(type='list', elements='dict'),
-            render=dict(type='bool', default=False),
-            inherit_from=dict(type='str'),
-            inherit_name=dict(type='str'),
         ),
         supports_check_mode=True,
     )

@@ -453,6 +453,7 @@ RUNTIME = (
     '__machineconfig_pool_read',
     '__machineconfig_pools_read',
     '__machineconfig_rendered',
+    '__machineconfig_settings',
     '__machineconfig_status',
     '__machineconfig_status_last',
     '__machineconfig_status_nodes',

@@ -65,28 +65,34 @@ def test_kubevirt_module_refuses_under_hco(monkeypatch):
     assert res['failed'] and 'HyperConverged' in res['msg']
 
 
+def run_mc(monkeypatch, args):
+    """machineconfig_manifests with ``args`` given flat, split into the settings and the module's own options (the
+    pool of the loop and the reads); settings.pool, the main pool, stays worker unless given."""
+    return run_module(monkeypatch, machineconfig_manifests, settings_args(args, machineconfig_manifests.READS))
+
+
 def test_machineconfig_module_pool_checks(monkeypatch):
-    res = run_module(monkeypatch, machineconfig_manifests, {'pool': 'gpu', 'cpu_vendor': 'intel', 'existing_pools': ['worker']})
+    res = run_mc(monkeypatch, {'pool': 'gpu', 'cpu_vendor': 'intel', 'existing_pools': ['worker']})
     assert res['failed'] and "'gpu' does not exist" in res['msg']
-    res = run_module(monkeypatch, machineconfig_manifests,
-                     {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
+    res = run_mc(monkeypatch,
+                 {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
     assert [o['kind'] for o in res['objects']] == ['MachineConfigPool', 'MachineConfig']
     # an existing pool is not re-created in apply mode
-    res = run_module(monkeypatch, machineconfig_manifests,
-                     {'pool': 'gpu', 'cpu_vendor': 'amd', 'create_pool': True, 'existing_pools': ['gpu']})
+    res = run_mc(monkeypatch,
+                 {'pool': 'gpu', 'cpu_vendor': 'amd', 'create_pool': True, 'existing_pools': ['gpu']})
     assert [o['kind'] for o in res['objects']] == ['MachineConfig'] and res['kernel_args'] == ['amd_iommu=on', 'iommu=pt']
     # a render always holds it: left out, its file would be pruned and the GitOps tool would delete the live pool
-    res = run_module(monkeypatch, machineconfig_manifests,
-                     {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker', 'gpu'],
-                      'render': True})
+    res = run_mc(monkeypatch,
+                 {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker', 'gpu'],
+                  'render': True})
     assert [o['kind'] for o in res['objects']] == ['MachineConfigPool', 'MachineConfig']
     # rendered: the MachineConfig's name carries its content hash, and the pool names it for the health checks
     (pool, config) = res['objects']
     assert res['machineconfig_name'] == config['metadata']['name'] == '100-gpu-gpuvirt-iommu-' + mc.content_hash(config)
     assert pool['metadata']['annotations'] == {mc.EXPECTED_CONFIG_ANNOTATION: res['machineconfig_name']}
     # apply mode keeps the fixed name (nothing would prune an old one) and writes no annotation
-    res = run_module(monkeypatch, machineconfig_manifests,
-                     {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
+    res = run_mc(monkeypatch,
+                 {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker']})
     assert res['machineconfig_name'] == '100-gpu-gpuvirt-iommu' and 'annotations' not in res['objects'][0]['metadata']
 
 
@@ -98,23 +104,23 @@ def test_machineconfig_module_gives_a_custom_pool_the_worker_machineconfig_it_in
         return {'metadata': {'name': name}, 'spec': {
             'machineConfigSelector': {'matchExpressions': [{'key': mc.ROLE_LABEL, 'operator': 'In', 'values': roles}]},
             'nodeSelector': {'matchLabels': {'node-role.kubernetes.io/' + name: ''}}}}
-    worker = run_module(monkeypatch, machineconfig_manifests, {'pool': 'worker', 'cpu_vendor': 'intel', 'render': True})
+    worker = run_mc(monkeypatch, {'pool': 'worker', 'cpu_vendor': 'intel', 'render': True})
     args = {'pool': 'gpu-vf', 'cpu_vendor': 'intel', 'render': True, 'inherit_from': 'worker'}
-    res = run_module(monkeypatch, machineconfig_manifests, args)
+    res = run_mc(monkeypatch, args)
     assert res['objects'] == worker['objects'] and res['machineconfig_name'] == worker['machineconfig_name']
     assert res['objects'][0]['metadata']['labels'] == {mc.ROLE_LABEL: 'worker'}
     # the name the run gives worker's MachineConfig (machineconfig_name), apply mode too
-    named = run_module(monkeypatch, machineconfig_manifests, dict(args, render=False, inherit_name='100-gpu-iommu'))
+    named = run_mc(monkeypatch, dict(args, render=False, name='100-gpu-iommu'))
     assert named['machineconfig_name'] == '100-gpu-iommu'
     # a custom pool read from the cluster that does not take the worker configs gets its own
-    res = run_module(monkeypatch, machineconfig_manifests, dict(args, existing_pools=['worker', 'gpu-vf'],
-                                                                pools=[mcp('worker', ['worker']), mcp('gpu-vf', ['gpu-vf'])]))
+    res = run_mc(monkeypatch, dict(args, existing_pools=['worker', 'gpu-vf'],
+                                   pools=[mcp('worker', ['worker']), mcp('gpu-vf', ['gpu-vf'])]))
     assert res['objects'][0]['metadata']['labels'] == {mc.ROLE_LABEL: 'gpu-vf'}
-    res = run_module(monkeypatch, machineconfig_manifests, dict(args, existing_pools=['worker', 'gpu-vf'],
-                                                                pools=[mcp('worker', ['worker']), mcp('gpu-vf', ['worker', 'gpu-vf'])]))
+    res = run_mc(monkeypatch, dict(args, existing_pools=['worker', 'gpu-vf'],
+                                   pools=[mcp('worker', ['worker']), mcp('gpu-vf', ['worker', 'gpu-vf'])]))
     assert res['objects'] == worker['objects']
     # without inherit_from (no worker MachineConfig in the run) the pool has its own
-    res = run_module(monkeypatch, machineconfig_manifests, {'pool': 'gpu-vf', 'cpu_vendor': 'intel', 'render': True})
+    res = run_mc(monkeypatch, {'pool': 'gpu-vf', 'cpu_vendor': 'intel', 'render': True})
     assert res['objects'][0]['metadata']['labels'] == {mc.ROLE_LABEL: 'gpu-vf'}
 
 
@@ -126,10 +132,10 @@ def test_machineconfig_module_refuses_a_node_another_custom_pool_selects(monkeyp
     node = {'metadata': {'name': 'gpu-1', 'labels': {'node-role.kubernetes.io/worker': '', 'node-role.kubernetes.io/infra': ''}}}
     args = {'pool': 'gpu', 'cpu_vendor': 'intel', 'create_pool': True, 'existing_pools': ['worker', 'infra'],
             'expected_nodes': ['gpu-1'], 'nodes': [node]}
-    res = run_module(monkeypatch, machineconfig_manifests, dict(args, pools=[mcp('worker'), mcp('infra')]))
+    res = run_mc(monkeypatch, dict(args, pools=[mcp('worker'), mcp('infra')]))
     assert res['failed'] and 'Node gpu-1 is selected by more than one custom MachineConfigPool (gpu, infra)' in res['msg']
     # without the pools (render mode) only the selector is known
-    res = run_module(monkeypatch, machineconfig_manifests, args)
+    res = run_mc(monkeypatch, args)
     assert not res.get('failed') and [n['name'] for n in res['label_nodes']] == ['gpu-1']
 
 

@@ -86,6 +86,10 @@ def _built(monkeypatch, module, args):
     if module in (gpu_operator_manifests, dra_manifests, hco_permitted_devices, kubevirt_permitted_devices):
         # the module's settings and reads, split (the arguments given flat)
         args = settings_args(args, module.READS)
+    if module is machineconfig_manifests:
+        # the settings and the pool's own options, split; the pool built is the run's main pool (settings.pool)
+        args = settings_args(args, module.READS)
+        args['settings'].setdefault('pool', args['pool'])
     res = run_module(monkeypatch, module, args)
     assert not res['failed'], (module.__name__, res.get('msg'))
     return res
