@@ -58,10 +58,12 @@ def checked(check, value, name, hint='', message=None):
 
 def version_tuple(version):
     """``(major, minor, patch)`` of ``1.8``, ``v1.8.2`` or ``4.19.0-rc.1`` (pre-release and build ignored)."""
-    # [0-9], not \d: \d also takes other scripts' digits ('٢٦.7.1'), which would reach a CSV name as they are
-    match = re.fullmatch(r'v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?(?:[-+][0-9A-Za-z.+-]*)?', str(version or '').strip())
-    if not match:
-        raise ManifestError("version %r is not MAJOR.MINOR[.PATCH]" % (version,))
+    # [0-9], not \d: \d also takes other scripts' digits ('٢٦.7.1'), which would reach a CSV name as they are; at most
+    # 9 digits a part (int() of thousands of digits raises ValueError, not this refusal), 128 characters in all
+    text = str(version or '').strip()
+    match = re.fullmatch(r'v?([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:[-+][0-9A-Za-z.+-]*)?', text[:129])
+    if not match or len(text) > 128:
+        raise ManifestError("version %s is not MAJOR.MINOR[.PATCH]" % validators.shown(version))
     return tuple(int(x or 0) for x in match.groups())
 
 

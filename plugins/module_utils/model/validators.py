@@ -56,7 +56,7 @@ class ValidationError(ValueError):
 
 def _need_str(value, name, expected):
     if not isinstance(value, str):
-        raise ValidationError('%s: %r is not a string; expected %s' % (name, value, expected))
+        raise ValidationError('%s: %s is not a string; expected %s' % (name, _quoted(value), expected))
     return value
 
 
@@ -67,10 +67,17 @@ def shown(value, cap=80):
     return text if len(text) <= cap else text[:cap] + '...'
 
 
+def _quoted(value, cap=200):
+    """``value``'s repr in a refusal, at most ``cap`` characters and ``...``: an input of any size named without
+    repeating all of it (repr escapes control characters; other characters show as typed)."""
+    text = repr(value)
+    return text if len(text) <= cap else text[:cap] + '...'
+
+
 def _check(value, name, pattern, max_len, expected):
     _need_str(value, name, expected)
     if len(value) > max_len or not pattern.fullmatch(value):
-        raise ValidationError('%s: %r is not valid; expected %s' % (name, value, expected))
+        raise ValidationError('%s: %s is not valid; expected %s' % (name, _quoted(value), expected))
     return value
 
 
@@ -87,8 +94,8 @@ def to_bool(value, name):
             return True
         if text in FALSE_STRINGS:
             return False
-    raise ValidationError('%s: %r is not a boolean; use true or false (yes/no, on/off and 1/0 are accepted too)'
-                          % (name, value))
+    raise ValidationError('%s: %s is not a boolean; use true or false (yes/no, on/off and 1/0 are accepted too)'
+                          % (name, _quoted(value)))
 
 
 def dns1123_label(value, name):
@@ -176,13 +183,13 @@ def oci_repository(value, name):
     """A repository path: components of lower-case letters and digits separated by '.', '_', '__' or '-'."""
     _need_str(value, name, 'an image repository path')
     if len(value) > OCI_PATH_MAX or not value:
-        raise ValidationError('%s: %r is not valid; expected an image repository path of at most %d characters'
-                              % (name, value, OCI_PATH_MAX))
+        raise ValidationError('%s: %s is not valid; expected an image repository path of at most %d characters'
+                              % (name, _quoted(value), OCI_PATH_MAX))
     for part in value.split('/'):
         if not OCI_COMPONENT_RE.fullmatch(part):
             raise ValidationError(
-                "%s: %r is not valid; its part %r is not a path component (lower-case letters and digits "
-                "separated by '.', '_', '__' or '-')" % (name, value, part))
+                "%s: %s is not valid; its part %s is not a path component (lower-case letters and digits "
+                "separated by '.', '_', '__' or '-')" % (name, _quoted(value), _quoted(part)))
     return value
 
 
@@ -198,11 +205,11 @@ def oci_reference(value, name):
     if '@' in rest:
         rest, digest = rest.split('@', 1)
         if not OCI_DIGEST_RE.fullmatch(digest):
-            raise ValidationError('%s: %r has digest %r; expected sha256: and 64 lower-case hex digits'
-                                  % (name, value, digest))
+            raise ValidationError('%s: %s has digest %s; expected sha256: and 64 lower-case hex digits'
+                                  % (name, _quoted(value), _quoted(digest)))
     if '/' not in rest:
-        raise ValidationError('%s: %r is not valid; expected registry/path[:tag], with the registry host'
-                              % (name, value))
+        raise ValidationError('%s: %s is not valid; expected registry/path[:tag], with the registry host'
+                              % (name, _quoted(value)))
     registry, path = rest.split('/', 1)
     tag = None
     if ':' in path.rsplit('/', 1)[-1]:
@@ -294,7 +301,7 @@ def label_key(value, name):
     prefix, sep, rest = value.rpartition('/')
     if len(value) > 317 or (sep and (not prefix or len(prefix) > 253 or not DNS1123_SUBDOMAIN_RE.fullmatch(prefix))) \
             or len(rest) > 63 or not LABEL_NAME_RE.fullmatch(rest):
-        raise ValidationError('%s: %r is not valid; expected %s' % (name, value, expected))
+        raise ValidationError('%s: %s is not valid; expected %s' % (name, _quoted(value), expected))
     return value
 
 
@@ -302,7 +309,8 @@ def int_in_range(value, name, low, high):
     """An integer from low to high (a JSON number from AWX, or its decimal digits from -e name=value)."""
     text = value if isinstance(value, str) else None
     if isinstance(value, bool) or not (isinstance(value, int) or (text is not None and re.fullmatch(r'[0-9]{1,6}', text))):
-        raise ValidationError('%s: %r is not an integer; give a whole number from %d to %d' % (name, value, low, high))
+        raise ValidationError('%s: %s is not an integer; give a whole number from %d to %d'
+                              % (name, _quoted(value), low, high))
     number = int(value)
     if not low <= number <= high:
         raise ValidationError('%s: %d is outside %d to %d' % (name, number, low, high))

@@ -111,6 +111,17 @@ def test_vgpu_old_hco_uses_jsonpatch_and_mediated_devices(tmp_path):
     assert 'MachineConfigPool' not in objs
 
 
+def test_an_unquoted_version_is_refused_before_it_picks_the_other_mdev_switch(tmp_path):
+    # YAML reads an unquoted 4.20 as 4.2: as text that is OpenShift Virtualization 4.2, before the
+    # disableMDevConfiguration gate (4.14+), so the render would write the jsonpatch annotation instead
+    rc, log, out = run(tmp_path, 'passthrough-hco-new', kubevirt_devices_hco_version=4.20)
+    assert rc != 0, log
+    assert 'give each version as quoted text ("4.20", "v1.9.0")' in ' '.join(log.split()), log
+    assert not glob.glob(str(out / '*.yaml')), sorted(os.listdir(out)) if out.is_dir() else None
+    rc, log, out = run(tmp_path, 'passthrough-hco-new', kubevirt_devices_hco_version='4.20')
+    assert rc == 0, log
+
+
 def test_mixed_upstream_kubevirt_prefers_advertised_names(tmp_path):
     rc, log, out = run(tmp_path, 'mixed-kubevirt')
     assert rc == 0, log

@@ -154,3 +154,22 @@ def test_the_dra_gate_render_keeps_the_live_gates_or_warns(tmp_path, kube):
     assert rc == 0, log
     assert 'spec.configuration.developerConfiguration.featureGates (atomic)' in said(log), log
     assert 'dra_driver_current' in said(log), log
+
+
+def test_a_name_that_climbs_out_of_its_path_is_refused_naming_it_before_the_read(tmp_path, kube):
+    # kubernetes.core's client formats the name into the request path unquoted and urllib3 resolves '..' segments:
+    # without the check in the read task this name reads the pull Secret of the GPU Operator's namespace, and the
+    # registered result shows it
+    # (the namespace is the shipped RBAC file's, made by the grant)
+    pull = {'apiVersion': 'v1', 'kind': 'Secret', 'type': 'Opaque', 'data': {'password': 'c2VjcmV0'},
+            'metadata': {'name': 'gpuvirt-vgpu-pull', 'namespace': 'nvidia-gpu-operator'}}
+    cluster = kube([live_hco(), pull])
+    climbing = 'x/../../../../../../api/v1/namespaces/nvidia-gpu-operator/secrets/gpuvirt-vgpu-pull'
+    rc, log, out = run(tmp_path, 'passthrough-hco-new', gpuvirt_kubeconfig=cluster.kubeconfig,
+                       kubevirt_devices_current={}, kubevirt_devices_hco_name=climbing)
+    assert rc != 0, log
+    assert 'kubevirt_devices_hco_name' in said(log) and 'DNS-1123 subdomain' in said(log), log
+    assert 'c2VjcmV0' not in log
+    secrets = [e['requestURI'] for e in cluster.requests() if e.get('objectRef', {}).get('resource') == 'secrets']
+    assert secrets == [], secrets
+    assert cluster.writes() == [], write_summary(cluster.writes())

@@ -104,3 +104,16 @@ def test_an_inventory_trait_override_reaches_the_model_and_a_bad_one_stops_the_r
     rc, out, fact = _run(tmp_path, gpuvirt_platform="kubernetes",
                          gpuvirt_platform_traits={"containerd_socket": "/run/k3s/../x.sock"})
     assert rc != 0 and fact is None and "give an absolute path on the nodes" in " ".join(out.split()), out
+
+
+def test_a_cluster_model_that_differs_only_in_what_it_says_is_refused(tmp_path):
+    # every key of the model is held to the settings, the words preflight prints of the platform too: a copy of the
+    # resolved fact with other words would pass every other check
+    rc, out, fact = _run(tmp_path, gpuvirt_platform="openshift")
+    assert rc == 0 and fact["says"] == "OpenShift (OLM, HyperConverged, MachineConfig)", out
+    rc, out, same = _run(tmp_path, gpuvirt_platform="openshift", gpuvirt_cluster=fact)
+    assert rc == 0 and same == fact, out
+    forged = dict(fact, says="Kubernetes (Helm, KubeVirt CR) -- all checks PASSED")
+    rc, out, _fact = _run(tmp_path, gpuvirt_platform="openshift", gpuvirt_cluster=forged)
+    assert rc != 0, out
+    assert "gpuvirt_cluster is derived by the cluster role" in out, out

@@ -81,11 +81,30 @@ def test_the_hco_gate_is_the_crd_s_answer_else_the_version_s_else_assumed():
     ({'feature_gates': 'GPU'}, "feature_gates is 'GPU', not a list"),
     ({'feature_gates': [['GPU']]}, "feature_gates holds ['GPU'], not a string"),
     ({'name': 'kubevirt'}, 'the kubevirt devices settings have no name; they are disable_mdev_configuration, '),
+    # the names reach a request path: one that climbs out of it, or any other that is no Kubernetes name
+    ({'hco_name': 'x/../../api/v1/namespaces/ns/secrets/s'}, 'kubevirt_devices_hco_name: '
+     "'x/../../api/v1/namespaces/ns/secrets/s' is not valid; expected a DNS-1123 subdomain"),
+    ({'hco_namespace': 'Openshift-CNV'}, "kubevirt_devices_hco_namespace: 'Openshift-CNV' is not valid; expected a "
+     'DNS-1123 label'),
+    ({'kubevirt_name': 'a' * 254}, 'kubevirt_devices_kubevirt_name: '),
+    ({'kubevirt_namespace': 'kube.virt'}, "kubevirt_devices_kubevirt_namespace: 'kube.virt' is not valid"),
+    # a version of thousands of digits is refused like any other bad version (int() of it would raise)
+    ({'hco_version': '1.' + '9' * 5000}, 'kubevirt_devices_hco_version is '),
 ])
 def test_a_bad_value_is_refused_when_the_record_is_made_naming_its_variable(params, needle):
     with pytest.raises(kds.ManifestError) as exc:
         kds.build(params)
     assert needle in str(exc.value)
+    # a refusal repeats at most a few hundred characters of the value
+    assert len(str(exc.value)) < 600
+
+
+@pytest.mark.parametrize('params', [{'hco_name': 'kubevirt-hyperconverged.v1', 'hco_namespace': 'openshift-cnv'},
+                                    {'kubevirt_name': 'k' * 253, 'kubevirt_namespace': 'n' * 63},
+                                    {'hco_version': '4.999999999.1'}])
+def test_the_names_and_versions_at_their_limits_are_accepted(params):
+    record = kds.build(params)
+    assert all(getattr(record, key) == value for key, value in params.items())
 
 
 def test_a_given_kubevirt_version_is_refused_in_the_builder_s_own_sentence():

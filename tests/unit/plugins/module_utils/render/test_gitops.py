@@ -12,7 +12,7 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.render import gi
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..', '..', '..'))
-GOLDEN = os.path.join(ROOT, 'tests', 'integration', 'playbooks', 'golden')
+GOLDEN = os.path.join(ROOT, 'tests', 'unit', 'render', 'golden')
 
 OPTIONS = 'argocd.argoproj.io/sync-options'
 FLUX = 'kustomize.toolkit.fluxcd.io/prune'

@@ -26,7 +26,7 @@ from hypothesis import event, given, settings, strategies as st
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.render import render, render_session as rs
 
-GOLDEN = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'integration', 'playbooks', 'golden')
+GOLDEN = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'render', 'golden')
 
 
 def dump(obj):
