@@ -23,8 +23,10 @@ options:
         reads the C(hco_*) fields, O(settings.disable_mdev_configuration) and O(settings.adopt_conflicting);
         M(gpuvirt.provision.kubevirt_permitted_devices) the C(kubevirt_*) fields, O(settings.feature_gates) and
         O(settings.disable_mdev_configuration).
-      - A bad value fails the module - a wrong type named as the option (C(settings.<field>), AnsibleModule's check),
-        any other as its inventory variable.
+      - A bad value fails the module - one AnsibleModule cannot convert to the suboption's type named as the option
+        (C(settings.<field>)), any other as its inventory variable. AnsibleModule converts what it can first (a number
+        or a list to text, C(yes) to true), so the role passes each flag through its strict boolean check and each
+        version as text.
     type: dict
     required: true
     suboptions:

@@ -23,8 +23,10 @@ options:
       - They are the run's, the same for every pool - O(settings.name) and O(settings.node_selector) apply to
         O(settings.pool) only, and O(settings.create_pool) creates O(settings.pool) and every other pool that is
         not built in.
-      - A bad value fails the module - a wrong type named as the option (C(settings.<field>), AnsibleModule's check),
-        any other as its inventory variable.
+      - A bad value fails the module - one AnsibleModule cannot convert to the suboption's type named as the option
+        (C(settings.<field>)), any other as its inventory variable. AnsibleModule converts what it can first (a number
+        or a list to text, C(yes) to true), so the role passes each flag through its strict boolean check and each
+        version as text.
     type: dict
     required: true
     suboptions:

@@ -19,8 +19,10 @@ options:
     description:
       - The node labels settings, one mapping built once from the inventory and the platform row
         (C(roles/node_labels) tasks/main.yml, C(__node_labels_settings)); its suboptions are the fields of the record
-        the planner reads (C(plugins/module_utils/manifests/node_labels_settings.py)). A bad value fails the module - a wrong type or choice
-        named as the option (C(settings.<field>), AnsibleModule's check), any other as its inventory variable.
+        the planner reads (C(plugins/module_utils/manifests/node_labels_settings.py)). A bad value fails the module - one AnsibleModule
+        cannot convert to the suboption's type, or outside its choices, named as the option (C(settings.<field>)); any
+        other as its inventory variable. AnsibleModule converts what it can first (a number or a list to text, C(yes)
+        to true), so the role passes each flag through its strict boolean check and each version as text.
     type: dict
     required: true
     suboptions:

@@ -19,8 +19,10 @@ options:
     description:
       - The upgrade settings, one mapping built once from the inventory, the fleet view and the platform row
         (C(roles/upgrade) tasks/main.yml); its suboptions are the fields of the record the builders read
-        (C(plugins/module_utils/model/upgrade_settings.py)). A bad value fails the module - a wrong type or choice
-        named as the option (C(settings.<field>), AnsibleModule's check), any other as its inventory variable.
+        (C(plugins/module_utils/model/upgrade_settings.py)). A bad value fails the module - one AnsibleModule
+        cannot convert to the suboption's type, or outside its choices, named as the option (C(settings.<field>)); any
+        other as its inventory variable. AnsibleModule converts what it can first (a number or a list to text, C(yes)
+        to true), so the role passes each flag through its strict boolean check and each version as text.
     type: dict
     required: true
     suboptions:
