@@ -125,9 +125,15 @@ def _profiles(host, facts):
                       or vgpu_names.model_on_boards(vgpu_names.type_model(t), models)))
 
 
+def _provider(row):
+    """What a pool row makes of a selector's entry: who advertises its devices and what they are (whole GPUs or
+    VFs, on vfio-pci or with a vGPU profile) and in which list. Two rows alike here want the same entry."""
+    return (row.advertiser, row.function, row.vgpu, row.host_vfio, row.permitted)
+
+
 def _one_provider_problem(sel, users):
-    """Hosts of two pools want one ``vendor:device`` selector: ``users`` is ``[(pool row, host), ...]`` in host
-    order, the first host of each pool."""
+    """Hosts of two pools want one ``vendor:device`` selector from two providers: ``users`` is ``[(pool row, host),
+    ...]`` in host order, the first host of each provider."""
     (row_a, host_a), (row_b, host_b) = users[:2]
 
     def said(row, host):
@@ -187,7 +193,9 @@ def wanted_devices(hosts, pciids=None, include_vfs=False, prefix=resource_names.
         for entry in found[hco_key]:
             sel = entry[sel_key]
             seen = users.setdefault((lst, sel), [])
-            if row not in [r for r, h in seen]:
+            # two pools whose devices KubeVirt would permit alike (one provider, the same kind of function) share
+            # the entry; only a second provider for the selector is refused
+            if _provider(row) not in [_provider(r) for r, h in seen]:
                 seen.append((row, name))
             if row.vgpu and row.permitted == 'pciHostDevices':
                 on_sel = dict(facts, pci_devices=dict(facts['pci_devices'], gpus=by_sel.get(sel, [])))

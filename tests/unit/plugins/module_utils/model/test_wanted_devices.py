@@ -85,7 +85,9 @@ def test_nothing_wanted_for_no_hosts():
 def test_a_host_kubevirt_cannot_be_given_devices_is_refused(entry, named):
     with pytest.raises(wd.WantedDevicesError, match='needs node, pool') as exc:
         wd.wanted_devices([entry])
-    assert named in str(exc.value) and 'vm-passthrough or vm-vgpu' in str(exc.value)
+    # the refusal names the pools KubeVirt can be given devices for: every VM pool of the table
+    assert named in str(exc.value) and ' or '.join(wd.vm_pools()) in str(exc.value)
+    assert 'vm-passthrough' in wd.vm_pools() and 'container' not in wd.vm_pools()
 
 
 def test_a_vendor_vfio_host_is_refused_naming_its_node():
@@ -107,6 +109,26 @@ def test_a_new_pool_kind_is_a_row_of_the_pool_table(monkeypatch):
     assert wd.vm_pools() == before + ('vm-passthrough-ib',)
     got = wd.wanted_devices([host('x', 'vm-passthrough-ib', facts=example_facts('gpu-v01.example.com'))])
     assert [e['nodes'] for e in got['pci_devices']] == [['x']]
+    # beside the pool it copies, on the same GPU model: KubeVirt permits the selector once, for both pools' nodes
+    # (one provider, whole GPUs on vfio-pci in both), never refused as two providers
+    got = wd.wanted_devices([host('x', 'vm-passthrough-ib', facts=example_facts('gpu-v01.example.com')),
+                             host('y', 'vm-passthrough', facts=example_facts('gpu-v01.example.com'))])
+    assert [e['nodes'] for e in got['pci_devices']] == [['x', 'y']]
+
+
+def test_two_pools_that_would_permit_one_selector_from_two_providers_are_refused_naming_both(monkeypatch):
+    # a hypothetical passthrough pool whose GPUs KubeVirt's own device plugin advertises: for one vendor:device
+    # KubeVirt holds one pciHostDevices entry, external or not (kubevirt/kubevirt v1.9.0 types.go PciHostDevice)
+    row = fleet.BY_NAME['vm-passthrough'].replace(name='vm-passthrough-kv', group='gpu_vm_passthrough_kv',
+                                                 advertiser='kubevirt')
+    monkeypatch.setattr(fleet, 'POOL_TABLE', fleet.POOL_TABLE + (row,))
+    monkeypatch.setattr(fleet, 'BY_NAME', dict(fleet.BY_NAME, **{row.name: row}))
+    with pytest.raises(wd.WantedDevicesError) as exc:
+        wd.wanted_devices([host('x', 'vm-passthrough-kv', facts=example_facts('gpu-v01.example.com')),
+                           host('y', 'vm-passthrough', facts=example_facts('gpu-v01.example.com'))])
+    said = str(exc.value)
+    assert 'is wanted by host x (pool vm-passthrough-kv: whole GPUs on vfio-pci, advertised by kubevirt)' in said
+    assert 'and by host y (pool vm-passthrough: whole GPUs on vfio-pci, advertised by sandbox-device-plugin)' in said
 
 
 def test_filter_wraps_errors_and_pciids_option(tmp_path):
