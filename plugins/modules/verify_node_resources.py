@@ -69,6 +69,8 @@ def build(params):
 
 def main():
     module = AnsibleModule(
+        # what the run computed (the expected resources, from the host facts) and read (the Nodes): no setting, so
+        # no settings option (manifests/verify_settings.py is the smoke VM's)
         argument_spec=dict(
             expected=dict(type='dict', required=True),
             nodes=dict(type='list', elements='dict', required=True),

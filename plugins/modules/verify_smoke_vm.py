@@ -12,44 +12,30 @@ module: verify_smoke_vm
 short_description: Build a small VirtualMachine that requests one GPU, to prove VMs get GPUs
 version_added: 0.1.0
 description:
-  - Returns a KubeVirt C(VirtualMachine) with one C(spec.domain.devices.gpus) entry for O(resource_name) and a
-    containerDisk O(image). Nothing is sent anywhere.
+  - Returns a KubeVirt C(VirtualMachine) with one C(spec.domain.devices.gpus) entry for O(settings.resource) (or
+    the first resource of O(expected)) and a containerDisk O(settings.image). Nothing is sent anywhere.
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  name:
-    description: VM name.
-    type: str
-    default: gpuvirt-smoke
-  namespace:
-    description: VM namespace.
-    type: str
-    default: default
-  resource_name:
-    description: Device plugin resource, e.g. C(nvidia.com/GA102GL_A10).
-    type: str
-    required: true
-  image:
-    description: containerDisk image.
-    type: str
-    required: true
-  memory:
-    description: Memory request.
-    type: str
-    default: 2Gi
-  running:
-    description: Start the VM (C(runStrategy=Always)) instead of creating it halted.
-    type: bool
-    default: false
+  expected:
+    description:
+      - 'The resources the run expects per node, C({node: {resource name: minimum count}}) (C(verify_expected),
+        computed by C(playbooks/verify.yml) from the host facts); the VM asks for the first one when
+        O(settings.resource) is not given.'
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - gpuvirt.provision.attributes.builds_only
+  # settings (the verify settings, one mapping): the doc fragment gpuvirt.provision.verify_settings
+  - gpuvirt.provision.verify_settings
 '''
 
 EXAMPLES = r'''
 - name: Smoke VM on an A10
   gpuvirt.provision.verify_smoke_vm:
-    resource_name: nvidia.com/GA102GL_A10
-    image: quay.io/containerdisks/fedora:41
+    settings:
+      resource: nvidia.com/GA102GL_A10
+      image: quay.io/containerdisks/fedora:41
   register: vm
 '''
 
@@ -63,22 +49,26 @@ object:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify_settings
+
+
+# the resources the run expects per node (from the host facts): the VM's resource when the settings give none
+READS = ('expected',)
 
 
 def build(p):
-    return dict(object=verify.smoke_vm(p['name'], p['namespace'], p['resource_name'], p['image'], p['memory'],
-                                       p['running']))
+    settings = verify_settings.build(p['settings'])
+    return dict(object=verify.smoke_vm(settings.name, settings.namespace, settings.resource_name(p['expected']),
+                                       settings.image, settings.memory, settings.running))
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            name=dict(type='str', default='gpuvirt-smoke'),
-            namespace=dict(type='str', default='default'),
-            resource_name=dict(type='str', required=True),
-            image=dict(type='str', required=True),
-            memory=dict(type='str', default='2Gi'),
-            running=dict(type='bool', default=False),
+            # the settings' schema is the record's (manifests/verify_settings.py FIELDS): a new setting edits no
+            # line here
+            settings=dict(type='dict', required=True, options=verify_settings.argument_spec()),
+            expected=dict(type='dict', default={}),
         ),
         supports_check_mode=True,
     )

@@ -59,25 +59,51 @@ def compare(expected, nodes):
 MEMORY_RE = re.compile(r'[0-9]{1,15}(?:\.[0-9]{1,6})?(?:Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?')
 
 
+def checked_resource(resource_name):
+    """``resource_name`` when it is a device plugin resource name the VM can ask for (an extended resource name with
+    a domain), else ValidationError naming verify_smoke_vm_resource. The settings record checks a given one with it,
+    the builder the one it is handed."""
+    if not resource_name or not isinstance(resource_name, str) or '/' not in resource_name:
+        raise validators.ValidationError(
+            "smoke VM resource %r is not a device plugin resource name like nvidia.com/GA102GL_A10; "
+            "set verify_smoke_vm_resource" % (resource_name,))
+    try:
+        return resource_names.checked_resource_name(resource_name, 'verify_smoke_vm_resource')
+    except resource_names.ResourceNameError as exc:
+        raise validators.ValidationError(str(exc))
+
+
+def checked_image(image, variable='verify_smoke_vm_image'):
+    """The containerDisk image when one is given and it is an OCI reference, else ValidationError naming
+    ``variable``."""
+    if not image:
+        raise validators.ValidationError("smoke VM needs a containerDisk image (%s)" % variable)
+    return validators.oci_reference(image, variable)
+
+
+def checked_memory(memory, variable="the verify_smoke_vm module's memory"):
+    """``memory`` when it is a Kubernetes quantity a memory request takes, else ValidationError naming ``variable``
+    (at most 40 characters of the value shown: it may be anything)."""
+    if not isinstance(memory, str) or len(memory) > 24 or not MEMORY_RE.fullmatch(memory):
+        raise validators.ValidationError("smoke VM memory %r is not a Kubernetes quantity such as 2Gi (%s)"
+                                         % (memory if not isinstance(memory, str) else memory[:40], variable))
+    return memory
+
+
 def smoke_vm(name, namespace, resource_name, image, memory='2Gi', running=False):
     """A small VirtualMachine asking for one GPU of ``resource_name`` (``spec.domain.devices.gpus``). Every input
     comes from the inventory or -e and becomes part of an object (and, in render mode, a file Argo CD applies): each
-    is checked against its grammar first."""
-    if not resource_name or '/' not in resource_name:
-        raise ManifestError("smoke VM resource %r is not a device plugin resource name like nvidia.com/GA102GL_A10; "
-                            "set verify_smoke_vm_resource" % (resource_name,))
-    if not image:
-        raise ManifestError("smoke VM needs a containerDisk image (verify_smoke_vm_image)")
+    is checked against its grammar first, here too, since a caller may hand them without a settings record."""
     try:
-        resource_names.checked_resource_name(resource_name, 'verify_smoke_vm_resource')
+        checked_resource(resource_name)
+        if not image:
+            checked_image(image)
         validators.dns1123_subdomain(name, 'verify_smoke_vm_name')
         validators.dns1123_label(namespace, 'verify_smoke_vm_namespace')
-        validators.oci_reference(image, 'verify_smoke_vm_image')
-    except (resource_names.ResourceNameError, validators.ValidationError) as exc:
+        checked_image(image)
+        checked_memory(memory)
+    except validators.ValidationError as exc:
         raise ManifestError(str(exc))
-    if not isinstance(memory, str) or len(memory) > 24 or not MEMORY_RE.fullmatch(memory):
-        raise ManifestError("smoke VM memory %r is not a Kubernetes quantity such as 2Gi (the verify_smoke_vm module's memory)"
-                            % (memory if not isinstance(memory, str) else memory[:40],))
     return {
         'apiVersion': 'kubevirt.io/v1', 'kind': 'VirtualMachine',
         'metadata': {'name': name, 'namespace': namespace, 'labels': {'app.kubernetes.io/part-of': 'gpuvirt-verify'}},

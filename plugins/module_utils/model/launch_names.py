@@ -565,6 +565,7 @@ RUNTIME = (
     '__verify_flags',
     '__verify_nodes_read',
     '__verify_result',
+    '__verify_settings',
     '__verify_vm',
     '__vfio_absent_plan',
     '__vfio_absent_vmis',

@@ -217,12 +217,12 @@ def test_verify_node_resources_lists_short_nodes_first(monkeypatch):
 
 
 def test_smoke_vm_module(monkeypatch):
-    res = run_module(monkeypatch, verify_smoke_vm, {'resource_name': 'nvidia.com/NVIDIA_A10-12Q',
-                                                    'image': 'quay.io/containerdisks/fedora:41'})
+    res = run_module(monkeypatch, verify_smoke_vm, {'settings': {'resource': 'nvidia.com/NVIDIA_A10-12Q',
+                                                                 'image': 'quay.io/containerdisks/fedora:41'}})
     assert not res['failed']
     schema.validate(res['object'])
     assert res['object']['spec']['runStrategy'] == 'Halted'
-    res = run_module(monkeypatch, verify_smoke_vm, {'resource_name': '', 'image': 'x'})
+    res = run_module(monkeypatch, verify_smoke_vm, {'settings': {'resource': '', 'image': 'x/y:1'}})
     assert res['failed'] and 'verify_smoke_vm_resource' in res['msg']
 
 

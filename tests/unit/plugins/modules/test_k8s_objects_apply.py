@@ -149,9 +149,10 @@ def caller_lists(monkeypatch):
         {'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}]})
     devices_kv = _built(monkeypatch, kubevirt_permitted_devices, {'kubevirt_version': 'v1.9.0', 'pci_devices': [
         {'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}]})
-    vm = _built(monkeypatch, verify_smoke_vm, {'name': 'gpuvirt-smoke', 'namespace': 'default',
-                                               'resource_name': 'nvidia.com/GA102GL_A10',
-                                               'image': 'quay.io/containerdisks/fedora:41', 'running': False})
+    vm = _built(monkeypatch, verify_smoke_vm, {'settings': {'name': 'gpuvirt-smoke', 'namespace': 'default',
+                                                            'resource': 'nvidia.com/GA102GL_A10',
+                                                            'image': 'quay.io/containerdisks/fedora:41',
+                                                            'running': False}})
     operator = {'operator': ocp['namespace']}
     manager = 'gpuvirt-provision'
     # what the upgrade's Helm step applies: `helm show crds` output as the plan reads it (upgrade_operator.chart_crds)
