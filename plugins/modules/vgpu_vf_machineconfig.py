@@ -12,10 +12,11 @@ module: vgpu_vf_machineconfig
 short_description: Build the MachineConfig that restores vendor-VFIO vGPU VF profiles at boot on one OpenShift pool
 version_added: 0.1.0
 description:
-  - Returns one C(MachineConfig) for O(pool) carrying the C(vgpu_vf) role's boot-time restore as files under C(/etc)
-    (the script C(/etc/gpuvirt/vgpu-vf-restore), its config C(/etc/gpuvirt/vgpu-vf-profiles.json)) and the enabled
-    systemd unit C(gpuvirt-vgpu-vf.service), for the Machine Config Operator to write and roll out (drain and
-    reboot, node by node); at boot the unit enables the VFs and gives each its saved profile.
+  - Returns one C(MachineConfig) (C(100-<pool>-gpuvirt-vgpu-vf)) for O(settings.pool) carrying the C(vgpu_vf) role's
+    boot-time restore as files under C(/etc) (the script C(/etc/gpuvirt/vgpu-vf-restore), its config
+    C(/etc/gpuvirt/vgpu-vf-profiles.json)) and the enabled systemd unit C(gpuvirt-vgpu-vf.service), for the Machine
+    Config Operator to write and roll out (drain and reboot, node by node); at boot the unit enables the VFs and gives
+    each its saved profile.
   - O(hosts) are the vendor-VFIO hosts of the pool, each with the boot-time config the C(vgpu_vf_profiles) module's
     O(gpuvirt.provision.vgpu_vf_profiles#module:plan) computed on it. They must all compute the same config, since a
     MachineConfig reaches every node of its pool alike; otherwise it fails before anything is written, naming each
@@ -26,60 +27,42 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  pool:
-    description: The MachineConfigPool of the hosts' nodes.
-    type: str
-    required: true
   hosts:
     description:
       - Each host as C({host, node, persist}), C(persist) being the RV(gpuvirt.provision.vgpu_vf_profiles#module:persist)
-        result of its plan. Every config is checked again by the role's config grammar; its paths and timeout
-        are replaced by O(sysfs_root), O(sriov_manage) and O(timeout).
+        result of its plan (the fleet view, computed on each host, not a setting). Every config is checked again by
+        the role's config grammar; its paths and timeout are replaced by O(settings.sysfs_root),
+        O(settings.sriov_manage) and O(settings.timeout).
     type: list
     elements: dict
     required: true
   pools:
-    description: The cluster's MachineConfigPool objects; omit to leave the pool's membership unchecked.
+    description: The cluster's MachineConfigPool objects (read); omit to leave the pool's membership unchecked.
     type: list
     elements: dict
   nodes:
-    description: The cluster's Node objects, with O(pools).
+    description: The cluster's Node objects (read), with O(pools).
     type: list
     elements: dict
     default: []
   script:
-    description: The text of the C(vgpu_vf) role's restore script (it carries the role's marker).
+    description: >-
+      The text of the C(vgpu_vf) role's restore script (it carries the role's marker): the role's own file, read by
+      the role, not a setting.
     type: str
     required: true
-  python:
-    description: The Python 3 interpreter the unit runs the script with (the unit's path grammar).
-    type: str
-    default: /usr/bin/python3
-  timeout:
-    description: Seconds (10 to 3600) the restore waits at boot for the driver's sysfs files.
-    type: int
-    default: 300
-  sysfs_root:
-    description: The sysfs root the restore reads at boot (C(/sys) on a node).
-    type: str
-    default: /sys
-  sriov_manage:
-    description: >-
-      NVIDIA's script that enables VFs at boot; where it is not on the node (the GPU Operator's vGPU Manager
-      container enables them), the restore waits for the VFs and never writes C(sriov_numvfs).
-    type: str
-    default: /usr/lib/nvidia/sriov-manage
-  name:
-    description: MachineConfig name; default C(100-<pool>-gpuvirt-vgpu-vf).
-    type: str
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
+  # settings (the vgpu_vf MachineConfig settings, one mapping): the doc fragment
+  # gpuvirt.provision.vgpu_vf_machineconfig_settings
+  - gpuvirt.provision.vgpu_vf_machineconfig_settings
 '''
 
 EXAMPLES = r'''
 - name: The VF MachineConfig of pool gpu-l40s
   gpuvirt.provision.vgpu_vf_machineconfig:
-    pool: gpu-l40s
+    settings:
+      pool: gpu-l40s
     hosts:
       - {host: gpu-l40s-01, node: gpu-l40s-01, persist: "{{ hostvars['gpu-l40s-01'].planned.persist }}"}
     script: "{{ lookup('ansible.builtin.file', 'gpuvirt_vgpu_vf_restore.py') }}"
@@ -109,12 +92,20 @@ summary:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import module_kit
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
+from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_vf_machineconfig_settings
+
+# the hosts (the fleet view: each host's node and the config its plan computed on the host), what the run read from
+# the cluster (the pools and the nodes) and the role's own restore script: each an option of its own, beside the
+# settings
+READS = ('hosts', 'pools', 'nodes', 'script')
 
 
 def build(p):
-    config = mc.vgpu_vf_pool_config(p['pool'], p['hosts'], p['pools'], p['nodes'], p['sysfs_root'],
-                                    p['sriov_manage'], p['timeout'])
-    built = mc.build_vgpu_vf_machineconfig(p['pool'], p['script'], p['python'], p['timeout'], config, p['name'])
+    settings = vgpu_vf_machineconfig_settings.build(p['settings'])
+    config = mc.vgpu_vf_pool_config(settings.pool, p['hosts'], p['pools'], p['nodes'], settings.sysfs_root,
+                                    settings.sriov_manage, settings.timeout)
+    # always the default name (100-<pool>-gpuvirt-vgpu-vf): no inventory variable names it, and the role never did
+    built = mc.build_vgpu_vf_machineconfig(settings.pool, p['script'], settings.python, settings.timeout, config)
     return dict(objects=[built], machineconfig_name=built['metadata']['name'], config=config,
                 summary=mc.describe_boot_config(config))
 
@@ -122,16 +113,13 @@ def build(p):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            pool=dict(type='str', required=True),
+            # the settings' schema is the record's (manifests/vgpu_vf_machineconfig_settings.py FIELDS): a new
+            # setting edits no line here
+            settings=dict(type='dict', required=True, options=vgpu_vf_machineconfig_settings.argument_spec()),
             hosts=dict(type='list', elements='dict', required=True),
             pools=dict(type='list', elements='dict'),
             nodes=dict(type='list', elements='dict', default=[]),
             script=dict(type='str', required=True),
-            python=dict(type='str', default='/usr/bin/python3'),
-            timeout=dict(type='int', default=300),
-            sysfs_root=dict(type='str', default='/sys'),
-            sriov_manage=dict(type='str', default='/usr/lib/nvidia/sriov-manage'),
-            name=dict(type='str'),
         ),
         supports_check_mode=True,
     )

@@ -610,6 +610,7 @@ RUNTIME = (
     '__vgpu_vf_leave_on_node',
     '__vgpu_vf_leave_running',
     '__vgpu_vf_leave_vmis',
+    '__vgpu_vf_machineconfig_settings',
     '__vgpu_vf_mc_built',
     '__vgpu_vf_mc_changed',
     '__vgpu_vf_mc_mode',

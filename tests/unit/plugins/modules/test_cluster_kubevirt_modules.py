@@ -211,11 +211,13 @@ def test_vgpu_vf_machineconfig_builds_one_object_or_refuses_naming_the_hosts(mon
                'sriov_manage': '/usr/lib/nvidia/sriov-manage', 'timeout': 300,
                'gpus': [{'pf': '0000:41:00.0', 'vfs': {'0000:41:00.4': 1155}}], 'types': {'1155': 'NVIDIA L40S-24Q'}}
     hosts = [{'host': 'a', 'node': 'a', 'persist': persist}, {'host': 'b', 'node': 'b', 'persist': persist}]
-    res = run_module(monkeypatch, vgpu_vf_machineconfig, {'pool': 'gpu-vf', 'hosts': hosts, 'script': script})
+    res = run_module(monkeypatch, vgpu_vf_machineconfig, {'settings': {'pool': 'gpu-vf'}, 'hosts': hosts,
+                                                          'script': script})
     assert not res['failed'] and not res['changed'], res
     assert res['machineconfig_name'] == '100-gpu-vf-gpuvirt-vgpu-vf' and len(res['objects']) == 1
     assert res['summary'] == '0000:41:00.0: 0000:41:00.4 NVIDIA L40S-24Q'
     other = dict(persist, gpus=[{'pf': '0000:41:00.0', 'vfs': {'0000:41:00.5': 1155}}])
     res = run_module(monkeypatch, vgpu_vf_machineconfig, {
-        'pool': 'gpu-vf', 'script': script, 'hosts': [hosts[0], {'host': 'b', 'node': 'b', 'persist': other}]})
+        'settings': {'pool': 'gpu-vf'}, 'script': script,
+        'hosts': [hosts[0], {'host': 'b', 'node': 'b', 'persist': other}]})
     assert res['failed'] and 'compute 2 different ones: a: 0000:41:00.0: 0000:41:00.4 NVIDIA L40S-24Q | b:' in res['msg']

@@ -83,7 +83,8 @@ def _script():
 
 
 def _built(monkeypatch, module, args):
-    if module in (gpu_operator_manifests, dra_manifests, hco_permitted_devices, kubevirt_permitted_devices):
+    if module in (gpu_operator_manifests, dra_manifests, hco_permitted_devices, kubevirt_permitted_devices,
+                  vgpu_vf_machineconfig):
         # the module's settings and reads, split (the arguments given flat)
         args = settings_args(args, module.READS)
     if module is machineconfig_manifests:
