@@ -63,8 +63,8 @@ options:
     default: []
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
-  # settings (the DRA settings, one mapping): the doc fragment gpuvirt.provision.dra_settings
-  - gpuvirt.provision.dra_settings
+  # settings (the DRA settings, one mapping): the doc fragment gpuvirt.provision.settings.dra
+  - gpuvirt.provision.settings.dra
 '''
 
 EXAMPLES = r'''

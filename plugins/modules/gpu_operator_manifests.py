@@ -28,7 +28,7 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  # settings (the GPU Operator settings, one mapping): the doc fragment gpuvirt.provision.gpu_operator_settings
+  # settings (the GPU Operator settings, one mapping): the doc fragment gpuvirt.provision.settings.gpu_operator
   package_manifest:
     description: The C(gpu-operator-certified) PackageManifest, for its default channel (OpenShift).
     type: dict
@@ -66,7 +66,7 @@ attributes:
     description: Not supported; the role that applies or renders the result shows the diff.
     support: none
 extends_documentation_fragment:
-  - gpuvirt.provision.gpu_operator_settings
+  - gpuvirt.provision.settings.gpu_operator
 '''
 
 EXAMPLES = r'''

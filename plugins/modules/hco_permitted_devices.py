@@ -47,8 +47,8 @@ options:
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
   - gpuvirt.provision.live_object
-  # settings (the kubevirt devices settings, one mapping): the doc fragment gpuvirt.provision.kubevirt_devices_settings
-  - gpuvirt.provision.kubevirt_devices_settings
+  # settings (the kubevirt devices settings, one mapping): the doc fragment gpuvirt.provision.settings.kubevirt_devices
+  - gpuvirt.provision.settings.kubevirt_devices
 '''
 
 EXAMPLES = r'''

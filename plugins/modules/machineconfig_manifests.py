@@ -75,8 +75,8 @@ options:
     elements: dict
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
-  # settings (the machineconfig settings, one mapping): the doc fragment gpuvirt.provision.machineconfig_settings
-  - gpuvirt.provision.machineconfig_settings
+  # settings (the machineconfig settings, one mapping): the doc fragment gpuvirt.provision.settings.machineconfig
+  - gpuvirt.provision.settings.machineconfig
 '''
 
 EXAMPLES = r'''

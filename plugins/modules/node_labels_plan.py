@@ -68,8 +68,8 @@ attributes:
     description: Not supported; the role shows the label changes.
     support: none
 extends_documentation_fragment:
-  # settings (the node labels settings, one mapping): the doc fragment gpuvirt.provision.node_labels_settings
-  - gpuvirt.provision.node_labels_settings
+  # settings (the node labels settings, one mapping): the doc fragment gpuvirt.provision.settings.node_labels
+  - gpuvirt.provision.settings.node_labels
 '''
 
 EXAMPLES = r'''

@@ -29,7 +29,7 @@ description:
 author:
   - gpuvirt.provision maintainers (@gpuvirt)
 options:
-  # settings (the upgrade settings, one mapping): the doc fragment gpuvirt.provision.upgrade_settings
+  # settings (the upgrade settings, one mapping): the doc fragment gpuvirt.provision.settings.upgrade
   node_names:
     description: The GPU nodes this plan covers, in order (C(upgrade_nodes), or one batch of them).
     type: list
@@ -130,7 +130,7 @@ options:
     type: dict
     default: {}
 extends_documentation_fragment:
-  - gpuvirt.provision.upgrade_settings
+  - gpuvirt.provision.settings.upgrade
   - gpuvirt.provision.attributes.reads_data
 '''
 

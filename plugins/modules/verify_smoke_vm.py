@@ -26,8 +26,8 @@ options:
     default: {}
 extends_documentation_fragment:
   - gpuvirt.provision.attributes.builds_only
-  # settings (the verify settings, one mapping): the doc fragment gpuvirt.provision.verify_settings
-  - gpuvirt.provision.verify_settings
+  # settings (the verify settings, one mapping): the doc fragment gpuvirt.provision.settings.verify
+  - gpuvirt.provision.settings.verify
 '''
 
 EXAMPLES = r'''

@@ -54,8 +54,8 @@ options:
 extends_documentation_fragment:
   - gpuvirt.provision.attributes
   # settings (the vgpu_vf MachineConfig settings, one mapping): the doc fragment
-  # gpuvirt.provision.vgpu_vf_machineconfig_settings
-  - gpuvirt.provision.vgpu_vf_machineconfig_settings
+  # gpuvirt.provision.settings.vgpu_vf_machineconfig
+  - gpuvirt.provision.settings.vgpu_vf_machineconfig
 '''
 
 EXAMPLES = r'''

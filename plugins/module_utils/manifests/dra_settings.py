@@ -5,7 +5,7 @@
 
 The path (docs/architecture.md, "The settings of a phase"): roles/dra_driver tasks/main.yml builds one dict from the
 inventory variables and the platform row (``gpuvirt_cluster``); the module dra_manifests takes it as its option
-``settings``, whose suboptions are ``argument_spec()`` (documented by the doc fragment gpuvirt.provision.dra_settings);
+``settings``, whose suboptions are ``argument_spec()`` (documented by the doc fragment gpuvirt.provision.settings.dra);
 ``build`` turns it into a ``DraSettings`` record, and the module reads its fields by name. What the run read or was
 given about the cluster and its hosts (the DRA nodes and the others, their PCI facts, the Nodes, the classic plugin's
 pods, the live KubeVirt object) is not a setting: those stay options of the module's own (its ``READS``).
@@ -52,11 +52,5 @@ class _Settings(settings_record.SettingsRecord):
 DraSettings = settings_record.record_class('DraSettings', _Settings, FIELDS, "The DRA driver phase's settings (FIELDS).")
 
 
-def build(value, name='settings'):
-    """The record from the module's ``settings`` option (or a record, returned as it is)."""
-    return settings_record.build(DraSettings, value, name)
-
-
-def argument_spec():
-    """The suboptions of the module option ``settings``, from the fields."""
-    return settings_record.argument_spec(FIELDS)
+# the module's two entry points: the record from its settings option, and that option's suboptions
+build, argument_spec = DraSettings.of, DraSettings.schema

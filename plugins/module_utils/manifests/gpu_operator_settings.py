@@ -6,7 +6,7 @@
 The path (docs/architecture.md, "The settings of a phase"): roles/gpu_operator tasks/main.yml builds one dict from
 the inventory variables, the fleet view (the GPU hosts, the DRA nodes, the OS tags) and the platform row
 (``gpuvirt_cluster``); the module gpu_operator_manifests takes it as its option ``settings``, whose suboptions are
-``argument_spec()`` (documented by the doc fragment gpuvirt.provision.gpu_operator_settings), in both of the role's
+``argument_spec()`` (documented by the doc fragment gpuvirt.provision.settings.gpu_operator), in both of the role's
 calls (tasks/main.yml, and tasks/openshift.yml once the CSV is installed); ``build`` turns it into a
 ``GpuOperatorSettings`` record; the builders (gpu_operator_install.py ``build``, ``olm``, ``helm``) read its
 fields by name. What the cluster or a file holds (the PackageManifest, the CSV's alm-examples and where they come
@@ -17,7 +17,7 @@ from it). A record refuses a bad value when it is made, naming its variable - ea
 across fields (``_check``: the platform's traits, the vGPU Manager image and its pull secret, the registry login,
 the OS tags and the DRA fleet, the workload, the upgrade policy, the namespace), with the builders' own sentences
 (gpu_operator.py, pull_secret.py, upgrade_policy.py): every record a builder receives has been checked. Adding a
-setting: a field here, its entry in the doc fragment (plugins/doc_fragments/gpu_operator_settings.py), its key in
+setting: a field here, its entry in the doc fragment (plugins/doc_fragments/settings.py, its GPU_OPERATOR), its key in
 the role's dict (``__gpu_operator_settings``), and the read in the builder; the module is not touched.
 
 Plain Python (no Ansible import).

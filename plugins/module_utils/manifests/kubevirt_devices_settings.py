@@ -6,7 +6,7 @@
 The path (docs/architecture.md, "The settings of a phase"): roles/kubevirt_devices tasks/main.yml builds one dict
 from the inventory variables and the run's mode (``gpuvirt_cluster``); the modules hco_permitted_devices and
 kubevirt_permitted_devices take it whole as their option ``settings``, whose suboptions are ``argument_spec()``
-(documented by the doc fragment gpuvirt.provision.kubevirt_devices_settings); ``build`` turns it into a
+(documented by the doc fragment gpuvirt.provision.settings.kubevirt_devices); ``build`` turns it into a
 ``KubevirtDevicesSettings`` record, and the modules read its fields by name. What the run read or computed about
 the cluster and its hosts (the live object and why it was not read, the hosts without facts, the devices wanted
 and their resource names, whether HCO's CRD has the mdev gate, whether HCO runs) is not a setting: those stay
@@ -15,7 +15,7 @@ devices and the Nodes.
 
 ``FIELDS`` is the one list (model/settings_record.py makes the record, the argument spec and each field's check from
 it). A record refuses a bad value when it is made, naming its variable. Adding a setting: a field here, its entry in
-the doc fragment (plugins/doc_fragments/kubevirt_devices_settings.py), its key in the role's dict
+the doc fragment (plugins/doc_fragments/settings.py, its KUBEVIRT_DEVICES), its key in the role's dict
 (``__kubevirt_devices_settings``), and the read where it decides; the modules are not touched.
 
 Plain Python (no Ansible import).
@@ -116,11 +116,5 @@ KubevirtDevicesSettings = settings_record.record_class('KubevirtDevicesSettings'
                                                        "The kubevirt devices phase's settings (FIELDS).")
 
 
-def build(value, name='settings'):
-    """The record from the module's ``settings`` option (or a record, returned as it is)."""
-    return settings_record.build(KubevirtDevicesSettings, value, name)
-
-
-def argument_spec():
-    """The suboptions of the module option ``settings``, from the fields."""
-    return settings_record.argument_spec(FIELDS)
+# the module's two entry points: the record from its settings option, and that option's suboptions
+build, argument_spec = KubevirtDevicesSettings.of, KubevirtDevicesSettings.schema

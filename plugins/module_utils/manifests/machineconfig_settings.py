@@ -6,7 +6,7 @@
 The path (docs/architecture.md, "The settings of a phase"): roles/machineconfig tasks/main.yml builds one dict from
 the inventory variables and the run's mode (``gpuvirt_cluster``), before its loop over the pools of the GPU nodes;
 tasks/pool.yml gives it whole, for each pool, to the module machineconfig_manifests as its option ``settings``, whose
-suboptions are ``argument_spec()`` (documented by the doc fragment gpuvirt.provision.machineconfig_settings);
+suboptions are ``argument_spec()`` (documented by the doc fragment gpuvirt.provision.settings.machineconfig);
 ``build`` turns it into a ``MachineconfigSettings`` record, and the module reads its fields by name.
 
 What is not a setting stays an option of the module's own (its ``READS``): the pool of the loop item and its nodes,
@@ -21,7 +21,7 @@ lives here, tested, and not in the role's templates.
 
 ``FIELDS`` is the one list (model/settings_record.py makes the record, the argument spec and each field's check from
 it). A record refuses a bad value when it is made, naming its variable. Adding a setting: a field here, its entry in
-the doc fragment (plugins/doc_fragments/machineconfig_settings.py), its key in the role's dict
+the doc fragment (plugins/doc_fragments/settings.py, its MACHINECONFIG), its key in the role's dict
 (``__machineconfig_settings``), and the read where it decides; the module is not touched.
 
 Plain Python (no Ansible import).
@@ -95,11 +95,5 @@ MachineconfigSettings = settings_record.record_class('MachineconfigSettings', _S
                                                      "The machineconfig phase's settings (FIELDS).")
 
 
-def build(value, name='settings'):
-    """The record from the module's ``settings`` option (or a record, returned as it is)."""
-    return settings_record.build(MachineconfigSettings, value, name)
-
-
-def argument_spec():
-    """The suboptions of the module option ``settings``, from the fields."""
-    return settings_record.argument_spec(FIELDS)
+# the module's two entry points: the record from its settings option, and that option's suboptions
+build, argument_spec = MachineconfigSettings.of, MachineconfigSettings.schema

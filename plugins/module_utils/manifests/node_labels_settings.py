@@ -6,7 +6,7 @@
 The path (docs/architecture.md, "The settings of a phase"): roles/node_labels tasks/main.yml builds one dict from the
 inventory variables and the platform row (``gpuvirt_cluster``); the module node_labels_plan takes it as its option
 ``settings``, whose suboptions are ``argument_spec()`` (documented by the doc fragment
-gpuvirt.provision.node_labels_settings); ``build`` turns it into a ``NodeLabelsSettings`` record, and the planner
+gpuvirt.provision.settings.node_labels); ``build`` turns it into a ``NodeLabelsSettings`` record, and the planner
 reads its fields by name. What the run read or was given about the cluster (the fleet view's hosts, the Nodes, the
 VMIs, the nodes a render found) is not a setting: those stay options of the module's own (its ``READS``).
 
@@ -69,11 +69,5 @@ NodeLabelsSettings = settings_record.record_class('NodeLabelsSettings', _Setting
                                                   "The node labels phase's settings (FIELDS).")
 
 
-def build(value, name='settings'):
-    """The record from the module's ``settings`` option (or a record, returned as it is)."""
-    return settings_record.build(NodeLabelsSettings, value, name)
-
-
-def argument_spec():
-    """The suboptions of the module option ``settings``, from the fields."""
-    return settings_record.argument_spec(FIELDS)
+# the module's two entry points: the record from its settings option, and that option's suboptions
+build, argument_spec = NodeLabelsSettings.of, NodeLabelsSettings.schema

@@ -6,7 +6,7 @@
 The path (docs/architecture.md, "The settings of a phase"): roles/verify tasks/main.yml builds one dict from the
 inventory variables of the smoke VM (``verify_smoke_vm_*``); the module verify_smoke_vm takes it whole as its option
 ``settings``, whose suboptions are ``argument_spec()`` (documented by the doc fragment
-gpuvirt.provision.verify_settings); ``build`` turns it into a ``VerifySettings`` record, and the module reads its
+gpuvirt.provision.settings.verify); ``build`` turns it into a ``VerifySettings`` record, and the module reads its
 fields by name for manifests/verify.py ``smoke_vm``.
 
 What is not a setting stays an option of the module's own (its ``READS``): ``expected``, the resources the run
@@ -18,7 +18,7 @@ no setting: its options are the expected resources and the Nodes read, both the 
 
 ``FIELDS`` is the one list (model/settings_record.py makes the record, the argument spec and each field's check from
 it). A record refuses a bad value when it is made, naming its variable. Adding a setting: a field here, its entry in
-the doc fragment (plugins/doc_fragments/verify_settings.py), its key in the role's dict (``__verify_settings``), and
+the doc fragment (plugins/doc_fragments/settings.py, its VERIFY), its key in the role's dict (``__verify_settings``), and
 the read where it decides; the module is not touched.
 
 Plain Python (no Ansible import).
@@ -105,11 +105,5 @@ VerifySettings = settings_record.record_class('VerifySettings', _Settings, FIELD
                                               "The verify phase's settings (FIELDS).")
 
 
-def build(value, name='settings'):
-    """The record from the module's ``settings`` option (or a record, returned as it is)."""
-    return settings_record.build(VerifySettings, value, name)
-
-
-def argument_spec():
-    """The suboptions of the module option ``settings``, from the fields."""
-    return settings_record.argument_spec(FIELDS)
+# the module's two entry points: the record from its settings option, and that option's suboptions
+build, argument_spec = VerifySettings.of, VerifySettings.schema

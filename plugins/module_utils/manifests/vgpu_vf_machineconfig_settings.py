@@ -7,7 +7,7 @@ fields, built once.
 The path (docs/architecture.md, "The settings of a phase"): roles/vgpu_vf tasks/machineconfig.yml builds one dict
 from the inventory variables (``__vgpu_vf_machineconfig_settings``) and gives it whole to the module
 vgpu_vf_machineconfig as its option ``settings``, whose suboptions are ``argument_spec()`` (documented by the doc
-fragment gpuvirt.provision.vgpu_vf_machineconfig_settings); ``build`` turns it into a ``VgpuVfMachineconfigSettings``
+fragment gpuvirt.provision.settings.vgpu_vf_machineconfig); ``build`` turns it into a ``VgpuVfMachineconfigSettings``
 record, and the module reads its fields by name.
 
 What is not a setting stays an option of the module's own (its ``READS``): the hosts (the fleet view: each host's
@@ -22,7 +22,7 @@ module builds anything, and the builder sees the same values as before.
 
 ``FIELDS`` is the one list (model/settings_record.py makes the record, the argument spec and each field's check from
 it). Adding a setting: a field here, its entry in the doc fragment
-(plugins/doc_fragments/vgpu_vf_machineconfig_settings.py), its key in the role's dict, and the read in the module.
+(plugins/doc_fragments/settings.py, its VGPU_VF_MACHINECONFIG), its key in the role's dict, and the read in the module.
 
 Plain Python (no Ansible import).
 """
@@ -102,11 +102,5 @@ VgpuVfMachineconfigSettings = settings_record.record_class(
     'VgpuVfMachineconfigSettings', _Settings, FIELDS, "The vgpu_vf role's cluster step's settings (FIELDS).")
 
 
-def build(value, name='settings'):
-    """The record from the module's ``settings`` option (or a record, returned as it is)."""
-    return settings_record.build(VgpuVfMachineconfigSettings, value, name)
-
-
-def argument_spec():
-    """The suboptions of the module option ``settings``, from the fields."""
-    return settings_record.argument_spec(FIELDS)
+# the module's two entry points: the record from its settings option, and that option's suboptions
+build, argument_spec = VgpuVfMachineconfigSettings.of, VgpuVfMachineconfigSettings.schema

@@ -121,6 +121,16 @@ class SettingsRecord(TableRow):
     def _check(self):
         """The phase's checks across fields (a subclass's); raise with a sentence that names the variables."""
 
+    @classmethod
+    def of(cls, value, name='settings'):
+        """The record of this class from the module's ``settings`` option, or a record of it as it is (``build``)."""
+        return build(cls, value, name)
+
+    @classmethod
+    def schema(cls):
+        """The suboptions of the module option ``settings``, from this class's fields (``argument_spec``)."""
+        return argument_spec(cls.FIELDS)
+
 
 def record_class(class_name, base, fields, doc):
     """The record class of ``fields`` on ``base`` (a SettingsRecord subclass; a test adds a field at run time the

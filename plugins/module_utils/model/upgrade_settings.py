@@ -6,7 +6,7 @@
 The path (docs/architecture.md, "The settings of a phase"): roles/upgrade tasks/main.yml builds one dict from the
 inventory variables, the fleet view and the platform row (``gpuvirt_cluster``); the module upgrade_plan takes it as
 its one option ``settings``, whose suboptions are ``argument_spec()`` (documented by the doc fragment
-gpuvirt.provision.upgrade_settings); ``build`` turns it into an ``UpgradeSettings`` record; the builders
+gpuvirt.provision.settings.upgrade); ``build`` turns it into an ``UpgradeSettings`` record; the builders
 (manifests/upgrade_plan.py ``plan``, upgrade_operator.py ``olm_step`` and ``helm_step``) read its fields by name.
 What the cluster holds (pods, the CSV, the chart's text) is not a setting: those stay arguments of their own.
 
@@ -14,7 +14,7 @@ What the cluster holds (pods, the CSV, the chart's text) is not a setting: those
 inventory variable it comes from (named in every refusal); model/settings_record.py makes the record, the argument
 spec and the checks of each field from it, as for every phase. A record refuses a bad value when it is made, naming
 that variable: every record a builder receives has been checked. Adding a setting: a field here, its entry in the
-doc fragment (plugins/doc_fragments/upgrade_settings.py), its key in the role's dict, and the read in the builder;
+doc fragment (plugins/doc_fragments/settings.py, its UPGRADE), its key in the role's dict, and the read in the builder;
 the module is not touched, and tests/unit/plugins/module_utils/model/test_upgrade_settings.py fails while the
 fields, the argument spec and the documentation disagree.
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.doc_fragments import dra_settings as fragment
+from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra_settings as drs
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
 from ansible_collections.gpuvirt.provision.plugins.modules import dra_manifests as module
 
 from ...modules.harness import argument_spec_of, run_module
 
-SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
+SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.DRA)['options']['settings']['suboptions']
 
 
 def test_the_record_the_schema_and_the_documentation_name_the_same_fields(monkeypatch):
@@ -26,7 +26,7 @@ def test_the_record_the_schema_and_the_documentation_name_the_same_fields(monkey
     # besides the settings only what the run read or was given about the cluster and its hosts
     assert sorted(seen) == sorted(('settings',) + module.READS)
     doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.dra_settings' in doc['extends_documentation_fragment']
+    assert 'gpuvirt.provision.settings.dra' in doc['extends_documentation_fragment']
     assert sorted(doc['options']) == sorted(module.READS)
 
 

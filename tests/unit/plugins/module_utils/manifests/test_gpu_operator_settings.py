@@ -12,7 +12,7 @@ import pathlib
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.doc_fragments import gpu_operator_settings as fragment
+from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator_install as install
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_operator_settings as gos
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record
@@ -21,7 +21,7 @@ from ansible_collections.gpuvirt.provision.plugins.modules import gpu_operator_m
 from ...modules.harness import argument_spec_of, run_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[5]
-SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
+SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.GPU_OPERATOR)['options']['settings']['suboptions']
 VGM = {'repository': 'registry.example.com:5000/nvidia', 'version': '580.82.02'}
 
 
@@ -48,7 +48,7 @@ def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch
     # besides the settings only what was read from the cluster or a file
     assert sorted(seen) == sorted(('settings',) + module.READS)
     doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.gpu_operator_settings' in doc['extends_documentation_fragment']
+    assert 'gpuvirt.provision.settings.gpu_operator' in doc['extends_documentation_fragment']
     assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(module.READS)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.doc_fragments import kubevirt_devices_settings as fragment
+from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import live_object
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt_devices_settings as kds
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
@@ -17,7 +17,7 @@ from ansible_collections.gpuvirt.provision.plugins.modules import (
 
 from ...modules.harness import argument_spec_of, run_module
 
-SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
+SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.KUBEVIRT_DEVICES)['options']['settings']['suboptions']
 LIVE_OBJECT = yaml.safe_load(live_object.ModuleDocFragment.DOCUMENTATION)['options']
 MODULES = (hco_permitted_devices, kubevirt_permitted_devices)
 DEVICE = {'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}
@@ -37,7 +37,7 @@ def test_each_module_takes_the_record_s_schema_as_its_settings_option(monkeypatc
     # besides the settings only what the run read or computed about the cluster and its hosts
     assert sorted(seen) == sorted(('settings',) + module.READS)
     doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.kubevirt_devices_settings' in doc['extends_documentation_fragment']
+    assert 'gpuvirt.provision.settings.kubevirt_devices' in doc['extends_documentation_fragment']
     # the module's own options and the live object's fragment document the reads, and only them
     assert 'settings' not in doc['options'] and sorted(list(doc['options']) + list(LIVE_OBJECT)) == sorted(module.READS)
 

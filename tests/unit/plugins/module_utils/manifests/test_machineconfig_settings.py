@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.doc_fragments import machineconfig_settings as fragment
+from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig_settings as mcs
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
@@ -17,7 +17,7 @@ from ansible_collections.gpuvirt.provision.plugins.modules import machineconfig_
 
 from ...modules.harness import argument_spec_of, run_module
 
-SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
+SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.MACHINECONFIG)['options']['settings']['suboptions']
 
 
 def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
@@ -33,7 +33,7 @@ def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch
     # besides the settings only the loop's pool, what the run read and the pool inherited from
     assert sorted(seen) == sorted(('settings',) + machineconfig_manifests.READS)
     doc = yaml.safe_load(machineconfig_manifests.DOCUMENTATION)
-    assert 'gpuvirt.provision.machineconfig_settings' in doc['extends_documentation_fragment']
+    assert 'gpuvirt.provision.settings.machineconfig' in doc['extends_documentation_fragment']
     assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(machineconfig_manifests.READS)
 
 

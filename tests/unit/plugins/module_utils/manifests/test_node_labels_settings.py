@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.doc_fragments import node_labels_settings as fragment
+from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels_settings as nls
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record
@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.provision.plugins.modules import node_labels_pl
 
 from ...modules.harness import argument_spec_of, run_module
 
-SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
+SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.NODE_LABELS)['options']['settings']['suboptions']
 
 
 def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
@@ -32,7 +32,7 @@ def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch
     # besides the settings only what the run read or was given about the cluster and its hosts
     assert sorted(seen) == sorted(('settings',) + module.READS)
     doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.node_labels_settings' in doc['extends_documentation_fragment']
+    assert 'gpuvirt.provision.settings.node_labels' in doc['extends_documentation_fragment']
     assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(module.READS)
 
 

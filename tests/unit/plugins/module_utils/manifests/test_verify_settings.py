@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.doc_fragments import verify_settings as fragment
+from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify_settings as vs
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
@@ -16,7 +16,7 @@ from ansible_collections.gpuvirt.provision.plugins.modules import verify_node_re
 
 from ...modules.harness import argument_spec_of, run_module
 
-SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
+SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.VERIFY)['options']['settings']['suboptions']
 IMAGE = 'quay.io/containerdisks/fedora:41'
 A10 = 'nvidia.com/GA102GL_A10'
 
@@ -34,7 +34,7 @@ def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch
     # besides the settings only what the run computed: the resources it expects per node
     assert sorted(seen) == sorted(('settings',) + verify_smoke_vm.READS)
     doc = yaml.safe_load(verify_smoke_vm.DOCUMENTATION)
-    assert 'gpuvirt.provision.verify_settings' in doc['extends_documentation_fragment']
+    assert 'gpuvirt.provision.settings.verify' in doc['extends_documentation_fragment']
     assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(verify_smoke_vm.READS)
 
 

@@ -10,7 +10,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.doc_fragments import vgpu_vf_machineconfig_settings as fragment
+from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_vf_machineconfig_settings as vms
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
@@ -18,7 +18,7 @@ from ansible_collections.gpuvirt.provision.plugins.modules import vgpu_vf_machin
 
 from ...modules.harness import argument_spec_of, run_module
 
-SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
+SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.VGPU_VF_MACHINECONFIG)['options']['settings']['suboptions']
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..')
 PERSIST = {'version': 1, 'managed_by': 'gpuvirt.provision', 'sysfs_root': '/sys',
            'sriov_manage': '/usr/lib/nvidia/sriov-manage', 'timeout': 300,
@@ -55,7 +55,7 @@ def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch
     # besides the settings only the hosts (fleet view), what the run read and the role's script
     assert sorted(seen) == sorted(('settings',) + vgpu_vf_machineconfig.READS)
     doc = yaml.safe_load(vgpu_vf_machineconfig.DOCUMENTATION)
-    assert 'gpuvirt.provision.vgpu_vf_machineconfig_settings' in doc['extends_documentation_fragment']
+    assert 'gpuvirt.provision.settings.vgpu_vf_machineconfig' in doc['extends_documentation_fragment']
     assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(vgpu_vf_machineconfig.READS)
 
 

@@ -11,7 +11,7 @@ import pathlib
 import pytest
 import yaml
 
-from ansible_collections.gpuvirt.provision.plugins.doc_fragments import upgrade_settings as fragment
+from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import upgrade_plan as up
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import upgrade_settings as us
@@ -20,14 +20,14 @@ from ansible_collections.gpuvirt.provision.plugins.modules import upgrade_plan a
 from ...modules.harness import argument_spec_of, run_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[5]
-SUBOPTIONS = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['suboptions']
+SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.UPGRADE)['options']['settings']['suboptions']
 
 
 def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
     names = [f.name for f in us.FIELDS]
     assert list(us.UpgradeSettings.__slots__) == names == [n for n, d in us.UpgradeSettings.COLUMNS]
     assert list(us.argument_spec()) == names
-    assert sorted(SUBOPTIONS) == sorted(names), 'plugins/doc_fragments/upgrade_settings.py and FIELDS differ'
+    assert sorted(SUBOPTIONS) == sorted(names), 'plugins/doc_fragments/settings.py, UPGRADE and FIELDS differ'
 
 
 @pytest.mark.parametrize('field', us.FIELDS, ids=lambda f: f.name)
@@ -44,9 +44,9 @@ def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch
     assert seen['settings'] == {'type': 'dict', 'required': True, 'options': us.argument_spec()}
     # the module documents the option through the fragment, not a copy of its own
     doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.upgrade_settings' in doc['extends_documentation_fragment']
+    assert 'gpuvirt.provision.settings.upgrade' in doc['extends_documentation_fragment']
     assert 'settings' not in doc['options']
-    assert yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)['options']['settings']['required'] is True
+    assert yaml.safe_load(fragments.ModuleDocFragment.UPGRADE)['options']['settings']['required'] is True
 
 
 def test_platform_facts_default_to_the_fallback_platform_s_row():
