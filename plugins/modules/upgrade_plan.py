@@ -239,6 +239,11 @@ def build(p):
     return result
 
 
+# what the run read from the cluster (or, in render mode, was given) for the plan: every option but the settings
+READS = ('node_names', 'nodes', 'pods', 'daemonsets', 'revisions', 'vmis', 'vms', 'launchers', 'current',
+         'cluster_version', 'cluster_policy', 'nvidia_drivers', 'kubevirt_cr', 'olm', 'helm', 'settle')
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(

@@ -9,25 +9,11 @@ import yaml
 
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import dra_settings as drs
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
 from ansible_collections.gpuvirt.provision.plugins.modules import dra_manifests as module
 
-from ...modules.harness import argument_spec_of, run_module
+from ...modules.harness import run_module
 
 SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.DRA)['options']['settings']['suboptions']
-
-
-def test_the_record_the_schema_and_the_documentation_name_the_same_fields(monkeypatch):
-    names = [f.name for f in drs.FIELDS]
-    assert list(drs.DraSettings.__slots__) == names and list(drs.argument_spec()) == names
-    assert settings_record.documentation_differences(drs.FIELDS, SUBOPTIONS) == []
-    seen = argument_spec_of(monkeypatch, module)
-    assert seen['settings'] == {'type': 'dict', 'required': True, 'options': drs.argument_spec()}
-    # besides the settings only what the run read or was given about the cluster and its hosts
-    assert sorted(seen) == sorted(('settings',) + module.READS)
-    doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.settings.dra' in doc['extends_documentation_fragment']
-    assert sorted(doc['options']) == sorted(module.READS)
 
 
 def test_an_unknown_operator_driver_stays_unknown_and_defaults_are_kept():

@@ -18,18 +18,11 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record
 from ansible_collections.gpuvirt.provision.plugins.modules import gpu_operator_manifests as module
 
-from ...modules.harness import argument_spec_of, run_module
+from ...modules.harness import run_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[5]
 SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.GPU_OPERATOR)['options']['settings']['suboptions']
 VGM = {'repository': 'registry.example.com:5000/nvidia', 'version': '580.82.02'}
-
-
-def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
-    names = [f.name for f in gos.FIELDS]
-    assert list(gos.GpuOperatorSettings.__slots__) == names == [n for n, d in gos.GpuOperatorSettings.COLUMNS]
-    assert list(gos.argument_spec()) == names
-    assert settings_record.documentation_differences(gos.FIELDS, SUBOPTIONS) == []
 
 
 def test_the_documentation_comparison_names_what_differs():
@@ -40,16 +33,6 @@ def test_the_documentation_comparison_names_what_differs():
     assert settings_record.documentation_differences(gos.FIELDS, suboptions) == [
         'nfd_channel: a field, not documented',
         "sandbox_mode: default is 'kata' in the documentation, 'kubevirt' in FIELDS"]
-
-
-def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch):
-    seen = argument_spec_of(monkeypatch, module)
-    assert seen['settings'] == {'type': 'dict', 'required': True, 'options': gos.argument_spec()}
-    # besides the settings only what was read from the cluster or a file
-    assert sorted(seen) == sorted(('settings',) + module.READS)
-    doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.settings.gpu_operator' in doc['extends_documentation_fragment']
-    assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(module.READS)
 
 
 def test_the_platform_s_choices_are_the_table_s_when_asked(monkeypatch):

@@ -11,7 +11,6 @@ import yaml
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import live_object
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import kubevirt_devices_settings as kds
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
 from ansible_collections.gpuvirt.provision.plugins.modules import (
     hco_permitted_devices, kubevirt_devices_plan, kubevirt_permitted_devices)
 
@@ -21,25 +20,6 @@ SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.KUBEVIRT_DEVICES)['optio
 LIVE_OBJECT = yaml.safe_load(live_object.ModuleDocFragment.DOCUMENTATION)['options']
 MODULES = (hco_permitted_devices, kubevirt_permitted_devices)
 DEVICE = {'selector': '10DE:2236', 'resource_name': 'nvidia.com/GA102GL_A10'}
-
-
-def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
-    names = [f.name for f in kds.FIELDS]
-    assert list(kds.KubevirtDevicesSettings.__slots__) == names == [n for n, d in kds.KubevirtDevicesSettings.COLUMNS]
-    assert list(kds.argument_spec()) == names
-    assert settings_record.documentation_differences(kds.FIELDS, SUBOPTIONS) == []
-
-
-@pytest.mark.parametrize('module', MODULES, ids=lambda m: m.__name__.rsplit('.', 1)[-1])
-def test_each_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch, module):
-    seen = argument_spec_of(monkeypatch, module)
-    assert seen['settings'] == {'type': 'dict', 'required': True, 'options': kds.argument_spec()}
-    # besides the settings only what the run read or computed about the cluster and its hosts
-    assert sorted(seen) == sorted(('settings',) + module.READS)
-    doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.settings.kubevirt_devices' in doc['extends_documentation_fragment']
-    # the module's own options and the live object's fragment document the reads, and only them
-    assert 'settings' not in doc['options'] and sorted(list(doc['options']) + list(LIVE_OBJECT)) == sorted(module.READS)
 
 
 def test_the_resource_name_plan_takes_no_setting(monkeypatch):

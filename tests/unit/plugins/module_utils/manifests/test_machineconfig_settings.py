@@ -12,29 +12,11 @@ import yaml
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig_settings as mcs
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
 from ansible_collections.gpuvirt.provision.plugins.modules import machineconfig_manifests
 
-from ...modules.harness import argument_spec_of, run_module
+from ...modules.harness import run_module
 
 SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.MACHINECONFIG)['options']['settings']['suboptions']
-
-
-def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
-    names = [f.name for f in mcs.FIELDS]
-    assert list(mcs.MachineconfigSettings.__slots__) == names == [n for n, d in mcs.MachineconfigSettings.COLUMNS]
-    assert list(mcs.argument_spec()) == names
-    assert settings_record.documentation_differences(mcs.FIELDS, SUBOPTIONS) == []
-
-
-def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch):
-    seen = argument_spec_of(monkeypatch, machineconfig_manifests)
-    assert seen['settings'] == {'type': 'dict', 'required': True, 'options': mcs.argument_spec()}
-    # besides the settings only the loop's pool, what the run read and the pool inherited from
-    assert sorted(seen) == sorted(('settings',) + machineconfig_manifests.READS)
-    doc = yaml.safe_load(machineconfig_manifests.DOCUMENTATION)
-    assert 'gpuvirt.provision.settings.machineconfig' in doc['extends_documentation_fragment']
-    assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(machineconfig_manifests.READS)
 
 
 def test_a_record_is_read_only_and_a_none_or_an_empty_name_takes_the_default():

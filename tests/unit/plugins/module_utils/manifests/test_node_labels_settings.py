@@ -11,29 +11,12 @@ import yaml
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import gpu_cluster as gc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import node_labels_settings as nls
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform, settings_record
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import platform
 from ansible_collections.gpuvirt.provision.plugins.modules import node_labels_plan as module
 
-from ...modules.harness import argument_spec_of, run_module
+from ...modules.harness import run_module
 
 SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.NODE_LABELS)['options']['settings']['suboptions']
-
-
-def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
-    names = [f.name for f in nls.FIELDS]
-    assert list(nls.NodeLabelsSettings.__slots__) == names == [n for n, d in nls.NodeLabelsSettings.COLUMNS]
-    assert list(nls.argument_spec()) == names
-    assert settings_record.documentation_differences(nls.FIELDS, SUBOPTIONS) == []
-
-
-def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch):
-    seen = argument_spec_of(monkeypatch, module)
-    assert seen['settings'] == {'type': 'dict', 'required': True, 'options': nls.argument_spec()}
-    # besides the settings only what the run read or was given about the cluster and its hosts
-    assert sorted(seen) == sorted(('settings',) + module.READS)
-    doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.settings.node_labels' in doc['extends_documentation_fragment']
-    assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(module.READS)
 
 
 def test_a_record_is_read_only_and_a_none_takes_the_default():

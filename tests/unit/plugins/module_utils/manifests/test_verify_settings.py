@@ -11,7 +11,6 @@ import yaml
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import verify_settings as vs
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
 from ansible_collections.gpuvirt.provision.plugins.modules import verify_node_resources, verify_smoke_vm
 
 from ...modules.harness import argument_spec_of, run_module
@@ -19,23 +18,6 @@ from ...modules.harness import argument_spec_of, run_module
 SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.VERIFY)['options']['settings']['suboptions']
 IMAGE = 'quay.io/containerdisks/fedora:41'
 A10 = 'nvidia.com/GA102GL_A10'
-
-
-def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
-    names = [f.name for f in vs.FIELDS]
-    assert list(vs.VerifySettings.__slots__) == names == [n for n, d in vs.VerifySettings.COLUMNS]
-    assert list(vs.argument_spec()) == names
-    assert settings_record.documentation_differences(vs.FIELDS, SUBOPTIONS) == []
-
-
-def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch):
-    seen = argument_spec_of(monkeypatch, verify_smoke_vm)
-    assert seen['settings'] == {'type': 'dict', 'required': True, 'options': vs.argument_spec()}
-    # besides the settings only what the run computed: the resources it expects per node
-    assert sorted(seen) == sorted(('settings',) + verify_smoke_vm.READS)
-    doc = yaml.safe_load(verify_smoke_vm.DOCUMENTATION)
-    assert 'gpuvirt.provision.settings.verify' in doc['extends_documentation_fragment']
-    assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(verify_smoke_vm.READS)
 
 
 def test_the_node_comparison_takes_no_setting(monkeypatch):

@@ -13,10 +13,9 @@ import yaml
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_vf_machineconfig_settings as vms
-from ansible_collections.gpuvirt.provision.plugins.module_utils.model import settings_record
 from ansible_collections.gpuvirt.provision.plugins.modules import vgpu_vf_machineconfig
 
-from ...modules.harness import argument_spec_of, run_module
+from ...modules.harness import run_module
 
 SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.VGPU_VF_MACHINECONFIG)['options']['settings']['suboptions']
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..')
@@ -30,14 +29,6 @@ def _script():
         return f.read()
 
 
-def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
-    names = [f.name for f in vms.FIELDS]
-    assert list(vms.VgpuVfMachineconfigSettings.__slots__) == names == [
-        n for n, d in vms.VgpuVfMachineconfigSettings.COLUMNS]
-    assert list(vms.argument_spec()) == names
-    assert settings_record.documentation_differences(vms.FIELDS, SUBOPTIONS) == []
-
-
 def test_the_fields_come_from_the_role_s_variables_with_the_role_s_defaults():
     with open(os.path.join(ROOT, 'roles', 'vgpu_vf', 'defaults', 'main.yml'), encoding='utf-8') as handle:
         defaults = yaml.safe_load(handle)
@@ -47,16 +38,6 @@ def test_the_fields_come_from_the_role_s_variables_with_the_role_s_defaults():
     built = [t['ansible.builtin.set_fact']['__vgpu_vf_machineconfig_settings'] for t in tasks
              if '__vgpu_vf_machineconfig_settings' in (t.get('ansible.builtin.set_fact') or {})]
     assert built == [{f.name: '{{ %s }}' % f.variable for f in vms.FIELDS}]
-
-
-def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch):
-    seen = argument_spec_of(monkeypatch, vgpu_vf_machineconfig)
-    assert seen['settings'] == {'type': 'dict', 'required': True, 'options': vms.argument_spec()}
-    # besides the settings only the hosts (fleet view), what the run read and the role's script
-    assert sorted(seen) == sorted(('settings',) + vgpu_vf_machineconfig.READS)
-    doc = yaml.safe_load(vgpu_vf_machineconfig.DOCUMENTATION)
-    assert 'gpuvirt.provision.settings.vgpu_vf_machineconfig' in doc['extends_documentation_fragment']
-    assert 'settings' not in doc['options'] and sorted(doc['options']) == sorted(vgpu_vf_machineconfig.READS)
 
 
 def test_a_record_is_read_only_and_a_none_takes_the_default():

@@ -17,17 +17,10 @@ from ansible_collections.gpuvirt.provision.plugins.module_utils.model import pla
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model import upgrade_settings as us
 from ansible_collections.gpuvirt.provision.plugins.modules import upgrade_plan as module
 
-from ...modules.harness import argument_spec_of, run_module
+from ...modules.harness import run_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[5]
 SUBOPTIONS = yaml.safe_load(fragments.ModuleDocFragment.UPGRADE)['options']['settings']['suboptions']
-
-
-def test_the_record_the_schema_and_the_documentation_name_the_same_fields():
-    names = [f.name for f in us.FIELDS]
-    assert list(us.UpgradeSettings.__slots__) == names == [n for n, d in us.UpgradeSettings.COLUMNS]
-    assert list(us.argument_spec()) == names
-    assert sorted(SUBOPTIONS) == sorted(names), 'plugins/doc_fragments/settings.py, UPGRADE and FIELDS differ'
 
 
 @pytest.mark.parametrize('field', us.FIELDS, ids=lambda f: f.name)
@@ -37,16 +30,6 @@ def test_each_field_is_documented_with_its_type_default_and_choices(field):
     assert doc.get('default') == field.default
     assert doc.get('choices') == (list(field.choices) if field.choices is not None else None)
     assert doc['description']
-
-
-def test_the_module_takes_the_record_s_schema_as_its_settings_option(monkeypatch):
-    seen = argument_spec_of(monkeypatch, module)
-    assert seen['settings'] == {'type': 'dict', 'required': True, 'options': us.argument_spec()}
-    # the module documents the option through the fragment, not a copy of its own
-    doc = yaml.safe_load(module.DOCUMENTATION)
-    assert 'gpuvirt.provision.settings.upgrade' in doc['extends_documentation_fragment']
-    assert 'settings' not in doc['options']
-    assert yaml.safe_load(fragments.ModuleDocFragment.UPGRADE)['options']['settings']['required'] is True
 
 
 def test_platform_facts_default_to_the_fallback_platform_s_row():
