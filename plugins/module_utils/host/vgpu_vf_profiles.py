@@ -1033,13 +1033,32 @@ def check_unit_type(value, name='unit_type', choices=UNIT_TYPES):
     return value
 
 
+# Where the interpreter of a unit built off the host (a MachineConfig, on the controller) may be: directories only
+# root writes on the distributions the collection supports, and a Python 3 by its name. The host's own trusted-path
+# rule (trusted_executable) cannot run there, and the value comes from the controller's inventory, not the host's.
+SYSTEM_BIN_DIRS = ('/usr/bin', '/usr/libexec', '/usr/local/bin', '/bin', '/usr/sbin', '/sbin')
+SYSTEM_PYTHON = re.compile(r'python3(?:\.[0-9]{1,2})?|platform-python')
+
+
+def system_interpreter(python, name):
+    """``python`` when it is a Python 3 of a system directory (SYSTEM_BIN_DIRS, SYSTEM_PYTHON), else
+    VfProfileError naming ``name``."""
+    _path(python, name)
+    directory, base = os.path.split(python)
+    if directory not in SYSTEM_BIN_DIRS or not SYSTEM_PYTHON.fullmatch(base):
+        raise VfProfileError('%s is %s: a unit built off the host runs as root at every boot, so its interpreter is '
+                             'a Python 3 (python3, python3.N or platform-python) of a directory only root writes: %s'
+                             % (name, _brief(python), ', '.join(SYSTEM_BIN_DIRS)))
+    return python
+
+
 def unit_text(unit_path, script, config, python, timeout, on_host=True, unit_type='oneshot'):
     """The systemd unit that re-creates the VFs and profiles at boot, in the form ``unit_type`` (UNIT_TYPES: oneshot
     for systemd 245 and later, forking before), after the module load and the host's vGPU Manager services; the
     script waits for the sysfs files itself (``timeout``), so a vGPU Manager that loads later (the GPU Operator's,
-    once kubelet runs its DaemonSet) is waited for too, not raced. ``on_host`` False
-    (the role's filter, on the controller) checks ``python`` by the path grammar only: the module checked it on the
-    host by the trusted-path rule in the same run."""
+    once kubelet runs its DaemonSet) is waited for too, not raced. ``on_host`` False (a unit built on the
+    controller, for a MachineConfig) holds ``python`` to a Python 3 of a system directory (system_interpreter): the
+    host's trusted-path rule cannot run there."""
     _unit_path(unit_path, 'the unit path')
     if not UNIT_NAME.fullmatch(os.path.basename(unit_path)):
         raise VfProfileError('the unit path %s does not end in a unit name such as gpuvirt-vgpu-vf.service'
@@ -1050,7 +1069,7 @@ def unit_text(unit_path, script, config, python, timeout, on_host=True, unit_typ
     if on_host:
         trusted_executable(python, 'the Python interpreter')
     else:
-        _path(python, 'the Python interpreter')
+        system_interpreter(python, 'the Python interpreter')
         timeout = _timeout(timeout)
     if not isinstance(timeout, int) or isinstance(timeout, bool) or not 10 <= timeout <= 3600:
         raise VfProfileError('wait_timeout is %s; expected 10 to 3600 seconds' % _brief(timeout))

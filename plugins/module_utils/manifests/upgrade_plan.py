@@ -858,7 +858,8 @@ def _ready(pod):
 def _quantity(value):
     """A device count as the kubelet reports it ("2"); anything else counts as 0."""
     text = _s(value) if not isinstance(value, int) or isinstance(value, bool) else str(value)
-    return int(text) if text.isdigit() else 0
+    # [0-9], not isdigit(): that takes '¹' and other scripts' digits (API data), which int() refuses
+    return int(text) if re.fullmatch(r'[0-9]{1,18}', text) else 0
 
 
 def settle(node_name, node, pods, daemonsets, revisions, required, allocatable):

@@ -40,6 +40,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests.common import ManifestError
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 
 UPDATE_STRATEGIES = ('OnDelete', 'RollingUpdate')
 DEFAULT_POLICY = {'auto_upgrade': False, 'max_parallel_upgrades': 1, 'max_unavailable': '25%'}
@@ -65,8 +66,9 @@ def _bool(value, name):
 def _count(value, name):
     if isinstance(value, bool) or not isinstance(value, int):
         text = str(value).strip()
-        if not text.isdigit():
-            raise ManifestError("%s is %r, not a whole number >= 0" % (name, value))
+        # [0-9], not isdigit(): that takes '¹' and other scripts' digits, which int() then refuses with a ValueError
+        if not re.fullmatch(r'[0-9]{1,9}', text):
+            raise ManifestError("%s is %s, not a whole number >= 0" % (name, validators.shown(value, 200)))
         value = int(text)
     if value < 0:
         raise ManifestError("%s is %r, not a whole number >= 0" % (name, value))

@@ -65,8 +65,8 @@ def checked_resource(resource_name):
     the builder the one it is handed."""
     if not resource_name or not isinstance(resource_name, str) or '/' not in resource_name:
         raise validators.ValidationError(
-            "smoke VM resource %r is not a device plugin resource name like nvidia.com/GA102GL_A10; "
-            "set verify_smoke_vm_resource" % (resource_name,))
+            "smoke VM resource %s is not a device plugin resource name like nvidia.com/GA102GL_A10; "
+            "set verify_smoke_vm_resource" % validators.shown(resource_name, 200))
     try:
         return resource_names.checked_resource_name(resource_name, 'verify_smoke_vm_resource')
     except resource_names.ResourceNameError as exc:

@@ -96,7 +96,13 @@ class _Settings(settings_record.SettingsRecord):
         builder, naming verify_smoke_vm_resource)."""
         if self.resource:
             return self.resource
-        return next((res for want in (expected or {}).values() for res in (want or ())), '')
+        # the run's expectations (the fleet view's, or -e verify_expected): {node: {resource: count}}, judged here
+        # before one is read, so a list, a string or a number in their place is refused by its name
+        expected = {} if expected is None else expected
+        if not isinstance(expected, dict) or not all(isinstance(want, dict) for want in expected.values()):
+            raise ManifestError('verify_expected is %s, not a mapping of node to {resource: count}'
+                                % validators.shown(expected, 200))
+        return next((res for want in expected.values() for res in want), '')
 
 
 # checked when made: a bad value raises ManifestError naming its inventory variable; a field given as None takes

@@ -45,10 +45,29 @@ SRIOV_MANAGE = 'vgpu_vf_machineconfig_sriov_manage'
 TIMEOUT_MIN, TIMEOUT_MAX = 10, 3600
 
 
+# the MachineConfig's name, 100-<pool>-gpuvirt-vgpu-vf, is a DNS-1123 label of at most 63 characters
+POOL_MAX = 63 - len('100--gpuvirt-vgpu-vf')
+
+
 def _pool(value):
     """The pool: it becomes the MachineConfig's role label and name (``100-<pool>-gpuvirt-vgpu-vf``), so a DNS-1123
-    label, as the builder's check_name takes it."""
-    return validators.dns1123_label(value, POOL)
+    label short enough for that name, as the builder's check_name takes it."""
+    validators.dns1123_label(value, POOL)
+    if len(value) > POOL_MAX:
+        raise ValidationError('%s is %d characters; at most %d: the MachineConfig is named 100-<pool>-gpuvirt-vgpu-vf, '
+                              'a DNS-1123 label of at most 63' % (POOL, len(value), POOL_MAX))
+    return value
+
+
+def _python(value):
+    """The unit's interpreter: the path grammar, and a Python 3 of a system directory (the builder's own rule for a
+    unit built off the host, vgpu_vf_profiles.system_interpreter), since the hosts' trusted-path check reads each
+    host's own variable, not the controller's this record holds."""
+    _path(PYTHON)(value)
+    try:
+        return vvp.system_interpreter(value, PYTHON)
+    except vvp.VfProfileError as exc:
+        raise ValidationError(str(exc))
 
 
 def _path(variable):
@@ -78,7 +97,7 @@ FIELDS = (
     # the MachineConfigPool that manages exactly the hosts' nodes: the MachineConfig's role label and default name
     Field(name='pool', type='str', default='worker', variable=POOL, check=_pool),
     # the unit's ExecStart: the interpreter the restore script runs with
-    Field(name='python', type='str', default='/usr/bin/python3', variable=PYTHON, check=_path(PYTHON)),
+    Field(name='python', type='str', default='/usr/bin/python3', variable=PYTHON, check=_python),
     # the unit's TimeoutStartSec and the config's timeout
     Field(name='timeout', type='int', default=300, variable=TIMEOUT, check=_timeout),
     # the config's paths: every host's computed config takes them (never the plan's own)

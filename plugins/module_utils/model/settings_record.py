@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.gpuvirt.provision.plugins.module_utils.model import validators
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.table_row import REQUIRED, TableRow, row_class
 from ansible_collections.gpuvirt.provision.plugins.module_utils.model.validators import ValidationError
 
@@ -56,9 +57,9 @@ def _element(field, item):
     """One item of a list field as its ``elements`` type takes it."""
     var = field.variable
     if field.elements == 'str':
-        return _text(item, '%s holds %r, not a string' % (var, item))
+        return _text(item, '%s holds %s, not a string' % (var, validators.shown(item, 200)))
     if field.elements == 'dict' and not isinstance(item, dict):
-        raise ValidationError('%s holds %r, not a mapping' % (var, item))
+        raise ValidationError('%s holds %s, not a mapping' % (var, validators.shown(item, 200)))
     return item
 
 
@@ -66,26 +67,26 @@ def typed(field, value):
     """``value`` as ``field`` takes it, or ValidationError naming the field's variable."""
     var = field.variable
     if field.type == 'str':
-        value = _text(value, '%s is %r, not a string' % (var, value))
+        value = _text(value, '%s is %s, not a string' % (var, validators.shown(value, 200)))
     elif field.type == 'int':
         # an int setting is a count (upgrade_serial): a whole number of 1 or more
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValidationError('%s is %r, not a whole number >= 1' % (var, value))
+            raise ValidationError('%s is %s, not a whole number >= 1' % (var, validators.shown(value, 200)))
     elif field.type == 'bool':
         if not isinstance(value, bool):
-            raise ValidationError('%s is %r, not true or false' % (var, value))
+            raise ValidationError('%s is %s, not true or false' % (var, validators.shown(value, 200)))
     elif field.type == 'dict':
         if not isinstance(value, dict):
-            raise ValidationError('%s is %r, not a mapping' % (var, value))
+            raise ValidationError('%s is %s, not a mapping' % (var, validators.shown(value, 200)))
     elif field.type == 'list':
         if not isinstance(value, list):
-            raise ValidationError('%s is %r, not a list' % (var, value))
+            raise ValidationError('%s is %s, not a list' % (var, validators.shown(value, 200)))
         value = [_element(field, item) for item in value]
     if field.check is not None:
         value = field.check(value)
     choices = choices_of(field)
     if choices is not None and value not in choices:
-        raise ValidationError('%s is %r, not one of %s' % (var, value, ', '.join(choices)))
+        raise ValidationError('%s is %s, not one of %s' % (var, validators.shown(value, 200), ', '.join(choices)))
     return value
 
 
@@ -111,7 +112,8 @@ class SettingsRecord(TableRow):
         unknown = sorted(set(values) - set(names))
         if unknown:
             raise ValidationError('%s have no %s; they are %s'
-                                  % (self.PHASE, ', '.join(str(k) for k in unknown), ', '.join(names)))
+                                  % (self.PHASE, ', '.join(str(k)[:64] for k in unknown[:5]),
+                                     ', '.join(names)))
         for field in self.FIELDS:
             value = values.get(field.name)
             value = copy.deepcopy(field.default) if value is None else typed(field, copy.deepcopy(value))
@@ -148,7 +150,7 @@ def build(record, value, name='settings'):
     if value is None:
         value = {}
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        problem = '%s is %r, not a mapping of %s' % (name, value, record.PHASE)
+        problem = '%s is %s, not a mapping of %s' % (name, validators.shown(value, 200), record.PHASE)
         raise (record.ERROR or ValidationError)(problem)
     return record(**value)
 

@@ -21,6 +21,7 @@ __metaclass__ = type
 
 import collections
 import copy
+import re
 
 # Argo CD annotations (Argo CD user guide, "Sync Options" and "Sync Phases and Waves"; the option names are
 # argoproj/argo-cd v3.5.1 gitops-engine/pkg/sync/common/types.go SyncOptionPrune, SyncOptionDelete,
@@ -179,7 +180,8 @@ FLUX_GROUP_NAMES = frozenset(group.directory for group in FLUX_GROUPS)
 def wave(file_name):
     """The sync wave of a rendered file, its numeric prefix (``40-gpu-operator-...`` is 40); None without one."""
     lead = (file_name or '').split('-', 1)[0]
-    return int(lead) if lead.isdigit() else None
+    # [0-9], not isdigit(): that takes '¹' and other scripts' digits, which int() refuses
+    return int(lead) if re.fullmatch(r'[0-9]{1,9}', lead) else None
 
 
 def flux_group(file_name):

@@ -976,7 +976,8 @@ def with_sync_wave(obj, file_name):
     """``obj`` with the Argo CD sync wave of its file's numeric prefix (``40-gpu-operator-...`` is wave 40):
     namespaces and operator subscriptions sync before the custom resources that need the operators' CRDs."""
     lead = file_name.split('-', 1)[0]
-    if not lead.isdigit():
+    # [0-9], not isdigit(): that takes '¹' and other scripts' digits, which int() refuses
+    if not re.fullmatch(r'[0-9]{1,9}', lead):
         return obj
     out = copy.deepcopy(obj)
     meta = out.setdefault('metadata', {})

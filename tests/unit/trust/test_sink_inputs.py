@@ -54,12 +54,14 @@ THIRD_PARTY_SINKS = {
     'kubernetes.core.k8s',
     'kubernetes.core.k8s_drain',
 }
-# Reads whose arguments build the request's path: kubernetes.core's client formats the name and namespace into the
-# URL unquoted (and urllib3 resolves '..' segments), so a name such as 'x/../../api/v1/namespaces/ns/secrets/s' reads
-# another object, which the task then registers and prints. Only these arguments are judged; the rest of a read
-# (label selectors, sent as an encoded query) cannot leave the object it names.
+# Reads whose arguments choose what is read: kubernetes.core's client formats the name and namespace into the URL
+# unquoted (and urllib3 resolves '..' segments), so a name such as 'x/../../api/v1/namespaces/ns/secrets/s' reads
+# another object, which the task then registers and prints; and it joins the selectors with ',', so a value with a
+# comma adds a requirement of its own (a drain's check of the pods left would find none). These arguments are judged,
+# in the module's mapping or the task's args; a loop's items are judged where they reach one of them (item is read
+# through a check there).
 PATH_SINKS = {
-    'kubernetes.core.k8s_info': ('api_version', 'kind', 'name', 'namespace'),
+    'kubernetes.core.k8s_info': ('api_version', 'kind', 'name', 'namespace', 'field_selectors', 'label_selectors'),
 }
 # The collection's own modules that write, run or bind: each checks its arguments against the validators'
 # grammars itself (module_utils), so their arguments need no filter in the task.
@@ -308,7 +310,7 @@ def findings(documents):
             names = set()
             if module in PATH_SINKS:
                 looped = any(key in task for key in LOOP_KEYS)
-                args = task[module] if isinstance(task[module], dict) else {}
+                args = dict(task.get('args') or {}, **(task[module] if isinstance(task[module], dict) else {}))
                 for text in _strings([args.get(key) for key in PATH_SINKS[module]]):
                     names |= unchecked_names(text) - HARMLESS - ({'item'} if looped else set())
             if module in THIRD_PARTY_SINKS:

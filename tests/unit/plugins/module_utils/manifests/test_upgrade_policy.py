@@ -57,6 +57,10 @@ def test_helm_values_carry_the_same_keys_and_the_chart_has_them():
 @pytest.mark.parametrize('policy, needle', [
     ({'auto_upgrade': True, 'max_parallel_upgrades': 0}, 'every node at once'),
     ({'max_parallel_upgrades': -1}, 'max_parallel_upgrades'),
+    # digits of other scripts: str.isdigit takes them, int() would raise
+    ({'max_parallel_upgrades': '\u00b9'}, 'max_parallel_upgrades'),
+    ({'max_parallel_upgrades': '\u0663'}, 'max_parallel_upgrades'),
+    ({'max_parallel_upgrades': '1' * 10}, 'max_parallel_upgrades'),
     ({'max_unavailable': '150%'}, 'max_unavailable'),
     ({'max_unavailable': 'half'}, 'max_unavailable'),
     ({'auto_upgrade': 'maybe'}, 'auto_upgrade'),

@@ -95,3 +95,25 @@ def test_the_module_reads_its_fields_by_name(monkeypatch):
     assert given['spec']['template']['spec']['domain']['devices']['gpus'][0]['deviceName'] == 'nvidia.com/x'
     none = run_module(monkeypatch, verify_smoke_vm, {'settings': settings})
     assert none['failed'] and 'set verify_smoke_vm_resource' in none['msg']
+
+
+@pytest.mark.parametrize('expected', [{'n1': 5}, {'n1': 'nvidia.com/A10'}, ['n1'], 'n1', {'n1': ['nvidia.com/A10']}])
+def test_expectations_of_another_shape_are_refused_naming_verify_expected(expected):
+    # a number would raise TypeError, a string would give its first character as the resource
+    with pytest.raises(vs.ManifestError, match=r'^verify_expected is .*, not a mapping of node to \{resource: count\}'):
+        vs.build({'image': 'quay.io/containerdisks/fedora:41'}).resource_name(expected)
+    assert vs.build({'image': 'quay.io/containerdisks/fedora:41'}).resource_name(None) == ''
+
+
+def test_a_refusal_repeats_at_most_a_few_hundred_characters_of_the_value():
+    for params in ({'resource': 'x' * 20000}, {'name': 'a' * 100000}, {'running': 'y' * 100000},
+                   {'image': 'quay.io/x:' + 't' * 100000}):
+        with pytest.raises(vs.ManifestError) as exc:
+            vs.build(dict({'image': 'quay.io/containerdisks/fedora:41'}, **params))
+        assert len(str(exc.value)) < 700, (sorted(params), len(str(exc.value)))
+    with pytest.raises(vs.ManifestError) as exc:
+        vs.build('A' * 100000)
+    assert len(str(exc.value)) < 700
+    with pytest.raises(vs.ManifestError) as exc:
+        vs.build({'k' * 1000: 1})
+    assert len(str(exc.value)) < 700

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpuvirt.provision.plugins.doc_fragments import settings as fragments
+from ansible_collections.gpuvirt.provision.plugins.module_utils.host import vgpu_vf_profiles as vvp
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import machineconfig as mc
 from ansible_collections.gpuvirt.provision.plugins.module_utils.manifests import vgpu_vf_machineconfig_settings as vms
 from ansible_collections.gpuvirt.provision.plugins.modules import vgpu_vf_machineconfig
@@ -102,3 +103,29 @@ def test_the_module_builds_from_the_record_what_the_builder_builds_from_the_same
     out = run_module(monkeypatch, vgpu_vf_machineconfig, {'settings': settings, 'hosts': hosts, 'script': _script(),
                                                           'pools': pools, 'nodes': []})
     assert out['failed'] and "MachineConfigPool 'gpu-vf' does not exist" in out['msg'], out
+
+
+@pytest.mark.parametrize('python', ['/tmp/evil', '/bin/sh', '/usr/bin/python2', '/home/user/python3',
+                                    '/usr/bin/python3.123', '/opt/python3', '/usr/bin/python3x'])
+def test_an_interpreter_that_is_no_system_python_3_is_refused_naming_its_variable(python):
+    # the unit runs it as root at every boot on each node of the pool, and the hosts' trusted-path check reads each
+    # host's own vgpu_vf_python, not the controller's this record holds
+    with pytest.raises(vms.ManifestError) as exc:
+        vms.build({'python': python})
+    assert str(exc.value).startswith("vgpu_vf_python is %r: a unit built off the host runs as root" % python)
+    # the builder a MachineConfig's sink rebuilds the unit with holds the same rule
+    with pytest.raises(vvp.VfProfileError, match='a unit built off the host runs as root'):
+        vvp.unit_text('/etc/systemd/system/gpuvirt-vgpu-vf.service', '/etc/gpuvirt/vgpu-vf-restore',
+                      '/etc/gpuvirt/vgpu-vf-profiles.json', python, 300, on_host=False)
+
+
+@pytest.mark.parametrize('python', ['/usr/bin/python3', '/usr/bin/python3.12', '/usr/libexec/platform-python',
+                                    '/usr/local/bin/python3', '/bin/python3'])
+def test_a_system_python_3_is_the_interpreter_as_given(python):
+    assert vms.build({'python': python}).python == python
+
+
+def test_the_pool_is_short_enough_for_the_machineconfig_s_name():
+    assert vms.build({'pool': 'p' * vms.POOL_MAX}).pool == 'p' * 43
+    with pytest.raises(vms.ManifestError, match=r'^vgpu_vf_machineconfig_pool is 44 characters; at most 43'):
+        vms.build({'pool': 'p' * 44})

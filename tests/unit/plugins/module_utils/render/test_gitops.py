@@ -183,3 +183,10 @@ def test_each_rendered_pool_names_a_machineconfig_of_its_render_for_its_role():
             assert config['metadata']['labels'][mc.ROLE_LABEL] == pool['metadata']['name'], (case, name)
             assert name.endswith('-' + mc.content_hash(config)), (case, name)
     assert pools >= 3  # the OpenShift example renders hold a dedicated pool each, the vendor-VFIO one two
+
+
+def test_a_file_name_led_by_digits_of_another_script_has_no_wave():
+    # str.isdigit takes '¹' and other scripts' digits, which int() refuses: such a name is no wave, never a crash
+    assert gitops.wave('40-gpu-operator-x.yaml') == 40
+    for name in ('\u00b9-x.yaml', '\u0664\u0660-x.yaml', '1' * 10 + '-x.yaml', '-x.yaml', 'x.yaml'):
+        assert gitops.wave(name) is None, name
