@@ -120,7 +120,7 @@ def test_two_pools_that_would_permit_one_selector_from_two_providers_are_refused
     # a hypothetical passthrough pool whose GPUs KubeVirt's own device plugin advertises: for one vendor:device
     # KubeVirt holds one pciHostDevices entry, external or not (kubevirt/kubevirt v1.9.0 types.go PciHostDevice)
     row = fleet.BY_NAME['vm-passthrough'].replace(name='vm-passthrough-kv', group='gpu_vm_passthrough_kv',
-                                                 advertiser='kubevirt')
+                                                  advertiser='kubevirt')
     monkeypatch.setattr(fleet, 'POOL_TABLE', fleet.POOL_TABLE + (row,))
     monkeypatch.setattr(fleet, 'BY_NAME', dict(fleet.BY_NAME, **{row.name: row}))
     with pytest.raises(wd.WantedDevicesError) as exc:
