@@ -35,10 +35,11 @@ def example_copy(tmp_path):
     return inv
 
 
-def render(tmp_path, inv, *extra):
-    """``site.yml`` in render mode on inventory ``inv`` into tmp_path/rendered; returns (rc, output, out)."""
+def render(tmp_path, inv, *extra, playbook='site.yml'):
+    """``playbook`` (site.yml) in render mode on inventory ``inv`` into tmp_path/rendered; returns (rc, output,
+    out)."""
     out = tmp_path / 'rendered'
-    cmd = ['ansible-playbook', '-i', str(inv), os.path.join(ROOT, 'playbooks', 'site.yml'),
+    cmd = ['ansible-playbook', '-i', str(inv), os.path.join(ROOT, 'playbooks', playbook),
            '-e', 'gpuvirt_cluster_mode=render', '-e', 'gpuvirt_render_dir=%s' % out,
            '-e', 'ansible_python_interpreter=%s' % sys.executable] + list(extra)
     # the example names $KUBECONFIG (else ~/.kube/config), and a render that names a cluster reads the live

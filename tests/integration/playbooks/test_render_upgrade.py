@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 
 import yaml
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.normpath(os.path.join(HERE, '..', '..', '..'))
-sys.path.insert(0, HERE)
-from test_render_example import example_copy  # noqa: E402
+# tests/unit, on the path through the integration tests' conftest.py
+from example_render import example_copy, render
 
 WAVE = 'argocd.argoproj.io/sync-wave'
 SUB = '40-gpu-operator-subscription-nvidia-gpu-operator-gpu-operator-certified.yaml'
@@ -32,14 +28,7 @@ KV = '60-kubevirt-devices-kubevirt-kubevirt-kubevirt.yaml'
 
 
 def playbook(tmp_path, inv, name, *extra):
-    out = tmp_path / 'rendered'
-    cmd = ['ansible-playbook', '-i', str(inv), os.path.join(ROOT, 'playbooks', name),
-           '-e', 'gpuvirt_cluster_mode=render', '-e', 'gpuvirt_render_dir=%s' % out,
-           '-e', 'ansible_python_interpreter=%s' % sys.executable] + list(extra)
-    # the example names $KUBECONFIG: point it at no file, so that no cluster of the machine is read
-    env = dict(os.environ, KUBECONFIG=str(tmp_path / 'no-kubeconfig'))
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
-    return proc.returncode, proc.stdout + proc.stderr, out
+    return render(tmp_path, inv, *extra, playbook=name)
 
 
 def state(out):
