@@ -37,16 +37,6 @@ HCO_NAME, HCO_NAMESPACE = 'kubevirt_devices_hco_name', 'kubevirt_devices_hco_nam
 KUBEVIRT_NAME, KUBEVIRT_NAMESPACE = 'kubevirt_devices_kubevirt_name', 'kubevirt_devices_kubevirt_namespace'
 
 
-def _name(variable):
-    """The check of an object name: a DNS-1123 subdomain (no '/', no '..'), refused naming ``variable``."""
-    return lambda value: validators.dns1123_subdomain(value, variable)
-
-
-def _namespace(variable):
-    """The check of a namespace: a DNS-1123 label, refused naming ``variable``."""
-    return lambda value: validators.dns1123_label(value, variable)
-
-
 def _hco_version(value):
     """A HCO (1.x) or OpenShift Virtualization (4.x) version the gate decision can read; '' is none given."""
     if value == '':
@@ -79,9 +69,9 @@ FIELDS = (
     # HyperConverged: decides the mdev gate's place where HCO's CRD was not read (a render)
     Field(name='hco_version', type='str', variable=HCO_VERSION, check=_hco_version),
     # the names reach a request path and a file name: Kubernetes' grammar, checked here whatever the role did
-    Field(name='hco_name', type='str', default=hco.HCO_NAME, variable=HCO_NAME, check=_name(HCO_NAME)),
+    Field(name='hco_name', type='str', default=hco.HCO_NAME, variable=HCO_NAME, check=settings_record.grammar(validators.dns1123_subdomain, HCO_NAME)),
     Field(name='hco_namespace', type='str', default=hco.HCO_NAMESPACE, variable=HCO_NAMESPACE,
-          check=_namespace(HCO_NAMESPACE)),
+          check=settings_record.grammar(validators.dns1123_label, HCO_NAMESPACE)),
     # the KubeVirt CR: the release a render is for (the role gives it in render mode only: apply mode reads the
     # version the live CR reports)
     Field(name='kubevirt_version', type='str', variable=KUBEVIRT_VERSION, check=_kubevirt_version),
@@ -89,9 +79,9 @@ FIELDS = (
     Field(name='feature_gates', type='list', elements='str', default=[kubevirt.GPU_GATE],
           variable='the kubevirt_devices role\'s feature_gates'),
     Field(name='kubevirt_name', type='str', default=kubevirt.KUBEVIRT_NAME, variable=KUBEVIRT_NAME,
-          check=_name(KUBEVIRT_NAME)),
+          check=settings_record.grammar(validators.dns1123_subdomain, KUBEVIRT_NAME)),
     Field(name='kubevirt_namespace', type='str', default=kubevirt.KUBEVIRT_NAMESPACE, variable=KUBEVIRT_NAMESPACE,
-          check=_namespace(KUBEVIRT_NAMESPACE)),
+          check=settings_record.grammar(validators.dns1123_label, KUBEVIRT_NAMESPACE)),
 )
 
 

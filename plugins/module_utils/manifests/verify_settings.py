@@ -37,16 +37,6 @@ IMAGE = 'verify_smoke_vm_image'
 MEMORY = "the verify_smoke_vm module's settings.memory"
 
 
-def _name(value):
-    """The VM's name: a DNS-1123 subdomain (no '/', no '..')."""
-    return validators.dns1123_subdomain(value, 'verify_smoke_vm_name')
-
-
-def _namespace(value):
-    """The VM's namespace: a DNS-1123 label."""
-    return validators.dns1123_label(value, 'verify_smoke_vm_namespace')
-
-
 def _resource(value):
     """The device plugin resource given; '' is none (the run's first expected resource is asked for instead)."""
     if value == '':
@@ -65,9 +55,11 @@ def _memory(value):
 
 
 FIELDS = (
-    # the VirtualMachine's metadata
-    Field(name='name', type='str', default='gpuvirt-smoke', variable='verify_smoke_vm_name', check=_name),
-    Field(name='namespace', type='str', default='default', variable='verify_smoke_vm_namespace', check=_namespace),
+    # the VirtualMachine's metadata: its name a DNS-1123 subdomain (no '/', no '..'), its namespace a DNS-1123 label
+    Field(name='name', type='str', default='gpuvirt-smoke', variable='verify_smoke_vm_name',
+          check=settings_record.grammar(validators.dns1123_subdomain, 'verify_smoke_vm_name')),
+    Field(name='namespace', type='str', default='default', variable='verify_smoke_vm_namespace',
+          check=settings_record.grammar(validators.dns1123_label, 'verify_smoke_vm_namespace')),
     # its one GPU: the resource given, else the run's first expected one (resource_name)
     Field(name='resource', type='str', variable='verify_smoke_vm_resource', check=_resource),
     # its containerDisk

@@ -32,6 +32,12 @@ Field = row_class('Field', (
    'returns it or raises ValidationError with its own sentence (run before the choices are compared).')
 
 
+def grammar(check, variable):
+    """A field's ``check`` by one of the validators' grammars (``check(value, name)``: dns1123_label,
+    dns1123_subdomain, ...), its refusal naming ``variable``."""
+    return lambda value: check(value, variable)
+
+
 def choices_of(field):
     """The field's choices as a tuple (asked now when they are a function), or None."""
     choices = field.choices() if callable(field.choices) else field.choices
